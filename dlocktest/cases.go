@@ -1,0 +1,488 @@
+package dlocktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Clients is the number of independent clients the contention tests use.
+const Clients = 16
+
+// uniqueKey returns a key no other test uses.
+func uniqueKey(t testing.TB) string {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, t.Name())
+	return fmt.Sprintf("%s-%08x", name, rand.Uint32())
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (s *suite) lockers(t testing.TB, key string, n int, o Options) []dlock.Locker {
+	ls := make([]dlock.Locker, n)
+	for i := range ls {
+		ls[i] = s.b.NewLocker(t, key, o)
+	}
+	return ls
+}
+
+func mustLock(t testing.TB, ctx context.Context, l dlock.Locker) dlock.Lease {
+	t.Helper()
+	lease, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	return lease
+}
+
+// expectNotObtained checks that l cannot take the lock right now.
+func expectNotObtained(t testing.TB, ctx context.Context, l dlock.Locker, why string) {
+	t.Helper()
+	lease, err := l.TryLock(ctx)
+	if err == nil {
+		lease.Release(ctx)
+		t.Fatalf("TryLock succeeded %s", why)
+	}
+	if !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryLock %s: %v; want ErrNotObtained", why, err)
+	}
+}
+
+// waitDone waits for lease's Done up to d and returns when it closed.
+func waitDone(t testing.TB, lease dlock.Lease, d time.Duration, what string) time.Time {
+	t.Helper()
+	select {
+	case <-lease.Done():
+		return time.Now()
+	case <-time.After(d):
+		t.Fatalf("Done not closed %v after %s", d, what)
+		return time.Time{}
+	}
+}
+
+// mutualExclusion: Clients clients increment a non-atomic counter under the
+// lock; it must end exact, the in-section flag must never see two holders,
+// and fences seen inside the section must strictly increase.
+func (s *suite) mutualExclusion(t *testing.T) {
+	key := uniqueKey(t)
+	ls := s.lockers(t, key, Clients, Options{TTL: 5 * time.Second})
+	ctx := ctxFor(t, 2*time.Minute)
+	const rounds = 12
+	var (
+		inside atomic.Int32
+		// counter is read and written in two separate steps, so only the
+		// lock keeps updates from being lost. (Its accesses are atomic only
+		// because the race detector cannot see ordering through Redis.)
+		counter   atomic.Int64
+		mu        sync.Mutex
+		lastFence uint64
+		failures  []string
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Go(func() {
+			for range rounds {
+				lease, err := l.Lock(ctx)
+				if err != nil {
+					fail("client %d: Lock: %v", i, err)
+					return
+				}
+				if n := inside.Add(1); n != 1 {
+					fail("client %d entered while %d others were inside", i, n-1)
+				}
+				mu.Lock()
+				if lease.Fence() <= lastFence {
+					failures = append(failures, fmt.Sprintf("fence %d after %d", lease.Fence(), lastFence))
+				}
+				lastFence = lease.Fence()
+				mu.Unlock()
+				v := counter.Load()
+				runtime.Gosched()
+				time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+				counter.Store(v + 1)
+				inside.Add(-1)
+				if err := lease.Release(ctx); err != nil {
+					fail("client %d: Release: %v", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range failures {
+		t.Error(f)
+	}
+	if want := int64(Clients * rounds); counter.Load() != want {
+		t.Errorf("counter = %d; want %d (lost updates under the lock)", counter.Load(), want)
+	}
+}
+
+// tryLockRace: Clients clients TryLock at the same instant; exactly one wins.
+func (s *suite) tryLockRace(t *testing.T) {
+	key := uniqueKey(t)
+	ls := s.lockers(t, key, Clients, Options{TTL: 10 * time.Second})
+	ctx := ctxFor(t, time.Minute)
+	for round := range 5 {
+		var (
+			start   = make(chan struct{})
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			winners []dlock.Lease
+		)
+		for i, l := range ls {
+			wg.Go(func() {
+				<-start
+				lease, err := l.TryLock(ctx)
+				switch {
+				case err == nil:
+					mu.Lock()
+					winners = append(winners, lease)
+					mu.Unlock()
+				case !errors.Is(err, dlock.ErrNotObtained):
+					t.Errorf("round %d client %d: TryLock: %v", round, i, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if len(winners) != 1 {
+			t.Fatalf("round %d: %d winners; want exactly 1", round, len(winners))
+		}
+		if err := winners[0].Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+}
+
+// leaseAccessors: Key, Token, Fence, Until and Context are sane.
+func (s *suite) leaseAccessors(t *testing.T) {
+	key := uniqueKey(t)
+	ttl := 5 * time.Second
+	l := s.b.NewLocker(t, key, Options{TTL: ttl})
+	ctx := ctxFor(t, time.Minute)
+	before := time.Now()
+	lease := mustLock(t, ctx, l)
+	if lease.Fence() == 0 {
+		t.Error("Fence() = 0; want > 0")
+	}
+	if len(lease.Token()) < 22 {
+		t.Errorf("Token() = %q; want at least 128 bits", lease.Token())
+	}
+	if lease.Key() == "" {
+		t.Error("Key() is empty")
+	}
+	if u := lease.Until(); !u.After(time.Now()) || u.After(before.Add(ttl)) {
+		t.Errorf("Until() = %v from lock start; want in (now, start+TTL]", u.Sub(before))
+	}
+	if lease.Err() != nil {
+		t.Errorf("Err() = %v while held", lease.Err())
+	}
+	if owner, ok := dlock.OwnerFrom(lease.Context()); !ok || owner != lease.Token() {
+		t.Errorf("Context() owner = %q, %v; want the token", owner, ok)
+	}
+	other := mustLockAfter(t, ctx, s.b.NewLocker(t, key, Options{TTL: ttl}), lease)
+	if other.Token() == lease.Token() {
+		t.Error("two leases share a token")
+	}
+	if lease.Context().Err() == nil {
+		t.Error("Context() not cancelled after Release")
+	}
+	if cause := context.Cause(lease.Context()); !errors.Is(cause, dlock.ErrReleased) {
+		t.Errorf("Context cause = %v; want ErrReleased", cause)
+	}
+	other.Release(ctx)
+}
+
+// mustLockAfter releases first and locks with l, checking the fence grew.
+func mustLockAfter(t testing.TB, ctx context.Context, l dlock.Locker, first dlock.Lease) dlock.Lease {
+	t.Helper()
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	next := mustLock(t, ctx, l)
+	if next.Fence() <= first.Fence() {
+		t.Fatalf("fence %d after %d; want strictly greater", next.Fence(), first.Fence())
+	}
+	return next
+}
+
+func (s *suite) releaseIsIdempotent(t *testing.T) {
+	l := s.b.NewLocker(t, uniqueKey(t), Options{TTL: 5 * time.Second})
+	ctx := ctxFor(t, time.Minute)
+	lease := mustLock(t, ctx, l)
+	for i := range 3 {
+		if err := lease.Release(ctx); err != nil {
+			t.Fatalf("Release #%d: %v", i+1, err)
+		}
+	}
+	if !errors.Is(lease.Err(), dlock.ErrReleased) {
+		t.Errorf("Err() = %v; want ErrReleased", lease.Err())
+	}
+	if err := lease.Refresh(ctx); err == nil {
+		t.Error("Refresh of a released lease succeeded")
+	}
+	select {
+	case <-lease.Done():
+	default:
+		t.Error("Done not closed after Release")
+	}
+}
+
+// expiry: a fixed lease ends by Until with ErrExpired, and the lock can then
+// be taken by another client.
+func (s *suite) expiry(t *testing.T) {
+	key := uniqueKey(t)
+	ttl := 400 * time.Millisecond
+	a := s.b.NewLocker(t, key, Options{TTL: ttl, NoRenewal: true})
+	b := s.b.NewLocker(t, key, Options{TTL: ttl, NoRenewal: true})
+	ctx := ctxFor(t, time.Minute)
+	lease := mustLock(t, ctx, a)
+	until := lease.Until()
+	expectNotObtained(t, ctx, b, "while the fixed lease is valid")
+	closed := waitDone(t, lease, ttl+Slack, "the TTL")
+	if late := closed.Sub(until); late > Slack {
+		t.Errorf("Done closed %v after Until", late)
+	}
+	if err := lease.Err(); !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrExpired) {
+		t.Errorf("Err() = %v; want ErrLost wrapping ErrExpired", err)
+	}
+	next, err := b.Lock(ctxFor(t, ttl+time.Second))
+	if err != nil {
+		t.Fatalf("Lock after expiry: %v", err)
+	}
+	if next.Fence() <= lease.Fence() {
+		t.Errorf("fence %d after expired %d", next.Fence(), lease.Fence())
+	}
+	next.Release(ctx)
+}
+
+// refresh: Refresh extends a fixed lease past its first TTL.
+func (s *suite) refresh(t *testing.T) {
+	key := uniqueKey(t)
+	ttl := 600 * time.Millisecond
+	a := s.b.NewLocker(t, key, Options{TTL: ttl, NoRenewal: true})
+	b := s.b.NewLocker(t, key, Options{TTL: ttl, NoRenewal: true})
+	ctx := ctxFor(t, time.Minute)
+	lease := mustLock(t, ctx, a)
+	first := lease.Until()
+	time.Sleep(ttl / 2)
+	if err := lease.Refresh(ctx); err != nil {
+		t.Fatalf("Refresh: %v", err)
+	}
+	if !lease.Until().After(first) {
+		t.Errorf("Until did not move: %v -> %v", first, lease.Until())
+	}
+	time.Sleep(first.Sub(time.Now()) + 50*time.Millisecond) // past the first deadline
+	if lease.Err() != nil {
+		t.Fatalf("lease ended after Refresh: %v", lease.Err())
+	}
+	expectNotObtained(t, ctx, b, "after Refresh, past the original TTL")
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+}
+
+// renewal: the watchdog keeps a lease alive for several TTLs.
+func (s *suite) renewal(t *testing.T) {
+	key := uniqueKey(t)
+	ttl := 300 * time.Millisecond
+	a := s.b.NewLocker(t, key, Options{TTL: ttl})
+	b := s.b.NewLocker(t, key, Options{TTL: ttl})
+	ctx := ctxFor(t, time.Minute)
+	lease := mustLock(t, ctx, a)
+	first := lease.Until()
+	deadline := time.Now().Add(4 * ttl)
+	for time.Now().Before(deadline) {
+		expectNotObtained(t, ctx, b, "while the holder renews")
+		time.Sleep(ttl / 4)
+	}
+	if lease.Err() != nil {
+		t.Fatalf("renewed lease ended: %v", lease.Err())
+	}
+	if !lease.Until().After(first.Add(2 * ttl)) {
+		t.Errorf("Until moved from %v to %v; want renewed well past 3 TTLs", first, lease.Until())
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := b.TryLock(ctx); err != nil {
+		t.Fatalf("TryLock after Release: %v", err)
+	}
+}
+
+// releaseAfterLoss: a holder whose lease expired and was taken by another
+// must not release the new holder's lock.
+func (s *suite) releaseAfterLoss(t *testing.T) {
+	key := uniqueKey(t)
+	ttl := 300 * time.Millisecond
+	a := s.b.NewLocker(t, key, Options{TTL: ttl, NoRenewal: true})
+	b := s.b.NewLocker(t, key, Options{TTL: 10 * time.Second})
+	c := s.b.NewLocker(t, key, Options{TTL: 10 * time.Second})
+	ctx := ctxFor(t, time.Minute)
+	old := mustLock(t, ctx, a)
+	waitDone(t, old, ttl+Slack, "the TTL")
+	cur, err := b.Lock(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("Lock after expiry: %v", err)
+	}
+	err = old.Release(ctx)
+	if !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrLost) {
+		t.Errorf("Release of a lost lease = %v; want ErrNotHeld and ErrLost", err)
+	}
+	if err := old.Refresh(ctx); !errors.Is(err, dlock.ErrLost) {
+		t.Errorf("Refresh of a lost lease = %v; want ErrLost", err)
+	}
+	expectNotObtained(t, ctx, c, "after a stale holder's Release")
+	if cur.Err() != nil {
+		t.Errorf("current holder lost its lease to a stale Release: %v", cur.Err())
+	}
+	cur.Release(ctx)
+}
+
+// externalDeletion: the holder learns within one renewal period (TTL/3)
+// that its lock was removed behind its back.
+func (s *suite) externalDeletion(t *testing.T) {
+	key := uniqueKey(t)
+	ttl := 900 * time.Millisecond
+	l := s.b.NewLocker(t, key, Options{TTL: ttl})
+	ctx := ctxFor(t, time.Minute)
+	lease := mustLock(t, ctx, l)
+	s.b.Sabotage(t, key)
+	start := time.Now()
+	waitDone(t, lease, ttl/3+Slack, "the lock was deleted (one renewal period)")
+	t.Logf("loss reported %v after the deletion", time.Since(start))
+	if err := lease.Err(); !errors.Is(err, dlock.ErrLost) {
+		t.Errorf("Err() = %v; want ErrLost", err)
+	}
+	if cause := context.Cause(lease.Context()); !errors.Is(cause, dlock.ErrLost) {
+		t.Errorf("Context cause = %v; want ErrLost", cause)
+	}
+	if err := lease.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Errorf("Release after loss = %v; want ErrNotHeld", err)
+	}
+}
+
+// serverPause: with the server stopped past the TTL, renewals cannot get
+// through and Done must close no later than Until.
+func (s *suite) serverPause(t *testing.T) {
+	key := uniqueKey(t)
+	ttl := 500 * time.Millisecond
+	l := s.b.NewLocker(t, key, Options{TTL: ttl})
+	ctx := ctxFor(t, time.Minute)
+	lease := mustLock(t, ctx, l)
+	paused := make(chan struct{})
+	go func() { defer close(paused); s.b.Pause(t, 2*ttl) }()
+	defer func() { <-paused }()
+	closed := waitDone(t, lease, 2*ttl+Slack, "the server was paused past the TTL")
+	until := lease.Until()
+	if late := closed.Sub(until); late > 20*time.Millisecond {
+		t.Errorf("Done closed %v after Until; want no later than Until", late)
+	}
+	if err := lease.Err(); !errors.Is(err, dlock.ErrLost) {
+		t.Errorf("Err() = %v; want ErrLost", err)
+	}
+}
+
+// cancelledWait: a Lock abandoned by its context reports both
+// ErrNotObtained and the context's error, and leaves no keys, subscriptions
+// or goroutines behind.
+func (s *suite) cancelledWait(t *testing.T) {
+	key := uniqueKey(t)
+	before := runtime.NumGoroutine()
+	t.Run("waits", func(t *testing.T) {
+		ctx := ctxFor(t, time.Minute)
+		holder := s.b.NewLocker(t, key, Options{TTL: 5 * time.Second})
+		waiter := s.b.NewLocker(t, key, Options{TTL: 5 * time.Second})
+		lease := mustLock(t, ctx, holder)
+
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, err := waiter.Lock(dctx)
+		if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock past its deadline = %v; want ErrNotObtained and DeadlineExceeded", err)
+		}
+		cctx, cancel2 := context.WithCancel(ctx)
+		time.AfterFunc(100*time.Millisecond, cancel2)
+		_, err = waiter.Lock(cctx)
+		if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled Lock = %v; want ErrNotObtained and Canceled", err)
+		}
+		if _, err := waiter.Lock(cctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("Lock with a done context = %v; want Canceled", err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		var left []string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if left = s.b.Leftovers(t, key); len(left) == 0 {
+				break
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("left behind after a cancelled wait and a release: %v", left)
+		}
+	})
+	var after int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if after = runtime.NumGoroutine(); after <= before {
+			return
+		}
+	}
+	buf := make([]byte, 1<<16)
+	t.Errorf("goroutines: %d before, %d after the clients closed\n%s", before, after, buf[:runtime.Stack(buf, true)])
+}
+
+// fencesAcrossRestart: the fence counter is lost with the server's data, yet
+// the next grant's fence is still larger.
+func (s *suite) fencesAcrossRestart(t *testing.T) {
+	key := uniqueKey(t)
+	ctx := ctxFor(t, time.Minute)
+	l := s.b.NewLocker(t, key, Options{TTL: 5 * time.Second})
+	var last uint64
+	for range 3 {
+		lease := mustLock(t, ctx, l)
+		if lease.Fence() <= last {
+			t.Fatalf("fence %d after %d", lease.Fence(), last)
+		}
+		last = lease.Fence()
+		lease.Release(ctx)
+	}
+	s.b.RestartEmpty(t)
+	l2 := s.b.NewLocker(t, key, Options{TTL: 5 * time.Second})
+	var lease dlock.Lease
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if lease, err = l2.Lock(ctxFor(t, 2*time.Second)); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("Lock after restart: %v", err)
+	}
+	if lease.Fence() <= last {
+		t.Errorf("fence after a restart without data = %d; want > %d", lease.Fence(), last)
+	}
+	lease.Release(ctx)
+}

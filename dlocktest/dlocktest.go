@@ -1,0 +1,78 @@
+// Package dlocktest is the conformance suite that every dlock backend
+// passes: mutual exclusion, exactly one TryLock winner, expiry, refresh,
+// renewal, loss reported on Done, cancellation that leaves nothing behind,
+// and fences that strictly increase across holders, even across a server
+// restart that lost its data.
+//
+// A third-party backend can run it too:
+//
+//	func TestConformance(t *testing.T) {
+//		dlocktest.Run(t, dlocktest.Backend{NewLocker: ..., Sabotage: ..., ...})
+//	}
+package dlocktest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Options describe the Locker a test needs.
+type Options struct {
+	// TTL is the lease time.
+	TTL time.Duration
+	// NoRenewal asks for a fixed lease that the watchdog does not renew.
+	NoRenewal bool
+}
+
+// A Backend is what the suite needs to exercise one lock implementation.
+// Every field is required: a suite that skipped what a backend cannot do
+// would report a pass it has not earned.
+type Backend struct {
+	// NewLocker returns a Locker for key on a new client with its own
+	// connections, as an independent process would have, and closes that
+	// client when t ends.
+	NewLocker func(t testing.TB, key string, o Options) dlock.Locker
+
+	// Sabotage removes the lock on key from the server behind the
+	// holder's back, as an operator deleting the key would.
+	Sabotage func(t testing.TB, key string)
+
+	// Pause stops every server for d (SIGSTOP), then resumes it.
+	Pause func(t testing.TB, d time.Duration)
+
+	// RestartEmpty restarts every server without its data.
+	RestartEmpty func(t testing.TB)
+
+	// Leftovers describes any server-side state left for key that a
+	// released, uncontended lock should not leave: lock keys, queue
+	// entries, subscriptions. The fence counter is expected to stay.
+	Leftovers func(t testing.TB, key string) []string
+}
+
+// Slack is the scheduling allowance the suite grants to timing checks: a
+// loaded two-core CI machine running tests under -race needs it.
+var Slack = 150 * time.Millisecond
+
+// Run runs the whole suite as subtests of t.
+func Run(t *testing.T, b Backend) {
+	if b.NewLocker == nil || b.Sabotage == nil || b.Pause == nil || b.RestartEmpty == nil || b.Leftovers == nil {
+		t.Fatalf("dlocktest: every field of Backend is required; got %+v", b)
+	}
+	s := &suite{b: b}
+	t.Run("MutualExclusion", s.mutualExclusion)
+	t.Run("TryLockRace", s.tryLockRace)
+	t.Run("LeaseAccessors", s.leaseAccessors)
+	t.Run("ReleaseIsIdempotent", s.releaseIsIdempotent)
+	t.Run("Expiry", s.expiry)
+	t.Run("Refresh", s.refresh)
+	t.Run("Renewal", s.renewal)
+	t.Run("ReleaseAfterLossIsRefused", s.releaseAfterLoss)
+	t.Run("ExternalDeletionReported", s.externalDeletion)
+	t.Run("ServerPauseReportedBeforeUntil", s.serverPause)
+	t.Run("CancelledWait", s.cancelledWait)
+	t.Run("FencesIncreaseAcrossRestart", s.fencesAcrossRestart)
+}
+
+type suite struct{ b Backend }

@@ -1,0 +1,53 @@
+package dlock
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Backends wrap them with %w; test with errors.Is.
+var (
+	// ErrNotObtained is returned by Locker.TryLock when another owner holds
+	// the lock, and by Locker.Lock when its context is done or its retry
+	// strategy gives up first.
+	ErrNotObtained = errors.New("dlock: lock not obtained")
+
+	// ErrNotHeld is returned by Lease.Release and Lease.Refresh when the
+	// lock is no longer held by this lease's owner, and by reentrant locks
+	// when an owner releases a hold it does not have.
+	ErrNotHeld = errors.New("dlock: lock not held")
+
+	// ErrLost is what Lease.Err returns, wrapping the cause, when a lease
+	// ended without being released: it expired, the key was deleted or
+	// taken over, or a renewal failed.
+	ErrLost = errors.New("dlock: lock lost")
+
+	// ErrReleased is what Lease.Err returns after a successful release.
+	ErrReleased = errors.New("dlock: lock released")
+
+	// ErrExpired is the cause wrapped in ErrLost when a lease reached its
+	// Until deadline without a successful renewal.
+	ErrExpired = errors.New("dlock: lease expired")
+
+	// ErrTakenOver is the cause wrapped in ErrLost when the server reports
+	// that the lock is no longer this lease's: its key was deleted, or it
+	// expired and another owner took it.
+	ErrTakenOver = errors.New("dlock: lock deleted or taken over by another owner")
+)
+
+// NotObtained returns an error matching both ErrNotObtained and cause under
+// errors.Is. Backends use it when a wait ends because its context is done.
+func NotObtained(cause error) error {
+	if cause == nil {
+		return ErrNotObtained
+	}
+	return fmt.Errorf("%w: %w", ErrNotObtained, cause)
+}
+
+// Lost returns an error matching both ErrLost and cause under errors.Is.
+func Lost(cause error) error {
+	if cause == nil {
+		return ErrLost
+	}
+	return fmt.Errorf("%w: %w", ErrLost, cause)
+}

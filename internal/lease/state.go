@@ -1,0 +1,149 @@
+// Package lease holds the state every backend's lease shares: identity,
+// the conservative deadline, and the one-way transition from held to ended
+// that closes Done, cancels Context and fixes Err.
+package lease
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// State implements the read side of dlock.Lease. Backends embed it and add
+// Refresh and Release. A State ends by itself, with an error matching
+// dlock.ErrLost and dlock.ErrExpired, when its deadline passes.
+type State struct {
+	key, token string
+	fence      uint64
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	done       chan struct{}
+	onEnd      func()
+
+	mu    sync.Mutex
+	until time.Time
+	err   error
+	timer *time.Timer
+}
+
+// New returns a held State. parent supplies the values of Context (its
+// cancellation is ignored); Context also carries token as the owner for
+// reentrant locks. onEnd, if not nil, is called once when the lease ends,
+// after Done is closed.
+func New(parent context.Context, key, token string, fence uint64, until time.Time, onEnd func()) *State {
+	ctx, cancel := context.WithCancelCause(dlock.WithOwner(context.WithoutCancel(parent), token))
+	s := &State{key: key, token: token, fence: fence, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), until: until, onEnd: onEnd}
+	s.mu.Lock()
+	s.timer = time.AfterFunc(time.Until(until), s.expire)
+	s.mu.Unlock()
+	return s
+}
+
+func (s *State) expire() {
+	s.mu.Lock()
+	early := s.err == nil && time.Now().Before(s.until)
+	if early { // Extend moved the deadline after this timer fired.
+		s.timer.Reset(time.Until(s.until))
+	}
+	s.mu.Unlock()
+	if !early {
+		s.End(dlock.Lost(dlock.ErrExpired))
+	}
+}
+
+// Key returns the lock's name.
+func (s *State) Key() string { return s.key }
+
+// Token returns the owner token.
+func (s *State) Token() string { return s.token }
+
+// Fence returns the fencing token.
+func (s *State) Fence() uint64 { return s.fence }
+
+// Done is closed when the lease ends.
+func (s *State) Done() <-chan struct{} { return s.done }
+
+// Context is cancelled, with Err as its cause, when the lease ends.
+func (s *State) Context() context.Context { return s.ctx }
+
+// Until returns the current conservative deadline.
+func (s *State) Until() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.until
+}
+
+// Err returns nil while held, then the reason the lease ended.
+func (s *State) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Extend moves the deadline to until if that is later than the current
+// one. It reports false, and changes nothing, if the lease has ended.
+func (s *State) Extend(until time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
+	}
+	if until.After(s.until) {
+		s.until = until
+		s.timer.Reset(time.Until(until))
+	}
+	return true
+}
+
+// End ends the lease with err (dlock.ErrReleased, or an error matching
+// dlock.ErrLost). Only the first call has an effect; it reports whether
+// this call ended the lease.
+func (s *State) End(err error) bool {
+	s.mu.Lock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return false
+	}
+	s.err = err
+	s.timer.Stop()
+	s.mu.Unlock()
+	close(s.done)
+	s.cancel(err)
+	if s.onEnd != nil {
+		s.onEnd()
+	}
+	return true
+}
+
+// Ended reports whether the lease has ended and, if so, the error a
+// Release (releasing) or Refresh of it returns: nil for releasing a
+// released lease, ErrReleased for refreshing one, otherwise an error
+// matching dlock.ErrNotHeld and the reason the lease was lost.
+func (s *State) Ended(releasing bool) (ended bool, err error) {
+	e := s.Err()
+	switch {
+	case e == nil:
+		return false, nil
+	case e == dlock.ErrReleased && releasing:
+		return true, nil
+	default:
+		return true, notHeld(e)
+	}
+}
+
+func notHeld(reason error) error {
+	if reason == dlock.ErrReleased {
+		return reason
+	}
+	return &notHeldError{reason}
+}
+
+type notHeldError struct{ reason error }
+
+func (e *notHeldError) Error() string { return "dlock: lock not held: " + e.reason.Error() }
+func (e *notHeldError) Unwrap() []error {
+	return []error{dlock.ErrNotHeld, e.reason}
+}

@@ -1,0 +1,68 @@
+package dlock
+
+import (
+	"context"
+	"time"
+)
+
+// A Locker obtains one named lock. Implementations are safe for concurrent
+// use by multiple goroutines.
+type Locker interface {
+	// Lock blocks until the lock is held, ctx is done, the retry strategy
+	// gives up, or a hard error occurs. When ctx is done first, the error
+	// matches both ErrNotObtained and ctx.Err() under errors.Is; when the
+	// retry strategy gives up, it matches ErrNotObtained.
+	Lock(ctx context.Context) (Lease, error)
+
+	// TryLock makes one attempt. It returns ErrNotObtained if another
+	// owner holds the lock.
+	TryLock(ctx context.Context) (Lease, error)
+}
+
+// A Lease is one holder's claim on a lock. Its methods are safe for
+// concurrent use.
+//
+// A Lease can be lost at any time. Done is closed when the lease ends for
+// any reason, and never later than Until; Err then says why.
+type Lease interface {
+	// Key returns the name of the lock.
+	Key() string
+
+	// Token returns the random owner token that identifies this holder on
+	// the server: at least 128 bits from crypto/rand.
+	Token() string
+
+	// Fence returns the fencing token of this grant. It is strictly greater
+	// than the fence of every earlier grant of the same Key.
+	Fence() uint64
+
+	// Until returns the conservative deadline of the lease on the local
+	// monotonic clock: up to Until, no other holder can have been granted
+	// the lock. Refresh and automatic renewal move it forward.
+	Until() time.Time
+
+	// Done returns a channel that is closed when the lease ends: released,
+	// lost, or expired. It is closed no later than Until, even when the
+	// server cannot be reached.
+	Done() <-chan struct{}
+
+	// Err returns nil while the lease is held. After Done is closed it
+	// returns ErrReleased if the holder released it, or an error matching
+	// ErrLost that wraps the cause.
+	Err() error
+
+	// Context returns a context that is cancelled, with Err as its cause,
+	// when Done is closed. It carries the lease's owner for reentrant
+	// locks (see WithOwner).
+	Context() context.Context
+
+	// Refresh extends the lease to a full TTL from now. It returns an error
+	// matching ErrLost if the lease had been lost, and ErrReleased if it
+	// had been released.
+	Refresh(ctx context.Context) error
+
+	// Release gives the lock up. It is idempotent: releasing a released
+	// lease returns nil. It returns an error matching ErrNotHeld (and
+	// ErrLost) if the lease had already been lost.
+	Release(ctx context.Context) error
+}

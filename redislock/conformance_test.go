@@ -1,0 +1,182 @@
+package redislock_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/dlock-go/dlock/redislock/rueidisconn"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+)
+
+// deployment is a set of real redis-server processes that tests lock on.
+type deployment struct {
+	servers []*testenv.Redis
+	cluster bool
+}
+
+func (d *deployment) addrs() []string {
+	a := make([]string, len(d.servers))
+	for i, s := range d.servers {
+		a[i] = s.Addr()
+	}
+	return a
+}
+
+func standalone(t testing.TB) *deployment {
+	return &deployment{servers: []*testenv.Redis{testenv.StartRedis(t, testenv.RedisConfig{})}}
+}
+
+func cluster(t testing.TB) *deployment {
+	c := testenv.StartCluster(t, 3)
+	return &deployment{servers: c.Nodes, cluster: true}
+}
+
+// admin returns a go-redis client for out-of-band commands.
+func (d *deployment) admin(t testing.TB) redis.UniversalClient {
+	var c redis.UniversalClient
+	if d.cluster {
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs()})
+	} else {
+		c = redis.NewClient(&redis.Options{Addr: d.addrs()[0]})
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// transport opens a new, independent connection to d.
+type transport func(t testing.TB, d *deployment) redislock.Conn
+
+func goRedis(t testing.TB, d *deployment) redislock.Conn {
+	var c redis.UniversalClient
+	if d.cluster {
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs()})
+	} else {
+		c = redis.NewClient(&redis.Options{Addr: d.addrs()[0]})
+	}
+	t.Cleanup(func() { c.Close() })
+	return goredisconn.New(c)
+}
+
+func rueidisClient(t testing.TB, d *deployment) redislock.Conn {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: d.addrs(), DisableCache: true,
+		ForceSingleClient: !d.cluster})
+	if err != nil {
+		t.Fatalf("rueidis.NewClient: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return rueidisconn.New(c)
+}
+
+var transports = []struct {
+	name string
+	open transport
+}{{"goredis", goRedis}, {"rueidis", rueidisClient}}
+
+// newClient returns a redislock.Client on its own connection, closed when t
+// ends (before the connection, as cleanups run last-in first-out).
+func newClient(t testing.TB, d *deployment, open transport) *redislock.Client {
+	c := redislock.New(open(t, d))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func backend(d *deployment, open transport) dlocktest.Backend {
+	return dlocktest.Backend{
+		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+			if o.NoRenewal {
+				opts = append(opts, redislock.WithoutRenewal())
+			}
+			return newClient(t, d, open).NewMutex(key, opts...)
+		},
+		Sabotage: func(t testing.TB, key string) {
+			if err := d.admin(t).Del(context.Background(), lockKey(key)).Err(); err != nil {
+				t.Fatalf("DEL: %v", err)
+			}
+		},
+		Pause: func(t testing.TB, dur time.Duration) {
+			for _, s := range d.servers {
+				if err := s.Pause(); err != nil {
+					t.Errorf("pause: %v", err)
+				}
+			}
+			time.Sleep(dur)
+			for _, s := range d.servers {
+				if err := s.Resume(); err != nil {
+					t.Errorf("resume: %v", err)
+				}
+			}
+		},
+		RestartEmpty: func(t testing.TB) {
+			for _, s := range d.servers {
+				if err := s.Restart(); err != nil {
+					t.Fatalf("restart: %v", err)
+				}
+			}
+			if d.cluster {
+				waitClusterOK(t, d)
+			}
+		},
+		Leftovers: func(t testing.TB, key string) []string {
+			return leftovers(t, d, key)
+		},
+	}
+}
+
+func lockKey(name string) string { return "dlock:{" + name + "}" }
+
+// leftovers lists the lock key and any subscription to its channel.
+func leftovers(t testing.TB, d *deployment, key string) []string {
+	ctx := context.Background()
+	var left []string
+	if n, err := d.admin(t).Exists(ctx, lockKey(key)).Result(); err != nil || n > 0 {
+		left = append(left, fmt.Sprintf("lock key (exists=%d, err=%v)", n, err))
+	}
+	for _, s := range d.servers {
+		out, err := s.Do("PUBSUB", "NUMSUB", lockKey(key)+":released")
+		if err != nil || out != lockKey(key)+":released\n0" {
+			left = append(left, fmt.Sprintf("subscription on %s: %q %v", s.Addr(), out, err))
+		}
+	}
+	return left
+}
+
+func waitClusterOK(t testing.TB, d *deployment) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ok := true
+		for _, s := range d.servers {
+			if out, err := s.Do("CLUSTER", "INFO"); err != nil || !strings.Contains(out, "cluster_state:ok") {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatal("cluster did not come back to cluster_state:ok")
+}
+
+func TestIntegrationConformanceStandalone(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			dlocktest.Run(t, backend(standalone(t), tr.open))
+		})
+	}
+}
+
+func TestIntegrationConformanceCluster(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			dlocktest.Run(t, backend(cluster(t), tr.open))
+		})
+	}
+}

@@ -1,0 +1,70 @@
+package redislock
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// A Conn is the transport to one Redis deployment (standalone, Sentinel or
+// Cluster). dlock ships two: goredisconn for go-redis v9 and rueidisconn for
+// rueidis. Implementations must be safe for concurrent use.
+type Conn interface {
+	// Eval runs each call's script and stores its outcome in the result of
+	// the same index. It sends all calls in one pipelined round trip (per
+	// Cluster node), by EVALSHA, and re-sends by EVAL those that failed with
+	// NOSCRIPT. An integer reply is an int64, a bulk or status reply a
+	// string, an array a []any, and a nil reply nil. A reply that is an
+	// error from the server is a *ReplyError.
+	Eval(ctx context.Context, calls []Call, results []Result)
+
+	// Listen opens the connection on which release notices arrive. It calls
+	// onMessage, from one goroutine, for every message published on a
+	// subscribed channel. Opening may be lazy: the first network traffic
+	// can be the first Subscribe.
+	Listen(onMessage func(channel string)) Listener
+}
+
+// A Listener is one pub/sub connection. Implementations resubscribe after a
+// reconnect; messages published meanwhile may be lost.
+type Listener interface {
+	// Subscribe subscribes to channel and returns when the server has
+	// confirmed it, or ctx is done.
+	Subscribe(ctx context.Context, channel string) error
+	// Unsubscribe ends the subscription to channel.
+	Unsubscribe(ctx context.Context, channel string) error
+	// Close closes the connection.
+	Close() error
+}
+
+// A Call is one script invocation.
+type Call struct {
+	Script *Script
+	Keys   []string
+	Args   []string
+}
+
+// A Result is the outcome of one Call.
+type Result struct {
+	Val any
+	Err error
+}
+
+// A Script is a Lua script with its SHA-1 digest.
+type Script struct {
+	Name string // the file it came from, for error messages
+	Src  string
+	SHA1 string
+}
+
+// NewScript returns a Script for src.
+func NewScript(name, src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{Name: name, Src: src, SHA1: hex.EncodeToString(sum[:])}
+}
+
+// A ReplyError is an error reply from the server, as opposed to a failure
+// to reach it.
+type ReplyError struct{ Msg string }
+
+func (e *ReplyError) Error() string { return e.Msg }

@@ -1,0 +1,125 @@
+// Package goredisconn connects redislock to a go-redis v9 client: a
+// *redis.Client, *redis.ClusterClient, a Sentinel failover client, or any
+// redis.UniversalClient.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	locks := redislock.New(goredisconn.New(rdb))
+package goredisconn
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/redis/go-redis/v9"
+)
+
+// Client is the part of a go-redis client that dlock uses. *redis.Client,
+// *redis.ClusterClient, *redis.Ring and redis.UniversalClient satisfy it.
+type Client interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+type conn struct{ c Client }
+
+// New returns a redislock.Conn that talks through c. A nil c gives a Conn
+// whose every call fails with an error saying so.
+func New(c Client) redislock.Conn {
+	if c == nil {
+		return nilConn{}
+	}
+	return conn{c}
+}
+
+func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+	if len(calls) == 1 { // the common case: no pipeline
+		call := calls[0]
+		cmd := c.c.EvalSha(ctx, call.Script.SHA1, call.Keys, args(call.Args)...)
+		if isNoScript(cmd.Err()) {
+			cmd = c.c.Eval(ctx, call.Script.Src, call.Keys, args(call.Args)...)
+		}
+		results[0] = result(cmd)
+		return
+	}
+	cmds := c.pipeline(ctx, calls, func(p redis.Pipeliner, call redislock.Call) *redis.Cmd {
+		return p.EvalSha(ctx, call.Script.SHA1, call.Keys, args(call.Args)...)
+	})
+	var retry []int
+	for i, cmd := range cmds {
+		if isNoScript(cmd.Err()) {
+			retry = append(retry, i)
+		}
+		results[i] = result(cmd)
+	}
+	if len(retry) == 0 {
+		return
+	}
+	again := make([]redislock.Call, len(retry))
+	for j, i := range retry {
+		again[j] = calls[i]
+	}
+	cmds = c.pipeline(ctx, again, func(p redis.Pipeliner, call redislock.Call) *redis.Cmd {
+		return p.Eval(ctx, call.Script.Src, call.Keys, args(call.Args)...)
+	})
+	for j, i := range retry {
+		results[i] = result(cmds[j])
+	}
+}
+
+func (c conn) pipeline(ctx context.Context, calls []redislock.Call, add func(redis.Pipeliner, redislock.Call) *redis.Cmd) []*redis.Cmd {
+	p := c.c.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, call := range calls {
+		cmds[i] = add(p, call)
+	}
+	p.Exec(ctx) // per-command errors are in cmds
+	return cmds
+}
+
+func args(a []string) []any {
+	out := make([]any, len(a))
+	for i, s := range a {
+		out[i] = s
+	}
+	return out
+}
+
+func result(cmd *redis.Cmd) redislock.Result {
+	v, err := cmd.Result()
+	switch {
+	case err == nil:
+		return redislock.Result{Val: v}
+	case errors.Is(err, redis.Nil):
+		return redislock.Result{}
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return redislock.Result{Err: &redislock.ReplyError{Msg: re.Error()}}
+	}
+	return redislock.Result{Err: err}
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+type nilConn struct{}
+
+var errNil = errors.New("goredisconn: New was given a nil client")
+
+func (nilConn) Eval(_ context.Context, calls []redislock.Call, results []redislock.Result) {
+	for i := range calls {
+		results[i] = redislock.Result{Err: errNil}
+	}
+}
+
+func (nilConn) Listen(func(string)) redislock.Listener { return nilListener{} }
+
+type nilListener struct{}
+
+func (nilListener) Subscribe(context.Context, string) error   { return errNil }
+func (nilListener) Unsubscribe(context.Context, string) error { return errNil }
+func (nilListener) Close() error                              { return nil }

@@ -1,0 +1,82 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+)
+
+// A grant is a Mutex's lease.
+type grant struct {
+	*lease.State
+	m     *Mutex
+	entry renewal.Entry
+}
+
+var _ dlock.Lease = (*grant)(nil)
+
+func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, start time.Time) *grant {
+	g := &grant{m: m}
+	g.State = lease.New(ctx, m.keys.lock, token, fence, validity(start, m.cfg.ttl), g.forget)
+	g.entry.Value = g
+	if !m.c.track(g) {
+		g.End(dlock.Lost(ErrClosed))
+		return g
+	}
+	if m.cfg.renew {
+		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
+	}
+	return g
+}
+
+// forget stops renewing an ended lease and drops it from the client.
+func (g *grant) forget() {
+	g.m.c.renew.Remove(&g.entry)
+	g.m.c.untrack(g)
+}
+
+// Refresh extends the lease to a full TTL from now.
+func (g *grant) Refresh(ctx context.Context) error {
+	if ended, err := g.Ended(false); ended {
+		return err
+	}
+	start := time.Now()
+	v, err := g.m.c.eval(ctx, refreshScript, []string{g.m.keys.lock}, g.Token(), g.m.ttl)
+	if err != nil {
+		return describe(g.Key(), refreshScript, err)
+	}
+	if v != int64(1) {
+		g.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := g.Ended(false)
+		return err
+	}
+	if !g.Extend(validity(start, g.m.cfg.ttl)) {
+		_, err := g.Ended(false)
+		return err
+	}
+	return nil
+}
+
+// Release deletes the lock if this lease still holds it and wakes waiters.
+func (g *grant) Release(ctx context.Context) error {
+	if ended, err := g.Ended(true); ended {
+		return err
+	}
+	v, err := g.m.c.eval(ctx, releaseScript, []string{g.m.keys.lock}, g.Token(), g.m.keys.channel)
+	if err != nil {
+		// Stop renewing: the key, if still there, expires within the TTL.
+		g.End(dlock.ErrReleased)
+		return fmt.Errorf("redislock: release of %q failed; the lock expires within its TTL: %w", g.Key(), describe(g.Key(), releaseScript, err))
+	}
+	if v != int64(1) {
+		g.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := g.Ended(true)
+		return err
+	}
+	g.End(dlock.ErrReleased)
+	return nil
+}

@@ -1,0 +1,153 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// A Mutex is an exclusive lock on one Redis deployment, identified by
+// name. It is not reentrant: a goroutine that holds it and asks again
+// through its lease's Context gets ErrNotReentrant, and one that asks
+// through an unrelated context waits like anyone else. It is not fair:
+// waiters are woken together and the fastest wins; see FairMutex.
+//
+// A Mutex holds no state of its own beyond its configuration; it is safe
+// for concurrent use, and each Lock returns an independent Lease.
+type Mutex struct {
+	c    *Client
+	name string
+	keys keys
+	cfg  config
+	ttl  string // cfg.ttl in milliseconds, as sent to the server
+	err  error
+}
+
+var _ dlock.Locker = (*Mutex)(nil)
+
+// NewMutex returns the mutex called name. It never fails: a bad name or
+// option is reported by Lock and TryLock.
+func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	m := &Mutex{c: c, name: name, keys: keysFor(name), cfg: newConfig(opts)}
+	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
+	if err := checkName(name); err != nil {
+		m.err = err
+	} else if err := m.cfg.check(); err != nil {
+		m.err = err
+	}
+	return m
+}
+
+// Name returns the lock's name.
+func (m *Mutex) Name() string { return m.name }
+
+// TryLock makes one attempt to take the lock. It returns an error matching
+// dlock.ErrNotObtained if another owner holds it.
+func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	l, _, err := m.attempt(ctx, dlock.NewToken())
+	if l == nil && err == nil {
+		err = dlock.ErrNotObtained
+	}
+	return l, err
+}
+
+// Lock takes the lock, waiting until it is free, ctx is done or the retry
+// strategy gives up. A waiter is woken at once when the holder releases;
+// otherwise it retries when the holder's TTL runs out or the retry strategy
+// says so, whichever is first. If ctx is done first, the error matches both
+// dlock.ErrNotObtained and ctx.Err().
+func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	token := dlock.NewToken()
+	l, _, err := m.attempt(ctx, token)
+	if l != nil || err != nil {
+		return l, err
+	}
+	w := m.c.subs.wait(ctx, m.keys.channel)
+	defer w.close()
+	var timer *time.Timer
+	for n := 1; ; n++ {
+		// Retry at once on the first round: a release may have come
+		// between the first attempt and the subscription.
+		l, ttl, err := m.attempt(ctx, token)
+		if l != nil || err != nil {
+			return l, err
+		}
+		wait, ok := m.cfg.retry.Backoff(n)
+		if !ok {
+			return nil, dlock.ErrNotObtained
+		}
+		if ttl > 0 && ttl < wait {
+			wait = ttl
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, dlock.NotObtained(ctx.Err())
+		case <-w.c:
+		case <-timer.C:
+		}
+	}
+}
+
+func (m *Mutex) check(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	if err := m.c.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return dlock.NotObtained(err)
+	}
+	if m.c.holds(ctx, m.keys.lock) {
+		return ErrNotReentrant
+	}
+	return nil
+}
+
+// attempt runs the acquire script once. It returns a lease, or nil and the
+// holder's remaining TTL, or a hard error.
+func (m *Mutex) attempt(ctx context.Context, token string) (*grant, time.Duration, error) {
+	start := time.Now()
+	v, err := m.c.eval(ctx, acquireScript, []string{m.keys.lock, m.keys.fence}, token, m.ttl)
+	if err != nil {
+		if !isReply(err) {
+			// The script may have run: make sure no key is left behind.
+			m.cleanup(ctx, token)
+		}
+		if ctx.Err() != nil {
+			return nil, 0, dlock.NotObtained(ctx.Err())
+		}
+		return nil, 0, describe(m.keys.lock, acquireScript, err)
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return nil, 0, fmt.Errorf("redislock: acquire on %q: unexpected reply %T %v", m.keys.lock, v, v)
+	}
+	if n <= 0 {
+		return nil, time.Duration(-n) * time.Millisecond, nil
+	}
+	g := newGrant(ctx, m, token, uint64(n), start)
+	return g, 0, nil
+}
+
+// cleanup deletes the key if an interrupted acquire left it with token.
+func (m *Mutex) cleanup(ctx context.Context, token string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	m.c.eval(ctx, releaseScript, []string{m.keys.lock}, token, m.keys.channel)
+}

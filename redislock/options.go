@@ -1,0 +1,77 @@
+package redislock
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Defaults for the options of every lock kind.
+const (
+	DefaultTTL = 30 * time.Second
+	// MinTTL is the shortest TTL accepted: below it, the drift allowance and
+	// one round trip eat the whole lease.
+	MinTTL = 10 * time.Millisecond
+)
+
+// DefaultRetry is the retry strategy of Lock when WithRetry is not given:
+// a waiter is woken at once by a release notice, and polls with
+// exponential backoff and full jitter, between 8ms and 512ms, in case a
+// notice is missed.
+var DefaultRetry = dlock.ExponentialBackoff(8*time.Millisecond, 512*time.Millisecond)
+
+// An Option configures a lock.
+type Option func(*config)
+
+type config struct {
+	ttl   time.Duration
+	renew bool
+	retry dlock.RetryStrategy
+}
+
+func newConfig(opts []Option) config {
+	c := config{ttl: DefaultTTL, renew: true, retry: DefaultRetry}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+func (c config) check() error {
+	if c.ttl < MinTTL {
+		return fmt.Errorf("redislock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
+	}
+	return dlock.CheckRetry(c.retry)
+}
+
+// WithTTL sets the lease time: how long the lock outlives a holder that
+// stops renewing it, because it crashed, paused or lost its network. The
+// default is DefaultTTL (30s); it must be at least MinTTL. With renewal on,
+// a lease is renewed every TTL/3.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithoutRenewal makes a fixed lease: it is never renewed by the watchdog
+// and ends, with an error matching dlock.ErrExpired, when its TTL runs out,
+// unless the holder calls Refresh. Renewal is on by default.
+func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+
+// WithRetry sets how Lock waits between attempts when a release notice does
+// not arrive; see DefaultRetry. dlock.NoRetry() makes Lock a single attempt,
+// and dlock.MaxAttempts bounds the attempts.
+func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }
+
+// ttlMillis returns ttl in whole milliseconds, rounded up, so that the
+// server never holds the key for less than ttl.
+func ttlMillis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}
+
+// validity returns the conservative deadline of a lease whose command was
+// sent at start: the TTL less an allowance for clock drift between client
+// and server (1% of the TTL plus 2ms), as in the Redlock algorithm.
+func validity(start time.Time, ttl time.Duration) time.Time {
+	return start.Add(ttl - ttl/100 - 2*time.Millisecond)
+}

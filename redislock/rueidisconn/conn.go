@@ -1,0 +1,108 @@
+// Package rueidisconn connects redislock to a rueidis client, whose
+// automatic pipelining gives the highest throughput when many goroutines
+// take locks at once. Standalone, Sentinel and Cluster clients all work.
+//
+//	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+//	locks := redislock.New(rueidisconn.New(c))
+package rueidisconn
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/redis/rueidis"
+)
+
+type conn struct{ c rueidis.Client }
+
+// New returns a redislock.Conn that talks through c. A nil c gives a Conn
+// whose every call fails with an error saying so.
+func New(c rueidis.Client) redislock.Conn {
+	if c == nil {
+		return nilConn{}
+	}
+	return conn{c}
+}
+
+func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+	if len(calls) == 1 {
+		call := calls[0]
+		r := c.c.Do(ctx, c.evalsha(call))
+		if isNoScript(r.Error()) {
+			r = c.c.Do(ctx, c.eval(call))
+		}
+		results[0] = result(r)
+		return
+	}
+	cmds := make(rueidis.Commands, len(calls))
+	for i, call := range calls {
+		cmds[i] = c.evalsha(call)
+	}
+	var retry []int
+	for i, r := range c.c.DoMulti(ctx, cmds...) {
+		if isNoScript(r.Error()) {
+			retry = append(retry, i)
+		}
+		results[i] = result(r)
+	}
+	if len(retry) == 0 {
+		return
+	}
+	cmds = cmds[:0]
+	for _, i := range retry {
+		cmds = append(cmds, c.eval(calls[i]))
+	}
+	for j, r := range c.c.DoMulti(ctx, cmds...) {
+		results[retry[j]] = result(r)
+	}
+}
+
+func (c conn) evalsha(call redislock.Call) rueidis.Completed {
+	return c.c.B().Evalsha().Sha1(call.Script.SHA1).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
+}
+
+func (c conn) eval(call redislock.Call) rueidis.Completed {
+	return c.c.B().Eval().Script(call.Script.Src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
+}
+
+func result(r rueidis.RedisResult) redislock.Result {
+	if err := r.Error(); err != nil {
+		if rueidis.IsRedisNil(err) {
+			return redislock.Result{}
+		}
+		if re, ok := rueidis.IsRedisErr(err); ok {
+			return redislock.Result{Err: &redislock.ReplyError{Msg: re.Error()}}
+		}
+		return redislock.Result{Err: err}
+	}
+	msg, _ := r.ToMessage()
+	if n, err := msg.AsInt64(); err == nil && msg.IsInt64() {
+		return redislock.Result{Val: n}
+	}
+	v, err := msg.ToAny()
+	return redislock.Result{Val: v, Err: err}
+}
+
+func isNoScript(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
+}
+
+type nilConn struct{}
+
+var errNil = errors.New("rueidisconn: New was given a nil client")
+
+func (nilConn) Eval(_ context.Context, calls []redislock.Call, results []redislock.Result) {
+	for i := range calls {
+		results[i] = redislock.Result{Err: errNil}
+	}
+}
+
+func (nilConn) Listen(func(string)) redislock.Listener { return nilListener{} }
+
+type nilListener struct{}
+
+func (nilListener) Subscribe(context.Context, string) error   { return errNil }
+func (nilListener) Unsubscribe(context.Context, string) error { return errNil }
+func (nilListener) Close() error                              { return nil }

@@ -1,0 +1,7 @@
+-- refresh: extend the lock to a full TTL if this owner holds it.
+-- KEYS[1] lock key          ARGV[1] owner token    ARGV[2] TTL in milliseconds
+-- Returns 1 when extended, 0 when the key is absent or held by another owner.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
