@@ -1,0 +1,42 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := StopAll(); err != nil {
+		fmt.Fprintln(os.Stderr, "StopAll:", err)
+		code = 1
+	}
+	if leaked := leakedPIDs(); len(leaked) > 0 {
+		fmt.Fprintf(os.Stderr, "redis-server processes still running after the tests: %v\n", leaked)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// leakedPIDs returns the PIDs started by this process that still belong to
+// a live redis-server.
+func leakedPIDs() []int {
+	registry.Lock()
+	pids := append([]int(nil), registry.pids...)
+	registry.Unlock()
+	var leaked []int
+	for _, pid := range pids {
+		if syscall.Kill(pid, 0) != nil {
+			continue // ESRCH: gone
+		}
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err == nil && strings.Contains(string(cmdline), "redis") {
+			leaked = append(leaked, pid)
+		}
+	}
+	return leaked
+}

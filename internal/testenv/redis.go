@@ -1,0 +1,598 @@
+// Package testenv starts and controls real redis-server processes for
+// tests, benchmarks, demos and chaos experiments, and provides an
+// in-process TCP proxy for injecting network faults.
+//
+// Servers listen only on 127.0.0.1, on ports chosen by [FreePort]. Every
+// process is started in its own process group, is signalled only through
+// its own PID, and is killed by the kernel if the process that started it
+// dies. [StopAll] stops every server that is still running, for use at the
+// end of a TestMain or a command.
+//
+// The Launch functions return errors and work outside tests. The Start
+// functions take a testing.TB, skip the test when redis-server is not
+// installed (or fail it when the CI environment variable is "true"), and
+// close what they started when the test ends.
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	startTimeout = 10 * time.Second
+	stopTimeout  = 5 * time.Second
+	doTimeout    = 2 * time.Second
+	logTailLines = 20
+	logFileName  = "redis.log"
+	outFileName  = "redis.out" // stdout and stderr, for errors printed before the log file is open
+)
+
+// errAddrInUse marks a start that failed because the port was taken.
+var errAddrInUse = errors.New("address already in use")
+
+// RedisConfig describes a redis-server to start. The zero value is a
+// server without persistence on a free port in a new temporary directory.
+type RedisConfig struct {
+	// Persistence enables the append-only file with an fsync after every
+	// write, so data survives a SIGKILL followed by Restart. Without it
+	// the server runs with --save "" --appendonly no and comes back empty
+	// after a restart.
+	Persistence bool
+
+	// Args holds extra redis-server arguments, such as
+	// "--requirepass", "secret". They come last and so override the
+	// defaults. When Args sets --requirepass, Do authenticates with it.
+	Args []string
+
+	// Dir is the server's working directory. If empty, a new temporary
+	// directory is created and Close removes it.
+	Dir string
+
+	// Port is the TCP port to listen on. Zero means a free port.
+	Port int
+
+	// Log, if not nil, receives the last lines of the server's log, one
+	// line per call, when the server fails to start and when it is
+	// closed.
+	Log func(string)
+}
+
+// A Redis is a redis-server process listening on 127.0.0.1. Its methods
+// are safe for concurrent use. The address, port and directory stay the
+// same across Kill, Stop and Restart.
+type Redis struct {
+	cfg      RedisConfig
+	bin      string
+	port     int
+	busPort  int // cluster bus port; 0 unless the server is a cluster node
+	dir      string
+	ownDir   bool
+	password string
+
+	mu     sync.Mutex
+	proc   *process // the current or last process; nil before the first start
+	closed bool
+}
+
+// process is one run of redis-server. A single goroutine waits on cmd and
+// closes done when it exits.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // result of cmd.Wait; valid once done is closed
+}
+
+func (p *process) running() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// LaunchRedis starts a redis-server described by cfg and waits until it
+// answers PING. If the server does not come up within about ten seconds,
+// LaunchRedis stops it and returns an error that includes the tail of its
+// log. The caller must Close the returned Redis.
+func LaunchRedis(cfg RedisConfig) (*Redis, error) {
+	return launch(cfg, false)
+}
+
+// launch starts a server; when clusterNode is set it also gives the server
+// a free cluster bus port.
+func launch(cfg RedisConfig, clusterNode bool) (*Redis, error) {
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("testenv: invalid port %d", cfg.Port)
+	}
+	bin, err := LookBinary("redis-server")
+	if err != nil {
+		return nil, err
+	}
+	r := &Redis{
+		cfg:      cfg,
+		bin:      bin,
+		password: findPassword(cfg.Args),
+	}
+	r.cfg.Args = slices.Clone(cfg.Args)
+	if cfg.Dir == "" {
+		dir, err := os.MkdirTemp("", "testenv-redis-")
+		if err != nil {
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+		r.dir, r.ownDir = dir, true
+	} else {
+		dir, err := filepath.Abs(cfg.Dir)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("testenv: redis directory: %w", err)
+		}
+		r.dir = dir
+	}
+
+	var startErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 && cfg.Port != 0 {
+			time.Sleep(300 * time.Millisecond)
+		}
+		if cfg.Port == 0 {
+			if r.port, err = FreePort(); err != nil {
+				startErr = err
+				break
+			}
+		} else {
+			r.port = cfg.Port
+			reservePort(cfg.Port)
+		}
+		if clusterNode {
+			if r.busPort, err = FreePort(); err != nil {
+				startErr = err
+				break
+			}
+		}
+		r.mu.Lock()
+		startErr = r.startLocked()
+		r.mu.Unlock()
+		if startErr == nil {
+			register(r)
+			return r, nil
+		}
+		if !errors.Is(startErr, errAddrInUse) {
+			break
+		}
+	}
+	r.Close()
+	return nil, startErr
+}
+
+// findPassword returns the value of the last --requirepass in args.
+func findPassword(args []string) string {
+	pass := ""
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--requirepass" {
+			pass = args[i+1]
+		}
+	}
+	return pass
+}
+
+// args returns the redis-server command line.
+func (r *Redis) args() []string {
+	a := []string{
+		"--port", strconv.Itoa(r.port),
+		"--bind", "127.0.0.1",
+		"--dir", r.dir,
+		"--daemonize", "no",
+		"--protected-mode", "no",
+		"--logfile", filepath.Join(r.dir, logFileName),
+		"--save", "",
+	}
+	if r.cfg.Persistence {
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		a = append(a, "--appendonly", "no")
+	}
+	if r.busPort != 0 {
+		a = append(a, "--cluster-port", strconv.Itoa(r.busPort))
+	}
+	return append(a, r.cfg.Args...)
+}
+
+// startLocked starts a new process and waits until it is ready. On
+// failure the process is gone when startLocked returns. r.mu must be held.
+func (r *Redis) startLocked() error {
+	out, err := os.OpenFile(filepath.Join(r.dir, outFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	cmd := exec.Command(r.bin, r.args()...)
+	cmd.Dir = r.dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,            // a signal to our process group does not reach it
+		Pdeathsig: syscall.SIGKILL, // nor does it outlive us
+	}
+	err = spawn(cmd)
+	out.Close() // the child has its own copy
+	if err != nil {
+		return fmt.Errorf("testenv: starting redis-server: %w", err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	r.proc = p
+	trackPID(cmd.Process.Pid)
+	if err := r.waitReady(p); err != nil {
+		r.killLocked()
+		return err
+	}
+	return nil
+}
+
+// waitReady waits until the process p answers PING and reports its own
+// PID in INFO, so that another server already on the port is not
+// mistaken for it.
+func (r *Redis) waitReady(p *process) error {
+	deadline := time.Now().Add(startTimeout)
+	pid := p.cmd.Process.Pid
+	for {
+		if !p.running() {
+			return r.exitError(p)
+		}
+		if r.answers(pid) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testenv: redis-server (pid %d) on %s did not answer PING within %v; log tail:\n%s",
+				pid, r.Addr(), startTimeout, r.LogTail(logTailLines))
+		}
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// answers reports whether the server on r's port is ready and is the
+// process pid.
+func (r *Redis) answers(pid int) bool {
+	v, err := roundTrip(r.Addr(), r.password, 500*time.Millisecond, []string{"PING"})
+	if err != nil {
+		return false
+	}
+	if e, ok := v.(redisError); ok && strings.HasPrefix(string(e), "LOADING") {
+		return false
+	}
+	v, err = roundTrip(r.Addr(), r.password, 500*time.Millisecond, []string{"INFO", "server"})
+	if err != nil {
+		return false
+	}
+	info, ok := v.(string)
+	if !ok {
+		return true // INFO refused (renamed or by ACL); PING was answered
+	}
+	return infoField(info, "process_id") == strconv.Itoa(pid)
+}
+
+// infoField returns the value of key in INFO or CLUSTER INFO output.
+func infoField(info, key string) string {
+	for line := range strings.Lines(info) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// exitError describes a process that exited before it was ready.
+func (r *Redis) exitError(p *process) error {
+	tail := r.LogTail(logTailLines)
+	err := fmt.Errorf("testenv: redis-server on %s exited before it was ready (%v); log tail:\n%s", r.Addr(), p.err, tail)
+	if strings.Contains(tail, "Address already in use") {
+		return fmt.Errorf("%w: %w", err, errAddrInUse)
+	}
+	return err
+}
+
+// Addr returns the server's address, "127.0.0.1:port".
+func (r *Redis) Addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
+}
+
+// Port returns the server's TCP port.
+func (r *Redis) Port() int { return r.port }
+
+// Dir returns the server's working directory, which holds its log and,
+// with persistence, its data.
+func (r *Redis) Dir() string { return r.dir }
+
+// PID returns the process ID of the running server, or 0 if it is not
+// running.
+func (r *Redis) PID() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.proc.running() {
+		return 0
+	}
+	return r.proc.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL to the server and waits for it to exit, like
+// kill -9. It does nothing if the server is not running.
+func (r *Redis) Kill() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.killLocked()
+}
+
+func (r *Redis) killLocked() error {
+	p := r.proc
+	if !p.running() {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("testenv: killing redis-server %s: %w", r.Addr(), err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("testenv: redis-server %s (pid %d) did not exit after SIGKILL", r.Addr(), p.cmd.Process.Pid)
+	}
+}
+
+// Stop stops the server gracefully: it sends SIGTERM, waits up to five
+// seconds and then sends SIGKILL. It does nothing if the server is not
+// running. A paused server is resumed so that it can shut down.
+func (r *Redis) Stop() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopLocked()
+}
+
+func (r *Redis) stopLocked() error {
+	p := r.proc
+	if !p.running() {
+		return nil
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(stopTimeout):
+	}
+	return r.killLocked()
+}
+
+// Pause freezes the server with SIGSTOP. Connections stay open, but it
+// answers nothing until Resume.
+func (r *Redis) Pause() error {
+	return r.signal(syscall.SIGSTOP, true)
+}
+
+// Resume continues a paused server with SIGCONT.
+func (r *Redis) Resume() error {
+	return r.signal(syscall.SIGCONT, false)
+}
+
+// signal sends sig and waits briefly until the process state reflects
+// it: stopped if wantStopped, otherwise not stopped.
+func (r *Redis) signal(sig syscall.Signal, wantStopped bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.proc
+	if r.closed || !p.running() {
+		return fmt.Errorf("testenv: redis-server %s is not running", r.Addr())
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("testenv: signalling redis-server %s: %w", r.Addr(), err)
+	}
+	pid := p.cmd.Process.Pid
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) && p.running() {
+		state, ok := procState(pid)
+		if !ok || (state == 'T' || state == 't') == wantStopped {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// procState returns the state letter of pid from /proc.
+func procState(pid int) (byte, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	return b[i+2], true
+}
+
+// Restart starts the server again on the same port and directory with the
+// same configuration, stopping it first if it is running, and waits until
+// it is ready. With persistence the server reloads its data; without it
+// the server comes back empty. Restart retries for a few seconds while the
+// port is still in use.
+func (r *Redis) Restart() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("testenv: Restart of closed redis-server %s", r.Addr())
+	}
+	if err := r.stopLocked(); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err := r.startLocked()
+		if err == nil || !errors.Is(err, errAddrInUse) || attempt == 9 {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// Close stops the server, hands the tail of its log to RedisConfig.Log
+// and removes its directory if testenv created it. Close is idempotent.
+func (r *Redis) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	err := r.stopLocked()
+	r.mu.Unlock()
+	unregister(r)
+	if r.cfg.Log != nil {
+		if tail := r.LogTail(logTailLines); tail != "" {
+			for line := range strings.Lines(tail) {
+				r.cfg.Log(strings.TrimSuffix(line, "\n"))
+			}
+		}
+	}
+	if r.ownDir {
+		if rmErr := os.RemoveAll(r.dir); rmErr != nil && err == nil {
+			err = fmt.Errorf("testenv: %w", rmErr)
+		}
+	}
+	return err
+}
+
+// Do sends one command to the server on a new connection and returns the
+// reply: simple and bulk strings as they are, integers in decimal, arrays
+// with their elements joined by newlines and nil as "". An error reply is
+// returned as an error whose text is the server's, such as
+// "MOVED 866 127.0.0.1:7001". Do gives up after two seconds. It
+// authenticates first when RedisConfig.Args sets --requirepass.
+func (r *Redis) Do(args ...string) (string, error) {
+	return r.do(doTimeout, args...)
+}
+
+func (r *Redis) do(timeout time.Duration, args ...string) (string, error) {
+	v, err := roundTrip(r.Addr(), r.password, timeout, args)
+	if err != nil {
+		return "", err
+	}
+	if e, ok := v.(redisError); ok {
+		return "", e
+	}
+	return flatten(v), nil
+}
+
+// LogTail returns the last n lines of the server's log, preceded by any
+// output it wrote to stdout or stderr.
+func (r *Redis) LogTail(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	lines := append(tailLines(filepath.Join(r.dir, outFileName), n), tailLines(filepath.Join(r.dir, logFileName), n)...)
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// tailLines returns up to the last n lines of the file at path.
+func tailLines(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const window = 64 << 10
+	skipFirst := false
+	if fi, err := f.Stat(); err == nil && fi.Size() > window {
+		if _, err := f.Seek(fi.Size()-window, io.SeekStart); err == nil {
+			skipFirst = true
+		}
+	}
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), window)
+	for sc.Scan() {
+		if skipFirst {
+			skipFirst = false
+			continue
+		}
+		if line := sc.Text(); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// StartRedis starts a redis-server as LaunchRedis does and closes it when
+// the test and its subtests complete. If the test has failed by then, the
+// tail of the server's log is written with t.Log. StartRedis skips the test
+// if redis-server is not installed (see RequireBinary) and fails it if the
+// server does not start.
+func StartRedis(t testing.TB, cfg RedisConfig) *Redis {
+	t.Helper()
+	RequireBinary(t, "redis-server")
+	r, err := LaunchRedis(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeForTest(t, r) })
+	return r
+}
+
+// closeForTest closes r at the end of a test, logging its log tail if the
+// test failed.
+func closeForTest(t testing.TB, r *Redis) {
+	if t.Failed() {
+		t.Logf("redis-server %s log tail:\n%s", r.Addr(), r.LogTail(logTailLines))
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("closing redis-server %s: %v", r.Addr(), err)
+	}
+}
+
+// StartRedisN starts n independent servers with the same configuration,
+// as StartRedis does. Each gets its own port and directory; cfg.Port and
+// cfg.Dir must therefore be zero when n > 1.
+func StartRedisN(t testing.TB, n int, cfg RedisConfig) []*Redis {
+	t.Helper()
+	if n < 0 {
+		t.Fatalf("testenv: StartRedisN: negative count %d", n)
+	}
+	if n > 1 && (cfg.Port != 0 || cfg.Dir != "") {
+		t.Fatalf("testenv: StartRedisN: %d servers cannot share Port %d or Dir %q", n, cfg.Port, cfg.Dir)
+	}
+	servers := make([]*Redis, n)
+	for i := range servers {
+		servers[i] = StartRedis(t, cfg)
+	}
+	return servers
+}
