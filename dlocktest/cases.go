@@ -358,6 +358,20 @@ func (s *suite) releaseAfterLoss(t *testing.T) {
 		t.Errorf("current holder lost its lease to a stale Release: %v", cur.Err())
 	}
 	cur.Release(ctx)
+
+	// A holder that has not noticed its loss yet (a fixed lease with a long
+	// TTL whose lock was deleted and taken) is refused by the server.
+	unaware := mustLock(t, ctx, s.b.NewLocker(t, key, Options{TTL: time.Minute, NoRenewal: true}))
+	s.b.Sabotage(t, key)
+	cur = mustLock(t, ctx, b)
+	if err := unaware.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Errorf("Release by a holder whose lock was taken = %v; want ErrNotHeld", err)
+	}
+	expectNotObtained(t, ctx, c, "after a Release by a holder whose lock was taken")
+	if cur.Err() != nil {
+		t.Errorf("current holder lost its lease to another's Release: %v", cur.Err())
+	}
+	cur.Release(ctx)
 }
 
 // externalDeletion: the holder learns within one renewal period (TTL/3)

@@ -24,6 +24,10 @@ type Client struct {
 	mu     sync.Mutex
 	held   map[string]*grant // by token
 	closed bool
+
+	cleanups   sync.WaitGroup
+	stopClean  context.Context // cancelled by Close
+	cancelStop context.CancelFunc
 }
 
 // New returns a Client that talks to Redis through conn (see the
@@ -37,6 +41,7 @@ func New(conn Conn) *Client {
 	}
 	c.subs = newSubscriber(conn)
 	c.renew = renewal.New(c.renewBatch)
+	c.stopClean, c.cancelStop = context.WithCancel(context.Background())
 	return c
 }
 
@@ -58,6 +63,8 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 
 	c.renew.Close()
+	c.cancelStop()
+	c.cleanups.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var errs []error
@@ -89,6 +96,30 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...str
 	var res [1]Result
 	c.conn.Eval(ctx, []Call{{Script: s, Keys: keys, Args: args}}, res[:])
 	return res[0].Val, res[0].Err
+}
+
+// abandon deletes, in the background, a lock key that an interrupted
+// acquire may have set with token. It retries with backoff until a release
+// round trip succeeds, the TTL has passed (the key has then expired anyway),
+// or the client is closed.
+func (c *Client) abandon(k keys, token string, ttl time.Duration) {
+	deadline := time.Now().Add(ttl)
+	c.cleanups.Go(func() {
+		ctx, cancel := context.WithDeadline(c.stopClean, deadline)
+		defer cancel()
+		backoff := dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
+		for n := 1; ; n++ {
+			if _, err := c.eval(ctx, releaseScript, []string{k.lock}, token, k.channel); err == nil || isReply(err) {
+				return
+			}
+			wait, _ := backoff.Backoff(n)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+	})
 }
 
 // track records g as held, so that Close can release it. It reports false

@@ -27,6 +27,8 @@ func describe(key string, s *Script, err error) error {
 		return fmt.Errorf("redislock: key %q holds a value of another Redis type (WRONGTYPE); pick another lock name or delete the key: %w", key, err)
 	case strings.Contains(msg, "DLOCKNOTTL"):
 		return fmt.Errorf("redislock: key %q exists without an expiry, so it was not set by dlock; pick another lock name or delete the key: %w", key, err)
+	case strings.Contains(msg, "DLOCKFENCE"):
+		return fmt.Errorf("redislock: the fence counter of %q does not hold a number; something other than dlock wrote it: %w", key, err)
 	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
 		strings.Contains(msg, "NOSCRIPT") || strings.Contains(msg, "scripting"):
 		return fmt.Errorf("redislock: the server refused to run a Lua script (%s); dlock needs EVALSHA and EVAL to be allowed: %w", msg, err)

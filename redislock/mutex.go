@@ -50,11 +50,14 @@ func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	l, _, err := m.attempt(ctx, dlock.NewToken())
-	if l == nil && err == nil {
+	l, _, err := m.attempt(ctx)
+	switch {
+	case l != nil:
+		return l, nil
+	case err == nil:
 		err = dlock.ErrNotObtained
 	}
-	return l, err
+	return nil, err
 }
 
 // Lock takes the lock, waiting until it is free, ctx is done or the retry
@@ -66,10 +69,8 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	token := dlock.NewToken()
-	l, _, err := m.attempt(ctx, token)
-	if l != nil || err != nil {
-		return l, err
+	if l, _, err := m.attempt(ctx); l != nil || err != nil {
+		return asLease(l, err)
 	}
 	w := m.c.subs.wait(ctx, m.keys.channel)
 	defer w.close()
@@ -77,15 +78,15 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	for n := 1; ; n++ {
 		// Retry at once on the first round: a release may have come
 		// between the first attempt and the subscription.
-		l, ttl, err := m.attempt(ctx, token)
+		l, ttl, err := m.attempt(ctx)
 		if l != nil || err != nil {
-			return l, err
+			return asLease(l, err)
 		}
 		wait, ok := m.cfg.retry.Backoff(n)
 		if !ok {
 			return nil, dlock.ErrNotObtained
 		}
-		if ttl > 0 && ttl < wait {
+		if ttl < wait { // the holder's key expires first
 			wait = ttl
 		}
 		if timer == nil {
@@ -101,6 +102,15 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 		case <-timer.C:
 		}
 	}
+}
+
+// asLease converts attempt's result, keeping a nil *grant from becoming a
+// non-nil dlock.Lease.
+func asLease(g *grant, err error) (dlock.Lease, error) {
+	if g == nil {
+		return nil, err
+	}
+	return g, err
 }
 
 func (m *Mutex) check(ctx context.Context) error {
@@ -119,15 +129,16 @@ func (m *Mutex) check(ctx context.Context) error {
 	return nil
 }
 
-// attempt runs the acquire script once. It returns a lease, or nil and the
-// holder's remaining TTL, or a hard error.
-func (m *Mutex) attempt(ctx context.Context, token string) (*grant, time.Duration, error) {
+// attempt runs the acquire script once, with a fresh token. It returns a
+// lease, or nil and the holder's remaining TTL, or a hard error.
+func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
+	token := dlock.NewToken()
 	start := time.Now()
 	v, err := m.c.eval(ctx, acquireScript, []string{m.keys.lock, m.keys.fence}, token, m.ttl)
 	if err != nil {
 		if !isReply(err) {
-			// The script may have run: make sure no key is left behind.
-			m.cleanup(ctx, token)
+			// The script may have run without its reply reaching us.
+			m.c.abandon(m.keys, token, m.cfg.ttl)
 		}
 		if ctx.Err() != nil {
 			return nil, 0, dlock.NotObtained(ctx.Err())
@@ -138,16 +149,9 @@ func (m *Mutex) attempt(ctx context.Context, token string) (*grant, time.Duratio
 	if !ok {
 		return nil, 0, fmt.Errorf("redislock: acquire on %q: unexpected reply %T %v", m.keys.lock, v, v)
 	}
-	if n <= 0 {
-		return nil, time.Duration(-n) * time.Millisecond, nil
+	if n <= 0 { // -n is the holder's remaining TTL in ms, rounded down
+		return nil, time.Duration(-n+1) * time.Millisecond, nil
 	}
 	g := newGrant(ctx, m, token, uint64(n), start)
 	return g, 0, nil
-}
-
-// cleanup deletes the key if an interrupted acquire left it with token.
-func (m *Mutex) cleanup(ctx context.Context, token string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	m.c.eval(ctx, releaseScript, []string{m.keys.lock}, token, m.keys.channel)
 }

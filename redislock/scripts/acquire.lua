@@ -5,11 +5,17 @@
 -- remaining TTL in milliseconds (<= 0) when another owner holds it.
 -- The fence is max(counter + 1, server TIME in microseconds), so fences keep
 -- increasing across a restart that lost the counter.
+-- Scripts are not rolled back on error, so everything that can fail (a
+-- counter of the wrong type) is read before the first write.
 redis.replicate_commands()
+local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
+if counter == nil then
+  return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[2] .. ' does not hold a number')
+end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+  local fence = counter + 1
   if now > fence then fence = now end
   redis.call('SET', KEYS[2], string.format('%.0f', fence))
   return fence

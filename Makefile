@@ -1,0 +1,34 @@
+# dlock: make test runs everything CI runs; make demo shows the lock at work.
+GO      ?= go
+GOFLAGS ?=
+BENCHTIME ?= 3s
+
+.PHONY: all test test-short lint bench demo deps
+
+all: test
+
+deps:
+	@./scripts/ensure-deps
+
+## test: gofmt check, go vet, and every test (real servers) under -race
+test: deps lint
+	$(GO) test -race -count=1 ./...
+	cd bench && $(GO) test -count=1 ./...
+
+## test-short: unit tests only, no servers
+test-short:
+	$(GO) test -count=1 -skip Integration ./...
+
+## lint: gofmt and go vet, for the library and the bench module
+lint:
+	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+## bench: dlock against the raw Redis floor and peer libraries, in one run
+bench: deps
+	cd bench && $(GO) run ./cmd/lockbench -duration $(BENCHTIME)
+
+## demo: start a local redis-server and watch workers contend for one lock
+demo: deps
+	$(GO) run ./cmd/dlock demo

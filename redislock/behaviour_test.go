@@ -1,0 +1,352 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+// countingConn counts round trips (Eval calls) and script calls.
+type countingConn struct {
+	redislock.Conn
+	evals, calls atomic.Int64
+}
+
+func (c *countingConn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+	c.evals.Add(1)
+	c.calls.Add(int64(len(calls)))
+	c.Conn.Eval(ctx, calls, results)
+}
+
+func timeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A release wakes a waiter through pub/sub at once, although its fallback
+// poll is five seconds.
+func TestIntegrationReleaseWakesWaiter(t *testing.T) {
+	d := standalone(t)
+	slowPoll := redislock.WithRetry(dlock.LinearBackoff(5*time.Second, 5*time.Second))
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			ctx := timeout(t, 30*time.Second)
+			holder := newClient(t, d, tr.open).NewMutex("wake-"+tr.name, redislock.WithTTL(time.Minute))
+			waiter := newClient(t, d, tr.open).NewMutex("wake-"+tr.name, redislock.WithTTL(time.Minute), slowPoll)
+			for round := range 3 {
+				lease, err := holder.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := make(chan time.Time, 1)
+				go func() {
+					l, err := waiter.Lock(ctx)
+					if err != nil {
+						t.Error(err)
+						got <- time.Time{}
+						return
+					}
+					got <- time.Now()
+					l.Release(ctx)
+				}()
+				time.Sleep(200 * time.Millisecond) // the waiter subscribes and sleeps
+				released := time.Now()
+				lease.Release(ctx)
+				at := <-got
+				if wake := at.Sub(released); wake > 500*time.Millisecond {
+					t.Errorf("round %d: waiter took %v after the release; want a pub/sub wake-up, not a poll", round, wake)
+				}
+			}
+		})
+	}
+}
+
+// A lease that expires publishes nothing; the waiter retries when the
+// holder's TTL runs out, not after its (long) fallback poll.
+func TestIntegrationWaiterRetriesAtExpiry(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	holder := newClient(t, d, goRedis).NewMutex("expiry-wait", redislock.WithTTL(300*time.Millisecond), redislock.WithoutRenewal())
+	waiter := newClient(t, d, goRedis).NewMutex("expiry-wait", redislock.WithRetry(dlock.LinearBackoff(10*time.Second, 10*time.Second)))
+	lease, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	l, err := waiter.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("waited %v for a lock whose TTL was 300ms", waited)
+	}
+	if l.Fence() <= lease.Fence() {
+		t.Errorf("fence %d after %d", l.Fence(), lease.Fence())
+	}
+}
+
+func TestIntegrationRetryStrategyBoundsLock(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	c := newClient(t, d, goRedis)
+	if _, err := c.NewMutex("bounded").Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	counter := &countingConn{Conn: goRedis(t, d)}
+	waiter := redislock.New(counter)
+	t.Cleanup(func() { waiter.Close() })
+	for _, tt := range []struct {
+		retry    dlock.RetryStrategy
+		attempts int64
+	}{
+		{dlock.NoRetry(), 1},
+		{dlock.MaxAttempts(dlock.LinearBackoff(10*time.Millisecond, 10*time.Millisecond), 4), 4},
+	} {
+		counter.evals.Store(0)
+		start := time.Now()
+		_, err := waiter.NewMutex("bounded", redislock.WithRetry(tt.retry)).Lock(ctx)
+		if !errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock = %v; want ErrNotObtained from the retry strategy", err)
+		}
+		// Lock makes its first attempt, subscribes, and retries at once:
+		// the immediate retry is one more round trip than the strategy's
+		// count only when the strategy allows a retry at all.
+		if n := counter.evals.Load(); n != tt.attempts && n != tt.attempts+1 {
+			t.Errorf("%d attempts; want %d", n, tt.attempts)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("Lock took %v", took)
+		}
+	}
+}
+
+func TestIntegrationMutexRefusesReentry(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	m := newClient(t, d, goRedis).NewMutex("reentry")
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []func(context.Context) (dlock.Lease, error){m.TryLock, m.Lock} {
+		if _, err := op(lease.Context()); !errors.Is(err, redislock.ErrNotReentrant) {
+			t.Errorf("locking again under the lease's context = %v; want ErrNotReentrant", err)
+		}
+	}
+	lease.Release(ctx)
+}
+
+// The watchdog renews many leases in batches: one round trip per batch.
+func TestIntegrationRenewalIsBatched(t *testing.T) {
+	d := standalone(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			ctx := timeout(t, time.Minute)
+			counter := &countingConn{Conn: tr.open(t, d)}
+			c := redislock.New(counter)
+			t.Cleanup(func() { c.Close() })
+			const n = 1000
+			ttl := 600 * time.Millisecond
+			leases := make([]dlock.Lease, n)
+			for i := range leases {
+				l, err := c.NewMutex(fmt.Sprintf("batch-%s-%d", tr.name, i), redislock.WithTTL(ttl)).TryLock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				leases[i] = l
+			}
+			evals, calls := counter.evals.Load(), counter.calls.Load()
+			time.Sleep(5 * ttl) // about 15 renewal periods
+			renewTrips, renewCalls := counter.evals.Load()-evals, counter.calls.Load()-calls
+			for i, l := range leases {
+				if l.Err() != nil {
+					t.Fatalf("lease %d lost: %v", i, l.Err())
+				}
+			}
+			rounds := renewCalls / n
+			t.Logf("%d renewals of %d leases in %d round trips", renewCalls, n, renewTrips)
+			if rounds < 10 {
+				t.Errorf("%d renewal rounds in 5 TTLs; want about 15", rounds)
+			}
+			if renewTrips > 2*rounds {
+				t.Errorf("%d round trips for %d renewal rounds; want about one per round", renewTrips, rounds)
+			}
+		})
+	}
+}
+
+// The script cache can be flushed (or the server restarted) under a
+// client: EVALSHA fails with NOSCRIPT and the client falls back to EVAL, for
+// single calls and for renewal batches.
+func TestIntegrationNoScriptFallback(t *testing.T) {
+	d := standalone(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			ctx := timeout(t, 30*time.Second)
+			c := newClient(t, d, tr.open)
+			ttl := 300 * time.Millisecond
+			a, err := c.NewMutex("noscript-a-"+tr.name, redislock.WithTTL(ttl)).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := c.NewMutex("noscript-b-"+tr.name, redislock.WithTTL(ttl)).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				d.servers[0].Do("SCRIPT", "FLUSH")
+				time.Sleep(ttl / 2)
+			}
+			if a.Err() != nil || b.Err() != nil {
+				t.Fatalf("renewal after SCRIPT FLUSH failed: %v, %v", a.Err(), b.Err())
+			}
+			d.servers[0].Do("SCRIPT", "FLUSH")
+			if err := a.Release(ctx); err != nil {
+				t.Fatalf("Release after SCRIPT FLUSH: %v", err)
+			}
+			d.servers[0].Do("SCRIPT", "FLUSH")
+			if err := b.Refresh(ctx); err != nil {
+				t.Fatalf("Refresh after SCRIPT FLUSH: %v", err)
+			}
+			b.Release(ctx)
+		})
+	}
+}
+
+// proxied returns a Mutex whose client reaches d through a fault proxy.
+func proxied(t testing.TB, d *deployment, name string, opts ...redislock.Option) (*redislock.Mutex, *testenv.Proxy) {
+	p := testenv.StartProxy(t, d.servers[0].Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1,
+		ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	c := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { c.Close() })
+	return c.NewMutex(name, opts...), p
+}
+
+// With the network blackholed the holder cannot renew; Done closes no
+// later than Until, and another client can take the lock after the TTL.
+func TestIntegrationBlackholeEndsLeaseByUntil(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	ttl := 600 * time.Millisecond
+	m, p := proxied(t, d, "blackhole", redislock.WithTTL(ttl))
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(true)
+	select {
+	case <-lease.Done():
+		if late := time.Since(lease.Until()); late > 20*time.Millisecond {
+			t.Errorf("Done closed %v after Until", late)
+		}
+	case <-time.After(2 * ttl):
+		t.Fatal("Done still open two TTLs into a blackhole")
+	}
+	if !errors.Is(lease.Err(), dlock.ErrExpired) {
+		t.Errorf("Err = %v; want ErrLost wrapping ErrExpired", lease.Err())
+	}
+	other, err := newClient(t, d, goRedis).NewMutex("blackhole").Lock(timeout(t, 2*ttl))
+	if err != nil {
+		t.Fatalf("another client could not take the lock after the TTL: %v", err)
+	}
+	if !time.Now().After(lease.Until()) {
+		t.Error("another client got the lock before the first lease's Until")
+	}
+	other.Release(ctx)
+}
+
+// Latency below the renewal margin does not lose the lease.
+func TestIntegrationLatencyDoesNotLoseLease(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	ttl := 900 * time.Millisecond
+	m, p := proxied(t, d, "latency", redislock.WithTTL(ttl))
+	rdbSlow := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { rdbSlow.Close() })
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetLatency(20 * time.Millisecond) // 40ms round trips, under the 100ms client timeout
+	time.Sleep(3 * ttl)
+	if lease.Err() != nil {
+		t.Fatalf("lease lost under 40ms round trips: %v", lease.Err())
+	}
+	p.SetLatency(0)
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An acquire whose reply never arrives may still have run: here the server
+// is paused, the client gives up, and the server then executes the queued
+// script. The client deletes that key again in the background rather than
+// leaving it for its whole TTL.
+func TestIntegrationInterruptedAcquireLeavesNoKey(t *testing.T) {
+	d := standalone(t)
+	srv := d.servers[0]
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ReadTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	c := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { c.Close() })
+	m := c.NewMutex("interrupted", redislock.WithTTL(time.Minute))
+	if _, err := m.TryLock(timeout(t, time.Second)); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	srv.Do("DEL", lockKey("interrupted"))
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.TryLock(timeout(t, time.Second))
+	if err == nil {
+		t.Fatal("TryLock succeeded against a paused server")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _ := srv.Do("EXISTS", lockKey("interrupted"))
+		if out == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an interrupted acquire left the lock key behind for its whole TTL")
+		}
+	}
+}
+
+func TestIntegrationCloseReleasesLeases(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	c := redislock.New(goRedis(t, d))
+	lease, err := c.NewMutex("closing").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !errors.Is(lease.Err(), dlock.ErrReleased) {
+		t.Errorf("lease after Close: %v; want ErrReleased", lease.Err())
+	}
+	if out, _ := d.servers[0].Do("EXISTS", lockKey("closing")); out != "0" {
+		t.Error("Close left the lock key")
+	}
+	if _, err := c.NewMutex("closing").TryLock(ctx); !errors.Is(err, redislock.ErrClosed) {
+		t.Errorf("TryLock on a closed client = %v; want ErrClosed", err)
+	}
+}

@@ -1,0 +1,45 @@
+// Package redislock implements dlock's locks on one Redis deployment:
+// standalone, Sentinel or Cluster.
+//
+// # How a Mutex works
+//
+// The lock is a key, dlock:{name}, set with SET NX PX to a random 128-bit
+// owner token. Acquiring it is one Lua script that also bumps a fence
+// counter, dlock:{name}:fence, to max(counter+1, server time in
+// microseconds): the fence strictly increases across holders, even after a
+// restart that lost the counter, as long as the server's clock does not go
+// backwards. Releasing is a compare-and-delete that also publishes on
+// dlock:{name}:released, which wakes waiters at once; refreshing is a
+// compare-and-pexpire. The three keys share the hash tag {name}, so in a
+// Cluster they live on one slot. Scripts run by EVALSHA, falling back to
+// EVAL when the server's script cache is empty.
+//
+// # Leases, renewal and loss
+//
+// A lease is renewed by its Client's watchdog every TTL/3 until it is
+// released; one scheduler per Client renews every due lease in one pipelined
+// round trip. A lease's Until is the send time of its last successful
+// acquire or renewal plus the TTL, less 1% of the TTL and 2ms for clock
+// drift. Done closes at Until if no renewal has succeeded by then (the
+// server is unreachable or paused), and at the first renewal that finds the
+// key gone or owned by someone else. Either way, Err says why.
+//
+// A lock can be lost while its holder is still working: a process pause
+// longer than the TTL cannot be prevented by any lock service. Check
+// Lease.Done or Lease.Context before acting, and pass Lease.Fence to the
+// resource you protect so that it can refuse a holder whose fence is stale.
+//
+// # Waiting
+//
+// Lock first tries once. If the lock is held, the waiter subscribes to the
+// lock's channel (one pub/sub connection per Client, shared by all its
+// waiters) and retries at once when a release is published. It also retries
+// when the holder's TTL runs out, and after a backoff from its
+// RetryStrategy, in case a notice is lost. A Mutex is not fair; waiters race.
+//
+// # Transports
+//
+// The Client talks to Redis through a Conn. Package goredisconn adapts a
+// go-redis v9 client, and package rueidisconn a rueidis client, whose
+// automatic pipelining gives more throughput with many goroutines.
+package redislock
