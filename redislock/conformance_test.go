@@ -180,3 +180,26 @@ func TestIntegrationConformanceCluster(t *testing.T) {
 		})
 	}
 }
+
+// A go-redis failover client finds the master through a real Sentinel.
+func TestIntegrationSentinel(t *testing.T) {
+	master := testenv.StartRedis(t, testenv.RedisConfig{})
+	sentinel := testenv.StartSentinel(t, master, "dlock-master")
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "dlock-master",
+		SentinelAddrs: []string{sentinel.Addr()}})
+	t.Cleanup(func() { rdb.Close() })
+	c := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := c.NewMutex("via-sentinel").Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock through Sentinel: %v", err)
+	}
+	if out, _ := master.Do("GET", lockKey("via-sentinel")); out != lease.Token() {
+		t.Fatalf("the master holds %q; want the lease's token", out)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -70,6 +70,10 @@ type RedisConfig struct {
 	// line per call, when the server fails to start and when it is
 	// closed.
 	Log func(string)
+
+	// sentinel, if set, is the text of a sentinel.conf: the server runs as
+	// a Sentinel with that file (see LaunchSentinel).
+	sentinel string
 }
 
 // A Redis is a redis-server process listening on 127.0.0.1. Its methods
@@ -198,7 +202,11 @@ func findPassword(args []string) string {
 
 // args returns the redis-server command line.
 func (r *Redis) args() []string {
-	a := []string{
+	var a []string
+	if r.cfg.sentinel != "" { // a Sentinel's config file comes first
+		a = append(a, filepath.Join(r.dir, sentinelConfName), "--sentinel")
+	}
+	a = append(a,
 		"--port", strconv.Itoa(r.port),
 		"--bind", "127.0.0.1",
 		"--dir", r.dir,
@@ -206,7 +214,7 @@ func (r *Redis) args() []string {
 		"--protected-mode", "no",
 		"--logfile", filepath.Join(r.dir, logFileName),
 		"--save", "",
-	}
+	)
 	if r.cfg.Persistence {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
@@ -224,6 +232,12 @@ func (r *Redis) startLocked() error {
 	out, err := os.OpenFile(filepath.Join(r.dir, outFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("testenv: %w", err)
+	}
+	if r.cfg.sentinel != "" {
+		// Sentinel rewrites its file, so each start begins from the original.
+		if err := os.WriteFile(filepath.Join(r.dir, sentinelConfName), []byte(r.cfg.sentinel), 0o644); err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
 	}
 	cmd := exec.Command(r.bin, r.args()...)
 	cmd.Dir = r.dir
