@@ -27,7 +27,7 @@ type Options struct {
 }
 
 // A Backend is what the suite needs to exercise one lock implementation.
-// Every field is required: a suite that skipped what a backend cannot do
+// Every function field is required: a suite that skipped what a backend cannot do
 // would report a pass it has not earned.
 type Backend struct {
 	// NewLocker returns a Locker for key on a new client with its own
@@ -44,6 +44,12 @@ type Backend struct {
 
 	// RestartEmpty restarts every server without its data.
 	RestartEmpty func(t testing.TB)
+
+	// SplitVotes is true for quorum backends (Redlock): attempts that
+	// collide can split the nodes' votes so that none of them wins. A
+	// TryLock race must then have at most one winner, rather than exactly
+	// one. It is the only optional field.
+	SplitVotes bool
 
 	// Leftovers describes any server-side state left for key that a
 	// released, uncontended lock should not leave: lock keys, queue

@@ -2,8 +2,8 @@ package redislock
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
+
+	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
 // A Conn is the transport to one Redis deployment (standalone, Sentinel or
@@ -51,20 +51,11 @@ type Result struct {
 }
 
 // A Script is a Lua script with its SHA-1 digest.
-type Script struct {
-	Name string // the file it came from, for error messages
-	Src  string
-	SHA1 string
-}
+type Script = redisscript.Script
 
 // NewScript returns a Script for src.
-func NewScript(name, src string) *Script {
-	sum := sha1.Sum([]byte(src))
-	return &Script{Name: name, Src: src, SHA1: hex.EncodeToString(sum[:])}
-}
+func NewScript(name, src string) *Script { return redisscript.New(name, src) }
 
 // A ReplyError is an error reply from the server, as opposed to a failure
 // to reach it.
-type ReplyError struct{ Msg string }
-
-func (e *ReplyError) Error() string { return e.Msg }
+type ReplyError = redisscript.ReplyError

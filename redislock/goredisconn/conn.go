@@ -123,3 +123,12 @@ type nilListener struct{}
 func (nilListener) Subscribe(context.Context, string) error   { return errNil }
 func (nilListener) Unsubscribe(context.Context, string) error { return errNil }
 func (nilListener) Close() error                              { return nil }
+
+// Addr returns the server address of a single-node client, and "" for
+// Cluster, Ring and Sentinel clients.
+func (c conn) Addr() string {
+	if rc, ok := c.c.(*redis.Client); ok {
+		return rc.Options().Addr
+	}
+	return ""
+}

@@ -106,3 +106,16 @@ type nilListener struct{}
 func (nilListener) Subscribe(context.Context, string) error   { return errNil }
 func (nilListener) Unsubscribe(context.Context, string) error { return errNil }
 func (nilListener) Close() error                              { return nil }
+
+// Addr returns the server address of a single-node client, and "" when the
+// client spans several nodes.
+func (c conn) Addr() string {
+	nodes := c.c.Nodes()
+	if len(nodes) != 1 {
+		return ""
+	}
+	for addr := range nodes {
+		return addr
+	}
+	return ""
+}

@@ -1,0 +1,81 @@
+// Package redisscript holds the Lua scripts dlock runs on Redis, shared by
+// redislock (one deployment) and redlock (a quorum of masters), and the
+// explanation of the server errors they can meet.
+package redisscript
+
+import (
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// A Script is a Lua script with its SHA-1 digest.
+type Script struct {
+	Name string // the file it came from, for error messages
+	Src  string
+	SHA1 string
+}
+
+// New returns a Script for src.
+func New(name, src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{Name: name, Src: src, SHA1: hex.EncodeToString(sum[:])}
+}
+
+//go:embed lua/*.lua
+var files embed.FS
+
+func load(name string) *Script {
+	src, err := files.ReadFile(path.Join("lua", name))
+	if err != nil {
+		panic("redisscript: missing embedded script " + name) // a build defect, not an input
+	}
+	return New(strings.TrimSuffix(name, ".lua"), string(src))
+}
+
+// The scripts. Each file's header lists its KEYS and ARGV.
+var (
+	Acquire       = load("acquire.lua")
+	Release       = load("release.lua")
+	Refresh       = load("refresh.lua")
+	QuorumAcquire = load("quorum_acquire.lua")
+	QuorumFence   = load("quorum_fence.lua")
+)
+
+// A ReplyError is an error reply from the server, as opposed to a failure
+// to reach it.
+type ReplyError struct{ Msg string }
+
+func (e *ReplyError) Error() string { return e.Msg }
+
+// IsReply reports whether err is an error reply from the server.
+func IsReply(err error) bool {
+	var re *ReplyError
+	return errors.As(err, &re)
+}
+
+// Describe turns the failure of script s on key into an error that names
+// the problem and its fix. pkg prefixes the message ("redislock").
+func Describe(pkg, key string, s *Script, err error) error {
+	var re *ReplyError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("%s: %s on %q: %w", pkg, s.Name, key, err)
+	}
+	msg := re.Msg
+	switch {
+	case strings.Contains(msg, "WRONGTYPE"):
+		return fmt.Errorf("%s: key %q holds a value of another Redis type (WRONGTYPE); pick another lock name or delete the key: %w", pkg, key, err)
+	case strings.Contains(msg, "DLOCKNOTTL"):
+		return fmt.Errorf("%s: key %q exists without an expiry, so it was not set by dlock; pick another lock name or delete the key: %w", pkg, key, err)
+	case strings.Contains(msg, "DLOCKFENCE"):
+		return fmt.Errorf("%s: the fence counter of %q does not hold a number; something other than dlock wrote it: %w", pkg, key, err)
+	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
+		strings.Contains(msg, "NOSCRIPT") || strings.Contains(msg, "scripting"):
+		return fmt.Errorf("%s: the server refused to run a Lua script (%s); dlock needs EVALSHA and EVAL to be allowed: %w", pkg, msg, err)
+	}
+	return fmt.Errorf("%s: %s on %q: server replied: %w", pkg, s.Name, key, err)
+}

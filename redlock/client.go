@@ -1,0 +1,234 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/redislock"
+)
+
+// A Client makes Redlock locks over N independent Redis masters. It owns
+// one renewal scheduler for all its leases. Create one per set of nodes and
+// share it; it is safe for concurrent use.
+type Client struct {
+	nodes  []node
+	quorum int
+	cfg    clientConfig
+	err    error
+	renew  *renewal.Scheduler
+
+	mu     sync.Mutex
+	held   map[*grant]struct{}
+	closed bool
+
+	background sync.WaitGroup // releases after failed attempts
+	stop       context.Context
+	cancelStop context.CancelFunc
+}
+
+type node struct {
+	conn redislock.Conn
+	name string
+}
+
+// New returns a Client over the given nodes: independent Redis masters (not
+// replicas of each other, not one Cluster), each through its own Conn. New
+// never fails; an empty, nil or duplicate node, or a bad option, is
+// reported by the first lock operation.
+func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
+	c := &Client{cfg: newClientConfig(opts), held: make(map[*grant]struct{})}
+	c.stop, c.cancelStop = context.WithCancel(context.Background())
+	c.err = c.setNodes(nodes)
+	if c.err == nil && c.cfg.nodeTimeout <= 0 {
+		c.err = fmt.Errorf("redlock: node timeout %v must be positive; set it with WithNodeTimeout", c.cfg.nodeTimeout)
+	}
+	if c.err == nil && c.cfg.restartWindow < 0 {
+		c.err = fmt.Errorf("redlock: restart window %v is negative; use WithoutRestartDetection to turn detection off", c.cfg.restartWindow)
+	}
+	c.renew = renewal.New(c.renewBatch)
+	return c
+}
+
+func (c *Client) setNodes(conns []redislock.Conn) error {
+	if len(conns) == 0 {
+		return errors.New("redlock: New needs at least one node; use an odd number, 3 or 5, of independent masters")
+	}
+	seenAddr := map[string]int{}
+	for i, conn := range conns {
+		if conn == nil {
+			return fmt.Errorf("redlock: node %d is a nil Conn", i)
+		}
+		name := fmt.Sprintf("node %d", i)
+		if a, ok := conn.(interface{ Addr() string }); ok && a.Addr() != "" {
+			name = a.Addr()
+			if j, dup := seenAddr[name]; dup {
+				return fmt.Errorf("redlock: nodes %d and %d are both %s; every node must be a different master", j, i, name)
+			}
+			seenAddr[name] = i
+		}
+		for j := range i {
+			if sameConn(conns[j], conn) {
+				return fmt.Errorf("redlock: nodes %d and %d are the same Conn; every node must be a different master", j, i)
+			}
+		}
+		c.nodes = append(c.nodes, node{conn: conn, name: name})
+	}
+	c.quorum = len(conns)/2 + 1
+	return nil
+}
+
+func sameConn(a, b redislock.Conn) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
+// Nodes returns the number of nodes, and Quorum the majority of them.
+func (c *Client) Nodes() int  { return len(c.nodes) }
+func (c *Client) Quorum() int { return c.quorum }
+
+// Close stops renewing, releases every lease still held (waiting at most
+// five seconds) and waits for background clean-ups. It does not close the
+// nodes' Redis clients.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	held := make([]*grant, 0, len(c.held))
+	for g := range c.held {
+		held = append(held, g)
+	}
+	c.mu.Unlock()
+	c.renew.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, g := range held {
+		if err := g.Release(ctx); err != nil {
+			g.End(dlock.Lost(ErrClosed))
+			errs = append(errs, err)
+		}
+	}
+	c.cancelStop()
+	c.background.Wait()
+	return errors.Join(errs...)
+}
+
+func (c *Client) usable() error {
+	if c.err != nil {
+		return c.err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (c *Client) track(g *grant) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.held[g] = struct{}{}
+	return true
+}
+
+func (c *Client) untrack(g *grant) {
+	c.mu.Lock()
+	delete(c.held, g)
+	c.mu.Unlock()
+}
+
+// reply is one node's outcome of one call.
+type reply struct {
+	node int
+	res  redislock.Result
+}
+
+// fanOut sends call to every node at once, each with the node timeout, and
+// returns a channel that receives each node's reply as it arrives.
+func (c *Client) fanOut(ctx context.Context, call redislock.Call) <-chan reply {
+	return c.fanOutTo(ctx, call, nil)
+}
+
+// fanOutTo is fanOut to the nodes i with only[i] set, or all if only is nil.
+func (c *Client) fanOutTo(ctx context.Context, call redislock.Call, only []bool) <-chan reply {
+	out := make(chan reply, len(c.nodes))
+	for i, n := range c.nodes {
+		if only != nil && !only[i] {
+			continue
+		}
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
+			defer cancel()
+			var res [1]redislock.Result
+			n.conn.Eval(nctx, []redislock.Call{call}, res[:])
+			out <- reply{i, res[0]}
+		}()
+	}
+	return out
+}
+
+// releaseEverywhere deletes token's key on every node, in the background,
+// after an attempt that did not obtain the lock. It first waits for the
+// attempt's outstanding replies (pending), so that a slow acquire cannot land
+// after its release, then retries each node that could not be reached until
+// it answers or ttl has passed and the key has expired by itself.
+func (c *Client) releaseEverywhere(pending <-chan reply, outstanding int, call redislock.Call, ttl time.Duration) {
+	c.background.Go(func() {
+		for range outstanding {
+			<-pending
+		}
+		ctx, cancel := context.WithTimeout(c.stop, ttl)
+		defer cancel()
+		todo := make([]bool, len(c.nodes))
+		for i := range todo {
+			todo[i] = true
+		}
+		for n := 1; ; n++ {
+			left := 0
+			replies := c.fanOutTo(ctx, call, todo)
+			for range c.count(todo) {
+				r := <-replies
+				if r.res.Err == nil || redisscript.IsReply(r.res.Err) {
+					todo[r.node] = false
+				} else {
+					left++
+				}
+			}
+			if left == 0 {
+				return
+			}
+			wait, _ := releaseRetry.Backoff(n)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+	})
+}
+
+var releaseRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
+
+func (c *Client) count(todo []bool) int {
+	n := 0
+	for _, t := range todo {
+		if t {
+			n++
+		}
+	}
+	return n
+}

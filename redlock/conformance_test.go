@@ -1,0 +1,67 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redlock"
+)
+
+func backend(servers []*testenv.Redis, open transport) dlocktest.Backend {
+	addrs := addrsOf(servers)
+	each := func(t testing.TB, f func(*testenv.Redis) error) {
+		for _, s := range servers {
+			if err := f(s); err != nil {
+				t.Fatalf("%s: %v", s.Addr(), err)
+			}
+		}
+	}
+	return dlocktest.Backend{
+		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			opts := []redlock.Option{redlock.WithTTL(o.TTL)}
+			if o.NoRenewal {
+				opts = append(opts, redlock.WithoutRenewal())
+			}
+			return newClient(t, addrs, open).NewMutex(key, opts...)
+		},
+		Sabotage: func(t testing.TB, key string) {
+			each(t, func(s *testenv.Redis) error { _, err := s.Do("DEL", lockKey(key)); return err })
+		},
+		Pause: func(t testing.TB, d time.Duration) {
+			each(t, (*testenv.Redis).Pause)
+			time.Sleep(d)
+			each(t, (*testenv.Redis).Resume)
+		},
+		RestartEmpty: func(t testing.TB) { each(t, (*testenv.Redis).Restart) },
+		Leftovers: func(t testing.TB, key string) []string {
+			var left []string
+			for _, s := range servers {
+				if out, err := s.Do("EXISTS", lockKey(key)); err != nil || out != "0" {
+					left = append(left, fmt.Sprintf("lock key on %s (%s %v)", s.Addr(), out, err))
+				}
+			}
+			return left
+		},
+	}
+}
+
+func TestIntegrationConformance(t *testing.T) {
+	for _, n := range []int{3} {
+		for _, tr := range transports {
+			t.Run(fmt.Sprintf("%s/N=%d", tr.name, n), func(t *testing.T) {
+				servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
+				age(t, servers)
+				b := backend(servers, tr.open)
+				b.SplitVotes = true
+				dlocktest.Run(t, b)
+			})
+		}
+	}
+}
+
+var _ = context.Background

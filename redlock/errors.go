@@ -1,0 +1,32 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+)
+
+// A NodeError is the failure of one node in a quorum operation. Operations
+// that fail on several nodes return their NodeErrors combined with
+// errors.Join, so errors.As finds each one.
+type NodeError struct {
+	Node string // the node's address, or "node i" when the Conn does not say
+	Err  error
+}
+
+func (e *NodeError) Error() string { return "redlock: node " + e.Node + ": " + e.Err.Error() }
+
+// Unwrap returns the node's error.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// ErrClosed is returned by every call on a closed Client, and is the cause
+// wrapped in dlock.ErrLost for leases still held when it was closed.
+var ErrClosed = errors.New("redlock: client closed")
+
+// errQuorum describes an operation that reached fewer than a majority.
+func errQuorum(op, key string, ok, quorum, n int, nodeErrs []error) error {
+	msg := fmt.Errorf("redlock: %s of %q reached %d of %d nodes; a majority is %d", op, key, ok, n, quorum)
+	if len(nodeErrs) == 0 {
+		return msg
+	}
+	return fmt.Errorf("%w: %w", msg, errors.Join(nodeErrs...))
+}

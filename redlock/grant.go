@@ -1,0 +1,115 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/redislock"
+)
+
+// A grant is a Redlock lease.
+type grant struct {
+	*lease.State
+	m     *Mutex
+	entry renewal.Entry
+}
+
+var _ dlock.Lease = (*grant)(nil)
+
+func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *grant {
+	g := &grant{m: m}
+	g.State = lease.New(ctx, m.keys.lock, token, fence, until, g.forget)
+	g.entry.Value = g
+	if !m.c.track(g) {
+		g.End(dlock.Lost(ErrClosed))
+		return g
+	}
+	if m.cfg.renew {
+		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
+	}
+	return g
+}
+
+func (g *grant) forget() {
+	g.m.c.renew.Remove(&g.entry)
+	g.m.c.untrack(g)
+}
+
+// tally counts the nodes' answers to a compare-and-act script.
+type tally struct {
+	ok, notOurs int
+	errs        []error
+}
+
+func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) tally {
+	c := g.m.c
+	call := redislock.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
+	replies := c.fanOut(ctx, call)
+	var t tally
+	for range c.nodes {
+		r := <-replies
+		switch {
+		case r.res.Err != nil:
+			t.errs = append(t.errs, &NodeError{Node: c.nodes[r.node].name, Err: r.res.Err})
+		case r.res.Val == int64(1):
+			t.ok++
+		default:
+			t.notOurs++
+		}
+	}
+	return t
+}
+
+// extended applies the outcome of an extension sent at start. It reports
+// whether the lease was extended, and ends it if a majority can no longer
+// be ours.
+func (g *grant) extended(t tally, start time.Time) bool {
+	c := g.m.c
+	if t.ok >= c.quorum && time.Now().Before(g.Until()) {
+		return g.Extend(start.Add(g.m.cfg.ttl - drift(g.m.cfg.ttl)))
+	}
+	if t.notOurs > len(c.nodes)-c.quorum {
+		g.End(dlock.Lost(dlock.ErrTakenOver))
+	}
+	return false
+}
+
+// Refresh extends the lease to a full TTL if a majority extends it before
+// the current Until.
+func (g *grant) Refresh(ctx context.Context) error {
+	if ended, err := g.Ended(false); ended {
+		return err
+	}
+	start := time.Now()
+	t := g.run(ctx, redisscript.Refresh, g.m.ttl)
+	if g.extended(t, start) {
+		return nil
+	}
+	if ended, err := g.Ended(false); ended {
+		return err
+	}
+	return errQuorum("refresh", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
+}
+
+// Release deletes the lock on every node. Nodes that cannot be reached are
+// reported as NodeErrors; their keys expire within the TTL.
+func (g *grant) Release(ctx context.Context) error {
+	if ended, err := g.Ended(true); ended {
+		return err
+	}
+	t := g.run(ctx, redisscript.Release, g.m.keys.channel)
+	if len(t.errs) == 0 && t.ok < g.m.c.quorum {
+		g.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := g.Ended(true)
+		return err
+	}
+	g.End(dlock.ErrReleased)
+	if len(t.errs) > 0 {
+		return errQuorum("release", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redislock"
+)
+
+// A Mutex is an exclusive lock held on a majority of a Client's nodes. It is
+// not reentrant and not fair. It is safe for concurrent use; each Lock
+// returns an independent Lease.
+type Mutex struct {
+	c    *Client
+	name string
+	keys keys
+	cfg  config
+	ttl  string // cfg.ttl in milliseconds, as sent
+	err  error
+}
+
+var _ dlock.Locker = (*Mutex)(nil)
+
+type keys struct{ lock, fence, channel string }
+
+// epochKey is the per-node key whose disappearance reveals lost data.
+const epochKey = "dlock:epoch"
+
+// NewMutex returns the Redlock mutex called name. It never fails: a bad
+// name or option is reported by Lock and TryLock.
+func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	base := "dlock:{" + name + "}"
+	m := &Mutex{c: c, name: name, cfg: newConfig(opts),
+		keys: keys{lock: base, fence: base + ":fence", channel: base + ":released"}}
+	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
+	switch {
+	case name == "":
+		m.err = errors.New("redlock: empty lock name")
+	case strings.ContainsAny(name, "{}"):
+		m.err = fmt.Errorf("redlock: lock name %q contains a brace; dlock wraps the name in its own {hash tag}", name)
+	default:
+		m.err = m.cfg.check(c.cfg.nodeTimeout)
+	}
+	return m
+}
+
+// TryLock makes one attempt on every node. It returns an error matching
+// dlock.ErrNotObtained when no majority could be taken in time; the error
+// also carries the NodeErrors of nodes that failed.
+func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	g, err := m.attempt(ctx)
+	if g == nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Lock attempts until it holds a majority, ctx is done or the retry
+// strategy gives up, waiting a jittered backoff between attempts.
+func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	var timer *time.Timer
+	for n := 1; ; n++ {
+		g, err := m.attempt(ctx)
+		if g != nil {
+			return g, nil
+		}
+		if !errors.Is(err, dlock.ErrNotObtained) || ctx.Err() != nil {
+			return nil, err
+		}
+		wait, ok := m.cfg.retry.Backoff(n)
+		if !ok {
+			return nil, err
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, dlock.NotObtained(ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+func (m *Mutex) check(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	if err := m.c.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return dlock.NotObtained(err)
+	}
+	return nil
+}
+
+// restartWindow is how long a node whose epoch is younger must abstain.
+func (m *Mutex) restartWindow() time.Duration {
+	if !m.c.cfg.detectRestart {
+		return 0
+	}
+	return max(m.c.cfg.restartWindow, m.cfg.ttl)
+}
+
+// vote is one node's answer to an acquire.
+type vote struct {
+	taken   bool
+	counter uint64
+	timeUS  uint64
+	young   bool // the node is new or lost its data within the restart window
+}
+
+func parseVote(v any, window time.Duration) (vote, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 5 {
+		return vote{}, fmt.Errorf("unexpected reply %T %v", v, v)
+	}
+	n := make([]int64, 5)
+	for i := range a {
+		if n[i], ok = a[i].(int64); !ok {
+			return vote{}, fmt.Errorf("unexpected reply element %T %v", a[i], a[i])
+		}
+	}
+	return vote{taken: n[0] == 1, counter: uint64(max(n[1], 0)), timeUS: uint64(max(n[2], 0)),
+		young: time.Duration(n[3])*time.Millisecond < window}, nil
+}
+
+// attempt runs one round of the algorithm: acquire on all nodes, and on a
+// majority choose the fence and write it back to a majority; it returns a
+// lease, or an error matching ErrNotObtained, or a hard error.
+func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
+	token := dlock.NewToken()
+	start := time.Now()
+	window := m.restartWindow()
+	n, quorum := len(m.c.nodes), m.c.quorum
+	acquire := redislock.Call{Script: redisscript.QuorumAcquire,
+		Keys: []string{m.keys.lock, m.keys.fence, epochKey}, Args: []string{token, m.ttl, dlock.NewToken()}}
+	replies := m.c.fanOut(ctx, acquire)
+
+	var (
+		taken    []int // nodes that voted for us
+		young    int   // nodes that took the key but may not vote
+		answered int
+		counter  uint64
+		timeUS   uint64
+		nodeErrs []error
+		hardErrs []error
+	)
+	for answered < n && len(taken) < quorum && len(taken)+(n-answered) >= quorum {
+		r := <-replies
+		answered++
+		if r.res.Err != nil {
+			err := &NodeError{Node: m.c.nodes[r.node].name, Err: r.res.Err}
+			nodeErrs = append(nodeErrs, err)
+			if redisscript.IsReply(r.res.Err) {
+				hardErrs = append(hardErrs, &NodeError{Node: err.Node,
+					Err: redisscript.Describe("redlock", m.keys.lock, redisscript.QuorumAcquire, r.res.Err)})
+			}
+			continue
+		}
+		v, err := parseVote(r.res.Val, window)
+		if err != nil {
+			nodeErrs = append(nodeErrs, &NodeError{Node: m.c.nodes[r.node].name, Err: err})
+			continue
+		}
+		counter, timeUS = max(counter, v.counter), max(timeUS, v.timeUS)
+		switch {
+		case v.taken && v.young:
+			young++
+		case v.taken:
+			taken = append(taken, r.node)
+		}
+	}
+	release := redislock.Call{Script: redisscript.Release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel}}
+	fail := func(why error) (*grant, error) {
+		m.c.releaseEverywhere(replies, n-answered, release, m.cfg.ttl)
+		if len(hardErrs) > n-quorum { // the servers refuse: retrying cannot help
+			return nil, errors.Join(hardErrs...)
+		}
+		if ctx.Err() != nil {
+			return nil, dlock.NotObtained(ctx.Err())
+		}
+		return nil, dlock.NotObtained(why)
+	}
+	if len(taken) < quorum {
+		why := errQuorum("acquire", m.keys.lock, len(taken), quorum, n, nodeErrs)
+		if young > 0 {
+			why = fmt.Errorf("%w (%d more node(s) took the lock but are new or lost their data less than %v ago, and may not vote yet)", why, young, window)
+		}
+		return fail(why)
+	}
+
+	// Fence: larger than every counter read and every server clock, written
+	// back to a majority of nodes that still hold our key.
+	fence := max(counter+1, timeUS)
+	if err := m.writeFence(ctx, taken, token, fence); err != nil {
+		return fail(err)
+	}
+	until := start.Add(m.cfg.ttl - drift(m.cfg.ttl))
+	if !time.Now().Before(until) {
+		return fail(fmt.Errorf("redlock: acquiring %q took %v, longer than the TTL %v less the drift allowance", m.keys.lock, time.Since(start), m.cfg.ttl))
+	}
+	if answered < n { // late replies are part of our lock; Release reaches them
+		go func() {
+			for range n - answered {
+				<-replies
+			}
+		}()
+	}
+	return newGrant(ctx, m, token, fence, until), nil
+}
+
+// writeFence raises the fence counter to fence on the taken nodes; it needs
+// a majority of nodes that still hold token's key.
+func (m *Mutex) writeFence(ctx context.Context, taken []int, token string, fence uint64) error {
+	only := make([]bool, len(m.c.nodes))
+	for _, i := range taken {
+		only[i] = true
+	}
+	call := redislock.Call{Script: redisscript.QuorumFence, Keys: []string{m.keys.lock, m.keys.fence},
+		Args: []string{token, strconv.FormatUint(fence, 10)}}
+	replies := m.c.fanOutTo(ctx, call, only)
+	ok := 0
+	var nodeErrs []error
+	for range taken {
+		r := <-replies
+		switch {
+		case r.res.Err != nil:
+			nodeErrs = append(nodeErrs, &NodeError{Node: m.c.nodes[r.node].name, Err: r.res.Err})
+		case r.res.Val == int64(1):
+			ok++
+		}
+	}
+	if ok < m.c.quorum {
+		return errQuorum("fence write", m.keys.lock, ok, m.c.quorum, len(m.c.nodes), nodeErrs)
+	}
+	return nil
+}

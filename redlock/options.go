@@ -1,0 +1,112 @@
+package redlock
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Defaults, listed in one place.
+const (
+	DefaultTTL         = 30 * time.Second
+	DefaultNodeTimeout = 50 * time.Millisecond
+	// MinTTL is the shortest TTL accepted by any lock.
+	MinTTL = 10 * time.Millisecond
+)
+
+// DefaultRetry is how Lock waits between attempts when WithRetry is not
+// given: exponential backoff with full jitter between 10ms and 500ms, so
+// that clients that collided do not collide again.
+var DefaultRetry = dlock.ExponentialBackoff(10*time.Millisecond, 500*time.Millisecond)
+
+// A ClientOption configures a Client.
+type ClientOption func(*clientConfig)
+
+type clientConfig struct {
+	nodeTimeout   time.Duration
+	restartWindow time.Duration
+	detectRestart bool
+}
+
+// WithNodeTimeout sets how long one operation waits for one node. It should
+// be far below the TTL, so that a dead node costs little of the validity.
+// The default is DefaultNodeTimeout (50ms); it must be positive.
+func WithNodeTimeout(d time.Duration) ClientOption {
+	return func(c *clientConfig) { c.nodeTimeout = d }
+}
+
+// WithRestartWindow sets how long a node that is new or has lost its data
+// (see the package documentation) is kept from voting. A lock's own TTL is
+// always a lower bound, so zero, the default, means "the TTL of the lock
+// being taken". Set it to the longest TTL any process uses on these nodes.
+func WithRestartWindow(d time.Duration) ClientOption {
+	return func(c *clientConfig) { c.restartWindow = d }
+}
+
+// WithoutRestartDetection lets nodes vote as soon as they answer, even right
+// after a restart that lost their data. That is unsafe: a restarted node can
+// then vote for a second holder while the first one's lease is still valid.
+// It exists for benchmarks and for nodes that persist every write (appendfsync
+// always).
+func WithoutRestartDetection() ClientOption {
+	return func(c *clientConfig) { c.detectRestart = false }
+}
+
+func newClientConfig(opts []ClientOption) clientConfig {
+	c := clientConfig{nodeTimeout: DefaultNodeTimeout, detectRestart: true}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// An Option configures a Mutex.
+type Option func(*config)
+
+type config struct {
+	ttl   time.Duration
+	renew bool
+	retry dlock.RetryStrategy
+}
+
+// WithTTL sets the lease time; the default is DefaultTTL (30s). It must
+// leave room for the node timeout and the clock-drift allowance (1% of the
+// TTL plus 2ms).
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithoutRenewal makes a fixed lease that the watchdog does not extend.
+func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+
+// WithRetry sets how Lock waits between attempts; see DefaultRetry.
+func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }
+
+func newConfig(opts []Option) config {
+	c := config{ttl: DefaultTTL, renew: true, retry: DefaultRetry}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+func (c config) check(nodeTimeout time.Duration) error {
+	if c.ttl < MinTTL {
+		return fmt.Errorf("redlock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
+	}
+	if drift(c.ttl)+nodeTimeout >= c.ttl {
+		return fmt.Errorf("redlock: TTL %v leaves no validity after the drift allowance (%v) and the node timeout (%v); raise WithTTL or lower WithNodeTimeout",
+			c.ttl, drift(c.ttl), nodeTimeout)
+	}
+	return dlock.CheckRetry(c.retry)
+}
+
+// drift is the clock-drift allowance of the Redlock algorithm.
+func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+func ttlMillis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}
