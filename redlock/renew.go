@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/dlock-go/dlock/internal/redisscript"
@@ -11,7 +10,8 @@ import (
 )
 
 // renewBatch extends a batch of leases: one pipelined round trip per node,
-// all nodes in parallel.
+// all nodes in parallel. It returns as soon as every lease's outcome is
+// decided, so a paused or slow minority does not hold the batch up.
 func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
 	calls := make([]redislock.Call, len(batch))
 	deadline := time.Now().Add(time.Minute)
@@ -25,30 +25,40 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	// A batch may be thousands of calls, so it is bounded by the earliest
 	// lease's deadline rather than by the node timeout of one operation.
 	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	type nodeResults struct {
+		node    int
+		results []redislock.Result
+	}
+	arrivals := make(chan nodeResults, len(c.nodes))
 	start := time.Now()
-	tallies := make([]tally, len(batch))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, n := range c.nodes {
-		wg.Go(func() {
+	for i, n := range c.nodes {
+		go func() {
 			results := make([]redislock.Result, len(calls))
 			n.conn.Eval(ctx, calls, results)
-			mu.Lock()
-			defer mu.Unlock()
-			for i, r := range results {
-				switch {
-				case r.Err != nil:
-					tallies[i].errs = append(tallies[i].errs, &NodeError{Node: n.name, Err: r.Err})
-				case r.Val == int64(1):
-					tallies[i].ok++
-				default:
-					tallies[i].notOurs++
-				}
-			}
-		})
+			arrivals <- nodeResults{i, results}
+		}()
 	}
-	wg.Wait()
+	defer cancel() // the remaining nodes' replies are no longer needed
+
+	tallies := make([]tally, len(batch))
+	spare := len(c.nodes) - c.quorum // nodes a lease can do without
+	for answered := 0; answered < len(c.nodes); answered++ {
+		a := <-arrivals
+		for i, r := range a.results {
+			t := &tallies[i]
+			switch {
+			case r.Err != nil:
+				t.errs = append(t.errs, &NodeError{Node: c.nodes[a.node].name, Err: r.Err})
+			case r.Val == int64(1):
+				t.ok++
+			default:
+				t.notOurs++
+			}
+		}
+		if answered+1 >= c.quorum && allDecided(tallies, c.quorum, spare) {
+			break
+		}
+	}
 	now := time.Now()
 	next := make([]time.Time, len(batch))
 	for i, e := range batch {
@@ -62,4 +72,15 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 		}
 	}
 	return next
+}
+
+// allDecided reports whether every tally has reached a majority of
+// extensions, or has lost more nodes than a majority can spare.
+func allDecided(ts []tally, quorum, spare int) bool {
+	for _, t := range ts {
+		if t.ok < quorum && t.notOurs+len(t.errs) <= spare {
+			return false
+		}
+	}
+	return true
 }

@@ -110,8 +110,8 @@ func (s *State) End(err error) bool {
 	s.err = err
 	s.timer.Stop()
 	s.mu.Unlock()
+	s.cancel(err) // before Done closes, so that a reader woken by Done sees the cause
 	close(s.done)
-	s.cancel(err)
 	if s.onEnd != nil {
 		s.onEnd()
 	}

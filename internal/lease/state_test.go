@@ -1,0 +1,53 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+func TestEndOrdersContextBeforeDone(t *testing.T) {
+	for range 1000 {
+		s := New(context.Background(), "k", "tok", 1, time.Now().Add(time.Hour), nil)
+		go s.End(dlock.ErrReleased)
+		<-s.Done()
+		if !errors.Is(context.Cause(s.Context()), dlock.ErrReleased) {
+			t.Fatal("Done closed before Context was cancelled")
+		}
+	}
+}
+
+func TestExpiresAtUntilAndExtendMovesIt(t *testing.T) {
+	start := time.Now()
+	ended := make(chan struct{})
+	s := New(context.Background(), "k", "tok", 7, start.Add(50*time.Millisecond), func() { close(ended) })
+	if !s.Extend(start.Add(150 * time.Millisecond)) {
+		t.Fatal("Extend of a held lease failed")
+	}
+	s.Extend(start.Add(10 * time.Millisecond)) // never moves the deadline back
+	<-ended
+	took := time.Since(start)
+	if took < 150*time.Millisecond || took > 400*time.Millisecond {
+		t.Errorf("ended after %v; want at the extended deadline, 150ms", took)
+	}
+	if err := s.Err(); !errors.Is(err, dlock.ErrLost) || !errors.Is(err, dlock.ErrExpired) {
+		t.Errorf("Err = %v; want ErrLost wrapping ErrExpired", err)
+	}
+	if s.Extend(time.Now().Add(time.Hour)) || s.End(dlock.ErrReleased) {
+		t.Error("an ended lease was extended or ended again")
+	}
+	if ended, err := s.Ended(true); !ended || !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrExpired) {
+		t.Errorf("Ended(true) = %v, %v; want ErrNotHeld and the cause", ended, err)
+	}
+}
+
+func TestOwnerIsToken(t *testing.T) {
+	s := New(context.Background(), "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	defer s.End(dlock.ErrReleased)
+	if owner, ok := dlock.OwnerFrom(s.Context()); !ok || owner != "tok" {
+		t.Errorf("owner = %q, %v", owner, ok)
+	}
+}

@@ -1,0 +1,324 @@
+package redlock_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redlock"
+)
+
+// For N nodes with k of them held by someone else, the lock is obtained iff
+// the free nodes are a majority; a failed attempt leaves none of our values.
+func TestIntegrationQuorumMatrix(t *testing.T) {
+	for _, n := range []int{1, 3, 4, 5} {
+		servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
+		age(t, servers)
+		c := newClient(t, addrsOf(servers), goRedis)
+		for k := 0; k <= n; k++ {
+			t.Run(fmt.Sprintf("N=%d/occupied=%d", n, k), func(t *testing.T) {
+				name := fmt.Sprintf("matrix-%d-%d", n, k)
+				for i := range k {
+					servers[i].Do("SET", lockKey(name), "foreign", "PX", "60000")
+				}
+				want := n-k >= n/2+1
+				lease, err := c.NewMutex(name, redlock.WithTTL(5*time.Second)).TryLock(timeout(t, 5*time.Second))
+				if got := err == nil; got != want {
+					t.Fatalf("obtained = %v (err %v); want %v", got, err, want)
+				}
+				if !want {
+					if !errors.Is(err, dlock.ErrNotObtained) {
+						t.Fatalf("error %v does not match ErrNotObtained", err)
+					}
+					for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+						v := values(servers, name)
+						clean := true
+						for i, val := range v {
+							if (i < k && val != "foreign") || (i >= k && val != "") {
+								clean = false
+							}
+						}
+						if clean {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("after a failed attempt the nodes hold %q; want only the foreign values", v)
+						}
+					}
+					return
+				}
+				v := values(servers, name)
+				for i := k; i < n; i++ {
+					if v[i] != lease.Token() {
+						t.Errorf("free node %d holds %q; want our token", i, v[i])
+					}
+				}
+				if err := lease.Release(timeout(t, time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// Killing a minority does not stop locking; killing a majority makes
+// attempts fail quickly; after the restart (and the restart window) locking
+// works again.
+func TestIntegrationKillMinorityAndMajority(t *testing.T) {
+	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
+	age(t, servers)
+	ttl := 300 * time.Millisecond
+	c := newClient(t, addrsOf(servers), goRedis)
+	m := c.NewMutex("kill", redlock.WithTTL(ttl))
+	ctx := timeout(t, 30*time.Second)
+
+	for _, s := range servers[:2] {
+		s.Kill()
+	}
+	for i := range 5 {
+		lease, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatalf("round %d with 2 of 5 nodes dead: %v", i, err)
+		}
+		lease.Release(ctx)
+	}
+
+	servers[2].Kill()
+	start := time.Now()
+	_, err := m.TryLock(ctx)
+	if !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryLock with 3 of 5 dead = %v; want ErrNotObtained", err)
+	}
+	var ne *redlock.NodeError
+	if !errors.As(err, &ne) {
+		t.Errorf("error %v carries no NodeError", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a failed attempt took %v; want about one node timeout", took)
+	}
+
+	for _, s := range servers[:3] {
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease, err := m.Lock(timeout(t, 10*time.Second)) // waits out the restart window (one TTL)
+	if err != nil {
+		t.Fatalf("Lock after the restart: %v", err)
+	}
+	lease.Release(ctx)
+}
+
+// A paused minority does not stop renewal; a paused majority ends the
+// lease no later than Until.
+func TestIntegrationPausedNodes(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ttl := 600 * time.Millisecond
+	m := newClient(t, addrsOf(servers), goRedis).NewMutex("paused", redlock.WithTTL(ttl))
+	ctx := timeout(t, 30*time.Second)
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[0].Pause()
+	time.Sleep(3 * ttl)
+	if lease.Err() != nil {
+		t.Fatalf("lease lost with one of three nodes paused: %v", lease.Err())
+	}
+	servers[1].Pause()
+	select {
+	case <-lease.Done():
+		if late := time.Since(lease.Until()); late > 20*time.Millisecond {
+			t.Errorf("Done closed %v after Until", late)
+		}
+	case <-time.After(2 * ttl):
+		t.Fatal("Done still open two TTLs after a majority paused")
+	}
+	servers[0].Resume()
+	servers[1].Resume()
+	if !errors.Is(lease.Err(), dlock.ErrLost) {
+		t.Errorf("Err = %v; want ErrLost", lease.Err())
+	}
+}
+
+// When round trips make the acquisition outlast the TTL, the attempt fails
+// and leaves nothing behind.
+func TestIntegrationSlowAcquisitionFails(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	proxies := make([]*testenv.Proxy, len(servers))
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		proxies[i] = testenv.StartProxy(t, s.Addr())
+		addrs[i] = proxies[i].Addr()
+	}
+	c := newClient(t, addrs, goRedis, redlock.WithNodeTimeout(140*time.Millisecond))
+	m := c.NewMutex("slow", redlock.WithTTL(150*time.Millisecond), redlock.WithoutRenewal())
+	ctx := timeout(t, 10*time.Second)
+	if l, err := m.TryLock(ctx); err != nil { // warm the connections and script caches
+		t.Fatal(err)
+	} else {
+		l.Release(ctx)
+	}
+	for _, p := range proxies {
+		p.SetLatency(45 * time.Millisecond) // 90ms per round trip: each fits the node timeout, both do not fit the TTL
+	}
+	// Either guard may fire: the validity check after the fence write, or
+	// the fence write itself, which finds the key already expired.
+	_, err := m.TryLock(ctx)
+	if !errors.Is(err, dlock.ErrNotObtained) ||
+		!strings.Contains(err.Error(), "longer than the TTL") && !strings.Contains(err.Error(), "fence write") {
+		t.Fatalf("TryLock through 90ms round trips with a 150ms TTL = %v; want ErrNotObtained for outlasting the TTL", err)
+	}
+	t.Logf("refused: %v", err)
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if v := values(servers, "slow"); strings.Join(v, "") == "" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("a failed slow acquisition left %q", v)
+		}
+	}
+}
+
+// A node restarted without its data must not vote again until the restart
+// window has passed, or two clients could hold the lock at once.
+func TestIntegrationRestartedNodeDoesNotVote(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	addrs := addrsOf(servers)
+	ttl := 3 * time.Second
+	ctx := timeout(t, 30*time.Second)
+	// A holds nodes 0 and 1: node 2 is busy with a foreign value for 200ms.
+	servers[2].Do("SET", lockKey("restart"), "foreign", "PX", "200")
+	a, err := newClient(t, addrs, goRedis).NewMutex("restart", redlock.WithTTL(ttl), redlock.WithoutRenewal()).TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // node 2 is free again
+	if err := servers[1].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// Without detection, nodes 1 (empty) and 2 (free) elect a second holder.
+	unsafe, err := newClient(t, addrs, goRedis, redlock.WithoutRestartDetection()).NewMutex("restart", redlock.WithTTL(ttl)).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("the hazard did not reproduce (good for the world, bad for this test): %v", err)
+	}
+	if a.Err() != nil {
+		t.Fatalf("A lost its lease early: %v", a.Err())
+	}
+	t.Logf("without restart detection a second holder was granted while A held the lock: fences %d and %d", a.Fence(), unsafe.Fence())
+	unsafe.Release(ctx)
+
+	// Put the world back: node 1 restarted again, node 2 free.
+	if err := servers[1].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	b := newClient(t, addrs, goRedis).NewMutex("restart", redlock.WithTTL(ttl))
+	_, err = b.TryLock(ctx)
+	if !errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), "may not vote yet") {
+		t.Fatalf("TryLock with node 1 just restarted = %v; want ErrNotObtained naming the abstaining node", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Logf("A's release: %v", err)
+	}
+	lease, err := b.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock after A released: %v", err)
+	}
+	if lease.Fence() <= a.Fence() {
+		t.Errorf("fence %d after %d", lease.Fence(), a.Fence())
+	}
+	lease.Release(ctx)
+}
+
+// A key that expires early on one node (a forward clock jump) does not let
+// fences go backwards.
+func TestIntegrationEarlyExpiryKeepsFencesIncreasing(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	addrs := addrsOf(servers)
+	ctx := timeout(t, 30*time.Second)
+	clients := []*redlock.Mutex{
+		newClient(t, addrs, goRedis).NewMutex("jump", redlock.WithTTL(2*time.Second)),
+		newClient(t, addrs, rueidisClient).NewMutex("jump", redlock.WithTTL(2*time.Second)),
+	}
+	var last uint64
+	for round := range 20 {
+		lease, err := clients[round%2].Lock(ctx)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if lease.Fence() <= last {
+			t.Fatalf("round %d: fence %d after %d", round, lease.Fence(), last)
+		}
+		last = lease.Fence()
+		servers[round%3].Do("PEXPIRE", lockKey("jump"), "1")
+		if round%4 == 0 {
+			servers[(round+1)%3].Do("DEL", lockKey("jump")+":fence") // and a lost counter
+		}
+		lease.Release(ctx)
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	ctx := timeout(t, 5*time.Second)
+	a := goRedis(t, "127.0.0.1:1")
+	b := goRedis(t, "127.0.0.1:2")
+	for _, tt := range []struct {
+		name string
+		m    *redlock.Mutex
+		want string
+	}{
+		{"no nodes", redlock.New(nil).NewMutex("x"), "at least one node"},
+		{"nil node", redlock.New([]redislock.Conn{a, nil}).NewMutex("x"), "node 1 is a nil Conn"},
+		{"same Conn twice", redlock.New([]redislock.Conn{a, b, a}).NewMutex("x"), "nodes 0 and 2"},
+		{"same address twice", redlock.New([]redislock.Conn{a, goRedis(t, "127.0.0.1:1")}).NewMutex("x"), "both 127.0.0.1:1"},
+		{"empty name", redlock.New([]redislock.Conn{a}).NewMutex(""), "empty lock name"},
+		{"TTL below drift", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithTTL(40*time.Millisecond)), "leaves no validity"},
+		{"tiny TTL", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithTTL(time.Millisecond)), "below the minimum"},
+		{"zero node timeout", redlock.New([]redislock.Conn{a}, redlock.WithNodeTimeout(0)).NewMutex("x"), "node timeout"},
+		{"bad retry", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithRetry(nil)), "retry strategy is nil"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, op := range []func() (dlock.Lease, error){
+				func() (dlock.Lease, error) { return tt.m.TryLock(ctx) },
+				func() (dlock.Lease, error) { return tt.m.Lock(ctx) },
+			} {
+				l, err := op()
+				if err == nil || l != nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("got %v, %v; want an error mentioning %q", l, err, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// Release with a node down reports that node as a NodeError.
+func TestIntegrationReleaseReportsNodeErrors(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 10*time.Second)
+	m := newClient(t, addrsOf(servers), goRedis).NewMutex("node-error")
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[2].Kill()
+	err = lease.Release(ctx)
+	var ne *redlock.NodeError
+	if !errors.As(err, &ne) || ne.Node != servers[2].Addr() {
+		t.Fatalf("Release with node 2 dead = %v; want a NodeError for %s", err, servers[2].Addr())
+	}
+	if !errors.Is(lease.Err(), dlock.ErrReleased) {
+		t.Errorf("Err after a partial release = %v; want ErrReleased", lease.Err())
+	}
+	if v := values(servers[:2], "node-error"); strings.Join(v, "") != "" {
+		t.Errorf("live nodes still hold %q", v)
+	}
+}
