@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"time"
 
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
@@ -42,12 +43,23 @@ type Call struct {
 	Script *Script
 	Keys   []string
 	Args   []string
+
+	// WaitReplicas, when positive, asks the Conn to follow the script, on
+	// the same connection and in the same round trip, with WAIT
+	// WaitReplicas WaitTimeout, and to store WAIT's reply in
+	// Result.Replicas. WAIT only counts the writes made on its own
+	// connection, so it cannot be sent separately.
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // A Result is the outcome of one Call.
 type Result struct {
 	Val any
 	Err error
+	// Replicas is the number of replicas that acknowledged the script's
+	// writes, when the Call asked for WAIT; -1 if WAIT itself failed.
+	Replicas int64
 }
 
 // A Script is a Lua script with its SHA-1 digest.

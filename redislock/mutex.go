@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -52,7 +53,7 @@ func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	}
 	l, _, err := m.attempt(ctx)
 	switch {
-	case l != nil:
+	case l != nil && err == nil:
 		return l, nil
 	case err == nil:
 		err = dlock.ErrNotObtained
@@ -69,21 +70,26 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	if l, _, err := m.attempt(ctx); l != nil || err != nil {
+	if l, _, err := m.attempt(ctx); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 		return asLease(l, err)
 	}
 	w := m.c.subs.wait(ctx, m.keys.channel)
 	defer w.close()
 	var timer *time.Timer
+	var why error // the last attempt's reason for not obtaining
 	for n := 1; ; n++ {
 		// Retry at once on the first round: a release may have come
 		// between the first attempt and the subscription.
 		l, ttl, err := m.attempt(ctx)
-		if l != nil || err != nil {
+		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 			return asLease(l, err)
 		}
+		why = err
 		wait, ok := m.cfg.retry.Backoff(n)
 		if !ok {
+			if why != nil {
+				return nil, why
+			}
 			return nil, dlock.ErrNotObtained
 		}
 		if ttl < wait { // the holder's key expires first
@@ -130,11 +136,15 @@ func (m *Mutex) check(ctx context.Context) error {
 }
 
 // attempt runs the acquire script once, with a fresh token. It returns a
-// lease, or nil and the holder's remaining TTL, or a hard error.
+// lease; or nil, the holder's remaining TTL and possibly an error matching
+// dlock.ErrNotObtained that says why; or a hard error.
 func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 	token := dlock.NewToken()
 	start := time.Now()
-	v, err := m.c.eval(ctx, acquireScript, []string{m.keys.lock, m.keys.fence}, token, m.ttl)
+	var res [1]Result
+	m.c.conn.Eval(ctx, []Call{{Script: acquireScript, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl},
+		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
+	v, err := res[0].Val, res[0].Err
 	if err != nil {
 		if !isReply(err) {
 			// The script may have run without its reply reaching us.
@@ -151,6 +161,13 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 	}
 	if n <= 0 { // -n is the holder's remaining TTL in ms, rounded down
 		return nil, time.Duration(-n+1) * time.Millisecond, nil
+	}
+	if m.cfg.replicas > 0 && res[0].Replicas < int64(m.cfg.replicas) {
+		if _, err := m.c.eval(ctx, releaseScript, []string{m.keys.lock}, token, m.keys.channel); err != nil && !isReply(err) {
+			m.c.abandon(m.keys, token, m.cfg.ttl)
+		}
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: the lock on %q reached %d of the %d replicas required within %v",
+			m.keys.lock, max(res[0].Replicas, 0), m.cfg.replicas, m.cfg.replicaTimeout))
 	}
 	g := newGrant(ctx, m, token, uint64(n), start)
 	return g, 0, nil

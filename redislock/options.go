@@ -28,6 +28,9 @@ type config struct {
 	ttl   time.Duration
 	renew bool
 	retry dlock.RetryStrategy
+
+	replicas       int
+	replicaTimeout time.Duration
 }
 
 func newConfig(opts []Option) config {
@@ -43,6 +46,9 @@ func newConfig(opts []Option) config {
 func (c config) check() error {
 	if c.ttl < MinTTL {
 		return fmt.Errorf("redislock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
+	}
+	if c.replicas < 0 || c.replicas > 0 && (c.replicaTimeout <= 0 || c.replicaTimeout >= c.ttl) {
+		return fmt.Errorf("redislock: WithReplicas(%d, %v): want n >= 1 and a timeout between 0 and the TTL %v", c.replicas, c.replicaTimeout, c.ttl)
 	}
 	return dlock.CheckRetry(c.retry)
 }
@@ -62,6 +68,22 @@ func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
 // not arrive; see DefaultRetry. dlock.NoRetry() makes Lock a single attempt,
 // and dlock.MaxAttempts bounds the attempts.
 func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }
+
+// WithReplicas makes an acquire count only once at least n replicas have
+// acknowledged it: the acquire is followed, on the same connection, by
+// WAIT n timeout, and a lock that reached fewer replicas within timeout is
+// released and not obtained (TryLock returns an error matching
+// dlock.ErrNotObtained that says so; Lock retries).
+//
+// It closes most of the failover hole of a replicated deployment (master
+// with replicas behind Sentinel): without it, a master that dies before
+// replicating a fresh lock leaves a promoted replica that grants the same
+// lock again. It costs the replication delay on every acquire, and makes
+// locking fail while fewer than n replicas are up. Renewals are not waited
+// for. The default is 0: no WAIT.
+func WithReplicas(n int, timeout time.Duration) Option {
+	return func(c *config) { c.replicas, c.replicaTimeout = n, timeout }
+}
 
 // ttlMillis returns ttl in whole milliseconds, rounded up, so that the
 // server never holds the key for less than ttl.

@@ -35,6 +35,10 @@ func New(c Client) redislock.Conn {
 }
 
 func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+	if len(calls) == 1 && calls[0].WaitReplicas > 0 {
+		results[0] = c.evalWait(ctx, calls[0])
+		return
+	}
 	if len(calls) == 1 { // the common case: no pipeline
 		call := calls[0]
 		cmd := c.c.EvalSha(ctx, call.Script.SHA1, call.Keys, args(call.Args)...)
@@ -67,6 +71,32 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 	for j, i := range retry {
 		results[i] = result(cmds[j])
 	}
+}
+
+// evalWait runs one script and WAIT in one pipeline, hence on one
+// connection, so that WAIT counts the script's writes.
+func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Result {
+	for _, byHash := range []bool{true, false} {
+		p := c.c.Pipeline()
+		var cmd *redis.Cmd
+		if byHash {
+			cmd = p.EvalSha(ctx, call.Script.SHA1, call.Keys, args(call.Args)...)
+		} else {
+			cmd = p.Eval(ctx, call.Script.Src, call.Keys, args(call.Args)...)
+		}
+		wait := p.Do(ctx, "wait", call.WaitReplicas, call.WaitTimeout.Milliseconds())
+		p.Exec(ctx)
+		if byHash && isNoScript(cmd.Err()) {
+			continue
+		}
+		r := result(cmd)
+		r.Replicas = -1
+		if n, err := wait.Int64(); err == nil {
+			r.Replicas = n
+		}
+		return r
+	}
+	panic("unreachable")
 }
 
 func (c conn) pipeline(ctx context.Context, calls []redislock.Call, add func(redis.Pipeliner, redislock.Call) *redis.Cmd) []*redis.Cmd {

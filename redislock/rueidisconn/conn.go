@@ -26,6 +26,10 @@ func New(c rueidis.Client) redislock.Conn {
 }
 
 func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+	if len(calls) == 1 && calls[0].WaitReplicas > 0 {
+		results[0] = c.evalWait(ctx, calls[0])
+		return
+	}
 	if len(calls) == 1 {
 		call := calls[0]
 		r := c.c.Do(ctx, c.evalsha(call))
@@ -56,6 +60,29 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 	for j, r := range c.c.DoMulti(ctx, cmds...) {
 		results[retry[j]] = result(r)
 	}
+}
+
+// evalWait runs one script and WAIT on one dedicated connection, so that
+// WAIT counts the script's writes.
+func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Result {
+	var r redislock.Result
+	err := c.c.Dedicated(func(dc rueidis.DedicatedClient) error {
+		wait := dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(call.WaitTimeout.Milliseconds()).Build()
+		rs := dc.DoMulti(ctx, c.evalsha(call), wait)
+		if isNoScript(rs[0].Error()) {
+			rs = dc.DoMulti(ctx, c.eval(call), dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(call.WaitTimeout.Milliseconds()).Build())
+		}
+		r = result(rs[0])
+		r.Replicas = -1
+		if n, err := rs[1].AsInt64(); err == nil {
+			r.Replicas = n
+		}
+		return nil
+	})
+	if err != nil {
+		return redislock.Result{Err: err, Replicas: -1}
+	}
+	return r
 }
 
 func (c conn) evalsha(call redislock.Call) rueidis.Completed {

@@ -1,0 +1,66 @@
+// Package redlock implements the Redlock algorithm over N independent Redis
+// masters, with fencing tokens and detection of nodes that lost their data.
+//
+// # Acquiring
+//
+// An attempt sends one script to every node at once, each call bounded by
+// the node timeout (WithNodeTimeout, 50ms by default). On each node the
+// script sets the lock key with SET NX PX and, in the same round trip,
+// returns the node's fence counter, its clock, and the age of its epoch (see
+// below). The attempt is decided as soon as a majority (N/2+1) has voted for
+// it, or so many have refused or failed that a majority is out of reach; it
+// does not wait for slow nodes. A failed attempt deletes its key on every
+// node, including those that had not answered yet, in the background.
+//
+// A won vote is then fenced (below), and the lease is granted only if the
+// remaining validity, TTL − elapsed − (TTL/100 + 2ms), is still positive.
+// Until is the attempt's start plus the TTL less that drift allowance.
+//
+// # Extending and losing
+//
+// The watchdog extends a lease every TTL/3, with one pipelined round trip
+// per node for all due leases of a Client. An extension counts only if a
+// majority extended it before the current Until; otherwise the lease ends
+// at Until. When more nodes than a majority can spare report that the key
+// is no longer this lease's, the lease ends at once with dlock.ErrTakenOver.
+//
+// # Nodes that lost their data
+//
+// A node restarted without persistence forgets the keys it held, and would
+// vote for a second holder while the first one's lease is still valid on
+// the other nodes. Each node keeps an epoch, the hash dlock:epoch with a
+// random id and the server time it was created. It disappears with the
+// node's data, and the next acquire recreates it. A node whose epoch is
+// younger than the restart window (WithRestartWindow; never less than the
+// lock's TTL) still takes the key but does not vote: no lease granted
+// before the loss can outlive the window. A new node is indistinguishable
+// from one that lost its data, so a new deployment grants its first lock
+// one TTL after its nodes were first used.
+//
+// # Why fences strictly increase
+//
+// After winning a majority A, the client computes the fence
+// f = max(max of the counters read in A + 1, max of the server clocks read
+// in A, in microseconds) and writes it, as a monotonic maximum, to the nodes
+// of A with a script that does so only while the node still holds this
+// lease's key. Only if a majority W of nodes accepted that write is the lease
+// granted.
+//
+// Let a later holder win a majority B. W and B are both majorities of the
+// same N nodes, so they share a node n. On n, our fence write happened while
+// n held our key, and the later holder's SET NX happened while n held no
+// key, so after our key had left n: the write came first. If n kept its
+// data, the later holder read a counter of at least f on n and chose a fence
+// of at least f+1. If n lost its data in between, its new epoch kept it from
+// voting for the restart window (at least one TTL), so the later holder won
+// B after that window, when its nodes' clocks read more than f, which was
+// at most a clock reading taken at least one TTL earlier, plus one per
+// grant since. Neither argument uses the client's clock, so a client whose
+// clock jumps or that pauses cannot make a later fence smaller; a client
+// paused past its lease keeps an old fence, which is what lets the protected
+// resource refuse it. The second argument alone relies on the nodes' clocks
+// agreeing to within the restart window.
+//
+// Fencing costs one more round trip per acquisition; bench/RESULTS.md
+// measures it.
+package redlock
