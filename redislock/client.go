@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
 )
 
@@ -21,9 +22,7 @@ type Client struct {
 	subs  *subscriber
 	renew *renewal.Scheduler
 
-	mu     sync.Mutex
-	held   map[string]*grant // by token
-	closed bool
+	leases lease.Registry
 
 	cleanups   sync.WaitGroup
 	stopClean  context.Context // cancelled by Close
@@ -34,7 +33,7 @@ type Client struct {
 // goredisconn and rueidisconn packages). New never fails: a nil conn is
 // reported by the first call that needs it.
 func New(conn Conn) *Client {
-	c := &Client{conn: conn, held: make(map[string]*grant)}
+	c := &Client{conn: conn}
 	if conn == nil {
 		c.err = errors.New("redislock: New was given a nil Conn; wrap your client with goredisconn.New or rueidisconn.New")
 		return c
@@ -45,37 +44,22 @@ func New(conn Conn) *Client {
 	return c
 }
 
-// Close stops renewing, releases every lease the Client still holds
-// (waiting at most five seconds), and closes the pub/sub connection. It does
-// not close the Conn's underlying Redis client. Leases that could not be
+// Close releases every lease the Client still holds (waiting at most five
+// seconds), stops renewing, and closes the pub/sub connection. It does not
+// close the Conn's underlying Redis client. Leases that could not be
 // released end with an error matching dlock.ErrLost and ErrClosed.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed || c.err != nil {
-		c.mu.Unlock()
+	if c.err != nil {
 		return nil
 	}
-	c.closed = true
-	held := make([]*grant, 0, len(c.held))
-	for _, g := range c.held {
-		held = append(held, g)
+	first, err := c.leases.Close(5*time.Second, ErrClosed)
+	if !first {
+		return nil
 	}
-	c.mu.Unlock()
-
 	c.renew.Close()
 	c.cancelStop()
 	c.cleanups.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var errs []error
-	for _, g := range held {
-		if err := g.Release(ctx); err != nil {
-			g.End(dlock.Lost(ErrClosed))
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, c.subs.close())
-	return errors.Join(errs...)
+	return errors.Join(err, c.subs.close())
 }
 
 // usable returns the error every call on an unusable Client returns.
@@ -83,9 +67,7 @@ func (c *Client) usable() error {
 	if c.err != nil {
 		return c.err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	if c.leases.Closed() {
 		return ErrClosed
 	}
 	return nil
@@ -120,34 +102,4 @@ func (c *Client) abandon(k keys, token string, ttl time.Duration) {
 			}
 		}
 	})
-}
-
-// track records g as held, so that Close can release it. It reports false
-// if the client was closed meanwhile.
-func (c *Client) track(g *grant) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.held[g.Token()] = g
-	return true
-}
-
-func (c *Client) untrack(g *grant) {
-	c.mu.Lock()
-	delete(c.held, g.Token())
-	c.mu.Unlock()
-}
-
-// holds reports whether ctx carries a lease of this client on key.
-func (c *Client) holds(ctx context.Context, key string) bool {
-	owner, ok := dlock.OwnerFrom(ctx)
-	if !ok {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.held[owner]
-	return g != nil && g.Key() == key
 }

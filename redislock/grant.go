@@ -23,7 +23,7 @@ func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, start t
 	g := &grant{m: m}
 	g.State = lease.New(ctx, m.keys.lock, token, fence, validity(start, m.cfg.ttl), g.forget)
 	g.entry.Value = g
-	if !m.c.track(g) {
+	if !m.c.leases.Add(g) {
 		g.End(dlock.Lost(ErrClosed))
 		return g
 	}
@@ -36,7 +36,7 @@ func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, start t
 // forget stops renewing an ended lease and drops it from the client.
 func (g *grant) forget() {
 	g.m.c.renew.Remove(&g.entry)
-	g.m.c.untrack(g)
+	g.m.c.leases.Remove(g)
 }
 
 // Refresh extends the lease to a full TTL from now.

@@ -129,7 +129,7 @@ func (m *Mutex) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if m.c.holds(ctx, m.keys.lock) {
+	if m.c.leases.Holds(ctx, m.keys.lock) {
 		return ErrNotReentrant
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
 	"github.com/dlock-go/dlock/redislock"
@@ -24,9 +25,7 @@ type Client struct {
 	err    error
 	renew  *renewal.Scheduler
 
-	mu     sync.Mutex
-	held   map[*grant]struct{}
-	closed bool
+	leases lease.Registry
 
 	background sync.WaitGroup // releases after failed attempts
 	stop       context.Context
@@ -43,7 +42,7 @@ type node struct {
 // never fails; an empty, nil or duplicate node, or a bad option, is
 // reported by the first lock operation.
 func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
-	c := &Client{cfg: newClientConfig(opts), held: make(map[*grant]struct{})}
+	c := &Client{cfg: newClientConfig(opts)}
 	c.stop, c.cancelStop = context.WithCancel(context.Background())
 	c.err = c.setNodes(nodes)
 	if c.err == nil && c.cfg.nodeTimeout <= 0 {
@@ -93,62 +92,28 @@ func sameConn(a, b redislock.Conn) bool {
 func (c *Client) Nodes() int  { return len(c.nodes) }
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close stops renewing, releases every lease still held (waiting at most
-// five seconds) and waits for background clean-ups. It does not close the
+// Close releases every lease still held (waiting at most five seconds),
+// stops renewing and waits for background clean-ups. It does not close the
 // nodes' Redis clients.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	first, err := c.leases.Close(5*time.Second, ErrClosed)
+	if !first {
 		return nil
 	}
-	c.closed = true
-	held := make([]*grant, 0, len(c.held))
-	for g := range c.held {
-		held = append(held, g)
-	}
-	c.mu.Unlock()
 	c.renew.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var errs []error
-	for _, g := range held {
-		if err := g.Release(ctx); err != nil {
-			g.End(dlock.Lost(ErrClosed))
-			errs = append(errs, err)
-		}
-	}
 	c.cancelStop()
 	c.background.Wait()
-	return errors.Join(errs...)
+	return err
 }
 
 func (c *Client) usable() error {
 	if c.err != nil {
 		return c.err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	if c.leases.Closed() {
 		return ErrClosed
 	}
 	return nil
-}
-
-func (c *Client) track(g *grant) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.held[g] = struct{}{}
-	return true
-}
-
-func (c *Client) untrack(g *grant) {
-	c.mu.Lock()
-	delete(c.held, g)
-	c.mu.Unlock()
 }
 
 // reply is one node's outcome of one call.

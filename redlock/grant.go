@@ -24,7 +24,7 @@ func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until t
 	g := &grant{m: m}
 	g.State = lease.New(ctx, m.keys.lock, token, fence, until, g.forget)
 	g.entry.Value = g
-	if !m.c.track(g) {
+	if !m.c.leases.Add(g) {
 		g.End(dlock.Lost(ErrClosed))
 		return g
 	}
@@ -36,7 +36,7 @@ func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until t
 
 func (g *grant) forget() {
 	g.m.c.renew.Remove(&g.entry)
-	g.m.c.untrack(g)
+	g.m.c.leases.Remove(g)
 }
 
 // tally counts the nodes' answers to a compare-and-act script.

@@ -1,0 +1,94 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// A Releasable is a lease that a Registry can release on Close.
+type Releasable interface {
+	Token() string
+	Key() string
+	End(err error) bool
+	Release(ctx context.Context) error
+}
+
+// A Registry is a client's set of held leases, keyed by token, and whether
+// the client is closed.
+type Registry struct {
+	mu     sync.Mutex
+	held   map[string]Releasable
+	closed bool
+}
+
+// Add records l as held. It reports false if the registry is closed.
+func (r *Registry) Add(l Releasable) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	if r.held == nil {
+		r.held = make(map[string]Releasable)
+	}
+	r.held[l.Token()] = l
+	return true
+}
+
+// Remove forgets l.
+func (r *Registry) Remove(l Releasable) {
+	r.mu.Lock()
+	delete(r.held, l.Token())
+	r.mu.Unlock()
+}
+
+// Holds reports whether ctx carries the owner token of a held lease on key.
+func (r *Registry) Holds(ctx context.Context, key string) bool {
+	owner, ok := dlock.OwnerFrom(ctx)
+	if !ok {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.held[owner]
+	return l != nil && l.Key() == key
+}
+
+// Closed reports whether Close has been called.
+func (r *Registry) Closed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// Close marks the registry closed and releases every lease still held,
+// waiting at most timeout in all. A lease that cannot be released ends
+// with dlock.ErrLost wrapping cause. Close reports false, and does nothing,
+// if the registry was already closed.
+func (r *Registry) Close(timeout time.Duration, cause error) (bool, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return false, nil
+	}
+	r.closed = true
+	held := make([]Releasable, 0, len(r.held))
+	for _, l := range r.held {
+		held = append(held, l)
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var errs []error
+	for _, l := range held {
+		if err := l.Release(ctx); err != nil {
+			l.End(dlock.Lost(cause))
+			errs = append(errs, err)
+		}
+	}
+	return true, errors.Join(errs...)
+}
