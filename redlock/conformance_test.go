@@ -1,7 +1,6 @@
 package redlock_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -51,17 +50,19 @@ func backend(servers []*testenv.Redis, open transport) dlocktest.Backend {
 }
 
 func TestIntegrationConformance(t *testing.T) {
-	for _, n := range []int{3} {
-		for _, tr := range transports {
-			t.Run(fmt.Sprintf("%s/N=%d", tr.name, n), func(t *testing.T) {
-				servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
-				age(t, servers)
-				b := backend(servers, tr.open)
-				b.SplitVotes = true
-				dlocktest.Run(t, b)
-			})
-		}
+	cases := []struct {
+		n  int
+		tr int // index into transports
+	}{{3, 0}, {3, 1}, {1, 0}, {5, 1}}
+	for _, tc := range cases {
+		tr := transports[tc.tr]
+		t.Run(fmt.Sprintf("%s/N=%d", tr.name, tc.n), func(t *testing.T) {
+			servers := testenv.StartRedisN(t, tc.n, testenv.RedisConfig{})
+			age(t, servers)
+			b := backend(servers, tr.open)
+			b.SplitVotes = true
+			dlocktest.Run(t, b)
+		})
 	}
 }
 
-var _ = context.Background
