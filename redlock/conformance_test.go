@@ -65,4 +65,3 @@ func TestIntegrationConformance(t *testing.T) {
 		})
 	}
 }
-
