@@ -1,0 +1,120 @@
+package bench_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dlock-go/dlock/bench/lockbench"
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// S1/S2 as go test benchmarks, raw floor vs dlock on both transports:
+//
+//	cd bench && go test -run '^$' -bench . -count 5 | benchstat -col /contender -
+//
+// The full comparison, peers included, is go run ./cmd/lockbench.
+
+var benchContenders = []string{"raw-goredis", "dlock-goredis", "dlock-rueidis"}
+
+func eachContender(b *testing.B, f func(b *testing.B, cl lockbench.Client)) {
+	srv := testenv.StartRedis(b, testenv.RedisConfig{})
+	for _, c := range lockbench.Contenders() {
+		if !contains(benchContenders, c.Name) {
+			continue
+		}
+		b.Run("contender="+c.Name, func(b *testing.B) {
+			cl, err := c.Open(srv.Addr())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			f(b, cl)
+		})
+	}
+}
+
+func cycle(b *testing.B, cl lockbench.Client, key string) {
+	ctx := context.Background()
+	rel, err := cl.Lock(ctx, key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := rel(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkS1: one goroutine, a fresh key per lock + release cycle.
+func BenchmarkS1(b *testing.B) {
+	eachContender(b, func(b *testing.B, cl lockbench.Client) {
+		i := 0
+		for b.Loop() {
+			cycle(b, cl, "bs1:"+strconv.Itoa(i))
+			i++
+		}
+	})
+}
+
+// BenchmarkS2: 64 goroutines sharing one client, distinct keys.
+func BenchmarkS2(b *testing.B) {
+	eachContender(b, func(b *testing.B, cl lockbench.Client) {
+		var next atomic.Int64
+		b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			prefix := "bs2:" + strconv.FormatInt(next.Add(1), 10) + ":"
+			for i := 0; pb.Next(); i++ {
+				cycle(b, cl, prefix+strconv.Itoa(i))
+			}
+		})
+	})
+}
+
+// TestIntegrationShortRun runs the program in -short mode, one repetition,
+// and checks that the report has every section and no errors.
+func TestIntegrationShortRun(t *testing.T) {
+	testenv.RequireBinary(t, "redis-server")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out := filepath.Join(t.TempDir(), "report.md")
+	cmd := exec.Command(goBin, "run", "./cmd/lockbench", "-short", "-reps", "1", "-q", "-out", out)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("lockbench -short: %v", err)
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(md) != string(stdout) {
+		t.Errorf("-out file differs from stdout")
+	}
+	report := string(md)
+	for _, want := range []string{"### S1", "### S2", "### S3", "### R1", "### Targets", "| raw-goredis |",
+		"| dlock-goredis |", "| dlock-rueidis |", "| bsm/redislock |", "| redsync |", "| rueidislock |"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(report, "### Errors") {
+		t.Errorf("a run failed:\n%s", report)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

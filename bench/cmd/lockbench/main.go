@@ -1,0 +1,84 @@
+// Command lockbench runs dlock's lock benchmarks against a raw go-redis
+// floor and peer libraries on a redis-server it starts itself, and prints
+// a markdown report.
+//
+//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-scenarios S1,S2,S3,R1] [-out FILE]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dlock-go/dlock/bench/lockbench"
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+func main() {
+	def := lockbench.DefaultConfig()
+	short := flag.Bool("short", false, "quick smoke run: 0.5s per run, shorter R1")
+	duration := flag.Duration("duration", 0, "time per scenario per contender per repetition (default 3s; 0.5s with -short)")
+	scenarios := flag.String("scenarios", strings.Join(lockbench.AllScenarios, ","), "comma-separated scenarios to run")
+	contenders := flag.String("contenders", "", "comma-separated contenders (the raw floor is always included); empty for all")
+	reps := flag.Int("reps", def.Reps, "repetitions; medians are reported")
+	hold := flag.Duration("hold", def.Hold, "S3: busy work while holding the lock")
+	leases := flag.Int("leases", def.Leases, "R1: leases held by one client")
+	out := flag.String("out", "", "write the markdown report to this file (default: stdout only)")
+	quiet := flag.Bool("q", false, "no progress lines on stderr")
+	flag.Parse()
+
+	cfg := def
+	if *short {
+		cfg = lockbench.ShortConfig()
+	}
+	if *duration > 0 {
+		cfg.Duration = *duration
+	}
+	cfg.Scenarios = split(*scenarios)
+	cfg.Contenders = split(*contenders)
+	cfg.Reps, cfg.Hold, cfg.Leases = max(1, *reps), *hold, *leases
+	if !*quiet {
+		cfg.Progress = os.Stderr
+	}
+
+	// Stop the server on Ctrl-C (it would die with us anyway: Pdeathsig).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		testenv.StopAll()
+		os.Exit(130)
+	}()
+
+	start := time.Now()
+	res, err := lockbench.Run(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench:", err)
+		os.Exit(1)
+	}
+	md := res.Markdown()
+	fmt.Print(md)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "lockbench:", err)
+			os.Exit(1)
+		}
+	}
+	if cfg.Progress != nil {
+		fmt.Fprintf(os.Stderr, "done in %s\n", time.Since(start).Round(time.Second))
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

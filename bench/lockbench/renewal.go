@@ -1,0 +1,116 @@
+package lockbench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redislock"
+)
+
+// r1Workers take and release the R1 leases concurrently.
+const r1Workers = 64
+
+// runR1: one dlock client holds cfg.Leases leases with auto-renewal; over
+// cfg.Rounds renewal periods (TTL/3) count its round trips, process CPU
+// and heap allocation, and check that every lease is still held.
+func runR1(transport string, srv *server, cfg Config) (Metrics, error) {
+	cc := &countingConn{}
+	wrap := func(c redislock.Conn) redislock.Conn { cc.Conn = c; return cc }
+	d, err := openDlock(srv.addr(), transport, wrap, redislock.WithTTL(cfg.R1TTL))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+
+	leases := make([]dlock.Lease, cfg.Leases)
+	err = forEach(cfg.Leases, func(i int) error {
+		l, err := d.c.NewMutex("r1:"+strconv.Itoa(i), d.opts...).TryLock(context.Background())
+		leases[i] = l
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("taking %d leases: %w", cfg.Leases, err)
+	}
+
+	period := cfg.R1TTL / 3
+	time.Sleep(period + period/2) // let the first renewal round pass
+	before := takeR1Sample(cc, srv)
+	time.Sleep(time.Duration(cfg.Rounds) * period)
+	after := takeR1Sample(cc, srv)
+
+	lost := 0
+	for _, l := range leases {
+		if l.Err() != nil || time.Until(l.Until()) <= 0 {
+			lost++
+		}
+	}
+	rounds := after.at.Sub(before.at).Seconds() / period.Seconds()
+	evals := float64(after.evals - before.evals)
+	m := Metrics{
+		"leases":        float64(cfg.Leases),
+		"rounds":        rounds,
+		"rt_round":      evals / rounds,
+		"renewed_round": float64(after.calls-before.calls) / rounds,
+		"leases_rt":     ratio(float64(after.calls-before.calls), evals),
+		"max_batch":     float64(cc.maxBatch.Load()),
+		"cpu_round":     float64(after.cpu-before.cpu) / rounds,
+		"srv_cpu_round": float64(after.srvCPU-before.srvCPU) / rounds,
+		"alloc_round":   float64(after.alloc-before.alloc) / rounds,
+		"lost":          float64(lost),
+	}
+	err = forEach(cfg.Leases, func(i int) error { return leases[i].Release(context.Background()) })
+	if err != nil && lost == 0 {
+		return nil, fmt.Errorf("releasing the leases: %w", err)
+	}
+	return m, nil
+}
+
+type r1Sample struct {
+	at           time.Time
+	evals, calls int64
+	cpu, srvCPU  time.Duration
+	alloc        uint64
+}
+
+func takeR1Sample(cc *countingConn, srv *server) r1Sample {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return r1Sample{at: time.Now(), evals: cc.evals.Load(), calls: cc.calls.Load(),
+		cpu: processCPU(), srvCPU: srv.cpu(), alloc: ms.TotalAlloc}
+}
+
+// processCPU returns this process's user+system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// forEach runs f(0..n-1) on r1Workers goroutines and returns the first error.
+func forEach(n int, f func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for w := range r1Workers {
+		wg.Go(func() {
+			for i := w; i < n; i += r1Workers {
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}

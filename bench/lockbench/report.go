@@ -1,0 +1,223 @@
+package lockbench
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// A check is one target of the issue, judged on this run's numbers.
+type check struct {
+	what, got string
+	pass      bool
+}
+
+// Markdown renders the results: environment, one table per scenario with
+// ratios to the floor and PASS/FAIL next to each target, a summary of the
+// targets, and notes.
+func (r *Results) Markdown() string {
+	var b strings.Builder
+	var checks []check
+	r.header(&b)
+	for _, sc := range AllScenarios {
+		if r.runs[sc] == nil {
+			continue
+		}
+		switch sc {
+		case "S1":
+			checks = append(checks, r.s1(&b)...)
+		case "S2":
+			checks = append(checks, r.s2(&b)...)
+		case "S3":
+			checks = append(checks, r.s3(&b)...)
+		case "R1":
+			checks = append(checks, r.r1(&b)...)
+		}
+	}
+	if len(checks) > 0 {
+		b.WriteString("### Targets\n\n")
+		var rows [][]string
+		for _, c := range checks {
+			rows = append(rows, []string{c.what, c.got, passFail(c.pass)})
+		}
+		table(&b, []string{"target", "this run", "result"}, rows)
+	}
+	r.errors(&b)
+	r.notes(&b)
+	return b.String()
+}
+
+func (r *Results) header(b *strings.Builder) {
+	mode := "full"
+	if r.cfg.Short {
+		mode = "short"
+	}
+	fmt.Fprintf(b, "### Run\n\n")
+	fmt.Fprintf(b, "- Date: %s (wall time %s)\n", r.start.UTC().Format("2006-01-02 15:04 UTC"), r.elapsed.Round(time.Second))
+	fmt.Fprintf(b, "- Machine: %d cores (GOMAXPROCS %d), %s/%s, %s — shared and noisy; compare ratios, not absolute numbers\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, cpuModel())
+	fmt.Fprintf(b, "- Go %s; redis-server %s (started by the benchmark on 127.0.0.1, no persistence, FLUSHALL before every run)\n",
+		strings.TrimPrefix(runtime.Version(), "go"), r.redis)
+	fmt.Fprintf(b, "- Library: %s\n", r.library)
+	fmt.Fprintf(b, "- Mode %s: %s per scenario per contender per repetition, %d repetitions round-robin over contenders "+
+		"(order rotated each repetition); every number is the median over repetitions, every ratio the median of per-repetition ratios\n",
+		mode, r.cfg.Duration, r.cfg.Reps)
+	fmt.Fprintf(b, "- Command: `%s`\n\n", strings.Join(append([]string{"lockbench"}, os.Args[1:]...), " "))
+}
+
+func (r *Results) s1(b *strings.Builder) []check {
+	floor := r.floor()
+	var rows [][]string
+	var checks []check
+	for _, c := range r.contenders {
+		if !r.has("S1", c.Name) {
+			continue
+		}
+		x := r.rel("S1", c.Name, floor, "ops")
+		t := "floor"
+		if c.DlockTransport != "" {
+			ok := x >= 0.95
+			t = "≥ 0.95× " + passFail(ok)
+			checks = append(checks, check{"S1 " + c.Name + " ops/s ≥ 0.95× raw", fmtX(x), ok})
+		} else if !c.Floor {
+			t = ""
+		}
+		rows = append(rows, []string{c.Name, fmtInt(r.med("S1", c.Name, "ops")), fmtX(x),
+			fmtDur(r.med("S1", c.Name, "p50")), fmtDur(r.med("S1", c.Name, "p99")), t})
+	}
+	b.WriteString("### S1 — 1 goroutine, uncontended, fresh key per cycle (lock + release)\n\n")
+	table(b, []string{"contender", "cycles/s", "× raw", "p50 cycle", "p99 cycle", "target"}, rows)
+	return checks
+}
+
+func (r *Results) s2(b *strings.Builder) []check {
+	floor := r.floor()
+	var rows [][]string
+	var checks []check
+	for _, c := range r.contenders {
+		if !r.has("S2", c.Name) {
+			continue
+		}
+		x := r.rel("S2", c.Name, floor, "ops")
+		t := ""
+		if c.Floor {
+			t = "floor"
+		}
+		if want := map[string]float64{"goredis": 0.95, "rueidis": 1.5}[c.DlockTransport]; want > 0 {
+			ok := x >= want
+			t = fmt.Sprintf("≥ %.2f× %s", want, passFail(ok))
+			checks = append(checks, check{fmt.Sprintf("S2 %s ops/s ≥ %.2f× raw", c.Name, want), fmtX(x), ok})
+		}
+		rows = append(rows, []string{c.Name, fmtInt(r.med("S2", c.Name, "ops")), fmtX(x), t})
+	}
+	fmt.Fprintf(b, "### S2 — %d goroutines, one shared client, distinct keys\n\n", r.cfg.Goroutines)
+	table(b, []string{"contender", "cycles/s", "× raw", "target"}, rows)
+	return checks
+}
+
+func (r *Results) s3(b *strings.Builder) []check {
+	floor := r.floor()
+	var rows [][]string
+	var checks []check
+	for _, c := range r.contenders {
+		if !r.has("S3", c.Name) {
+			continue
+		}
+		p50, rawP50 := r.med("S3", c.Name, "handoff_p50"), r.med("S3", floor, "handoff_p50")
+		x := math.NaN() // ratio of medians; undefined when the floor's p50 is not positive
+		if rawP50 > 0 {
+			x = p50 / rawP50
+		}
+		call, xCall := r.med("S3", c.Name, "handoff_call"), r.rel("S3", c.Name, floor, "handoff_call")
+		cmds := r.med("S3", c.Name, "cmds_all")
+		lo, hi := r.med("S3", c.Name, "share_min"), r.med("S3", c.Name, "share_max")
+		var t []string
+		if c.Floor {
+			t = append(t, "floor")
+		}
+		if c.DlockTransport != "" {
+			okRaw := p50 <= 1.5*rawP50 // read literally, also when rawP50 <= 0
+			okCall := xCall <= 1.5
+			vsRedsync := r.rel("S3", "redsync", c.Name, "handoff_p50")
+			okRedsync := vsRedsync >= 50
+			okCmds := cmds <= 10
+			okFair := lo >= 0.5 && hi <= 1.5
+			t = append(t, "p50 ≤ 1.5× raw "+passFail(okRaw), "from call ≤ 1.5× raw "+passFail(okCall),
+				fmt.Sprintf("redsync ÷ this = %s (≥ 50×) %s", fmtX(vsRedsync), passFail(okRedsync)),
+				"cmds ≤ 10 "+passFail(okCmds), "shares in 0.5–1.5× "+passFail(okFair))
+			checks = append(checks,
+				check{"S3 " + c.Name + " handoff p50 ≤ 1.5× raw spin's (from Release returning)", fmt.Sprintf("%s vs 1.5 × %s", fmtDur(p50), fmtDur(rawP50)), okRaw},
+				check{"S3 " + c.Name + " same, clock started at the Release call (robust variant)", fmt.Sprintf("%s (%s vs %s)", fmtX(xCall), fmtDur(call), fmtDur(r.med("S3", floor, "handoff_call"))), okCall},
+				check{"S3 " + c.Name + " handoff p50 ≥ 50× lower than redsync default", fmt.Sprintf("%s (%s vs %s)", fmtX(vsRedsync), fmtDur(p50), fmtDur(r.med("S3", "redsync", "handoff_p50"))), okRedsync},
+				check{"S3 " + c.Name + " ≤ 10 server commands/acquisition (total_commands_processed, incl. Lua-internal)", fmtF(cmds, 1), okCmds},
+				check{"S3 " + c.Name + " client-sent commands/acquisition ≤ 10 (commandstats minus Lua-internal; informative)", fmtF(r.med("S3", c.Name, "cmds_client"), 1), r.med("S3", c.Name, "cmds_client") <= 10},
+				check{"S3 " + c.Name + " every client's share within 0.5–1.5× fair", fmt.Sprintf("%s–%s", fmtF(lo, 2), fmtF(hi, 2)), okFair})
+		}
+		rows = append(rows, []string{c.Name, fmtDur(p50), fmtX(x), fmtDur(r.med("S3", c.Name, "handoff_p99")),
+			fmtDur(call), fmtX(xCall), fmtF(100*r.med("S3", c.Name, "handoff_share"), 0) + "%",
+			fmtInt(r.med("S3", c.Name, "acq_s")), fmtF(cmds, 1), fmtF(r.med("S3", c.Name, "cmds_client"), 1),
+			fmtF(lo, 2) + "–" + fmtF(hi, 2), fmtInt(r.med("S3", c.Name, "overlaps")), fmtInt(r.med("S3", c.Name, "failures")),
+			strings.Join(t, "<br>")})
+	}
+	fmt.Fprintf(b, "### S3 — %d independent clients contending for one key (blocking Lock, hold %s busy work)\n\n", r.cfg.Clients, r.cfg.Hold)
+	table(b, []string{"contender", "handoff p50", "× raw", "handoff p99", "p50 from Release call", "× raw", "hand-overs",
+		"acq/s", "server cmds/acq (all)", "client-sent cmds/acq", "share min–max (× fair)", "overlaps", "failed Lock/Release", "targets"}, rows)
+	return checks
+}
+
+func (r *Results) r1(b *strings.Builder) []check {
+	var rows [][]string
+	var checks []check
+	for _, c := range r.contenders {
+		if c.DlockTransport == "" || !r.has("R1", c.Name) {
+			continue
+		}
+		n := r.med("R1", c.Name, "leases")
+		rt := r.med("R1", c.Name, "rt_round")
+		lost := r.med("R1", c.Name, "lost")
+		batches := math.Ceil(n / 4096)
+		ok := rt <= 2*batches && lost == 0
+		checks = append(checks, check{fmt.Sprintf("R1 %s one round trip per batch, not per lease (≤ %.0f round trips per round for %s leases, none lost)", c.Name, 2*batches, fmtInt(n)),
+			fmt.Sprintf("%s round trips/round, %s leases/round trip, %s lost", fmtF(rt, 2), fmtInt(r.med("R1", c.Name, "leases_rt")), fmtInt(lost)), ok})
+		rows = append(rows, []string{c.Name, fmtInt(n), fmtF(rt, 2), fmtInt(r.med("R1", c.Name, "leases_rt")),
+			fmtInt(r.med("R1", c.Name, "max_batch")), fmtInt(r.med("R1", c.Name, "renewed_round")),
+			fmtDur(r.med("R1", c.Name, "cpu_round")), fmtDur(r.med("R1", c.Name, "srv_cpu_round")),
+			fmtBytes(r.med("R1", c.Name, "alloc_round")), fmtInt(lost), passFail(ok)})
+	}
+	fmt.Fprintf(b, "### R1 — one client renewing many leases (TTL %s, renewal every %s, %d periods measured, at most 3 repetitions)\n\n", r.cfg.R1TTL, r.cfg.R1TTL/3, r.cfg.Rounds)
+	table(b, []string{"contender", "leases", "round trips/round", "leases/round trip", "largest batch", "renewals/round",
+		"process CPU/round", "redis CPU/round", "heap alloc/round", "leases lost", "target"}, rows)
+	return checks
+}
+
+func (r *Results) errors(b *strings.Builder) {
+	var lines []string
+	for _, sc := range AllScenarios {
+		for _, c := range r.contenders {
+			for rep, e := range r.errs[sc][c.Name] {
+				if e != "" {
+					lines = append(lines, fmt.Sprintf("- %s %s rep %d: %s", sc, c.Name, rep+1, e))
+				}
+			}
+		}
+	}
+	if len(lines) > 0 {
+		b.WriteString("### Errors\n\n" + strings.Join(lines, "\n") + "\n\n")
+	}
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for line := range strings.Lines(string(data)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}

@@ -1,0 +1,156 @@
+package lockbench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// server is the benchmark's own redis-server: 127.0.0.1, a free port, no
+// persistence (testenv's defaults).
+type server struct {
+	r       *testenv.Redis
+	version string
+}
+
+func startServer() (*server, error) {
+	r, err := testenv.LaunchRedis(testenv.RedisConfig{})
+	if err != nil {
+		return nil, err
+	}
+	s := &server{r: r}
+	info, err := r.Do("INFO", "server")
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	s.version = infoFields(info)["redis_version"]
+	return s, nil
+}
+
+func (s *server) addr() string { return s.r.Addr() }
+func (s *server) close() error { return s.r.Close() }
+
+// flush empties the data set between runs (scripts stay loaded).
+func (s *server) flush() error {
+	_, err := s.r.Do("FLUSHALL")
+	return err
+}
+
+// stats is one INFO snapshot of command counters.
+type stats struct {
+	total int64            // total_commands_processed
+	calls map[string]int64 // commandstats calls by command name
+}
+
+// snapshot takes both counters with one INFO command, which itself adds
+// one to total_commands_processed after the reply (see sub).
+func (s *server) snapshot() (stats, error) {
+	info, err := s.r.Do("INFO", "stats", "commandstats")
+	if err != nil {
+		return stats{}, err
+	}
+	f := infoFields(info)
+	st := stats{calls: map[string]int64{}}
+	st.total, _ = strconv.ParseInt(f["total_commands_processed"], 10, 64)
+	for k, v := range f {
+		name, ok := strings.CutPrefix(k, "cmdstat_")
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+		st.calls[name], _ = strconv.ParseInt(calls, 10, 64)
+	}
+	return st, nil
+}
+
+// sub returns the commands run between two snapshots: all of them
+// (total_commands_processed, which counts commands run inside Lua too), and
+// those a client sent itself: commandstats calls minus the commands in
+// luaInternal and the benchmark's own INFO.
+func (after stats) sub(before stats, luaInternal []string) (all, clientSent int64) {
+	all = after.total - before.total - 1 // the first snapshot's own INFO
+	internal := map[string]bool{"info": true}
+	for _, c := range luaInternal {
+		internal[c] = true
+	}
+	for name, n := range after.calls {
+		if !internal[name] {
+			clientSent += n - before.calls[name]
+		}
+	}
+	return all, clientSent
+}
+
+// cpu returns the server process's user+system CPU time.
+func (s *server) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.r.PID()))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ is 100 on Linux
+}
+
+func infoFields(info string) map[string]string {
+	m := map[string]string{}
+	for line := range strings.Lines(info) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// moduleVersion returns the version of a dependency of this binary.
+func moduleVersion(path string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == path {
+			return d.Version
+		}
+	}
+	return "(unknown version)"
+}
+
+// libraryState names the library commit the benchmark was built from, and
+// whether files outside bench/ had uncommitted changes.
+func libraryState() string {
+	head, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	s := "commit " + strings.TrimSpace(string(head))
+	out, err := exec.Command("git", "status", "--porcelain", "--", ":/", ":(top,exclude)bench").Output()
+	if dirty := strings.Fields(string(out)); err == nil && len(dirty) > 0 {
+		var paths []string
+		for line := range strings.Lines(string(out)) {
+			if len(line) > 3 {
+				paths = append(paths, strings.TrimSpace(line[3:]))
+			}
+		}
+		if len(paths) > 4 {
+			paths = append(paths[:4], "…")
+		}
+		s += " with uncommitted changes outside bench/: " + strings.Join(paths, ", ")
+	}
+	return s
+}
