@@ -327,6 +327,11 @@ func (s *suite) renewal(t *testing.T) {
 	deadline := time.Now().Add(4 * ttl)
 	for time.Now().Before(deadline) {
 		expectNotObtained(t, ctx, b, "while the holder renews")
+		// A renewal sent at time s is valid until s+TTL at most: Until may
+		// never be further away than one TTL.
+		if ahead := time.Until(lease.Until()); ahead > ttl {
+			t.Fatalf("Until is %v ahead; a renewal cannot grant more than the TTL %v", ahead, ttl)
+		}
 		time.Sleep(ttl / 4)
 	}
 	if lease.Err() != nil {

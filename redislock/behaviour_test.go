@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -348,5 +349,82 @@ func TestIntegrationCloseReleasesLeases(t *testing.T) {
 	}
 	if _, err := c.NewMutex("closing").TryLock(ctx); !errors.Is(err, redislock.ErrClosed) {
 		t.Errorf("TryLock on a closed client = %v; want ErrClosed", err)
+	}
+}
+
+// A Lock still waiting when its Client is closed returns ErrClosed, not a
+// dead lease, and leaves no key behind.
+func TestIntegrationLockRacingClose(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	holder, err := newClient(t, d, goRedis).NewMutex("racing-close").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := redislock.New(goRedis(t, d))
+	got := make(chan error, 1)
+	go func() {
+		l, err := waiting.NewMutex("racing-close", redislock.WithRetry(dlock.LinearBackoff(20*time.Millisecond, 20*time.Millisecond))).Lock(ctx)
+		if l != nil {
+			err = fmt.Errorf("got a lease (Err %v)", l.Err())
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	waiting.Close()
+	holder.Release(ctx)
+	if err := <-got; !errors.Is(err, redislock.ErrClosed) {
+		t.Fatalf("Lock across Close = %v; want ErrClosed", err)
+	}
+	l, err := newClient(t, d, goRedis).NewMutex("racing-close").TryLock(ctx)
+	if err != nil {
+		t.Fatalf("the lock is not free after the closed client's Lock: %v", err)
+	}
+	l.Release(ctx)
+}
+
+// A Release whose context is already done still frees the lock, in the
+// background, well before the TTL.
+func TestIntegrationReleaseWithDoneContext(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	m := newClient(t, d, goRedis).NewMutex("release-done", redislock.WithTTL(time.Minute))
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := lease.Release(done); err == nil {
+		t.Fatal("Release with a cancelled context reported success")
+	}
+	if !errors.Is(lease.Err(), dlock.ErrReleased) {
+		t.Errorf("Err = %v; want ErrReleased", lease.Err())
+	}
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if out, _ := d.servers[0].Do("EXISTS", lockKey("release-done")); out == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the key of a Release with a done context stayed for its TTL")
+		}
+	}
+}
+
+// A WAIT timeout under a millisecond must not become WAIT n 0, which blocks
+// for ever.
+func TestIntegrationSubMillisecondWaitTimeout(t *testing.T) {
+	d := standalone(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := newClient(t, d, tr.open).NewMutex("wait-us-"+tr.name, redislock.WithReplicas(1, 500*time.Microsecond)).TryLock(timeout(t, 5*time.Second))
+			if !errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), "replicas") {
+				t.Errorf("TryLock without replicas = %v; want not obtained for lack of replicas", err)
+			}
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("took %v", took)
+			}
+		})
 	}
 }

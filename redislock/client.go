@@ -24,6 +24,8 @@ type Client struct {
 
 	leases lease.Registry
 
+	bgMu       sync.Mutex // guards bgClosed and Add on cleanups
+	bgClosed   bool
 	cleanups   sync.WaitGroup
 	stopClean  context.Context // cancelled by Close
 	cancelStop context.CancelFunc
@@ -46,8 +48,9 @@ func New(conn Conn) *Client {
 
 // Close releases every lease the Client still holds (waiting at most five
 // seconds), stops renewing, and closes the pub/sub connection. It does not
-// close the Conn's underlying Redis client. Leases that could not be
-// released end with an error matching dlock.ErrLost and ErrClosed.
+// close the Conn's underlying Redis client. Every held lease ends with
+// dlock.ErrReleased; a key the server could not be reached to delete
+// expires within its TTL, and Close reports the failure.
 func (c *Client) Close() error {
 	if c.err != nil {
 		return nil
@@ -58,6 +61,9 @@ func (c *Client) Close() error {
 	}
 	c.renew.Close()
 	c.cancelStop()
+	c.bgMu.Lock()
+	c.bgClosed = true
+	c.bgMu.Unlock()
 	c.cleanups.Wait()
 	return errors.Join(err, c.subs.close())
 }
@@ -86,6 +92,11 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...str
 // or the client is closed.
 func (c *Client) abandon(k keys, token string, ttl time.Duration) {
 	deadline := time.Now().Add(ttl)
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bgClosed {
+		return // the key expires within its TTL
+	}
 	c.cleanups.Go(func() {
 		ctx, cancel := context.WithDeadline(c.stopClean, deadline)
 		defer cancel()
@@ -102,4 +113,14 @@ func (c *Client) abandon(k keys, token string, ttl time.Duration) {
 			}
 		}
 	})
+}
+
+// release deletes the key that token holds, now if the server answers, and
+// otherwise in the background (see abandon).
+func (c *Client) release(ctx context.Context, k keys, token string, ttl time.Duration) error {
+	_, err := c.eval(ctx, releaseScript, []string{k.lock}, token, k.channel)
+	if err != nil && !isReply(err) {
+		c.abandon(k, token, ttl)
+	}
+	return err
 }

@@ -53,6 +53,12 @@ type Call struct {
 	WaitTimeout  time.Duration
 }
 
+// WaitMillis returns a WAIT timeout in whole milliseconds, rounded up:
+// WAIT with 0 would block for ever.
+func WaitMillis(d time.Duration) int64 {
+	return max(1, int64((d+time.Millisecond-1)/time.Millisecond))
+}
+
 // A Result is the outcome of one Call.
 type Result struct {
 	Val any

@@ -19,17 +19,11 @@ type grant struct {
 
 var _ dlock.Lease = (*grant)(nil)
 
-func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, start time.Time) *grant {
+// newGrant returns the lease; the caller registers it with the client.
+func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *grant {
 	g := &grant{m: m}
-	g.State = lease.New(ctx, m.keys.lock, token, fence, validity(start, m.cfg.ttl), g.forget)
+	g.State = lease.New(ctx, m.keys.lock, token, fence, until, g.forget)
 	g.entry.Value = g
-	if !m.c.leases.Add(g) {
-		g.End(dlock.Lost(ErrClosed))
-		return g
-	}
-	if m.cfg.renew {
-		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
-	}
 	return g
 }
 
@@ -68,9 +62,14 @@ func (g *grant) Release(ctx context.Context) error {
 	}
 	v, err := g.m.c.eval(ctx, releaseScript, []string{g.m.keys.lock}, g.Token(), g.m.keys.channel)
 	if err != nil {
-		// Stop renewing: the key, if still there, expires within the TTL.
+		// The holder is done with it either way: stop renewing, and keep
+		// trying to delete the key in the background.
 		g.End(dlock.ErrReleased)
-		return fmt.Errorf("redislock: release of %q failed; the lock expires within its TTL: %w", g.Key(), describe(g.Key(), releaseScript, err))
+		if !isReply(err) {
+			g.m.c.abandon(g.m.keys, g.Token(), g.m.cfg.ttl)
+		}
+		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
+			g.Key(), describe(g.Key(), releaseScript, err))
 	}
 	if v != int64(1) {
 		g.End(dlock.Lost(dlock.ErrTakenOver))

@@ -33,6 +33,7 @@ func TestBadArguments(t *testing.T) {
 		{"nil Conn", redislock.New(nil).NewMutex("x"), "nil Conn"},
 		{"nil go-redis client", redislock.New(goredisconn.New(nil)).NewMutex("x"), "nil client"},
 		{"nil rueidis client", redislock.New(rueidisconn.New(nil)).NewMutex("x"), "nil client"},
+		{"typed-nil go-redis client", redislock.New(goredisconn.New((*redis.Client)(nil))).NewMutex("x"), "nil client"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,6 +78,9 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	var timer *time.Timer
 	var why error // the last attempt's reason for not obtaining
 	for n := 1; ; n++ {
+		if err := m.c.usable(); err != nil {
+			return nil, err
+		}
 		// Retry at once on the first round: a release may have come
 		// between the first attempt and the subscription.
 		l, ttl, err := m.attempt(ctx)
@@ -150,8 +153,8 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 			// The script may have run without its reply reaching us.
 			m.c.abandon(m.keys, token, m.cfg.ttl)
 		}
-		if ctx.Err() != nil {
-			return nil, 0, dlock.NotObtained(ctx.Err())
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
 		}
 		return nil, 0, describe(m.keys.lock, acquireScript, err)
 	}
@@ -163,12 +166,42 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 		return nil, time.Duration(-n+1) * time.Millisecond, nil
 	}
 	if m.cfg.replicas > 0 && res[0].Replicas < int64(m.cfg.replicas) {
-		if _, err := m.c.eval(ctx, releaseScript, []string{m.keys.lock}, token, m.keys.channel); err != nil && !isReply(err) {
-			m.c.abandon(m.keys, token, m.cfg.ttl)
-		}
+		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: the lock on %q reached %d of the %d replicas required within %v",
 			m.keys.lock, max(res[0].Replicas, 0), m.cfg.replicas, m.cfg.replicaTimeout))
 	}
-	g := newGrant(ctx, m, token, uint64(n), start)
+	until := validity(start, m.cfg.ttl)
+	if !time.Now().Before(until) {
+		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+			m.keys.lock, time.Since(start), m.cfg.ttl))
+	}
+	g := newGrant(ctx, m, token, uint64(n), until)
+	if !m.c.leases.Add(g) {
+		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)
+		g.End(dlock.Lost(ErrClosed))
+		return nil, 0, ErrClosed
+	}
+	if m.cfg.renew {
+		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
+	}
+	if g.Err() != nil { // ended already: make sure it is forgotten
+		g.forget()
+	}
 	return g, 0, nil
+}
+
+// cancelled returns the context error behind a failed call, or nil. A
+// transport may report the deadline slightly before ctx.Err() is set.
+func cancelled(ctx context.Context, err error) error {
+	if e := ctx.Err(); e != nil {
+		return e
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) || errors.Is(err, context.DeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	if errors.Is(err, context.Canceled) {
+		return context.Canceled
+	}
+	return nil
 }

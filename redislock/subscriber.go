@@ -13,7 +13,8 @@ const subscriptionLinger = time.Second
 
 // A subscriber multiplexes one pub/sub connection among all waiters of a
 // Client. Channels are reference-counted; a message on a channel wakes
-// every waiter of it.
+// every waiter of it. A channel's SUBSCRIBE and UNSUBSCRIBE never overlap:
+// its entry stays in the map, marked leaving, until the UNSUBSCRIBE is done.
 type subscriber struct {
 	conn Conn
 
@@ -23,84 +24,120 @@ type subscriber struct {
 	sweeping bool
 	closed   bool
 	stop     chan struct{}
-	swept    chan struct{}
+	tasks    sync.WaitGroup // the sweeper and unsubscribes
 }
 
 type channel struct {
 	waiters map[*waiter]struct{}
-	ready   chan struct{} // closed once subscribed (or failed)
+	ready   chan struct{} // closed once SUBSCRIBE has succeeded or failed
 	ok      bool          // subscribed; valid once ready is closed
+	leaving bool          // an UNSUBSCRIBE is on its way
+	gone    chan struct{} // closed when the entry has left the map
 	idle    time.Time     // when the last waiter left
 }
 
 // A waiter receives a value on c for every release notice of its channel.
 type waiter struct {
-	c    chan struct{}
-	s    *subscriber
-	name string
+	c  chan struct{}
+	s  *subscriber
+	ch *channel // nil if it never registered
 }
 
 func newSubscriber(conn Conn) *subscriber {
-	return &subscriber{conn: conn, chans: make(map[string]*channel),
-		stop: make(chan struct{}), swept: make(chan struct{})}
+	return &subscriber{conn: conn, chans: make(map[string]*channel), stop: make(chan struct{})}
 }
 
 // wait registers a waiter on name and makes sure the channel is
 // subscribed. If subscribing fails the waiter is still returned; it is then
 // woken only by its caller's fallback poll.
 func (s *subscriber) wait(ctx context.Context, name string) *waiter {
-	w := &waiter{c: make(chan struct{}, 1), s: s, name: name}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return w
-	}
-	ch := s.chans[name]
-	subscribe := ch == nil
-	if subscribe {
-		ch = &channel{waiters: make(map[*waiter]struct{}), ready: make(chan struct{})}
-		s.chans[name] = ch
-		if s.l == nil {
-			s.l = s.conn.Listen(s.deliver)
+	w := &waiter{c: make(chan struct{}, 1), s: s}
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return w
 		}
-	}
-	ch.waiters[w] = struct{}{}
-	l := s.l
-	s.mu.Unlock()
+		ch := s.chans[name]
+		if ch != nil && ch.leaving {
+			s.mu.Unlock()
+			select {
+			case <-ch.gone:
+				continue
+			case <-ctx.Done():
+				return w
+			}
+		}
+		subscribe := ch == nil
+		if subscribe {
+			ch = &channel{waiters: make(map[*waiter]struct{}), ready: make(chan struct{}), gone: make(chan struct{})}
+			s.chans[name] = ch
+			if s.l == nil {
+				s.l = s.conn.Listen(s.deliver)
+			}
+		}
+		ch.waiters[w] = struct{}{}
+		w.ch = ch
+		l := s.l
+		s.mu.Unlock()
 
-	if subscribe {
+		if !subscribe {
+			select {
+			case <-ch.ready:
+			case <-ctx.Done():
+			}
+			return w
+		}
 		err := l.Subscribe(ctx, name)
 		s.mu.Lock()
 		ch.ok = err == nil
 		close(ch.ready)
-		if !ch.ok && s.chans[name] == ch {
-			delete(s.chans, name) // the next waiter tries again
+		if !ch.ok {
+			// The SUBSCRIBE may still reach the server: undo it.
+			s.leave(name, ch)
 		}
 		s.mu.Unlock()
 		return w
 	}
-	select {
-	case <-ch.ready:
-	case <-ctx.Done():
+}
+
+// leave marks ch as leaving and unsubscribes it in the background; the
+// entry leaves the map when the server has answered. s.mu must be held.
+func (s *subscriber) leave(name string, ch *channel) {
+	ch.leaving = true
+	if s.closed { // the connection is closing: nothing to undo
+		delete(s.chans, name)
+		close(ch.gone)
+		return
 	}
-	return w
+	l := s.l
+	s.tasks.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		l.Unsubscribe(ctx, name) // a failure leaves a harmless subscription
+		cancel()
+		s.mu.Lock()
+		if s.chans[name] == ch {
+			delete(s.chans, name)
+		}
+		close(ch.gone)
+		s.mu.Unlock()
+	})
 }
 
 // close unregisters w. The channel stays subscribed for a while.
 func (w *waiter) close() {
-	s := w.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch := s.chans[w.name]
+	s, ch := w.s, w.ch
 	if ch == nil {
 		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(ch.waiters, w)
 	if len(ch.waiters) == 0 {
 		ch.idle = time.Now()
 		if !s.sweeping && !s.closed {
 			s.sweeping = true
-			go s.sweep()
+			s.tasks.Go(s.sweep)
 		}
 	}
 }
@@ -121,7 +158,6 @@ func (s *subscriber) deliver(name string) {
 
 // sweep unsubscribes channels that have had no waiter for the linger time.
 func (s *subscriber) sweep() {
-	defer close(s.swept)
 	t := time.NewTicker(subscriptionLinger / 2)
 	defer t.Stop()
 	for {
@@ -131,22 +167,12 @@ func (s *subscriber) sweep() {
 		case <-t.C:
 		}
 		s.mu.Lock()
-		var idle []string
 		for name, ch := range s.chans {
-			if len(ch.waiters) == 0 && isClosed(ch.ready) && time.Since(ch.idle) >= subscriptionLinger {
-				delete(s.chans, name)
-				if ch.ok {
-					idle = append(idle, name)
-				}
+			if len(ch.waiters) == 0 && !ch.leaving && ch.ok && time.Since(ch.idle) >= subscriptionLinger {
+				s.leave(name, ch)
 			}
 		}
-		l := s.l
 		s.mu.Unlock()
-		for _, name := range idle {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			l.Unsubscribe(ctx, name) // a failure leaves a harmless subscription
-			cancel()
-		}
 	}
 }
 
@@ -157,24 +183,12 @@ func (s *subscriber) close() error {
 		return nil
 	}
 	s.closed = true
-	sweeping := s.sweeping
 	l := s.l
 	s.mu.Unlock()
 	close(s.stop)
-	if sweeping {
-		<-s.swept
-	}
+	s.tasks.Wait()
 	if l != nil {
 		return l.Close()
 	}
 	return nil
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }

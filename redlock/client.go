@@ -27,6 +27,8 @@ type Client struct {
 
 	leases lease.Registry
 
+	bgMu       sync.Mutex // guards bgClosed and Add on background
+	bgClosed   bool
 	background sync.WaitGroup // releases after failed attempts
 	stop       context.Context
 	cancelStop context.CancelFunc
@@ -102,6 +104,9 @@ func (c *Client) Close() error {
 	}
 	c.renew.Close()
 	c.cancelStop()
+	c.bgMu.Lock()
+	c.bgClosed = true
+	c.bgMu.Unlock()
 	c.background.Wait()
 	return err
 }
@@ -146,23 +151,28 @@ func (c *Client) fanOutTo(ctx context.Context, call redislock.Call, only []bool)
 	return out
 }
 
-// releaseEverywhere deletes token's key on every node, in the background,
-// after an attempt that did not obtain the lock. It first waits for the
-// attempt's outstanding replies (pending), so that a slow acquire cannot land
-// after its release, then retries each node that could not be reached until
-// it answers or ttl has passed and the key has expired by itself.
-func (c *Client) releaseEverywhere(pending <-chan reply, outstanding int, call redislock.Call, ttl time.Duration) {
+// releaseOn deletes token's key, in the background, on the nodes i with
+// todo[i] set. It first waits for an attempt's outstanding replies
+// (pending), so that a slow acquire cannot land after its release, adding
+// the nodes among them that took the key; then it retries each node that
+// cannot be reached until it answers or ttl has passed and the key has
+// expired by itself.
+func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, call redislock.Call, ttl time.Duration) {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bgClosed {
+		return // the keys expire within their TTL
+	}
 	c.background.Go(func() {
 		for range outstanding {
-			<-pending
+			r := <-pending
+			if v, err := parseVote(r.res.Val, 0); r.res.Err != nil || err == nil && v.taken {
+				todo[r.node] = true
+			}
 		}
 		ctx, cancel := context.WithTimeout(c.stop, ttl)
 		defer cancel()
-		todo := make([]bool, len(c.nodes))
-		for i := range todo {
-			todo[i] = true
-		}
-		for n := 1; ; n++ {
+		for n := 1; c.count(todo) > 0; n++ {
 			left := 0
 			replies := c.fanOutTo(ctx, call, todo)
 			for range c.count(todo) {

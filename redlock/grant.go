@@ -20,17 +20,11 @@ type grant struct {
 
 var _ dlock.Lease = (*grant)(nil)
 
+// newGrant returns the lease; the caller registers it with the client.
 func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *grant {
 	g := &grant{m: m}
 	g.State = lease.New(ctx, m.keys.lock, token, fence, until, g.forget)
 	g.entry.Value = g
-	if !m.c.leases.Add(g) {
-		g.End(dlock.Lost(ErrClosed))
-		return g
-	}
-	if m.cfg.renew {
-		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
-	}
 	return g
 }
 
@@ -43,18 +37,20 @@ func (g *grant) forget() {
 type tally struct {
 	ok, notOurs int
 	errs        []error
+	failed      []bool // by node: no answer
 }
 
 func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) tally {
 	c := g.m.c
 	call := redislock.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
 	replies := c.fanOut(ctx, call)
-	var t tally
+	t := tally{failed: make([]bool, len(c.nodes))}
 	for range c.nodes {
 		r := <-replies
 		switch {
 		case r.res.Err != nil:
 			t.errs = append(t.errs, &NodeError{Node: c.nodes[r.node].name, Err: r.res.Err})
+			t.failed[r.node] = !redisscript.IsReply(r.res.Err)
 		case r.res.Val == int64(1):
 			t.ok++
 		default:
@@ -109,6 +105,9 @@ func (g *grant) Release(ctx context.Context) error {
 	}
 	g.End(dlock.ErrReleased)
 	if len(t.errs) > 0 {
+		// Keep trying the nodes that could not be reached, in the background.
+		call := redislock.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+		g.m.c.releaseOn(t.failed, nil, 0, call, g.m.cfg.ttl)
 		return errQuorum("release", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
 	}
 	return nil

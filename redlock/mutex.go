@@ -72,6 +72,9 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	}
 	var timer *time.Timer
 	for n := 1; ; n++ {
+		if err := m.c.usable(); err != nil {
+			return nil, err
+		}
 		g, err := m.attempt(ctx)
 		if g != nil {
 			return g, nil
@@ -161,6 +164,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		timeUS   uint64
 		nodeErrs []error
 		hardErrs []error
+		mayHold  = make([]bool, n) // nodes to release on failure: took the key, or may have
 	)
 	for answered < n && len(taken) < quorum && len(taken)+(n-answered) >= quorum {
 		r := <-replies
@@ -168,6 +172,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		if r.res.Err != nil {
 			err := &NodeError{Node: m.c.nodes[r.node].name, Err: r.res.Err}
 			nodeErrs = append(nodeErrs, err)
+			mayHold[r.node] = !redisscript.IsReply(r.res.Err) // the script may have run
 			if redisscript.IsReply(r.res.Err) {
 				hardErrs = append(hardErrs, &NodeError{Node: err.Node,
 					Err: redisscript.Describe("redlock", m.keys.lock, redisscript.QuorumAcquire, r.res.Err)})
@@ -180,6 +185,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			continue
 		}
 		counter, timeUS = max(counter, v.counter), max(timeUS, v.timeUS)
+		mayHold[r.node] = v.taken
 		switch {
 		case v.taken && v.young:
 			young++
@@ -189,12 +195,12 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	}
 	release := redislock.Call{Script: redisscript.Release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel}}
 	fail := func(why error) (*grant, error) {
-		m.c.releaseEverywhere(replies, n-answered, release, m.cfg.ttl)
+		m.c.releaseOn(mayHold, replies, n-answered, release, m.cfg.ttl)
 		if len(hardErrs) > n-quorum { // the servers refuse: retrying cannot help
 			return nil, errors.Join(hardErrs...)
 		}
-		if ctx.Err() != nil {
-			return nil, dlock.NotObtained(ctx.Err())
+		if cause := cancelled(ctx); cause != nil {
+			return nil, dlock.NotObtained(cause)
 		}
 		return nil, dlock.NotObtained(why)
 	}
@@ -216,14 +222,31 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	if !time.Now().Before(until) {
 		return fail(fmt.Errorf("redlock: acquiring %q took %v, longer than the TTL %v less the drift allowance", m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
-	if answered < n { // late replies are part of our lock; Release reaches them
-		go func() {
-			for range n - answered {
-				<-replies
-			}
-		}()
+	g := newGrant(ctx, m, token, fence, until)
+	if !m.c.leases.Add(g) {
+		for i := range mayHold {
+			mayHold[i] = true
+		}
+		g.End(dlock.Lost(ErrClosed))
+		m.c.releaseOn(mayHold, replies, n-answered, release, m.cfg.ttl)
+		return nil, ErrClosed
 	}
-	return newGrant(ctx, m, token, fence, until), nil
+	if m.cfg.renew {
+		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
+	}
+	return g, nil // late replies are part of our lock; Release reaches them
+}
+
+// cancelled returns the context error that ended an attempt, or nil. A
+// transport may report the deadline slightly before ctx.Err() is set.
+func cancelled(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // writeFence raises the fence counter to fence on the taken nodes; it needs

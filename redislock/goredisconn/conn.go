@@ -9,6 +9,7 @@ package goredisconn
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 
 	"github.com/dlock-go/dlock/redislock"
@@ -25,10 +26,14 @@ type Client interface {
 
 type conn struct{ c Client }
 
-// New returns a redislock.Conn that talks through c. A nil c gives a Conn
-// whose every call fails with an error saying so.
+// New returns a redislock.Conn that talks through c. A nil c (or a nil
+// *redis.Client inside the interface) gives a Conn whose every call fails
+// with an error saying so.
 func New(c Client) redislock.Conn {
 	if c == nil {
+		return nilConn{}
+	}
+	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nilConn{}
 	}
 	return conn{c}
@@ -74,17 +79,27 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 }
 
 // evalWait runs one script and WAIT in one pipeline, hence on one
-// connection, so that WAIT counts the script's writes.
+// connection, so that WAIT counts the script's writes. On a Cluster the
+// pipeline goes to the master of the script's first key, since WAIT has no
+// key of its own to route by.
 func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Result {
+	pipeliner := c.c.Pipeline
+	if cc, ok := c.c.(*redis.ClusterClient); ok && len(call.Keys) > 0 {
+		node, err := cc.MasterForKey(ctx, call.Keys[0])
+		if err != nil {
+			return redislock.Result{Err: err, Replicas: -1}
+		}
+		pipeliner = node.Pipeline
+	}
 	for _, byHash := range []bool{true, false} {
-		p := c.c.Pipeline()
+		p := pipeliner()
 		var cmd *redis.Cmd
 		if byHash {
 			cmd = p.EvalSha(ctx, call.Script.SHA1, call.Keys, args(call.Args)...)
 		} else {
 			cmd = p.Eval(ctx, call.Script.Src, call.Keys, args(call.Args)...)
 		}
-		wait := p.Do(ctx, "wait", call.WaitReplicas, call.WaitTimeout.Milliseconds())
+		wait := p.Do(ctx, "wait", call.WaitReplicas, redislock.WaitMillis(call.WaitTimeout))
 		p.Exec(ctx)
 		if byHash && isNoScript(cmd.Err()) {
 			continue

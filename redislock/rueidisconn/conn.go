@@ -9,6 +9,7 @@ package rueidisconn
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/redis/rueidis"
@@ -20,6 +21,9 @@ type conn struct{ c rueidis.Client }
 // whose every call fails with an error saying so.
 func New(c rueidis.Client) redislock.Conn {
 	if c == nil {
+		return nilConn{}
+	}
+	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nilConn{}
 	}
 	return conn{c}
@@ -67,10 +71,10 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Result {
 	var r redislock.Result
 	err := c.c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		wait := dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(call.WaitTimeout.Milliseconds()).Build()
+		wait := dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(redislock.WaitMillis(call.WaitTimeout)).Build()
 		rs := dc.DoMulti(ctx, c.evalsha(call), wait)
 		if isNoScript(rs[0].Error()) {
-			rs = dc.DoMulti(ctx, c.eval(call), dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(call.WaitTimeout.Milliseconds()).Build())
+			rs = dc.DoMulti(ctx, c.eval(call), dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(redislock.WaitMillis(call.WaitTimeout)).Build())
 		}
 		r = result(rs[0])
 		r.Replicas = -1
