@@ -71,10 +71,14 @@ func (g *grant) Release(ctx context.Context) error {
 		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
 			g.Key(), describe(g.Key(), releaseScript, err))
 	}
-	if v != int64(1) {
+	n, _ := v.(int64)
+	if n < 1 {
 		g.End(dlock.Lost(dlock.ErrTakenOver))
 		_, err := g.Ended(true)
 		return err
+	}
+	if n > 1 { // waiters were woken: let one of them go first
+		g.m.yieldUntil.Store(time.Now().Add(releaseYield).UnixNano())
 	}
 	g.End(dlock.ErrReleased)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -25,7 +26,17 @@ type Mutex struct {
 	cfg  config
 	ttl  string // cfg.ttl in milliseconds, as sent to the server
 	err  error
+
+	// yieldUntil (Unix ns) is set when a release of this Mutex woke other
+	// clients' waiters; until then, Lock lets them go first.
+	yieldUntil atomic.Int64
 }
+
+// releaseYield is how long a Lock that follows its own release waits for a
+// woken waiter of another client to take the lock: about one round trip on
+// a local network. Without it, the releaser, already running, would win
+// most hand-overs.
+const releaseYield = time.Millisecond
 
 var _ dlock.Locker = (*Mutex)(nil)
 
@@ -70,11 +81,24 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	if l, _, err := m.attempt(ctx); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
-		return asLease(l, err)
+	yield := time.Unix(0, m.yieldUntil.Load())
+	polite := time.Now().Before(yield)
+	if !polite {
+		if l, _, err := m.attempt(ctx); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+			return asLease(l, err)
+		}
 	}
 	w := m.c.subs.wait(ctx, m.keys.channel)
-	defer w.close()
+	won := false
+	defer func() { w.close(won) }()
+	if polite {
+		select {
+		case <-ctx.Done():
+			return nil, dlock.NotObtained(ctx.Err())
+		case <-w.c:
+		case <-time.After(time.Until(yield)):
+		}
+	}
 	var timer *time.Timer
 	var why error // the last attempt's reason for not obtaining
 	for n := 1; ; n++ {
@@ -85,6 +109,7 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 		// between the first attempt and the subscription.
 		l, ttl, err := m.attempt(ctx)
 		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+			won = l != nil
 			return asLease(l, err)
 		}
 		why = err

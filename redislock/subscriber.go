@@ -28,6 +28,7 @@ type subscriber struct {
 }
 
 type channel struct {
+	name    string
 	waiters map[*waiter]struct{}
 	ready   chan struct{} // closed once SUBSCRIBE has succeeded or failed
 	ok      bool          // subscribed; valid once ready is closed
@@ -70,7 +71,7 @@ func (s *subscriber) wait(ctx context.Context, name string) *waiter {
 		}
 		subscribe := ch == nil
 		if subscribe {
-			ch = &channel{waiters: make(map[*waiter]struct{}), ready: make(chan struct{}), gone: make(chan struct{})}
+			ch = &channel{name: name, waiters: make(map[*waiter]struct{}), ready: make(chan struct{}), gone: make(chan struct{})}
 			s.chans[name] = ch
 			if s.l == nil {
 				s.l = s.conn.Listen(s.deliver)
@@ -124,8 +125,12 @@ func (s *subscriber) leave(name string, ch *channel) {
 	})
 }
 
-// close unregisters w. The channel stays subscribed for a while.
-func (w *waiter) close() {
+// close unregisters w. The channel stays subscribed for a while, unless
+// w won the lock and was its last waiter here: then it is unsubscribed at
+// once, so that this client's next wait subscribes again, at the back of
+// the order in which Redis delivers release notices. Otherwise the client
+// that subscribed first would be woken first, and win, every time.
+func (w *waiter) close(won bool) {
 	s, ch := w.s, w.ch
 	if ch == nil {
 		return
@@ -133,6 +138,10 @@ func (w *waiter) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(ch.waiters, w)
+	if len(ch.waiters) == 0 && won && ch.ok && !ch.leaving {
+		s.leave(ch.name, ch)
+		return
+	}
 	if len(ch.waiters) == 0 {
 		ch.idle = time.Now()
 		if !s.sweeping && !s.closed {

@@ -51,7 +51,7 @@ func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) 
 		case r.res.Err != nil:
 			t.errs = append(t.errs, &NodeError{Node: c.nodes[r.node].name, Err: r.res.Err})
 			t.failed[r.node] = !redisscript.IsReply(r.res.Err)
-		case r.res.Val == int64(1):
+		case positive(r.res.Val):
 			t.ok++
 		default:
 			t.notOurs++
@@ -111,4 +111,11 @@ func (g *grant) Release(ctx context.Context) error {
 		return errQuorum("release", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
 	}
 	return nil
+}
+
+// positive reports whether a script's integer reply is at least 1: the
+// compare-and-act scripts return 0 when the key is not this owner's.
+func positive(v any) bool {
+	n, ok := v.(int64)
+	return ok && n >= 1
 }

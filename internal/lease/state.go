@@ -17,15 +17,16 @@ import (
 type State struct {
 	key, token string
 	fence      uint64
-	ctx        context.Context
-	cancel     context.CancelCauseFunc
+	parent     context.Context
 	done       chan struct{}
 	onEnd      func()
 
-	mu    sync.Mutex
-	until time.Time
-	err   error
-	timer *time.Timer
+	mu     sync.Mutex
+	until  time.Time
+	err    error
+	timer  *time.Timer
+	ctx    context.Context // made on the first call to Context
+	cancel context.CancelCauseFunc
 }
 
 // New returns a held State. parent supplies the values of Context (its
@@ -33,8 +34,7 @@ type State struct {
 // reentrant locks. onEnd, if not nil, is called once when the lease ends,
 // after Done is closed.
 func New(parent context.Context, key, token string, fence uint64, until time.Time, onEnd func()) *State {
-	ctx, cancel := context.WithCancelCause(dlock.WithOwner(context.WithoutCancel(parent), token))
-	s := &State{key: key, token: token, fence: fence, ctx: ctx, cancel: cancel,
+	s := &State{key: key, token: token, fence: fence, parent: parent,
 		done: make(chan struct{}), until: until, onEnd: onEnd}
 	s.mu.Lock()
 	s.timer = time.AfterFunc(time.Until(until), s.expire)
@@ -66,8 +66,19 @@ func (s *State) Fence() uint64 { return s.fence }
 // Done is closed when the lease ends.
 func (s *State) Done() <-chan struct{} { return s.done }
 
-// Context is cancelled, with Err as its cause, when the lease ends.
-func (s *State) Context() context.Context { return s.ctx }
+// Context is cancelled, with Err as its cause, when the lease ends. It is
+// made on first use: most holders never ask for it.
+func (s *State) Context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil {
+		s.ctx, s.cancel = context.WithCancelCause(dlock.WithOwner(context.WithoutCancel(s.parent), s.token))
+		if s.err != nil {
+			s.cancel(s.err)
+		}
+	}
+	return s.ctx
+}
 
 // Until returns the current conservative deadline.
 func (s *State) Until() time.Time {
@@ -109,8 +120,11 @@ func (s *State) End(err error) bool {
 	}
 	s.err = err
 	s.timer.Stop()
+	cancel := s.cancel
 	s.mu.Unlock()
-	s.cancel(err) // before Done closes, so that a reader woken by Done sees the cause
+	if cancel != nil {
+		cancel(err) // before Done closes, so that a reader woken by Done sees the cause
+	}
 	close(s.done)
 	if s.onEnd != nil {
 		s.onEnd()

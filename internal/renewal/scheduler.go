@@ -27,25 +27,29 @@ type Entry struct {
 // time to stop renewing it. It must return a slice of len(batch).
 type RenewFunc func(ctx context.Context, batch []*Entry) []time.Time
 
-// A Scheduler calls its RenewFunc from one goroutine, with every entry due
-// within a quarter period of the earliest due one, so that entries drift
-// into shared batches. It starts its goroutine on the first Add.
+// A Scheduler calls its RenewFunc with every entry due within a quarter
+// period of the earliest due one, so that entries drift into shared
+// batches. It runs one batch at a time. Between batches it holds no
+// goroutine: a timer armed for the earliest due entry starts the next one,
+// and adding an entry only re-arms that timer.
 type Scheduler struct {
-	renew RenewFunc
+	renew  RenewFunc
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	q       queue
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
-	running bool
+	timer   *time.Timer
+	armedAt time.Time // when timer fires; zero when it is not armed
+	busy    bool      // a batch is running
 	closed  bool
+	running sync.WaitGroup
 }
 
 // New returns a Scheduler that renews with fn.
 func New(fn RenewFunc) *Scheduler {
-	return &Scheduler{renew: fn, wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), stopped: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Scheduler{renew: fn, ctx: ctx, cancel: cancel}
 }
 
 // Add schedules e for renewal every period, the first at now+period. It
@@ -59,19 +63,25 @@ func (s *Scheduler) Add(e *Entry, period time.Duration) bool {
 	e.period = period
 	e.due = time.Now().Add(period)
 	heap.Push(&s.q, e)
-	if !s.running {
-		s.running = true
-		go s.loop()
-	}
-	if e.index == 0 {
-		s.poke()
+	if !s.busy && (s.armedAt.IsZero() || e.due.Before(s.armedAt)) {
+		s.arm(e.due)
 	}
 	return true
 }
 
+// arm sets the timer for t. s.mu must be held.
+func (s *Scheduler) arm(t time.Time) {
+	s.armedAt = t
+	if s.timer == nil {
+		s.timer = time.AfterFunc(time.Until(t), s.fire)
+	} else {
+		s.timer.Reset(time.Until(t))
+	}
+}
+
 // Remove stops renewing e. It is safe to call for an entry that is not
 // scheduled, including one that is being renewed right now: that entry is
-// then not rescheduled.
+// then not rescheduled. The timer is left alone; firing early is harmless.
 func (s *Scheduler) Remove(e *Entry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,41 +106,37 @@ func (s *Scheduler) Close() {
 		return
 	}
 	s.closed = true
-	running := s.running
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	s.mu.Unlock()
-	close(s.stop)
-	if running {
-		<-s.stopped
-	}
+	s.cancel()
+	s.running.Wait()
 }
 
-func (s *Scheduler) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
+// fire runs batches until nothing is due, then re-arms the timer.
+func (s *Scheduler) fire() {
+	s.mu.Lock()
+	if s.closed || s.busy {
+		s.mu.Unlock()
+		return
 	}
-}
-
-func (s *Scheduler) loop() {
-	defer close(s.stopped)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-s.stop; cancel() }()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	s.busy, s.armedAt = true, time.Time{}
+	s.running.Add(1)
+	s.mu.Unlock()
+	defer s.running.Done()
 	for {
 		batch, wait := s.due()
 		if len(batch) == 0 {
-			timer.Reset(wait)
-			select {
-			case <-s.stop:
-				return
-			case <-s.wake:
-			case <-timer.C:
+			s.mu.Lock()
+			s.busy = false
+			if !s.closed && len(s.q) > 0 {
+				s.arm(time.Now().Add(wait))
 			}
-			continue
+			s.mu.Unlock()
+			return
 		}
-		next := s.renew(ctx, batch)
+		next := s.renew(s.ctx, batch)
 		s.mu.Lock()
 		for i, e := range batch {
 			if e.index == -2 || i >= len(next) || next[i].IsZero() {

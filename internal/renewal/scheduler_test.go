@@ -1,0 +1,92 @@
+package renewal
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestBatchesAndStops(t *testing.T) {
+	var mu sync.Mutex
+	var batches [][]*Entry
+	s := New(func(_ context.Context, batch []*Entry) []time.Time {
+		mu.Lock()
+		batches = append(batches, batch)
+		mu.Unlock()
+		next := make([]time.Time, len(batch))
+		for i := range next {
+			next[i] = time.Now().Add(30 * time.Millisecond)
+		}
+		return next
+	})
+	entries := make([]*Entry, 100)
+	for i := range entries {
+		entries[i] = &Entry{Value: i}
+		s.Add(entries[i], 30*time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, e := range entries {
+		s.Remove(e)
+	}
+	mu.Lock()
+	n, renewed := len(batches), 0
+	for _, b := range batches {
+		renewed += len(b)
+	}
+	mu.Unlock()
+	if renewed < 400 {
+		t.Errorf("%d renewals of 100 entries in about 6 periods; want at least 400", renewed)
+	}
+	if n > renewed/50 {
+		t.Errorf("%d batches for %d renewals; want them batched", n, renewed)
+	}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	after := len(batches)
+	mu.Unlock()
+	if after != n || s.Len() != 0 {
+		t.Errorf("renewals continued after Remove: %d -> %d batches, %d queued", n, after, s.Len())
+	}
+	s.Close()
+	if s.Add(&Entry{}, time.Millisecond) {
+		t.Error("Add after Close succeeded")
+	}
+}
+
+func TestRemoveDuringBatchIsNotRescheduled(t *testing.T) {
+	var calls atomic.Int32
+	var s *Scheduler
+	e := &Entry{}
+	s = New(func(_ context.Context, batch []*Entry) []time.Time {
+		calls.Add(1)
+		s.Remove(e) // the lease ended while its renewal was in flight
+		return []time.Time{time.Now().Add(10 * time.Millisecond)}
+	})
+	defer s.Close()
+	s.Add(e, 10*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	if c := calls.Load(); c != 1 {
+		t.Errorf("renewed %d times; want once, then dropped", c)
+	}
+}
+
+func TestCloseWaitsForBatch(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var finished atomic.Bool
+	s := New(func(ctx context.Context, batch []*Entry) []time.Time {
+		close(started)
+		<-ctx.Done() // Close cancels the batch's context
+		<-release
+		finished.Store(true)
+		return make([]time.Time, len(batch))
+	})
+	s.Add(&Entry{}, time.Millisecond)
+	<-started
+	go func() { time.Sleep(50 * time.Millisecond); close(release) }()
+	s.Close()
+	if !finished.Load() {
+		t.Error("Close returned before the in-flight batch")
+	}
+}
