@@ -485,6 +485,37 @@ func (s *suite) cancelledWait(t *testing.T) {
 	t.Errorf("goroutines: %d before, %d after the clients closed\n%s", before, after, buf[:runtime.Stack(buf, true)])
 }
 
+// cancelledDuringAttempt: the context runs out while an attempt is in
+// flight (the server is paused). The error still matches ErrNotObtained and
+// DeadlineExceeded, and once the server is back nothing is left behind,
+// even if the interrupted attempt ran on the server after the client gave up.
+func (s *suite) cancelledDuringAttempt(t *testing.T) {
+	key := uniqueKey(t)
+	l := s.b.NewLocker(t, key, Options{TTL: 30 * time.Second})
+	warm, err := l.TryLock(ctxFor(t, 5*time.Second)) // connections and scripts ready
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Release(ctxFor(t, 5*time.Second))
+	paused := make(chan struct{})
+	go func() { defer close(paused); s.b.Pause(t, time.Second) }()
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = l.Lock(ctx)
+	<-paused
+	if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Lock that ran out during an attempt = %v; want ErrNotObtained and DeadlineExceeded", err)
+	}
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if left = s.b.Leftovers(t, key); len(left) == 0 {
+			return
+		}
+	}
+	t.Errorf("left behind by an attempt interrupted by its deadline: %v", left)
+}
+
 // fencesAcrossRestart: the fence counter is lost with the server's data, yet
 // the next grant's fence is still larger.
 func (s *suite) fencesAcrossRestart(t *testing.T) {

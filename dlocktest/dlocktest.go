@@ -78,6 +78,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ExternalDeletionReported", s.externalDeletion)
 	t.Run("ServerPauseReportedBeforeUntil", s.serverPause)
 	t.Run("CancelledWait", s.cancelledWait)
+	t.Run("CancelledDuringAttempt", s.cancelledDuringAttempt)
 	t.Run("FencesIncreaseAcrossRestart", s.fencesAcrossRestart)
 }
 

@@ -87,9 +87,11 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...str
 }
 
 // abandon deletes, in the background, a lock key that an interrupted
-// acquire may have set with token. It retries with backoff until a release
-// round trip succeeds, the TTL has passed (the key has then expired anyway),
-// or the client is closed.
+// acquire may have set with token. It retries with backoff until the
+// release deletes the key, or has found it absent often enough and long
+// enough (see cleanupChecks) that a stale request still buffered for the
+// server would have landed; or until the TTL has passed (the key has then
+// expired anyway), or the client is closed.
 func (c *Client) abandon(k keys, token string, ttl time.Duration) {
 	deadline := time.Now().Add(ttl)
 	c.bgMu.Lock()
@@ -100,12 +102,21 @@ func (c *Client) abandon(k keys, token string, ttl time.Duration) {
 	c.cleanups.Go(func() {
 		ctx, cancel := context.WithDeadline(c.stopClean, deadline)
 		defer cancel()
-		backoff := dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
+		absent := 0
 		for n := 1; ; n++ {
-			if _, err := c.eval(ctx, releaseScript, []string{k.lock}, token, k.channel); err == nil || isReply(err) {
-				return
+			v, err := c.eval(ctx, releaseScript, []string{k.lock}, token, k.channel)
+			switch {
+			case err == nil && v != int64(0):
+				return // deleted
+			case err == nil || isReply(err):
+				if absent++; absent == len(cleanupChecks) {
+					return
+				}
 			}
-			wait, _ := backoff.Backoff(n)
+			wait := cleanupChecks[min(absent, len(cleanupChecks)-1)]
+			if err != nil {
+				wait, _ = cleanupRetry.Backoff(n)
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -114,6 +125,14 @@ func (c *Client) abandon(k keys, token string, ttl time.Duration) {
 		}
 	})
 }
+
+// cleanupChecks are the pauses between the checks a clean-up makes after
+// finding its key absent: a request delayed on a dead connection (a paused
+// server reads its buffers when it resumes) can still set the key after a
+// first check.
+var cleanupChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
+
+var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 
 // release deletes the key that token holds, now if the server answers, and
 // otherwise in the background (see abandon).

@@ -195,6 +195,13 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: the lock on %q reached %d of the %d replicas required within %v",
 			m.keys.lock, max(res[0].Replicas, 0), m.cfg.replicas, m.cfg.replicaTimeout))
 	}
+	if cause := cancelled(ctx, nil); cause != nil {
+		// The reply came after the caller gave up (go-redis, unless
+		// ContextTimeoutEnabled is set, does not bound I/O by ctx): do not
+		// hand a lock to a caller that has stopped waiting for it.
+		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)
+		return nil, 0, dlock.NotObtained(cause)
+	}
 	until := validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
 		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)

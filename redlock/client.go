@@ -172,21 +172,27 @@ func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, c
 		}
 		ctx, cancel := context.WithTimeout(c.stop, ttl)
 		defer cancel()
+		absent := make([]int, len(c.nodes)) // see redislock's clean-up checks
 		for n := 1; c.count(todo) > 0; n++ {
-			left := 0
+			failed := false
 			replies := c.fanOutTo(ctx, call, todo)
 			for range c.count(todo) {
 				r := <-replies
-				if r.res.Err == nil || redisscript.IsReply(r.res.Err) {
-					todo[r.node] = false
-				} else {
-					left++
+				switch {
+				case r.res.Err == nil && positive(r.res.Val):
+					todo[r.node] = false // deleted
+				case r.res.Err == nil || redisscript.IsReply(r.res.Err):
+					if absent[r.node]++; absent[r.node] == len(cleanupChecks) {
+						todo[r.node] = false
+					}
+				default:
+					failed = true
 				}
 			}
-			if left == 0 {
-				return
+			wait := cleanupChecks[min(n-1, len(cleanupChecks)-1)]
+			if failed {
+				wait, _ = releaseRetry.Backoff(n)
 			}
-			wait, _ := releaseRetry.Backoff(n)
 			select {
 			case <-ctx.Done():
 				return
@@ -197,6 +203,12 @@ func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, c
 }
 
 var releaseRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
+
+// cleanupChecks are the pauses between the checks a clean-up makes after
+// finding its key absent on a node: a request delayed on a dead connection
+// (a paused server reads its buffers when it resumes) can still set the key
+// after a first check.
+var cleanupChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
 
 func (c *Client) count(todo []bool) int {
 	n := 0

@@ -218,6 +218,9 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	if err := m.writeFence(ctx, taken, token, fence); err != nil {
 		return fail(err)
 	}
+	if cancelled(ctx) != nil { // the caller gave up while we were acquiring
+		return fail(nil)
+	}
 	until := start.Add(m.cfg.ttl - drift(m.cfg.ttl))
 	if !time.Now().Before(until) {
 		return fail(fmt.Errorf("redlock: acquiring %q took %v, longer than the TTL %v less the drift allowance", m.keys.lock, time.Since(start), m.cfg.ttl))

@@ -2,8 +2,14 @@
 // *redis.Client, *redis.ClusterClient, a Sentinel failover client, or any
 // redis.UniversalClient.
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //	locks := redislock.New(goredisconn.New(rdb))
+//
+// Set ContextTimeoutEnabled: without it, go-redis bounds a command by its
+// ReadTimeout (3s by default) rather than by the context's deadline, so a
+// Lock whose context runs out while the server is slow returns only when
+// the reply (or the read timeout) comes. It then still reports
+// dlock.ErrNotObtained and releases whatever the late reply granted.
 package goredisconn
 
 import (
