@@ -100,7 +100,9 @@ func TestIntegrationShortRun(t *testing.T) {
 	}
 	report := string(md)
 	for _, want := range []string{"### S1", "### S2", "### S3", "### R1", "### Targets", "| raw-goredis |",
-		"| dlock-goredis |", "| dlock-rueidis |", "| bsm/redislock |", "| redsync |", "| rueidislock |"} {
+		"| dlock-goredis |", "| dlock-rueidis |", "| bsm/redislock |", "| redsync |", "| rueidislock |",
+		"#### S4a", "#### S4b", "#### S4f", "| raw-parallel |", "| dlock-redlock-goredis |", "| dlock-redlock-rueidis |",
+		"| redsync-failfast |"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -32,8 +32,12 @@ type Contender struct {
 	Floor bool
 	// DlockTransport is "goredis" or "rueidis" for dlock contenders.
 	DlockTransport string
-	// Open connects a new, independent Client to the server at addr.
+	// Open connects a new, independent Client to the server at addr
+	// (S1–S3, R1 contenders).
 	Open func(addr string) (Client, error)
+	// OpenNodes connects a new, independent Redlock Client to the
+	// independent masters at addrs (S4 contenders, see RedlockContenders).
+	OpenNodes func(addrs []string) (Client, error)
 	// LuaInternal lists the commands (commandstats names) that the
 	// contender's Lua scripts run inside Redis and that it never sends
 	// itself; they are subtracted to count client-issued commands.
@@ -47,28 +51,38 @@ func Contenders() []Contender {
 	return []Contender{rawContender(), dlockGoRedis(), dlockRueidis(), bsmContender(), redsyncContender(), rueidislockContender()}
 }
 
-// selectContenders filters Contenders by name; an empty list selects all.
-func selectContenders(names []string) ([]Contender, error) {
-	all := Contenders()
+// selectContenders filters Contenders and RedlockContenders by name; an
+// empty list selects all. Each list keeps its floor.
+func selectContenders(names []string) (single, redlock []Contender, err error) {
+	all, rl := Contenders(), RedlockContenders()
 	if len(names) == 0 {
-		return all, nil
+		return all, rl, nil
 	}
-	var out []Contender
-	for _, c := range all {
-		if slices.Contains(names, c.Name) || c.Floor {
-			out = append(out, c)
+	pick := func(list []Contender) []Contender {
+		var out []Contender
+		for _, c := range list {
+			if slices.Contains(names, c.Name) || c.Floor {
+				out = append(out, c)
+			}
 		}
+		return out
+	}
+	known := func(n string) bool {
+		has := func(c Contender) bool { return c.Name == n }
+		return slices.ContainsFunc(all, has) || slices.ContainsFunc(rl, has)
 	}
 	for _, n := range names {
-		if !slices.ContainsFunc(all, func(c Contender) bool { return c.Name == n }) {
-			var known []string
-			for _, c := range all {
-				known = append(known, c.Name)
+		if !known(n) {
+			var list []string
+			for _, c := range append(all, rl...) {
+				if !slices.Contains(list, c.Name) {
+					list = append(list, c.Name)
+				}
 			}
-			return nil, fmt.Errorf("unknown contender %q; known: %s", n, strings.Join(known, ", "))
+			return nil, nil, fmt.Errorf("unknown contender %q; known: %s", n, strings.Join(list, ", "))
 		}
 	}
-	return out, nil
+	return pick(all), pick(rl), nil
 }
 
 // openAll opens n independent clients, closing them all on failure.

@@ -6,6 +6,10 @@ import (
 )
 
 func (r *Results) notes(b *strings.Builder) {
+	defer r.s4Notes(b)
+	if !r.ranSingle() {
+		return
+	}
 	b.WriteString("### How each contender was configured\n\n")
 	for _, c := range r.contenders {
 		fmt.Fprintf(b, "- **%s**: %s\n", c.Name, c.Config)
@@ -43,4 +47,14 @@ connections; rueidis: one auto-pipelined connection). Lock TTL 10s where the cal
   lost if its Err() is set or its Until() has passed at the end. Target: ≤ 2 × ⌈leases ÷ 4096⌉ round trips
   per period (batches of up to 4096; entries due within a quarter period share a batch) and none lost.
 `, r.cfg.Goroutines, r.cfg.Warmup, r.cfg.Clients, r.cfg.Hold, r.cfg.Clients, r.cfg.Leases, r.cfg.R1TTL, r.cfg.Rounds)
+}
+
+// ranSingle reports whether any of S1, S2, S3 and R1 ran.
+func (r *Results) ranSingle() bool {
+	for _, sc := range []string{"S1", "S2", "S3", "R1"} {
+		if r.runs[sc] != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -23,7 +24,7 @@ func (r *Results) Markdown() string {
 	var checks []check
 	r.header(&b)
 	for _, sc := range AllScenarios {
-		if r.runs[sc] == nil {
+		if r.runs[sc] == nil && (sc != "S4" || r.runs["S4a"] == nil) {
 			continue
 		}
 		switch sc {
@@ -35,6 +36,8 @@ func (r *Results) Markdown() string {
 			checks = append(checks, r.s3(&b)...)
 		case "R1":
 			checks = append(checks, r.r1(&b)...)
+		case "S4":
+			checks = append(checks, r.s4(&b)...)
 		}
 	}
 	if len(checks) > 0 {
@@ -61,10 +64,19 @@ func (r *Results) header(b *strings.Builder) {
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, cpuModel())
 	fmt.Fprintf(b, "- Go %s; redis-server %s (started by the benchmark on 127.0.0.1, no persistence, FLUSHALL before every run)\n",
 		strings.TrimPrefix(runtime.Version(), "go"), r.redis)
+	if r.runs["S4a"] != nil {
+		fmt.Fprintf(b, "- S4: %d independent redis-server processes (127.0.0.1, each its own port, no persistence), started by the "+
+			"benchmark; before every run FLUSHALL on each, then the dlock epoch pre-aged by 1h (see S4 notes). All %d share this "+
+			"machine's %d cores with the client\n", RedlockNodes, RedlockNodes, runtime.NumCPU())
+	}
 	fmt.Fprintf(b, "- Library: %s\n", r.library)
+	durations := r.cfg.Duration.String()
+	if r.runs["S4a"] != nil && r.cfg.s4Duration() != r.cfg.Duration {
+		durations += " (S4: " + r.cfg.s4Duration().String() + ")"
+	}
 	fmt.Fprintf(b, "- Mode %s: %s per scenario per contender per repetition, %d repetitions round-robin over contenders "+
 		"(order rotated each repetition); every number is the median over repetitions, every ratio the median of per-repetition ratios\n",
-		mode, r.cfg.Duration, r.cfg.Reps)
+		mode, durations, r.cfg.Reps)
 	fmt.Fprintf(b, "- Command: `%s`\n\n", strings.Join(append([]string{"lockbench"}, os.Args[1:]...), " "))
 }
 
@@ -195,8 +207,8 @@ func (r *Results) r1(b *strings.Builder) []check {
 
 func (r *Results) errors(b *strings.Builder) {
 	var lines []string
-	for _, sc := range AllScenarios {
-		for _, c := range r.contenders {
+	for _, sc := range append(slices.Clone(AllScenarios), s4Parts...) {
+		for _, c := range append(slices.Clone(r.contenders), r.redlock...) {
 			for rep, e := range r.errs[sc][c.Name] {
 				if e != "" {
 					lines = append(lines, fmt.Sprintf("- %s %s rep %d: %s", sc, c.Name, rep+1, e))

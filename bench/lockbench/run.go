@@ -13,7 +13,7 @@ import (
 )
 
 // Scenario names, in run order.
-var AllScenarios = []string{"S1", "S2", "S3", "R1"}
+var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4"}
 
 // Config is one benchmark run.
 type Config struct {
@@ -28,59 +28,97 @@ type Config struct {
 	Leases     int           // R1
 	R1TTL      time.Duration // R1: lease TTL; renewal period is TTL/3
 	Rounds     int           // R1: renewal periods measured
-	Short      bool          // recorded in the report only
-	Progress   io.Writer     // progress lines; nil for none
+	// S4: Redlock over RedlockNodes independent servers.
+	RedlockGoroutines int           // S4b
+	RedlockDuration   time.Duration // per S4 part, contender and repetition; 0 means Duration
+	Short             bool          // recorded in the report only
+	Progress          io.Writer     // progress lines; nil for none
 }
 
 // DefaultConfig is the full run; ShortConfig a quick smoke run.
 func DefaultConfig() Config {
 	return Config{Duration: 3 * time.Second, Warmup: 300 * time.Millisecond, Reps: 3,
 		Scenarios: AllScenarios, Goroutines: 64, Clients: 8, Hold: 50 * time.Microsecond,
-		Leases: 10000, R1TTL: 3 * time.Second, Rounds: 4}
+		Leases: 10000, R1TTL: 3 * time.Second, Rounds: 4, RedlockGoroutines: 16}
+}
+
+// s4Duration is the length of one S4 run.
+func (c Config) s4Duration() time.Duration {
+	if c.RedlockDuration > 0 {
+		return c.RedlockDuration
+	}
+	return c.Duration
 }
 
 func ShortConfig() Config {
 	c := DefaultConfig()
 	c.Duration, c.Warmup, c.R1TTL, c.Rounds, c.Short = 500*time.Millisecond, 100*time.Millisecond, 1500*time.Millisecond, 2, true
+	c.RedlockDuration = 200 * time.Millisecond // S4 has 12 runs per repetition: keep the smoke run brief
 	return c
 }
 
-// Results holds every run's metrics: scenario → contender → one per rep
-// (nil where the run failed, with the error in errs).
+// Results holds every run's metrics: scenario (S4: its parts S4a, S4b,
+// S4f) → contender → one per rep (nil where the run failed, with the error
+// in errs).
 type Results struct {
-	cfg        Config
-	contenders []Contender
-	redis      string
-	library    string
-	start      time.Time
-	elapsed    time.Duration
-	runs       map[string]map[string][]Metrics
-	errs       map[string]map[string][]string
+	cfg              Config
+	contenders       []Contender // S1–S3, R1
+	redlock          []Contender // S4
+	redis            string
+	library          string
+	rueidislockProbe string // why rueidislock is not an S4 contender
+	start            time.Time
+	elapsed          time.Duration
+	runs             map[string]map[string][]Metrics
+	errs             map[string]map[string][]string
 }
 
-// Run starts a redis-server, runs every selected scenario for every
-// contender, round-robin over contenders for each repetition (the order
-// rotates between repetitions), and stops the server.
+// Run starts a redis-server (and, for S4, RedlockNodes more), runs every
+// selected scenario for every contender, round-robin over contenders for
+// each repetition (the order rotates between repetitions), and stops the
+// servers.
 func Run(cfg Config) (*Results, error) {
 	for _, s := range cfg.Scenarios {
 		if !slices.Contains(AllScenarios, s) {
 			return nil, fmt.Errorf("unknown scenario %q; known: %s", s, strings.Join(AllScenarios, ","))
 		}
 	}
-	cs, err := selectContenders(cfg.Contenders)
+	cs, rs, err := selectContenders(cfg.Contenders)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startServer()
-	if err != nil {
-		return nil, err
-	}
-	defer srv.close()
-	res := &Results{cfg: cfg, contenders: cs, redis: srv.version, library: libraryState(), start: time.Now(),
+	res := &Results{cfg: cfg, contenders: cs, redlock: rs, library: libraryState(), start: time.Now(),
 		runs: map[string]map[string][]Metrics{}, errs: map[string]map[string][]string{}}
-	progress(cfg, "redis-server %s on %s; GOMAXPROCS=%d", srv.version, srv.addr(), runtime.GOMAXPROCS(0))
+	if slices.ContainsFunc(cfg.Scenarios, func(s string) bool { return s != "S4" }) {
+		srv, err := startServer()
+		if err != nil {
+			return nil, err
+		}
+		res.redis = srv.version
+		progress(cfg, "redis-server %s on %s; GOMAXPROCS=%d", srv.version, srv.addr(), runtime.GOMAXPROCS(0))
+		res.runSingle(srv)
+		srv.close() // not left idling next to S4's nodes
+	}
+	if slices.Contains(cfg.Scenarios, "S4") {
+		ns, err := startNodes(RedlockNodes)
+		if err != nil {
+			return nil, err
+		}
+		defer ns.close()
+		res.redis = ns.version
+		progress(cfg, "S4: %d redis-server %s nodes on %s; GOMAXPROCS=%d", RedlockNodes, ns.version,
+			strings.Join(ns.addrs(), " "), runtime.GOMAXPROCS(0))
+		res.runS4(ns)
+	}
+	res.elapsed = time.Since(res.start)
+	return res, nil
+}
+
+// runSingle runs the selected scenarios of S1, S2, S3 and R1 on srv.
+func (res *Results) runSingle(srv *server) {
+	cfg, cs := res.cfg, res.contenders
 	for _, sc := range AllScenarios {
-		if !slices.Contains(cfg.Scenarios, sc) {
+		if sc == "S4" || !slices.Contains(cfg.Scenarios, sc) {
 			continue
 		}
 		res.runs[sc], res.errs[sc] = map[string][]Metrics{}, map[string][]string{}
@@ -105,8 +143,37 @@ func Run(cfg Config) (*Results, error) {
 			}
 		}
 	}
-	res.elapsed = time.Since(res.start)
-	return res, nil
+}
+
+// runS4 runs S4 on ns. Within each repetition it runs S4a for every
+// contender, then S4b, then S4f for the dlock contenders, each round-robin
+// in an order rotated between repetitions, so that a slowdown of the
+// machine hits all parts of one repetition alike.
+func (res *Results) runS4(ns *nodes) {
+	cfg := res.cfg
+	res.rueidislockProbe = rueidislockRedlockProbe(ns.addrs())
+	progress(cfg, "S4 rueidislock: %s", res.rueidislockProbe)
+	groups := map[string][]Contender{"S4a": res.redlock, "S4b": res.redlock,
+		"S4f": slices.DeleteFunc(slices.Clone(res.redlock), func(c Contender) bool { return c.DlockTransport == "" })}
+	for _, part := range s4Parts {
+		res.runs[part], res.errs[part] = map[string][]Metrics{}, map[string][]string{}
+		if part != "S4f" && len(groups[part]) > 0 { // no contender on cold processes
+			_, err := runS4Part(part, groups[part][0], ns, cfg)
+			progress(cfg, "%s warm-up run (discarded) %s", part, brief(nil, err))
+		}
+	}
+	for rep := range cfg.Reps {
+		for _, part := range s4Parts {
+			group := groups[part]
+			for i := range group {
+				c := group[(i+rep)%len(group)]
+				runtime.GC()
+				m, err := runS4Part(part, c, ns, cfg)
+				res.record(part, c.Name, rep, m, err)
+				progress(cfg, "%s rep %d/%d %-22s %s", part, rep+1, cfg.Reps, c.Name, brief(m, err))
+			}
+		}
+	}
 }
 
 func runOne(sc string, c Contender, srv *server, cfg Config, rep int) (Metrics, error) {

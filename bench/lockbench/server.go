@@ -89,8 +89,11 @@ func (after stats) sub(before stats, luaInternal []string) (all, clientSent int6
 }
 
 // cpu returns the server process's user+system CPU time.
-func (s *server) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.r.PID()))
+func (s *server) cpu() time.Duration { return pidCPU(s.r.PID()) }
+
+// pidCPU returns a process's user+system CPU time from /proc.
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
@@ -105,6 +108,26 @@ func (s *server) cpu() time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ is 100 on Linux
+}
+
+// systemCPU returns the CPU time the whole machine spent not idle (the
+// "cpu" line of /proc/stat: user, nice, system, irq, softirq, steal).
+func systemCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
 }
 
 func infoFields(info string) map[string]string {

@@ -46,12 +46,18 @@ func runS1(c Contender, addr string, cfg Config) (Metrics, error) {
 	if err := warm(cl, "s1w:", cfg.Warmup); err != nil {
 		return nil, err
 	}
+	return serialCycles(cl, "s1:", cfg.Duration)
+}
+
+// serialCycles runs lock + release cycles on fresh keys prefix0, prefix1, …
+// from one goroutine for d: cycles/s and the p50 and p99 of one cycle.
+func serialCycles(cl Client, prefix string, d time.Duration) (Metrics, error) {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, 1<<16)
 	start := time.Now()
-	end := start.Add(cfg.Duration)
+	end := start.Add(d)
 	for i := 0; ; i++ {
-		key := "s1:" + strconv.Itoa(i)
+		key := prefix + strconv.Itoa(i)
 		t0 := time.Now()
 		if !t0.Before(end) {
 			break
@@ -63,9 +69,10 @@ func runS1(c Contender, addr string, cfg Config) (Metrics, error) {
 	}
 	elapsed := time.Since(start)
 	return Metrics{
-		"ops": float64(len(lat)) / elapsed.Seconds(),
-		"p50": float64(percentile(lat, 0.50)),
-		"p99": float64(percentile(lat, 0.99)),
+		"ops":    float64(len(lat)) / elapsed.Seconds(),
+		"cycles": float64(len(lat)),
+		"p50":    float64(percentile(lat, 0.50)),
+		"p99":    float64(percentile(lat, 0.99)),
 	}, nil
 }
 

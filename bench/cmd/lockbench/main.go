@@ -2,7 +2,7 @@
 // floor and peer libraries on a redis-server it starts itself, and prints
 // a markdown report.
 //
-//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-scenarios S1,S2,S3,R1] [-out FILE]
+//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-scenarios S1,S2,S3,R1,S4] [-out FILE]
 package main
 
 import (
@@ -21,7 +21,7 @@ import (
 func main() {
 	def := lockbench.DefaultConfig()
 	short := flag.Bool("short", false, "quick smoke run: 0.5s per run, shorter R1")
-	duration := flag.Duration("duration", 0, "time per scenario per contender per repetition (default 3s; 0.5s with -short)")
+	duration := flag.Duration("duration", 0, "time per scenario per contender per repetition (default 3s; 0.5s with -short, S4 0.2s)")
 	scenarios := flag.String("scenarios", strings.Join(lockbench.AllScenarios, ","), "comma-separated scenarios to run")
 	contenders := flag.String("contenders", "", "comma-separated contenders (the raw floor is always included); empty for all")
 	reps := flag.Int("reps", def.Reps, "repetitions; medians are reported")
@@ -36,7 +36,7 @@ func main() {
 		cfg = lockbench.ShortConfig()
 	}
 	if *duration > 0 {
-		cfg.Duration = *duration
+		cfg.Duration, cfg.RedlockDuration = *duration, 0
 	}
 	cfg.Scenarios = split(*scenarios)
 	cfg.Contenders = split(*contenders)

@@ -1,0 +1,89 @@
+package lockbench
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// nodes are S4's independent redis-servers, each started like server
+// (127.0.0.1, a free port, no persistence).
+type nodes struct {
+	rs      []*testenv.Redis
+	version string
+	front   []string // if set, the addresses clients dial instead (diagnostics: latency proxies)
+}
+
+func startNodes(n int) (*nodes, error) {
+	ns := &nodes{rs: make([]*testenv.Redis, n)}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { ns.rs[i], errs[i] = testenv.LaunchRedis(testenv.RedisConfig{}) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		ns.close()
+		return nil, err
+	}
+	info, err := ns.rs[0].Do("INFO", "server")
+	if err != nil {
+		ns.close()
+		return nil, err
+	}
+	ns.version = infoFields(info)["redis_version"]
+	return ns, nil
+}
+
+func (ns *nodes) addrs() []string {
+	if ns.front != nil {
+		return ns.front
+	}
+	a := make([]string, len(ns.rs))
+	for i, r := range ns.rs {
+		a[i] = r.Addr()
+	}
+	return a
+}
+
+func (ns *nodes) close() {
+	for _, r := range ns.rs {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+// epochAge is how old the benchmark makes each node's dlock epoch.
+const epochAge = time.Hour
+
+// reset empties every node (FLUSHALL; scripts stay loaded) and pre-ages it
+// for dlock's restart detection: it writes the epoch hash dlock's
+// quorum_acquire script would create, dated epochAge ago, so that a node
+// votes at once as if it had been in service for an hour. Without it a
+// flushed node is indistinguishable from one that lost its data and would
+// abstain for one TTL.
+func (ns *nodes) reset() error {
+	created := strconv.FormatInt(time.Now().Add(-epochAge).UnixMilli(), 10)
+	for _, r := range ns.rs {
+		if _, err := r.Do("FLUSHALL"); err != nil {
+			return err
+		}
+		if _, err := r.Do("HSET", "dlock:epoch", "id", "bench", "created", created); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cpu returns the user+system CPU time of all nodes together.
+func (ns *nodes) cpu() time.Duration {
+	var t time.Duration
+	for _, r := range ns.rs {
+		t += pidCPU(r.PID())
+	}
+	return t
+}
