@@ -92,7 +92,7 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...str
 // enough (see cleanupChecks) that a stale request still buffered for the
 // server would have landed; or until the TTL has passed (the key has then
 // expired anyway), or the client is closed.
-func (c *Client) abandon(k keys, token string, ttl time.Duration) {
+func (c *Client) abandon(k keys, token string, ttl time.Duration, release *Script) {
 	deadline := time.Now().Add(ttl)
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
@@ -104,7 +104,7 @@ func (c *Client) abandon(k keys, token string, ttl time.Duration) {
 		defer cancel()
 		absent := 0
 		for n := 1; ; n++ {
-			v, err := c.eval(ctx, releaseScript, []string{k.lock}, token, k.channel)
+			v, err := c.eval(ctx, release, []string{k.lock}, token, k.channel)
 			switch {
 			case err == nil && v != int64(0):
 				return // deleted
@@ -136,10 +136,10 @@ var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 
 // release deletes the key that token holds, now if the server answers, and
 // otherwise in the background (see abandon).
-func (c *Client) release(ctx context.Context, k keys, token string, ttl time.Duration) error {
-	_, err := c.eval(ctx, releaseScript, []string{k.lock}, token, k.channel)
+func (c *Client) release(ctx context.Context, k keys, token string, ttl time.Duration, release *Script) error {
+	_, err := c.eval(ctx, release, []string{k.lock}, token, k.channel)
 	if err != nil && !isReply(err) {
-		c.abandon(k, token, ttl)
+		c.abandon(k, token, ttl, release)
 	}
 	return err
 }

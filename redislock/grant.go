@@ -39,9 +39,9 @@ func (g *grant) Refresh(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	v, err := g.m.c.eval(ctx, refreshScript, []string{g.m.keys.lock}, g.Token(), g.m.ttl)
+	v, err := g.m.c.eval(ctx, g.m.f.refresh, []string{g.m.keys.lock}, g.Token(), g.m.ttl)
 	if err != nil {
-		return describe(g.Key(), refreshScript, err)
+		return describe(g.Key(), g.m.f.refresh, err)
 	}
 	if v != int64(1) {
 		g.End(dlock.Lost(dlock.ErrTakenOver))
@@ -60,16 +60,16 @@ func (g *grant) Release(ctx context.Context) error {
 	if ended, err := g.Ended(true); ended {
 		return err
 	}
-	v, err := g.m.c.eval(ctx, releaseScript, []string{g.m.keys.lock}, g.Token(), g.m.keys.channel)
+	v, err := g.m.c.eval(ctx, g.m.f.release, []string{g.m.keys.lock}, g.Token(), g.m.keys.channel)
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep
 		// trying to delete the key in the background.
 		g.End(dlock.ErrReleased)
-		if !isReply(err) {
-			g.m.c.abandon(g.m.keys, g.Token(), g.m.cfg.ttl)
+		if !isReply(err) && !g.m.f.reentrant { // a hold cannot be retried: it might count twice
+			g.m.c.abandon(g.m.keys, g.Token(), g.m.cfg.ttl, g.m.f.release)
 		}
 		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
-			g.Key(), describe(g.Key(), releaseScript, err))
+			g.Key(), describe(g.Key(), g.m.f.release, err))
 	}
 	n, _ := v.(int64)
 	if n < 1 {

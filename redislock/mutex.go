@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
 // A Mutex is an exclusive lock on one Redis deployment, identified by
@@ -24,6 +25,7 @@ type Mutex struct {
 	name string
 	keys keys
 	cfg  config
+	f    *flavor
 	ttl  string // cfg.ttl in milliseconds, as sent to the server
 	err  error
 
@@ -40,10 +42,29 @@ const releaseYield = time.Millisecond
 
 var _ dlock.Locker = (*Mutex)(nil)
 
+// A flavor is what tells one exclusive lock kind from another: its
+// scripts, and whose token identifies a hold.
+type flavor struct {
+	acquire, release, refresh *Script
+	// reentrant: the owner comes from the context (dlock.WithOwner, or a
+	// lease's Context), and an owner may hold the lock more than once.
+	reentrant bool
+}
+
+var (
+	plain     = &flavor{acquire: acquireScript, release: releaseScript, refresh: refreshScript}
+	reentrant = &flavor{acquire: redisscript.ReentrantAcquire, release: redisscript.ReentrantRelease,
+		refresh: redisscript.ReentrantRefresh, reentrant: true}
+)
+
 // NewMutex returns the mutex called name. It never fails: a bad name or
 // option is reported by Lock and TryLock.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
-	m := &Mutex{c: c, name: name, keys: keysFor(name), cfg: newConfig(opts)}
+	return c.newMutex(name, plain, opts)
+}
+
+func (c *Client) newMutex(name string, f *flavor, opts []Option) *Mutex {
+	m := &Mutex{c: c, name: name, keys: keysFor(name), cfg: newConfig(opts), f: f}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	if err := checkName(name); err != nil {
 		m.err = err
@@ -157,7 +178,7 @@ func (m *Mutex) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if m.c.leases.Holds(ctx, m.keys.lock) {
+	if !m.f.reentrant && m.c.leases.Holds(ctx, m.keys.lock) {
 		return ErrNotReentrant
 	}
 	return nil
@@ -167,21 +188,26 @@ func (m *Mutex) check(ctx context.Context) error {
 // lease; or nil, the holder's remaining TTL and possibly an error matching
 // dlock.ErrNotObtained that says why; or a hard error.
 func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
-	token := dlock.NewToken()
+	token, fresh := dlock.NewToken(), true
+	if owner, ok := dlock.OwnerFrom(ctx); ok && m.f.reentrant {
+		token, fresh = owner, false
+	}
 	start := time.Now()
 	var res [1]Result
-	m.c.conn.Eval(ctx, []Call{{Script: acquireScript, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl},
+	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
-		if !isReply(err) {
-			// The script may have run without its reply reaching us.
-			m.c.abandon(m.keys, token, m.cfg.ttl)
+		// The script may have run without its reply reaching us. A fresh
+		// token's key can be deleted again; an owner's extra hold cannot be
+		// told from its others, and lapses with the TTL once they end.
+		if !isReply(err) && fresh {
+			m.c.abandon(m.keys, token, m.cfg.ttl, m.f.release)
 		}
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
 		}
-		return nil, 0, describe(m.keys.lock, acquireScript, err)
+		return nil, 0, describe(m.keys.lock, m.f.acquire, err)
 	}
 	n, ok := v.(int64)
 	if !ok {
@@ -191,7 +217,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 		return nil, time.Duration(-n+1) * time.Millisecond, nil
 	}
 	if m.cfg.replicas > 0 && res[0].Replicas < int64(m.cfg.replicas) {
-		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)
+		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: the lock on %q reached %d of the %d replicas required within %v",
 			m.keys.lock, max(res[0].Replicas, 0), m.cfg.replicas, m.cfg.replicaTimeout))
 	}
@@ -199,18 +225,18 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 		// The reply came after the caller gave up (go-redis, unless
 		// ContextTimeoutEnabled is set, does not bound I/O by ctx): do not
 		// hand a lock to a caller that has stopped waiting for it.
-		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)
+		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
 		return nil, 0, dlock.NotObtained(cause)
 	}
 	until := validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
-		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)
+		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
 			m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
 	g := newGrant(ctx, m, token, uint64(n), until)
 	if !m.c.leases.Add(g) {
-		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl)
+		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
 		g.End(dlock.Lost(ErrClosed))
 		return nil, 0, ErrClosed
 	}

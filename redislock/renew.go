@@ -15,7 +15,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	deadline := time.Now().Add(time.Minute)
 	for i, e := range batch {
 		g := e.Value.(*grant)
-		calls[i] = Call{Script: refreshScript, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
+		calls[i] = Call{Script: g.m.f.refresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
 		if u := g.Until(); u.Before(deadline) {
 			deadline = u
 		}
@@ -39,7 +39,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 		case r.Err == nil:
 			g.End(dlock.Lost(dlock.ErrTakenOver))
 		case isReply(r.Err):
-			g.End(dlock.Lost(describe(g.Key(), refreshScript, r.Err)))
+			g.End(dlock.Lost(describe(g.Key(), g.m.f.refresh, r.Err)))
 		default:
 			// Unreachable server: try again soon; the lease ends by itself
 			// at Until if no renewal gets through.

@@ -17,12 +17,13 @@ type Releasable interface {
 	Release(ctx context.Context) error
 }
 
-// A Registry is a client's set of held leases, keyed by token, and whether
-// the client is closed.
+// A Registry is a client's set of held leases, and whether the client is
+// closed. Several leases may share a token (the holds of a reentrant lock).
 type Registry struct {
-	mu     sync.Mutex
-	held   map[string]Releasable
-	closed bool
+	mu      sync.Mutex
+	held    map[Releasable]struct{}
+	byToken map[string]Releasable // the latest lease added for each token
+	closed  bool
 }
 
 // Add records l as held. It reports false if the registry is closed.
@@ -33,16 +34,20 @@ func (r *Registry) Add(l Releasable) bool {
 		return false
 	}
 	if r.held == nil {
-		r.held = make(map[string]Releasable)
+		r.held, r.byToken = make(map[Releasable]struct{}), make(map[string]Releasable)
 	}
-	r.held[l.Token()] = l
+	r.held[l] = struct{}{}
+	r.byToken[l.Token()] = l
 	return true
 }
 
 // Remove forgets l.
 func (r *Registry) Remove(l Releasable) {
 	r.mu.Lock()
-	delete(r.held, l.Token())
+	delete(r.held, l)
+	if r.byToken[l.Token()] == l {
+		delete(r.byToken, l.Token())
+	}
 	r.mu.Unlock()
 }
 
@@ -54,7 +59,7 @@ func (r *Registry) Holds(ctx context.Context, key string) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l := r.held[owner]
+	l := r.byToken[owner]
 	return l != nil && l.Key() == key
 }
 
@@ -77,7 +82,7 @@ func (r *Registry) Close(timeout time.Duration, cause error) (bool, error) {
 	}
 	r.closed = true
 	held := make([]Releasable, 0, len(r.held))
-	for _, l := range r.held {
+	for l := range r.held {
 		held = append(held, l)
 	}
 	r.mu.Unlock()

@@ -43,7 +43,11 @@ var (
 	Release       = load("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
-	QuorumFence   = load("quorum_fence.lua")
+
+	ReentrantAcquire = load("reentrant_acquire.lua")
+	ReentrantRelease = load("reentrant_release.lua")
+	ReentrantRefresh = load("reentrant_refresh.lua")
+	QuorumFence      = load("quorum_fence.lua")
 )
 
 // A ReplyError is an error reply from the server, as opposed to a failure
@@ -68,7 +72,7 @@ func Describe(pkg, key string, s *Script, err error) error {
 	msg := re.Msg
 	switch {
 	case strings.Contains(msg, "WRONGTYPE"):
-		return fmt.Errorf("%s: key %q holds a value of another Redis type (WRONGTYPE); pick another lock name or delete the key: %w", pkg, key, err)
+		return fmt.Errorf("%s: key %q holds a value of another Redis type (WRONGTYPE): another kind of dlock lock, or something else, uses this name; pick another lock name or delete the key: %w", pkg, key, err)
 	case strings.Contains(msg, "DLOCKNOTTL"):
 		return fmt.Errorf("%s: key %q exists without an expiry, so it was not set by dlock; pick another lock name or delete the key: %w", pkg, key, err)
 	case strings.Contains(msg, "DLOCKFENCE"):

@@ -1,0 +1,41 @@
+-- reentrant_acquire: take a free reentrant lock, or take it again for the
+-- owner that holds it. The lock is a hash: o:<owner> -> hold count, and
+-- fence -> the fence of the current owner's first hold.
+-- KEYS[1] lock hash         KEYS[2] fence counter
+-- ARGV[1] owner             ARGV[2] TTL in milliseconds
+-- Returns the owner's fence (> 0) when taken or re-entered, or minus the
+-- lock's remaining TTL in milliseconds (<= 0) when another owner holds it.
+-- A new hold bumps the counter as acquire.lua does; a re-entry keeps the
+-- fence of the first hold, since the holder has not changed.
+local field = 'o:' .. ARGV[1]
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then
+  local fence = redis.pcall('INCR', KEYS[2]) -- the only step that can fail, before any write
+  if type(fence) == 'table' and fence.err then
+    if string.find(fence.err, 'WRONGTYPE') then
+      return redis.error_reply(fence.err)
+    end
+    return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[2] .. ' does not hold a number')
+  end
+  if fence == 1 then
+    local t = redis.call('TIME')
+    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  end
+  redis.call('HSET', KEYS[1], field, 1, 'fence', string.format('%.0f', fence))
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return fence
+end
+if kind ~= 'hash' then
+  return redis.error_reply('WRONGTYPE dlock reentrant lock key ' .. KEYS[1] .. ' holds a ' .. kind)
+end
+if redis.call('HEXISTS', KEYS[1], field) == 1 then
+  redis.call('HINCRBY', KEYS[1], field, 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return tonumber(redis.call('HGET', KEYS[1], 'fence'))
+end
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl < 0 then
+  return redis.error_reply('DLOCKNOTTL dlock lock key ' .. KEYS[1] .. ' exists without an expiry: it was not set by dlock')
+end
+return -pttl

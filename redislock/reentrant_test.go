@@ -1,0 +1,207 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/redislock"
+)
+
+func TestIntegrationReentrantConformance(t *testing.T) {
+	d := standalone(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			b := backend(d, tr.open)
+			b.NewLocker = func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+				opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+				if o.NoRenewal {
+					opts = append(opts, redislock.WithoutRenewal())
+				}
+				return newClient(t, d, tr.open).NewReentrantMutex(key, opts...)
+			}
+			dlocktest.Run(t, b)
+		})
+	}
+}
+
+// menu is a node of the menu tree from the design notes: building the tree
+// walks it recursively, and every level takes the same lock.
+type menu struct {
+	name     string
+	children []*menu
+}
+
+func chain(depth int) *menu {
+	root := &menu{name: "level 0"}
+	for n, i := root, 1; i < depth; i++ {
+		child := &menu{name: fmt.Sprintf("level %d", i)}
+		n.children = []*menu{child}
+		n = child
+	}
+	return root
+}
+
+// walk visits the tree under the lock, taking it again at every level
+// through the holding lease's context.
+func walk(ctx context.Context, l dlock.Locker, m *menu, visit func(string, dlock.Lease)) error {
+	lease, err := l.TryLock(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.name, err)
+	}
+	defer lease.Release(context.Background())
+	visit(m.name, lease)
+	for _, c := range m.children {
+		if err := walk(lease.Context(), l, c, visit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The seed's recursive menu tree: with a plain lock only the first level
+// runs (the second cannot take the lock its caller holds); with a reentrant
+// lock every level runs, and the lock is free again afterwards.
+func TestIntegrationReentrantRecursiveMenuTree(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	const depth = 12
+	c := newClient(t, d, goRedis)
+
+	var visited []string
+	err := walk(ctx, c.NewMutex("menu-plain"), chain(depth), func(name string, _ dlock.Lease) { visited = append(visited, name) })
+	if !errors.Is(err, redislock.ErrNotReentrant) || len(visited) != 1 {
+		t.Fatalf("plain Mutex: visited %d levels, err %v; want 1 level and ErrNotReentrant", len(visited), err)
+	}
+
+	visited = visited[:0]
+	var fences []uint64
+	maxHolds := ""
+	lock := c.NewReentrantMutex("menu")
+	err = walk(ctx, lock, chain(depth), func(name string, lease dlock.Lease) {
+		visited = append(visited, name)
+		fences = append(fences, lease.Fence())
+		maxHolds, _ = d.servers[0].Do("HGET", lockKey("menu"), "o:"+lease.Token())
+	})
+	if err != nil || len(visited) != depth {
+		t.Fatalf("ReentrantMutex: visited %d of %d levels, err %v", len(visited), depth, err)
+	}
+	if maxHolds != fmt.Sprint(depth) {
+		t.Errorf("hold count at the deepest level = %q; want %d", maxHolds, depth)
+	}
+	for _, f := range fences {
+		if f != fences[0] {
+			t.Errorf("holds of one owner have fences %v; want one fence", fences)
+			break
+		}
+	}
+	if out, _ := d.servers[0].Do("EXISTS", lockKey("menu")); out != "0" {
+		t.Error("the lock key remained after every hold was released")
+	}
+	next, err := newClient(t, d, goRedis).NewReentrantMutex("menu").TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Fence() <= fences[0] {
+		t.Errorf("next owner's fence %d after %d", next.Fence(), fences[0])
+	}
+	next.Release(ctx)
+}
+
+// A re-entry is one round trip and does not wait; inner releases keep the
+// lock held; only the last one frees it and wakes a waiter.
+func TestIntegrationReentrantHoldsAndRelease(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	counter := &countingConn{Conn: goRedis(t, d)}
+	c := redislock.New(counter)
+	t.Cleanup(func() { c.Close() })
+	lock := c.NewReentrantMutex("holds")
+	other := newClient(t, d, goRedis).NewReentrantMutex("holds")
+
+	outer, err := lock.Lock(dlock.WithOwner(ctx, "job-42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := counter.evals.Load()
+	inner, err := lock.Lock(outer.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trips := counter.evals.Load() - before; trips != 1 {
+		t.Errorf("re-entry took %d round trips; want 1", trips)
+	}
+	if inner.Token() != "job-42" || outer.Token() != "job-42" {
+		t.Errorf("tokens %q, %q; want the owner", outer.Token(), inner.Token())
+	}
+	woke := make(chan error, 1)
+	go func() {
+		l, err := other.Lock(ctx)
+		if err == nil {
+			l.Release(ctx)
+		}
+		woke <- err
+	}()
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-woke:
+		t.Fatalf("another owner got the lock while one hold remained (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := outer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-woke:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the waiter was not woken by the last release")
+	}
+}
+
+// Another owner's stale lease cannot release the current holder's lock.
+func TestIntegrationReentrantOtherOwnerRefused(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	ttl := 200 * time.Millisecond
+	stale, err := newClient(t, d, goRedis).NewReentrantMutex("owners", redislock.WithTTL(ttl), redislock.WithoutRenewal()).Lock(dlock.WithOwner(ctx, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl + 50*time.Millisecond)
+	cur, err := newClient(t, d, goRedis).NewReentrantMutex("owners").Lock(dlock.WithOwner(ctx, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
+		t.Errorf("a stale owner's Release = %v; want ErrNotHeld", err)
+	}
+	if out, _ := d.servers[0].Do("HGET", lockKey("owners"), "o:b"); out != "1" {
+		t.Errorf("the current owner's hold count is %q after a stale Release; want 1", out)
+	}
+	cur.Release(ctx)
+}
+
+func TestIntegrationMutexAndReentrantNameClash(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	c := newClient(t, d, goRedis)
+	l, err := c.NewMutex("clash").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	_, err = c.NewReentrantMutex("clash").TryLock(ctx)
+	if err == nil || !strings.Contains(err.Error(), "another kind of dlock lock") {
+		t.Fatalf("ReentrantMutex on a Mutex's name = %v; want a WRONGTYPE error naming the clash", err)
+	}
+}
