@@ -83,3 +83,11 @@ func (g *grant) Release(ctx context.Context) error {
 	g.End(dlock.ErrReleased)
 	return nil
 }
+
+func (g *grant) refreshCall() Call {
+	return Call{Script: g.m.f.refresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
+}
+
+func (g *grant) renewed(r Result, start, now time.Time) time.Time {
+	return renewOutcome(g, r, g.m.f.refresh, validity(start, g.m.cfg.ttl), now, g.m.cfg.ttl/3)
+}

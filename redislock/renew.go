@@ -8,15 +8,28 @@ import (
 	"github.com/dlock-go/dlock/internal/renewal"
 )
 
+// A renewable is a lease the client's watchdog renews. Every lock kind's
+// lease implements it; renewBatch sends the refresh calls of a batch in one
+// pipelined round trip.
+type renewable interface {
+	// refreshCall returns the script call that extends the lease.
+	refreshCall() Call
+	// renewed applies the outcome of that call, sent at start, and returns
+	// when to renew next, or the zero time to stop.
+	renewed(r Result, start, now time.Time) time.Time
+	// Until is the lease's deadline.
+	Until() time.Time
+}
+
 // renewBatch refreshes a batch of leases in one pipelined round trip.
 func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
 	calls := make([]Call, len(batch))
 	results := make([]Result, len(batch))
 	deadline := time.Now().Add(time.Minute)
 	for i, e := range batch {
-		g := e.Value.(*grant)
-		calls[i] = Call{Script: g.m.f.refresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
-		if u := g.Until(); u.Before(deadline) {
+		r := e.Value.(renewable)
+		calls[i] = r.refreshCall()
+		if u := r.Until(); u.Before(deadline) {
 			deadline = u
 		}
 	}
@@ -28,23 +41,33 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	now := time.Now()
 	next := make([]time.Time, len(batch))
 	for i, e := range batch {
-		g := e.Value.(*grant)
-		period := g.m.cfg.ttl / 3
-		r := results[i]
-		switch {
-		case r.Err == nil && r.Val == int64(1):
-			if g.Extend(validity(start, g.m.cfg.ttl)) {
-				next[i] = now.Add(period)
-			}
-		case r.Err == nil:
-			g.End(dlock.Lost(dlock.ErrTakenOver))
-		case isReply(r.Err):
-			g.End(dlock.Lost(describe(g.Key(), g.m.f.refresh, r.Err)))
-		default:
-			// Unreachable server: try again soon; the lease ends by itself
-			// at Until if no renewal gets through.
-			next[i] = now.Add(period / 4)
-		}
+		next[i] = e.Value.(renewable).renewed(results[i], start, now)
 	}
 	return next
+}
+
+// renewOutcome is the shared handling of a refresh reply for a lease whose
+// refresh script returns 1 when extended and 0 when the lease is no longer
+// held: extend with until (computed from the send time), end the lease, or
+// retry soon after a transport failure. It returns the next renewal time.
+func renewOutcome(st interface {
+	Extend(time.Time) bool
+	End(error) bool
+	Key() string
+}, r Result, s *Script, until, now time.Time, period time.Duration) time.Time {
+	switch {
+	case r.Err == nil && r.Val == int64(1):
+		if st.Extend(until) {
+			return now.Add(period)
+		}
+	case r.Err == nil:
+		st.End(dlock.Lost(dlock.ErrTakenOver))
+	case isReply(r.Err):
+		st.End(dlock.Lost(describe(st.Key(), s, r.Err)))
+	default:
+		// Unreachable server: try again soon; the lease ends by itself at
+		// Until if no renewal gets through.
+		return now.Add(period / 4)
+	}
+	return time.Time{}
 }
