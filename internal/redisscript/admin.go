@@ -1,0 +1,7 @@
+package redisscript
+
+// Scripts for operators: inspection and forced release.
+var (
+	Inspect     = load("inspect.lua")
+	ForceUnlock = load("force_unlock.lua")
+)

@@ -1,0 +1,203 @@
+package redislock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// A Named lock reports its name; MultiLock orders its locks by it.
+type Named interface {
+	dlock.Locker
+	Name() string
+}
+
+// A MultiLock takes several locks, all or nothing. The locks may live on
+// different Clients, or be of any backend that names its locks. They are
+// always taken in the order of their names, so two MultiLocks that share
+// locks cannot deadlock each other.
+type MultiLock struct {
+	locks []Named
+	err   error
+}
+
+var _ dlock.Locker = (*MultiLock)(nil)
+
+// NewMultiLock returns a MultiLock over locks. It never fails: no locks,
+// a nil lock, or one name given twice is reported by Lock and TryLock.
+func NewMultiLock(locks ...Named) *MultiLock {
+	ml := &MultiLock{locks: slices.Clone(locks)}
+	if len(locks) == 0 {
+		ml.err = errors.New("redislock: NewMultiLock needs at least one lock")
+		return ml
+	}
+	for i, l := range locks {
+		if l == nil {
+			ml.err = fmt.Errorf("redislock: NewMultiLock: lock %d is nil", i)
+			return ml
+		}
+	}
+	slices.SortStableFunc(ml.locks, func(a, b Named) int { return cmp.Compare(a.Name(), b.Name()) })
+	for i := 1; i < len(ml.locks); i++ {
+		if ml.locks[i].Name() == ml.locks[i-1].Name() && ml.locks[i] == ml.locks[i-1] {
+			ml.err = fmt.Errorf("redislock: NewMultiLock: lock %q given twice", ml.locks[i].Name())
+			return ml
+		}
+	}
+	return ml
+}
+
+// Lock takes every lock, in name order, waiting for each. If one cannot be
+// taken, those already taken are released and the error is returned.
+func (ml *MultiLock) Lock(ctx context.Context) (dlock.Lease, error) {
+	return ml.take(ctx, dlock.Locker.Lock)
+}
+
+// TryLock makes one attempt at each lock; if any is held elsewhere, it
+// releases the others and returns an error matching dlock.ErrNotObtained.
+func (ml *MultiLock) TryLock(ctx context.Context) (dlock.Lease, error) {
+	return ml.take(ctx, dlock.Locker.TryLock)
+}
+
+func (ml *MultiLock) take(ctx context.Context, op func(dlock.Locker, context.Context) (dlock.Lease, error)) (dlock.Lease, error) {
+	if ml.err != nil {
+		return nil, ml.err
+	}
+	held := make([]dlock.Lease, 0, len(ml.locks))
+	for _, l := range ml.locks {
+		lease, err := op(l, ctx)
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			for _, h := range held {
+				h.Release(rctx)
+			}
+			cancel()
+			return nil, fmt.Errorf("redislock: MultiLock: %q: %w", l.Name(), err)
+		}
+		held = append(held, lease)
+	}
+	return newMultiLease(ctx, held), nil
+}
+
+// A multiLease holds every lease of a MultiLock. It ends when the first of
+// them ends.
+type multiLease struct {
+	leases []dlock.Lease
+	key    string
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	err error
+}
+
+func newMultiLease(ctx context.Context, leases []dlock.Lease) *multiLease {
+	keys := make([]string, len(leases))
+	for i, l := range leases {
+		keys[i] = l.Key()
+	}
+	ml := &multiLease{leases: leases, key: strings.Join(keys, "+"), done: make(chan struct{})}
+	ml.ctx, ml.cancel = context.WithCancelCause(dlock.WithOwner(context.WithoutCancel(ctx), ml.Token()))
+	for _, l := range leases {
+		go ml.watch(l)
+	}
+	return ml
+}
+
+// watch ends the MultiLock's lease when l is lost.
+func (ml *multiLease) watch(l dlock.Lease) {
+	select {
+	case <-l.Done():
+		if err := l.Err(); err != dlock.ErrReleased {
+			ml.end(fmt.Errorf("%w (lock %q)", err, l.Key()))
+		}
+	case <-ml.done:
+	}
+}
+
+func (ml *multiLease) end(err error) {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	if ml.err != nil {
+		return
+	}
+	ml.err = err
+	ml.cancel(err)
+	close(ml.done)
+}
+
+// Key joins the names of the locks with "+".
+func (ml *multiLease) Key() string { return ml.key }
+
+// Token is the first lock's token.
+func (ml *multiLease) Token() string { return ml.leases[0].Token() }
+
+// Fence is the largest of the locks' fences: it increases whenever every
+// one of them does, so it increases across successive holders of the set.
+func (ml *multiLease) Fence() uint64 {
+	var f uint64
+	for _, l := range ml.leases {
+		f = max(f, l.Fence())
+	}
+	return f
+}
+
+// Until is the earliest of the locks' deadlines.
+func (ml *multiLease) Until() time.Time {
+	u := ml.leases[0].Until()
+	for _, l := range ml.leases[1:] {
+		if l.Until().Before(u) {
+			u = l.Until()
+		}
+	}
+	return u
+}
+
+func (ml *multiLease) Done() <-chan struct{}    { return ml.done }
+func (ml *multiLease) Context() context.Context { return ml.ctx }
+
+func (ml *multiLease) Err() error {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.err
+}
+
+// Leases returns the lease of each lock, in name order.
+func (ml *multiLease) Leases() []dlock.Lease { return slices.Clone(ml.leases) }
+
+// Refresh refreshes every lock.
+func (ml *multiLease) Refresh(ctx context.Context) error {
+	var errs []error
+	for _, l := range ml.leases {
+		if err := l.Refresh(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Release releases every lock; it returns the errors of those that failed.
+func (ml *multiLease) Release(ctx context.Context) error {
+	var errs []error
+	for _, l := range ml.leases {
+		if err := l.Release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	ml.end(dlock.ErrReleased)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := ml.Err(); err != dlock.ErrReleased {
+		return err
+	}
+	return nil
+}
