@@ -75,3 +75,75 @@ func ExampleMutex_TryLock() {
 	first.Release(ctx)
 	// Output: dlock: lock not obtained
 }
+
+// A recursive function takes the same lock at every level, through the
+// holding lease's context.
+func ExampleReentrantMutex() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := redislock.New(goredisconn.New(rdb))
+	defer locks.Close()
+	menu := locks.NewReentrantMutex("menu-tree")
+
+	var build func(ctx context.Context, depth int) error
+	build = func(ctx context.Context, depth int) error {
+		lease, err := menu.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer lease.Release(context.Background())
+		if depth < 3 {
+			return build(lease.Context(), depth+1) // re-enters: one round trip, no wait
+		}
+		info, _ := locks.Inspect(ctx, "menu-tree")
+		fmt.Println("holds at the deepest level:", info.Holders[0].Holds)
+		return nil
+	}
+	if err := build(context.Background(), 1); err != nil {
+		fmt.Println(err)
+	}
+	info, _ := locks.Inspect(context.Background(), "menu-tree")
+	fmt.Println("afterwards:", info.Kind)
+	// Output:
+	// holds at the deepest level: 3
+	// afterwards: free
+}
+
+// Items of an inventory share a bounded set of locks.
+func ExampleStriped() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := redislock.New(goredisconn.New(rdb))
+	defer locks.Close()
+	segments := locks.NewStriped("inventory", 16)
+
+	ctx := context.Background()
+	lease, err := segments.For("sku-1234").Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lease.Release(ctx)
+	fmt.Println(lease.Key() == fmt.Sprintf("dlock:{inventory:%d}", segments.Stripe("sku-1234")))
+	// Output: true
+}
+
+// Two accounts are locked together, in a fixed order whatever order the
+// caller names them in.
+func ExampleMultiLock() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := redislock.New(goredisconn.New(rdb))
+	defer locks.Close()
+
+	ctx := context.Background()
+	transfer := redislock.NewMultiLock(locks.NewMutex("account-b"), locks.NewMutex("account-a"))
+	lease, err := transfer.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lease.Release(ctx)
+	fmt.Println(lease.Key())
+	// Output: dlock:{account-a}+dlock:{account-b}
+}
