@@ -1,0 +1,50 @@
+-- rw_read_acquire: take a read share of an RWMutex unless a writer holds it
+-- or waits for it.
+-- KEYS[1] the name's plain lock key (must be absent: it marks a Mutex)
+-- KEYS[2] writer key (string)   KEYS[3] readers (sorted set token -> expiry)
+-- KEYS[4] writer intents (sorted set token -> expiry)   KEYS[5] fence counter
+-- ARGV[1] reader token      ARGV[2] TTL in milliseconds
+-- Returns the new fence (> 0) when the share was taken, or minus the time in
+-- milliseconds after which trying again makes sense (<= 0) when a writer
+-- holds the lock or a waiting writer has announced its intent.
+-- Expiries are the server's TIME in milliseconds; expired members are
+-- purged first. Every type is checked before the first write.
+redis.replicate_commands()
+local function want(key, kinds)
+  local kind = redis.call('TYPE', key)['ok']
+  if not kinds[kind] then
+    return redis.error_reply('WRONGTYPE dlock RWMutex key ' .. key .. ' holds a ' .. kind .. '; another kind of lock uses this name')
+  end
+end
+local err = want(KEYS[1], {none = true}) or want(KEYS[2], {none = true, string = true}) or
+  want(KEYS[3], {none = true, zset = true}) or want(KEYS[4], {none = true, zset = true}) or
+  want(KEYS[5], {none = true, string = true})
+if err then return err end
+local counter = redis.call('GET', KEYS[5])
+if counter and not tonumber(counter) then
+  return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[5] .. ' does not hold a number')
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+local pttl = redis.call('PTTL', KEYS[2])
+if pttl == -1 then
+  return redis.error_reply('DLOCKNOTTL dlock lock key ' .. KEYS[2] .. ' exists without an expiry: it was not set by dlock')
+end
+if pttl >= 0 then
+  return -pttl
+end
+local intent = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+if intent[2] then
+  return -(tonumber(intent[2]) - now)
+end
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1])
+local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[3], math.max(1, tonumber(last[2]) - now))
+local fence = redis.call('INCR', KEYS[5])
+if fence == 1 then
+  fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  redis.call('SET', KEYS[5], string.format('%.0f', fence))
+end
+return fence

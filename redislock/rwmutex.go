@@ -1,0 +1,435 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/internal/renewal"
+)
+
+// ErrUpgrade is returned by the write side of an RWMutex when ctx carries
+// a read lease of the same RWMutex (from Lease.Context, of this Client or
+// another): the writer would wait for that reader, and the reader for the
+// writer, for ever.
+var ErrUpgrade = errors.New("redislock: RWMutex cannot upgrade a read lock to a write lock; release the read lock first")
+
+// An RWMutex is a reader/writer lock on one Redis deployment, identified
+// by name: any number of readers, or one writer, hold it at a time.
+//
+// Every read lease is renewed on its own, so a reader that crashes frees
+// its share within one TTL. A writer that waits announces its intent, and
+// new readers are then refused until it has taken the lock or given up:
+// a stream of overlapping readers cannot starve a writer. Readers that
+// already hold keep holding. An intent lasts min(TTL, 2s) and is renewed
+// while its writer waits, so a writer that crashes while waiting holds new
+// readers back for at most that long. Waiters are woken when the writer or
+// the last reader releases; the lock is not fair among writers.
+//
+// Fences come from one counter per name, bumped for every grant, read or
+// write (and for Downgrade), so they strictly increase across all grants;
+// a reader's fence therefore also tells which writers came before it.
+//
+// Neither side is reentrant: asking for the lock again through the Context
+// of a lease of the same RWMutex returns ErrNotReentrant, or ErrUpgrade
+// when a reader asks for the write side. Downgrade turns a write lease into
+// a read lease without letting another writer in.
+//
+// The keys are dlock:{name}:writer (the writer's token), dlock:{name}:readers
+// and dlock:{name}:wintent (sorted sets of tokens by expiry in server
+// milliseconds) and dlock:{name}:fence. A read lease's Key is the readers
+// key, a write lease's the writer key. The name must not be used by a Mutex
+// or ReentrantMutex: an RWMutex reports their key dlock:{name}, while it
+// exists, as a WRONGTYPE error, but they do not see an RWMutex's keys.
+type RWMutex struct {
+	c                             *Client
+	name                          string
+	base, writer, readers, intent string
+	fence, channel                string
+	cfg                           config
+	ttl                           string // cfg.ttl in milliseconds
+	intentTTL                     time.Duration
+	intentPX                      string
+	err                           error
+}
+
+// NewRWMutex returns the reader/writer lock called name. It never fails: a
+// bad name or option is reported by the first Lock, TryLock or Downgrade.
+func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
+	k := keysFor(name)
+	rw := &RWMutex{c: c, name: name, base: k.lock, writer: k.lock + ":writer", readers: k.lock + ":readers",
+		intent: k.lock + ":wintent", fence: k.fence, channel: k.channel, cfg: newConfig(opts)}
+	rw.ttl = strconv.FormatInt(ttlMillis(rw.cfg.ttl), 10)
+	// A waiting writer's intent outlives it by at most this much.
+	rw.intentTTL = min(rw.cfg.ttl, 2*time.Second)
+	rw.intentPX = strconv.FormatInt(ttlMillis(rw.intentTTL), 10)
+	if err := checkName(name); err != nil {
+		rw.err = err
+	} else if err := rw.cfg.check(); err != nil {
+		rw.err = err
+	}
+	return rw
+}
+
+// Name returns the lock's name.
+func (rw *RWMutex) Name() string { return rw.name }
+
+// Reader returns the read side: its leases share the lock with other
+// readers.
+func (rw *RWMutex) Reader() dlock.Locker { return rwSide{rw, true} }
+
+// Writer returns the write side: its leases hold the lock alone.
+func (rw *RWMutex) Writer() dlock.Locker { return rwSide{rw, false} }
+
+// Downgrade turns writeLease, a held write lease of rw, into a read lease
+// in one step: no other writer can take the lock in between, and waiting
+// readers are woken. writeLease then ends with dlock.ErrReleased. If it had
+// been lost, Downgrade returns an error matching dlock.ErrNotHeld.
+func (rw *RWMutex) Downgrade(ctx context.Context, writeLease dlock.Lease) (dlock.Lease, error) {
+	if rw.err != nil {
+		return nil, rw.err
+	}
+	if err := rw.c.usable(); err != nil {
+		return nil, err
+	}
+	w, ok := writeLease.(*rwLease)
+	if !ok || w.read || w.rw.writer != rw.writer {
+		return nil, fmt.Errorf("redislock: Downgrade of %q needs a write lease of the same RWMutex", rw.name)
+	}
+	if ended, err := w.Ended(false); ended {
+		return nil, err
+	}
+	token := dlock.NewToken()
+	start := time.Now()
+	v, err := rw.c.eval(ctx, redisscript.RWDowngrade, []string{rw.writer, rw.readers, rw.fence},
+		w.Token(), token, rw.ttl, rw.channel)
+	if err != nil {
+		if !isReply(err) {
+			// The write lock may or may not have become a read share; the
+			// caller keeps the write lease, which still ends by Until.
+			rw.abandonRead(token)
+		}
+		return nil, describe(rw.writer, redisscript.RWDowngrade, err)
+	}
+	n, _ := v.(int64)
+	if n <= 0 {
+		w.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := w.Ended(false)
+		return nil, err
+	}
+	w.End(dlock.ErrReleased)
+	return rw.grant(ctx, true, token, uint64(n), start)
+}
+
+// rwSide is one side of an RWMutex.
+type rwSide struct {
+	rw   *RWMutex
+	read bool
+}
+
+// TryLock makes one attempt. It returns an error matching
+// dlock.ErrNotObtained if the lock is held on the other side, or, for a
+// reader, if a writer is waiting.
+func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	l, _, err := s.attemptAs(ctx, "")
+	if l == nil && err == nil {
+		err = dlock.ErrNotObtained
+	}
+	if l == nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Lock waits for the lock as Mutex.Lock does. A waiting writer keeps new
+// readers out until it takes the lock or gives up.
+func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	rw := s.rw
+	intent := dlock.NewToken() // a waiting writer's identity in the intents
+	announced := false         // a writer's intent may be on the server
+	defer func() {
+		if announced {
+			rw.withdraw(ctx, intent)
+		}
+	}()
+	var w *waiter
+	won := false
+	defer func() {
+		if w != nil {
+			w.close(won)
+		}
+	}()
+	var timer *time.Timer
+	for n := 0; ; n++ {
+		if err := rw.c.usable(); err != nil {
+			return nil, err
+		}
+		l, wait, err := s.attemptAs(ctx, intent)
+		if !s.read {
+			announced = l == nil
+		}
+		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+			won = l != nil
+			if l == nil {
+				return nil, err
+			}
+			return l, nil
+		}
+		if w == nil {
+			// Subscribe, then try again at once: a release may have come
+			// between the first attempt and the subscription.
+			w = rw.c.subs.wait(ctx, rw.channel)
+			continue
+		}
+		backoff, ok := rw.cfg.retry.Backoff(n)
+		if !ok {
+			if err != nil {
+				return nil, err
+			}
+			return nil, dlock.ErrNotObtained
+		}
+		if wait > 0 && wait < backoff {
+			backoff = wait
+		}
+		if !s.read && backoff > rw.intentTTL/3 { // keep the intent alive
+			backoff = rw.intentTTL / 3
+		}
+		if timer == nil {
+			timer = time.NewTimer(backoff)
+			defer timer.Stop()
+		} else {
+			timer.Reset(backoff)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, dlock.NotObtained(ctx.Err())
+		case <-w.c:
+		case <-timer.C:
+		}
+	}
+}
+
+func (s rwSide) check(ctx context.Context) error {
+	rw := s.rw
+	if rw.err != nil {
+		return rw.err
+	}
+	if err := rw.c.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return dlock.NotObtained(err)
+	}
+	if rw.c.leases.Holds(ctx, rw.readers) {
+		if s.read {
+			return ErrNotReentrant
+		}
+		return ErrUpgrade
+	}
+	if rw.c.leases.Holds(ctx, rw.writer) {
+		return ErrNotReentrant
+	}
+	return nil
+}
+
+// withdraw takes a writer's intent back after Lock gave up.
+func (rw *RWMutex) withdraw(ctx context.Context, intent string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	// A failure leaves an intent that expires within intentTTL.
+	rw.c.eval(ctx, redisscript.RWWithdraw, []string{rw.intent}, intent, rw.channel)
+}
+
+// attemptAs runs the acquire script once, with a fresh token. It returns
+// a lease; or nil, how long until trying again makes sense, and possibly an
+// error matching dlock.ErrNotObtained that says why; or a hard error. A
+// writer with a non-empty intent leaves that intent on the server when not
+// obtained, and withdraws it when obtained.
+func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Duration, error) {
+	rw := s.rw
+	token := dlock.NewToken()
+	script, args := redisscript.RWReadAcquire, []string{token, rw.ttl}
+	if !s.read {
+		px := "0"
+		if intent != "" {
+			px = rw.intentPX
+		}
+		owner, _ := dlock.OwnerFrom(ctx)
+		script, args = redisscript.RWWriteAcquire, []string{token, rw.ttl, px, intent, owner}
+	}
+	start := time.Now()
+	var res [1]Result
+	rw.c.conn.Eval(ctx, []Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence}, Args: args,
+		WaitReplicas: rw.cfg.replicas, WaitTimeout: rw.cfg.replicaTimeout}}, res[:])
+	v, err := res[0].Val, res[0].Err
+	if err != nil {
+		if !isReply(err) {
+			rw.undo(s.read, token)
+		}
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		if isReply(err) && strings.Contains(err.Error(), "DLOCKUPGRADE") {
+			return nil, 0, ErrUpgrade
+		}
+		return nil, 0, describe(rw.base, script, err)
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return nil, 0, fmt.Errorf("redislock: acquire on %q: unexpected reply %T %v", rw.base, v, v)
+	}
+	if n <= 0 {
+		return nil, time.Duration(-n+1) * time.Millisecond, nil
+	}
+	if rw.cfg.replicas > 0 && res[0].Replicas < int64(rw.cfg.replicas) {
+		rw.undo(s.read, token)
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: the lock on %q reached %d of the %d replicas required within %v",
+			rw.base, max(res[0].Replicas, 0), rw.cfg.replicas, rw.cfg.replicaTimeout))
+	}
+	if cause := cancelled(ctx, nil); cause != nil {
+		rw.undo(s.read, token)
+		return nil, 0, dlock.NotObtained(cause)
+	}
+	l, err := rw.grant(ctx, s.read, token, uint64(n), start)
+	if err != nil {
+		return nil, time.Millisecond, err
+	}
+	return l, 0, nil
+}
+
+// undo gives up, now or in the background, a share or write lock that an
+// acquire with token may have taken.
+func (rw *RWMutex) undo(read bool, token string) {
+	if read {
+		rw.abandonRead(token)
+		return
+	}
+	rw.c.abandon(keys{lock: rw.writer, channel: rw.channel}, token, rw.cfg.ttl, releaseScript)
+}
+
+// abandonRead removes, in the background, a read share token may hold.
+func (rw *RWMutex) abandonRead(token string) {
+	rw.c.abandon(keys{lock: rw.readers, channel: rw.channel}, token, rw.cfg.ttl, redisscript.RWReadRelease)
+}
+
+// grant makes the lease of a share or write lock taken at start, and
+// registers and schedules it.
+func (rw *RWMutex) grant(ctx context.Context, read bool, token string, fence uint64, start time.Time) (*rwLease, error) {
+	until := validity(start, rw.cfg.ttl)
+	if !time.Now().Before(until) {
+		rw.undo(read, token)
+		return nil, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+			rw.base, time.Since(start), rw.cfg.ttl))
+	}
+	l := &rwLease{rw: rw, read: read}
+	key := rw.writer
+	if read {
+		key = rw.readers
+	}
+	l.State = lease.New(ctx, key, token, fence, until, l.forget)
+	l.entry.Value = l
+	if !rw.c.leases.Add(l) {
+		rw.undo(read, token)
+		l.End(dlock.Lost(ErrClosed))
+		return nil, ErrClosed
+	}
+	if rw.cfg.renew {
+		rw.c.renew.Add(&l.entry, rw.cfg.ttl/3)
+	}
+	if l.Err() != nil {
+		l.forget()
+	}
+	return l, nil
+}
+
+// An rwLease is a read share or the write lock of an RWMutex.
+type rwLease struct {
+	*lease.State
+	rw    *RWMutex
+	read  bool
+	entry renewal.Entry
+}
+
+var _ dlock.Lease = (*rwLease)(nil)
+
+func (l *rwLease) forget() {
+	l.rw.c.renew.Remove(&l.entry)
+	l.rw.c.leases.Remove(l)
+}
+
+func (l *rwLease) scripts() (release, refresh *Script) {
+	if l.read {
+		return redisscript.RWReadRelease, redisscript.RWReadRefresh
+	}
+	return releaseScript, refreshScript
+}
+
+// Refresh extends the lease to a full TTL from now.
+func (l *rwLease) Refresh(ctx context.Context) error {
+	if ended, err := l.Ended(false); ended {
+		return err
+	}
+	_, refresh := l.scripts()
+	start := time.Now()
+	v, err := l.rw.c.eval(ctx, refresh, []string{l.Key()}, l.Token(), l.rw.ttl)
+	if err != nil {
+		return describe(l.Key(), refresh, err)
+	}
+	if v != int64(1) {
+		l.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := l.Ended(false)
+		return err
+	}
+	if !l.Extend(validity(start, l.rw.cfg.ttl)) {
+		_, err := l.Ended(false)
+		return err
+	}
+	return nil
+}
+
+// Release gives up the share or the write lock, and wakes waiters when
+// the lock became free.
+func (l *rwLease) Release(ctx context.Context) error {
+	if ended, err := l.Ended(true); ended {
+		return err
+	}
+	release, _ := l.scripts()
+	v, err := l.rw.c.eval(ctx, release, []string{l.Key()}, l.Token(), l.rw.channel)
+	if err != nil {
+		l.End(dlock.ErrReleased)
+		if !isReply(err) {
+			l.rw.undo(l.read, l.Token())
+		}
+		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
+			l.Key(), describe(l.Key(), release, err))
+	}
+	if n, _ := v.(int64); n < 1 {
+		l.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := l.Ended(true)
+		return err
+	}
+	l.End(dlock.ErrReleased)
+	return nil
+}
+
+func (l *rwLease) refreshCall() Call {
+	_, refresh := l.scripts()
+	return Call{Script: refresh, Keys: []string{l.Key()}, Args: []string{l.Token(), l.rw.ttl}}
+}
+
+func (l *rwLease) renewed(r Result, start, now time.Time) time.Time {
+	_, refresh := l.scripts()
+	return renewOutcome(l, r, refresh, validity(start, l.rw.cfg.ttl), now, l.rw.cfg.ttl/3)
+}
