@@ -1,0 +1,37 @@
+-- fair_release: delete a fair lock if this owner holds it, and wake the
+-- head of its queue only.
+-- KEYS[1] lock key          KEYS[2] queue          KEYS[3] waiter deadlines
+-- ARGV[1] owner token       ARGV[2] waiter channel prefix (the channel of a
+-- waiter is the prefix followed by its token)
+-- Dead waiters (deadline passed, in server TIME) are dropped from the head
+-- of the queue before the new head is woken.
+-- Returns 1 plus the number of subscribers woken when released, 0 when the
+-- key is absent or held by another owner.
+redis.replicate_commands()
+local function bad(key, want)
+  local kind = redis.call('TYPE', key)['ok']
+  if kind ~= 'none' and kind ~= want then
+    return 'WRONGTYPE dlock key ' .. key .. ' holds a ' .. kind .. ', not a ' .. want
+  end
+end
+local e = bad(KEYS[1], 'string') or bad(KEYS[2], 'list') or bad(KEYS[3], 'zset')
+if e then
+  return redis.error_reply(e)
+end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local head = redis.call('LINDEX', KEYS[2], 0)
+while head do
+  local deadline = tonumber(redis.call('ZSCORE', KEYS[3], head))
+  if deadline and deadline > now then
+    return 1 + redis.call('PUBLISH', ARGV[2] .. head, 'released')
+  end
+  redis.call('LPOP', KEYS[2])
+  redis.call('ZREM', KEYS[3], head)
+  head = redis.call('LINDEX', KEYS[2], 0)
+end
+return 1

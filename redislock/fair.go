@@ -1,0 +1,320 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/internal/renewal"
+)
+
+// MinFairWaiterTimeout is the shortest time a FairMutex's queue keeps a
+// waiter that has stopped refreshing its place; see FairMutex.
+const MinFairWaiterTimeout = 5 * time.Second
+
+// A FairMutex is an exclusive lock that hands itself over in strict
+// first-in, first-out order, as Redisson's RFairLock. Besides the lock key
+// (the same string as a Mutex's), it keeps a queue of waiter tokens and
+// each waiter's deadline in server time. A waiter joins the queue at its
+// first failed attempt and takes the lock only when the lock is free and
+// it is at the head of the queue; a release wakes the head waiter alone,
+// on a channel of its own, so a hand-over costs the same few commands
+// however many are waiting.
+//
+// A waiter renews its place whenever it retries, at least every third of
+// its waiter timeout: the larger of the TTL and MinFairWaiterTimeout. A
+// waiter that has not renewed for that long (its process died) is dropped
+// when it reaches the head of the queue, so it delays the others by at
+// most the waiter timeout. A waiter whose context is done leaves the queue
+// at once.
+//
+// TryLock does not jump the queue: it fails while anyone is waiting. Locks
+// of other kinds on the same name do not respect the queue. Each Lock
+// returns an independent Lease; a FairMutex is safe for concurrent use.
+type FairMutex struct {
+	c      *Client
+	name   string
+	keys   keys
+	queue  string // list of waiter tokens
+	times  string // sorted set: waiter token -> deadline, server ms
+	prefix string // a waiter's channel is prefix + its token
+	cfg    config
+	ttl    string
+	wait   time.Duration // the waiter timeout
+	waitMs string
+	err    error
+}
+
+var _ dlock.Locker = (*FairMutex)(nil)
+
+// NewFairMutex returns the fair mutex called name. It never fails: a bad
+// name or option is reported by Lock and TryLock.
+func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
+	k := keysFor(name)
+	m := &FairMutex{c: c, name: name, keys: k, queue: k.lock + ":queue", times: k.lock + ":timeouts",
+		prefix: k.lock + ":w:", cfg: newConfig(opts)}
+	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
+	m.wait = max(m.cfg.ttl, MinFairWaiterTimeout)
+	m.waitMs = strconv.FormatInt(ttlMillis(m.wait), 10)
+	if err := checkName(name); err != nil {
+		m.err = err
+	} else if err := m.cfg.check(); err != nil {
+		m.err = err
+	}
+	return m
+}
+
+// Name returns the lock's name.
+func (m *FairMutex) Name() string { return m.name }
+
+func (m *FairMutex) check(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	if err := m.c.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return dlock.NotObtained(err)
+	}
+	if m.c.leases.Holds(ctx, m.keys.lock) {
+		return ErrNotReentrant
+	}
+	return nil
+}
+
+// TryLock makes one attempt to take the lock. It returns an error matching
+// dlock.ErrNotObtained if another owner holds it or others are waiting.
+func (m *FairMutex) TryLock(ctx context.Context) (dlock.Lease, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	l, _, err := m.attempt(ctx, dlock.NewToken(), false)
+	switch {
+	case l != nil:
+		return l, nil
+	case err == nil:
+		err = dlock.ErrNotObtained
+	}
+	return nil, err
+}
+
+// Lock takes the lock, waiting in line until it is free and every earlier
+// waiter has had it, ctx is done or the retry strategy gives up. A waiter
+// is woken at once when it comes to the head of the queue and the lock is
+// released; otherwise it retries when the holder's TTL runs out or the
+// retry strategy says so, whichever is first. If ctx is done first, the
+// error matches both dlock.ErrNotObtained and ctx.Err(), and the waiter
+// has left the queue.
+func (m *FairMutex) Lock(ctx context.Context) (dlock.Lease, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
+	token := dlock.NewToken()
+	if l, _, err := m.attempt(ctx, token, false); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		return asFair(l, err)
+	}
+	// Subscribe before joining the queue, so that no wake-up is missed.
+	// The channel is this waiter's alone: unsubscribe it at once at the
+	// end (close(true)) rather than let it linger.
+	w := m.c.subs.wait(ctx, m.prefix+token)
+	defer w.close(true)
+	var timer *time.Timer
+	for n := 1; ; n++ {
+		if err := m.c.usable(); err != nil {
+			m.leave(ctx, token)
+			return nil, err
+		}
+		l, wait, err := m.attempt(ctx, token, true)
+		if l != nil {
+			return l, nil
+		}
+		if err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+			m.leave(ctx, token)
+			return nil, err
+		}
+		backoff, ok := m.cfg.retry.Backoff(n)
+		if !ok {
+			m.leave(ctx, token)
+			if err != nil {
+				return nil, err
+			}
+			return nil, dlock.ErrNotObtained
+		}
+		// Retrying renews the place in the queue: never let it lapse.
+		wait = min(max(wait, time.Millisecond), backoff, m.wait/3)
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			m.leave(ctx, token)
+			return nil, dlock.NotObtained(ctx.Err())
+		case <-w.c:
+		case <-timer.C:
+		}
+	}
+}
+
+func asFair(l *fairLease, err error) (dlock.Lease, error) {
+	if l == nil {
+		return nil, err
+	}
+	return l, err
+}
+
+// leave takes token out of the queue, waking the next waiter if the lock
+// is free. If the server cannot be reached, the entry is dropped when its
+// deadline passes.
+func (m *FairMutex) leave(ctx context.Context, token string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	m.c.eval(ctx, redisscript.FairLeave, []string{m.keys.lock, m.queue, m.times}, token, m.prefix)
+}
+
+// attempt runs the acquire script once for token, joining or renewing its
+// place in the queue if enqueue is set. It returns a lease; or nil and how
+// long to wait before the next attempt; or an error.
+func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*fairLease, time.Duration, error) {
+	join := "0"
+	if enqueue {
+		join = "1"
+	}
+	start := time.Now()
+	v, err := m.c.eval(ctx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence},
+		token, m.ttl, m.waitMs, join)
+	if err != nil {
+		if !isReply(err) {
+			// The script may have run: give the lock (if taken) back, and
+			// the place in the queue (if taken) up.
+			m.c.abandon(m.keys, token, m.cfg.ttl, releaseScript)
+			if enqueue {
+				m.leave(ctx, token)
+			}
+		}
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, describe(m.keys.lock, redisscript.FairAcquire, err)
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return nil, 0, fmt.Errorf("redislock: fair acquire on %q: unexpected reply %T %v", m.keys.lock, v, v)
+	}
+	if n <= 0 {
+		return nil, time.Duration(-n+1) * time.Millisecond, nil
+	}
+	if cause := cancelled(ctx, nil); cause != nil {
+		m.release(context.WithoutCancel(ctx), token)
+		return nil, 0, dlock.NotObtained(cause)
+	}
+	until := validity(start, m.cfg.ttl)
+	if !time.Now().Before(until) {
+		m.release(context.WithoutCancel(ctx), token)
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+			m.keys.lock, time.Since(start), m.cfg.ttl))
+	}
+	l := &fairLease{m: m}
+	l.State = lease.New(ctx, m.keys.lock, token, uint64(n), until, l.forget)
+	l.entry.Value = l
+	if !m.c.leases.Add(l) {
+		m.release(context.WithoutCancel(ctx), token)
+		l.End(dlock.Lost(ErrClosed))
+		return nil, 0, ErrClosed
+	}
+	if m.cfg.renew {
+		m.c.renew.Add(&l.entry, m.cfg.ttl/3)
+	}
+	if l.Err() != nil {
+		l.forget()
+	}
+	return l, 0, nil
+}
+
+// release deletes the lock held by token and wakes the head waiter. It
+// returns the script's reply. When the server cannot be reached, the key
+// is deleted in the background (the head waiter then finds the lock free
+// by its fallback poll) or expires within its TTL.
+func (m *FairMutex) release(ctx context.Context, token string) (any, error) {
+	v, err := m.c.eval(ctx, redisscript.FairRelease, []string{m.keys.lock, m.queue, m.times}, token, m.prefix)
+	if err != nil && !isReply(err) {
+		m.c.abandon(m.keys, token, m.cfg.ttl, releaseScript)
+	}
+	return v, err
+}
+
+// A fairLease is a FairMutex's lease.
+type fairLease struct {
+	*lease.State
+	m     *FairMutex
+	entry renewal.Entry
+}
+
+var _ dlock.Lease = (*fairLease)(nil)
+
+func (l *fairLease) forget() {
+	l.m.c.renew.Remove(&l.entry)
+	l.m.c.leases.Remove(l)
+}
+
+// Refresh extends the lease to a full TTL from now.
+func (l *fairLease) Refresh(ctx context.Context) error {
+	if ended, err := l.Ended(false); ended {
+		return err
+	}
+	start := time.Now()
+	v, err := l.m.c.eval(ctx, refreshScript, []string{l.m.keys.lock}, l.Token(), l.m.ttl)
+	if err != nil {
+		return describe(l.Key(), refreshScript, err)
+	}
+	if v != int64(1) {
+		l.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := l.Ended(false)
+		return err
+	}
+	if !l.Extend(validity(start, l.m.cfg.ttl)) {
+		_, err := l.Ended(false)
+		return err
+	}
+	return nil
+}
+
+// Release deletes the lock if this lease still holds it and wakes the
+// waiter at the head of the queue.
+func (l *fairLease) Release(ctx context.Context) error {
+	if ended, err := l.Ended(true); ended {
+		return err
+	}
+	v, err := l.m.release(ctx, l.Token())
+	if err != nil {
+		l.End(dlock.ErrReleased)
+		if isReply(err) {
+			return describe(l.Key(), redisscript.FairRelease, err)
+		}
+		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
+			l.Key(), describe(l.Key(), redisscript.FairRelease, err))
+	}
+	if n, _ := v.(int64); n < 1 {
+		l.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := l.Ended(true)
+		return err
+	}
+	l.End(dlock.ErrReleased)
+	return nil
+}
+
+func (l *fairLease) refreshCall() Call {
+	return Call{Script: refreshScript, Keys: []string{l.m.keys.lock}, Args: []string{l.Token(), l.m.ttl}}
+}
+
+func (l *fairLease) renewed(r Result, start, now time.Time) time.Time {
+	return renewOutcome(l, r, refreshScript, validity(start, l.m.cfg.ttl), now, l.m.cfg.ttl/3)
+}
