@@ -1,0 +1,26 @@
+-- latch_countdown: count a count-down latch down by one; at zero delete it
+-- and wake the waiters.
+-- KEYS[1] count             ARGV[1] zero channel
+-- Returns the count left. A latch that is not counting (no key, or a count
+-- of zero) is left alone and 0 returned.
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then
+  return 0
+end
+if kind ~= 'string' then
+  return redis.error_reply('WRONGTYPE dlock latch key ' .. KEYS[1] .. ' holds a ' .. kind)
+end
+local raw = redis.call('GET', KEYS[1])
+local n = tonumber(raw)
+if not n or n < 0 or n ~= math.floor(n) then
+  return redis.error_reply('DLOCKCOUNT dlock latch key ' .. KEYS[1] .. ' holds "' .. raw .. '", not a whole number >= 0')
+end
+if n == 0 then
+  return 0
+end
+n = redis.call('DECR', KEYS[1])
+if n == 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[1], 'zero')
+end
+return n

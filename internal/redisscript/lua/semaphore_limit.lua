@@ -1,0 +1,36 @@
+-- semaphore_limit: set or change the number of permits of a semaphore, and
+-- wake waiters when it grows.
+-- KEYS[1] permits (sorted set)  KEYS[2] limit
+-- ARGV[1] 'set' or 'add'        ARGV[2] the new limit, or the change
+-- ARGV[3] the permits the caller was configured with: the current limit
+--         when KEYS[2] does not exist
+-- ARGV[4] release channel
+-- Returns the new limit. A result below 1 is refused with DLOCKLIMIT and
+-- changes nothing.
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'none' and kind ~= 'zset' then
+  return redis.error_reply('WRONGTYPE dlock semaphore key ' .. KEYS[1] .. ' holds a ' .. kind)
+end
+kind = redis.call('TYPE', KEYS[2])['ok']
+local old = tonumber(ARGV[3])
+if kind == 'string' then
+  local raw = redis.call('GET', KEYS[2])
+  old = tonumber(raw)
+  if not old or old < 1 or old ~= math.floor(old) then
+    return redis.error_reply('DLOCKLIMIT dlock semaphore limit ' .. KEYS[2] .. ' holds "' .. raw .. '", not a whole number >= 1')
+  end
+elseif kind ~= 'none' then
+  return redis.error_reply('WRONGTYPE dlock semaphore limit key ' .. KEYS[2] .. ' holds a ' .. kind)
+end
+local new = tonumber(ARGV[2])
+if ARGV[1] == 'add' then
+  new = old + new
+end
+if new < 1 then
+  return redis.error_reply('DLOCKLIMIT the limit of ' .. KEYS[2] .. ' would be ' .. string.format('%.0f', new) .. ' (now ' .. string.format('%.0f', old) .. '); it must stay >= 1')
+end
+redis.call('SET', KEYS[2], string.format('%.0f', new))
+if new > old then
+  redis.call('PUBLISH', ARGV[4], 'permits')
+end
+return new

@@ -1,0 +1,146 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/redisscript"
+)
+
+// ErrInvalidCount is returned, wrapped, by Latch.TrySetCount for a count
+// below 1, and by every Latch call when the stored count is not a whole
+// number of at least 0.
+var ErrInvalidCount = errors.New("redislock: invalid latch count")
+
+// A Latch is a count-down latch, as Redisson's RCountDownLatch: one party
+// sets a count with TrySetCount, others count it down with CountDown, and
+// any number of waiters, on any client, block in Wait until it reaches
+// zero. At zero the latch is deleted and may be set again.
+//
+// On the server the count is the string dlock:{name}:count; it has no
+// expiry, so a latch that is never counted down to zero stays until its key
+// is deleted. Reaching zero is announced on the channel dlock:{name}:zero.
+//
+// A Latch holds no state of its own and is safe for concurrent use. The
+// name must not be used by another kind of dlock object with a key of the
+// same name: a key of another type is reported as a WRONGTYPE error.
+type Latch struct {
+	c                     *Client
+	name                  string
+	countKey, zeroChannel string
+	err                   error
+}
+
+// NewLatch returns the latch called name. It never fails: a bad name is
+// reported by every call.
+func (c *Client) NewLatch(name string) *Latch {
+	base := keyPrefix + "{" + name + "}"
+	return &Latch{c: c, name: name, countKey: base + ":count", zeroChannel: base + ":zero", err: checkName(name)}
+}
+
+// Name returns the latch's name.
+func (l *Latch) Name() string { return l.name }
+
+// TrySetCount sets the count to n, which must be at least 1, if the latch
+// is not counting (its count is zero or was never set). It reports whether
+// it set the count; false means another count is running.
+func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
+	if n < 1 {
+		return false, fmt.Errorf("redislock: TrySetCount(%d) on latch %q: the count must be at least 1: %w", n, l.name, ErrInvalidCount)
+	}
+	v, err := l.run(ctx, redisscript.LatchSet, strconv.Itoa(n))
+	return v == 1, err
+}
+
+// CountDown decrements the count. The call that brings it to zero deletes
+// the latch and wakes every waiter. Counting down a latch that is not
+// counting does nothing.
+func (l *Latch) CountDown(ctx context.Context) error {
+	_, err := l.run(ctx, redisscript.LatchCountDown, l.zeroChannel)
+	return err
+}
+
+// Count returns the current count: 0 if the latch is not counting.
+func (l *Latch) Count(ctx context.Context) (int, error) {
+	v, err := l.run(ctx, redisscript.LatchCount)
+	return int(v), err
+}
+
+// Wait blocks until the count is zero and returns nil; at once if the
+// latch is not counting. It is woken by the notice of the CountDown that
+// reaches zero, and checks the count again with backoff (DefaultRetry) in
+// case a notice is lost, so a lost notice costs at most about half a
+// second. Wait returns when it sees the count at zero: if the latch is set
+// again at once after reaching zero, a waiter may see the new count and
+// go on waiting. If ctx is done first, the error matches ctx.Err().
+func (l *Latch) Wait(ctx context.Context) error {
+	n, err := l.Count(ctx)
+	if err != nil || n == 0 {
+		return err
+	}
+	w := l.c.subs.wait(ctx, l.zeroChannel)
+	defer w.close(false)
+	var timer *time.Timer
+	for attempt := 1; ; attempt++ {
+		// Check again at once: zero may have come before the subscription.
+		if n, err := l.Count(ctx); err != nil || n == 0 {
+			return err
+		}
+		wait, _ := DefaultRetry.Backoff(attempt)
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return l.cancelled(ctx.Err())
+		case <-w.c:
+		case <-timer.C:
+		}
+	}
+}
+
+// run runs a latch script on the count key and returns its integer reply.
+func (l *Latch) run(ctx context.Context, sc *Script, args ...string) (int64, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	if err := l.c.usable(); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, l.cancelled(err)
+	}
+	v, err := l.c.eval(ctx, sc, []string{l.countKey}, args...)
+	if err != nil {
+		if cause := cancelled(ctx, err); cause != nil && !isReply(err) {
+			return 0, l.cancelled(cause)
+		}
+		return 0, l.describe(sc, err)
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("redislock: %s on latch %q: unexpected reply %T %v", sc.Name, l.name, v, v)
+	}
+	return n, nil
+}
+
+func (l *Latch) cancelled(cause error) error {
+	return fmt.Errorf("redislock: latch %q: %w", l.name, cause)
+}
+
+// describe names the problem behind a failed latch script.
+func (l *Latch) describe(sc *Script, err error) error {
+	var re *ReplyError
+	if errors.As(err, &re) && strings.Contains(re.Msg, "DLOCKCOUNT") {
+		return fmt.Errorf("redislock: latch %q: %s; something other than dlock wrote it: %w",
+			l.name, strings.TrimPrefix(re.Msg, "DLOCKCOUNT "), ErrInvalidCount)
+	}
+	return describe(l.countKey, sc, err)
+}
