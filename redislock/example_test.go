@@ -147,3 +147,102 @@ func ExampleMultiLock() {
 	fmt.Println(lease.Key())
 	// Output: dlock:{account-a}+dlock:{account-b}
 }
+
+// Readers share the lock; a writer waits for them, and a waiting writer
+// keeps new readers out.
+func ExampleRWMutex() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := redislock.New(goredisconn.New(rdb))
+	defer locks.Close()
+	config := locks.NewRWMutex("config")
+
+	ctx := context.Background()
+	r1, _ := config.Reader().Lock(ctx)
+	r2, _ := config.Reader().Lock(ctx)
+	_, err := config.Writer().TryLock(ctx)
+	fmt.Println("writer while two readers hold:", err)
+	r1.Release(ctx)
+	r2.Release(ctx)
+
+	w, err := config.Writer().Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := config.Downgrade(ctx, w) // keep reading what was just written
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("after downgrade, the write lease is:", w.Err())
+	r.Release(ctx)
+	// Output:
+	// writer while two readers hold: dlock: lock not obtained
+	// after downgrade, the write lease is: dlock: lock released
+}
+
+// At most two exports run at once; a permit held by a crashed process comes
+// back when its lease runs out.
+func ExampleSemaphore() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := redislock.New(goredisconn.New(rdb))
+	defer locks.Close()
+	exports := locks.NewSemaphore("exports", 2)
+
+	ctx := context.Background()
+	a, _ := exports.Lock(ctx)
+	b, _ := exports.Lock(ctx)
+	_, err := exports.TryLock(ctx)
+	fmt.Println("third permit:", err)
+	left, _ := exports.Available(ctx)
+	fmt.Println("available:", left)
+	a.Release(ctx)
+	b.Release(ctx)
+	// Output:
+	// third permit: dlock: lock not obtained
+	// available: 0
+}
+
+// Workers wait until three shards have been loaded.
+func ExampleLatch() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := redislock.New(goredisconn.New(rdb))
+	defer locks.Close()
+	loaded := locks.NewLatch("shards-loaded")
+
+	ctx := context.Background()
+	loaded.TrySetCount(ctx, 3)
+	for range 3 {
+		go loaded.CountDown(ctx) // each loader, when done
+	}
+	if err := loaded.Wait(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	n, _ := loaded.Count(ctx)
+	fmt.Println("all shards loaded; count", n)
+	// Output: all shards loaded; count 0
+}
+
+// Waiters get the lock in the order they asked for it.
+func ExampleFairMutex() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rdb.Close()
+	locks := redislock.New(goredisconn.New(rdb))
+	defer locks.Close()
+	queue := locks.NewFairMutex("ticket-queue")
+
+	ctx := context.Background()
+	lease, err := queue.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	info, _ := locks.Inspect(ctx, "ticket-queue")
+	fmt.Println(info.Kind, "lock, waiters queued:", info.Queue)
+	lease.Release(ctx)
+	// Output: exclusive lock, waiters queued: 0
+}
