@@ -102,7 +102,8 @@ func TestIntegrationShortRun(t *testing.T) {
 	for _, want := range []string{"### S1", "### S2", "### S3", "### R1", "### Targets", "| raw-goredis |",
 		"| dlock-goredis |", "| dlock-rueidis |", "| bsm/redislock |", "| redsync |", "| rueidislock |",
 		"#### S4a", "#### S4b", "#### S4f", "| raw-parallel |", "| dlock-redlock-goredis |", "| dlock-redlock-rueidis |",
-		"| redsync-failfast |"} {
+		"| redsync-failfast |", "### S5", "| dlock-fair-goredis |", "### S6", "| dlock-rw-goredis |",
+		"| dlock-mutex-goredis |", "### R2"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}

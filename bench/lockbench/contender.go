@@ -69,12 +69,12 @@ func selectContenders(names []string) (single, redlock []Contender, err error) {
 	}
 	known := func(n string) bool {
 		has := func(c Contender) bool { return c.Name == n }
-		return slices.ContainsFunc(all, has) || slices.ContainsFunc(rl, has)
+		return slices.ContainsFunc(all, has) || slices.ContainsFunc(rl, has) || slices.ContainsFunc(issue4Contenders(), has)
 	}
 	for _, n := range names {
 		if !known(n) {
 			var list []string
-			for _, c := range append(all, rl...) {
+			for _, c := range append(append(all, rl...), issue4Contenders()...) {
 				if !slices.Contains(list, c.Name) {
 					list = append(list, c.Name)
 				}

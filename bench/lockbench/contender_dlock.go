@@ -12,8 +12,8 @@ import (
 )
 
 // dlockLuaInternal are the commands dlock's acquire, release and refresh
-// scripts run inside Redis.
-var dlockLuaInternal = []string{"set", "time", "get", "type", "pttl", "del", "publish", "pexpire"}
+// scripts run inside Redis (incr: the acquire script's fence).
+var dlockLuaInternal = []string{"set", "time", "get", "type", "pttl", "del", "publish", "pexpire", "incr"}
 
 func dlockGoRedis() Contender {
 	return Contender{

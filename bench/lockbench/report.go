@@ -38,6 +38,12 @@ func (r *Results) Markdown() string {
 			checks = append(checks, r.r1(&b)...)
 		case "S4":
 			checks = append(checks, r.s4(&b)...)
+		case "S5":
+			checks = append(checks, r.s5(&b)...)
+		case "S6":
+			checks = append(checks, r.s6(&b)...)
+		case "R2":
+			checks = append(checks, r.r2(&b)...)
 		}
 	}
 	if len(checks) > 0 {
@@ -50,6 +56,7 @@ func (r *Results) Markdown() string {
 	}
 	r.errors(&b)
 	r.notes(&b)
+	r.issue4Notes(&b)
 	return b.String()
 }
 
@@ -208,7 +215,12 @@ func (r *Results) r1(b *strings.Builder) []check {
 func (r *Results) errors(b *strings.Builder) {
 	var lines []string
 	for _, sc := range append(slices.Clone(AllScenarios), s4Parts...) {
-		for _, c := range append(slices.Clone(r.contenders), r.redlock...) {
+		seen := map[string]bool{}
+		for _, c := range append(append(slices.Clone(r.contenders), r.redlock...), r.issue4...) {
+			if seen[c.Name] {
+				continue
+			}
+			seen[c.Name] = true
 			for rep, e := range r.errs[sc][c.Name] {
 				if e != "" {
 					lines = append(lines, fmt.Sprintf("- %s %s rep %d: %s", sc, c.Name, rep+1, e))

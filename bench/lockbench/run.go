@@ -13,7 +13,7 @@ import (
 )
 
 // Scenario names, in run order.
-var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4"}
+var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4", "S5", "S6", "R2"}
 
 // Config is one benchmark run.
 type Config struct {
@@ -64,6 +64,7 @@ type Results struct {
 	cfg              Config
 	contenders       []Contender // S1–S3, R1
 	redlock          []Contender // S4
+	issue4           []Contender // S5, S6, R2 (always all of them)
 	redis            string
 	library          string
 	rueidislockProbe string // why rueidislock is not an S4 contender
@@ -87,7 +88,7 @@ func Run(cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Results{cfg: cfg, contenders: cs, redlock: rs, library: libraryState(), start: time.Now(),
+	res := &Results{cfg: cfg, contenders: cs, redlock: rs, issue4: issue4Contenders(), library: libraryState(), start: time.Now(),
 		runs: map[string]map[string][]Metrics{}, errs: map[string]map[string][]string{}}
 	if slices.ContainsFunc(cfg.Scenarios, func(s string) bool { return s != "S4" }) {
 		srv, err := startServer()
@@ -123,10 +124,17 @@ func (res *Results) runSingle(srv *server) {
 		}
 		res.runs[sc], res.errs[sc] = map[string][]Metrics{}, map[string][]string{}
 		group := cs
-		if sc == "R1" {
+		switch sc {
+		case "R1":
 			group = slices.DeleteFunc(slices.Clone(cs), func(c Contender) bool { return c.DlockTransport == "" })
+		case "S5":
+			group = S5Contenders()
+		case "S6":
+			group = S6Contenders()
+		case "R2":
+			group = []Contender{r2Contender()}
 		}
-		if sc != "R1" { // an untimed, discarded run first, so that no contender runs on a cold process
+		if sc != "R1" && sc != "R2" { // an untimed, discarded run first, so that no contender runs on a cold process
 			_, err := runOne(sc, group[0], srv, cfg, -1)
 			progress(cfg, "%s warm-up run (discarded) %s", sc, brief(nil, err))
 		}
@@ -188,6 +196,12 @@ func runOne(sc string, c Contender, srv *server, cfg Config, rep int) (Metrics, 
 		return runS2(c, srv.addr(), cfg)
 	case "S3":
 		return runS3(c, srv, cfg, rep)
+	case "S5":
+		return runS5(c, srv, cfg, rep)
+	case "S6":
+		return runS6(c, srv, cfg, rep)
+	case "R2":
+		return runR2(srv, cfg)
 	default:
 		return runR1(c.DlockTransport, srv, cfg)
 	}
