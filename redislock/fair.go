@@ -266,26 +266,7 @@ func (l *fairLease) forget() {
 }
 
 // Refresh extends the lease to a full TTL from now.
-func (l *fairLease) Refresh(ctx context.Context) error {
-	if ended, err := l.Ended(false); ended {
-		return err
-	}
-	start := time.Now()
-	v, err := l.m.c.eval(ctx, refreshScript, []string{l.m.keys.lock}, l.Token(), l.m.ttl)
-	if err != nil {
-		return describe(l.Key(), refreshScript, err)
-	}
-	if v != int64(1) {
-		l.End(dlock.Lost(dlock.ErrTakenOver))
-		_, err := l.Ended(false)
-		return err
-	}
-	if !l.Extend(validity(start, l.m.cfg.ttl)) {
-		_, err := l.Ended(false)
-		return err
-	}
-	return nil
-}
+func (l *fairLease) Refresh(ctx context.Context) error { return l.m.c.refresh(ctx, l, l.m.cfg.ttl) }
 
 // Release deletes the lock if this lease still holds it and wakes the
 // waiter at the head of the queue.

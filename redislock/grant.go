@@ -34,26 +34,7 @@ func (g *grant) forget() {
 }
 
 // Refresh extends the lease to a full TTL from now.
-func (g *grant) Refresh(ctx context.Context) error {
-	if ended, err := g.Ended(false); ended {
-		return err
-	}
-	start := time.Now()
-	v, err := g.m.c.eval(ctx, g.m.f.refresh, []string{g.m.keys.lock}, g.Token(), g.m.ttl)
-	if err != nil {
-		return describe(g.Key(), g.m.f.refresh, err)
-	}
-	if v != int64(1) {
-		g.End(dlock.Lost(dlock.ErrTakenOver))
-		_, err := g.Ended(false)
-		return err
-	}
-	if !g.Extend(validity(start, g.m.cfg.ttl)) {
-		_, err := g.Ended(false)
-		return err
-	}
-	return nil
-}
+func (g *grant) Refresh(ctx context.Context) error { return g.m.c.refresh(ctx, g, g.m.cfg.ttl) }
 
 // Release deletes the lock if this lease still holds it and wakes waiters.
 func (g *grant) Release(ctx context.Context) error {

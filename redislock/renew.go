@@ -71,3 +71,36 @@ func renewOutcome(st interface {
 	}
 	return time.Time{}
 }
+
+// refreshable is a lease whose Refresh is its refresh call, run once.
+type refreshable interface {
+	renewable
+	Key() string
+	Ended(releasing bool) (bool, error)
+	End(err error) bool
+	Extend(until time.Time) bool
+}
+
+// refresh is Lease.Refresh for every kind: run l's refresh call now and
+// extend l to the TTL from the send time, or end it if it is no longer held.
+func (c *Client) refresh(ctx context.Context, l refreshable, ttl time.Duration) error {
+	if ended, err := l.Ended(false); ended {
+		return err
+	}
+	call := l.refreshCall()
+	start := time.Now()
+	v, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
+	if err != nil {
+		return describe(l.Key(), call.Script, err)
+	}
+	if v != int64(1) {
+		l.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := l.Ended(false)
+		return err
+	}
+	if !l.Extend(validity(start, ttl)) {
+		_, err := l.Ended(false)
+		return err
+	}
+	return nil
+}

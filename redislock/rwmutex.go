@@ -377,27 +377,7 @@ func (l *rwLease) scripts() (release, refresh *Script) {
 }
 
 // Refresh extends the lease to a full TTL from now.
-func (l *rwLease) Refresh(ctx context.Context) error {
-	if ended, err := l.Ended(false); ended {
-		return err
-	}
-	_, refresh := l.scripts()
-	start := time.Now()
-	v, err := l.rw.c.eval(ctx, refresh, []string{l.Key()}, l.Token(), l.rw.ttl)
-	if err != nil {
-		return describe(l.Key(), refresh, err)
-	}
-	if v != int64(1) {
-		l.End(dlock.Lost(dlock.ErrTakenOver))
-		_, err := l.Ended(false)
-		return err
-	}
-	if !l.Extend(validity(start, l.rw.cfg.ttl)) {
-		_, err := l.Ended(false)
-		return err
-	}
-	return nil
-}
+func (l *rwLease) Refresh(ctx context.Context) error { return l.rw.c.refresh(ctx, l, l.rw.cfg.ttl) }
 
 // Release gives up the share or the write lock, and wakes waiters when
 // the lock became free.
