@@ -130,7 +130,7 @@ func (c *Client) abandon(k keys, token string, ttl time.Duration, release *Scrip
 // finding its key absent: a request delayed on a dead connection (a paused
 // server reads its buffers when it resumes) can still set the key after a
 // first check.
-var cleanupChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
+var cleanupChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second, 3 * time.Second}
 
 var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 

@@ -189,8 +189,8 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 		join = "1"
 	}
 	start := time.Now()
-	v, err := m.c.eval(ctx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence},
-		token, m.ttl, m.waitMs, join)
+	v, err := m.c.eval(ctx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence, m.keys.kind},
+		token, m.ttl, m.waitMs, join, "FairMutex")
 	if err != nil {
 		if !isReply(err) {
 			// The script may have run: give the lock (if taken) back, and

@@ -12,11 +12,12 @@ const keyPrefix = "dlock:"
 // in a Cluster they live on one slot.
 type keys struct {
 	lock, fence, channel string
+	kind                 string // which kind of lock uses the name (see redisscript.loadClaiming)
 }
 
 func keysFor(name string) keys {
 	base := keyPrefix + "{" + name + "}"
-	return keys{lock: base, fence: base + ":fence", channel: base + ":released"}
+	return keys{lock: base, fence: base + ":fence", channel: base + ":released", kind: base + ":kind"}
 }
 
 // checkName returns an error naming what is wrong with a lock name.

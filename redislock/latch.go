@@ -117,7 +117,11 @@ func (l *Latch) run(ctx context.Context, sc *Script, args ...string) (int64, err
 	if err := ctx.Err(); err != nil {
 		return 0, l.cancelled(err)
 	}
-	v, err := l.c.eval(ctx, sc, []string{l.countKey}, args...)
+	keys := []string{l.countKey}
+	if sc == redisscript.LatchSet { // setting the count claims the name
+		keys, args = append(keys, keysFor(l.name).kind), append(args, "Latch")
+	}
+	v, err := l.c.eval(ctx, sc, keys, args...)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil && !isReply(err) {
 			return 0, l.cancelled(cause)

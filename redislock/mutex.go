@@ -45,6 +45,7 @@ var _ dlock.Locker = (*Mutex)(nil)
 // A flavor is what tells one exclusive lock kind from another: its
 // scripts, and whose token identifies a hold.
 type flavor struct {
+	kind                      string // recorded in the name's kind marker
 	acquire, release, refresh *Script
 	// reentrant: the owner comes from the context (dlock.WithOwner, or a
 	// lease's Context), and an owner may hold the lock more than once.
@@ -52,8 +53,8 @@ type flavor struct {
 }
 
 var (
-	plain     = &flavor{acquire: acquireScript, release: releaseScript, refresh: refreshScript}
-	reentrant = &flavor{acquire: redisscript.ReentrantAcquire, release: redisscript.ReentrantRelease,
+	plain     = &flavor{kind: "Mutex", acquire: acquireScript, release: releaseScript, refresh: refreshScript}
+	reentrant = &flavor{kind: "ReentrantMutex", acquire: redisscript.ReentrantAcquire, release: redisscript.ReentrantRelease,
 		refresh: redisscript.ReentrantRefresh, reentrant: true}
 )
 
@@ -194,7 +195,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 	}
 	start := time.Now()
 	var res [1]Result
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl},
+	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence, m.keys.kind}, Args: []string{token, m.ttl, m.f.kind},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {

@@ -260,18 +260,18 @@ func (rw *RWMutex) withdraw(ctx context.Context, intent string) {
 func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Duration, error) {
 	rw := s.rw
 	token := dlock.NewToken()
-	script, args := redisscript.RWReadAcquire, []string{token, rw.ttl}
+	script, args := redisscript.RWReadAcquire, []string{token, rw.ttl, "RWMutex"}
 	if !s.read {
 		px := "0"
 		if intent != "" {
 			px = rw.intentPX
 		}
 		owner, _ := dlock.OwnerFrom(ctx)
-		script, args = redisscript.RWWriteAcquire, []string{token, rw.ttl, px, intent, owner}
+		script, args = redisscript.RWWriteAcquire, []string{token, rw.ttl, px, intent, owner, "RWMutex"}
 	}
 	start := time.Now()
 	var res [1]Result
-	rw.c.conn.Eval(ctx, []Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence}, Args: args,
+	rw.c.conn.Eval(ctx, []Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence, rw.base + ":kind"}, Args: args,
 		WaitReplicas: rw.cfg.replicas, WaitTimeout: rw.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {

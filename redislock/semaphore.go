@@ -55,7 +55,7 @@ var _ dlock.Locker = (*Semaphore)(nil)
 // semaphoreFlavor gives a Semaphore's leases (grants of its inner Mutex)
 // the permit scripts: refresh and release take the sorted set as their
 // only key, as the Mutex scripts take the lock key.
-var semaphoreFlavor = &flavor{acquire: redisscript.SemaphoreAcquire,
+var semaphoreFlavor = &flavor{kind: "Semaphore", acquire: redisscript.SemaphoreAcquire,
 	release: redisscript.SemaphoreRelease, refresh: redisscript.SemaphoreRefresh}
 
 // NewSemaphore returns the semaphore called name with permits permits. It
@@ -181,8 +181,8 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	token := dlock.NewToken()
 	start := time.Now()
 	var res [1]Result
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence},
-		Args:         []string{token, m.ttl, strconv.Itoa(s.permits)},
+	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, m.keys.kind},
+		Args:         []string{token, m.ttl, strconv.Itoa(s.permits), m.f.kind},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {

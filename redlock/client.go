@@ -208,7 +208,7 @@ var releaseRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // finding its key absent on a node: a request delayed on a dead connection
 // (a paused server reads its buffers when it resumes) can still set the key
 // after a first check.
-var cleanupChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
+var cleanupChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second, 3 * time.Second}
 
 func (c *Client) count(todo []bool) int {
 	n := 0

@@ -37,14 +37,35 @@ func load(name string) *Script {
 	return New(strings.TrimSuffix(name, ".lua"), string(src))
 }
 
-// The scripts. Each file's header lists its KEYS and ARGV.
+// claimPrologue runs before every acquire script. One lock name serves one
+// kind of lock: the kind that first takes a name records itself in a
+// marker key, passed as the script's last key with the kind as its last
+// argument, and every other kind is refused. Being last, they leave the
+// script's own KEYS and ARGV numbering unchanged.
+const claimPrologue = `local dlock_kind = redis.call('GET', KEYS[#KEYS])
+if dlock_kind and dlock_kind ~= ARGV[#ARGV] then
+  return redis.error_reply('DLOCKKIND dlock lock name ' .. KEYS[#KEYS] .. ' is used by a ' .. dlock_kind)
+end
+if not dlock_kind then
+  redis.call('SET', KEYS[#KEYS], ARGV[#ARGV])
+end
+`
+
+// loadClaiming loads an acquire script behind claimPrologue.
+func loadClaiming(name string) *Script {
+	s := load(name)
+	return New(s.Name, claimPrologue+s.Src)
+}
+
+// The scripts. Each file's header lists its KEYS and ARGV; those loaded
+// with loadClaiming take one more key and argument (see claimPrologue).
 var (
-	Acquire       = load("acquire.lua")
+	Acquire       = loadClaiming("acquire.lua")
 	Release       = load("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
 
-	ReentrantAcquire = load("reentrant_acquire.lua")
+	ReentrantAcquire = loadClaiming("reentrant_acquire.lua")
 	ReentrantRelease = load("reentrant_release.lua")
 	ReentrantRefresh = load("reentrant_refresh.lua")
 	QuorumFence      = load("quorum_fence.lua")
@@ -75,6 +96,9 @@ func Describe(pkg, key string, s *Script, err error) error {
 		return fmt.Errorf("%s: key %q holds a value of another Redis type (WRONGTYPE): another kind of dlock lock, or something else, uses this name; pick another lock name or delete the key: %w", pkg, key, err)
 	case strings.Contains(msg, "DLOCKNOTTL"):
 		return fmt.Errorf("%s: key %q exists without an expiry, so it was not set by dlock; pick another lock name or delete the key: %w", pkg, key, err)
+	case strings.Contains(msg, "DLOCKKIND"):
+		kind := msg[strings.LastIndex(msg, " ")+1:]
+		return fmt.Errorf("%s: the name of %q is already used by a %s; one name serves one kind of lock, so pick another name: %w", pkg, key, kind, err)
 	case strings.Contains(msg, "DLOCKFENCE"):
 		return fmt.Errorf("%s: the fence counter of %q does not hold a number; something other than dlock wrote it: %w", pkg, key, err)
 	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
