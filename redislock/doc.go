@@ -4,10 +4,11 @@
 // # How a Mutex works
 //
 // The lock is a key, dlock:{name}, set with SET NX PX to a random 128-bit
-// owner token. Acquiring it is one Lua script that also bumps a fence
-// counter, dlock:{name}:fence, to max(counter+1, server time in
-// microseconds): the fence strictly increases across holders, even after a
-// restart that lost the counter, as long as the server's clock does not go
+// owner token. Acquiring it is one Lua script that also increments a fence
+// counter, dlock:{name}:fence; a missing counter (a new name, or a restart
+// that lost the data) starts again from the server time in microseconds. So
+// the fence strictly increases across holders, even after such a restart, as
+// long as the server's clock does not go
 // backwards. Releasing is a compare-and-delete that also publishes on
 // dlock:{name}:released, which wakes waiters at once; refreshing is a
 // compare-and-pexpire. The three keys share the hash tag {name}, so in a
