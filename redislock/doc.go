@@ -8,11 +8,10 @@
 // counter, dlock:{name}:fence; a missing counter (a new name, or a restart
 // that lost the data) starts again from the server time in microseconds. So
 // the fence strictly increases across holders, even after such a restart, as
-// long as the server's clock does not go
-// backwards. Releasing is a compare-and-delete that also publishes on
-// dlock:{name}:released, which wakes waiters at once; refreshing is a
-// compare-and-pexpire. The three keys share the hash tag {name}, so in a
-// Cluster they live on one slot. Scripts run by EVALSHA, falling back to
+// long as the server's clock does not go backwards. Releasing is a
+// compare-and-delete that also publishes on dlock:{name}:released, which
+// wakes waiters at once; refreshing is a compare-and-pexpire. A lock's keys
+// share the hash tag {name}, so in a Cluster they live on one slot. Scripts run by EVALSHA, falling back to
 // EVAL when the server's script cache is empty.
 //
 // # Leases, renewal and loss
