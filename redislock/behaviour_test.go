@@ -261,7 +261,7 @@ func TestIntegrationBlackholeEndsLeaseByUntil(t *testing.T) {
 	p.Blackhole(true)
 	select {
 	case <-lease.Done():
-		if late := time.Since(lease.Until()); late > 20*time.Millisecond {
+		if late := time.Since(lease.Until()); late > 50*time.Millisecond { // scheduling noise
 			t.Errorf("Done closed %v after Until", late)
 		}
 	case <-time.After(2 * ttl):

@@ -146,7 +146,7 @@ func TestIntegrationPausedNodes(t *testing.T) {
 	servers[1].Pause()
 	select {
 	case <-lease.Done():
-		if late := time.Since(lease.Until()); late > 20*time.Millisecond {
+		if late := time.Since(lease.Until()); late > 50*time.Millisecond { // scheduling noise
 			t.Errorf("Done closed %v after Until", late)
 		}
 	case <-time.After(2 * ttl):
