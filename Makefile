@@ -8,7 +8,7 @@ BENCHTIME ?= 3s
 all: test
 
 deps:
-	@./scripts/ensure-deps
+	@./scripts/ensure-deps redis zookeeper
 
 ## test: gofmt check, go vet, and every test (real servers) under -race
 test: deps lint
@@ -30,5 +30,6 @@ bench: deps
 	cd bench && $(GO) run ./cmd/lockbench -duration $(BENCHTIME)
 
 ## demo: start a local redis-server and watch workers contend for one lock
-demo: deps
+demo:
+	@./scripts/ensure-deps redis
 	$(GO) run ./cmd/dlock demo

@@ -48,6 +48,7 @@ func StopAll() error {
 	for _, r := range servers {
 		errs = append(errs, r.Close())
 	}
+	errs = append(errs, stopAllZooKeepers())
 	return errors.Join(errs...)
 }
 

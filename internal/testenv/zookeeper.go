@@ -1,0 +1,683 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	zkStartTimeout  = 30 * time.Second
+	zkQuorumTimeout = 30 * time.Second
+	zkProbeTimeout  = 500 * time.Millisecond
+	zkOutFileName   = "zookeeper.out" // stdout and stderr, where the server logs
+	zkConfFileName  = "zoo.cfg"
+	zkMainClass     = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+	zkPackage       = "zookeeper"
+)
+
+// zkJars lists the jars a ZooKeeper server needs, as installed by the
+// Debian package. zookeeper.jar names its own dependencies in its
+// manifest; slf4j-simple makes the server log to stderr, and is optional.
+var (
+	zkJar    = "/usr/share/java/zookeeper.jar"
+	zkLogJar = "/usr/share/java/slf4j-simple.jar"
+)
+
+// zkInstallHint tells the reader how to install ZooKeeper.
+func zkInstallHint() string {
+	return "install it with: apt-get install -y " + zkPackage
+}
+
+// lookZooKeeper returns the java executable and the class path with which
+// to run a ZooKeeper server, or an error that names the Debian package to
+// install.
+func lookZooKeeper() (java, classpath string, err error) {
+	if _, err := os.Stat(zkJar); err != nil {
+		return "", "", fmt.Errorf("testenv: ZooKeeper not found (%s is missing); %s", zkJar, zkInstallHint())
+	}
+	java, err = exec.LookPath("java")
+	if err != nil {
+		java = "/usr/bin/java"
+		if _, err := os.Stat(java); err != nil {
+			return "", "", fmt.Errorf("testenv: java not found in $PATH or /usr/bin; %s", zkInstallHint())
+		}
+	}
+	cp := []string{zkJar}
+	if _, err := os.Stat(zkLogJar); err == nil {
+		cp = append(cp, zkLogJar)
+	}
+	return java, strings.Join(cp, ":"), nil
+}
+
+// requireZooKeeper skips the test if ZooKeeper is not installed, or fails
+// it when the CI environment variable is "true" or "1".
+func requireZooKeeper(t testing.TB) {
+	t.Helper()
+	if _, _, err := lookZooKeeper(); err != nil {
+		if inCI() {
+			t.Fatalf("%v (CI is set, so this is a failure)", err)
+		}
+		t.Skipf("%v", err)
+	}
+}
+
+// zkRegistry holds every ZooKeeper that has been started and not closed.
+// StopAll does not know about it; stopAllZooKeepers does.
+var zkRegistry struct {
+	sync.Mutex
+	servers map[*ZooKeeper]struct{}
+}
+
+func zkRegister(z *ZooKeeper) {
+	zkRegistry.Lock()
+	defer zkRegistry.Unlock()
+	if zkRegistry.servers == nil {
+		zkRegistry.servers = make(map[*ZooKeeper]struct{})
+	}
+	zkRegistry.servers[z] = struct{}{}
+}
+
+func zkUnregister(z *ZooKeeper) {
+	zkRegistry.Lock()
+	defer zkRegistry.Unlock()
+	delete(zkRegistry.servers, z)
+}
+
+// stopAllZooKeepers closes every ZooKeeper started by this process that
+// has not been closed yet.
+func stopAllZooKeepers() error {
+	zkRegistry.Lock()
+	servers := make([]*ZooKeeper, 0, len(zkRegistry.servers))
+	for z := range zkRegistry.servers {
+		servers = append(servers, z)
+	}
+	zkRegistry.Unlock()
+	var errs []error
+	for _, z := range servers {
+		errs = append(errs, z.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// A ZooKeeper is one ZooKeeper server process listening on 127.0.0.1,
+// either standalone or as a member of an [Ensemble]. Its methods are safe
+// for concurrent use. The address, ports and directory stay the same
+// across Kill, Stop and Restart, and so does the data: a restarted server
+// keeps what it had written.
+type ZooKeeper struct {
+	java      string
+	classpath string
+	dir       string
+	ownDir    bool
+	id        int    // myid; 0 for a standalone server
+	conf      string // text of zoo.cfg
+	port      int    // client port
+	peerPort  int    // quorum port; 0 for a standalone server
+	elecPort  int    // leader election port; 0 for a standalone server
+
+	mu     sync.Mutex
+	proc   *process // the current or last process; nil before the first start
+	pids   []int    // every PID this server has had
+	closed bool
+}
+
+// newZooKeeper prepares, but does not start, a server with a new
+// temporary directory and a free client port.
+func newZooKeeper() (*ZooKeeper, error) {
+	java, cp, err := lookZooKeeper()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "testenv-zookeeper-")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	z := &ZooKeeper{java: java, classpath: cp, dir: dir, ownDir: true}
+	if z.port, err = FreePort(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return z, nil
+}
+
+// writeConf writes zoo.cfg and, for an ensemble member, the myid file.
+// servers holds the server.N lines of the ensemble, if any.
+func (z *ZooKeeper) writeConf(servers []string) error {
+	data := filepath.Join(z.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "tickTime=200\ninitLimit=10\nsyncLimit=5\n")
+	fmt.Fprintf(&b, "dataDir=%s\n", data)
+	fmt.Fprintf(&b, "clientPortAddress=127.0.0.1\nclientPort=%d\n", z.port)
+	fmt.Fprintf(&b, "admin.enableServer=false\n4lw.commands.whitelist=*\n")
+	if len(servers) > 0 {
+		b.WriteString("standaloneEnabled=false\n")
+		for _, s := range servers {
+			b.WriteString(s + "\n")
+		}
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(z.id)+"\n"), 0o644); err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+	}
+	z.conf = b.String()
+	if err := os.WriteFile(filepath.Join(z.dir, zkConfFileName), []byte(z.conf), 0o644); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	return nil
+}
+
+// LaunchZooKeeper starts a standalone ZooKeeper server on a free port and
+// waits until it answers "ruok" with "imok" and "srvr" reports Mode
+// standalone. If the server is not ready within about thirty seconds,
+// LaunchZooKeeper stops it and returns an error that includes the tail of
+// its log. The caller must Close the returned ZooKeeper.
+func LaunchZooKeeper() (*ZooKeeper, error) {
+	var startErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		z, err := newZooKeeper()
+		if err != nil {
+			return nil, err
+		}
+		if err := z.writeConf(nil); err != nil {
+			z.Close()
+			return nil, err
+		}
+		z.mu.Lock()
+		startErr = z.startLocked()
+		if startErr == nil {
+			startErr = z.waitModeLocked(zkStartTimeout, "standalone")
+		}
+		z.mu.Unlock()
+		if startErr == nil {
+			zkRegister(z)
+			return z, nil
+		}
+		z.Close()
+		if !errors.Is(startErr, errAddrInUse) {
+			break
+		}
+	}
+	return nil, startErr
+}
+
+// StartZooKeeper starts a standalone server as LaunchZooKeeper does and
+// closes it when the test and its subtests complete. If the test has
+// failed by then, the tail of the server's log is written with t.Log.
+// StartZooKeeper skips the test if ZooKeeper is not installed (or fails it
+// when the CI environment variable is "true" or "1") and fails it if the
+// server does not start.
+func StartZooKeeper(t testing.TB) *ZooKeeper {
+	t.Helper()
+	requireZooKeeper(t)
+	z, err := LaunchZooKeeper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeZooKeeperForTest(t, z) })
+	return z
+}
+
+func closeZooKeeperForTest(t testing.TB, z *ZooKeeper) {
+	if t.Failed() {
+		t.Logf("zookeeper %s log tail:\n%s", z.Addr(), z.LogTail(logTailLines))
+	}
+	if err := z.Close(); err != nil {
+		t.Errorf("closing zookeeper %s: %v", z.Addr(), err)
+	}
+}
+
+// startLocked starts a new process and waits until it answers "ruok" and
+// reports its own data directory in "conf", so that another server on the
+// port is not mistaken for it. It does not wait for the server to serve
+// requests. On failure the process is gone when startLocked returns.
+// z.mu must be held.
+func (z *ZooKeeper) startLocked() error {
+	out, err := os.OpenFile(filepath.Join(z.dir, zkOutFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	cmd := exec.Command(z.java,
+		"-Xmx128m",
+		"-XX:+UseSerialGC",
+		"-XX:TieredStopAtLevel=1",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-cp", z.classpath,
+		zkMainClass,
+		filepath.Join(z.dir, zkConfFileName),
+	)
+	cmd.Dir = z.dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,            // a signal to our process group does not reach it
+		Pdeathsig: syscall.SIGKILL, // nor does it outlive us
+	}
+	err = spawn(cmd)
+	out.Close() // the child has its own copy
+	if err != nil {
+		return fmt.Errorf("testenv: starting zookeeper: %w", err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	z.proc = p
+	z.pids = append(z.pids, cmd.Process.Pid)
+	trackPID(cmd.Process.Pid)
+	if err := z.waitUpLocked(p); err != nil {
+		z.killLocked()
+		return err
+	}
+	return nil
+}
+
+// waitUpLocked waits until the process p answers "ruok" on the client
+// port with its own configuration.
+func (z *ZooKeeper) waitUpLocked(p *process) error {
+	deadline := time.Now().Add(zkStartTimeout)
+	wantDir := filepath.Join(z.dir, "data")
+	for {
+		if !p.running() {
+			return z.exitError(p)
+		}
+		if reply, err := fourLetter(z.Addr(), "ruok", zkProbeTimeout); err == nil && reply == "imok" {
+			conf, err := fourLetter(z.Addr(), "conf", zkProbeTimeout)
+			if err == nil && strings.HasPrefix(confValue(conf, "dataDir"), wantDir) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testenv: zookeeper (pid %d) on %s did not answer ruok within %v; log tail:\n%s",
+				p.cmd.Process.Pid, z.Addr(), zkStartTimeout, z.LogTail(logTailLines))
+		}
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitModeLocked waits until srvr reports one of the modes in want, or
+// any mode if want is empty.
+func (z *ZooKeeper) waitModeLocked(timeout time.Duration, want ...string) error {
+	p := z.proc
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		if !p.running() {
+			return z.exitError(p)
+		}
+		if reply, err := fourLetter(z.Addr(), "srvr", zkProbeTimeout); err == nil {
+			last = srvrMode(reply)
+			if last != "" && (len(want) == 0 || slices.Contains(want, last)) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testenv: zookeeper %s not serving as %v within %v (mode %q); log tail:\n%s",
+				z.Addr(), want, timeout, last, z.LogTail(logTailLines))
+		}
+		select {
+		case <-p.done:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// exitError describes a process that exited before it was ready.
+func (z *ZooKeeper) exitError(p *process) error {
+	tail := z.LogTail(logTailLines)
+	err := fmt.Errorf("testenv: zookeeper on %s exited before it was ready (%v); log tail:\n%s", z.Addr(), p.err, tail)
+	if strings.Contains(tail, "Address already in use") {
+		return fmt.Errorf("%w: %w", err, errAddrInUse)
+	}
+	return err
+}
+
+// Addr returns the server's client address, "127.0.0.1:port".
+func (z *ZooKeeper) Addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(z.port))
+}
+
+// Dir returns the server's directory, which holds zoo.cfg, the log
+// zookeeper.out and the data directory.
+func (z *ZooKeeper) Dir() string { return z.dir }
+
+// PID returns the process ID of the running server, or 0 if it is not
+// running.
+func (z *ZooKeeper) PID() int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if !z.proc.running() {
+		return 0
+	}
+	return z.proc.cmd.Process.Pid
+}
+
+// Mode asks the server with "srvr" how it is serving and returns
+// "standalone", "leader" or "follower". It returns an error if the server
+// does not answer or is not serving requests, as while an ensemble has no
+// quorum.
+func (z *ZooKeeper) Mode() (string, error) {
+	reply, err := fourLetter(z.Addr(), "srvr", 2*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("testenv: zookeeper %s: %w", z.Addr(), err)
+	}
+	mode := srvrMode(reply)
+	if mode == "" {
+		return "", fmt.Errorf("testenv: zookeeper %s is not serving: %s", z.Addr(), strings.TrimSpace(reply))
+	}
+	return mode, nil
+}
+
+// Kill sends SIGKILL to the server and waits for it to exit, like
+// kill -9. It does nothing if the server is not running.
+func (z *ZooKeeper) Kill() error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.killLocked()
+}
+
+func (z *ZooKeeper) killLocked() error {
+	p := z.proc
+	if !p.running() {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("testenv: killing zookeeper %s: %w", z.Addr(), err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("testenv: zookeeper %s (pid %d) did not exit after SIGKILL", z.Addr(), p.cmd.Process.Pid)
+	}
+}
+
+// Stop stops the server gracefully: it sends SIGTERM, waits up to five
+// seconds and then sends SIGKILL. It does nothing if the server is not
+// running. A paused server is resumed so that it can shut down.
+func (z *ZooKeeper) Stop() error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.stopLocked()
+}
+
+func (z *ZooKeeper) stopLocked() error {
+	p := z.proc
+	if !p.running() {
+		return nil
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(stopTimeout):
+	}
+	return z.killLocked()
+}
+
+// Pause freezes the server with SIGSTOP. Connections stay open, but it
+// answers nothing, and takes no part in its ensemble, until Resume.
+func (z *ZooKeeper) Pause() error {
+	return z.signal(syscall.SIGSTOP, true)
+}
+
+// Resume continues a paused server with SIGCONT.
+func (z *ZooKeeper) Resume() error {
+	return z.signal(syscall.SIGCONT, false)
+}
+
+// signal sends sig and waits briefly until the process state reflects
+// it: stopped if wantStopped, otherwise not stopped.
+func (z *ZooKeeper) signal(sig syscall.Signal, wantStopped bool) error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	p := z.proc
+	if z.closed || !p.running() {
+		return fmt.Errorf("testenv: zookeeper %s is not running", z.Addr())
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("testenv: signalling zookeeper %s: %w", z.Addr(), err)
+	}
+	pid := p.cmd.Process.Pid
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) && p.running() {
+		state, ok := procState(pid)
+		if !ok || (state == 'T' || state == 't') == wantStopped {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// Restart starts the server again on the same ports and directory,
+// stopping it first if it is running, and waits until it serves requests:
+// a standalone server as standalone, an ensemble member as leader or
+// follower, which needs a quorum of the ensemble to be running. Restart
+// retries for a few seconds while a port is still in use.
+func (z *ZooKeeper) Restart() error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.closed {
+		return fmt.Errorf("testenv: Restart of closed zookeeper %s", z.Addr())
+	}
+	if err := z.stopLocked(); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err := z.startLocked()
+		if err == nil {
+			return z.waitModeLocked(zkStartTimeout)
+		}
+		if !errors.Is(err, errAddrInUse) || attempt == 9 {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// Close stops the server and removes its directory. Close is idempotent.
+func (z *ZooKeeper) Close() error {
+	z.mu.Lock()
+	if z.closed {
+		z.mu.Unlock()
+		return nil
+	}
+	z.closed = true
+	err := z.stopLocked()
+	z.mu.Unlock()
+	zkUnregister(z)
+	if z.ownDir {
+		if rmErr := os.RemoveAll(z.dir); rmErr != nil && err == nil {
+			err = fmt.Errorf("testenv: %w", rmErr)
+		}
+	}
+	return err
+}
+
+// LogTail returns the last n lines of the server's output, where it logs.
+func (z *ZooKeeper) LogTail(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Join(tailLines(filepath.Join(z.dir, zkOutFileName), n), "\n")
+}
+
+// An Ensemble is a ZooKeeper ensemble of an odd number of servers, all on
+// 127.0.0.1. Servers[i] has myid i+1.
+type Ensemble struct {
+	Servers []*ZooKeeper
+}
+
+// LaunchEnsemble starts an ensemble of n servers, where n must be odd and
+// at least 3, and waits until exactly one server is the leader and all the
+// others are followers. If the ensemble does not form within about thirty
+// seconds, LaunchEnsemble stops every server and returns an error that
+// includes the tails of their logs. The caller must Close the returned
+// Ensemble.
+func LaunchEnsemble(n int) (*Ensemble, error) {
+	if n < 3 || n%2 == 0 {
+		return nil, fmt.Errorf("testenv: LaunchEnsemble: an ensemble needs an odd number of servers, at least 3; got %d", n)
+	}
+	e := &Ensemble{}
+	var lines []string
+	for i := range n {
+		z, err := newZooKeeper()
+		if err == nil {
+			z.id = i + 1
+			if z.peerPort, err = FreePort(); err == nil {
+				z.elecPort, err = FreePort()
+			}
+		}
+		if z != nil {
+			e.Servers = append(e.Servers, z)
+		}
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", z.id, z.peerPort, z.elecPort))
+	}
+	for _, z := range e.Servers {
+		if err := z.writeConf(lines); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, z := range e.Servers {
+		wg.Go(func() {
+			z.mu.Lock()
+			defer z.mu.Unlock()
+			errs[i] = z.startLocked()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		e.Close()
+		return nil, err
+	}
+	for _, z := range e.Servers {
+		zkRegister(z)
+	}
+	if err := e.waitFormed(zkQuorumTimeout); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// waitFormed waits until exactly one server is the leader and all the
+// others are followers.
+func (e *Ensemble) waitFormed(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var modes []string
+	for {
+		modes = modes[:0]
+		leaders, followers := 0, 0
+		for _, z := range e.Servers {
+			m, err := z.Mode()
+			if err != nil {
+				m = "-"
+			}
+			modes = append(modes, m)
+			switch m {
+			case "leader":
+				leaders++
+			case "follower":
+				followers++
+			}
+		}
+		if leaders == 1 && followers == len(e.Servers)-1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			fmt.Fprintf(&b, "testenv: ZooKeeper ensemble did not form within %v (modes %v)", timeout, modes)
+			for _, z := range e.Servers {
+				fmt.Fprintf(&b, "\nzookeeper %s log tail:\n%s", z.Addr(), z.LogTail(logTailLines))
+			}
+			return errors.New(b.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// StartEnsemble starts an ensemble as LaunchEnsemble does and closes it
+// when the test and its subtests complete. If the test has failed by then,
+// the tails of the servers' logs are written with t.Log. StartEnsemble
+// skips the test if ZooKeeper is not installed (or fails it when the CI
+// environment variable is "true" or "1") and fails it if the ensemble does
+// not form.
+func StartEnsemble(t testing.TB, n int) *Ensemble {
+	t.Helper()
+	requireZooKeeper(t)
+	e, err := LaunchEnsemble(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, z := range e.Servers {
+			closeZooKeeperForTest(t, z)
+		}
+	})
+	return e
+}
+
+// Addrs returns the client addresses of the servers, in order of myid.
+func (e *Ensemble) Addrs() []string {
+	addrs := make([]string, len(e.Servers))
+	for i, z := range e.Servers {
+		addrs[i] = z.Addr()
+	}
+	return addrs
+}
+
+// Leader returns the server that reports Mode leader. It returns an error
+// if no server does, as during an election, or if more than one does.
+func (e *Ensemble) Leader() (*ZooKeeper, error) {
+	var leader *ZooKeeper
+	for _, z := range e.Servers {
+		if m, err := z.Mode(); err == nil && m == "leader" {
+			if leader != nil {
+				return nil, fmt.Errorf("testenv: ZooKeeper ensemble has two leaders, %s and %s", leader.Addr(), z.Addr())
+			}
+			leader = z
+		}
+	}
+	if leader == nil {
+		return nil, errors.New("testenv: ZooKeeper ensemble has no leader")
+	}
+	return leader, nil
+}
+
+// Close stops every server of the ensemble and removes their directories.
+// Close is idempotent.
+func (e *Ensemble) Close() error {
+	errs := make([]error, len(e.Servers))
+	var wg sync.WaitGroup
+	for i, z := range e.Servers {
+		wg.Go(func() { errs[i] = z.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,252 @@
+package testenv
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// zkExpectDead registers, before any server is started, a cleanup that
+// runs after the servers are closed and checks that every process they
+// ever had is gone.
+func zkExpectDead(t *testing.T, servers func() []*ZooKeeper) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, z := range servers() {
+			z.mu.Lock()
+			pids := append([]int(nil), z.pids...)
+			z.mu.Unlock()
+			for _, pid := range pids {
+				if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+					t.Errorf("zookeeper %s: java pid %d still exists after Close (kill 0: %v)", z.Addr(), pid, err)
+				}
+			}
+		}
+	})
+}
+
+func TestZooKeeperLaunchEnsembleRejectsBadSize(t *testing.T) {
+	for _, n := range []int{-1, 0, 1, 2, 4} {
+		e, err := LaunchEnsemble(n)
+		if err == nil {
+			e.Close()
+			t.Fatalf("LaunchEnsemble(%d) succeeded", n)
+		}
+		if !strings.Contains(err.Error(), "odd number") {
+			t.Errorf("LaunchEnsemble(%d) error = %v", n, err)
+		}
+	}
+}
+
+func TestZooKeeperSrvrMode(t *testing.T) {
+	reply := "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nMode: follower\nNode count: 5\n"
+	if got := srvrMode(reply); got != "follower" {
+		t.Errorf("srvrMode = %q, want follower", got)
+	}
+	if got := srvrMode("This ZooKeeper instance is not currently serving requests\n"); got != "" {
+		t.Errorf("srvrMode of not serving = %q, want empty", got)
+	}
+}
+
+func TestIntegrationZooKeeperStandalone(t *testing.T) {
+	var z *ZooKeeper
+	zkExpectDead(t, func() []*ZooKeeper {
+		if z == nil {
+			return nil
+		}
+		return []*ZooKeeper{z}
+	})
+	start := time.Now()
+	z = StartZooKeeper(t)
+	t.Logf("standalone ready in %v at %s (pid %d)", time.Since(start).Round(time.Millisecond), z.Addr(), z.PID())
+
+	if !strings.HasPrefix(z.Addr(), "127.0.0.1:") {
+		t.Errorf("Addr = %q", z.Addr())
+	}
+	if reply, err := fourLetter(z.Addr(), "ruok", time.Second); err != nil || reply != "imok" {
+		t.Fatalf("ruok = %q, %v; want imok", reply, err)
+	}
+	if m, err := z.Mode(); err != nil || m != "standalone" {
+		t.Fatalf("Mode = %q, %v; want standalone", m, err)
+	}
+
+	old := z.PID()
+	if err := z.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if z.PID() != 0 {
+		t.Errorf("PID after Kill = %d, want 0", z.PID())
+	}
+	if err := syscall.Kill(old, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("pid %d alive after Kill: %v", old, err)
+	}
+	if _, err := z.Mode(); err == nil {
+		t.Error("Mode succeeded after Kill")
+	}
+	start = time.Now()
+	if err := z.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("standalone restarted in %v", time.Since(start).Round(time.Millisecond))
+	if z.PID() == 0 || z.PID() == old {
+		t.Errorf("PID after Restart = %d (old %d)", z.PID(), old)
+	}
+	if m, err := z.Mode(); err != nil || m != "standalone" {
+		t.Fatalf("Mode after Restart = %q, %v; want standalone", m, err)
+	}
+
+	if err := z.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := fourLetter(z.Addr(), "ruok", 300*time.Millisecond); err == nil && reply == "imok" {
+		t.Error("paused server answered ruok")
+	}
+	if err := z.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := z.Mode(); err != nil || m != "standalone" {
+		t.Fatalf("Mode after Resume = %q, %v; want standalone", m, err)
+	}
+
+	if err := z.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if z.PID() != 0 {
+		t.Errorf("PID after Stop = %d, want 0", z.PID())
+	}
+	if err := z.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := z.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := z.Restart(); err == nil {
+		t.Error("Restart after Close succeeded")
+	}
+}
+
+// waitNewLeader waits until a server other than old is the only leader.
+func waitNewLeader(t *testing.T, e *Ensemble, old *ZooKeeper, timeout time.Duration) *ZooKeeper {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := e.Leader()
+		if err == nil && l != old {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader within %v: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestIntegrationZooKeeperEnsemble(t *testing.T) {
+	var e *Ensemble
+	zkExpectDead(t, func() []*ZooKeeper {
+		if e == nil {
+			return nil
+		}
+		return e.Servers
+	})
+	start := time.Now()
+	e = StartEnsemble(t, 3)
+	t.Logf("3-node ensemble formed in %v: %v", time.Since(start).Round(time.Millisecond), e.Addrs())
+
+	if got := len(e.Addrs()); got != 3 {
+		t.Fatalf("len(Addrs) = %d", got)
+	}
+	leader, err := e.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	followers := 0
+	for _, z := range e.Servers {
+		m, err := z.Mode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m == "follower" {
+			followers++
+		}
+	}
+	if followers != 2 {
+		t.Fatalf("%d followers, want 2", followers)
+	}
+
+	// kill -9 the leader: the other two elect a new one.
+	start = time.Now()
+	if err := leader.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	newLeader := waitNewLeader(t, e, leader, 10*time.Second)
+	t.Logf("new leader %s elected %v after kill -9 of %s", newLeader.Addr(), time.Since(start).Round(time.Millisecond), leader.Addr())
+
+	// The old leader comes back as a follower.
+	start = time.Now()
+	if err := leader.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := leader.Mode(); err != nil || m != "follower" {
+		t.Fatalf("old leader Mode after Restart = %q, %v; want follower", m, err)
+	}
+	t.Logf("old leader rejoined as follower in %v", time.Since(start).Round(time.Millisecond))
+
+	// Pause a follower: the leader keeps its quorum; Resume: it serves again.
+	var follower *ZooKeeper
+	for _, z := range e.Servers {
+		if z != newLeader {
+			follower = z
+			break
+		}
+	}
+	if err := follower.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fourLetter(follower.Addr(), "ruok", 300*time.Millisecond); err == nil {
+		t.Error("paused follower answered ruok")
+	}
+	if l, err := e.Leader(); err != nil || l != newLeader {
+		t.Errorf("Leader with a paused follower = %v, %v; want %s", l, err, newLeader.Addr())
+	}
+	if err := follower.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := follower.Mode()
+		if err == nil && m == "follower" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resumed follower Mode = %q, %v", m, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, z := range e.Servers {
+		if z.PID() != 0 {
+			t.Errorf("%s PID after Close = %d", z.Addr(), z.PID())
+		}
+	}
+}
+
+func TestIntegrationZooKeeperNoLeftovers(t *testing.T) {
+	if err := stopAllZooKeepers(); err != nil {
+		t.Error(err)
+	}
+	zkRegistry.Lock()
+	n := len(zkRegistry.servers)
+	zkRegistry.Unlock()
+	if n != 0 {
+		t.Errorf("%d ZooKeeper servers still registered", n)
+	}
+}
