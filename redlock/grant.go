@@ -38,13 +38,14 @@ type tally struct {
 	ok, notOurs int
 	errs        []error
 	failed      []bool // by node: no answer
+	absent      []bool // by node: answered that the key is not this lease's
 }
 
 func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) tally {
 	c := g.m.c
 	call := redislock.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
 	replies := c.fanOut(ctx, call)
-	t := tally{failed: make([]bool, len(c.nodes))}
+	t := tally{failed: make([]bool, len(c.nodes)), absent: make([]bool, len(c.nodes))}
 	for range c.nodes {
 		r := <-replies
 		switch {
@@ -55,6 +56,7 @@ func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) 
 			t.ok++
 		default:
 			t.notOurs++
+			t.absent[r.node] = true
 		}
 	}
 	return t
@@ -104,10 +106,20 @@ func (g *grant) Release(ctx context.Context) error {
 		return err
 	}
 	g.End(dlock.ErrReleased)
-	if len(t.errs) > 0 {
-		// Keep trying the nodes that could not be reached, in the background.
+	// In the background, keep trying the nodes that could not be reached,
+	// and check again those that did not hold the key: an acquire of this
+	// lease that timed out on such a node may still land there (a node that
+	// was slow or paused executes it late, possibly after this release).
+	todo, some := make([]bool, len(g.m.c.nodes)), false
+	for i := range todo {
+		todo[i] = t.failed[i] || t.absent[i]
+		some = some || todo[i]
+	}
+	if some {
 		call := redislock.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
-		g.m.c.releaseOn(t.failed, nil, 0, call, g.m.cfg.ttl)
+		g.m.c.releaseOn(todo, nil, 0, call, g.m.cfg.ttl)
+	}
+	if len(t.errs) > 0 {
 		return errQuorum("release", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
 	}
 	return nil
