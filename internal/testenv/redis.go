@@ -362,21 +362,7 @@ func (r *Redis) Kill() error {
 	return r.killLocked()
 }
 
-func (r *Redis) killLocked() error {
-	p := r.proc
-	if !p.running() {
-		return nil
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("testenv: killing redis-server %s: %w", r.Addr(), err)
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
-		return fmt.Errorf("testenv: redis-server %s (pid %d) did not exit after SIGKILL", r.Addr(), p.cmd.Process.Pid)
-	}
-}
+func (r *Redis) killLocked() error { return r.proc.kill("redis-server " + r.Addr()) }
 
 // Stop stops the server gracefully: it sends SIGTERM, waits up to five
 // seconds and then sends SIGKILL. It does nothing if the server is not
@@ -387,20 +373,7 @@ func (r *Redis) Stop() error {
 	return r.stopLocked()
 }
 
-func (r *Redis) stopLocked() error {
-	p := r.proc
-	if !p.running() {
-		return nil
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	p.cmd.Process.Signal(syscall.SIGCONT)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
-	}
-	return r.killLocked()
-}
+func (r *Redis) stopLocked() error { return r.proc.stop("redis-server " + r.Addr()) }
 
 // Pause freezes the server with SIGSTOP. Connections stay open, but it
 // answers nothing until Resume.
@@ -418,23 +391,10 @@ func (r *Redis) Resume() error {
 func (r *Redis) signal(sig syscall.Signal, wantStopped bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.proc
-	if r.closed || !p.running() {
-		return fmt.Errorf("testenv: redis-server %s is not running", r.Addr())
+	if r.closed {
+		return fmt.Errorf("testenv: %s is not running", "redis-server "+r.Addr())
 	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("testenv: signalling redis-server %s: %w", r.Addr(), err)
-	}
-	pid := p.cmd.Process.Pid
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) && p.running() {
-		state, ok := procState(pid)
-		if !ok || (state == 'T' || state == 't') == wantStopped {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
+	return r.proc.signal("redis-server "+r.Addr(), sig, wantStopped)
 }
 
 // procState returns the state letter of pid from /proc.

@@ -393,21 +393,7 @@ func (z *ZooKeeper) Kill() error {
 	return z.killLocked()
 }
 
-func (z *ZooKeeper) killLocked() error {
-	p := z.proc
-	if !p.running() {
-		return nil
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("testenv: killing zookeeper %s: %w", z.Addr(), err)
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
-		return fmt.Errorf("testenv: zookeeper %s (pid %d) did not exit after SIGKILL", z.Addr(), p.cmd.Process.Pid)
-	}
-}
+func (z *ZooKeeper) killLocked() error { return z.proc.kill("zookeeper " + z.Addr()) }
 
 // Stop stops the server gracefully: it sends SIGTERM, waits up to five
 // seconds and then sends SIGKILL. It does nothing if the server is not
@@ -418,20 +404,7 @@ func (z *ZooKeeper) Stop() error {
 	return z.stopLocked()
 }
 
-func (z *ZooKeeper) stopLocked() error {
-	p := z.proc
-	if !p.running() {
-		return nil
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	p.cmd.Process.Signal(syscall.SIGCONT)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
-	}
-	return z.killLocked()
-}
+func (z *ZooKeeper) stopLocked() error { return z.proc.stop("zookeeper " + z.Addr()) }
 
 // Pause freezes the server with SIGSTOP. Connections stay open, but it
 // answers nothing, and takes no part in its ensemble, until Resume.
@@ -449,23 +422,10 @@ func (z *ZooKeeper) Resume() error {
 func (z *ZooKeeper) signal(sig syscall.Signal, wantStopped bool) error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	p := z.proc
-	if z.closed || !p.running() {
-		return fmt.Errorf("testenv: zookeeper %s is not running", z.Addr())
+	if z.closed {
+		return fmt.Errorf("testenv: %s is not running", "zookeeper "+z.Addr())
 	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("testenv: signalling zookeeper %s: %w", z.Addr(), err)
-	}
-	pid := p.cmd.Process.Pid
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) && p.running() {
-		state, ok := procState(pid)
-		if !ok || (state == 'T' || state == 't') == wantStopped {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
+	return z.proc.signal("zookeeper "+z.Addr(), sig, wantStopped)
 }
 
 // Restart starts the server again on the same ports and directory,
