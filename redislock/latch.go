@@ -52,7 +52,8 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if n < 1 {
 		return false, fmt.Errorf("redislock: TrySetCount(%d) on latch %q: the count must be at least 1: %w", n, l.name, ErrInvalidCount)
 	}
-	v, err := l.run(ctx, redisscript.LatchSet, strconv.Itoa(n))
+	// Setting the count claims the name for a Latch (see redisscript.loadClaiming).
+	v, err := l.run(ctx, redisscript.LatchSet, []string{l.countKey, keysFor(l.name).kind}, strconv.Itoa(n), "Latch")
 	return v == 1, err
 }
 
@@ -60,13 +61,13 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 // the latch and wakes every waiter. Counting down a latch that is not
 // counting does nothing.
 func (l *Latch) CountDown(ctx context.Context) error {
-	_, err := l.run(ctx, redisscript.LatchCountDown, l.zeroChannel)
+	_, err := l.run(ctx, redisscript.LatchCountDown, []string{l.countKey}, l.zeroChannel)
 	return err
 }
 
 // Count returns the current count: 0 if the latch is not counting.
 func (l *Latch) Count(ctx context.Context) (int, error) {
-	v, err := l.run(ctx, redisscript.LatchCount)
+	v, err := l.run(ctx, redisscript.LatchCount, []string{l.countKey})
 	return int(v), err
 }
 
@@ -107,7 +108,7 @@ func (l *Latch) Wait(ctx context.Context) error {
 }
 
 // run runs a latch script on the count key and returns its integer reply.
-func (l *Latch) run(ctx context.Context, sc *Script, args ...string) (int64, error) {
+func (l *Latch) run(ctx context.Context, sc *Script, keys []string, args ...string) (int64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
@@ -116,10 +117,6 @@ func (l *Latch) run(ctx context.Context, sc *Script, args ...string) (int64, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, l.cancelled(err)
-	}
-	keys := []string{l.countKey}
-	if sc == redisscript.LatchSet { // setting the count claims the name
-		keys, args = append(keys, keysFor(l.name).kind), append(args, "Latch")
 	}
 	v, err := l.c.eval(ctx, sc, keys, args...)
 	if err != nil {
