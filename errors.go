@@ -33,6 +33,16 @@ var (
 	// that the lock is no longer this lease's: its key was deleted, or it
 	// expired and another owner took it.
 	ErrTakenOver = errors.New("dlock: lock deleted or taken over by another owner")
+
+	// ErrNotReentrant is returned by Lock and TryLock of a lock that is not
+	// reentrant when ctx carries a lease (from Lease.Context) that already
+	// holds the same lock: waiting for it would deadlock.
+	ErrNotReentrant = errors.New("dlock: the lock is not reentrant and ctx already holds it")
+
+	// ErrUpgrade is returned by the write side of a read-write lock when ctx
+	// carries a read lease of the same lock: the writer would wait for that
+	// reader, and the reader for the writer, for ever.
+	ErrUpgrade = errors.New("dlock: cannot upgrade a read lock to a write lock; release the read lock first")
 )
 
 // NotObtained returns an error matching both ErrNotObtained and cause under

@@ -3,10 +3,10 @@ package redislock
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
 )
@@ -24,11 +24,7 @@ type Client struct {
 
 	leases lease.Registry
 
-	bgMu       sync.Mutex // guards bgClosed and Add on cleanups
-	bgClosed   bool
-	cleanups   sync.WaitGroup
-	stopClean  context.Context // cancelled by Close
-	cancelStop context.CancelFunc
+	cleanups background.Group // deletes keys that interrupted calls may have set
 }
 
 // New returns a Client that talks to Redis through conn (see the
@@ -42,7 +38,6 @@ func New(conn Conn) *Client {
 	}
 	c.subs = newSubscriber(conn)
 	c.renew = renewal.New(c.renewBatch)
-	c.stopClean, c.cancelStop = context.WithCancel(context.Background())
 	return c
 }
 
@@ -60,11 +55,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.renew.Close()
-	c.cancelStop()
-	c.bgMu.Lock()
-	c.bgClosed = true
-	c.bgMu.Unlock()
-	c.cleanups.Wait()
+	c.cleanups.Close()
 	return errors.Join(err, c.subs.close())
 }
 
@@ -94,13 +85,8 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...str
 // expired anyway), or the client is closed.
 func (c *Client) abandon(k keys, token string, ttl time.Duration, release *Script) {
 	deadline := time.Now().Add(ttl)
-	c.bgMu.Lock()
-	defer c.bgMu.Unlock()
-	if c.bgClosed {
-		return // the key expires within its TTL
-	}
-	c.cleanups.Go(func() {
-		ctx, cancel := context.WithDeadline(c.stopClean, deadline)
+	c.cleanups.Go(func(ctx context.Context) { // after Close, the key expires within its TTL
+		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		absent := 0
 		for n := 1; ; n++ {

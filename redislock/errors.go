@@ -3,13 +3,15 @@ package redislock
 import (
 	"errors"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
 // ErrNotReentrant is returned by Mutex.Lock and Mutex.TryLock when ctx
 // carries a lease (from Lease.Context) that already holds the same lock:
-// waiting would deadlock. Use a ReentrantMutex for recursive locking.
-var ErrNotReentrant = errors.New("redislock: Mutex is not reentrant and ctx already holds this lock")
+// waiting would deadlock. Use a ReentrantMutex for recursive locking. It is
+// dlock.ErrNotReentrant.
+var ErrNotReentrant = dlock.ErrNotReentrant
 
 // ErrClosed is returned by every call on a closed Client, and is the cause
 // wrapped in dlock.ErrLost for leases still held when it was closed.

@@ -216,7 +216,7 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 		m.release(context.WithoutCancel(ctx), token)
 		return nil, 0, dlock.NotObtained(cause)
 	}
-	until := validity(start, m.cfg.ttl)
+	until := lease.Validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
 		m.release(context.WithoutCancel(ctx), token)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
@@ -297,5 +297,5 @@ func (l *fairLease) refreshCall() Call {
 }
 
 func (l *fairLease) renewed(r Result, start, now time.Time) time.Time {
-	return renewOutcome(l, r, refreshScript, validity(start, l.m.cfg.ttl), now, l.m.cfg.ttl/3)
+	return renewOutcome(l, r, refreshScript, lease.Validity(start, l.m.cfg.ttl), now, l.m.cfg.ttl/3)
 }

@@ -70,5 +70,5 @@ func (g *grant) refreshCall() Call {
 }
 
 func (g *grant) renewed(r Result, start, now time.Time) time.Time {
-	return renewOutcome(g, r, g.m.f.refresh, validity(start, g.m.cfg.ttl), now, g.m.cfg.ttl/3)
+	return renewOutcome(g, r, g.m.f.refresh, lease.Validity(start, g.m.cfg.ttl), now, g.m.cfg.ttl/3)
 }

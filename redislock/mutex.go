@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
@@ -229,7 +230,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
 		return nil, 0, dlock.NotObtained(cause)
 	}
-	until := validity(start, m.cfg.ttl)
+	until := lease.Validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
 		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",

@@ -90,10 +90,3 @@ func WithReplicas(n int, timeout time.Duration) Option {
 func ttlMillis(ttl time.Duration) int64 {
 	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
 }
-
-// validity returns the conservative deadline of a lease whose command was
-// sent at start: the TTL less an allowance for clock drift between client
-// and server (1% of the TTL plus 2ms), as in the Redlock algorithm.
-func validity(start time.Time, ttl time.Duration) time.Time {
-	return start.Add(ttl - ttl/100 - 2*time.Millisecond)
-}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
 )
 
@@ -98,7 +99,7 @@ func (c *Client) refresh(ctx context.Context, l refreshable, ttl time.Duration) 
 		_, err := l.Ended(false)
 		return err
 	}
-	if !l.Extend(validity(start, ttl)) {
+	if !l.Extend(lease.Validity(start, ttl)) {
 		_, err := l.Ended(false)
 		return err
 	}

@@ -17,8 +17,8 @@ import (
 // ErrUpgrade is returned by the write side of an RWMutex when ctx carries
 // a read lease of the same RWMutex (from Lease.Context, of this Client or
 // another): the writer would wait for that reader, and the reader for the
-// writer, for ever.
-var ErrUpgrade = errors.New("redislock: RWMutex cannot upgrade a read lock to a write lock; release the read lock first")
+// writer, for ever. It is dlock.ErrUpgrade.
+var ErrUpgrade = dlock.ErrUpgrade
 
 // An RWMutex is a reader/writer lock on one Redis deployment, identified
 // by name: any number of readers, or one writer, hold it at a time.
@@ -327,7 +327,7 @@ func (rw *RWMutex) abandonRead(token string) {
 // grant makes the lease of a share or write lock taken at start, and
 // registers and schedules it.
 func (rw *RWMutex) grant(ctx context.Context, read bool, token string, fence uint64, start time.Time) (*rwLease, error) {
-	until := validity(start, rw.cfg.ttl)
+	until := lease.Validity(start, rw.cfg.ttl)
 	if !time.Now().Before(until) {
 		rw.undo(read, token)
 		return nil, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
@@ -411,5 +411,5 @@ func (l *rwLease) refreshCall() Call {
 
 func (l *rwLease) renewed(r Result, start, now time.Time) time.Time {
 	_, refresh := l.scripts()
-	return renewOutcome(l, r, refresh, validity(start, l.rw.cfg.ttl), now, l.rw.cfg.ttl/3)
+	return renewOutcome(l, r, refresh, lease.Validity(start, l.rw.cfg.ttl), now, l.rw.cfg.ttl/3)
 }

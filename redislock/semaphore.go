@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
@@ -211,7 +212,7 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 		giveBack() // the caller has stopped waiting for it
 		return nil, 0, dlock.NotObtained(cause)
 	}
-	until := validity(start, m.cfg.ttl)
+	until := lease.Validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
 		giveBack()
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring a permit of %q took %v, longer than the TTL %v less the drift allowance",

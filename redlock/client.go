@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
@@ -27,11 +27,7 @@ type Client struct {
 
 	leases lease.Registry
 
-	bgMu       sync.Mutex // guards bgClosed and Add on background
-	bgClosed   bool
-	background sync.WaitGroup // releases after failed attempts
-	stop       context.Context
-	cancelStop context.CancelFunc
+	background background.Group // releases after failed attempts
 }
 
 type node struct {
@@ -45,7 +41,6 @@ type node struct {
 // reported by the first lock operation.
 func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
 	c := &Client{cfg: newClientConfig(opts)}
-	c.stop, c.cancelStop = context.WithCancel(context.Background())
 	c.err = c.setNodes(nodes)
 	if c.err == nil && c.cfg.nodeTimeout <= 0 {
 		c.err = fmt.Errorf("redlock: node timeout %v must be positive; set it with WithNodeTimeout", c.cfg.nodeTimeout)
@@ -103,11 +98,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.renew.Close()
-	c.cancelStop()
-	c.bgMu.Lock()
-	c.bgClosed = true
-	c.bgMu.Unlock()
-	c.background.Wait()
+	c.background.Close()
 	return err
 }
 
@@ -158,19 +149,14 @@ func (c *Client) fanOutTo(ctx context.Context, call redislock.Call, only []bool)
 // cannot be reached until it answers or ttl has passed and the key has
 // expired by itself.
 func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, call redislock.Call, ttl time.Duration) {
-	c.bgMu.Lock()
-	defer c.bgMu.Unlock()
-	if c.bgClosed {
-		return // the keys expire within their TTL
-	}
-	c.background.Go(func() {
+	c.background.Go(func(stop context.Context) { // after Close, the keys expire within their TTL
 		for range outstanding {
 			r := <-pending
 			if v, err := parseVote(r.res.Val, 0); r.res.Err != nil || err == nil && v.taken {
 				todo[r.node] = true
 			}
 		}
-		ctx, cancel := context.WithTimeout(c.stop, ttl)
+		ctx, cancel := context.WithTimeout(stop, ttl)
 		defer cancel()
 		absent := make([]int, len(c.nodes)) // see redislock's clean-up checks
 		for n := 1; c.count(todo) > 0; n++ {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // Defaults, listed in one place.
@@ -105,7 +106,7 @@ func (c config) check(nodeTimeout time.Duration) error {
 }
 
 // drift is the clock-drift allowance of the Redlock algorithm.
-func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+var drift = lease.Drift
 
 func ttlMillis(ttl time.Duration) int64 {
 	return int64((ttl + time.Millisecond - 1) / time.Millisecond)

@@ -11,6 +11,14 @@ import (
 	"github.com/dlock-go/dlock"
 )
 
+// Drift is the clock-drift allowance of the Redlock algorithm for a claim
+// good for d on the server: 1% of d plus 2ms.
+func Drift(d time.Duration) time.Duration { return d/100 + 2*time.Millisecond }
+
+// Validity returns the conservative end of a claim that a request sent at
+// start made good for d on the server: d less the drift allowance.
+func Validity(start time.Time, d time.Duration) time.Time { return start.Add(d - Drift(d)) }
+
 // State implements the read side of dlock.Lease. Backends embed it and add
 // Refresh and Release. A State ends by itself, with an error matching
 // dlock.ErrLost and dlock.ErrExpired, when its deadline passes.

@@ -126,14 +126,8 @@ func (s *Scheduler) fire() {
 	s.mu.Unlock()
 	defer s.running.Done()
 	for {
-		batch, wait := s.due()
-		if len(batch) == 0 {
-			s.mu.Lock()
-			s.busy = false
-			if !s.closed && len(s.q) > 0 {
-				s.arm(time.Now().Add(wait))
-			}
-			s.mu.Unlock()
+		batch := s.due()
+		if batch == nil {
 			return
 		}
 		next := s.renew(s.ctx, batch)
@@ -150,19 +144,21 @@ func (s *Scheduler) fire() {
 	}
 }
 
-// due pops the entries due now (with their batch-mates), or returns how long
-// to wait for the earliest.
-func (s *Scheduler) due() ([]*Entry, time.Duration) {
+// due pops the entries due now (with their batch-mates). If none is due,
+// it ends the run and arms the timer for the earliest entry, in the same
+// critical section, so that an Add in between cannot go unarmed.
+func (s *Scheduler) due() []*Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.q) == 0 {
-		return nil, time.Hour
-	}
 	now := time.Now()
-	first := s.q[0]
-	if wait := first.due.Sub(now); wait > 0 {
-		return nil, wait
+	if len(s.q) == 0 || s.q[0].due.After(now) {
+		s.busy = false
+		if !s.closed && len(s.q) > 0 {
+			s.arm(s.q[0].due)
+		}
+		return nil
 	}
+	first := s.q[0]
 	horizon := now.Add(first.period / 4)
 	var batch []*Entry
 	for len(s.q) > 0 && len(batch) < MaxBatch && !s.q[0].due.After(horizon) {
@@ -170,7 +166,7 @@ func (s *Scheduler) due() ([]*Entry, time.Duration) {
 		e.index = -1
 		batch = append(batch, e)
 	}
-	return batch, 0
+	return batch
 }
 
 type queue []*Entry
