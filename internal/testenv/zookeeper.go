@@ -26,6 +26,15 @@ const (
 	zkPackage       = "zookeeper"
 )
 
+// ZooKeeperMaxSessionTimeout is the longest session timeout the servers
+// grant; a client asking for more is given this. The shortest is two ticks,
+// 400ms.
+const ZooKeeperMaxSessionTimeout = time.Minute
+
+// ZooKeeperContainerCheck is how often the servers delete container nodes
+// that had children and have none left (ZooKeeper's default is a minute).
+const ZooKeeperContainerCheck = time.Second
+
 // zkJars lists the jars a ZooKeeper server needs, as installed by the
 // Debian package. zookeeper.jar names its own dependencies in its
 // manifest; slf4j-simple makes the server log to stderr, and is optional.
@@ -58,6 +67,13 @@ func lookZooKeeper() (java, classpath string, err error) {
 		cp = append(cp, zkLogJar)
 	}
 	return java, strings.Join(cp, ":"), nil
+}
+
+// LookZooKeeper returns nil if a ZooKeeper server can be run here, and
+// otherwise an error that names the Debian package to install.
+func LookZooKeeper() error {
+	_, _, err := lookZooKeeper()
+	return err
 }
 
 // requireZooKeeper skips the test if ZooKeeper is not installed, or fails
@@ -159,7 +175,9 @@ func (z *ZooKeeper) writeConf(servers []string) error {
 		return fmt.Errorf("testenv: %w", err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "tickTime=200\ninitLimit=10\nsyncLimit=5\n")
+	// A short tick makes elections and session expiry quick; the session
+	// timeout may still range from 2 ticks (400ms) to a minute.
+	fmt.Fprintf(&b, "tickTime=200\ninitLimit=10\nsyncLimit=5\nmaxSessionTimeout=%d\n", ZooKeeperMaxSessionTimeout.Milliseconds())
 	fmt.Fprintf(&b, "dataDir=%s\n", data)
 	fmt.Fprintf(&b, "clientPortAddress=127.0.0.1\nclientPort=%d\n", z.port)
 	fmt.Fprintf(&b, "admin.enableServer=false\n4lw.commands.whitelist=*\n")
@@ -255,6 +273,11 @@ func (z *ZooKeeper) startLocked() error {
 		"-XX:TieredStopAtLevel=1",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dzookeeper.jmx.log4j.disable=true",
+		// Tests do not need their writes on disk, and should not wait for it.
+		"-Dzookeeper.forceSync=no",
+		// Reap empty container nodes every second rather than every minute,
+		// so that tests meet a lock's parent coming and going.
+		"-Dznode.container.checkIntervalMs="+strconv.FormatInt(ZooKeeperContainerCheck.Milliseconds(), 10),
 		"-cp", z.classpath,
 		zkMainClass,
 		filepath.Join(z.dir, zkConfFileName),
@@ -442,6 +465,12 @@ func (z *ZooKeeper) Restart() error {
 	if err := z.stopLocked(); err != nil {
 		return err
 	}
+	return z.restartLocked()
+}
+
+// restartLocked starts a stopped server again and waits until it serves
+// requests. z.mu must be held.
+func (z *ZooKeeper) restartLocked() error {
 	for attempt := 0; ; attempt++ {
 		err := z.startLocked()
 		if err == nil {
@@ -452,6 +481,45 @@ func (z *ZooKeeper) Restart() error {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+}
+
+// RestartEmpty stops the server, deletes its data (snapshots and
+// transaction logs, keeping an ensemble member's myid), and starts it again
+// as Restart does: like a machine replaced with a blank disk. A standalone
+// server then knows no node and no session; its clients' sessions expire
+// when they reconnect. An ensemble member recovers the data from the others.
+func (z *ZooKeeper) RestartEmpty() error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.closed {
+		return fmt.Errorf("testenv: RestartEmpty of closed zookeeper %s", z.Addr())
+	}
+	if err := z.stopLocked(); err != nil {
+		return err
+	}
+	data := filepath.Join(z.dir, "data")
+	entries, err := os.ReadDir(data)
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	for _, e := range entries {
+		if e.Name() == "myid" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(data, e.Name())); err != nil {
+			return fmt.Errorf("testenv: wiping zookeeper %s: %w", z.Addr(), err)
+		}
+	}
+	return z.restartLocked()
+}
+
+// FourLetter sends the four-letter word cmd ("srvr", "mntr", "wchp", ...)
+// to the server and returns its reply. Every word is enabled.
+func (z *ZooKeeper) FourLetter(cmd string) (string, error) {
+	if len(cmd) != 4 {
+		return "", fmt.Errorf("testenv: %q is not a four-letter word", cmd)
+	}
+	return fourLetter(z.Addr(), cmd, 2*time.Second)
 }
 
 // Close stops the server and removes its directory. Close is idempotent.

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // zkExpectDead registers, before any server is started, a cleanup that
@@ -248,5 +250,56 @@ func TestIntegrationZooKeeperNoLeftovers(t *testing.T) {
 	zkRegistry.Unlock()
 	if n != 0 {
 		t.Errorf("%d ZooKeeper servers still registered", n)
+	}
+}
+
+// Restart keeps a server's nodes; RestartEmpty loses them. A client that
+// saw the old data is refused by the blank server ("it has seen zxid ...
+// our last zxid is 0x0"), as ZooKeeper refuses any client that is ahead of
+// it; a new client is served.
+func TestIntegrationZooKeeperRestartEmpty(t *testing.T) {
+	z := StartZooKeeper(t)
+	connect := func() *zk.Conn {
+		t.Helper()
+		conn, _, err := zk.Connect([]string{z.Addr()}, 2*time.Second, zk.WithLogInfo(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(conn.Close)
+		return conn
+	}
+	exists := func(conn *zk.Conn, timeout time.Duration) (bool, error) {
+		t.Helper()
+		for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+			ok, _, err := conn.Exists("/kept")
+			if err == nil || time.Now().After(deadline) {
+				return ok, err
+			}
+		}
+	}
+	old := connect()
+	if _, err := old.Create("/kept", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if err := z.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := exists(old, 10*time.Second); !ok || err != nil {
+		t.Fatalf("after a plain Restart: Exists = %v, %v; want the node kept", ok, err)
+	}
+	if err := z.RestartEmpty(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := exists(connect(), 10*time.Second); ok || err != nil {
+		t.Fatalf("after RestartEmpty: Exists = %v, %v; want no node", ok, err)
+	}
+	if _, err := exists(old, time.Second); err == nil {
+		t.Error("the blank server served a client that had seen its old data")
+	}
+	if reply, err := z.FourLetter("mntr"); err != nil || !strings.Contains(reply, "zk_server_state\tstandalone") {
+		t.Errorf("FourLetter(mntr) = %q, %v", reply, err)
+	}
+	if _, err := z.FourLetter("ruok!"); err == nil {
+		t.Error("FourLetter accepted a five-letter word")
 	}
 }
