@@ -1,0 +1,78 @@
+package zklock_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/zklock"
+	"github.com/go-zookeeper/zk"
+)
+
+// lockPath is where the conformance suite's key lives.
+func lockPath(key string) string { return "/dlocktest/" + key }
+
+func backend(z *testenv.ZooKeeper) dlocktest.Backend {
+	servers := []string{z.Addr()}
+	return dlocktest.Backend{
+		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			opts := []zklock.Option{zklock.WithTTL(o.TTL)}
+			if o.NoRenewal {
+				opts = append(opts, zklock.WithoutRenewal())
+			}
+			return connect(t, servers).NewMutex(lockPath(key), opts...)
+		},
+		Sabotage: func(t testing.TB, key string) {
+			c := admin(t, servers)
+			for _, kid := range children(t, c, lockPath(key)) {
+				if err := c.Delete(lockPath(key)+"/"+kid, -1); err != nil && err != zk.ErrNoNode {
+					t.Fatalf("delete %s: %v", kid, err)
+				}
+			}
+		},
+		Pause: func(t testing.TB, d time.Duration) {
+			if err := z.Pause(); err != nil {
+				t.Errorf("pause: %v", err)
+			}
+			time.Sleep(d)
+			if err := z.Resume(); err != nil {
+				t.Errorf("resume: %v", err)
+			}
+		},
+		RestartEmpty: func(t testing.TB) {
+			if err := z.RestartEmpty(); err != nil {
+				t.Fatalf("restart empty: %v", err)
+			}
+		},
+		Leftovers: func(t testing.TB, key string) []string {
+			return leftovers(t, z, lockPath(key))
+		},
+	}
+}
+
+// leftovers lists the nodes under path and the watches the server still
+// keeps on them.
+func leftovers(t testing.TB, z *testenv.ZooKeeper, path string) []string {
+	var left []string
+	for _, kid := range children(t, admin(t, []string{z.Addr()}), path) {
+		left = append(left, "node "+kid)
+	}
+	out, err := z.FourLetter("wchp")
+	if err != nil {
+		return append(left, fmt.Sprintf("wchp: %v", err))
+	}
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, path+"/") {
+			left = append(left, "watch on "+strings.TrimSpace(line))
+		}
+	}
+	return left
+}
+
+func TestIntegrationConformance(t *testing.T) {
+	dlocktest.Run(t, backend(testenv.StartZooKeeper(t)))
+}

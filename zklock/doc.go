@@ -1,0 +1,100 @@
+// Package zklock implements dlock's locks on a ZooKeeper ensemble, with the
+// recipes ZooKeeper's own documentation gives: a Mutex, an RWMutex and a
+// Semaphore, all made from one Session.
+//
+// # How a Mutex works
+//
+// Each contender creates an ephemeral sequential child of the lock's path,
+// named "_c_<guid>-lock-<sequence>", holding its owner token. The child
+// with the lowest sequence holds the lock. Every other contender watches
+// only the child just ahead of it, so a release (the holder deletes its
+// node) wakes exactly one waiter, which lists the children once and finds
+// itself first: a hand-over costs one notification and one read, and
+// waiters are served in the order they arrived. The guid makes the create
+// "protected": a create whose reply was lost to a broken connection is
+// found again by its guid rather than repeated, so no orphan node blocks
+// the queue. Missing parents are created as container nodes, which the
+// ensemble deletes once they are empty.
+//
+// Because nodes are ephemeral, a client that crashes or is cut off loses
+// its lock when the ensemble expires its session; no TTL has to be guessed
+// for that.
+//
+// # Leases and the session
+//
+// A Session is one ZooKeeper session on its own connection. The ensemble
+// expires it when it has not heard from the client for the session timeout
+// T, and deletes all its nodes. A lease is therefore confirmed by a round
+// trip: the acquire's own listing, then, in the background every third of
+// the lease time, a sync (which travels to the leader, so a server cut off
+// from the leader cannot answer it from a stale state) and an Exists of
+// the node; one sync and one batch of pipelined Exists serve all of a
+// Session's due leases. A confirmation sent at time s proves the ensemble
+// heard from the client after s; the lease's Until becomes
+//
+//	s + min(TTL, T/3) - (1% + 2ms)
+//
+// Why T/3 and not T: a client's requests reach the leader's session
+// tracker by way of the server it is connected to, which reports the
+// sessions it heard from at the leader's next ping (every half tick). A
+// follower that answered a confirmation and then stalled before reporting
+// it leaves the leader with a touch up to one client ping interval (T/3)
+// plus half a tick older, and a tick may be as long as T/2. The session can
+// then expire as early as s + T - T/3 - T/4 = s + 5T/12 on the leader's
+// clock; T/3 stays inside that with room for the drift allowance.
+//
+// Done closes no later than Until, by a local timer, even when the
+// ensemble cannot be reached. While the connection is down, Lease.Suspended
+// and Session.Suspended report true: ownership is uncertain until the
+// client reconnects in the same session (the lease holds on, if a
+// confirmation gets through by Until) or the ensemble reports the session
+// expired (every lease of it ends at once, with an error matching
+// dlock.ErrLost and ErrSessionExpired, and the Session carries on with a
+// new session). A lease that ended by its Until while its node may still
+// exist deletes the node in the background, so the next waiter does not
+// wait for the session to expire.
+//
+// WithTTL sets the lease time; WithoutRenewal makes a fixed lease that ends
+// one TTL after it was granted or refreshed. Choose the session timeout
+// with elections in mind: during one, no confirmation gets through, and a
+// lease ends after T/3 without one. A 3-node ensemble on one machine with a
+// 200ms tick elects a new leader in well under a second; production
+// ensembles take longer.
+//
+// # Fencing
+//
+// Every grant's fence is
+//
+//	ctime(parent) · 2^20 + sequence(node)
+//
+// where ctime is the lock path's creation time in milliseconds (set by the
+// ensemble leader's clock) and sequence is the number ZooKeeper appended
+// to the holder's node. Successive holders of a path have increasing
+// sequences, because the lowest node holds and every later node was
+// created after it; so under one parent the fence strictly increases. When
+// the parent is deleted (a reaped container) or lost with the ensemble's
+// data and created again, its ctime is later by at least the old parent's
+// lifetime, and 2^20 per millisecond is far more sequence numbers than an
+// ensemble can create in that time, so the new fences exceed the old. The
+// holder node's creation zxid, the fence ZooKeeper recipes usually cite,
+// would not survive the ensemble losing its data: zxids start again from
+// zero.
+//
+// The holders of a shared lock (RWMutex readers, Semaphore leases) are
+// ordered by their place in the queue, not by the moment each learned it
+// holds: of two readers let in by one writer's release, the later in the
+// queue may be told first, with the larger fence. Every grant's fence is
+// still larger than those of all the grants it had to wait for, and
+// smaller than those of all the grants that wait for it. A lease from
+// Downgrade, like a re-entered hold, keeps the fence of the write lease it
+// came from: the holder has not changed. Two limits remain: a leader clock set back by more than the old
+// parent's lifetime, and ZooKeeper's sequence counter, which overflows
+// after 2^31 changes to one path (the recipes of Curator share it).
+//
+// # Kinds
+//
+// One path serves one kind of lock; a lock that finds another kind's nodes
+// (or nodes no lock made) returns an error naming them. A Mutex's nodes are
+// named as those of Curator's InterProcessMutex and go-zookeeper's zk.Lock,
+// so the three exclude each other.
+package zklock

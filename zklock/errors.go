@@ -1,0 +1,53 @@
+package zklock
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dlock-go/dlock"
+	"github.com/go-zookeeper/zk"
+)
+
+var (
+	// ErrClosed is returned by every call on a closed Session, and is the
+	// cause wrapped in dlock.ErrLost for leases still held when it closed.
+	ErrClosed = errors.New("zklock: session closed")
+
+	// ErrSessionExpired is the cause wrapped in dlock.ErrLost when the
+	// ZooKeeper ensemble expired the session that held a lease: every
+	// ephemeral node of the session, and so every lock it held, is gone. It
+	// is zk.ErrSessionExpired.
+	ErrSessionExpired = zk.ErrSessionExpired
+
+	// ErrNotReentrant is dlock.ErrNotReentrant: an RWMutex side asked again
+	// through the Context of one of its own leases.
+	ErrNotReentrant = dlock.ErrNotReentrant
+
+	// ErrUpgrade is dlock.ErrUpgrade: the write side of an RWMutex asked
+	// through the Context of a read lease of the same RWMutex.
+	ErrUpgrade = dlock.ErrUpgrade
+)
+
+// transient reports whether err is a failure of the connection rather
+// than an answer from the ensemble: the request may or may not have been
+// carried out, and the client is reconnecting.
+func transient(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionMoved)
+}
+
+// describe turns a failed ZooKeeper call on path into an error that says
+// what to do about it.
+func describe(op, path string, err error) error {
+	switch {
+	case errors.Is(err, zk.ErrClosing):
+		return ErrClosed
+	case errors.Is(err, zk.ErrNoAuth):
+		return fmt.Errorf("zklock: %s %s: %w (the node's ACL refuses this session; connect with WithDigestAuth as a user the ACL names)", op, path, err)
+	case errors.Is(err, zk.ErrInvalidACL):
+		return fmt.Errorf("zklock: %s %s: %w (check WithACL: a digest ACL needs its user's password hash, an auth ACL an authenticated session)", op, path, err)
+	case errors.Is(err, zk.ErrNoChildrenForEphemerals):
+		return fmt.Errorf("zklock: %s %s: %w (a parent of the lock path is an ephemeral node; lock under a persistent path)", op, path, err)
+	}
+	return fmt.Errorf("zklock: %s %s: %w", op, path, err)
+}

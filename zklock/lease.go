@@ -1,0 +1,308 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/go-zookeeper/zk"
+)
+
+// A node is a held lock node: the server-side state of one grant, shared
+// by the holds of a reentrant owner.
+type node struct {
+	q       *queue
+	path    string // the node's full path
+	token   string // its data: the owner token
+	fence   uint64
+	session int64 // the session that created it
+	entry   renewal.Entry
+
+	mu       sync.Mutex
+	holds    map[*Lease]struct{}
+	read     bool      // an RWMutex node that counts as a reader: a reader's, or a downgraded writer's
+	deadline time.Time // a fixed lease's end; unused when renewed
+	closing  bool      // released, lost or expired: takes no new holds
+}
+
+// A Lease is one hold on a ZooKeeper lock. It implements dlock.Lease;
+// Lock and TryLock return it as one. Its Key is the lock's path.
+type Lease struct {
+	*lease.State
+	n *node
+}
+
+var _ dlock.Lease = (*Lease)(nil)
+
+// Path returns the path of the ephemeral node that holds the lock.
+func (h *Lease) Path() string { return h.n.path }
+
+// Suspended reports whether the lease's session has lost its connection:
+// ownership is uncertain until the client reconnects or Until passes.
+func (h *Lease) Suspended() bool { return h.Err() == nil && h.n.q.s.Suspended() }
+
+// span returns how long a confirmation is good for: the lease time, and
+// never more than a third of the session timeout (see the package
+// documentation).
+func (q *queue) span() time.Duration { return min(q.cfg.ttl, q.s.Timeout()/3) }
+
+func (n *node) span() time.Duration { return n.q.span() }
+
+// period returns how often the watchdog confirms the node.
+func (n *node) period() time.Duration { return max(n.span()/3, time.Millisecond) }
+
+// newNode returns the node of a grant confirmed by a request sent at
+// start, with its first hold.
+func newNode(ctx context.Context, q *queue, p pending, token string, fence uint64, start time.Time) (*node, *Lease) {
+	n := &node{q: q, path: p.path, token: token, fence: fence, session: p.session,
+		holds: make(map[*Lease]struct{}), read: q.kind == kindRead}
+	n.entry.Value = n
+	n.deadline = lease.Validity(start, q.cfg.ttl)
+	until := lease.Validity(start, n.span())
+	n.mu.Lock()
+	h := n.addHoldLocked(ctx, until)
+	n.mu.Unlock()
+	return n, h
+}
+
+// addHoldLocked adds a hold that lasts until until. n.mu must be held.
+func (n *node) addHoldLocked(ctx context.Context, until time.Time) *Lease {
+	h := &Lease{n: n}
+	h.State = lease.New(ctx, n.q.dir, n.token, n.fence, until, h.ended)
+	n.holds[h] = struct{}{}
+	return h
+}
+
+// reenter returns a new hold of n, or nil if n is on its way out.
+func (n *node) reenter(ctx context.Context) *Lease {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closing || len(n.holds) == 0 {
+		return nil
+	}
+	var until time.Time
+	for h := range n.holds {
+		until = h.Until()
+		break
+	}
+	return n.addHoldLocked(ctx, until)
+}
+
+// ended runs when hold h ends, for whatever reason. When the last hold of
+// a node ends on its own (Until passed without a confirmation), the node
+// may still exist: it is deleted in the background, so that the next
+// waiter is not held up until the session ends.
+func (h *Lease) ended() {
+	n := h.n
+	s := n.q.s
+	s.leases.Remove(h)
+	n.mu.Lock()
+	delete(n.holds, h)
+	last := len(n.holds) == 0
+	expired := last && !n.closing
+	n.closing = n.closing || last
+	n.mu.Unlock()
+	if last {
+		s.forget(n)
+	}
+	if expired {
+		s.removeLater(n.path, n.session)
+	}
+}
+
+// lose ends every hold of n with dlock.ErrLost wrapping cause: the node is
+// gone.
+func (n *node) lose(cause error) {
+	n.mu.Lock()
+	n.closing = true
+	holds := make([]*Lease, 0, len(n.holds))
+	for h := range n.holds {
+		holds = append(holds, h)
+	}
+	n.mu.Unlock()
+	for _, h := range holds {
+		h.End(dlock.Lost(cause))
+	}
+}
+
+// confirmed extends every hold of n after a request sent at start found
+// the node still the session's. A renewal, or a Refresh (refresh), also
+// moves a fixed lease's end.
+func (n *node) confirmed(start time.Time, refresh bool) {
+	until := lease.Validity(start, n.span())
+	n.mu.Lock()
+	if !n.q.cfg.renew {
+		if refresh {
+			n.deadline = lease.Validity(start, n.q.cfg.ttl)
+		}
+		if n.deadline.Before(until) {
+			until = n.deadline
+		}
+	}
+	holds := make([]*Lease, 0, len(n.holds))
+	for h := range n.holds {
+		holds = append(holds, h)
+	}
+	n.mu.Unlock()
+	for _, h := range holds {
+		h.Extend(until)
+	}
+}
+
+// check applies the answer to an Exists of n sent at start: confirm it,
+// or end it if the node is gone or no longer this session's. It reports
+// whether n is still held; err is the transport error, if any.
+func (n *node) check(start time.Time, exists bool, st *zk.Stat, err error, refresh bool) (bool, error) {
+	switch {
+	case err == nil && exists && st.EphemeralOwner == n.session:
+		n.confirmed(start, refresh)
+		return true, nil
+	case err == nil:
+		n.lose(dlock.ErrTakenOver)
+	case errors.Is(err, zk.ErrSessionExpired):
+		n.lose(ErrSessionExpired)
+	default:
+		return true, err
+	}
+	return false, nil
+}
+
+// renewBatch confirms a batch of nodes: one Exists each, all in flight at
+// once on the session's connection.
+func (s *Session) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
+	var deadline time.Time
+	for _, e := range batch {
+		n := e.Value.(*node)
+		n.mu.Lock()
+		for h := range n.holds {
+			if u := h.Until(); u.After(deadline) {
+				deadline = u
+			}
+			break
+		}
+		n.mu.Unlock()
+	}
+	// Waiting past the latest Until is pointless: every lease has ended.
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	start := time.Now()
+	// A sync first: a server cut off from the leader still answers reads
+	// (until its syncLimit runs out) from a state in which the session may
+	// since have expired; it cannot answer a sync.
+	synced := s.sync(ctx, "/")
+	type answer struct {
+		exists bool
+		st     *zk.Stat
+		err    error
+	}
+	answers := make([]answer, len(batch))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64) // requests in flight
+	for i, e := range batch {
+		n := e.Value.(*node)
+		if synced != nil {
+			answers[i].err = synced
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			a := &answers[i]
+			a.exists, a.st, a.err = s.exists(ctx, n.path)
+		})
+	}
+	wg.Wait()
+	now := time.Now()
+	next := make([]time.Time, len(batch))
+	for i, e := range batch {
+		n := e.Value.(*node)
+		a := answers[i]
+		held, err := n.check(start, a.exists, a.st, a.err, n.q.cfg.renew)
+		switch {
+		case !held || errors.Is(err, zk.ErrClosing):
+		case err != nil:
+			// Unreachable: try again soon; the lease ends by itself at
+			// Until if no confirmation gets through.
+			next[i] = now.Add(n.period() / 4)
+		default:
+			next[i] = now.Add(n.period())
+		}
+	}
+	return next
+}
+
+// Refresh confirms that the lock node is still the session's and extends
+// the lease from now: to a full TTL for a fixed lease. It returns an
+// error matching dlock.ErrLost if the lease had been lost, and
+// dlock.ErrReleased if it had been released.
+func (h *Lease) Refresh(ctx context.Context) error {
+	if ended, err := h.Ended(false); ended {
+		return err
+	}
+	n := h.n
+	start := time.Now()
+	var exists bool
+	var st *zk.Stat
+	err := n.q.s.sync(ctx, n.q.dir) // see renewBatch
+	if err == nil {
+		exists, st, err = n.q.s.exists(ctx, n.path)
+	}
+	held, err := n.check(start, exists, st, err, true)
+	switch {
+	case !held:
+		_, err := h.Ended(false)
+		return err
+	case err != nil:
+		return describe("refreshing", n.path, err)
+	}
+	if _, err := h.Ended(false); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Release gives up this hold; the last hold of a node deletes it, which
+// wakes the next waiter. It is idempotent. It returns an error matching
+// dlock.ErrNotHeld and dlock.ErrLost if the lease had already been lost.
+func (h *Lease) Release(ctx context.Context) error {
+	if ended, err := h.Ended(true); ended {
+		return err
+	}
+	n := h.n
+	n.mu.Lock()
+	_, live := n.holds[h]
+	last := live && len(n.holds) == 1
+	if last {
+		n.closing = true
+	}
+	n.mu.Unlock()
+	if !last {
+		h.End(dlock.ErrReleased) // another hold keeps the node, or the node is already going
+		_, err := h.Ended(true)
+		return err
+	}
+	err := n.q.s.delete(ctx, n.path)
+	switch {
+	case err == nil:
+		h.End(dlock.ErrReleased)
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		h.End(dlock.Lost(dlock.ErrTakenOver))
+	case errors.Is(err, zk.ErrSessionExpired):
+		h.End(dlock.Lost(ErrSessionExpired))
+	default:
+		// The holder is done with it either way: stop confirming, and keep
+		// trying to delete the node in the background.
+		h.End(dlock.ErrReleased)
+		n.q.s.removeLater(n.path, n.session)
+		return fmt.Errorf("zklock: release of %s did not complete (the node is deleted in the background, or at worst with the session): %w",
+			n.path, describe("deleting", n.path, err))
+	}
+	_, err = h.Ended(true)
+	return err
+}

@@ -1,0 +1,153 @@
+package zklock
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Defaults of the options.
+const (
+	// DefaultSessionTimeout is the session timeout Connect asks for when
+	// WithSessionTimeout is not given. The ensemble may grant another: by
+	// default, between 2 and 20 of its ticks.
+	DefaultSessionTimeout = 10 * time.Second
+
+	// DefaultTTL is the lease time of a lock when WithTTL is not given.
+	DefaultTTL = 30 * time.Second
+
+	// MinTTL is the shortest TTL accepted.
+	MinTTL = 10 * time.Millisecond
+)
+
+// A SessionOption configures Connect.
+type SessionOption func(*sessionConfig)
+
+type sessionConfig struct {
+	timeout time.Duration
+	acl     []zk.ACL
+	auth    []string // "user:password" for the digest scheme
+	log     *slog.Logger
+	onEvent func(zk.Event)
+	err     error // from an option given bad arguments
+}
+
+func newSessionConfig(opts []SessionOption) sessionConfig {
+	c := sessionConfig{timeout: DefaultSessionTimeout, acl: zk.WorldACL(zk.PermAll), log: slog.Default()}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+func (c *sessionConfig) check() error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.timeout <= 0 {
+		return fmt.Errorf("zklock: session timeout %v must be positive; set it with WithSessionTimeout", c.timeout)
+	}
+	return nil
+}
+
+// WithSessionTimeout sets the session timeout to ask the ensemble for: how
+// long the ensemble keeps the session, and with it every lock it holds,
+// after it last heard from the client. The default is
+// DefaultSessionTimeout (10s). The ensemble clamps it to its own bounds
+// (minSessionTimeout and maxSessionTimeout, 2 and 20 ticks by default), and
+// the Session uses the smaller of the asked and the granted timeout.
+func WithSessionTimeout(d time.Duration) SessionOption {
+	return func(c *sessionConfig) { c.timeout = d }
+}
+
+// WithACL sets the ACL of every node the Session creates: lock nodes and
+// any missing parents. The default is zk.WorldACL(zk.PermAll). Every
+// client of a lock needs to read its path's children and to create and
+// delete children there.
+func WithACL(acl ...zk.ACL) SessionOption {
+	return func(c *sessionConfig) {
+		if len(acl) == 0 {
+			c.err = errors.New("zklock: WithACL needs at least one ACL entry")
+			return
+		}
+		c.acl = acl
+	}
+}
+
+// WithDigestAuth authenticates the session as user with the digest
+// scheme, on every connection it makes. Combine it with
+// WithACL(zk.DigestACL(zk.PermAll, user, password)...) so that only that
+// user can touch the locks' nodes. The default is no authentication.
+func WithDigestAuth(user, password string) SessionOption {
+	return func(c *sessionConfig) {
+		if user == "" || strings.Contains(user, ":") {
+			c.err = fmt.Errorf("zklock: WithDigestAuth: user %q must be non-empty and must not contain ':'", user)
+			return
+		}
+		c.auth = append(c.auth, user+":"+password)
+	}
+}
+
+// WithLogger sets where the Session logs: the ZooKeeper client's own
+// messages (connections, reconnections), at debug level. The default is
+// slog.Default().
+func WithLogger(l *slog.Logger) SessionOption {
+	return func(c *sessionConfig) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithEventCallback has f called with every event of the underlying
+// connection: session state changes and watch notifications. It is called
+// on the connection's own goroutine and must not block. The default is
+// none.
+func WithEventCallback(f func(zk.Event)) SessionOption {
+	return func(c *sessionConfig) { c.onEvent = f }
+}
+
+// An Option configures a lock.
+type Option func(*config)
+
+type config struct {
+	ttl   time.Duration
+	renew bool
+}
+
+func newConfig(opts []Option) config {
+	c := config{ttl: DefaultTTL, renew: true}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+func (c config) check() error {
+	if c.ttl < MinTTL {
+		return fmt.Errorf("zklock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
+	}
+	return nil
+}
+
+// WithTTL sets the lease time: how long a lease lasts after the last time
+// it was confirmed. The default is DefaultTTL (30s). A ZooKeeper lock is
+// held as long as the session lives, so a lease can never count on more
+// than a third of the session timeout (see the package documentation);
+// the lease time in force is the smaller of the two.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithoutRenewal makes a fixed lease: it ends, with an error matching
+// dlock.ErrExpired, one TTL after it was granted (or last refreshed), and
+// its node is then deleted. Ownership is still confirmed in the
+// background, so the lease also ends early if the session cannot be
+// confirmed. Renewal is on by default.
+func WithoutRenewal() Option { return func(c *config) { c.renew = false } }

@@ -1,0 +1,67 @@
+package zklock
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseChild(t *testing.T) {
+	tests := []struct {
+		name    string
+		ok      bool
+		kind    kind
+		seq     int64
+		permits int
+	}{
+		{"_c_0123456789abcdef0123456789abcdef-lock-0000000042", true, kindLock, 42, 0},
+		{"_c_2f1c4e06-7a4b-4f0e-9a55-3e4e1f7c2b10-lock-0000000007", true, kindLock, 7, 0}, // Curator's
+		{"lock-0000000001", true, kindLock, 1, 0},
+		{"_c_ab-read-0000000003", true, kindRead, 3, 0},
+		{"_c_ab-write-0000000004", true, kindWrite, 4, 0},
+		{"_c_ab-permit12-0000000005", true, kindPermit, 5, 12},
+		{"_c_ab-permit0-0000000005", false, 0, 0, 0},
+		{"_c_ab-permit-0000000005", false, 0, 0, 0},
+		{"_c_ab-lock--000000005", false, 0, 0, 0}, // an overflowed counter
+		{"_c_ab-lock-+000000005", false, 0, 0, 0},
+		{"config", false, 0, 0, 0},
+		{"0000000001", false, 0, 0, 0},
+		{"_c_ab-other-0000000001", false, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		c, ok := parseChild(tt.name)
+		if ok != tt.ok || ok && (c.kind != tt.kind || c.seq != tt.seq || c.permits != tt.permits) {
+			t.Errorf("parseChild(%q) = %+v, %v; want kind %v seq %d permits %d ok %v", tt.name, c, ok, tt.kind, tt.seq, tt.permits, tt.ok)
+		}
+	}
+	if _, err := parseChildren("/x", []string{"lock-0000000001", "_c_ab-lock--2147483648"}, kindLock); err == nil || !strings.Contains(err.Error(), "overflowed") {
+		t.Errorf("an overflowed sequence: %v", err)
+	}
+	kids, err := parseChildren("/x", []string{"_c_b-lock-0000000010", "_c_a-lock-0000000002", "lock-0000000005"}, kindLock)
+	if err != nil || kids[0].seq != 2 || kids[1].seq != 5 || kids[2].seq != 10 {
+		t.Errorf("parseChildren sorts by sequence, not name: %+v, %v", kids, err)
+	}
+}
+
+func TestFenceOf(t *testing.T) {
+	// Later parents outrank every sequence an earlier parent can reach in
+	// the milliseconds between them.
+	if fenceOf(1_795_433_218_589, 1<<31-1) >= fenceOf(1_795_433_218_589+2048, 0) {
+		t.Error("a parent 2s younger does not outrank a full sequence counter")
+	}
+	if fenceOf(100, 5) <= fenceOf(100, 4) {
+		t.Error("fences do not follow the sequence")
+	}
+	// Fits in 64 bits for centuries of millisecond clocks.
+	const year2500 = 16_725_225_600_000
+	if f := fenceOf(year2500, 1<<31-1); f < fenceOf(year2500-1, 0) {
+		t.Errorf("fence overflowed by the year 2500: %d", f)
+	}
+}
+
+func TestCheckPath(t *testing.T) {
+	for _, ok := range []string{"/a", "/locks/nightly-report", "/a/b.c/d..e", "/日本/ロック"} {
+		if err := checkPath(ok); err != nil {
+			t.Errorf("checkPath(%q) = %v", ok, err)
+		}
+	}
+}

@@ -1,0 +1,409 @@
+package zklock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/go-zookeeper/zk"
+)
+
+// A queue is one side of a lock on one path: the kind of node it creates
+// and the rule that decides, from the sorted children of the path, whether
+// a node holds the lock and which node it waits on. Mutex, RWMutex and
+// Semaphore are queues with different rules.
+type queue struct {
+	s       *Session
+	dir     string
+	kind    kind
+	permits int    // for kindPermit
+	label   string // node label: label(kind, permits)
+	allowed []kind // the kinds that may share dir
+	cfg     config
+	decide  func(kids []child, me int) verdict
+	err     error // from a bad path or option; returned by every call
+}
+
+// A verdict says whether a node holds the lock, and if not what to watch.
+type verdict struct {
+	held bool
+	// watch is the child whose deletion may let the node in; "" with
+	// children set means any change to the path's children may.
+	watch    string
+	children bool
+	// downgradable: the node holds if watch is a downgraded writer (its
+	// data version is above 0).
+	downgradable bool
+}
+
+func newQueue(s *Session, dir string, k kind, permits int, opts []Option, decide func([]child, int) verdict, allowed ...kind) *queue {
+	q := &queue{s: s, dir: dir, kind: k, permits: permits, label: label(k, permits), allowed: allowed,
+		cfg: newConfig(opts), decide: decide}
+	if err := checkPath(dir); err != nil {
+		q.err = err
+	} else if err := q.cfg.check(); err != nil {
+		q.err = err
+	}
+	return q
+}
+
+// check returns the error a call must return before it touches the
+// network.
+func (q *queue) check(ctx context.Context) error {
+	if q.err != nil {
+		return q.err
+	}
+	if err := q.s.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return dlock.NotObtained(err)
+	}
+	return nil
+}
+
+// pending is a created node that does not hold the lock yet.
+type pending struct {
+	path, name, guid string
+	session          int64
+}
+
+// acquire creates a node with token as its data and waits, if wait is
+// set, until it holds the lock; without wait it gives up at once.
+func (q *queue) acquire(ctx context.Context, token string, wait bool) (*Lease, error) {
+	if !wait {
+		// A look before creating anything: a held lock costs one read.
+		busy, err := q.busy(ctx)
+		if err != nil || busy {
+			return nil, err
+		}
+	}
+	for {
+		p, err := q.create(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		h, again, err := q.await(ctx, p, token, wait)
+		if !again {
+			return h, err
+		}
+		// The node vanished before it held: its session expired, or it
+		// was deleted. Queue again, at the back.
+	}
+}
+
+// busy reports whether a node created now would have to wait, or an error
+// with ErrNotObtained if it would.
+func (q *queue) busy(ctx context.Context) (bool, error) {
+	names, _, err := q.s.children(ctx, q.dir)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return false, nil
+	case ctx.Err() != nil:
+		return true, dlock.NotObtained(ctx.Err())
+	case err != nil:
+		return true, describe("listing", q.dir, err)
+	}
+	kids, err := q.parse(names)
+	if err != nil {
+		return true, err
+	}
+	kids = append(kids, child{seq: 1 << 62, kind: q.kind, permits: q.permits})
+	if v := q.decide(kids, len(kids)-1); v.held || v.downgradable {
+		return false, nil
+	}
+	return true, dlock.ErrNotObtained
+}
+
+// parse parses the children of dir and checks that they belong to this
+// kind of lock.
+func (q *queue) parse(names []string) ([]child, error) {
+	kids, err := parseChildren(q.dir, names, q.allowed...)
+	if err != nil {
+		return nil, err
+	}
+	if q.kind == kindPermit {
+		for _, c := range kids {
+			if c.permits != q.permits {
+				return nil, fmt.Errorf("zklock: semaphore %s has %d permits (node %q); this Semaphore was made with %d",
+					q.dir, c.permits, c.name, q.permits)
+			}
+		}
+	}
+	return kids, nil
+}
+
+// lostReply returns a create's result whose reply was lost: abandon then
+// looks for the node by its guid.
+func lostReply() <-chan result[string] {
+	ch := make(chan result[string], 1)
+	ch <- result[string]{err: zk.ErrConnectionClosed}
+	return ch
+}
+
+// newGUID returns the 32 hex digits of a protected node name.
+func newGUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// create creates an ephemeral sequential node for token, creating the
+// path first if it is missing. If the reply is lost, it finds the node by
+// its protected name rather than creating a second one.
+func (q *queue) create(ctx context.Context, token string) (_ pending, err error) {
+	guid := newGUID()
+	prefix := q.dir + "/" + protectedPrefix + guid + "-" + q.label
+	uncertain := false // a create lost its reply: a node may exist
+	defer func() {
+		if err != nil && uncertain {
+			q.s.abandon(lostReply(), q.dir, guid)
+		}
+	}()
+	for n := 1; ; n++ {
+		if err := q.s.usable(); err != nil {
+			return pending{}, err
+		}
+		created := start(func() (string, error) {
+			return q.s.conn.Create(prefix, []byte(token), zk.FlagEphemeralSequential, q.s.cfg.acl)
+		})
+		var r result[string]
+		select {
+		case r = <-created:
+		case <-ctx.Done():
+			q.s.abandon(created, q.dir, guid)
+			return pending{}, dlock.NotObtained(ctx.Err())
+		}
+		if transient(r.err) {
+			uncertain = true
+		}
+		switch {
+		case r.err == nil:
+			return pending{path: r.v, name: path.Base(r.v), guid: guid, session: q.s.conn.SessionID()}, nil
+		case errors.Is(r.err, zk.ErrNoNode) && n <= 5:
+			// The path is missing, or its container was just reaped.
+			if err := q.s.ensureParents(ctx, q.dir); err != nil {
+				return pending{}, err
+			}
+			continue
+		case transient(r.err):
+			if names := q.s.findOwn(ctx, q.dir, guid); len(names) > 0 {
+				// Any other node of this guid is deleted by await.
+				return pending{path: q.dir + "/" + names[0], name: names[0], guid: guid, session: q.s.conn.SessionID()}, nil
+			}
+		case !errors.Is(r.err, zk.ErrSessionExpired):
+			return pending{}, describe("creating a lock node under", q.dir, r.err)
+		}
+		// Nothing was created (or it went with an expired session): again.
+		if err := pause(ctx, n); err != nil {
+			return pending{}, err
+		}
+	}
+}
+
+// await waits until p holds the lock (or, without wait, finds that it
+// does not, and deletes it). It reports again if p vanished before it
+// held, so that the caller creates another node.
+func (q *queue) await(ctx context.Context, p pending, token string, wait bool) (h *Lease, again bool, err error) {
+	s := q.s
+	giveUp := func(err error) (*Lease, bool, error) {
+		s.removeLater(p.path, p.session)
+		return nil, false, err
+	}
+	for n := 1; ; n++ {
+		start := time.Now()
+		var names []string
+		var st *zk.Stat
+		var dirWatch <-chan zk.Event
+		if q.kind == kindPermit && wait {
+			// A semaphore waiter waits for any change after this very
+			// listing: a watch set by a later request could miss one.
+			names, st, dirWatch, err = s.childrenW(ctx, q.dir)
+		} else {
+			names, st, err = s.children(ctx, q.dir)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return giveUp(dlock.NotObtained(ctx.Err()))
+		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired):
+			return nil, true, nil
+		case transient(err):
+			if err := pause(ctx, n); err != nil {
+				return giveUp(err)
+			}
+			continue
+		case err != nil:
+			return giveUp(describe("listing", q.dir, err))
+		}
+		kids, err := q.parse(names)
+		if err != nil {
+			return giveUp(err)
+		}
+		me := -1
+		for i, c := range kids {
+			switch {
+			case c.name == p.name:
+				me = i
+			case ownedBy(c.name, p.guid):
+				// A second node from a create whose reply was lost.
+				s.removeLater(q.dir+"/"+c.name, p.session)
+			}
+		}
+		if me < 0 {
+			return nil, true, nil
+		}
+		v := q.decide(kids, me)
+		var watch <-chan zk.Event
+		if !v.held {
+			if !wait && !v.downgradable {
+				q.remove(ctx, p)
+				return nil, false, dlock.ErrNotObtained
+			}
+			v.held, watch, err = q.watch(ctx, v, dirWatch)
+			switch {
+			case ctx.Err() != nil:
+				return giveUp(dlock.NotObtained(ctx.Err()))
+			case errors.Is(err, zk.ErrSessionExpired):
+				return nil, true, nil
+			case transient(err):
+				if err := pause(ctx, n); err != nil {
+					return giveUp(err)
+				}
+				continue
+			case err != nil:
+				return giveUp(describe("watching under", q.dir, err))
+			}
+		}
+		if v.held {
+			h, err := q.grant(ctx, p, token, fenceOf(st.Ctime, kids[me].seq), start)
+			switch {
+			case errors.Is(err, errSessionEnded):
+				return nil, true, nil
+			case !errors.Is(err, errTooSlow):
+				return h, false, err
+			case !wait:
+				q.remove(ctx, p)
+				return nil, false, err
+			}
+			continue // confirm again, with a fresh start time
+		}
+		if !wait { // the writer ahead was not downgraded after all
+			q.remove(ctx, p)
+			return nil, false, dlock.ErrNotObtained
+		}
+		if watch != nil {
+			select {
+			case <-ctx.Done():
+				return giveUp(dlock.NotObtained(ctx.Err()))
+			case <-watch:
+			}
+		}
+	}
+}
+
+// watch sets the watch v asks for, or returns dirWatch, the watch set by
+// the listing, when v asks for the children. It reports held if the
+// watched node turns out to be a downgraded writer, and a nil channel if
+// the watched node has gone already (look again).
+func (q *queue) watch(ctx context.Context, v verdict, dirWatch <-chan zk.Event) (held bool, ch <-chan zk.Event, err error) {
+	if v.children {
+		return false, dirWatch, nil
+	}
+	exists, st, ch, err := q.s.existsW(ctx, q.dir+"/"+v.watch)
+	switch {
+	case err != nil || !exists:
+		return false, nil, err
+	case v.downgradable && st.Version > 0:
+		return true, nil, nil
+	}
+	return false, ch, nil
+}
+
+// errSessionEnded reports a grant whose session ended before it was
+// recorded; the waiter queues again.
+var errSessionEnded = errors.New("zklock: the session ended during the grant")
+
+// errTooSlow reports a grant that took longer than the lease time.
+var errTooSlow = errors.New("zklock: the ensemble answered too late to grant a lease")
+
+// grant turns p, found to hold the lock by a listing sent at start, into
+// a lease. It returns errTooSlow, and keeps p, if the lease would have
+// ended already.
+func (q *queue) grant(ctx context.Context, p pending, token string, fence uint64, start time.Time) (*Lease, error) {
+	if err := ctx.Err(); err != nil {
+		// The answer came after the caller gave up: do not hand it a lock.
+		q.s.removeLater(p.path, p.session)
+		return nil, dlock.NotObtained(err)
+	}
+	if span := q.span(); !time.Now().Before(lease.Validity(start, span)) {
+		return nil, fmt.Errorf("%w: %w (%v after the listing; the lease time is %v)", dlock.ErrNotObtained, errTooSlow, time.Since(start), span)
+	}
+	n, h := newNode(ctx, q, p, token, fence, start)
+	if err := q.s.register(n, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// remove deletes p now if the ensemble answers within ctx, and otherwise
+// in the background.
+func (q *queue) remove(ctx context.Context, p pending) {
+	err := q.s.delete(ctx, p.path)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrSessionExpired) {
+		q.s.removeLater(p.path, p.session)
+	}
+}
+
+// register records a granted node and its first hold, and starts
+// confirming it. It returns ErrClosed if the Session has been closed (whose
+// close deletes the node), and errSessionEnded if the node's session has
+// ended.
+func (s *Session) register(n *node, h *Lease) error {
+	if !s.leases.Add(h) {
+		n.mu.Lock()
+		n.closing = true
+		n.mu.Unlock()
+		h.End(dlock.Lost(ErrClosed))
+		return ErrClosed
+	}
+	s.mu.Lock()
+	if s.id != n.session {
+		// The session ended after the listing: sessionEnded has run, or is
+		// about to, without this node.
+		s.mu.Unlock()
+		n.lose(ErrSessionExpired)
+		return errSessionEnded
+	}
+	s.nodes[n] = struct{}{}
+	s.owners[ownerKey{n.q.dir, n.token}] = n
+	s.mu.Unlock()
+	s.renew.Add(&n.entry, n.period())
+	if h.Err() != nil { // ended already: make sure it is forgotten
+		s.forget(n)
+	}
+	return nil
+}
+
+// forget stops confirming n and drops it from the session's records.
+func (s *Session) forget(n *node) {
+	s.renew.Remove(&n.entry)
+	s.mu.Lock()
+	delete(s.nodes, n)
+	if k := (ownerKey{n.q.dir, n.token}); s.owners[k] == n {
+		delete(s.owners, k)
+	}
+	s.mu.Unlock()
+}
+
+// heldBy returns the node on dir that owner holds in this session, or nil.
+func (s *Session) heldBy(dir, owner string) *node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owners[ownerKey{dir, owner}]
+}

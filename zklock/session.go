@@ -1,0 +1,458 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/background"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/go-zookeeper/zk"
+)
+
+// A Session is one ZooKeeper session, on a connection of its own, and the
+// locks made from it: every lock node it creates is an ephemeral node of
+// the session, so the ensemble deletes them all if the session expires.
+// One Session per process is the usual arrangement; it is safe for
+// concurrent use.
+//
+// A Session watches its connection. While the connection is down the
+// session may or may not still be alive: every lease reports Suspended,
+// and a lease that cannot be confirmed ends at its Until. When the
+// ensemble reports the session expired, every lease ends at once with an
+// error matching dlock.ErrLost and ErrSessionExpired, and the Session
+// carries on with a new session.
+type Session struct {
+	conn     *zk.Conn
+	connSet  chan struct{} // closed once conn is set; the event callback waits for it
+	cfg      sessionConfig
+	loopDone chan struct{} // closed when the connection's goroutine has finished
+	renew    *renewal.Scheduler
+	leases   lease.Registry
+
+	noContainers atomic.Bool // the ensemble has no container nodes (before 3.5.3)
+
+	mu        sync.Mutex
+	id        int64 // the current session's ID; 0 while there is none
+	suspended bool  // the connection is down: ownership is uncertain
+	granted   time.Duration
+	nodes     map[*node]struct{}
+	owners    map[ownerKey]*node // held nodes by lock path and owner token
+
+	ready     chan struct{} // closed at the first session
+	readyOnce sync.Once
+
+	bg background.Group // clean-ups of nodes that interrupted calls may have left
+}
+
+type ownerKey struct{ dir, owner string }
+
+// Connect opens a session with the ZooKeeper ensemble at servers
+// ("host:port"; the port defaults to 2181) and returns once the ensemble
+// has granted it, or when ctx is done. With WithDigestAuth, it also
+// authenticates before returning. The caller must Close the Session.
+func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
+	cfg := newSessionConfig(opts)
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if err := checkServers(servers); err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, connSet: make(chan struct{}), loopDone: make(chan struct{}),
+		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), ready: make(chan struct{})}
+	conn, events, err := zk.Connect(servers, cfg.timeout,
+		zk.WithLogger(zkLogger{s}), zk.WithLogInfo(true), zk.WithEventCallback(s.onEvent))
+	if err != nil {
+		return nil, fmt.Errorf("zklock: connecting to %v: %w", servers, err)
+	}
+	s.conn = conn
+	close(s.connSet)
+	go func() {
+		for range events { // the callback sees them all; this channel drops when full
+		}
+		close(s.loopDone)
+	}()
+	fail := func(err error) (*Session, error) {
+		conn.Close()
+		<-s.loopDone
+		return nil, err
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return fail(fmt.Errorf("zklock: no session with %v: %w (state %v)", servers, ctx.Err(), conn.State()))
+	}
+	for _, cred := range cfg.auth {
+		if _, err := await(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", []byte(cred)) }); err != nil {
+			return fail(fmt.Errorf("zklock: digest authentication with %v: %w", servers, err))
+		}
+	}
+	s.renew = renewal.New(s.renewBatch)
+	return s, nil
+}
+
+// checkServers returns an error naming the first bad server address.
+func checkServers(servers []string) error {
+	if len(servers) == 0 {
+		return errors.New("zklock: no ZooKeeper servers given; pass at least one host:port")
+	}
+	for _, srv := range servers {
+		host, port, err := net.SplitHostPort(srv)
+		if err != nil && !strings.Contains(srv, ":") {
+			host, port, err = srv, "2181", nil // go-zookeeper's default port
+		}
+		if err != nil || !validHost(host) {
+			return fmt.Errorf("zklock: server address %q: want host:port, such as 127.0.0.1:2181", srv)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("zklock: server address %q: port %q is not a number from 1 to 65535", srv, port)
+		}
+	}
+	return nil
+}
+
+// validHost reports whether h could be a host name or an IP address.
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, r := range h {
+		if !(r == '-' || r == '.' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// authenticatedFormat is how go-zookeeper logs a granted session: the only
+// place it reveals the negotiated timeout. A test checks that it still
+// does; if it stops, the Session falls back to the timeout it asked for.
+const authenticatedFormat = "authenticated: id=%d, timeout=%d"
+
+// zkLogger receives go-zookeeper's log messages.
+type zkLogger struct{ s *Session }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	if format == authenticatedFormat && len(args) == 2 {
+		if ms, ok := args[1].(int32); ok && ms > 0 {
+			l.s.mu.Lock()
+			if d := time.Duration(ms) * time.Millisecond; l.s.granted == 0 || d < l.s.granted {
+				l.s.granted = d
+			}
+			l.s.mu.Unlock()
+		}
+	}
+	l.s.cfg.log.Debug("zklock: zookeeper client: " + fmt.Sprintf(format, args...))
+}
+
+// onEvent maps the connection's session events to lease state. It runs
+// on the connection's goroutine, which logs the negotiated timeout after
+// StateHasSession and before it sends any request.
+func (s *Session) onEvent(ev zk.Event) {
+	if s.cfg.onEvent != nil {
+		s.cfg.onEvent(ev)
+	}
+	if ev.Type != zk.EventSession {
+		return
+	}
+	<-s.connSet
+	switch ev.State {
+	case zk.StateHasSession:
+		id := s.conn.SessionID()
+		s.mu.Lock()
+		old := s.id
+		s.id, s.suspended = id, false
+		s.mu.Unlock()
+		s.readyOnce.Do(func() { close(s.ready) })
+		if old != 0 && old != id {
+			s.sessionEnded(old)
+		}
+	case zk.StateDisconnected, zk.StateConnecting:
+		s.mu.Lock()
+		s.suspended = s.id != 0
+		s.mu.Unlock()
+	case zk.StateExpired:
+		s.mu.Lock()
+		old := s.id
+		s.id, s.suspended = 0, false
+		s.mu.Unlock()
+		if old != 0 {
+			s.sessionEnded(old)
+		}
+	}
+}
+
+// sessionEnded ends every lease held in the session id, whose ephemeral
+// nodes the ensemble has deleted.
+func (s *Session) sessionEnded(id int64) {
+	s.mu.Lock()
+	var lost []*node
+	for n := range s.nodes {
+		if n.session == id {
+			lost = append(lost, n)
+		}
+	}
+	s.mu.Unlock()
+	for _, n := range lost {
+		n.lose(ErrSessionExpired)
+	}
+}
+
+// ID returns the current session's ID, or 0 while the Session has none
+// (between an expiry and the next session).
+func (s *Session) ID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// Suspended reports whether the connection is down while the session may
+// still be alive: ownership of every lease is uncertain until the client
+// reconnects (the lease holds on) or the ensemble reports the session
+// expired (every lease is lost).
+func (s *Session) Suspended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.suspended
+}
+
+// Timeout returns the session timeout in force: the smaller of the one
+// asked for (WithSessionTimeout) and the one the ensemble granted.
+func (s *Session) Timeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.granted > 0 && s.granted < s.cfg.timeout {
+		return s.granted
+	}
+	return s.cfg.timeout
+}
+
+// Conn returns the underlying connection, for other work in the same
+// session. Do not close it; close the Session.
+func (s *Session) Conn() *zk.Conn { return s.conn }
+
+// Close releases every lease the Session still holds (waiting at most five
+// seconds), stops renewing, and closes the session, which deletes any
+// node of it that is left. Every held lease ends with dlock.ErrReleased;
+// Close returns the errors of the releases that did not complete.
+func (s *Session) Close() error {
+	first, err := s.leases.Close(5*time.Second, ErrClosed)
+	if !first {
+		return nil
+	}
+	s.renew.Close()
+	s.bg.Close()
+	s.conn.Close()
+	select {
+	case <-s.loopDone:
+	case <-time.After(5 * time.Second):
+	}
+	return err
+}
+
+// usable returns the error every call on a closed Session returns.
+func (s *Session) usable() error {
+	if s.leases.Closed() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// result is the outcome of a blocking go-zookeeper call.
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// start runs op, a blocking go-zookeeper call, on a goroutine of its own.
+// go-zookeeper calls take no context; they return when the ensemble
+// answers or the connection fails or closes.
+func start[T any](op func() (T, error)) <-chan result[T] {
+	ch := make(chan result[T], 1)
+	go func() {
+		v, err := op()
+		ch <- result[T]{v, err}
+	}()
+	return ch
+}
+
+// await runs op and returns its result, or ctx's error if ctx is done
+// first; op's result is then dropped.
+func await[T any](ctx context.Context, op func() (T, error)) (T, error) {
+	select {
+	case r := <-start(op):
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// retryBackoff spaces out retries after a connection failure.
+var retryBackoff = dlock.ExponentialBackoff(10*time.Millisecond, 500*time.Millisecond)
+
+// pause waits before the attempt-th retry, or returns an error matching
+// dlock.ErrNotObtained and ctx.Err() if ctx is done first.
+func pause(ctx context.Context, attempt int) error {
+	d, _ := retryBackoff.Backoff(attempt)
+	select {
+	case <-ctx.Done():
+		return dlock.NotObtained(ctx.Err())
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// removeLater deletes the node at path, created in session, in the
+// background: until it is gone, its session has ended (which deletes it),
+// or the Session is closed (which does too).
+func (s *Session) removeLater(path string, session int64) {
+	s.bg.Go(func(ctx context.Context) {
+		for n := 1; ; n++ {
+			if s.ID() != session && s.ID() != 0 {
+				return
+			}
+			err := s.delete(ctx, path)
+			switch {
+			case err == nil, errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired), ctx.Err() != nil:
+				return
+			case !transient(err):
+				s.cfg.log.Warn("zklock: cannot delete a lock node; it goes when the session ends", "path", path, "err", err)
+				return
+			}
+			if pause(ctx, n) != nil {
+				return
+			}
+		}
+	})
+}
+
+// abandonChecks are the pauses between the looks a clean-up takes for a
+// node whose create lost its reply: a request delayed on a dead
+// connection can still be carried out after a first look.
+var abandonChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second, 3 * time.Second}
+
+// abandon cleans up after a create whose caller gave up waiting: when
+// created arrives it deletes the node, and if the reply was lost it looks
+// for the node by its protected name, guid, and deletes it if found.
+func (s *Session) abandon(created <-chan result[string], dir, guid string) {
+	s.bg.Go(func(ctx context.Context) {
+		var r result[string]
+		select {
+		case r = <-created:
+		case <-ctx.Done():
+			return
+		}
+		session := s.ID()
+		switch {
+		case r.err == nil:
+			s.removeLater(r.v, session)
+			return
+		case !transient(r.err):
+			return // nothing was created
+		}
+		for _, wait := range abandonChecks {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			if names := s.findOwn(ctx, dir, guid); len(names) > 0 {
+				for _, name := range names {
+					s.removeLater(dir+"/"+name, session)
+				}
+				return
+			}
+		}
+	})
+}
+
+// findOwn looks, once the ensemble answers, for the nodes under dir whose
+// protected name carries guid. It syncs dir first, so that the server
+// answering has seen everything the leader committed.
+func (s *Session) findOwn(ctx context.Context, dir, guid string) []string {
+	for n := 1; ; n++ {
+		err := s.sync(ctx, dir)
+		var names []string
+		if err == nil {
+			names, _, err = s.children(ctx, dir)
+		}
+		switch {
+		case err == nil:
+			var own []string
+			for _, name := range names {
+				if ownedBy(name, guid) {
+					own = append(own, name)
+				}
+			}
+			return own
+		case !transient(err):
+			return nil
+		}
+		if pause(ctx, n) != nil {
+			return nil
+		}
+	}
+}
+
+// ownedBy reports whether the node name was created with guid.
+func ownedBy(name, guid string) bool {
+	p := protectedPrefix + guid + "-"
+	return len(name) > len(p) && name[:len(p)] == p
+}
+
+// ensureParents creates dir and its missing ancestors, as container nodes
+// where the ensemble has them (ZooKeeper 3.5.3 and later deletes an empty
+// container by itself), and as persistent nodes where it does not.
+func (s *Session) ensureParents(ctx context.Context, dir string) error {
+	for i := 1; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' {
+			continue
+		}
+		p := dir[:i]
+		for n := 1; ; n++ {
+			var err error
+			if s.noContainers.Load() {
+				_, err = await(ctx, func() (string, error) { return s.conn.Create(p, nil, zk.FlagPersistent, s.cfg.acl) })
+			} else {
+				_, err = await(ctx, func() (string, error) { return s.conn.CreateContainer(p, nil, zk.FlagContainer, s.cfg.acl) })
+				if unimplemented(err) {
+					s.noContainers.Store(true)
+					continue
+				}
+			}
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				break
+			}
+			if ctx.Err() != nil {
+				return dlock.NotObtained(ctx.Err())
+			}
+			if !transient(err) {
+				return describe("creating the parent node", p, err)
+			}
+			if err := pause(ctx, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unimplemented reports whether err is ZooKeeper's "Unimplemented" (code
+// -6), which go-zookeeper has no sentinel for: the server predates the
+// operation.
+func unimplemented(err error) bool {
+	return err != nil && err.Error() == "unknown error: -6"
+}
