@@ -77,7 +77,8 @@ func BenchmarkS2(b *testing.B) {
 }
 
 // TestIntegrationShortRun runs the program in -short mode, one repetition,
-// and checks that the report has every section and no errors.
+// and checks that the report has every section and no errors. Z1 and Z2
+// need ZooKeeper too (the Debian package; make deps installs it).
 func TestIntegrationShortRun(t *testing.T) {
 	testenv.RequireBinary(t, "redis-server")
 	goBin, err := exec.LookPath("go")
@@ -103,7 +104,7 @@ func TestIntegrationShortRun(t *testing.T) {
 		"| dlock-goredis |", "| dlock-rueidis |", "| bsm/redislock |", "| redsync |", "| rueidislock |",
 		"#### S4a", "#### S4b", "#### S4f", "| raw-parallel |", "| dlock-redlock-goredis |", "| dlock-redlock-rueidis |",
 		"| redsync-failfast |", "### S5", "| dlock-fair-goredis |", "### S6", "| dlock-rw-goredis |",
-		"| dlock-mutex-goredis |", "### R2"} {
+		"| dlock-mutex-goredis |", "### R2", "### Z1", "### Z2", "| dlock-zk |", "| zk.Lock |", "| dlock-redis |"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -44,6 +44,10 @@ func (r *Results) Markdown() string {
 			checks = append(checks, r.s6(&b)...)
 		case "R2":
 			checks = append(checks, r.r2(&b)...)
+		case "Z1":
+			r.z1(&b)
+		case "Z2":
+			r.z2(&b)
 		}
 	}
 	if len(checks) > 0 {
@@ -57,6 +61,7 @@ func (r *Results) Markdown() string {
 	r.errors(&b)
 	r.notes(&b)
 	r.issue4Notes(&b)
+	r.zkNotes(&b)
 	return b.String()
 }
 
@@ -76,6 +81,7 @@ func (r *Results) header(b *strings.Builder) {
 			"benchmark; before every run FLUSHALL on each, then the dlock epoch pre-aged by 1h (see S4 notes). All %d share this "+
 			"machine's %d cores with the client\n", RedlockNodes, RedlockNodes, runtime.NumCPU())
 	}
+	r.zkHeader(b)
 	fmt.Fprintf(b, "- Library: %s\n", r.library)
 	durations := r.cfg.Duration.String()
 	if r.runs["S4a"] != nil && r.cfg.s4Duration() != r.cfg.Duration {
@@ -216,7 +222,7 @@ func (r *Results) errors(b *strings.Builder) {
 	var lines []string
 	for _, sc := range append(slices.Clone(AllScenarios), s4Parts...) {
 		seen := map[string]bool{}
-		for _, c := range append(append(slices.Clone(r.contenders), r.redlock...), r.issue4...) {
+		for _, c := range slices.Concat(r.contenders, r.redlock, r.issue4, r.zk) {
 			if seen[c.Name] {
 				continue
 			}

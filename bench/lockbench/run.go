@@ -13,7 +13,7 @@ import (
 )
 
 // Scenario names, in run order.
-var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4", "S5", "S6", "R2"}
+var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4", "S5", "S6", "R2", "Z1", "Z2"}
 
 // Config is one benchmark run.
 type Config struct {
@@ -65,7 +65,9 @@ type Results struct {
 	contenders       []Contender // S1–S3, R1
 	redlock          []Contender // S4
 	issue4           []Contender // S5, S6, R2 (always all of them)
+	zk               []Contender // Z1, Z2 (always all of them)
 	redis            string
+	zookeeper        string // the Z ensemble's version
 	library          string
 	rueidislockProbe string // why rueidislock is not an S4 contender
 	start            time.Time
@@ -74,7 +76,8 @@ type Results struct {
 	errs             map[string]map[string][]string
 }
 
-// Run starts a redis-server (and, for S4, RedlockNodes more), runs every
+// Run starts a redis-server (for S4, RedlockNodes more; for Z1 and Z2, a
+// ZooKeeper ensemble of ZKServers next to the redis-server), runs every
 // selected scenario for every contender, round-robin over contenders for
 // each repetition (the order rotates between repetitions), and stops the
 // servers.
@@ -88,7 +91,7 @@ func Run(cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Results{cfg: cfg, contenders: cs, redlock: rs, issue4: issue4Contenders(), library: libraryState(), start: time.Now(),
+	res := &Results{cfg: cfg, contenders: cs, redlock: rs, issue4: issue4Contenders(), zk: ZKContenders(), library: libraryState(), start: time.Now(),
 		runs: map[string]map[string][]Metrics{}, errs: map[string]map[string][]string{}}
 	if slices.ContainsFunc(cfg.Scenarios, func(s string) bool { return s != "S4" }) {
 		srv, err := startServer()
@@ -98,6 +101,7 @@ func Run(cfg Config) (*Results, error) {
 		res.redis = srv.version
 		progress(cfg, "redis-server %s on %s; GOMAXPROCS=%d", srv.version, srv.addr(), runtime.GOMAXPROCS(0))
 		res.runSingle(srv)
+		res.runZK(srv)
 		srv.close() // not left idling next to S4's nodes
 	}
 	if slices.Contains(cfg.Scenarios, "S4") {
@@ -115,11 +119,12 @@ func Run(cfg Config) (*Results, error) {
 	return res, nil
 }
 
-// runSingle runs the selected scenarios of S1, S2, S3 and R1 on srv.
+// runSingle runs the selected scenarios of S1, S2, S3, R1, S5, S6 and R2
+// on srv.
 func (res *Results) runSingle(srv *server) {
 	cfg, cs := res.cfg, res.contenders
 	for _, sc := range AllScenarios {
-		if sc == "S4" || !slices.Contains(cfg.Scenarios, sc) {
+		if sc == "S4" || slices.Contains(ZKScenarios, sc) || !slices.Contains(cfg.Scenarios, sc) {
 			continue
 		}
 		res.runs[sc], res.errs[sc] = map[string][]Metrics{}, map[string][]string{}
