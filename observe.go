@@ -1,0 +1,167 @@
+package dlock
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+)
+
+// An EventKind says what happened to a lock.
+type EventKind uint8
+
+// The kinds of Event, in the order a lease meets them.
+const (
+	// EventAcquiring: a Lock or TryLock call began.
+	EventAcquiring EventKind = iota + 1
+	// EventWaiting: a Lock call found the lock taken and began to wait.
+	// It comes at most once per call.
+	EventWaiting
+	// EventAcquired: the call obtained a lease. Wait is the time since
+	// EventAcquiring; Fence is the lease's fence.
+	EventAcquired
+	// EventNotAcquired: the call gave up. Wait is the time since
+	// EventAcquiring; Err says why (it matches ErrNotObtained when the lock
+	// was taken or ctx ended, and is a hard error otherwise).
+	EventNotAcquired
+	// EventRenewed: the lease was extended, by the watchdog or by Refresh.
+	EventRenewed
+	// EventRenewFailed: an attempt to extend the lease failed (Err says
+	// why). The lease may still be valid; if it is not, EventLost follows.
+	EventRenewFailed
+	// EventLost: the lease ended other than by Release. Err matches ErrLost
+	// and wraps the cause; Held is the time since EventAcquired.
+	EventLost
+	// EventReleased: the holder released the lease. Held is the time since
+	// EventAcquired.
+	EventReleased
+)
+
+var eventNames = [...]string{
+	EventAcquiring:   "acquiring",
+	EventWaiting:     "waiting",
+	EventAcquired:    "acquired",
+	EventNotAcquired: "not-acquired",
+	EventRenewed:     "renewed",
+	EventRenewFailed: "renew-failed",
+	EventLost:        "lost",
+	EventReleased:    "released",
+}
+
+// String returns the kind's name in lower case, such as "acquired".
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && eventNames[k] != "" {
+		return eventNames[k]
+	}
+	return "EventKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// An Event is one thing that happened to one lock.
+type Event struct {
+	Kind EventKind
+	// Name is the lock's name as the caller gave it to the backend
+	// (without any key prefix), the label to group events by.
+	Name string
+	// Lock is the kind of lock, such as "Mutex", "FairMutex", "RWMutex.read"
+	// or "Semaphore".
+	Lock string
+	// Fence is the lease's fence; zero before EventAcquired.
+	Fence uint64
+	// Wait is how long the acquisition took (EventAcquired,
+	// EventNotAcquired).
+	Wait time.Duration
+	// Held is how long the lease was held (EventLost, EventReleased).
+	Held time.Duration
+	// Err is the cause of EventNotAcquired, EventRenewFailed and
+	// EventLost.
+	Err error
+}
+
+// An Observer is told about lock events. Backends call Observe
+// synchronously, on whatever goroutine the event happens (a caller's, or
+// the watchdog's), so it must be quick, must not block and must not call
+// back into the lock; it must be safe for concurrent use.
+//
+// Each backend takes an Observer as a client option (redislock.WithObserver,
+// redlock.WithObserver, zklock.WithObserver). Package dlockprom turns
+// events into Prometheus metrics; LogObserver logs them.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to the Observer interface.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Observers returns an Observer that passes each event to every one of
+// obs in turn, skipping nils. It returns nil if there are none.
+func Observers(obs ...Observer) Observer {
+	var list multiObserver
+	for _, o := range obs {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nil
+	case 1:
+		return list[0]
+	}
+	return list
+}
+
+type multiObserver []Observer
+
+func (m multiObserver) Observe(e Event) {
+	for _, o := range m {
+		o.Observe(e)
+	}
+}
+
+// LogObserver returns an Observer that logs every event to l: losses at
+// Warn, failed renewals and failed acquisitions with a hard error at Info,
+// and everything else at Debug. A nil l means slog.Default().
+func LogObserver(l *slog.Logger) Observer {
+	if l == nil {
+		l = slog.Default()
+	}
+	return logObserver{l}
+}
+
+type logObserver struct{ l *slog.Logger }
+
+func (o logObserver) Observe(e Event) {
+	level := slog.LevelDebug
+	switch e.Kind {
+	case EventLost:
+		level = slog.LevelWarn
+	case EventRenewFailed:
+		level = slog.LevelInfo
+	case EventNotAcquired:
+		if !errors.Is(e.Err, ErrNotObtained) {
+			level = slog.LevelInfo
+		}
+	}
+	ctx := context.Background()
+	if !o.l.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("lock", e.Name), slog.String("kind", e.Lock)}
+	if e.Fence != 0 {
+		attrs = append(attrs, slog.Uint64("fence", e.Fence))
+	}
+	if e.Kind == EventAcquired || e.Kind == EventNotAcquired {
+		attrs = append(attrs, slog.Duration("wait", e.Wait))
+	}
+	if e.Kind == EventLost || e.Kind == EventReleased {
+		attrs = append(attrs, slog.Duration("held", e.Held))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("err", e.Err.Error()))
+	}
+	o.l.LogAttrs(ctx, level, "dlock: "+e.Kind.String(), attrs...)
+}
