@@ -1,4 +1,5 @@
-// Command dlock runs commands under distributed locks and demonstrates them.
+// Command dlock runs commands under distributed locks, inspects and
+// force-releases locks, benchmarks a deployment and demonstrates dlock.
 // See "dlock help".
 package main
 
@@ -8,4 +9,4 @@ import (
 	"github.com/dlock-go/dlock/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+func main() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)) }

@@ -1,48 +1,91 @@
-// Package cli implements the dlock command. Each subcommand has an options
-// struct, a parser and a run function that writes to injected streams and
-// returns an exit code, so that tests can drive it without a process.
+// Package cli implements the dlock command. Main dispatches to one package
+// per subcommand (run, inspect, release, bench, demo); each parses its own
+// flags, writes to injected streams and returns an exit code, so that tests
+// can drive it without a process.
 package cli
 
 import (
 	"fmt"
 	"io"
+	"runtime/debug"
+
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/internal/cli/inspect"
+	"github.com/dlock-go/dlock/internal/cli/run"
 )
 
-// Exit codes.
-const (
-	ExitOK    = 0
-	ExitError = 1
-	ExitUsage = 2
-)
+// Version is the dlock version, set at build time with
+// -ldflags "-X github.com/dlock-go/dlock/internal/cli.Version=v1.2.3".
+// Without it, the module version from the build information is used.
+var Version = ""
 
-// Version is the dlock version, set at build time with -ldflags.
-var Version = "dev"
-
-const usage = `dlock: distributed locks for Go, on Redis.
+const usage = `dlock: distributed locks on Redis, Redlock and ZooKeeper.
 
 Usage:
-  dlock demo [-workers N] [-rounds N]   start a local redis-server and watch workers contend for one lock
-  dlock version                         print the version
-  dlock help                            print this help
+  dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
+  dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
+  dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
+  dlock bench [flags]                           measure lock throughput and latency on a deployment
+  dlock demo [flags]                            start local servers and watch workers contend
+  dlock completion bash|zsh|fish                print a shell completion script
+  dlock version                                 print the version
+  dlock help [COMMAND]                          print this help, or a command's
+
+The lock service comes from --redis URL (once: one Redis; three or more
+times: Redlock over independent masters) or --zk host:port[,host:port...],
+or from DLOCK_REDIS or DLOCK_ZK. DLOCK_REDIS_PASSWORD supplies the password
+of Redis URLs without one.
+
+Run 'dlock help COMMAND' for a command's flags and exit codes.
 `
+
+// commands maps each subcommand to its entry point.
+var commands = map[string]func(args []string, io cmdutil.IO) int{
+	"run":        run.Main,
+	"inspect":    inspect.Main,
+	"release":    inspect.ReleaseMain,
+	"bench":      benchMain,
+	"demo":       demoMain,
+	"completion": completionMain,
+}
 
 // Main runs the dlock command with args (without the program name) and
 // returns the process exit code.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	streams := cmdutil.IO{In: stdin, Out: stdout, Err: stderr, Getenv: getenv}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return ExitUsage
+		return cmdutil.ExitUsage
 	}
-	switch args[0] {
-	case "demo":
-		return runDemo(args[1:], stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "dlock", Version)
-		return ExitOK
+	switch name := args[0]; name {
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "dlock", version())
+		return cmdutil.ExitOK
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if cmd, ok := commands[args[1]]; ok {
+				return cmd([]string{"--help"}, streams)
+			}
+			fmt.Fprintf(stderr, "dlock help: unknown command %q; run 'dlock help' for the list\n", args[1])
+			return cmdutil.ExitUsage
+		}
 		fmt.Fprint(stdout, usage)
-		return ExitOK
+		return cmdutil.ExitOK
+	default:
+		if cmd, ok := commands[name]; ok {
+			return cmd(args[1:], streams)
+		}
+		fmt.Fprintf(stderr, "dlock: unknown command %q; run 'dlock help' for the list\n", name)
+		return cmdutil.ExitUsage
 	}
-	fmt.Fprintf(stderr, "dlock: unknown command %q; run 'dlock help' for the list\n", args[0])
-	return ExitUsage
+}
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
@@ -48,16 +49,16 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, "dlock demo:", err)
 		}
-		return ExitUsage
+		return cmdutil.ExitUsage
 	}
 	if _, err := testenv.LookBinary("redis-server"); err != nil {
 		fmt.Fprintln(stderr, "dlock demo:", err)
-		return ExitError
+		return cmdutil.ExitError
 	}
 	srv, err := testenv.LaunchRedis(testenv.RedisConfig{})
 	if err != nil {
 		fmt.Fprintln(stderr, "dlock demo:", err)
-		return ExitError
+		return cmdutil.ExitError
 	}
 	defer srv.Close()
 	fmt.Fprintf(stdout, "Started redis-server on %s (no persistence).\n\n", srv.Addr())
@@ -66,13 +67,13 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	if err := contend(ctx, srv.Addr(), o, stdout); err != nil {
 		fmt.Fprintln(stderr, "dlock demo:", err)
-		return ExitError
+		return cmdutil.ExitError
 	}
 	if err := staleHolder(ctx, srv.Addr(), stdout); err != nil {
 		fmt.Fprintln(stderr, "dlock demo:", err)
-		return ExitError
+		return cmdutil.ExitError
 	}
-	return ExitOK
+	return cmdutil.ExitOK
 }
 
 // newLocks returns a lock client on its own connection and a function that

@@ -1,0 +1,177 @@
+// Package backend turns the dlock command's backend flags (--redis, --zk)
+// and their environment variables into a connected lock service.
+package backend
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/redis/go-redis/v9"
+)
+
+// Environment variables read when the matching flag is not given.
+const (
+	EnvRedis         = "DLOCK_REDIS"          // Redis URLs, separated by commas or spaces
+	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
+	EnvZK            = "DLOCK_ZK"             // host:port[,host:port...]
+)
+
+// Flags are the backend flags that run, inspect, release and bench share.
+type Flags struct {
+	Redis urlList
+	ZK    string
+}
+
+// Register adds --redis and --zk to fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
+	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
+}
+
+// urlList is a repeatable flag.
+type urlList []string
+
+func (l *urlList) String() string { return strings.Join(*l, ",") }
+func (l *urlList) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("empty URL; want redis://host:port")
+	}
+	*l = append(*l, s)
+	return nil
+}
+
+// A Spec is a checked choice of backend.
+type Spec struct {
+	Redis []*redis.Options // one: a single instance; three or more: Redlock
+	ZK    []string         // ZooKeeper servers
+}
+
+// Kind names the backend: "redis", "redlock" or "zookeeper".
+func (s Spec) Kind() string {
+	switch {
+	case len(s.ZK) > 0:
+		return "zookeeper"
+	case len(s.Redis) == 1:
+		return "redis"
+	}
+	return "redlock"
+}
+
+// Resolve checks the flags, filling in those not given from the
+// environment, and returns the backend they describe. Its errors are
+// UsageErrors that say what to change.
+func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
+	urls, zkList := []string(f.Redis), f.ZK
+	if len(urls) == 0 && zkList == "" {
+		if v := getenv(EnvRedis); v != "" {
+			urls = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+		}
+		zkList = getenv(EnvZK)
+	}
+	switch {
+	case len(urls) == 0 && zkList == "":
+		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port or --zk host:port (or set %s or %s)", EnvRedis, EnvZK)
+	case len(urls) > 0 && zkList != "":
+		return Spec{}, cmdutil.Usagef("both Redis and ZooKeeper were given (flags or %s/%s); choose one", EnvRedis, EnvZK)
+	case len(urls) == 2:
+		return Spec{}, cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
+	}
+	var spec Spec
+	if zkList != "" {
+		servers, err := parseZK(zkList)
+		if err != nil {
+			return Spec{}, err
+		}
+		spec.ZK = servers
+		return spec, nil
+	}
+	seen := map[string]bool{}
+	for _, u := range urls {
+		o, err := parseRedis(u, getenv(EnvRedisPassword))
+		if err != nil {
+			return Spec{}, err
+		}
+		if seen[o.Addr] {
+			return Spec{}, cmdutil.Usagef("--redis %s is given twice; Redlock needs independent masters", o.Addr)
+		}
+		seen[o.Addr] = true
+		spec.Redis = append(spec.Redis, o)
+	}
+	return spec, nil
+}
+
+// parseRedis checks one Redis URL. The password, if the URL has none, comes
+// from password (the environment).
+func parseRedis(raw, password string) (*redis.Options, error) {
+	shown := redact(raw)
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
+		return nil, cmdutil.Usagef("--redis %q is not a URL; want redis://[user:password@]host:port[/db] or rediss://... for TLS", shown)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil, cmdutil.Usagef("--redis %q: scheme %q is not supported; use redis:// or rediss:// (TLS)", shown, u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, cmdutil.Usagef("--redis %q has no host; want redis://host:port", shown)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("--redis %q: port %q is not a number from 1 to 65535", shown, p)
+		}
+	}
+	o, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, cmdutil.Usagef("--redis %q: %v", shown, redactErr(err, raw))
+	}
+	if o.Password == "" && password != "" {
+		o.Password = password
+	}
+	return o, nil
+}
+
+// redact hides the password of a URL for messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+func redactErr(err error, raw string) string {
+	msg := err.Error()
+	if u, e := url.Parse(raw); e == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// parseZK checks a comma-separated list of ZooKeeper servers.
+func parseZK(list string) ([]string, error) {
+	var servers []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", list)
+		}
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)", s)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", s, port)
+		}
+		servers = append(servers, s)
+	}
+	return servers, nil
+}

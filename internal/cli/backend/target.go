@@ -1,0 +1,190 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/dlock-go/dlock/redlock"
+	"github.com/dlock-go/dlock/zklock"
+	"github.com/redis/go-redis/v9"
+)
+
+// ZKRoot is where a lock name that is not an absolute path lives in
+// ZooKeeper: the name "nightly" is the path /dlock/nightly.
+const ZKRoot = "/dlock"
+
+// A Target is a connected lock service.
+type Target struct {
+	spec    Spec
+	single  *redislock.Client   // one Redis
+	nodes   []*redislock.Client // Redlock: one client per master, for inspect and release
+	quorum  *redlock.Client     // Redlock
+	zk      *zklock.Session     // ZooKeeper
+	closers []func()
+}
+
+// Lock kinds of "dlock run --kind".
+const (
+	KindMutex     = "mutex"
+	KindFair      = "fair"
+	KindRead      = "read"
+	KindWrite     = "write"
+	KindSemaphore = "semaphore"
+)
+
+// Kinds lists the lock kinds in the order help shows them.
+var Kinds = []string{KindMutex, KindFair, KindRead, KindWrite, KindSemaphore}
+
+// Connect connects to the service spec describes and checks that it
+// answers: the Redis instance, a majority of Redlock masters, or a
+// ZooKeeper session. obs, if not nil, observes every lock made from it.
+func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error) {
+	t := &Target{spec: spec}
+	switch spec.Kind() {
+	case "zookeeper":
+		s, err := zklock.Connect(ctx, spec.ZK, zkOptions(obs)...)
+		if err != nil {
+			return nil, err
+		}
+		t.zk = s
+		t.closers = append(t.closers, func() { s.Close() })
+		return t, nil
+	}
+	conns := make([]redislock.Conn, len(spec.Redis))
+	var errs []error
+	for i, o := range spec.Redis {
+		o.DisableIdentity = true // no CLIENT SETINFO: older servers and proxies refuse it
+		o.ContextTimeoutEnabled = true
+		rdb := redis.NewClient(o)
+		t.closers = append(t.closers, func() { rdb.Close() })
+		conns[i] = goredisconn.New(rdb)
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("redis %s: %w", o.Addr, err))
+		}
+		if len(spec.Redis) > 1 {
+			c := redislock.New(conns[i])
+			t.closers = append(t.closers, func() { c.Close() })
+			t.nodes = append(t.nodes, c)
+		}
+	}
+	if len(spec.Redis) == 1 {
+		if len(errs) > 0 {
+			t.Close()
+			return nil, errs[0]
+		}
+		t.single = redislock.New(conns[0]) // TODO(observer): redislock.WithObserver(obs)
+		t.closers = append([]func(){func() { t.single.Close() }}, t.closers...)
+		return t, nil
+	}
+	if len(errs) > len(spec.Redis)/2 {
+		t.Close()
+		return nil, fmt.Errorf("only %d of %d Redis masters answer; Redlock needs a majority: %w",
+			len(spec.Redis)-len(errs), len(spec.Redis), errors.Join(errs...))
+	}
+	t.quorum = redlock.New(conns, redlockOptions(obs)...)
+	t.closers = append([]func(){func() { t.quorum.Close() }}, t.closers...)
+	return t, nil
+}
+
+// Observer options: wired once the backends take observers.
+func redlockOptions(dlock.Observer) []redlock.ClientOption { return nil }
+func zkOptions(dlock.Observer) []zklock.SessionOption      { return nil }
+
+// Kind names the backend: "redis", "redlock" or "zookeeper".
+func (t *Target) Kind() string { return t.spec.Kind() }
+
+// Describe says what the target is, for messages: "redis 127.0.0.1:6379".
+func (t *Target) Describe() string {
+	if t.zk != nil {
+		return "zookeeper " + strings.Join(t.spec.ZK, ",")
+	}
+	addrs := make([]string, len(t.spec.Redis))
+	for i, o := range t.spec.Redis {
+		addrs[i] = o.Addr
+	}
+	return t.Kind() + " " + strings.Join(addrs, ",")
+}
+
+// Close releases every lease still held and closes the connections.
+func (t *Target) Close() {
+	for _, c := range t.closers {
+		c()
+	}
+	t.closers = nil
+}
+
+// LockOptions are what "dlock run" can ask of a lock.
+type LockOptions struct {
+	Kind    string
+	Permits int           // for KindSemaphore
+	TTL     time.Duration // lease time; renewed while held
+}
+
+// CheckName returns a UsageError if name cannot name a lock on this kind
+// of backend.
+func CheckName(kind, name string) error {
+	switch {
+	case name == "":
+		return cmdutil.Usagef("empty lock name; give a name such as nightly-report")
+	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return cmdutil.Usagef("lock name %q has a control character", name)
+	case kind != "zookeeper" && strings.ContainsAny(name, "{}"):
+		return cmdutil.Usagef("lock name %q contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", name)
+	case kind == "zookeeper" && (strings.HasSuffix(name, "/") || strings.Contains(name, "//")):
+		return cmdutil.Usagef("lock name %q has an empty path segment; remove the extra slash", name)
+	}
+	return nil
+}
+
+// ZKPath is the ZooKeeper path of the lock called name.
+func ZKPath(name string) string {
+	if strings.HasPrefix(name, "/") {
+		return name
+	}
+	return ZKRoot + "/" + name
+}
+
+// Locker returns the lock called name of the kind o asks for.
+func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
+	switch {
+	case t.single != nil:
+		opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+		switch o.Kind {
+		case KindMutex:
+			return t.single.NewMutex(name, opts...), nil
+		case KindFair:
+			return t.single.NewFairMutex(name, opts...), nil
+		case KindRead:
+			return t.single.NewRWMutex(name, opts...).Reader(), nil
+		case KindWrite:
+			return t.single.NewRWMutex(name, opts...).Writer(), nil
+		case KindSemaphore:
+			return t.single.NewSemaphore(name, o.Permits, opts...), nil
+		}
+	case t.quorum != nil:
+		if o.Kind != KindMutex {
+			return nil, cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", o.Kind, len(t.spec.Redis))
+		}
+		return t.quorum.NewMutex(name, redlock.WithTTL(o.TTL)), nil
+	case t.zk != nil:
+		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL)}
+		switch o.Kind {
+		case KindMutex, KindFair: // a ZooKeeper mutex is a FIFO queue: always fair
+			return t.zk.NewMutex(p, opts...), nil
+		case KindRead:
+			return t.zk.NewRWMutex(p, opts...).Reader(), nil
+		case KindWrite:
+			return t.zk.NewRWMutex(p, opts...).Writer(), nil
+		case KindSemaphore:
+			return t.zk.NewSemaphore(p, o.Permits, opts...), nil
+		}
+	}
+	return nil, cmdutil.Usagef("--kind %q is not one of %s", o.Kind, strings.Join(Kinds, ", "))
+}
