@@ -46,6 +46,7 @@ var Kinds = []string{KindMutex, KindFair, KindRead, KindWrite, KindSemaphore}
 // answers: the Redis instance, a majority of Redlock masters, or a
 // ZooKeeper session. obs, if not nil, observes every lock made from it.
 func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error) {
+	redis.SetLogger(quiet{}) // errors reach the user through dlock's own messages
 	t := &Target{spec: spec}
 	switch spec.Kind() {
 	case "zookeeper":
@@ -92,6 +93,11 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	t.closers = append([]func(){func() { t.quorum.Close() }}, t.closers...)
 	return t, nil
 }
+
+// quiet drops go-redis's own log lines (pool dial retries).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // Observer options: wired once the backends take observers.
 func redlockOptions(dlock.Observer) []redlock.ClientOption { return nil }

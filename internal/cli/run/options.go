@@ -166,6 +166,8 @@ func (o *Options) check() error {
 		return cmdutil.Usagef("dlock run: --conflict-exit-code %d is out of range; use 1 to 255", o.ConflictExit)
 	case o.Command[0] == "":
 		return cmdutil.Usagef("dlock run: COMMAND is empty")
+	case strings.HasPrefix(o.Command[0], "-"):
+		return cmdutil.Usagef("dlock run: COMMAND %q starts with a dash; put flags before NAME, and COMMAND after --", o.Command[0])
 	}
 	return nil
 }

@@ -118,13 +118,22 @@ func (r *runner) run() int {
 			if r.o.Wait == 0 && !r.o.WaitForever {
 				hint = "; use --wait to wait for it"
 			}
-			r.say("lock %q is held by another owner (waited %v)%s", r.o.Name, a.waited.Round(time.Millisecond), hint)
+			why := "is held by another owner"
+			if msg := a.err.Error(); msg != dlock.ErrNotObtained.Error() {
+				why = "was not obtained: " + msg
+			}
+			r.say("lock %q %s (waited %v)%s", r.o.Name, why, a.waited.Round(time.Millisecond), hint)
 			return r.o.ConflictExit
 		}
 		if cmdutil.IsUsage(a.err) {
 			return cmdutil.Fail(r.io, fmt.Errorf("dlock run: %w", a.err), cmdutil.ExitUsage)
 		}
-		r.say("lock %q: %v", r.o.Name, a.err)
+		var u *unreachable
+		if errors.As(a.err, &u) {
+			r.say("cannot reach the lock service: %v", u.err)
+		} else {
+			r.say("lock %q: %v", r.o.Name, a.err)
+		}
 		return cmdutil.ExitUnavailable
 	}
 	if r.o.Verbose {
@@ -142,7 +151,7 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 		if ctx.Err() != nil {
 			err = dlock.NotObtained(ctx.Err())
 		}
-		return acquired{err: fmt.Errorf("cannot reach %s: %w", r.spec.Kind(), err)}
+		return acquired{err: &unreachable{err}}
 	}
 	a.target = t
 	l, err := t.Locker(r.o.Name, backend.LockOptions{Kind: r.o.Kind, Permits: r.o.Permits, TTL: r.o.TTL})
@@ -164,6 +173,12 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 	a.waited = time.Since(start)
 	return a
 }
+
+// unreachable is a failure to connect to the lock service.
+type unreachable struct{ err error }
+
+func (u *unreachable) Error() string { return u.err.Error() }
+func (u *unreachable) Unwrap() error { return u.err }
 
 // supervise runs COMMAND under lease, stopping it if the lease is lost,
 // forwarding signals to it, and releasing the lease when it exits.

@@ -1,0 +1,109 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// result is how one dlock process ended.
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// dlock runs the binary with args and extra environment variables, and
+// waits at most a minute for it.
+func dlock(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	p := startDlock(t, env, args...)
+	return p.wait(t, time.Minute)
+}
+
+// proc is a dlock process running in the background.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	start          time.Time
+	exited         chan struct{}
+	err            error
+}
+
+func startDlock(t testing.TB, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(dlockBin, args...), exited: make(chan struct{})}
+	// A clean environment: no DLOCK_* from the machine running the tests.
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	p.cmd.Env = append(base, env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.start = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting dlock %v: %v", args, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+func (p *proc) wait(t testing.TB, limit time.Duration) result {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(limit):
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		<-p.exited
+		t.Fatalf("dlock %v still running after %v; stderr:\n%s", p.cmd.Args[1:], limit, p.stderr.String())
+	}
+	r := result{code: p.cmd.ProcessState.ExitCode(), stdout: p.stdout.String(), stderr: p.stderr.String(), took: time.Since(p.start)}
+	var ee *exec.ExitError
+	if p.err != nil && !errors.As(p.err, &ee) {
+		t.Fatalf("dlock %v: %v", p.cmd.Args[1:], p.err)
+	}
+	return r
+}
+
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// eventually polls cond every 20ms until it holds or d passes.
+func eventually(d time.Duration, cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		if cond() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return cond()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitFile waits until path exists and holds want.
+func waitFile(t testing.TB, path, want string, d time.Duration) {
+	t.Helper()
+	if !eventually(d, func() bool { b, _ := os.ReadFile(path); return strings.Contains(string(b), want) }) {
+		b, _ := os.ReadFile(path)
+		t.Fatalf("%s does not contain %q after %v: %q", path, want, d, b)
+	}
+}

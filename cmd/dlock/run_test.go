@@ -1,0 +1,299 @@
+package main_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/go-zookeeper/zk"
+)
+
+// A deployment is a lock service the black-box tests run dlock against.
+type deployment struct {
+	flags []string
+	// held reports whether anyone holds the lock called name, looking at
+	// the servers directly.
+	held func(t testing.TB, name string) bool
+	// sabotage deletes the lock called name behind its holder's back.
+	sabotage func(t testing.TB, name string)
+}
+
+func redisDeployment(t testing.TB, n int) deployment {
+	servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
+	var d deployment
+	for _, s := range servers {
+		d.flags = append(d.flags, "--redis", "redis://"+s.Addr())
+	}
+	key := func(name string) string { return "dlock:{" + name + "}" }
+	d.held = func(t testing.TB, name string) bool {
+		votes := 0
+		for _, s := range servers {
+			out, err := s.Do("EXISTS", key(name))
+			if err != nil {
+				t.Fatalf("EXISTS on %s: %v", s.Addr(), err)
+			}
+			if out == "1" {
+				votes++
+			}
+		}
+		return votes > n/2
+	}
+	d.sabotage = func(t testing.TB, name string) {
+		for _, s := range servers {
+			if _, err := s.Do("DEL", key(name)); err != nil {
+				t.Fatalf("DEL on %s: %v", s.Addr(), err)
+			}
+		}
+	}
+	return d
+}
+
+func zkDeployment(t testing.TB) deployment {
+	srv := testenv.StartZooKeeper(t)
+	conn, _, err := zk.Connect([]string{srv.Addr()}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	kids := func(t testing.TB, name string) []string {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			k, _, err := conn.Children("/dlock/" + name)
+			switch {
+			case err == nil:
+				return k
+			case err == zk.ErrNoNode:
+				return nil
+			case time.Now().After(deadline):
+				t.Fatalf("Children: %v", err)
+			}
+		}
+	}
+	return deployment{
+		flags: []string{"--zk", srv.Addr()},
+		held:  func(t testing.TB, name string) bool { return len(kids(t, name)) > 0 },
+		sabotage: func(t testing.TB, name string) {
+			for _, k := range kids(t, name) {
+				if err := conn.Delete("/dlock/"+name+"/"+k, -1); err != nil && err != zk.ErrNoNode {
+					t.Fatalf("Delete: %v", err)
+				}
+			}
+		},
+	}
+}
+
+func TestIntegrationRedis(t *testing.T)   { runSuite(t, redisDeployment(t, 1)) }
+func TestIntegrationRedlock(t *testing.T) {
+	d := redisDeployment(t, 3)
+	// New nodes do not vote for one TTL after first use (they cannot be
+	// told from nodes that lost their data); a short TTL keeps that wait
+	// short. Tests that need another TTL give theirs later on the line.
+	d.flags = append(d.flags, "--ttl", "2s")
+	runSuite(t, d)
+}
+func TestIntegrationZooKeeper(t *testing.T) {
+	runSuite(t, zkDeployment(t))
+}
+
+func runSuite(t *testing.T, d deployment) {
+	t.Run("SerialisedAppends", func(t *testing.T) { serialisedAppends(t, d) })
+	t.Run("ExitCodeAndEnvironment", func(t *testing.T) { exitCodeAndEnvironment(t, d) })
+	t.Run("ConflictAndInterrupt", func(t *testing.T) { conflictAndInterrupt(t, d) })
+	t.Run("LossKillsCommand", func(t *testing.T) { lossKillsCommand(t, d, false) })
+	t.Run("LossKillsStubbornCommand", func(t *testing.T) { lossKillsCommand(t, d, true) })
+	t.Run("CommandNotFound", func(t *testing.T) { commandNotFound(t, d) })
+}
+
+// lockName is a lock name unique to the test.
+func lockName(t testing.TB) string {
+	return strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+}
+
+func runArgs(d deployment, extra ...string) []string {
+	return append(append([]string{"run"}, d.flags...), extra...)
+}
+
+// 20 dlock processes append a start and an end line to one file under one
+// lock: no two runs interleave, all 20 run, and fences increase in the
+// order the runs held the lock.
+func serialisedAppends(t *testing.T, d deployment) {
+	const n = 20
+	name, file := lockName(t), filepath.Join(t.TempDir(), "log")
+	script := `echo "start $ID $DLOCK_FENCE" >> "$FILE"; sleep 0.02; echo "end $ID" >> "$FILE"`
+	var wg sync.WaitGroup
+	results := make([]result, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i] = dlock(t, []string{"ID=" + strconv.Itoa(i), "FILE=" + file},
+				runArgs(d, "--wait", "2m", name, "--", "sh", "-c", script)...)
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 {
+			t.Errorf("run %d: exit %d; stderr: %s", i, r.code, r.stderr)
+		}
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) != 2*n {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), 2*n, strings.Join(lines, "\n"))
+	}
+	seen, last := map[string]bool{}, uint64(0)
+	for i := 0; i < len(lines); i += 2 {
+		var id string
+		var fence uint64
+		if _, err := fmt.Sscanf(lines[i], "start %s %d", &id, &fence); err != nil {
+			t.Fatalf("line %d %q: %v", i, lines[i], err)
+		}
+		if lines[i+1] != "end "+id {
+			t.Fatalf("line %d is %q after %q: two runs interleaved", i+1, lines[i+1], lines[i])
+		}
+		if fence <= last {
+			t.Errorf("run %s has fence %d after %d", id, fence, last)
+		}
+		seen[id], last = true, fence
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct runs, want %d", len(seen), n)
+	}
+	if d.held(t, name) {
+		t.Errorf("lock still held after every run exited")
+	}
+}
+
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22,}$`) // 128 bits or more, base64url
+
+func exitCodeAndEnvironment(t *testing.T, d deployment) {
+	name := lockName(t)
+	r := dlock(t, nil, runArgs(d, name, "--", "sh", "-c", `echo "$DLOCK_NAME $DLOCK_TOKEN $DLOCK_FENCE"; exit 7`)...)
+	if r.code != 7 {
+		t.Fatalf("exit %d, want the command's 7; stderr: %s", r.code, r.stderr)
+	}
+	f := strings.Fields(r.stdout)
+	if len(f) != 3 || f[0] != name || !tokenRE.MatchString(f[1]) {
+		t.Fatalf("command saw %q; want NAME, a token of 128 bits or more and a fence", r.stdout)
+	}
+	if fence, err := strconv.ParseUint(f[2], 10, 64); err != nil || fence == 0 {
+		t.Errorf("DLOCK_FENCE = %q", f[2])
+	}
+	if d.held(t, name) {
+		t.Errorf("lock still held after the command exited")
+	}
+	// Flags after NAME, a command killed by a signal: 128+n.
+	r = dlock(t, nil, runArgs(d, name, "--ttl", "2s", "--", "sh", "-c", "kill -TERM $$")...)
+	if r.code != 128+int(syscall.SIGTERM) {
+		t.Errorf("command killed by SIGTERM: exit %d, want %d; stderr: %s", r.code, 128+int(syscall.SIGTERM), r.stderr)
+	}
+}
+
+// holdInBackground starts a dlock run that holds name until signalled.
+func holdInBackground(t *testing.T, d deployment, name string, extra ...string) *proc {
+	ready := filepath.Join(t.TempDir(), "ready")
+	args := append(runArgs(d, extra...), name, "--", "sh", "-c", `echo $$ > "$READY"; exec sleep 60`)
+	p := startDlock(t, []string{"READY=" + ready}, args...)
+	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {
+		t.Fatalf("holder did not start; stderr: %s", p.stderr.String())
+	}
+	return p
+}
+
+func conflictAndInterrupt(t *testing.T, d deployment) {
+	name := lockName(t)
+	holder := holdInBackground(t, d, name)
+	r := dlock(t, nil, runArgs(d, "--wait", "0", name, "--", "true")...)
+	if r.code != 75 {
+		t.Fatalf("--wait 0 against a holder: exit %d, want 75; stderr: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "held by another") && !strings.Contains(r.stderr, "not obtained") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("conflict message %q: want one line saying the lock is held", r.stderr)
+	}
+	if r := dlock(t, nil, runArgs(d, "--conflict-exit-code", "9", name, "--", "true")...); r.code != 9 {
+		t.Errorf("--conflict-exit-code 9: exit %d", r.code)
+	}
+	if r := dlock(t, nil, runArgs(d, "--wait", "400ms", name, "--", "true")...); r.code != 75 || r.took < 400*time.Millisecond {
+		t.Errorf("--wait 400ms: exit %d after %v, want 75 after at least 400ms", r.code, r.took)
+	}
+	// SIGINT to dlock reaches the command; the lock is released when it
+	// exits, long before its 30s TTL.
+	holder.signal(t, syscall.SIGINT)
+	hr := holder.wait(t, 10*time.Second)
+	if hr.code != 128+int(syscall.SIGINT) {
+		t.Errorf("holder after SIGINT: exit %d, want %d; stderr: %s", hr.code, 128+int(syscall.SIGINT), hr.stderr)
+	}
+	if d.held(t, name) {
+		t.Errorf("lock still held after the interrupted holder exited")
+	}
+	if r := dlock(t, nil, runArgs(d, name, "--", "true")...); r.code != 0 {
+		t.Errorf("run after the release: exit %d; stderr: %s", r.code, r.stderr)
+	}
+}
+
+// Deleting the lock from outside stops the command within the renewal
+// period (ttl/3) plus the grace period, and dlock exits with 76.
+func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
+	name, dir := lockName(t), t.TempDir()
+	ready, pidFile := filepath.Join(dir, "ready"), filepath.Join(dir, "pid")
+	script := `echo $$ > "$PIDFILE"; touch "$READY"; sleep 60`
+	if stubborn {
+		script = `trap "" TERM; ` + script
+	}
+	const ttl, grace = time.Second, time.Second
+	p := startDlock(t, []string{"READY=" + ready, "PIDFILE=" + pidFile},
+		runArgs(d, "--ttl", ttl.String(), "--grace", grace.String(), name, "--", "sh", "-c", script)...)
+	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {
+		t.Fatalf("command did not start; stderr: %s", p.stderr.String())
+	}
+	sabotaged := time.Now()
+	d.sabotage(t, name)
+	r := p.wait(t, 30*time.Second)
+	took := time.Since(sabotaged)
+	if r.code != 76 {
+		t.Fatalf("exit %d, want 76; stderr: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "lost lock") {
+		t.Errorf("stderr does not say the lock was lost: %s", r.stderr)
+	}
+	limit := ttl/3 + 1500*time.Millisecond // renewal period, plus slack for a loaded machine
+	if stubborn {
+		limit += grace
+		if !strings.Contains(r.stderr, "SIGKILL") {
+			t.Errorf("stderr does not mention SIGKILL for a command that ignores SIGTERM: %s", r.stderr)
+		}
+	}
+	if took > limit {
+		t.Errorf("dlock exited %v after the lock was deleted; want at most %v", took, limit)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid > 0 && syscall.Kill(pid, 0) == nil {
+		t.Errorf("command (pid %d) still running after dlock exited", pid)
+	}
+	t.Logf("lock deleted → dlock exit 76 in %v (stubborn=%v)", took.Round(time.Millisecond), stubborn)
+}
+
+func commandNotFound(t *testing.T, d deployment) {
+	name := lockName(t)
+	r := dlock(t, nil, runArgs(d, name, "--", "/nonexistent/command")...)
+	if r.code != 127 {
+		t.Errorf("missing command: exit %d, want 127; stderr: %s", r.code, r.stderr)
+	}
+	if d.held(t, name) {
+		t.Errorf("lock still held after the command could not start")
+	}
+}

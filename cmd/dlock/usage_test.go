@@ -1,0 +1,82 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every mistake in how dlock is called gets exit code 64 and one line on
+// stderr that names the mistake, before any server is contacted.
+func TestUsageErrors(t *testing.T) {
+	redis := "--redis=redis://127.0.0.1:1"
+	cases := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"no arguments", nil, "Usage:"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"run", "--frob", "x", "--", "true"}, "unknown flag --frob"},
+		{"missing name", []string{"run", redis}, "missing lock NAME"},
+		{"missing command", []string{"run", redis, "x"}, "missing COMMAND"},
+		{"missing command after --", []string{"run", redis, "x", "--"}, "missing COMMAND"},
+		{"two names", []string{"run", redis, "x", "y", "--", "true"}, "want only NAME"},
+		{"no backend", []string{"run", "x", "--", "true"}, "no lock service"},
+		{"bad scheme", []string{"run", "--redis", "http://127.0.0.1:1", "x", "--", "true"}, `scheme "http"`},
+		{"not a URL", []string{"run", "--redis", "127.0.0.1:6379", "x", "--", "true"}, "redis://"},
+		{"bad port", []string{"run", "--redis", "redis://127.0.0.1:70000", "x", "--", "true"}, "port"},
+		{"password not shown", []string{"run", "--redis", "redis://u:hunter2@127.0.0.1:0", "x", "--", "true"}, "xxxxx"},
+		{"two urls", []string{"run", redis, "--redis=redis://127.0.0.1:2", "x", "--", "true"}, "two Redis URLs"},
+		{"same url twice", []string{"run", redis, redis, redis, "x", "--", "true"}, "given twice"},
+		{"both backends", []string{"run", redis, "--zk", "127.0.0.1:1", "x", "--", "true"}, "choose one"},
+		{"bad zk", []string{"run", "--zk", "127.0.0.1", "x", "--", "true"}, "host:port"},
+		{"ttl without unit", []string{"run", redis, "--ttl", "30", "x", "--", "true"}, "needs a unit"},
+		{"ttl too short", []string{"run", redis, "--ttl", "1ms", "x", "--", "true"}, "too short"},
+		{"negative wait", []string{"run", redis, "--wait", "-1s", "x", "--", "true"}, "negative"},
+		{"bad wait", []string{"run", redis, "--wait", "always", "x", "--", "true"}, "forever"},
+		{"bad kind", []string{"run", redis, "--kind", "spin", "x", "--", "true"}, `--kind "spin"`},
+		{"semaphore without permits", []string{"run", redis, "--kind", "semaphore", "x", "--", "true"}, "--permits"},
+		{"permits without semaphore", []string{"run", redis, "--permits", "2", "x", "--", "true"}, "only for --kind semaphore"},
+		{"conflict code out of range", []string{"run", redis, "--conflict-exit-code", "300", "x", "--", "true"}, "1 to 255"},
+		{"flag needs value", []string{"run", redis, "--ttl"}, "--ttl needs a value"},
+		{"flag after name without --", []string{"run", redis, "x", "--ttl", "5s", "true"}, "starts with a dash"},
+		{"brace in name", []string{"run", redis, "a{b}", "--", "true"}, "brace"},
+		{"empty name", []string{"run", redis, "", "--", "true"}, "empty lock name"},
+		{"help unknown", []string{"help", "frob"}, "unknown command"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := dlock(t, nil, tc.args...)
+			if r.code != 64 {
+				t.Fatalf("exit code %d, want 64; stderr:\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q does not mention %q", r.stderr, tc.want)
+			}
+			if tc.args != nil && strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("stderr has more than one line:\n%s", r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", r.stdout)
+			}
+		})
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "run"}, {"run", "--help"}} {
+		r := dlock(t, nil, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage") {
+			t.Errorf("dlock %v: exit %d, stdout %q", args, r.code, r.stdout)
+		}
+	}
+	r := dlock(t, nil, "help", "run")
+	for _, flag := range []string{"-redis", "-zk", "-ttl", "-wait", "-kind", "-permits", "-conflict-exit-code", "-grace", "-metrics-addr", "DLOCK_FENCE", "76"} {
+		if !strings.Contains(r.stdout, flag) {
+			t.Errorf("dlock help run does not mention %s", flag)
+		}
+	}
+	if r := dlock(t, nil, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "dlock ") {
+		t.Errorf("dlock version: exit %d, %q", r.code, r.stdout)
+	}
+}
