@@ -1,0 +1,351 @@
+package zklock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Info describes the lock on one path as the ensemble had it at one
+// moment: which kind of lock uses the path, which nodes hold it, and how
+// many wait.
+type Info struct {
+	Path string
+	// Kind is "free" when the path has no children (or does not exist),
+	// "mutex" for a Mutex (or Curator's InterProcessMutex, or
+	// go-zookeeper's zk.Lock, whose nodes are named alike), "rwmutex",
+	// "semaphore", or "unknown" when the children are not all nodes of one
+	// kind of dlock lock.
+	Kind    string
+	Holders []Holder // the nodes that hold the lock, in queue order
+	Waiters int      // the queued nodes that do not hold it
+	// PermitLimit is a semaphore's number of leases, n, read from its node
+	// names; PermitsInUse is the number of its nodes that hold. Both are 0
+	// for the other kinds.
+	PermitLimit, PermitsInUse int
+	// Nodes lists the children of a path of Kind "unknown", sorted by
+	// name, for the operator to judge; it is nil for the other kinds.
+	Nodes []string
+}
+
+// A Holder is one node that holds a lock.
+type Holder struct {
+	Node    string // the node's name under the lock path
+	Owner   string // the node's data: a dlock lease's owner token (Lease.Token)
+	Session int64  // the ID of the ZooKeeper session that created the node
+	// Fence is the fence of the node's grant, as dlock's locks compute it:
+	// ctime(path)·2^20 + sequence(node) (see the package documentation).
+	Fence uint64
+	// Mode is "exclusive" for a mutex, "read" or "write" for an RWMutex, and
+	// "permit" for a semaphore. A writer turned into a reader by Downgrade
+	// is "read".
+	Mode string
+}
+
+// inspectAttempts bounds how many listings Inspect and ForceUnlock take
+// when a node they read vanishes under them (the lock changed hands).
+const inspectAttempts = 5
+
+// Inspect reports which kind of lock uses path, which nodes hold it and
+// how many wait, deciding who holds by the rules the locks themselves
+// use. It takes one listing of the path's children and one read of each
+// holder (and of a writer whose downgrade lets readers in); if a node
+// vanishes in between, it lists again. A path that does not exist is
+// "free". Inspect creates nothing and watches nothing.
+func (s *Session) Inspect(ctx context.Context, path string) (Info, error) {
+	if err := checkPath(path); err != nil {
+		return Info{}, err
+	}
+	if err := s.usable(); err != nil {
+		return Info{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		sn, err := s.snapshot(ctx, "inspect", path)
+		if err != nil || sn.info.Kind == "free" || sn.info.Kind == "unknown" {
+			return sn.info, err
+		}
+		info, vanished, err := s.describeHolders(ctx, sn, attempt == inspectAttempts)
+		if !vanished {
+			return info, err
+		}
+	}
+}
+
+// ForceUnlock is an operator's override: it deletes every node that holds
+// the lock on path (a mutex's holder, an RWMutex's readers or writer, a
+// semaphore's leases), decided by the rules Inspect reports, and returns
+// how many it deleted: 0 if nothing was held. The waiters behind those
+// nodes are woken by their watches and take the lock in queue order. A
+// holder's node that vanishes meanwhile (released, or deleted with its
+// session) is not counted and is no error (nor is one whose deletion lost
+// its reply to a broken connection and was found done when tried again),
+// and nodes that came to hold after ForceUnlock's listing are left alone. If a deletion fails, ForceUnlock
+// stops and returns the number deleted so far with the error. On a path of
+// Kind "unknown" it deletes nothing and returns an error saying why.
+//
+// The holders are not told at once. Each finds its node gone at its next
+// confirmation, which comes every third of its lease time (the smaller of
+// WithTTL and a third of the session timeout), and its leases then end
+// with an error matching both dlock.ErrLost and dlock.ErrTakenOver; a
+// holder cut off from the ensemble ends at its Until with dlock.ErrExpired
+// instead. Until then the old holder and the new one may both believe
+// they hold the lock: only their fences tell them apart.
+func (s *Session) ForceUnlock(ctx context.Context, path string) (int, error) {
+	if err := checkPath(path); err != nil {
+		return 0, err
+	}
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	sn, err := s.snapshot(ctx, "force unlock", path)
+	switch {
+	case err != nil:
+		return 0, err
+	case sn.info.Kind == "unknown":
+		return 0, fmt.Errorf("zklock: force unlock %q: %s; nothing was deleted", path, sn.reason)
+	}
+	deleted := 0
+	for _, i := range sn.held {
+		name := sn.kids[i].name
+		err := untilAnswered(ctx, func() error { return s.delete(ctx, path+"/"+name) })
+		switch {
+		case err == nil:
+			deleted++
+		case errors.Is(err, zk.ErrNoNode):
+		default:
+			return deleted, failure("force unlock", path, "deleting "+name, err)
+		}
+	}
+	return deleted, nil
+}
+
+// A snapshot is what one listing of a lock path says: its kind, its
+// children in queue order, and which of them hold.
+type snapshot struct {
+	info   Info      // Path, Kind, Waiters and PermitLimit filled in
+	parent *zk.Stat  // the path's, from the listing
+	kids   []child   // sorted by sequence
+	held   []int     // indexes into kids
+	reason string    // why Kind is "unknown"
+	nodes  nodeCache // the nodes read so far
+}
+
+// snapshot lists dir's children and decides which hold, with the rules of
+// the kind of lock that made them. A reader behind a writer holds if the
+// writer was downgraded, which takes a read of the writer; if the writer
+// has vanished by then, snapshot lists again.
+func (s *Session) snapshot(ctx context.Context, call, dir string) (snapshot, error) {
+	for attempt := 1; ; attempt++ {
+		var names []string
+		var parent *zk.Stat
+		err := untilAnswered(ctx, func() (err error) {
+			names, parent, err = s.children(ctx, dir)
+			return err
+		})
+		sn := snapshot{info: Info{Path: dir, Kind: "free"}, parent: parent, nodes: nodeCache{}}
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return sn, nil
+		case err != nil:
+			return sn, failure(call, dir, "listing its children", err)
+		case len(names) == 0:
+			return sn, nil
+		}
+		kids, k, why := classify(names)
+		if why != "" {
+			slices.Sort(names)
+			sn.info.Kind, sn.info.Nodes, sn.reason = "unknown", names, why
+			return sn, nil
+		}
+		sn.kids = kids
+		decide := s.rules(dir, k, kids[0].permits)
+		switch k {
+		case kindLock:
+			sn.info.Kind = "mutex"
+		case kindRead, kindWrite:
+			sn.info.Kind = "rwmutex"
+		case kindPermit:
+			sn.info.Kind, sn.info.PermitLimit = "semaphore", kids[0].permits
+		}
+		vanished := false
+		for i, c := range kids {
+			v := decide[c.kind](kids, i)
+			if !v.held && v.downgradable {
+				// As queue.watch: the writer ahead lets this reader in if
+				// it was downgraded (its data version is above 0).
+				n, err := sn.nodes.read(ctx, s, dir, v.watch)
+				switch {
+				case errors.Is(err, zk.ErrNoNode):
+					vanished = true
+				case err != nil:
+					return sn, failure(call, dir, "reading "+v.watch, err)
+				default:
+					v.held = n.stat.Version > 0
+				}
+			}
+			if v.held {
+				sn.held = append(sn.held, i)
+			} else {
+				sn.info.Waiters++
+			}
+		}
+		if !vanished || attempt == inspectAttempts {
+			// On the last attempt, a reader whose writer vanished counts as
+			// waiting: it has yet to list again to learn that it holds.
+			return sn, nil
+		}
+	}
+}
+
+// describeHolders reads each holder of sn and returns the Info. It reports
+// vanished if a holder's node has gone (the lock changed hands since the
+// listing), unless last is set: then the holder is left out, as released.
+func (s *Session) describeHolders(ctx context.Context, sn snapshot, last bool) (info Info, vanished bool, err error) {
+	info = sn.info
+	for _, i := range sn.held {
+		c := sn.kids[i]
+		n, err := sn.nodes.read(ctx, s, info.Path, c.name)
+		switch {
+		case errors.Is(err, zk.ErrNoNode) && last:
+			continue
+		case errors.Is(err, zk.ErrNoNode):
+			return Info{}, true, nil
+		case err != nil:
+			return Info{}, false, failure("inspect", info.Path, "reading "+c.name, err)
+		}
+		h := Holder{Node: c.name, Owner: string(n.data), Session: n.stat.EphemeralOwner,
+			Fence: fenceOf(sn.parent.Ctime, c.seq)}
+		switch c.kind {
+		case kindLock:
+			h.Mode = "exclusive"
+		case kindRead:
+			h.Mode = "read"
+		case kindWrite:
+			h.Mode = "write"
+			if n.stat.Version > 0 {
+				h.Mode = "read" // downgraded
+			}
+		case kindPermit:
+			h.Mode = "permit"
+		}
+		info.Holders = append(info.Holders, h)
+	}
+	if info.Kind == "semaphore" {
+		info.PermitsInUse = len(info.Holders)
+	}
+	return info, false, nil
+}
+
+// classify parses names, the children of a lock path, and sorts them by
+// sequence. It returns the kind of their first node (for an RWMutex,
+// kindRead and kindWrite are one kind of lock), or the reason they are not
+// the nodes of one kind of dlock lock.
+func classify(names []string) (kids []child, k kind, why string) {
+	kids = make([]child, 0, len(names))
+	for _, name := range names {
+		c, ok := parseChild(name)
+		switch {
+		case !ok && overflowed(name):
+			return nil, 0, fmt.Sprintf("ZooKeeper's sequence counter has overflowed (node %q)", name)
+		case !ok:
+			return nil, 0, fmt.Sprintf("node %q was not made by a dlock lock", name)
+		}
+		kids = append(kids, c)
+	}
+	slices.SortFunc(kids, func(a, b child) int { return cmp.Compare(a.seq, b.seq) })
+	first := kids[0]
+	for _, c := range kids[1:] {
+		switch {
+		case sameLock(c.kind, first.kind) && c.permits == first.permits:
+		case c.kind == kindPermit && first.kind == kindPermit:
+			return nil, 0, fmt.Sprintf("semaphore nodes %q and %q disagree on the number of leases", first.name, c.name)
+		default:
+			return nil, 0, fmt.Sprintf("nodes %q (%s) and %q (%s) belong to different kinds of lock", first.name, first.kind, c.name, c.kind)
+		}
+	}
+	return kids, first.kind, ""
+}
+
+// sameLock reports whether nodes of kinds a and b may share a path.
+func sameLock(a, b kind) bool {
+	rw := func(k kind) bool { return k == kindRead || k == kindWrite }
+	return a == b || rw(a) && rw(b)
+}
+
+// rules returns, for each kind of node of the lock of kind k on dir, the
+// rule that decides whether it holds: that of the queue that makes such
+// nodes.
+func (s *Session) rules(dir string, k kind, permits int) map[kind]func([]child, int) verdict {
+	switch k {
+	case kindRead, kindWrite:
+		rw := s.NewRWMutex(dir)
+		return map[kind]func([]child, int) verdict{kindRead: rw.reader.decide, kindWrite: rw.writer.decide}
+	case kindPermit:
+		return map[kind]func([]child, int) verdict{kindPermit: s.NewSemaphore(dir, permits).q.decide}
+	}
+	return map[kind]func([]child, int) verdict{kindLock: s.NewMutex(dir).q.decide}
+}
+
+// A nodeCache holds the nodes read during one snapshot, by name.
+type nodeCache map[string]nodeData
+
+type nodeData struct {
+	data []byte
+	stat *zk.Stat
+}
+
+// read returns the data and Stat of dir's child name, reading it once.
+func (c nodeCache) read(ctx context.Context, s *Session, dir, name string) (nodeData, error) {
+	if n, ok := c[name]; ok {
+		return n, nil
+	}
+	var n nodeData
+	err := untilAnswered(ctx, func() (err error) {
+		n, err = s.get(ctx, dir+"/"+name)
+		return err
+	})
+	if err == nil {
+		c[name] = n
+	}
+	return n, err
+}
+
+// get is Get bounded by ctx, like the calls in calls.go.
+func (s *Session) get(ctx context.Context, path string) (nodeData, error) {
+	return await(ctx, func() (nodeData, error) {
+		data, st, err := s.conn.Get(path)
+		return nodeData{data: data, stat: st}, err
+	})
+}
+
+// untilAnswered runs op, a read or a delete that may safely be repeated, until the
+// ensemble answers it rather than the connection failing (or the session
+// expiring, after which the Session carries on in a new one), or until ctx
+// is done.
+func untilAnswered(ctx context.Context, op func() error) error {
+	for n := 1; ; n++ {
+		err := op()
+		if !transient(err) && !errors.Is(err, zk.ErrSessionExpired) {
+			return err
+		}
+		if pause(ctx, n) != nil {
+			return fmt.Errorf("%w (the last attempt failed: %w)", ctx.Err(), err)
+		}
+	}
+}
+
+// failure turns a failed call made by Inspect or ForceUnlock (call) on
+// path, while doing what doing says, into an error that says so.
+func failure(call, path, doing string, err error) error {
+	switch {
+	case errors.Is(err, zk.ErrClosing):
+		return ErrClosed
+	case errors.Is(err, zk.ErrNoAuth):
+		return fmt.Errorf("zklock: %s %q: %s: %w (the node's ACL refuses this session; connect with WithDigestAuth as a user the ACL names)", call, path, doing, err)
+	}
+	return fmt.Errorf("zklock: %s %q: %s: %w", call, path, doing, err)
+}
