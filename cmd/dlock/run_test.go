@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,7 +20,8 @@ import (
 
 // A deployment is a lock service the black-box tests run dlock against.
 type deployment struct {
-	flags []string
+	flags    []string // backend flags
+	runFlags []string // flags every "dlock run" gets first
 	// held reports whether anyone holds the lock called name, looking at
 	// the servers directly.
 	held func(t testing.TB, name string) bool
@@ -90,13 +92,13 @@ func zkDeployment(t testing.TB) deployment {
 	}
 }
 
-func TestIntegrationRedis(t *testing.T)   { runSuite(t, redisDeployment(t, 1)) }
+func TestIntegrationRedis(t *testing.T) { runSuite(t, redisDeployment(t, 1)) }
 func TestIntegrationRedlock(t *testing.T) {
 	d := redisDeployment(t, 3)
 	// New nodes do not vote for one TTL after first use (they cannot be
 	// told from nodes that lost their data); a short TTL keeps that wait
 	// short. Tests that need another TTL give theirs later on the line.
-	d.flags = append(d.flags, "--ttl", "2s")
+	d.runFlags = []string{"--ttl", "2s"}
 	runSuite(t, d)
 }
 func TestIntegrationZooKeeper(t *testing.T) {
@@ -110,6 +112,7 @@ func runSuite(t *testing.T, d deployment) {
 	t.Run("LossKillsCommand", func(t *testing.T) { lossKillsCommand(t, d, false) })
 	t.Run("LossKillsStubbornCommand", func(t *testing.T) { lossKillsCommand(t, d, true) })
 	t.Run("CommandNotFound", func(t *testing.T) { commandNotFound(t, d) })
+	t.Run("InspectAndForceRelease", func(t *testing.T) { inspectAndForceRelease(t, d) })
 }
 
 // lockName is a lock name unique to the test.
@@ -118,7 +121,7 @@ func lockName(t testing.TB) string {
 }
 
 func runArgs(d deployment, extra ...string) []string {
-	return append(append([]string{"run"}, d.flags...), extra...)
+	return append(append(append([]string{"run"}, d.flags...), d.runFlags...), extra...)
 }
 
 // 20 dlock processes append a start and an end line to one file under one
@@ -295,5 +298,80 @@ func commandNotFound(t *testing.T, d deployment) {
 	}
 	if d.held(t, name) {
 		t.Errorf("lock still held after the command could not start")
+	}
+}
+
+// report is the part of "dlock inspect -o json" the tests read.
+type report struct {
+	Kind    string `json:"kind"`
+	Held    bool   `json:"held"`
+	Fence   uint64 `json:"fence"`
+	Holders []struct {
+		Owner string `json:"owner"`
+	} `json:"holders"`
+}
+
+func inspectJSON(t *testing.T, d deployment, name string) report {
+	t.Helper()
+	r := dlock(t, nil, append(append([]string{"inspect"}, d.flags...), "-o", "json", name)...)
+	if r.code != 0 {
+		t.Fatalf("inspect: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	var rep report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("inspect -o json: %v in %q", err, r.stdout)
+	}
+	return rep
+}
+
+// inspect shows the holder and its fence; release --force removes it, the
+// waiter gets the lock at once, and the old holder's command is stopped
+// at its next renewal.
+func inspectAndForceRelease(t *testing.T, d deployment) {
+	name, dir := lockName(t), t.TempDir()
+	if rep := inspectJSON(t, d, name); rep.Held || len(rep.Holders) != 0 {
+		t.Fatalf("unused lock inspected as %+v", rep)
+	}
+	holder := holdInBackground(t, d, name, "--ttl", "2s", "--grace", "100ms")
+	got := filepath.Join(dir, "got")
+	waiter := startDlock(t, []string{"GOT=" + got},
+		runArgs(d, "--wait", "1m", name, "--", "sh", "-c", `echo $DLOCK_FENCE > "$GOT"`)...)
+	rep := inspectJSON(t, d, name)
+	if !rep.Held || len(rep.Holders) != 1 || rep.Fence == 0 || !tokenRE.MatchString(rep.Holders[0].Owner) {
+		t.Fatalf("held lock inspected as %+v", rep)
+	}
+	table := dlock(t, nil, append(append([]string{"inspect"}, d.flags...), name)...)
+	if table.code != 0 || !strings.Contains(table.stdout, rep.Holders[0].Owner) || !strings.Contains(table.stdout, "fence") {
+		t.Errorf("inspect table (exit %d) lacks the holder or fence:\n%s", table.code, table.stdout)
+	}
+	release := func(args ...string) result {
+		return dlock(t, nil, append(append(append([]string{"release"}, d.flags...), args...), name)...)
+	}
+	if r := release(); r.code != 64 || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("release without --force: exit %d, %q", r.code, r.stderr)
+	}
+	if r := release("--force"); r.code != 64 || !strings.Contains(r.stderr, "--yes") {
+		t.Errorf("release --force from a pipe without --yes: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(got); err == nil {
+		t.Fatal("the waiter ran before the release")
+	}
+	released := time.Now()
+	if r := release("--force", "--yes"); r.code != 0 || !strings.Contains(r.stdout, "Released") {
+		t.Fatalf("release --force --yes: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if w := waiter.wait(t, 20*time.Second); w.code != 0 {
+		t.Errorf("waiter: exit %d; stderr: %s", w.code, w.stderr)
+	}
+	b, _ := os.ReadFile(got)
+	if fence, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); fence <= rep.Fence {
+		t.Errorf("waiter's fence %q is not above the old holder's %d", b, rep.Fence)
+	}
+	t.Logf("release --force → waiter done in %v", time.Since(released).Round(time.Millisecond))
+	if h := holder.wait(t, 20*time.Second); h.code != 76 || !strings.Contains(h.stderr, "lost lock") {
+		t.Errorf("old holder: exit %d, want 76; stderr: %s", h.code, h.stderr)
+	}
+	if rep := inspectJSON(t, d, name); rep.Held {
+		t.Errorf("lock still held after everyone exited: %+v", rep)
 	}
 }

@@ -1,0 +1,195 @@
+// Package inspect implements "dlock inspect" and "dlock release --force".
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/cli/backend"
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+)
+
+// Timeout bounds connecting and inspecting.
+const Timeout = 15 * time.Second
+
+// Usage is the help text of "dlock inspect".
+const Usage = `Usage: dlock inspect [flags] NAME
+
+Shows who holds the lock NAME: its kind, holders (owner token, hold count,
+mode), fence, remaining TTL, waiters, readers or permits. With Redlock it
+shows each master's view and the majority's; with ZooKeeper, each holder's
+node and session. It only reads.
+
+Exit codes: 0 shown; 64 bad usage; 69 lock service unavailable.
+
+Flags:
+`
+
+type options struct {
+	backend backend.Flags
+	output  string
+	name    string
+}
+
+func parse(args []string) (options, error) {
+	var o options
+	fs := flagSet(&o)
+	pos, err := cmdutil.Parse(fs, args)
+	if err != nil {
+		return o, err
+	}
+	return o, finish(&o, pos, "dlock inspect")
+}
+
+func flagSet(o *options) *flag.FlagSet {
+	fs := cmdutil.NewFlagSet("dlock inspect")
+	o.backend.Register(fs)
+	fs.StringVar(&o.output, "o", "table", "output format: table or json")
+	return fs
+}
+
+func finish(o *options, pos []string, cmd string) error {
+	switch {
+	case o.output != "table" && o.output != "json":
+		return cmdutil.Usagef("%s: -o %q is not a format; use -o table or -o json", cmd, o.output)
+	case len(pos) == 0:
+		return cmdutil.Usagef("%s: missing lock NAME", cmd)
+	case len(pos) > 1:
+		return cmdutil.Usagef("%s: %d arguments, want one lock NAME (got %q)", cmd, len(pos), pos)
+	}
+	o.name = pos[0]
+	return nil
+}
+
+// connect resolves the backend flags and connects.
+func connect(ctx context.Context, f *backend.Flags, name string, streams cmdutil.IO) (*backend.Target, error) {
+	spec, err := f.Resolve(streams.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if err := backend.CheckName(spec.Kind(), name); err != nil {
+		return nil, err
+	}
+	t, err := backend.Connect(ctx, spec, nil)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the lock service: %w", err)
+	}
+	return t, nil
+}
+
+// Main runs "dlock inspect" with args and returns the exit code.
+func Main(args []string, streams cmdutil.IO) int {
+	o, err := parse(args)
+	if errors.Is(err, cmdutil.ErrHelp) {
+		var o options
+		printUsage(streams.Out, Usage, flagSet(&o))
+		return cmdutil.ExitOK
+	}
+	if err != nil {
+		return cmdutil.Fail(streams, err, cmdutil.ExitUsage)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	t, err := connect(ctx, &o.backend, o.name, streams)
+	if err != nil {
+		return cmdutil.Fail(streams, fmt.Errorf("dlock inspect: %w", err), cmdutil.ExitUnavailable)
+	}
+	defer t.Close()
+	r, err := t.Inspect(ctx, o.name)
+	if err != nil {
+		return cmdutil.Fail(streams, fmt.Errorf("dlock inspect: %w", err), cmdutil.ExitUnavailable)
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(streams.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return cmdutil.Fail(streams, err, cmdutil.ExitError)
+		}
+		return cmdutil.ExitOK
+	}
+	writeTable(streams.Out, r)
+	return cmdutil.ExitOK
+}
+
+// writeTable writes r for people.
+func writeTable(out io.Writer, r backend.Report) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	row("lock", "%s", r.Name)
+	row("service", "%s", r.Where)
+	row("kind", "%s", r.Kind)
+	if !r.Held {
+		row("held", "no")
+	}
+	for _, h := range r.Holders {
+		var extra []string
+		if h.Mode != "" {
+			extra = append(extra, h.Mode)
+		}
+		if h.Holds > 1 {
+			extra = append(extra, fmt.Sprintf("holds %d", h.Holds))
+		}
+		if h.Fence != 0 {
+			extra = append(extra, fmt.Sprintf("fence %d", h.Fence))
+		}
+		if h.Session != "" {
+			extra = append(extra, "session "+h.Session)
+		}
+		if h.Node != "" {
+			extra = append(extra, "node "+h.Node)
+		}
+		row("holder", "%s (%s)", h.Owner, strings.Join(extra, ", "))
+	}
+	if r.Readers > 0 {
+		row("readers", "%d", r.Readers)
+	}
+	if r.PermitLimit > 0 || r.PermitsInUse > 0 {
+		row("permits", "%d of %d in use", r.PermitsInUse, r.PermitLimit)
+	}
+	if r.Fence != 0 {
+		row("fence", "%d (latest granted)", r.Fence)
+	}
+	if r.TTLms > 0 {
+		row("ttl", "%v left", r.TTL().Round(time.Millisecond))
+	}
+	if r.Backend != "redlock" {
+		row("waiters", "%d", r.Waiters)
+	}
+	for _, u := range r.Unknown {
+		row("unknown", "%s (not made by dlock)", u)
+	}
+	w.Flush()
+	if len(r.Nodes) > 0 {
+		fmt.Fprintln(out)
+		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "MASTER\tKIND\tHOLDER\tFENCE\tTTL")
+		for _, n := range r.Nodes {
+			if n.Error != "" {
+				fmt.Fprintf(w, "%s\terror: %s\t\t\t\n", n.Addr, n.Error)
+				continue
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\n", n.Addr, n.Kind, dash(n.Holder), n.Fence, time.Duration(n.TTLms)*time.Millisecond)
+		}
+		w.Flush()
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printUsage(w io.Writer, usage string, fs *flag.FlagSet) {
+	fs.SetOutput(w)
+	fmt.Fprint(w, usage)
+	fs.PrintDefaults()
+}
