@@ -6,4 +6,3 @@ import (
 
 func benchMain(args []string, io cmdutil.IO) int      { return runDemo(nil, io.Out, io.Err) }
 func demoMain(args []string, io cmdutil.IO) int       { return runDemo(args, io.Out, io.Err) }
-func completionMain(args []string, io cmdutil.IO) int { return 0 }
