@@ -73,6 +73,10 @@ type Event struct {
 	Wait time.Duration
 	// Held is how long the lease was held (EventLost, EventReleased).
 	Held time.Duration
+	// Waited reports, on EventAcquired and EventNotAcquired, whether the
+	// call reported EventWaiting first: an observer that counts waiters
+	// pairs each EventWaiting with the end of its call by it.
+	Waited bool
 	// Err is the cause of EventNotAcquired, EventRenewFailed and
 	// EventLost.
 	Err error

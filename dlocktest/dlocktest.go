@@ -2,7 +2,8 @@
 // passes: mutual exclusion, exactly one TryLock winner, expiry, refresh,
 // renewal, loss reported on Done, cancellation that leaves nothing behind,
 // and fences that strictly increase across holders, even across a server
-// restart that lost its data.
+// restart that lost its data. RunObserver checks the events a backend
+// reports to a dlock.Observer.
 //
 // A third-party backend can run it too:
 //
@@ -24,6 +25,10 @@ type Options struct {
 	TTL time.Duration
 	// NoRenewal asks for a fixed lease that the watchdog does not renew.
 	NoRenewal bool
+	// Observer, if not nil, is to receive the events of the client
+	// NewLocker makes (redislock.WithObserver, for instance). Only
+	// RunObserver sets it.
+	Observer dlock.Observer
 }
 
 // A Backend is what the suite needs to exercise one lock implementation.
@@ -55,6 +60,12 @@ type Backend struct {
 	// released, uncontended lock should not leave: lock keys, queue
 	// entries, subscriptions. The fence counter is expected to stay.
 	Leftovers func(t testing.TB, key string) []string
+
+	// LockName returns the name that the events of the lock NewLocker
+	// makes for key carry (Event.Name): the name the backend was given,
+	// such as a ZooKeeper path made from key. Only RunObserver uses it; nil
+	// means key itself.
+	LockName func(key string) string
 }
 
 // Slack is the scheduling allowance the suite grants to timing checks: a

@@ -191,7 +191,12 @@ func TestIntegrationRenewalIsBatched(t *testing.T) {
 			if rounds < 8 {
 				t.Errorf("%d renewal rounds in 4 TTLs; want about 12", rounds)
 			}
-			if renewTrips > 2*rounds+2 {
+			// Unbatched, this would be one round trip per renewal (n per
+			// round). Batched, it is one per round once the leases have
+			// drifted into step; a loaded machine (all packages under
+			// -race on two cores) splits some rounds and retries a batch
+			// that timed out, so allow three.
+			if renewTrips > 3*rounds+2 {
 				t.Errorf("%d round trips for %d renewal rounds; want about one per round", renewTrips, rounds)
 			}
 		})

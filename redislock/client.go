@@ -21,6 +21,7 @@ type Client struct {
 	err   error
 	subs  *subscriber
 	renew *renewal.Scheduler
+	obs   dlock.Observer // from WithObserver and WithLogger; nil for none
 
 	leases lease.Registry
 
@@ -28,10 +29,12 @@ type Client struct {
 }
 
 // New returns a Client that talks to Redis through conn (see the
-// goredisconn and rueidisconn packages). New never fails: a nil conn is
-// reported by the first call that needs it.
-func New(conn Conn) *Client {
-	c := &Client{conn: conn}
+// goredisconn and rueidisconn packages), configured by opts (WithObserver,
+// WithLogger). New never fails: a nil conn is reported by the first call
+// that needs it.
+func New(conn Conn, opts ...ClientOption) *Client {
+	cfg := newClientConfig(opts)
+	c := &Client{conn: conn, obs: lease.Observer(cfg.obs, cfg.log)}
 	if conn == nil {
 		c.err = errors.New("redislock: New was given a nil Conn; wrap your client with goredisconn.New or rueidisconn.New")
 		return c

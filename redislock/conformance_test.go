@@ -83,8 +83,8 @@ var transports = []struct {
 
 // newClient returns a redislock.Client on its own connection, closed when t
 // ends (before the connection, as cleanups run last-in first-out).
-func newClient(t testing.TB, d *deployment, open transport) *redislock.Client {
-	c := redislock.New(open(t, d))
+func newClient(t testing.TB, d *deployment, open transport, opts ...redislock.ClientOption) *redislock.Client {
+	c := redislock.New(open(t, d), opts...)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -96,7 +96,7 @@ func backend(d *deployment, open transport) dlocktest.Backend {
 			if o.NoRenewal {
 				opts = append(opts, redislock.WithoutRenewal())
 			}
-			return newClient(t, d, open).NewMutex(key, opts...)
+			return newClient(t, d, open, redislock.WithObserver(o.Observer)).NewMutex(key, opts...)
 		},
 		Sabotage: func(t testing.TB, key string) {
 			if err := d.admin(t).Del(context.Background(), lockKey(key)).Err(); err != nil {
@@ -171,6 +171,10 @@ func TestIntegrationConformanceStandalone(t *testing.T) {
 			dlocktest.Run(t, backend(standalone(t), tr.open))
 		})
 	}
+}
+
+func TestIntegrationObserver(t *testing.T) {
+	dlocktest.RunObserver(t, backend(standalone(t), goRedis))
 }
 
 func TestIntegrationConformanceCluster(t *testing.T) {

@@ -37,6 +37,19 @@
 // when the holder's TTL runs out, and after a backoff from its
 // RetryStrategy, in case a notice is lost. A Mutex is not fair; waiters race.
 //
+// # Observing
+//
+// WithObserver gives a Client a dlock.Observer (package dlockprom makes
+// Prometheus metrics of it), and WithLogger a slog.Logger, to report the
+// events of every lock of the Client: the start of each Lock and TryLock,
+// the moment a Lock begins to wait, its outcome with the time it took, and
+// each lease's renewals, failed renewals, loss and release, with how long
+// it was held. Events carry the lock's name as given to NewMutex (not the
+// Redis key) and its kind: "Mutex", "ReentrantMutex", "FairMutex",
+// "RWMutex.read", "RWMutex.write" or "Semaphore". A MultiLock reports
+// through its locks' Clients, and a Striped lock as its stripes. Without
+// an observer, reporting costs a nil check.
+//
 // # Transports
 //
 // The Client talks to Redis through a Conn. Package goredisconn adapts a

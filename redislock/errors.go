@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
@@ -16,6 +17,8 @@ var ErrNotReentrant = dlock.ErrNotReentrant
 // ErrClosed is returned by every call on a closed Client, and is the cause
 // wrapped in dlock.ErrLost for leases still held when it was closed.
 var ErrClosed = errors.New("redislock: client closed")
+
+func init() { lease.RegisterCause(ErrClosed, "closed") }
 
 // describe turns a script failure into an error that names the problem.
 func describe(key string, s *Script, err error) error {

@@ -48,6 +48,7 @@ type FairMutex struct {
 	wait   time.Duration // the waiter timeout
 	waitMs string
 	err    error
+	ev     *lease.Events // nil without an observer
 }
 
 var _ dlock.Locker = (*FairMutex)(nil)
@@ -57,7 +58,7 @@ var _ dlock.Locker = (*FairMutex)(nil)
 func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 	k := keysFor(name)
 	m := &FairMutex{c: c, name: name, keys: k, queue: k.lock + ":queue", times: k.lock + ":timeouts",
-		prefix: k.lock + ":w:", cfg: newConfig(opts)}
+		prefix: k.lock + ":w:", cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, "FairMutex")}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	m.wait = max(m.cfg.ttl, MinFairWaiterTimeout)
 	m.waitMs = strconv.FormatInt(ttlMillis(m.wait), 10)
@@ -91,6 +92,11 @@ func (m *FairMutex) check(ctx context.Context) error {
 // TryLock makes one attempt to take the lock. It returns an error matching
 // dlock.ErrNotObtained if another owner holds it or others are waiting.
 func (m *FairMutex) TryLock(ctx context.Context) (dlock.Lease, error) {
+	a := m.ev.Begin()
+	return a.End(m.tryLock(ctx))
+}
+
+func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -112,6 +118,11 @@ func (m *FairMutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 // error matches both dlock.ErrNotObtained and ctx.Err(), and the waiter
 // has left the queue.
 func (m *FairMutex) Lock(ctx context.Context) (dlock.Lease, error) {
+	a := m.ev.Begin()
+	return a.End(m.lock(ctx, &a))
+}
+
+func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -119,6 +130,7 @@ func (m *FairMutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	if l, _, err := m.attempt(ctx, token, false); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 		return asFair(l, err)
 	}
+	a.Waiting()
 	// Subscribe before joining the queue, so that no wake-up is missed.
 	// The channel is this waiter's alone: unsubscribe it at once at the
 	// end (close(true)) rather than let it linger.
@@ -223,7 +235,7 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 			m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
 	l := &fairLease{m: m}
-	l.State = lease.New(ctx, m.keys.lock, token, uint64(n), until, l.forget)
+	l.State = lease.New(ctx, m.ev, m.keys.lock, token, uint64(n), until, l.forget)
 	l.entry.Value = l
 	if !m.c.leases.Add(l) {
 		m.release(context.WithoutCancel(ctx), token)

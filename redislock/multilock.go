@@ -23,6 +23,9 @@ type Named interface {
 // different Clients, or be of any backend that names its locks. They are
 // always taken in the order of their names, so two MultiLocks that share
 // locks cannot deadlock each other.
+//
+// A MultiLock reports no events of its own: each of its locks reports to
+// the observer of its own Client (see WithObserver), as if taken alone.
 type MultiLock struct {
 	locks []Named
 	err   error

@@ -29,6 +29,7 @@ type Mutex struct {
 	f    *flavor
 	ttl  string // cfg.ttl in milliseconds, as sent to the server
 	err  error
+	ev   *lease.Events // nil without an observer
 
 	// yieldUntil (Unix ns) is set when a release of this Mutex woke other
 	// clients' waiters; until then, Lock lets them go first.
@@ -66,7 +67,8 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 }
 
 func (c *Client) newMutex(name string, f *flavor, opts []Option) *Mutex {
-	m := &Mutex{c: c, name: name, keys: keysFor(name), cfg: newConfig(opts), f: f}
+	m := &Mutex{c: c, name: name, keys: keysFor(name), cfg: newConfig(opts), f: f,
+		ev: lease.NewEvents(c.obs, name, f.kind)}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	if err := checkName(name); err != nil {
 		m.err = err
@@ -82,6 +84,11 @@ func (m *Mutex) Name() string { return m.name }
 // TryLock makes one attempt to take the lock. It returns an error matching
 // dlock.ErrNotObtained if another owner holds it.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
+	a := m.ev.Begin()
+	return a.End(m.tryLock(ctx))
+}
+
+func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -101,6 +108,11 @@ func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 // says so, whichever is first. If ctx is done first, the error matches both
 // dlock.ErrNotObtained and ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
+	a := m.ev.Begin()
+	return a.End(m.lock(ctx, &a))
+}
+
+func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -111,6 +123,7 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 			return asLease(l, err)
 		}
 	}
+	a.Waiting()
 	w := m.c.subs.wait(ctx, m.keys.channel)
 	won := false
 	defer func() { w.close(won) }()

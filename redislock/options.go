@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -20,6 +21,43 @@ const (
 // exponential backoff and full jitter, between 8ms and 512ms, in case a
 // notice is missed.
 var DefaultRetry = dlock.ExponentialBackoff(8*time.Millisecond, 512*time.Millisecond)
+
+// A ClientOption configures a Client.
+type ClientOption func(*clientConfig)
+
+type clientConfig struct {
+	obs dlock.Observer
+	log *slog.Logger
+}
+
+func newClientConfig(opts []ClientOption) clientConfig {
+	var c clientConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// WithObserver has every lock of the Client report its events to o (see
+// dlock.Observer): the start, wait and outcome of each Lock and TryLock,
+// and each lease's renewals, failed renewals, loss and release. o is
+// called synchronously, on the caller's goroutine or the watchdog's, and
+// must be quick. Package dlockprom turns the events into Prometheus
+// metrics. The default is none; a nil o means none. It combines with
+// WithLogger.
+func WithObserver(o dlock.Observer) ClientOption {
+	return func(c *clientConfig) { c.obs = o }
+}
+
+// WithLogger has every lock of the Client log its events to l, through
+// dlock.LogObserver: losses at Warn, failed renewals and failed
+// acquisitions with a hard error at Info, the rest at Debug. The default is
+// none; a nil l means none. It combines with WithObserver.
+func WithLogger(l *slog.Logger) ClientOption {
+	return func(c *clientConfig) { c.log = l }
+}
 
 // An Option configures a lock.
 type Option func(*config)

@@ -54,6 +54,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 func renewOutcome(st interface {
 	Extend(time.Time) bool
 	End(error) bool
+	RenewFailed(error)
 	Key() string
 }, r Result, s *Script, until, now time.Time, period time.Duration) time.Time {
 	switch {
@@ -62,15 +63,26 @@ func renewOutcome(st interface {
 			return now.Add(period)
 		}
 	case r.Err == nil:
-		st.End(dlock.Lost(dlock.ErrTakenOver))
+		lose(st, dlock.Lost(dlock.ErrTakenOver))
 	case isReply(r.Err):
-		st.End(dlock.Lost(describe(st.Key(), s, r.Err)))
+		lose(st, dlock.Lost(describe(st.Key(), s, r.Err)))
 	default:
 		// Unreachable server: try again soon; the lease ends by itself at
 		// Until if no renewal gets through.
+		st.RenewFailed(r.Err)
 		return now.Add(period / 4)
 	}
 	return time.Time{}
+}
+
+// lose ends a lease that a renewal or refresh found lost, reporting the
+// failed renewal first.
+func lose(st interface {
+	End(error) bool
+	RenewFailed(error)
+}, err error) {
+	st.RenewFailed(err)
+	st.End(err)
 }
 
 // refreshable is a lease whose Refresh is its refresh call, run once.
@@ -80,6 +92,7 @@ type refreshable interface {
 	Ended(releasing bool) (bool, error)
 	End(err error) bool
 	Extend(until time.Time) bool
+	RenewFailed(err error)
 }
 
 // refresh is Lease.Refresh for every kind: run l's refresh call now and
@@ -92,10 +105,12 @@ func (c *Client) refresh(ctx context.Context, l refreshable, ttl time.Duration) 
 	start := time.Now()
 	v, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
-		return describe(l.Key(), call.Script, err)
+		err = describe(l.Key(), call.Script, err)
+		l.RenewFailed(err)
+		return err
 	}
 	if v != int64(1) {
-		l.End(dlock.Lost(dlock.ErrTakenOver))
+		lose(l, dlock.Lost(dlock.ErrTakenOver))
 		_, err := l.Ended(false)
 		return err
 	}

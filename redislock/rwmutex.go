@@ -57,6 +57,7 @@ type RWMutex struct {
 	intentTTL                     time.Duration
 	intentPX                      string
 	err                           error
+	readEv, writeEv               *lease.Events // nil without an observer
 }
 
 // NewRWMutex returns the reader/writer lock called name. It never fails: a
@@ -64,7 +65,8 @@ type RWMutex struct {
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	k := keysFor(name)
 	rw := &RWMutex{c: c, name: name, base: k.lock, writer: k.lock + ":writer", readers: k.lock + ":readers",
-		intent: k.lock + ":wintent", fence: k.fence, channel: k.channel, cfg: newConfig(opts)}
+		intent: k.lock + ":wintent", fence: k.fence, channel: k.channel, cfg: newConfig(opts),
+		readEv: lease.NewEvents(c.obs, name, "RWMutex.read"), writeEv: lease.NewEvents(c.obs, name, "RWMutex.write")}
 	rw.ttl = strconv.FormatInt(ttlMillis(rw.cfg.ttl), 10)
 	// A waiting writer's intent outlives it by at most this much.
 	rw.intentTTL = min(rw.cfg.ttl, 2*time.Second)
@@ -90,8 +92,15 @@ func (rw *RWMutex) Writer() dlock.Locker { return rwSide{rw, false} }
 // Downgrade turns writeLease, a held write lease of rw, into a read lease
 // in one step: no other writer can take the lock in between, and waiting
 // readers are woken. writeLease then ends with dlock.ErrReleased. If it had
-// been lost, Downgrade returns an error matching dlock.ErrNotHeld.
+// been lost, Downgrade returns an error matching dlock.ErrNotHeld. An
+// observer sees the write lease released and an acquisition of the read
+// side (EventAcquiring, then EventAcquired or EventNotAcquired).
 func (rw *RWMutex) Downgrade(ctx context.Context, writeLease dlock.Lease) (dlock.Lease, error) {
+	a := rw.readEv.Begin()
+	return a.End(rw.downgrade(ctx, writeLease))
+}
+
+func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock.Lease, error) {
 	if rw.err != nil {
 		return nil, rw.err
 	}
@@ -124,7 +133,11 @@ func (rw *RWMutex) Downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		return nil, err
 	}
 	w.End(dlock.ErrReleased)
-	return rw.grant(ctx, true, token, uint64(n), start)
+	l, err := rw.grant(ctx, true, token, uint64(n), start)
+	if l == nil {
+		return nil, err
+	}
+	return l, err
 }
 
 // rwSide is one side of an RWMutex.
@@ -133,10 +146,23 @@ type rwSide struct {
 	read bool
 }
 
+// events returns the side's Events.
+func (s rwSide) events() *lease.Events {
+	if s.read {
+		return s.rw.readEv
+	}
+	return s.rw.writeEv
+}
+
 // TryLock makes one attempt. It returns an error matching
 // dlock.ErrNotObtained if the lock is held on the other side, or, for a
 // reader, if a writer is waiting.
 func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
+	a := s.events().Begin()
+	return a.End(s.tryLock(ctx))
+}
+
+func (s rwSide) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -153,6 +179,11 @@ func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
 // Lock waits for the lock as Mutex.Lock does. A waiting writer keeps new
 // readers out until it takes the lock or gives up.
 func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
+	a := s.events().Begin()
+	return a.End(s.lock(ctx, &a))
+}
+
+func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -190,6 +221,7 @@ func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
 		if w == nil {
 			// Subscribe, then try again at once: a release may have come
 			// between the first attempt and the subscription.
+			a.Waiting()
 			w = rw.c.subs.wait(ctx, rw.channel)
 			continue
 		}
@@ -334,11 +366,11 @@ func (rw *RWMutex) grant(ctx context.Context, read bool, token string, fence uin
 			rw.base, time.Since(start), rw.cfg.ttl))
 	}
 	l := &rwLease{rw: rw, read: read}
-	key := rw.writer
+	key, ev := rw.writer, rw.writeEv
 	if read {
-		key = rw.readers
+		key, ev = rw.readers, rw.readEv
 	}
-	l.State = lease.New(ctx, key, token, fence, until, l.forget)
+	l.State = lease.New(ctx, ev, key, token, fence, until, l.forget)
 	l.entry.Value = l
 	if !rw.c.leases.Add(l) {
 		rw.undo(read, token)

@@ -81,6 +81,11 @@ func (s *Semaphore) Name() string { return s.m.name }
 // TryLock makes one attempt to take a permit. It returns an error matching
 // dlock.ErrNotObtained if none is free.
 func (s *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
+	a := s.m.ev.Begin()
+	return a.End(s.tryLock(ctx))
+}
+
+func (s *Semaphore) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -101,6 +106,11 @@ func (s *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
 // is done first, the error matches both dlock.ErrNotObtained and
 // ctx.Err().
 func (s *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
+	a := s.m.ev.Begin()
+	return a.End(s.lock(ctx, &a))
+}
+
+func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -112,6 +122,7 @@ func (s *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
 			return asLease(l, err)
 		}
 	}
+	a.Waiting()
 	w := m.c.subs.wait(ctx, m.keys.channel)
 	won := false
 	defer func() { w.close(won) }()

@@ -24,6 +24,7 @@ type Client struct {
 	cfg    clientConfig
 	err    error
 	renew  *renewal.Scheduler
+	obs    dlock.Observer // from WithObserver and WithLogger; nil for none
 
 	leases lease.Registry
 
@@ -41,6 +42,7 @@ type node struct {
 // reported by the first lock operation.
 func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
 	c := &Client{cfg: newClientConfig(opts)}
+	c.obs = lease.Observer(c.cfg.obs, c.cfg.log)
 	c.err = c.setNodes(nodes)
 	if c.err == nil && c.cfg.nodeTimeout <= 0 {
 		c.err = fmt.Errorf("redlock: node timeout %v must be positive; set it with WithNodeTimeout", c.cfg.nodeTimeout)

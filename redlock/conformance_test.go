@@ -31,7 +31,8 @@ func backend(servers []*testenv.Redis, open transport) dlocktest.Backend {
 			// once, a healthy node sometimes takes longer, and a Release
 			// that cannot confirm a majority is (rightly) reported as an
 			// error. 150ms still fits the suite's shortest TTL (300ms).
-			return newClient(t, addrs, open, redlock.WithNodeTimeout(150*time.Millisecond)).NewMutex(key, opts...)
+			return newClient(t, addrs, open, redlock.WithNodeTimeout(150*time.Millisecond),
+				redlock.WithObserver(o.Observer)).NewMutex(key, opts...)
 		},
 		Sabotage: func(t testing.TB, key string) {
 			each(t, func(s *testenv.Redis) error { _, err := s.Do("DEL", lockKey(key)); return err })
@@ -52,6 +53,12 @@ func backend(servers []*testenv.Redis, open transport) dlocktest.Backend {
 			return left
 		},
 	}
+}
+
+func TestIntegrationObserver(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	dlocktest.RunObserver(t, backend(servers, transports[0].open))
 }
 
 func TestIntegrationConformance(t *testing.T) {

@@ -24,6 +24,16 @@
 // at Until. When more nodes than a majority can spare report that the key
 // is no longer this lease's, the lease ends at once with dlock.ErrTakenOver.
 //
+// # Observing
+//
+// WithObserver gives a Client a dlock.Observer (package dlockprom makes
+// Prometheus metrics of it), and WithLogger a slog.Logger, to report the
+// events of its locks: the start of each Lock and TryLock, the first
+// attempt that fails and will be retried (EventWaiting), the outcome, and
+// each lease's extensions, failed extensions (no majority extended it in
+// time), loss and release. Events carry the name given to NewMutex and the
+// kind "Mutex". Without an observer, reporting costs a nil check.
+//
 // # Nodes that lost their data
 //
 // A node restarted without persistence forgets the keys it held, and would

@@ -3,6 +3,8 @@ package redlock
 import (
 	"errors"
 	"fmt"
+
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // A NodeError is the failure of one node in a quorum operation. Operations
@@ -21,6 +23,8 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // ErrClosed is returned by every call on a closed Client, and is the cause
 // wrapped in dlock.ErrLost for leases still held when it was closed.
 var ErrClosed = errors.New("redlock: client closed")
+
+func init() { lease.RegisterCause(ErrClosed, "closed") }
 
 // errQuorum describes an operation that reached fewer than a majority.
 func errQuorum(op, key string, ok, quorum, n int, nodeErrs []error) error {

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -23,7 +24,7 @@ var _ dlock.Lease = (*grant)(nil)
 // newGrant returns the lease; the caller registers it with the client.
 func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *grant {
 	g := &grant{m: m}
-	g.State = lease.New(ctx, m.keys.lock, token, fence, until, g.forget)
+	g.State = lease.New(ctx, m.ev, m.keys.lock, token, fence, until, g.forget)
 	g.entry.Value = g
 	return g
 }
@@ -64,14 +65,28 @@ func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) 
 
 // extended applies the outcome of an extension sent at start. It reports
 // whether the lease was extended, and ends it if a majority can no longer
-// be ours.
+// be ours. A failure is reported to the observer (EventRenewFailed).
 func (g *grant) extended(t tally, start time.Time) bool {
 	c := g.m.c
-	if t.ok >= c.quorum && time.Now().Before(g.Until()) {
-		return g.Extend(start.Add(g.m.cfg.ttl - drift(g.m.cfg.ttl)))
+	late := false
+	if t.ok >= c.quorum {
+		if time.Now().Before(g.Until()) {
+			return g.Extend(start.Add(g.m.cfg.ttl - drift(g.m.cfg.ttl)))
+		}
+		late = true
 	}
 	if t.notOurs > len(c.nodes)-c.quorum {
-		g.End(dlock.Lost(dlock.ErrTakenOver))
+		lost := dlock.Lost(dlock.ErrTakenOver)
+		g.RenewFailed(lost)
+		g.End(lost)
+		return false
+	}
+	if g.Observed() { // build the error only to report it
+		if late {
+			g.RenewFailed(fmt.Errorf("redlock: the extension of %q reached a majority after the lease's Until", g.Key()))
+		} else {
+			g.RenewFailed(errQuorum("extension", g.Key(), t.ok, c.quorum, len(c.nodes), t.errs))
+		}
 	}
 	return false
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/redislock"
 )
@@ -23,6 +24,7 @@ type Mutex struct {
 	cfg  config
 	ttl  string // cfg.ttl in milliseconds, as sent
 	err  error
+	ev   *lease.Events // nil without an observer
 }
 
 var _ dlock.Locker = (*Mutex)(nil)
@@ -36,7 +38,7 @@ const epochKey = "dlock:epoch"
 // name or option is reported by Lock and TryLock.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	base := "dlock:{" + name + "}"
-	m := &Mutex{c: c, name: name, cfg: newConfig(opts),
+	m := &Mutex{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, "Mutex"),
 		keys: keys{lock: base, fence: base + ":fence", channel: base + ":released"}}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	switch {
@@ -54,6 +56,11 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 // dlock.ErrNotObtained when no majority could be taken in time; the error
 // also carries the NodeErrors of nodes that failed.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
+	a := m.ev.Begin()
+	return a.End(m.tryLock(ctx))
+}
+
+func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -67,6 +74,11 @@ func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 // Lock attempts until it holds a majority, ctx is done or the retry
 // strategy gives up, waiting a jittered backoff between attempts.
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
+	a := m.ev.Begin()
+	return a.End(m.lock(ctx, &a))
+}
+
+func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -86,6 +98,7 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 		if !ok {
 			return nil, err
 		}
+		a.Waiting()
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()

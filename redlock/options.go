@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -28,6 +29,8 @@ type clientConfig struct {
 	nodeTimeout   time.Duration
 	restartWindow time.Duration
 	detectRestart bool
+	obs           dlock.Observer
+	log           *slog.Logger
 }
 
 // WithNodeTimeout sets how long one operation waits for one node. It should
@@ -52,6 +55,25 @@ func WithRestartWindow(d time.Duration) ClientOption {
 // always).
 func WithoutRestartDetection() ClientOption {
 	return func(c *clientConfig) { c.detectRestart = false }
+}
+
+// WithObserver has every lock of the Client report its events to o (see
+// dlock.Observer): the start, wait and outcome of each Lock and TryLock,
+// and each lease's renewals, failed renewals (no majority extended it),
+// loss and release. o is called synchronously, on the caller's goroutine
+// or the watchdog's, and must be quick. Package dlockprom turns the events
+// into Prometheus metrics. The default is none; a nil o means none. It
+// combines with WithLogger.
+func WithObserver(o dlock.Observer) ClientOption {
+	return func(c *clientConfig) { c.obs = o }
+}
+
+// WithLogger has every lock of the Client log its events to l, through
+// dlock.LogObserver: losses at Warn, failed renewals and failed
+// acquisitions with a hard error at Info, the rest at Debug. The default is
+// none; a nil l means none. It combines with WithObserver.
+func WithLogger(l *slog.Logger) ClientOption {
+	return func(c *clientConfig) { c.log = l }
 }
 
 func newClientConfig(opts []ClientOption) clientConfig {

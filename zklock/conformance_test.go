@@ -24,7 +24,7 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 			if o.NoRenewal {
 				opts = append(opts, zklock.WithoutRenewal())
 			}
-			return connect(t, servers).NewMutex(lockPath(key), opts...)
+			return connect(t, servers, zklock.WithObserver(o.Observer)).NewMutex(lockPath(key), opts...)
 		},
 		Sabotage: func(t testing.TB, key string) {
 			c := admin(t, servers)
@@ -51,6 +51,7 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 		Leftovers: func(t testing.TB, key string) []string {
 			return leftovers(t, z, lockPath(key))
 		},
+		LockName: lockPath,
 	}
 }
 
@@ -71,6 +72,10 @@ func leftovers(t testing.TB, z *testenv.ZooKeeper, path string) []string {
 		}
 	}
 	return left
+}
+
+func TestIntegrationObserver(t *testing.T) {
+	dlocktest.RunObserver(t, backend(testenv.StartZooKeeper(t)))
 }
 
 func TestIntegrationConformance(t *testing.T) {

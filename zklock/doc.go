@@ -91,6 +91,19 @@
 // parent's lifetime, and ZooKeeper's sequence counter, which overflows
 // after 2^31 changes to one path (the recipes of Curator share it).
 //
+// # Observing
+//
+// WithObserver gives a Session a dlock.Observer (package dlockprom makes
+// Prometheus metrics of it), and WithLogger a slog.Logger, to report the
+// events of every lock of the Session: the start of each Lock and TryLock,
+// the moment a Lock begins to wait for the node ahead of it, its outcome,
+// and each lease's confirmations that extend its Until (EventRenewed),
+// failed confirmations, loss (ErrSessionExpired when the session expired)
+// and release. Events carry the lock's path as given to NewMutex,
+// NewRWMutex or NewSemaphore, and its kind: "Mutex", "RWMutex.read",
+// "RWMutex.write" or "Semaphore". Each reentrant hold is an acquisition of
+// its own. Without an observer, reporting costs a nil check.
+//
 // # Kinds
 //
 // One path serves one kind of lock; a lock that finds another kind's nodes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -27,6 +28,11 @@ var (
 	// through the Context of a read lease of the same RWMutex.
 	ErrUpgrade = dlock.ErrUpgrade
 )
+
+func init() {
+	lease.RegisterCause(ErrClosed, "closed")
+	lease.RegisterCause(ErrSessionExpired, "session_expired")
+}
 
 // transient reports whether err is a failure of the connection rather
 // than an answer from the ensemble: the request may or may not have been

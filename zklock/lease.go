@@ -65,15 +65,16 @@ func newNode(ctx context.Context, q *queue, p pending, token string, fence uint6
 	n.deadline = lease.Validity(start, q.cfg.ttl)
 	until := lease.Validity(start, n.span())
 	n.mu.Lock()
-	h := n.addHoldLocked(ctx, until)
+	h := n.addHoldLocked(ctx, until, q.ev)
 	n.mu.Unlock()
 	return n, h
 }
 
-// addHoldLocked adds a hold that lasts until until. n.mu must be held.
-func (n *node) addHoldLocked(ctx context.Context, until time.Time) *Lease {
+// addHoldLocked adds a hold that lasts until until and reports its events
+// to ev. n.mu must be held.
+func (n *node) addHoldLocked(ctx context.Context, until time.Time, ev *lease.Events) *Lease {
 	h := &Lease{n: n}
-	h.State = lease.New(ctx, n.q.dir, n.token, n.fence, until, h.ended)
+	h.State = lease.New(ctx, ev, n.q.dir, n.token, n.fence, until, h.ended)
 	n.holds[h] = struct{}{}
 	return h
 }
@@ -90,7 +91,7 @@ func (n *node) reenter(ctx context.Context) *Lease {
 		until = h.Until()
 		break
 	}
-	return n.addHoldLocked(ctx, until)
+	return n.addHoldLocked(ctx, until, n.q.ev)
 }
 
 // ended runs when hold h ends, for whatever reason. When the last hold of
@@ -117,16 +118,45 @@ func (h *Lease) ended() {
 
 // lose ends every hold of n with dlock.ErrLost wrapping cause: the node is
 // gone.
-func (n *node) lose(cause error) {
+func (n *node) lose(cause error) { n.end(cause, false) }
+
+// end is lose; confirming says that a confirmation found the node gone,
+// which each hold reports as a failed renewal before it ends.
+func (n *node) end(cause error, confirming bool) {
 	n.mu.Lock()
 	n.closing = true
+	holds := n.holdsLocked()
+	n.mu.Unlock()
+	err := dlock.Lost(cause)
+	for _, h := range holds {
+		if confirming {
+			h.RenewFailed(err)
+		}
+		h.End(err)
+	}
+}
+
+// holdsLocked returns n's holds. n.mu must be held.
+func (n *node) holdsLocked() []*Lease {
 	holds := make([]*Lease, 0, len(n.holds))
 	for h := range n.holds {
 		holds = append(holds, h)
 	}
+	return holds
+}
+
+// confirmFailed reports a confirmation that did not get through (err) to
+// the observer of every hold of n; the holds stand until their Until.
+func (n *node) confirmFailed(err error) {
+	if n.q.ev == nil || errors.Is(err, zk.ErrClosing) {
+		return
+	}
+	err = describe("confirming", n.path, err)
+	n.mu.Lock()
+	holds := n.holdsLocked()
 	n.mu.Unlock()
 	for _, h := range holds {
-		h.End(dlock.Lost(cause))
+		h.RenewFailed(err)
 	}
 }
 
@@ -144,10 +174,7 @@ func (n *node) confirmed(start time.Time, refresh bool) {
 			until = n.deadline
 		}
 	}
-	holds := make([]*Lease, 0, len(n.holds))
-	for h := range n.holds {
-		holds = append(holds, h)
-	}
+	holds := n.holdsLocked()
 	n.mu.Unlock()
 	for _, h := range holds {
 		h.Extend(until)
@@ -156,17 +183,19 @@ func (n *node) confirmed(start time.Time, refresh bool) {
 
 // check applies the answer to an Exists of n sent at start: confirm it,
 // or end it if the node is gone or no longer this session's. It reports
-// whether n is still held; err is the transport error, if any.
+// whether n is still held; err is the transport error, if any, which is
+// reported to the observer as a failed renewal.
 func (n *node) check(start time.Time, exists bool, st *zk.Stat, err error, refresh bool) (bool, error) {
 	switch {
 	case err == nil && exists && st.EphemeralOwner == n.session:
 		n.confirmed(start, refresh)
 		return true, nil
 	case err == nil:
-		n.lose(dlock.ErrTakenOver)
+		n.end(dlock.ErrTakenOver, true)
 	case errors.Is(err, zk.ErrSessionExpired):
-		n.lose(ErrSessionExpired)
+		n.end(ErrSessionExpired, true)
 	default:
+		n.confirmFailed(err)
 		return true, err
 	}
 	return false, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // A Mutex is an exclusive lock on a ZooKeeper path: each contender creates
@@ -48,13 +49,19 @@ func (m *Mutex) Name() string { return m.q.dir }
 // Lock takes the lock, waiting until it is free or ctx is done. If ctx is
 // done first, the error matches both dlock.ErrNotObtained and ctx.Err(),
 // and the waiter's node is deleted.
-func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) { return m.acquire(ctx, true) }
+func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
+	a := m.q.ev.Begin()
+	return a.End(m.acquire(ctx, true, &a))
+}
 
 // TryLock takes the lock if it is free. It returns an error matching
 // dlock.ErrNotObtained if another owner holds it or waits for it.
-func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) { return m.acquire(ctx, false) }
+func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
+	a := m.q.ev.Begin()
+	return a.End(m.acquire(ctx, false, &a))
+}
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (dlock.Lease, error) {
+func (m *Mutex) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock.Lease, error) {
 	if err := m.q.check(ctx); err != nil {
 		return nil, err
 	}
@@ -71,7 +78,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (dlock.Lease, error) {
 		}
 		token = owner
 	}
-	return asLease(m.q.acquire(ctx, token, wait))
+	return asLease(m.q.acquire(ctx, token, wait, a))
 }
 
 // asLease keeps a nil *Lease from becoming a non-nil dlock.Lease.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlock-go/dlock"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -33,7 +34,9 @@ type sessionConfig struct {
 	auth    []string // "user:password" for the digest scheme
 	log     *slog.Logger
 	onEvent func(zk.Event)
-	err     error // from an option given bad arguments
+	obs     dlock.Observer // from WithObserver
+	lockLog *slog.Logger   // from WithLogger, for lock events; nil for none
+	err     error          // from an option given bad arguments
 }
 
 func newSessionConfig(opts []SessionOption) sessionConfig {
@@ -94,15 +97,31 @@ func WithDigestAuth(user, password string) SessionOption {
 	}
 }
 
-// WithLogger sets where the Session logs: the ZooKeeper client's own
-// messages (connections, reconnections), at debug level. The default is
-// slog.Default().
+// WithLogger sets where the Session logs. It logs the ZooKeeper client's
+// own messages (connections, reconnections) at Debug, and a node it could
+// not clean up at Warn; without WithLogger, or with a nil l, these go to
+// slog.Default(). It also logs the events of every lock of the Session,
+// through dlock.LogObserver: losses at Warn, failed confirmations and
+// failed acquisitions with a hard error at Info, the rest at Debug; the
+// default is none, and a nil l means none. It combines with WithObserver.
 func WithLogger(l *slog.Logger) SessionOption {
 	return func(c *sessionConfig) {
+		c.lockLog = l
 		if l != nil {
 			c.log = l
 		}
 	}
+}
+
+// WithObserver has every lock of the Session report its events to o (see
+// dlock.Observer): the start, wait and outcome of each Lock and TryLock,
+// and each lease's confirmations that extend it (EventRenewed), failed
+// confirmations, loss and release. o is called synchronously, on the
+// caller's goroutine or the watchdog's, and must be quick. Package
+// dlockprom turns the events into Prometheus metrics. The default is
+// none; a nil o means none. It combines with WithLogger.
+func WithObserver(o dlock.Observer) SessionOption {
+	return func(c *sessionConfig) { c.obs = o }
 }
 
 // WithEventCallback has f called with every event of the underlying

@@ -27,7 +27,8 @@ type queue struct {
 	allowed []kind // the kinds that may share dir
 	cfg     config
 	decide  func(kids []child, me int) verdict
-	err     error // from a bad path or option; returned by every call
+	err     error         // from a bad path or option; returned by every call
+	ev      *lease.Events // nil without an observer
 }
 
 // A verdict says whether a node holds the lock, and if not what to watch.
@@ -44,7 +45,7 @@ type verdict struct {
 
 func newQueue(s *Session, dir string, k kind, permits int, opts []Option, decide func([]child, int) verdict, allowed ...kind) *queue {
 	q := &queue{s: s, dir: dir, kind: k, permits: permits, label: label(k, permits), allowed: allowed,
-		cfg: newConfig(opts), decide: decide}
+		cfg: newConfig(opts), decide: decide, ev: lease.NewEvents(s.obs, dir, eventKinds[k])}
 	if err := checkPath(dir); err != nil {
 		q.err = err
 	} else if err := q.cfg.check(); err != nil {
@@ -68,6 +69,9 @@ func (q *queue) check(ctx context.Context) error {
 	return nil
 }
 
+// eventKinds are the lock kinds that events report, by kind of node.
+var eventKinds = [...]string{kindLock: "Mutex", kindRead: "RWMutex.read", kindWrite: "RWMutex.write", kindPermit: "Semaphore"}
+
 // pending is a created node that does not hold the lock yet.
 type pending struct {
 	path, name, guid string
@@ -75,8 +79,9 @@ type pending struct {
 }
 
 // acquire creates a node with token as its data and waits, if wait is
-// set, until it holds the lock; without wait it gives up at once.
-func (q *queue) acquire(ctx context.Context, token string, wait bool) (*Lease, error) {
+// set, until it holds the lock; without wait it gives up at once. It
+// reports to a when it begins to wait.
+func (q *queue) acquire(ctx context.Context, token string, wait bool, a *lease.Attempt) (*Lease, error) {
 	if !wait {
 		// A look before creating anything: a held lock costs one read.
 		busy, err := q.busy(ctx)
@@ -89,7 +94,7 @@ func (q *queue) acquire(ctx context.Context, token string, wait bool) (*Lease, e
 		if err != nil {
 			return nil, err
 		}
-		h, again, err := q.await(ctx, p, token, wait)
+		h, again, err := q.await(ctx, p, token, wait, a)
 		if !again {
 			return h, err
 		}
@@ -210,7 +215,7 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 // await waits until p holds the lock (or, without wait, finds that it
 // does not, and deletes it). It reports again if p vanished before it
 // held, so that the caller creates another node.
-func (q *queue) await(ctx context.Context, p pending, token string, wait bool) (h *Lease, again bool, err error) {
+func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a *lease.Attempt) (h *Lease, again bool, err error) {
 	s := q.s
 	giveUp := func(err error) (*Lease, bool, error) {
 		s.removeLater(p.path, p.session)
@@ -298,6 +303,7 @@ func (q *queue) await(ctx context.Context, p pending, token string, wait bool) (
 			return nil, false, dlock.ErrNotObtained
 		}
 		if watch != nil {
+			a.Waiting()
 			select {
 			case <-ctx.Done():
 				return giveUp(dlock.NotObtained(ctx.Err()))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -65,13 +66,19 @@ type rwSide struct {
 }
 
 // Lock takes this side of the lock, waiting until it can or ctx is done.
-func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) { return s.acquire(ctx, true) }
+func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
+	a := s.q.ev.Begin()
+	return a.End(s.acquire(ctx, true, &a))
+}
 
 // TryLock takes this side of the lock if it can at once. It returns an
 // error matching dlock.ErrNotObtained otherwise.
-func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) { return s.acquire(ctx, false) }
+func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
+	a := s.q.ev.Begin()
+	return a.End(s.acquire(ctx, false, &a))
+}
 
-func (s rwSide) acquire(ctx context.Context, wait bool) (dlock.Lease, error) {
+func (s rwSide) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock.Lease, error) {
 	if err := s.q.check(ctx); err != nil {
 		return nil, err
 	}
@@ -86,7 +93,7 @@ func (s rwSide) acquire(ctx context.Context, wait bool) (dlock.Lease, error) {
 			return nil, ErrNotReentrant
 		}
 	}
-	return asLease(s.q.acquire(ctx, dlock.NewToken(), wait))
+	return asLease(s.q.acquire(ctx, dlock.NewToken(), wait, a))
 }
 
 // Downgrade turns writeLease, a held write lease of rw, into a read lease
@@ -98,8 +105,15 @@ func (s rwSide) acquire(ctx context.Context, wait bool) (dlock.Lease, error) {
 // readers may come in as soon as the ensemble has the mark, before
 // Downgrade returns. If the outcome is unknown (ctx ended, or the
 // connection failed, before the answer), writeLease ends with
-// dlock.ErrLost and its node is deleted, since readers may be in.
+// dlock.ErrLost and its node is deleted, since readers may be in. An
+// observer sees the write lease end and an acquisition of the read side
+// (EventAcquiring, then EventAcquired or EventNotAcquired).
 func (rw *RWMutex) Downgrade(ctx context.Context, writeLease dlock.Lease) (dlock.Lease, error) {
+	a := rw.reader.ev.Begin()
+	return a.End(rw.downgrade(ctx, writeLease))
+}
+
+func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock.Lease, error) {
 	if err := rw.writer.check(ctx); err != nil {
 		return nil, err
 	}
@@ -137,7 +151,7 @@ func (rw *RWMutex) Downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		return nil, fmt.Errorf("zklock: Downgrade of %s: the write lease is being released or was lost: %w", n.path, dlock.ErrNotHeld)
 	}
 	n.read = true
-	r := n.addHoldLocked(ctx, w.Until())
+	r := n.addHoldLocked(ctx, w.Until(), rw.reader.ev)
 	n.mu.Unlock()
 	if !rw.s.leases.Add(r) {
 		r.End(dlock.Lost(ErrClosed))

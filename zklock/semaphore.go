@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // A Semaphore hands out up to n leases at a time on a ZooKeeper path, in
@@ -44,17 +45,21 @@ func (sem *Semaphore) Name() string { return sem.q.dir }
 func (sem *Semaphore) Permits() int { return sem.q.permits }
 
 // Lock takes one lease, waiting until one is free or ctx is done.
-func (sem *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) { return sem.acquire(ctx, true) }
+func (sem *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
+	a := sem.q.ev.Begin()
+	return a.End(sem.acquire(ctx, true, &a))
+}
 
 // TryLock takes one lease if one is free. It returns an error matching
 // dlock.ErrNotObtained otherwise.
 func (sem *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
-	return sem.acquire(ctx, false)
+	a := sem.q.ev.Begin()
+	return a.End(sem.acquire(ctx, false, &a))
 }
 
-func (sem *Semaphore) acquire(ctx context.Context, wait bool) (dlock.Lease, error) {
+func (sem *Semaphore) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock.Lease, error) {
 	if err := sem.q.check(ctx); err != nil {
 		return nil, err
 	}
-	return asLease(sem.q.acquire(ctx, dlock.NewToken(), wait))
+	return asLease(sem.q.acquire(ctx, dlock.NewToken(), wait, a))
 }

@@ -37,6 +37,7 @@ type Session struct {
 	loopDone chan struct{} // closed when the connection's goroutine has finished
 	renew    *renewal.Scheduler
 	leases   lease.Registry
+	obs      dlock.Observer // from WithObserver and WithLogger; nil for none
 
 	noContainers atomic.Bool // the ensemble has no container nodes (before 3.5.3)
 
@@ -67,7 +68,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if err := checkServers(servers); err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, connSet: make(chan struct{}), loopDone: make(chan struct{}),
+	s := &Session{cfg: cfg, obs: lease.Observer(cfg.obs, cfg.lockLog), connSet: make(chan struct{}), loopDone: make(chan struct{}),
 		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), ready: make(chan struct{})}
 	conn, events, err := zk.Connect(servers, cfg.timeout,
 		zk.WithLogger(zkLogger{s}), zk.WithLogInfo(true), zk.WithEventCallback(s.onEvent))

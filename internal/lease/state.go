@@ -1,6 +1,8 @@
 // Package lease holds the state every backend's lease shares: identity,
 // the conservative deadline, and the one-way transition from held to ended
-// that closes Done, cancels Context and fixes Err.
+// that closes Done, cancels Context and fixes Err; and the reporting of
+// lock events to a dlock.Observer (see Events), so that every backend
+// reports the same events at the same points.
 package lease
 
 import (
@@ -22,28 +24,39 @@ func Validity(start time.Time, d time.Duration) time.Time { return start.Add(d -
 // State implements the read side of dlock.Lease. Backends embed it and add
 // Refresh and Release. A State ends by itself, with an error matching
 // dlock.ErrLost and dlock.ErrExpired, when its deadline passes.
+//
+// A State reports its lease's events to its Events: EventRenewed when
+// Extend moves the deadline, EventRenewFailed when the backend says so,
+// and EventReleased or EventLost when it ends. It does so only once an
+// Attempt has reported the lease acquired, so that a lease never handed
+// out (the client closed during the grant) reports nothing, and a lease
+// that ended before its Lock call returned reports its end after
+// EventAcquired. Events are sent with no mutex held.
 type State struct {
 	key, token string
 	fence      uint64
 	parent     context.Context
 	done       chan struct{}
 	onEnd      func()
+	ev         *Events
 
-	mu     sync.Mutex
-	until  time.Time
-	err    error
-	timer  *time.Timer
-	ctx    context.Context // made on the first call to Context
-	cancel context.CancelCauseFunc
+	mu      sync.Mutex
+	until   time.Time
+	err     error
+	timer   *time.Timer
+	ctx     context.Context // made on the first call to Context
+	cancel  context.CancelCauseFunc
+	shown   bool      // EventAcquired has been reported: report the rest
+	shownAt time.Time // when it was
 }
 
 // New returns a held State. parent supplies the values of Context (its
 // cancellation is ignored); Context also carries token as the owner for
 // reentrant locks. onEnd, if not nil, is called once when the lease ends,
-// after Done is closed.
-func New(parent context.Context, key, token string, fence uint64, until time.Time, onEnd func()) *State {
+// after Done is closed. ev, which may be nil, receives the lease's events.
+func New(parent context.Context, ev *Events, key, token string, fence uint64, until time.Time, onEnd func()) *State {
 	s := &State{key: key, token: token, fence: fence, parent: parent,
-		done: make(chan struct{}), until: until, onEnd: onEnd}
+		done: make(chan struct{}), until: until, onEnd: onEnd, ev: ev}
 	s.mu.Lock()
 	s.timer = time.AfterFunc(time.Until(until), s.expire)
 	s.mu.Unlock()
@@ -103,18 +116,70 @@ func (s *State) Err() error {
 }
 
 // Extend moves the deadline to until if that is later than the current
-// one. It reports false, and changes nothing, if the lease has ended.
+// one, and then reports EventRenewed. It reports false, and changes
+// nothing, if the lease has ended.
 func (s *State) Extend(until time.Time) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.err != nil {
+		s.mu.Unlock()
 		return false
 	}
-	if until.After(s.until) {
+	moved := until.After(s.until)
+	if moved {
 		s.until = until
 		s.timer.Reset(time.Until(until))
 	}
+	report := moved && s.shown
+	s.mu.Unlock()
+	if report {
+		s.ev.emit(dlock.Event{Kind: dlock.EventRenewed, Fence: s.fence})
+	}
 	return true
+}
+
+// Observed reports whether the lease's events go anywhere: a backend that
+// must build an error only to report it asks first.
+func (s *State) Observed() bool { return s.ev != nil }
+
+// RenewFailed reports EventRenewFailed with err, if the lease is still
+// held: an attempt to renew or refresh it failed. A backend that ends the
+// lease because of that attempt calls it before End, with the same error.
+func (s *State) RenewFailed(err error) {
+	if s.ev == nil {
+		return
+	}
+	s.mu.Lock()
+	report := s.shown && s.err == nil
+	s.mu.Unlock()
+	if report {
+		s.ev.emit(dlock.Event{Kind: dlock.EventRenewFailed, Fence: s.fence, Err: err})
+	}
+}
+
+func (s *State) state() *State { return s }
+
+// announce records that EventAcquired has been reported, and reports the
+// end of the lease if it ended before.
+func (s *State) announce() {
+	if s.ev == nil {
+		return
+	}
+	s.mu.Lock()
+	s.shown, s.shownAt = true, time.Now()
+	err := s.err
+	s.mu.Unlock()
+	if err != nil {
+		s.reportEnd(err, 0)
+	}
+}
+
+// reportEnd reports EventReleased or EventLost.
+func (s *State) reportEnd(err error, held time.Duration) {
+	kind := dlock.EventLost
+	if err == dlock.ErrReleased {
+		kind, err = dlock.EventReleased, nil
+	}
+	s.ev.emit(dlock.Event{Kind: kind, Fence: s.fence, Held: held, Err: err})
 }
 
 // End ends the lease with err (dlock.ErrReleased, or an error matching
@@ -129,6 +194,7 @@ func (s *State) End(err error) bool {
 	s.err = err
 	s.timer.Stop()
 	cancel := s.cancel
+	report, shownAt := s.shown, s.shownAt
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel(err) // before Done closes, so that a reader woken by Done sees the cause
@@ -136,6 +202,9 @@ func (s *State) End(err error) bool {
 	close(s.done)
 	if s.onEnd != nil {
 		s.onEnd()
+	}
+	if report {
+		s.reportEnd(err, time.Since(shownAt))
 	}
 	return true
 }

@@ -11,7 +11,7 @@ import (
 
 func TestEndOrdersContextBeforeDone(t *testing.T) {
 	for range 1000 {
-		s := New(context.Background(), "k", "tok", 1, time.Now().Add(time.Hour), nil)
+		s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 		go s.End(dlock.ErrReleased)
 		<-s.Done()
 		if !errors.Is(context.Cause(s.Context()), dlock.ErrReleased) {
@@ -23,7 +23,7 @@ func TestEndOrdersContextBeforeDone(t *testing.T) {
 func TestExpiresAtUntilAndExtendMovesIt(t *testing.T) {
 	start := time.Now()
 	ended := make(chan struct{})
-	s := New(context.Background(), "k", "tok", 7, start.Add(50*time.Millisecond), func() { close(ended) })
+	s := New(context.Background(), nil, "k", "tok", 7, start.Add(50*time.Millisecond), func() { close(ended) })
 	if !s.Extend(start.Add(150 * time.Millisecond)) {
 		t.Fatal("Extend of a held lease failed")
 	}
@@ -45,7 +45,7 @@ func TestExpiresAtUntilAndExtendMovesIt(t *testing.T) {
 }
 
 func TestOwnerIsToken(t *testing.T) {
-	s := New(context.Background(), "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 	defer s.End(dlock.ErrReleased)
 	if owner, ok := dlock.OwnerFrom(s.Context()); !ok || owner != "tok" {
 		t.Errorf("owner = %q, %v", owner, ok)
