@@ -76,6 +76,14 @@ func (p *proc) wait(t testing.TB, limit time.Duration) result {
 	return r
 }
 
+// kill kills the process, waits for it to exit, and returns its stderr:
+// the buffers may be read only once it has exited.
+func (p *proc) kill() string {
+	p.cmd.Process.Kill()
+	<-p.exited
+	return p.stderr.String()
+}
+
 func (p *proc) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
@@ -106,4 +114,16 @@ func waitFile(t testing.TB, path, want string, d time.Duration) {
 		b, _ := os.ReadFile(path)
 		t.Fatalf("%s does not contain %q after %v: %q", path, want, d, b)
 	}
+}
+
+// processAlive reports whether the process with the decimal pid exists
+// and is not a zombie.
+func processAlive(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }

@@ -113,6 +113,8 @@ func runSuite(t *testing.T, d deployment) {
 	t.Run("LossKillsStubbornCommand", func(t *testing.T) { lossKillsCommand(t, d, true) })
 	t.Run("CommandNotFound", func(t *testing.T) { commandNotFound(t, d) })
 	t.Run("InspectAndForceRelease", func(t *testing.T) { inspectAndForceRelease(t, d) })
+	t.Run("Metrics", func(t *testing.T) { metricsWhileRunning(t, d) })
+	t.Run("MetricsAddrBusy", func(t *testing.T) { metricsAddrBusy(t, d) })
 }
 
 // lockName is a lock name unique to the test.
@@ -211,7 +213,7 @@ func holdInBackground(t *testing.T, d deployment, name string, extra ...string) 
 	args := append(runArgs(d, extra...), name, "--", "sh", "-c", `echo $$ > "$READY"; exec sleep 60`)
 	p := startDlock(t, []string{"READY=" + ready}, args...)
 	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {
-		t.Fatalf("holder did not start; stderr: %s", p.stderr.String())
+		t.Fatalf("holder did not start; stderr: %s", p.kill())
 	}
 	return p
 }
@@ -260,7 +262,7 @@ func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
 	p := startDlock(t, []string{"READY=" + ready, "PIDFILE=" + pidFile},
 		runArgs(d, "--ttl", ttl.String(), "--grace", grace.String(), name, "--", "sh", "-c", script)...)
 	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {
-		t.Fatalf("command did not start; stderr: %s", p.stderr.String())
+		t.Fatalf("command did not start; stderr: %s", p.kill())
 	}
 	sabotaged := time.Now()
 	d.sabotage(t, name)

@@ -9,7 +9,9 @@ import (
 	"io"
 	"runtime/debug"
 
+	"github.com/dlock-go/dlock/internal/cli/bench"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/internal/cli/demo"
 	"github.com/dlock-go/dlock/internal/cli/inspect"
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
@@ -44,8 +46,8 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"run":        run.Main,
 	"inspect":    inspect.Main,
 	"release":    inspect.ReleaseMain,
-	"bench":      benchMain,
-	"demo":       demoMain,
+	"bench":      bench.Main,
+	"demo":       demo.Main,
 	"completion": completionMain,
 }
 

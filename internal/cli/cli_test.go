@@ -7,23 +7,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlock-go/dlock/internal/cli/bench"
+	"github.com/dlock-go/dlock/internal/cli/demo"
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
 
-// The completion scripts offer every flag of dlock run, so they cannot
-// fall behind it.
-func TestCompletionKnowsRunFlags(t *testing.T) {
-	var o run.Options
-	offered := " " + completionFlags["run"] + " "
-	run.FlagSet(&o).VisitAll(func(f *flag.Flag) {
-		dashes := "--"
-		if len(f.Name) == 1 {
-			dashes = "-"
-		}
-		if !strings.Contains(offered, " "+dashes+f.Name+" ") {
-			t.Errorf("completion for run lacks %s%s", dashes, f.Name)
-		}
-	})
+// The completion scripts offer every flag of the commands whose flag sets
+// are exported, so they cannot fall behind them.
+func TestCompletionKnowsFlags(t *testing.T) {
+	var (
+		ro run.Options
+		bo bench.Options
+		do demo.Options
+	)
+	for cmd, fs := range map[string]*flag.FlagSet{"run": run.FlagSet(&ro), "bench": bench.FlagSet(&bo), "demo": demo.FlagSet(&do)} {
+		offered := " " + completionFlags[cmd] + " "
+		fs.VisitAll(func(f *flag.Flag) {
+			dashes := "--"
+			if len(f.Name) == 1 {
+				dashes = "-"
+			}
+			if !strings.Contains(offered, " "+dashes+f.Name+" ") {
+				t.Errorf("completion for %s lacks %s%s", cmd, dashes, f.Name)
+			}
+		})
+	}
 }
 
 func TestCompletionScripts(t *testing.T) {

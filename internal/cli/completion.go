@@ -12,7 +12,7 @@ var completionFlags = map[string]string{
 	"run":     "--redis --zk --ttl --wait --kind --permits --conflict-exit-code --grace --metrics-addr -v --help",
 	"inspect": "--redis --zk -o --help",
 	"release": "--redis --zk --force --yes --help",
-	"bench":   "--redis --zk --scenarios --duration --clients --kind --ttl -o --chart --prefix --help",
+	"bench":   "--redis --zk --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
 	"demo":    "--workers --rounds --no-zk --help",
 }
 

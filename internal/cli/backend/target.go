@@ -46,11 +46,11 @@ var Kinds = []string{KindMutex, KindFair, KindRead, KindWrite, KindSemaphore}
 // answers: the Redis instance, a majority of Redlock masters, or a
 // ZooKeeper session. obs, if not nil, observes every lock made from it.
 func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error) {
-	redis.SetLogger(quiet{}) // errors reach the user through dlock's own messages
+	QuietRedisLogs()
 	t := &Target{spec: spec}
 	switch spec.Kind() {
 	case "zookeeper":
-		s, err := zklock.Connect(ctx, spec.ZK, zkOptions(obs)...)
+		s, err := zklock.Connect(ctx, spec.ZK, zklock.WithObserver(obs))
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +80,7 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 			t.Close()
 			return nil, errs[0]
 		}
-		t.single = redislock.New(conns[0]) // TODO(observer): redislock.WithObserver(obs)
+		t.single = redislock.New(conns[0], redislock.WithObserver(obs))
 		t.closers = append([]func(){func() { t.single.Close() }}, t.closers...)
 		return t, nil
 	}
@@ -89,19 +89,20 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		return nil, fmt.Errorf("only %d of %d Redis masters answer; Redlock needs a majority: %w",
 			len(spec.Redis)-len(errs), len(spec.Redis), errors.Join(errs...))
 	}
-	t.quorum = redlock.New(conns, redlockOptions(obs)...)
+	t.quorum = redlock.New(conns, redlock.WithObserver(obs))
 	t.closers = append([]func(){func() { t.quorum.Close() }}, t.closers...)
 	return t, nil
 }
 
-// quiet drops go-redis's own log lines (pool dial retries).
+// QuietRedisLogs stops go-redis from logging to stderr on its own (a
+// pool's failed dials to a node that is down): the errors reach the user
+// through dlock's own messages.
+func QuietRedisLogs() { redis.SetLogger(quiet{}) }
+
+// quiet drops go-redis's log lines.
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
-
-// Observer options: wired once the backends take observers.
-func redlockOptions(dlock.Observer) []redlock.ClientOption { return nil }
-func zkOptions(dlock.Observer) []zklock.SessionOption      { return nil }
 
 // Kind names the backend: "redis", "redlock" or "zookeeper".
 func (t *Target) Kind() string { return t.spec.Kind() }

@@ -148,3 +148,11 @@ func Fail(io IO, err error, code int) int {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// PrintUsage writes a command's help to w: its usage text, then its flags
+// with their defaults.
+func PrintUsage(w io.Writer, usage string, fs *flag.FlagSet) {
+	fs.SetOutput(w)
+	fmt.Fprint(w, usage)
+	fs.PrintDefaults()
+}

@@ -89,7 +89,7 @@ func Main(args []string, streams cmdutil.IO) int {
 	o, err := parse(args)
 	if errors.Is(err, cmdutil.ErrHelp) {
 		var o options
-		printUsage(streams.Out, Usage, flagSet(&o))
+		cmdutil.PrintUsage(streams.Out, Usage, flagSet(&o))
 		return cmdutil.ExitOK
 	}
 	if err != nil {
@@ -186,10 +186,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func printUsage(w io.Writer, usage string, fs *flag.FlagSet) {
-	fs.SetOutput(w)
-	fmt.Fprint(w, usage)
-	fs.PrintDefaults()
 }

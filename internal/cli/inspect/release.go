@@ -49,7 +49,7 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 	pos, err := cmdutil.Parse(fs, args)
 	if errors.Is(err, cmdutil.ErrHelp) {
 		var o releaseOptions
-		printUsage(streams.Out, ReleaseUsage, releaseFlagSet(&o))
+		cmdutil.PrintUsage(streams.Out, ReleaseUsage, releaseFlagSet(&o))
 		return cmdutil.ExitOK
 	}
 	o.output = "table"

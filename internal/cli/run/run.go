@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -28,7 +27,7 @@ const ReleaseTimeout = 10 * time.Second
 func Main(args []string, io cmdutil.IO) int {
 	o, err := Parse(args, io.Getenv)
 	if errors.Is(err, cmdutil.ErrHelp) {
-		printUsage(io.Out)
+		cmdutil.PrintUsage(io.Out, Usage, FlagSet(new(Options)))
 		return cmdutil.ExitOK
 	}
 	if err != nil {
@@ -43,14 +42,6 @@ func Main(args []string, io cmdutil.IO) int {
 	}
 	r := &runner{o: o, io: io, spec: spec}
 	return r.run()
-}
-
-func printUsage(w io.Writer) {
-	var o Options
-	fs := FlagSet(&o)
-	fs.SetOutput(w)
-	fmt.Fprint(w, Usage)
-	fs.PrintDefaults()
 }
 
 type runner struct {

@@ -1,0 +1,293 @@
+// Package bench implements "dlock bench": measure the latency and
+// throughput of dlock's locks on a user's deployment, and check mutual
+// exclusion while doing so.
+package bench
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/cli/backend"
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+)
+
+// Defaults and limits of the flags. S2's goroutines, S3's clients and hold
+// time are those of the repository's bench/ harness.
+const (
+	DefaultDuration   = 5 * time.Second
+	DefaultClients    = 8
+	DefaultGoroutines = 64
+	DefaultHold       = 50 * time.Microsecond
+	DefaultTTL        = 10 * time.Second
+
+	MinDuration   = 10 * time.Millisecond
+	MinTTL        = 100 * time.Millisecond // as "dlock run": renewal runs every TTL/3
+	MinClients    = 2                      // contention needs two
+	MaxClients    = 1000                   // each is a connection (a session on ZooKeeper)
+	MaxGoroutines = 10000
+	MaxPermits    = 1000000
+
+	// PrefixBase starts the default --prefix, which ends in random hex.
+	PrefixBase = "dlock-bench-"
+)
+
+// Scenarios lists the scenarios in the order they run.
+var Scenarios = []string{"S1", "S2", "S3", "S4"}
+
+// Output formats of -o.
+const (
+	FormatTable = "table"
+	FormatJSON  = "json"
+)
+
+// Usage is the help text of "dlock bench".
+const Usage = `Usage: dlock bench [flags]
+
+Measures dlock's locks on the deployment that --redis or --zk names: how
+long a lock and release take, how many a second it sustains, and how fast
+a contended lock passes from one holder to the next. It checks mutual
+exclusion as it goes. Every lock it takes is named under --prefix, by
+default dlock-bench-<random hex>, so a run never touches a real lock.
+Latencies are measured in this process from call to return, network
+included; nothing is estimated.
+
+Scenarios (numbered after the repository's bench/ harness):
+  S1  uncontended: one goroutine takes and releases its own lock, cycle
+      after cycle (TryLock + Release); latency: one cycle.
+  S2  throughput: --goroutines goroutines share one connection, each
+      cycling on its own lock; latency: one cycle.
+  S3  contention: --clients independent connections (ZooKeeper: sessions)
+      take one lock with a blocking Lock, hold it for --hold of busy work
+      and release it; latency: the hand-over, from a holder's Release
+      call to the next holder's Lock returning. For --kind read and
+      semaphore, which admit several holders: the wait in Lock.
+  S4  nodes: S1 through each server of the deployment alone (each Redis
+      master, each ZooKeeper server), --duration shared between them.
+      Set against S1 it shows what the quorum costs and whether one node
+      is slow or failing; a node that cannot be reached is reported in
+      its row. With a single Redis it repeats S1 on that one server.
+
+How they map to bench/: S1-S3 are its S1-S3, except that each worker
+reuses one lock name instead of a fresh name per cycle (every name keeps
+its fence counter), S3 reports the hand-over from the Release call (bench's
+robust variant) for changes of holder only, and there is no raw-Redis floor
+or server-side command count. bench's S4 is Redlock on 5 nodes it starts
+itself, flushed, pre-aged and timed through a wrapper, with latency
+injected by proxies in its diagnostics; none of that is possible on a
+deployment, so here S1 and S2 measure Redlock when --redis is given 3 or
+more times, and S4 measures each node alone instead.
+
+Mutual exclusion is checked in S3: a second holder at once (more than
+--permits for a semaphore) counts as an overlap, and a fence that does not
+increase as an error; --kind read is not checked. Lock errors are counted
+and the first few shown.
+
+On Redis each lock name keeps two small keys after the run, its fence
+counter and kind (dlock:{NAME}:fence, dlock:{NAME}:kind): about
+2 x (--goroutines + 2 + nodes) keys. To remove them:
+  redis-cli --scan --pattern 'dlock:{dlock-bench-*' | xargs redis-cli unlink
+ZooKeeper removes the empty container nodes itself. The nodes of a new
+Redlock deployment vote one TTL after their first use: bench waits for that
+before S1.
+
+Exit codes: 0 done; 1 mutual exclusion was violated; 64 bad usage; 69 lock
+service unavailable, or a scenario completed no lock at all; 130 interrupted
+(the results so far are printed).
+
+Flags:
+`
+
+// Options are the parsed flags of "dlock bench".
+type Options struct {
+	Backend    backend.Flags
+	Scenarios  []string // a subset of Scenarios, in their order
+	Duration   time.Duration
+	Clients    int
+	Goroutines int
+	Hold       time.Duration
+	Kind       string
+	Permits    int
+	TTL        time.Duration
+	Format     string
+	Chart      string // SVG file, or "" for none
+	Prefix     string
+}
+
+// durationFlag is a flag.Value for a duration of at least min.
+type durationFlag struct {
+	d   *time.Duration
+	min time.Duration
+}
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, e := strconv.ParseFloat(s, 64); e == nil {
+			return fmt.Errorf("a duration needs a unit, such as %ss", s)
+		}
+		return fmt.Errorf("want a duration such as 300ms or 5s")
+	}
+	if d < f.min {
+		if f.min == 0 {
+			return fmt.Errorf("a duration cannot be negative")
+		}
+		return fmt.Errorf("use at least %v", f.min)
+	}
+	*f.d = d
+	return nil
+}
+
+// intFlag is a flag.Value for a whole number from min to max.
+type intFlag struct {
+	n        *int
+	min, max int
+}
+
+func (f intFlag) String() string {
+	if f.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f intFlag) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < f.min || n > f.max {
+		return fmt.Errorf("want a whole number from %d to %d", f.min, f.max)
+	}
+	*f.n = n
+	return nil
+}
+
+// scenarioFlag is a flag.Value for a comma-separated list of scenarios.
+type scenarioFlag struct{ list *[]string }
+
+func (f scenarioFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, ",")
+}
+
+func (f scenarioFlag) Set(s string) error {
+	var picked []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.ToUpper(strings.TrimSpace(name))
+		switch {
+		case name == "":
+			return fmt.Errorf("empty scenario; want a list such as S1,S3 from %s", strings.Join(Scenarios, ","))
+		case !slices.Contains(Scenarios, name):
+			return fmt.Errorf("unknown scenario %s; choose from %s", name, strings.Join(Scenarios, ","))
+		}
+		picked = append(picked, name)
+	}
+	// Run them in their own order, each once.
+	*f.list = slices.DeleteFunc(slices.Clone(Scenarios), func(n string) bool { return !slices.Contains(picked, n) })
+	return nil
+}
+
+// choiceFlag is a flag.Value that must be one of a few words.
+type choiceFlag struct {
+	s      *string
+	values []string
+}
+
+func (f choiceFlag) String() string {
+	if f.s == nil {
+		return ""
+	}
+	return *f.s
+}
+
+func (f choiceFlag) Set(s string) error {
+	if !slices.Contains(f.values, s) {
+		return fmt.Errorf("want one of %s", strings.Join(f.values, ", "))
+	}
+	*f.s = s
+	return nil
+}
+
+// FlagSet returns the flag set of "dlock bench", bound to o, with defaults.
+func FlagSet(o *Options) *flag.FlagSet {
+	fs := cmdutil.NewFlagSet("dlock bench")
+	o.Backend.Register(fs)
+	o.Scenarios = slices.Clone(Scenarios)
+	o.Duration, o.Clients, o.Goroutines, o.Hold = DefaultDuration, DefaultClients, DefaultGoroutines, DefaultHold
+	o.Kind, o.TTL, o.Format = backend.KindMutex, DefaultTTL, FormatTable
+	fs.Var(scenarioFlag{&o.Scenarios}, "scenarios", "scenarios to run, comma-separated (default S1,S2,S3,S4)")
+	fs.Var(durationFlag{d: &o.Duration, min: MinDuration}, "duration", "how long each scenario runs (default 5s)")
+	fs.Var(intFlag{n: &o.Clients, min: MinClients, max: MaxClients}, "clients", fmt.Sprintf("S3: independent clients contending for one lock (default %d)", DefaultClients))
+	fs.Var(intFlag{n: &o.Goroutines, min: 1, max: MaxGoroutines}, "goroutines", fmt.Sprintf("S2: goroutines sharing one connection (default %d)", DefaultGoroutines))
+	fs.Var(durationFlag{d: &o.Hold}, "hold", "S3: busy work while holding the lock (default 50µs)")
+	fs.Var(choiceFlag{&o.Kind, backend.Kinds}, "kind", "lock kind: "+strings.Join(backend.Kinds, ", ")+" (default mutex)")
+	fs.Var(intFlag{n: &o.Permits, min: 1, max: MaxPermits}, "permits", "number of holders a --kind semaphore admits")
+	fs.Var(durationFlag{d: &o.TTL, min: MinTTL}, "ttl", "lease time of every lock, renewed while held (default 10s)")
+	fs.Var(choiceFlag{&o.Format, []string{FormatTable, FormatJSON}}, "o", "output format: table or json (default table)")
+	fs.StringVar(&o.Chart, "chart", "", "also write an SVG chart of the latency percentiles to this file, such as bench.svg")
+	fs.StringVar(&o.Prefix, "prefix", "", "start of every lock name the run uses (default "+PrefixBase+"<random hex>)")
+	return fs
+}
+
+// Parse parses the arguments of "dlock bench" (without "bench").
+func Parse(args []string) (Options, error) {
+	var o Options
+	fs := FlagSet(&o)
+	pos, err := cmdutil.Parse(fs, args)
+	if err != nil {
+		return o, err
+	}
+	if len(pos) > 0 {
+		return o, cmdutil.Usagef("dlock bench: takes no arguments, got %q; give everything as flags (run 'dlock bench --help')", pos)
+	}
+	prefixSet := false
+	fs.Visit(func(f *flag.Flag) { prefixSet = prefixSet || f.Name == "prefix" })
+	if !prefixSet {
+		o.Prefix = randomPrefix()
+	}
+	return o, o.check(prefixSet)
+}
+
+func (o *Options) check(prefixSet bool) error {
+	switch {
+	case prefixSet && strings.TrimSpace(o.Prefix) == "":
+		return cmdutil.Usagef("dlock bench: --prefix is empty; give a name no real lock uses, such as %sa", PrefixBase)
+	case o.Kind == backend.KindSemaphore && o.Permits == 0:
+		return cmdutil.Usagef("dlock bench: --kind semaphore needs --permits N, with N >= 1")
+	case o.Kind != backend.KindSemaphore && o.Permits != 0:
+		return cmdutil.Usagef("dlock bench: --permits is only for --kind semaphore")
+	case o.Hold*2 >= o.TTL:
+		return cmdutil.Usagef("dlock bench: --hold %v is not well below --ttl %v; use a --hold under half the TTL", o.Hold, o.TTL)
+	case o.Chart != "" && !strings.EqualFold(filepath.Ext(o.Chart), ".svg"):
+		return cmdutil.Usagef("dlock bench: --chart %q: the chart is SVG; give a file name ending in .svg", o.Chart)
+	}
+	return nil
+}
+
+// randomPrefix returns PrefixBase and 8 random hex digits.
+func randomPrefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return PrefixBase + hex.EncodeToString(b[:])
+}
+
+// name returns the lock name of one part of a scenario.
+func (o *Options) name(parts ...string) string {
+	return o.Prefix + "/" + strings.Join(parts, "/")
+}
+
+// exclusive reports whether the kind admits one holder at a time.
+func exclusive(kind string) bool { return kind != backend.KindRead && kind != backend.KindSemaphore }
