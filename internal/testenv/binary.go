@@ -65,11 +65,18 @@ func inCI() bool {
 func RequireBinary(t testing.TB, name string) string {
 	t.Helper()
 	path, err := LookBinary(name)
+	require(t, err)
+	return path
+}
+
+// require skips the test if err, the outcome of looking for a server, is
+// not nil, or fails it when the CI environment variable is "true" or "1".
+func require(t testing.TB, err error) {
+	t.Helper()
 	if err != nil {
 		if inCI() {
 			t.Fatalf("%v (CI is set, so this is a failure)", err)
 		}
 		t.Skipf("%v", err)
 	}
-	return path
 }

@@ -194,7 +194,7 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 	}
 	t.Cleanup(func() {
 		for _, r := range c.Nodes {
-			closeForTest(t, r)
+			closeForTest(t, "redis-server", r)
 		}
 	})
 	return c

@@ -16,14 +16,14 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	if leaked := leakedPIDs(); len(leaked) > 0 {
-		fmt.Fprintf(os.Stderr, "redis-server processes still running after the tests: %v\n", leaked)
+		fmt.Fprintf(os.Stderr, "server processes still running after the tests: %v\n", leaked)
 		code = 1
 	}
 	os.Exit(code)
 }
 
 // leakedPIDs returns the PIDs started by this process that still belong to
-// a live redis-server.
+// a live redis-server or postgres.
 func leakedPIDs() []int {
 	registry.Lock()
 	pids := append([]int(nil), registry.pids...)
@@ -34,7 +34,7 @@ func leakedPIDs() []int {
 			continue // ESRCH: gone
 		}
 		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err == nil && strings.Contains(string(cmdline), "redis") {
+		if err == nil && (strings.Contains(string(cmdline), "redis") || strings.Contains(string(cmdline), "postgres")) {
 			leaked = append(leaked, pid)
 		}
 	}

@@ -1,6 +1,6 @@
-// Package testenv starts and controls real redis-server processes for
-// tests, benchmarks, demos and chaos experiments, and provides an
-// in-process TCP proxy for injecting network faults.
+// Package testenv starts and controls real redis-server, ZooKeeper and
+// PostgreSQL processes for tests, benchmarks, demos and chaos experiments,
+// and provides an in-process TCP proxy for injecting network faults.
 //
 // Servers listen only on 127.0.0.1, on ports chosen by [FreePort]. Every
 // process is started in its own process group, is signalled only through
@@ -229,10 +229,6 @@ func (r *Redis) args() []string {
 // startLocked starts a new process and waits until it is ready. On
 // failure the process is gone when startLocked returns. r.mu must be held.
 func (r *Redis) startLocked() error {
-	out, err := os.OpenFile(filepath.Join(r.dir, outFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("testenv: %w", err)
-	}
 	if r.cfg.sentinel != "" {
 		// Sentinel rewrites its file, so each start begins from the original.
 		if err := os.WriteFile(filepath.Join(r.dir, sentinelConfName), []byte(r.cfg.sentinel), 0o644); err != nil {
@@ -241,24 +237,11 @@ func (r *Redis) startLocked() error {
 	}
 	cmd := exec.Command(r.bin, r.args()...)
 	cmd.Dir = r.dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,            // a signal to our process group does not reach it
-		Pdeathsig: syscall.SIGKILL, // nor does it outlive us
-	}
-	err = spawn(cmd)
-	out.Close() // the child has its own copy
+	p, err := startProcess(cmd, filepath.Join(r.dir, outFileName), "redis-server")
 	if err != nil {
-		return fmt.Errorf("testenv: starting redis-server: %w", err)
+		return err
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	r.proc = p
-	trackPID(cmd.Process.Pid)
 	if err := r.waitReady(p); err != nil {
 		r.killLocked()
 		return err
@@ -274,7 +257,7 @@ func (r *Redis) waitReady(p *process) error {
 	pid := p.cmd.Process.Pid
 	for {
 		if !p.running() {
-			return r.exitError(p)
+			return p.exitError("redis-server on "+r.Addr(), r.LogTail(logTailLines))
 		}
 		if r.answers(pid) {
 			return nil
@@ -319,16 +302,6 @@ func infoField(info, key string) string {
 		}
 	}
 	return ""
-}
-
-// exitError describes a process that exited before it was ready.
-func (r *Redis) exitError(p *process) error {
-	tail := r.LogTail(logTailLines)
-	err := fmt.Errorf("testenv: redis-server on %s exited before it was ready (%v); log tail:\n%s", r.Addr(), p.err, tail)
-	if strings.Contains(tail, "Address already in use") {
-		return fmt.Errorf("%w: %w", err, errAddrInUse)
-	}
-	return err
 }
 
 // Addr returns the server's address, "127.0.0.1:port".
@@ -538,19 +511,8 @@ func StartRedis(t testing.TB, cfg RedisConfig) *Redis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeForTest(t, r) })
+	t.Cleanup(func() { closeForTest(t, "redis-server", r) })
 	return r
-}
-
-// closeForTest closes r at the end of a test, logging its log tail if the
-// test failed.
-func closeForTest(t testing.TB, r *Redis) {
-	if t.Failed() {
-		t.Logf("redis-server %s log tail:\n%s", r.Addr(), r.LogTail(logTailLines))
-	}
-	if err := r.Close(); err != nil {
-		t.Errorf("closing redis-server %s: %v", r.Addr(), err)
-	}
 }
 
 // StartRedisN starts n independent servers with the same configuration,

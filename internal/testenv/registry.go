@@ -48,7 +48,54 @@ func StopAll() error {
 	for _, r := range servers {
 		errs = append(errs, r.Close())
 	}
-	errs = append(errs, stopAllZooKeepers())
+	errs = append(errs, zookeepers.closeAll(), postgreses.closeAll())
+	return errors.Join(errs...)
+}
+
+// A serverSet holds the servers of one kind that have been started and
+// not closed, for StopAll.
+type serverSet[T interface {
+	comparable
+	Close() error
+}] struct {
+	mu      sync.Mutex
+	servers map[T]struct{}
+}
+
+func (s *serverSet[T]) add(srv T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.servers == nil {
+		s.servers = make(map[T]struct{})
+	}
+	s.servers[srv] = struct{}{}
+}
+
+func (s *serverSet[T]) remove(srv T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.servers, srv)
+}
+
+// len returns the number of servers in the set.
+func (s *serverSet[T]) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.servers)
+}
+
+// closeAll closes every server still in the set.
+func (s *serverSet[T]) closeAll() error {
+	s.mu.Lock()
+	servers := make([]T, 0, len(s.servers))
+	for srv := range s.servers {
+		servers = append(servers, srv)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, srv := range servers {
+		errs = append(errs, srv.Close())
+	}
 	return errors.Join(errs...)
 }
 

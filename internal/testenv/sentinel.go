@@ -32,6 +32,6 @@ func StartSentinel(t testing.TB, master *Redis, masterName string) *Redis {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	t.Cleanup(func() { closeForTest(t, s) })
+	t.Cleanup(func() { closeForTest(t, "redis-server", s) })
 	return s
 }

@@ -80,51 +80,12 @@ func LookZooKeeper() error {
 // it when the CI environment variable is "true" or "1".
 func requireZooKeeper(t testing.TB) {
 	t.Helper()
-	if _, _, err := lookZooKeeper(); err != nil {
-		if inCI() {
-			t.Fatalf("%v (CI is set, so this is a failure)", err)
-		}
-		t.Skipf("%v", err)
-	}
+	require(t, LookZooKeeper())
 }
 
-// zkRegistry holds every ZooKeeper that has been started and not closed.
-// StopAll does not know about it; stopAllZooKeepers does.
-var zkRegistry struct {
-	sync.Mutex
-	servers map[*ZooKeeper]struct{}
-}
-
-func zkRegister(z *ZooKeeper) {
-	zkRegistry.Lock()
-	defer zkRegistry.Unlock()
-	if zkRegistry.servers == nil {
-		zkRegistry.servers = make(map[*ZooKeeper]struct{})
-	}
-	zkRegistry.servers[z] = struct{}{}
-}
-
-func zkUnregister(z *ZooKeeper) {
-	zkRegistry.Lock()
-	defer zkRegistry.Unlock()
-	delete(zkRegistry.servers, z)
-}
-
-// stopAllZooKeepers closes every ZooKeeper started by this process that
-// has not been closed yet.
-func stopAllZooKeepers() error {
-	zkRegistry.Lock()
-	servers := make([]*ZooKeeper, 0, len(zkRegistry.servers))
-	for z := range zkRegistry.servers {
-		servers = append(servers, z)
-	}
-	zkRegistry.Unlock()
-	var errs []error
-	for _, z := range servers {
-		errs = append(errs, z.Close())
-	}
-	return errors.Join(errs...)
-}
+// zookeepers holds every ZooKeeper that has been started and not closed,
+// for StopAll.
+var zookeepers serverSet[*ZooKeeper]
 
 // A ZooKeeper is one ZooKeeper server process listening on 127.0.0.1,
 // either standalone or as a member of an [Ensemble]. Its methods are safe
@@ -220,7 +181,7 @@ func LaunchZooKeeper() (*ZooKeeper, error) {
 		}
 		z.mu.Unlock()
 		if startErr == nil {
-			zkRegister(z)
+			zookeepers.add(z)
 			return z, nil
 		}
 		z.Close()
@@ -244,17 +205,8 @@ func StartZooKeeper(t testing.TB) *ZooKeeper {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeZooKeeperForTest(t, z) })
+	t.Cleanup(func() { closeForTest(t, "zookeeper", z) })
 	return z
-}
-
-func closeZooKeeperForTest(t testing.TB, z *ZooKeeper) {
-	if t.Failed() {
-		t.Logf("zookeeper %s log tail:\n%s", z.Addr(), z.LogTail(logTailLines))
-	}
-	if err := z.Close(); err != nil {
-		t.Errorf("closing zookeeper %s: %v", z.Addr(), err)
-	}
 }
 
 // startLocked starts a new process and waits until it answers "ruok" and
@@ -263,10 +215,6 @@ func closeZooKeeperForTest(t testing.TB, z *ZooKeeper) {
 // requests. On failure the process is gone when startLocked returns.
 // z.mu must be held.
 func (z *ZooKeeper) startLocked() error {
-	out, err := os.OpenFile(filepath.Join(z.dir, zkOutFileName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("testenv: %w", err)
-	}
 	cmd := exec.Command(z.java,
 		"-Xmx128m",
 		"-XX:+UseSerialGC",
@@ -283,25 +231,12 @@ func (z *ZooKeeper) startLocked() error {
 		filepath.Join(z.dir, zkConfFileName),
 	)
 	cmd.Dir = z.dir
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,            // a signal to our process group does not reach it
-		Pdeathsig: syscall.SIGKILL, // nor does it outlive us
-	}
-	err = spawn(cmd)
-	out.Close() // the child has its own copy
+	p, err := startProcess(cmd, filepath.Join(z.dir, zkOutFileName), "zookeeper")
 	if err != nil {
-		return fmt.Errorf("testenv: starting zookeeper: %w", err)
+		return err
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	z.proc = p
 	z.pids = append(z.pids, cmd.Process.Pid)
-	trackPID(cmd.Process.Pid)
 	if err := z.waitUpLocked(p); err != nil {
 		z.killLocked()
 		return err
@@ -316,7 +251,7 @@ func (z *ZooKeeper) waitUpLocked(p *process) error {
 	wantDir := filepath.Join(z.dir, "data")
 	for {
 		if !p.running() {
-			return z.exitError(p)
+			return p.exitError("zookeeper on "+z.Addr(), z.LogTail(logTailLines))
 		}
 		if reply, err := fourLetter(z.Addr(), "ruok", zkProbeTimeout); err == nil && reply == "imok" {
 			conf, err := fourLetter(z.Addr(), "conf", zkProbeTimeout)
@@ -343,7 +278,7 @@ func (z *ZooKeeper) waitModeLocked(timeout time.Duration, want ...string) error 
 	last := ""
 	for {
 		if !p.running() {
-			return z.exitError(p)
+			return p.exitError("zookeeper on "+z.Addr(), z.LogTail(logTailLines))
 		}
 		if reply, err := fourLetter(z.Addr(), "srvr", zkProbeTimeout); err == nil {
 			last = srvrMode(reply)
@@ -360,16 +295,6 @@ func (z *ZooKeeper) waitModeLocked(timeout time.Duration, want ...string) error 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// exitError describes a process that exited before it was ready.
-func (z *ZooKeeper) exitError(p *process) error {
-	tail := z.LogTail(logTailLines)
-	err := fmt.Errorf("testenv: zookeeper on %s exited before it was ready (%v); log tail:\n%s", z.Addr(), p.err, tail)
-	if strings.Contains(tail, "Address already in use") {
-		return fmt.Errorf("%w: %w", err, errAddrInUse)
-	}
-	return err
 }
 
 // Addr returns the server's client address, "127.0.0.1:port".
@@ -532,7 +457,7 @@ func (z *ZooKeeper) Close() error {
 	z.closed = true
 	err := z.stopLocked()
 	z.mu.Unlock()
-	zkUnregister(z)
+	zookeepers.remove(z)
 	if z.ownDir {
 		if rmErr := os.RemoveAll(z.dir); rmErr != nil && err == nil {
 			err = fmt.Errorf("testenv: %w", rmErr)
@@ -605,7 +530,7 @@ func LaunchEnsemble(n int) (*Ensemble, error) {
 		return nil, err
 	}
 	for _, z := range e.Servers {
-		zkRegister(z)
+		zookeepers.add(z)
 	}
 	if err := e.waitFormed(zkQuorumTimeout); err != nil {
 		e.Close()
@@ -665,7 +590,7 @@ func StartEnsemble(t testing.TB, n int) *Ensemble {
 	}
 	t.Cleanup(func() {
 		for _, z := range e.Servers {
-			closeZooKeeperForTest(t, z)
+			closeForTest(t, "zookeeper", z)
 		}
 	})
 	return e

@@ -242,13 +242,10 @@ func TestIntegrationZooKeeperEnsemble(t *testing.T) {
 }
 
 func TestIntegrationZooKeeperNoLeftovers(t *testing.T) {
-	if err := stopAllZooKeepers(); err != nil {
+	if err := zookeepers.closeAll(); err != nil {
 		t.Error(err)
 	}
-	zkRegistry.Lock()
-	n := len(zkRegistry.servers)
-	zkRegistry.Unlock()
-	if n != 0 {
+	if n := zookeepers.len(); n != 0 {
 		t.Errorf("%d ZooKeeper servers still registered", n)
 	}
 }
