@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -120,107 +119,6 @@ type Options struct {
 	Prefix     string
 }
 
-// durationFlag is a flag.Value for a duration of at least min.
-type durationFlag struct {
-	d   *time.Duration
-	min time.Duration
-}
-
-func (f durationFlag) String() string {
-	if f.d == nil {
-		return ""
-	}
-	return f.d.String()
-}
-
-func (f durationFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		if _, e := strconv.ParseFloat(s, 64); e == nil {
-			return fmt.Errorf("a duration needs a unit, such as %ss", s)
-		}
-		return fmt.Errorf("want a duration such as 300ms or 5s")
-	}
-	if d < f.min {
-		if f.min == 0 {
-			return fmt.Errorf("a duration cannot be negative")
-		}
-		return fmt.Errorf("use at least %v", f.min)
-	}
-	*f.d = d
-	return nil
-}
-
-// intFlag is a flag.Value for a whole number from min to max.
-type intFlag struct {
-	n        *int
-	min, max int
-}
-
-func (f intFlag) String() string {
-	if f.n == nil {
-		return ""
-	}
-	return strconv.Itoa(*f.n)
-}
-
-func (f intFlag) Set(s string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < f.min || n > f.max {
-		return fmt.Errorf("want a whole number from %d to %d", f.min, f.max)
-	}
-	*f.n = n
-	return nil
-}
-
-// scenarioFlag is a flag.Value for a comma-separated list of scenarios.
-type scenarioFlag struct{ list *[]string }
-
-func (f scenarioFlag) String() string {
-	if f.list == nil {
-		return ""
-	}
-	return strings.Join(*f.list, ",")
-}
-
-func (f scenarioFlag) Set(s string) error {
-	var picked []string
-	for _, name := range strings.Split(s, ",") {
-		name = strings.ToUpper(strings.TrimSpace(name))
-		switch {
-		case name == "":
-			return fmt.Errorf("empty scenario; want a list such as S1,S3 from %s", strings.Join(Scenarios, ","))
-		case !slices.Contains(Scenarios, name):
-			return fmt.Errorf("unknown scenario %s; choose from %s", name, strings.Join(Scenarios, ","))
-		}
-		picked = append(picked, name)
-	}
-	// Run them in their own order, each once.
-	*f.list = slices.DeleteFunc(slices.Clone(Scenarios), func(n string) bool { return !slices.Contains(picked, n) })
-	return nil
-}
-
-// choiceFlag is a flag.Value that must be one of a few words.
-type choiceFlag struct {
-	s      *string
-	values []string
-}
-
-func (f choiceFlag) String() string {
-	if f.s == nil {
-		return ""
-	}
-	return *f.s
-}
-
-func (f choiceFlag) Set(s string) error {
-	if !slices.Contains(f.values, s) {
-		return fmt.Errorf("want one of %s", strings.Join(f.values, ", "))
-	}
-	*f.s = s
-	return nil
-}
-
 // FlagSet returns the flag set of "dlock bench", bound to o, with defaults.
 func FlagSet(o *Options) *flag.FlagSet {
 	fs := cmdutil.NewFlagSet("dlock bench")
@@ -228,15 +126,15 @@ func FlagSet(o *Options) *flag.FlagSet {
 	o.Scenarios = slices.Clone(Scenarios)
 	o.Duration, o.Clients, o.Goroutines, o.Hold = DefaultDuration, DefaultClients, DefaultGoroutines, DefaultHold
 	o.Kind, o.TTL, o.Format = backend.KindMutex, DefaultTTL, FormatTable
-	fs.Var(scenarioFlag{&o.Scenarios}, "scenarios", "scenarios to run, comma-separated (default S1,S2,S3,S4)")
-	fs.Var(durationFlag{d: &o.Duration, min: MinDuration}, "duration", "how long each scenario runs (default 5s)")
-	fs.Var(intFlag{n: &o.Clients, min: MinClients, max: MaxClients}, "clients", fmt.Sprintf("S3: independent clients contending for one lock (default %d)", DefaultClients))
-	fs.Var(intFlag{n: &o.Goroutines, min: 1, max: MaxGoroutines}, "goroutines", fmt.Sprintf("S2: goroutines sharing one connection (default %d)", DefaultGoroutines))
-	fs.Var(durationFlag{d: &o.Hold}, "hold", "S3: busy work while holding the lock (default 50µs)")
-	fs.Var(choiceFlag{&o.Kind, backend.Kinds}, "kind", "lock kind: "+strings.Join(backend.Kinds, ", ")+" (default mutex)")
-	fs.Var(intFlag{n: &o.Permits, min: 1, max: MaxPermits}, "permits", "number of holders a --kind semaphore admits")
-	fs.Var(durationFlag{d: &o.TTL, min: MinTTL}, "ttl", "lease time of every lock, renewed while held (default 10s)")
-	fs.Var(choiceFlag{&o.Format, []string{FormatTable, FormatJSON}}, "o", "output format: table or json (default table)")
+	fs.Var(cmdutil.ListFlag{List: &o.Scenarios, Choices: Scenarios, Item: "scenario", Upper: true}, "scenarios", "scenarios to run, comma-separated (default S1,S2,S3,S4)")
+	fs.Var(cmdutil.DurationFlag{D: &o.Duration, Min: MinDuration}, "duration", "how long each scenario runs (default 5s)")
+	fs.Var(cmdutil.IntFlag{N: &o.Clients, Min: MinClients, Max: MaxClients}, "clients", fmt.Sprintf("S3: independent clients contending for one lock (default %d)", DefaultClients))
+	fs.Var(cmdutil.IntFlag{N: &o.Goroutines, Min: 1, Max: MaxGoroutines}, "goroutines", fmt.Sprintf("S2: goroutines sharing one connection (default %d)", DefaultGoroutines))
+	fs.Var(cmdutil.DurationFlag{D: &o.Hold}, "hold", "S3: busy work while holding the lock (default 50µs)")
+	fs.Var(cmdutil.ChoiceFlag{S: &o.Kind, Values: backend.Kinds}, "kind", "lock kind: "+strings.Join(backend.Kinds, ", ")+" (default mutex)")
+	fs.Var(cmdutil.IntFlag{N: &o.Permits, Min: 1, Max: MaxPermits}, "permits", "number of holders a --kind semaphore admits")
+	fs.Var(cmdutil.DurationFlag{D: &o.TTL, Min: MinTTL}, "ttl", "lease time of every lock, renewed while held (default 10s)")
+	fs.Var(cmdutil.ChoiceFlag{S: &o.Format, Values: []string{FormatTable, FormatJSON}}, "o", "output format: table or json (default table)")
 	fs.StringVar(&o.Chart, "chart", "", "also write an SVG chart of the latency percentiles to this file, such as bench.svg")
 	fs.StringVar(&o.Prefix, "prefix", "", "start of every lock name the run uses (default "+PrefixBase+"<random hex>)")
 	return fs
