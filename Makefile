@@ -3,7 +3,7 @@ GO      ?= go
 GOFLAGS ?=
 BENCHTIME ?= 3s
 
-.PHONY: all test test-short lint bench demo deps
+.PHONY: all test test-short lint bench demo deps chaos
 
 all: test
 
@@ -33,3 +33,9 @@ bench: deps
 demo:
 	@./scripts/ensure-deps redis
 	$(GO) run ./cmd/dlock demo
+
+## chaos: the long chaos run behind docs/SAFETY.md: every backend for CHAOSTIME, with a timeline
+CHAOSTIME ?= 10m
+chaos: deps
+	$(GO) build -o bin/dlock ./cmd/dlock
+	./bin/dlock chaos --duration $(CHAOSTIME) --timeline chaos-timeline.html

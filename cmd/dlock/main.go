@@ -1,12 +1,16 @@
 // Command dlock runs commands under distributed locks, inspects and
-// force-releases locks, benchmarks a deployment and demonstrates dlock.
-// See "dlock help".
+// force-releases locks, benchmarks a deployment, tortures local servers
+// with faults and demonstrates dlock. See "dlock help".
 package main
 
 import (
 	"os"
 
+	"github.com/dlock-go/dlock/chaos"
 	"github.com/dlock-go/dlock/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)) }
+func main() {
+	chaos.RunClientIfChild() // "dlock chaos" runs its clients as copies of dlock
+	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 
 	"github.com/dlock-go/dlock/internal/cli/bench"
+	"github.com/dlock-go/dlock/internal/cli/chaos"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/cli/demo"
 	"github.com/dlock-go/dlock/internal/cli/inspect"
@@ -28,6 +29,7 @@ Usage:
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock bench [flags]                           measure lock throughput and latency on a deployment
+  dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend
   dlock completion bash|zsh|fish                print a shell completion script
   dlock version                                 print the version
@@ -47,6 +49,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"inspect":    inspect.Main,
 	"release":    inspect.ReleaseMain,
 	"bench":      bench.Main,
+	"chaos":      chaos.Main,
 	"demo":       demo.Main,
 	"completion": completionMain,
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dlock-go/dlock/internal/cli/bench"
+	"github.com/dlock-go/dlock/internal/cli/chaos"
 	"github.com/dlock-go/dlock/internal/cli/demo"
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
@@ -18,9 +19,11 @@ func TestCompletionKnowsFlags(t *testing.T) {
 	var (
 		ro run.Options
 		bo bench.Options
+		co chaos.Options
 		do demo.Options
 	)
-	for cmd, fs := range map[string]*flag.FlagSet{"run": run.FlagSet(&ro), "bench": bench.FlagSet(&bo), "demo": demo.FlagSet(&do)} {
+	for cmd, fs := range map[string]*flag.FlagSet{"run": run.FlagSet(&ro), "bench": bench.FlagSet(&bo),
+		"chaos": chaos.FlagSet(&co), "demo": demo.FlagSet(&do)} {
 		offered := " " + completionFlags[cmd] + " "
 		fs.VisitAll(func(f *flag.Flag) {
 			dashes := "--"

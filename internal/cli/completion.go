@@ -13,10 +13,11 @@ var completionFlags = map[string]string{
 	"inspect": "--redis --zk -o --help",
 	"release": "--redis --zk --force --yes --help",
 	"bench":   "--redis --zk --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
+	"chaos":   "--backend --faults --duration --clients --ttl --work --session-timeout --schedule --seed -o --timeline --help",
 	"demo":    "--workers --rounds --no-zk --help",
 }
 
-const completionCommands = "run inspect release bench demo completion version help"
+const completionCommands = "run inspect release bench chaos demo completion version help"
 
 const bashCompletion = `# bash completion for dlock; load with: source <(dlock completion bash)
 _dlock() {
@@ -30,6 +31,8 @@ _dlock() {
     case "$prev" in
         --kind) COMPREPLY=($(compgen -W "mutex fair read write semaphore" -- "$cur")); return ;;
         -o) COMPREPLY=($(compgen -W "table json" -- "$cur")); return ;;
+        --backend) COMPREPLY=($(compgen -W "all redis redis-aof redlock3 redlock5 zk3" -- "$cur")); return ;;
+        --schedule) COMPREPLY=($(compgen -W "cycle random" -- "$cur")); return ;;
         --wait) COMPREPLY=($(compgen -W "0 10s 1m forever" -- "$cur")); return ;;
         completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
         help) COMPREPLY=($(compgen -W "%s" -- "$cur")); return ;;
@@ -78,7 +81,7 @@ func completionMain(args []string, streams cmdutil.IO) int {
 	if len(args) != 1 {
 		return cmdutil.Fail(streams, cmdutil.Usagef("dlock completion: name one shell: bash, zsh or fish"), cmdutil.ExitUsage)
 	}
-	names := []string{"run", "inspect", "release", "bench", "demo"}
+	names := []string{"run", "inspect", "release", "bench", "chaos", "demo"}
 	var cases strings.Builder
 	switch args[0] {
 	case "bash":

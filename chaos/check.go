@@ -1,0 +1,484 @@
+package chaos
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// A Kind names a kind of violation the checker finds.
+type Kind string
+
+// The kinds of violation. StaleWrite and FenceRegression are never within
+// the documented limits: fencing must hold whatever the fault.
+const (
+	// LeaseOverlap: two clients held valid leases on the lock at once,
+	// each by its own account (from its grant to the first of its Until,
+	// its Done and its Release).
+	LeaseOverlap Kind = "lease-overlap"
+	// SectionOverlap: two clients were in their critical sections at once.
+	SectionOverlap Kind = "section-overlap"
+	// FenceRegression: a grant's fence was not above the fence of every
+	// grant before it.
+	FenceRegression Kind = "fence-regression"
+	// StaleWrite: the fenced register accepted a write from a holder after
+	// it had accepted one from a later holder.
+	StaleWrite Kind = "stale-write-accepted"
+	// HolderRefused: the fenced register refused the write of the latest
+	// holder while its lease was valid: its fence was below an earlier
+	// holder's.
+	HolderRefused Kind = "holder-refused"
+	// LostUpdate: an addition the unfenced set acknowledged is missing
+	// from its final contents.
+	LostUpdate Kind = "lost-update"
+)
+
+// Kinds lists every kind of violation, in the order reports show them.
+var Kinds = []Kind{LeaseOverlap, SectionOverlap, StaleWrite, FenceRegression, HolderRefused, LostUpdate}
+
+// A Violation is one thing the checker found wrong.
+type Violation struct {
+	Kind   Kind   `json:"kind"`
+	At     Mono   `json:"at"`
+	Detail string `json:"detail"`
+	// Fault is the fault in whose window the violation happened, if any
+	// ("kill-restart-empty node 1"), and Limit, if not empty, is why
+	// that fault on this backend is known to allow it (see Expect).
+	Fault string `json:"fault,omitempty"`
+	Limit string `json:"limit,omitempty"`
+	// Clients are the clients involved.
+	Clients []int `json:"clients"`
+}
+
+// Explained reports whether the violation is a documented limit.
+func (v Violation) Explained() bool { return v.Limit != "" }
+
+// A Recovery is the time from a fault to the next grant.
+type Recovery struct {
+	Fault  string        `json:"fault"`
+	At     Mono          `json:"at"`
+	Lasted time.Duration `json:"lasted"`
+	// FromStart is the time from the fault's start to the first grant
+	// after it, and FromHeal from its end; -1 if no grant followed.
+	FromStart time.Duration `json:"from_start"`
+	FromHeal  time.Duration `json:"from_heal"`
+}
+
+// A Verdict is what the checker makes of a history.
+type Verdict struct {
+	Backend  string        `json:"backend"`
+	Duration time.Duration `json:"duration"`
+	Clients  int           `json:"clients"`
+
+	Acquires       int `json:"acquires"`
+	Grants         int `json:"grants"`
+	FailedAcquires int `json:"failed_acquires"`
+	Losses         int `json:"losses"` // leases that ended other than by release
+	WritesAccepted int `json:"writes_accepted"`
+	// StaleRefused counts the writes the fenced register refused from a
+	// holder that had been superseded: fencing at work.
+	StaleRefused int `json:"stale_refused"`
+	Added        int `json:"added"` // acknowledged additions to the unfenced set
+	Crashes      int `json:"crashes"`
+	Faults       int `json:"faults"`
+
+	Violations []Violation `json:"violations"`
+	Recoveries []Recovery  `json:"recoveries"`
+}
+
+// Count returns the number of violations of kind k, and how many of them
+// are documented limits.
+func (v *Verdict) Count(k Kind) (all, explained int) {
+	for _, x := range v.Violations {
+		if x.Kind == k {
+			all++
+			if x.Explained() {
+				explained++
+			}
+		}
+	}
+	return all, explained
+}
+
+// Unexplained returns the violations outside the documented limits.
+func (v *Verdict) Unexplained() []Violation {
+	var out []Violation
+	for _, x := range v.Violations {
+		if !x.Explained() {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// OK reports whether the run is within the documented limits: no
+// unexplained violation (a stale write accepted or a fence regression is
+// never explained).
+func (v *Verdict) OK() bool { return len(v.Unexplained()) == 0 }
+
+// CheckConfig says how to judge a history.
+type CheckConfig struct {
+	// Backend names the backend ("redis", "redlock3", ...), to look up
+	// the documented limits in Expect.
+	Backend string
+	// Window is how long after a fault ends a violation is still put down
+	// to it: the time the backend needs to settle, at least a TTL.
+	Window time.Duration
+}
+
+// lease is one grant and its end, as its client saw it.
+type lease struct {
+	client  int
+	fence   uint64
+	start   Mono
+	until   Mono // the latest Until the client was told
+	end     Mono // first of until, done and release; set by close
+	done    Mono
+	release Mono
+	lost    bool // ended other than by its release
+}
+
+func (l *lease) close(stop Mono) {
+	l.end = l.until
+	for _, t := range []Mono{l.done, l.release, stop} {
+		if t != 0 && t < l.end {
+			l.end = t
+		}
+	}
+}
+
+// section is one critical section.
+type section struct {
+	client      int
+	fence       uint64
+	enter, exit Mono
+}
+
+type fault struct {
+	name       string // kind and target, as reports show it
+	kind       string
+	start, end Mono
+}
+
+// parsed is a history taken apart: the leases, critical sections and
+// faults as intervals, and the workload's records.
+type parsed struct {
+	start, stop Mono
+	leases      []*lease
+	byKey       map[[2]uint64]*lease
+	sections    []*section
+	faults      []*fault
+	accepted    []Event
+	refused     []Event
+	added       map[string]Event
+	final       []string
+	haveFinal   bool
+	clients     map[int]bool
+	logs        []Event
+}
+
+func leaseKey(client int, fence uint64) [2]uint64 { return [2]uint64{uint64(client), fence} }
+
+// parse takes evs, in time order, apart, counting into v.
+func parse(evs []Event, v *Verdict) *parsed {
+	p := &parsed{byKey: map[[2]uint64]*lease{}, added: map[string]Event{}, clients: map[int]bool{}}
+	open := map[int]*section{}
+	var openFault *fault
+	for _, e := range evs {
+		if e.Client > 0 {
+			p.clients[e.Client] = true
+		}
+		switch e.Op {
+		case OpStart:
+			p.start = e.At
+		case OpStop:
+			p.stop = e.At
+		case OpAcquire:
+			v.Acquires++
+		case OpFail:
+			v.FailedAcquires++
+		case OpGrant:
+			l := &lease{client: e.Client, fence: e.Fence, start: e.At, until: e.Until}
+			p.leases = append(p.leases, l)
+			p.byKey[leaseKey(e.Client, e.Fence)] = l
+		case OpRenew:
+			if l := p.byKey[leaseKey(e.Client, e.Fence)]; l != nil && e.Until > l.until {
+				l.until = e.Until
+			}
+		case OpDone:
+			if l := p.byKey[leaseKey(e.Client, e.Fence)]; l != nil && l.done == 0 {
+				l.done = e.At
+				if e.Err != "" && e.Err != "released" {
+					l.lost = true
+					v.Losses++
+				}
+			}
+		case OpRelease:
+			if l := p.byKey[leaseKey(e.Client, e.Fence)]; l != nil && l.release == 0 {
+				l.release = e.At
+			}
+		case OpEnter:
+			s := &section{client: e.Client, fence: e.Fence, enter: e.At}
+			p.sections = append(p.sections, s)
+			open[e.Client] = s
+		case OpExit:
+			if s := open[e.Client]; s != nil {
+				s.exit = e.At
+				delete(open, e.Client)
+			}
+		case OpCrashed:
+			v.Crashes++
+			if s := open[e.Client]; s != nil {
+				s.exit = e.At
+				delete(open, e.Client)
+			}
+		case OpWrite:
+			p.accepted = append(p.accepted, e)
+		case OpRefused:
+			p.refused = append(p.refused, e)
+		case OpAdded:
+			p.added[e.Value] = e
+		case OpFinal:
+			p.final, p.haveFinal = e.Values, true
+		case OpFault:
+			openFault = &fault{name: faultName(e.Fault, e.Target), kind: e.Fault, start: e.At}
+			p.faults = append(p.faults, openFault)
+		case OpHeal:
+			if openFault != nil {
+				openFault.end = e.At
+				openFault = nil
+			}
+		case OpLog:
+			p.logs = append(p.logs, e)
+		}
+	}
+	if len(evs) > 0 {
+		if p.stop == 0 {
+			p.stop = evs[len(evs)-1].At
+		}
+		if p.start == 0 {
+			p.start = evs[0].At
+		}
+	}
+	for _, f := range p.faults {
+		if f.end == 0 {
+			f.end = p.stop
+		}
+	}
+	for _, s := range p.sections {
+		if s.exit == 0 {
+			s.exit = p.stop
+		}
+	}
+	for _, l := range p.leases {
+		l.close(p.stop)
+	}
+	return p
+}
+
+// Check judges a history: it finds every violation, attributes each to
+// the fault in whose window it happened, and marks those the documented
+// limits of cfg.Backend allow (see Expect).
+func Check(h *History, cfg CheckConfig) *Verdict {
+	v := &Verdict{Backend: cfg.Backend}
+	p := parse(h.Events(), v)
+	v.Duration = p.stop.Sub(p.start)
+	v.Clients = len(p.clients)
+	v.Grants = len(p.leases)
+	v.WritesAccepted = len(p.accepted)
+	v.Added = len(p.added)
+	v.Faults = len(p.faults)
+
+	c := &checker{cfg: cfg, v: v, faults: p.faults}
+	c.leaseOverlaps(p.leases)
+	c.sectionOverlaps(p.sections, p.byKey)
+	c.fenceOrder(p.leases)
+	c.writes(p.accepted, p.refused, p.byKey, p.leases)
+	if p.haveFinal {
+		c.lostUpdates(p.added, p.final)
+	}
+	v.Recoveries = recoveries(p.faults, p.leases)
+	slices.SortStableFunc(v.Violations, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
+	return v
+}
+
+func faultName(kind, target string) string {
+	if target == "" {
+		return kind
+	}
+	return kind + " " + target
+}
+
+type checker struct {
+	cfg    CheckConfig
+	v      *Verdict
+	faults []*fault
+}
+
+// report records a violation at time at, attributed to the latest fault
+// whose window holds at.
+func (c *checker) report(k Kind, at Mono, clients []int, format string, args ...any) {
+	x := Violation{Kind: k, At: at, Clients: clients, Detail: fmt.Sprintf(format, args...)}
+	for i := len(c.faults) - 1; i >= 0; i-- {
+		f := c.faults[i]
+		if at >= f.start && at <= f.end.Add(c.cfg.Window) {
+			x.Fault = f.name
+			x.Limit = Expect(c.cfg.Backend, f.kind, k)
+			break
+		}
+	}
+	c.v.Violations = append(c.v.Violations, x)
+}
+
+// leaseOverlaps finds pairs of leases of different clients valid at once.
+func (c *checker) leaseOverlaps(leases []*lease) {
+	sorted := slices.Clone(leases)
+	slices.SortFunc(sorted, func(a, b *lease) int { return cmp.Compare(a.start, b.start) })
+	for i, a := range sorted {
+		for _, b := range sorted[i+1:] {
+			if b.start >= a.end {
+				break // sorted by start: no later lease overlaps a either
+			}
+			if b.client == a.client || b.end <= b.start {
+				continue
+			}
+			c.report(LeaseOverlap, b.start, []int{a.client, b.client},
+				"client %d granted fence %d while client %d's lease (fence %d) was valid for another %v",
+				b.client, b.fence, a.client, a.fence, a.end.Sub(b.start).Round(time.Microsecond))
+		}
+	}
+}
+
+// sectionOverlaps finds pairs of critical sections of different clients
+// at once, and says whether one of them had outlived its lease.
+func (c *checker) sectionOverlaps(sections []*section, byKey map[[2]uint64]*lease) {
+	sorted := slices.Clone(sections)
+	slices.SortFunc(sorted, func(a, b *section) int { return cmp.Compare(a.enter, b.enter) })
+	for i, a := range sorted {
+		for _, b := range sorted[i+1:] {
+			if b.enter >= a.exit {
+				break
+			}
+			if b.client == a.client {
+				continue
+			}
+			how := "both leases valid"
+			if l := byKey[[2]uint64{uint64(a.client), a.fence}]; l != nil && l.end <= b.enter {
+				how = fmt.Sprintf("client %d's lease had ended %v before; it was still in its section",
+					a.client, b.enter.Sub(l.end).Round(time.Microsecond))
+			}
+			c.report(SectionOverlap, b.enter, []int{a.client, b.client},
+				"client %d (fence %d) entered its critical section while client %d (fence %d) was in its own: %s",
+				b.client, b.fence, a.client, a.fence, how)
+		}
+	}
+}
+
+// fenceOrder checks that every grant's fence is above those of all the
+// grants before it.
+func (c *checker) fenceOrder(leases []*lease) {
+	sorted := slices.Clone(leases)
+	slices.SortStableFunc(sorted, func(a, b *lease) int { return cmp.Compare(a.start, b.start) })
+	var top *lease
+	for _, l := range sorted {
+		if top != nil && l.fence <= top.fence {
+			c.report(FenceRegression, l.start, []int{top.client, l.client},
+				"client %d granted fence %d after client %d had been granted fence %d",
+				l.client, l.fence, top.client, top.fence)
+		}
+		if top == nil || l.fence > top.fence {
+			top = l
+		}
+	}
+}
+
+// writes checks the fenced register: no write accepted from a holder
+// after one from a later holder (by grant order, whatever the fences say),
+// and no refusal of the latest holder while its lease was valid.
+func (c *checker) writes(accepted, refused []Event, byKey map[[2]uint64]*lease, leases []*lease) {
+	grantOf := func(e Event) *lease { return byKey[[2]uint64{uint64(e.Client), e.Fence}] }
+	var latest *lease // the latest-granted holder that has written
+	var maxFence uint64
+	var maxBy Event
+	for _, w := range accepted {
+		g := grantOf(w)
+		switch {
+		case w.Fence < maxFence:
+			c.report(StaleWrite, w.At, []int{maxBy.Client, w.Client},
+				"the register accepted fence %d from client %d after fence %d from client %d",
+				w.Fence, w.Client, maxFence, maxBy.Client)
+		case g != nil && latest != nil && g.start < latest.start && g.client != latest.client:
+			c.report(StaleWrite, w.At, []int{latest.client, w.Client},
+				"the register accepted a write from client %d (fence %d, granted first) after one from client %d (fence %d, granted later)",
+				w.Client, w.Fence, latest.client, latest.fence)
+		}
+		if w.Fence > maxFence {
+			maxFence, maxBy = w.Fence, w
+		}
+		if g != nil && (latest == nil || g.start > latest.start) {
+			latest = g
+		}
+	}
+	for _, r := range refused {
+		g := grantOf(r)
+		if g == nil {
+			continue
+		}
+		current := r.At < g.end
+		for _, l := range leases {
+			if l.start > g.start && l.start < r.At {
+				current = false // a later holder exists: the refusal is right
+				break
+			}
+		}
+		if current {
+			c.report(HolderRefused, r.At, []int{r.Client},
+				"the register refused client %d, the latest holder with a valid lease, fence %d: it had seen %d",
+				r.Client, r.Fence, r.Max)
+		} else {
+			c.v.StaleRefused++
+		}
+	}
+}
+
+// lostUpdates finds acknowledged additions missing from the final set.
+func (c *checker) lostUpdates(added map[string]Event, final []string) {
+	have := make(map[string]bool, len(final))
+	for _, x := range final {
+		have[x] = true
+	}
+	lost := make([]Event, 0)
+	for val, e := range added {
+		if !have[val] {
+			lost = append(lost, e)
+		}
+	}
+	slices.SortFunc(lost, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
+	for _, e := range lost {
+		c.report(LostUpdate, e.At, []int{e.Client},
+			"client %d's addition %q was acknowledged but is not in the final set", e.Client, e.Value)
+	}
+}
+
+// recoveries measures, for every fault, the time to the next grant.
+func recoveries(faults []*fault, leases []*lease) []Recovery {
+	starts := make([]Mono, len(leases))
+	for i, l := range leases {
+		starts[i] = l.start
+	}
+	slices.Sort(starts)
+	next := func(t Mono) time.Duration {
+		i, _ := slices.BinarySearch(starts, t+1)
+		if i == len(starts) {
+			return -1
+		}
+		return starts[i].Sub(t)
+	}
+	out := make([]Recovery, 0, len(faults))
+	for _, f := range faults {
+		out = append(out, Recovery{Fault: f.name, At: f.start, Lasted: f.end.Sub(f.start),
+			FromStart: next(f.start), FromHeal: next(f.end)})
+	}
+	return out
+}

@@ -1,0 +1,246 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/dlock-go/dlock/redlock"
+	"github.com/dlock-go/dlock/zklock"
+	"github.com/redis/go-redis/v9"
+)
+
+// ClientEnv is the environment variable that makes a process a chaos
+// client: it holds the client's configuration as JSON. The harness starts
+// its clients as copies of its own executable with ClientEnv set, so a
+// program that runs the harness must call RunClientIfChild first thing.
+const ClientEnv = "DLOCK_CHAOS_CLIENT"
+
+// clientConfig is what the harness tells a client process.
+type clientConfig struct {
+	ID             int           `json:"id"`
+	Kind           string        `json:"kind"` // "redis", "redlock" or "zookeeper"
+	Addrs          []string      `json:"addrs"`
+	Name           string        `json:"name"`
+	TTL            time.Duration `json:"ttl"`
+	Work           time.Duration `json:"work"`
+	Store          string        `json:"store"`
+	SessionTimeout time.Duration `json:"session_timeout"`
+	Seed           uint64        `json:"seed"`
+}
+
+// RunClientIfChild runs a chaos client and exits, if this process was
+// started as one (ClientEnv is set); otherwise it returns at once.
+func RunClientIfChild() {
+	raw := os.Getenv(ClientEnv)
+	if raw == "" {
+		return
+	}
+	os.Exit(clientMain(raw, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// clientMain runs a client until stdin closes or SIGTERM arrives, writing
+// its events to out as JSON lines, and returns the exit code.
+func clientMain(raw string, in io.Reader, out, errOut io.Writer) int {
+	var cfg clientConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintf(errOut, "chaos client: bad %s: %v\n", ClientEnv, err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the harness closes stdin to stop the client
+		io.Copy(io.Discard, in)
+		cancel()
+	}()
+	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	c := &client{cfg: cfg, out: bufio.NewWriter(out), rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID)))}
+	if err := c.run(sigCtx); err != nil {
+		fmt.Fprintf(errOut, "chaos client %d: %v\n", cfg.ID, err)
+		return 1
+	}
+	return 0
+}
+
+type client struct {
+	cfg clientConfig
+	rng *rand.Rand
+
+	mu  sync.Mutex // guards out
+	out *bufio.Writer
+
+	cur atomic.Pointer[held] // the lease held now, for renewal events
+}
+
+type held struct {
+	fence uint64
+	lease dlock.Lease
+}
+
+// emit writes one event, stamped now unless e.At is set.
+func (c *client) emit(e Event) {
+	if e.At == 0 {
+		e.At = Now()
+	}
+	e.Client = c.cfg.ID
+	b, _ := json.Marshal(e) // an Event always marshals
+	c.mu.Lock()
+	c.out.Write(append(b, '\n'))
+	c.out.Flush()
+	c.mu.Unlock()
+}
+
+// Observe records renewals: the lease's Until moved.
+func (c *client) Observe(e dlock.Event) {
+	if e.Kind != dlock.EventRenewed {
+		return
+	}
+	if h := c.cur.Load(); h != nil && h.fence == e.Fence {
+		c.emit(Event{Op: OpRenew, Fence: e.Fence, Until: At(h.lease.Until())})
+	}
+}
+
+func (c *client) run(ctx context.Context) error {
+	locker, closeLocker, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeLocker()
+	store, err := dialStore(c.cfg.Store)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer store.close()
+	for seq := 1; ctx.Err() == nil; seq++ {
+		if err := c.cycle(ctx, locker, store, seq); err != nil {
+			return err
+		}
+		// A short rest, so that a releasing client does not always win.
+		sleep(ctx, time.Duration(c.rng.Int64N(int64(c.cfg.Work)/2+1)))
+	}
+	return nil
+}
+
+// cycle takes the lock once and runs the critical section: read the set,
+// work, write the set with one more element, and write the fenced register.
+// The client is deliberately naive: it does not look at Done inside the
+// critical section, as a client paused at the wrong instant could not
+// either; fencing has to cover it.
+func (c *client) cycle(ctx context.Context, locker dlock.Locker, store *storeConn, seq int) error {
+	c.emit(Event{Op: OpAcquire})
+	lctx, cancel := context.WithTimeout(ctx, 10*c.cfg.TTL)
+	l, err := locker.Lock(lctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			c.emit(Event{Op: OpFail, Err: err.Error()})
+			sleep(ctx, c.cfg.TTL/10)
+		}
+		return nil
+	}
+	fence := l.Fence()
+	c.cur.Store(&held{fence: fence, lease: l})
+	c.emit(Event{Op: OpGrant, Fence: fence, Until: At(l.Until())})
+	go func() {
+		<-l.Done()
+		at := Now()
+		why := "released"
+		if err := l.Err(); !errors.Is(err, dlock.ErrReleased) {
+			why = fmt.Sprint(err)
+		}
+		c.emit(Event{At: at, Op: OpDone, Fence: fence, Err: why})
+	}()
+
+	c.emit(Event{Op: OpEnter, Fence: fence})
+	elem := fmt.Sprintf("c%d-%d", c.cfg.ID, seq)
+	set, err := store.get()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	sleep(context.Background(), c.cfg.Work) // the work; not cut short by a stop
+	if err := store.put(append(set, elem)); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	c.emit(Event{Op: OpAdded, Fence: fence, Value: elem})
+	if _, err := store.write(c.cfg.ID, fence, elem); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	c.emit(Event{Op: OpExit, Fence: fence})
+
+	c.emit(Event{Op: OpRelease, Fence: fence})
+	rctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL)
+	l.Release(rctx) // its outcome reaches the history through Done
+	cancel()
+	c.cur.Store(nil)
+	return nil
+}
+
+// connect makes the lock the client contends for, through its proxies.
+func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
+	cfg := c.cfg
+	if cfg.TTL <= 0 || len(cfg.Addrs) == 0 || cfg.Name == "" {
+		return nil, nil, fmt.Errorf("incomplete configuration %+v", cfg)
+	}
+	opTimeout := min(cfg.TTL/4, time.Second)
+	switch cfg.Kind {
+	case "zookeeper":
+		s, err := zklock.Connect(ctx, cfg.Addrs, zklock.WithSessionTimeout(cfg.SessionTimeout), zklock.WithObserver(c))
+		if err != nil {
+			return nil, nil, err
+		}
+		return s.NewMutex("/dlock-chaos/"+cfg.Name, zklock.WithTTL(cfg.TTL)), func() { s.Close() }, nil
+	case "redis", "redlock":
+	default:
+		return nil, nil, fmt.Errorf("unknown kind %q", cfg.Kind)
+	}
+	redis.SetLogger(quietRedis{})
+	var conns []redislock.Conn
+	var closers []func()
+	for _, addr := range cfg.Addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: opTimeout, ReadTimeout: opTimeout,
+			WriteTimeout: opTimeout, PoolTimeout: opTimeout, MaxRetries: -1, ContextTimeoutEnabled: true,
+			DisableIdentity: true})
+		conns = append(conns, goredisconn.New(rdb))
+		closers = append(closers, func() { rdb.Close() })
+	}
+	closeAll := func() {
+		for _, f := range closers {
+			f()
+		}
+	}
+	if cfg.Kind == "redis" {
+		rc := redislock.New(conns[0], redislock.WithObserver(c))
+		return rc.NewMutex(cfg.Name, redislock.WithTTL(cfg.TTL)), func() { rc.Close(); closeAll() }, nil
+	}
+	rl := redlock.New(conns, redlock.WithObserver(c), redlock.WithNodeTimeout(min(cfg.TTL/10, 200*time.Millisecond)))
+	return rl.NewMutex(cfg.Name, redlock.WithTTL(cfg.TTL)), func() { rl.Close(); closeAll() }, nil
+}
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

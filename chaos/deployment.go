@@ -1,0 +1,195 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// A deployment is the servers of one backend, started by the harness on
+// loopback ports, and a proxy per client and server, through which the
+// client reaches the server: the way to delay or cut one client or one
+// server off.
+type deployment struct {
+	backend string
+	redis   []*testenv.Redis
+	zk      *testenv.Ensemble
+	proxies [][]*testenv.Proxy // [client][server]
+}
+
+// startDeployment starts the servers of backend and the proxies of the
+// given number of clients.
+func startDeployment(backend string, clients int) (*deployment, error) {
+	d := &deployment{backend: backend}
+	var err error
+	switch backend {
+	case BackendRedis, BackendRedisAOF:
+		err = d.startRedis(1, testenv.RedisConfig{Persistence: backend == BackendRedisAOF})
+	case BackendRedlock3:
+		err = d.startRedis(3, testenv.RedisConfig{})
+	case BackendRedlock5:
+		err = d.startRedis(5, testenv.RedisConfig{})
+	case BackendZK3:
+		if err = testenv.LookZooKeeper(); err == nil {
+			d.zk, err = testenv.LaunchEnsemble(3)
+		}
+	default:
+		return nil, fmt.Errorf("chaos: unknown backend %q; use one of %v", backend, Backends)
+	}
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	for range clients {
+		var row []*testenv.Proxy
+		for i := range d.servers() {
+			p, err := testenv.NewProxy(d.addr(i))
+			if err != nil {
+				d.close()
+				return nil, fmt.Errorf("chaos: proxy: %w", err)
+			}
+			row = append(row, p)
+		}
+		d.proxies = append(d.proxies, row)
+	}
+	return d, nil
+}
+
+func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
+	if _, err := testenv.LookBinary("redis-server"); err != nil {
+		return err
+	}
+	for range n {
+		r, err := testenv.LaunchRedis(cfg)
+		if err != nil {
+			return err
+		}
+		d.redis = append(d.redis, r)
+	}
+	return nil
+}
+
+// kind is the kind of lock service, as clients know it.
+func (d *deployment) kind() string {
+	switch {
+	case d.zk != nil:
+		return "zookeeper"
+	case len(d.redis) == 1:
+		return "redis"
+	}
+	return "redlock"
+}
+
+func (d *deployment) servers() int {
+	if d.zk != nil {
+		return len(d.zk.Servers)
+	}
+	return len(d.redis)
+}
+
+func (d *deployment) addr(i int) string {
+	if d.zk != nil {
+		return d.zk.Servers[i].Addr()
+	}
+	return d.redis[i].Addr()
+}
+
+// name names server i for reports: "node 2 (127.0.0.1:41234)".
+func (d *deployment) name(i int) string { return fmt.Sprintf("node %d (%s)", i+1, d.addr(i)) }
+
+// clientAddrs returns the proxy addresses client c (0-based) connects to.
+func (d *deployment) clientAddrs(c int) []string {
+	addrs := make([]string, len(d.proxies[c]))
+	for i, p := range d.proxies[c] {
+		addrs[i] = p.Addr()
+	}
+	return addrs
+}
+
+// server is what the faults do to one server process.
+type server interface {
+	Kill() error
+	Restart() error
+	Pause() error
+	Resume() error
+}
+
+func (d *deployment) server(i int) server {
+	if d.zk != nil {
+		return d.zk.Servers[i]
+	}
+	return d.redis[i]
+}
+
+// restartEmpty starts killed server i again without its data.
+func (d *deployment) restartEmpty(i int) error {
+	if d.zk != nil {
+		return d.zk.Servers[i].RestartEmpty()
+	}
+	r := d.redis[i]
+	for _, f := range []string{"appendonlydir", "appendonly.aof", "dump.rdb"} {
+		if err := os.RemoveAll(filepath.Join(r.Dir(), f)); err != nil {
+			return fmt.Errorf("chaos: wiping %s: %w", d.name(i), err)
+		}
+	}
+	return r.Restart()
+}
+
+// expire makes the lock key on Redis server i expire now.
+func (d *deployment) expire(i int, name string) error {
+	if d.zk != nil {
+		return errors.New("chaos: expire is a Redis fault")
+	}
+	_, err := d.redis[i].Do("PEXPIRE", "dlock:{"+name+"}", "1")
+	return err
+}
+
+// leader returns the index of the ZooKeeper leader.
+func (d *deployment) leader() (int, error) {
+	if d.zk == nil {
+		return 0, errors.New("chaos: leader-kill is a ZooKeeper fault")
+	}
+	l, err := d.zk.Leader()
+	if err != nil {
+		return 0, err
+	}
+	for i, z := range d.zk.Servers {
+		if z == l {
+			return i, nil
+		}
+	}
+	return 0, errors.New("chaos: the leader is not a member")
+}
+
+// serverProxies returns every client's proxy to server i.
+func (d *deployment) serverProxies(i int) []*testenv.Proxy {
+	ps := make([]*testenv.Proxy, len(d.proxies))
+	for c, row := range d.proxies {
+		ps[c] = row[i]
+	}
+	return ps
+}
+
+// close stops every proxy and server.
+func (d *deployment) close() error {
+	var errs []error
+	for _, row := range d.proxies {
+		for _, p := range row {
+			errs = append(errs, p.Close())
+		}
+	}
+	for _, r := range d.redis {
+		r.Resume() // a paused server cannot be stopped gracefully
+		errs = append(errs, r.Close())
+	}
+	if d.zk != nil {
+		for _, z := range d.zk.Servers {
+			z.Resume()
+		}
+		errs = append(errs, d.zk.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,37 @@
+// Package chaos is dlock's fault-injection harness: it runs clients that
+// contend for one lock against real servers, injects real faults, records
+// every operation on one monotonic clock, and checks the history.
+//
+// Run starts the servers of a backend on loopback ports (one Redis, with
+// or without an fsync'd append-only file; Redlock over 3 or 5 Redis
+// servers; a ZooKeeper ensemble of 3), a Store (the protected resource),
+// and client processes, each reaching each server through a TCP proxy of
+// its own. Every client loops: Lock, enter its critical section, read the
+// Store's set, work, write the set back with one more element, write the
+// fenced register with its lease's fence, leave, Release. The clients are
+// deliberately naive: they do not look at Done inside the critical
+// section, as a client paused at the wrong instant could not either.
+//
+// Between quiet gaps, Run injects faults from FaultsFor, round-robin or
+// at random with a seed: kill -9 of a server and its restart, with its
+// data or without; SIGSTOP of a server; latency, blackholes and reset
+// connections through the proxies; early expiry of the lock key on one
+// Redis server (standing in for a forward jump of its clock); SIGSTOP of
+// the holder's process past its TTL (a GC pause) and a partition of the
+// holder; and, on ZooKeeper, the leader's death and the expiry of the
+// holder's session.
+//
+// Check reads the History and reports overlapping valid leases,
+// overlapping critical sections, stale fenced writes accepted, fence
+// regressions, refusals of the current holder, lost updates to the
+// unfenced set, and the time from each fault to the next grant. Each
+// violation is put down to the fault in whose window it happened, and
+// Expect says whether that fault on that backend is a documented physical
+// limit (a client paused past its TTL overlaps the next holder; a single
+// Redis that restarts empty forgets its locks) or a failure. A stale
+// write accepted or a fence regression is never within the limits.
+// docs/SAFETY.md holds the matrix and measured results.
+//
+// A program that calls Run must call RunClientIfChild first thing in
+// main (or TestMain): the clients are copies of it.
+package chaos

@@ -1,0 +1,92 @@
+package chaos
+
+import "slices"
+
+// The backends a run can target, each on local servers the harness starts.
+const (
+	BackendRedis    = "redis"     // one redis-server, no persistence
+	BackendRedisAOF = "redis-aof" // one redis-server, append-only file with fsync always
+	BackendRedlock3 = "redlock3"  // Redlock over 3 independent redis-servers, no persistence
+	BackendRedlock5 = "redlock5"  // Redlock over 5
+	BackendZK3      = "zk3"       // a ZooKeeper ensemble of 3
+)
+
+// Backends lists the backends in the order reports show them.
+var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock5, BackendZK3}
+
+// The faults the scheduler injects. Node faults pick one server; holder
+// faults pick the client holding the lock.
+const (
+	FaultKill        = "kill"           // kill -9 a server; restart it, with whatever it persisted
+	FaultKillEmpty   = "kill-empty"     // kill -9 a server; restart it with its data deleted
+	FaultPause       = "pause"          // SIGSTOP a server; SIGCONT at the end
+	FaultLatency     = "latency"        // delay all traffic to one server, both ways
+	FaultBlackhole   = "blackhole"      // drop all traffic to one server, both ways
+	FaultReset       = "reset"          // reset every connection to one server
+	FaultExpire      = "expire"         // expire the lock key on one server now (a clock jump)
+	FaultClientPause = "client-pause"   // SIGSTOP the holder's process past its TTL
+	FaultPartition   = "partition"      // Redis: cut the holder off from every server past its TTL
+	FaultLeaderKill  = "leader-kill"    // ZooKeeper: kill -9 the leader; restart it
+	FaultSession     = "session-expiry" // ZooKeeper: cut the holder off past its session timeout
+)
+
+// FaultsFor returns the faults that apply to backend, the most telling
+// first: a round-robin schedule of a short run covers those.
+func FaultsFor(backend string) []string {
+	switch backend {
+	case BackendZK3:
+		return []string{FaultKillEmpty, FaultClientPause, FaultLeaderKill, FaultSession, FaultKill, FaultPause,
+			FaultBlackhole, FaultLatency, FaultReset}
+	case BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock5:
+		return []string{FaultKillEmpty, FaultClientPause, FaultExpire, FaultKill, FaultPause, FaultPartition,
+			FaultBlackhole, FaultLatency, FaultReset}
+	}
+	return nil
+}
+
+// Reasons for the documented limits, as reports and docs/SAFETY.md give them.
+const (
+	limitClientPause = "a client paused past its TTL resumes inside its critical section after its lease ended; " +
+		"nothing outside the client can stop it, so without fencing its late writes land (the fenced register refuses them)"
+	limitForgot = "a single Redis that restarts without its data forgets the lock; another client takes it while " +
+		"the old holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
+	limitExpire = "the key expired early on the only server (a forward jump of its clock); another client takes the " +
+		"lock while the holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
+)
+
+// Expect returns why fault on backend may cause a violation of kind k (a
+// documented physical limit), or "" if the violation is a failure.
+// A stale write accepted or a fence regression is never expected.
+func Expect(backend, fault string, k Kind) string {
+	if k == StaleWrite || k == FenceRegression || k == HolderRefused {
+		return ""
+	}
+	if fault == FaultClientPause && (k == SectionOverlap || k == LostUpdate) {
+		return limitClientPause
+	}
+	single := backend == BackendRedis || backend == BackendRedisAOF
+	if !single {
+		return ""
+	}
+	switch {
+	case fault == FaultExpire:
+		return limitExpire
+	case fault == FaultKillEmpty, fault == FaultKill && backend == BackendRedis:
+		return limitForgot
+	}
+	return ""
+}
+
+// Allowed returns the kinds of violation fault may cause on backend.
+func Allowed(backend, fault string) []Kind {
+	var ks []Kind
+	for _, k := range Kinds {
+		if Expect(backend, fault, k) != "" {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// validBackend reports whether b is one of Backends.
+func validBackend(b string) bool { return slices.Contains(Backends, b) }

@@ -1,0 +1,171 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// An injector applies faults to a deployment and its clients, recording
+// each in the history with its target, from the moment it begins to the
+// moment it is healed.
+type injector struct {
+	d       *deployment
+	hist    *History
+	rng     *rand.Rand
+	ttl     time.Duration
+	session time.Duration // ZooKeeper session timeout; 0 for Redis
+	name    string        // the lock's name
+	clients []*clientProc
+	holder  func() int // the client holding the lock now (0-based), or -1
+}
+
+// outlast is how long a holder fault lasts: past the TTL and, on
+// ZooKeeper, past the session timeout, so that the lock does move on.
+func (in *injector) outlast() time.Duration {
+	return max(in.ttl, in.session)*3/2 + in.between(0, in.ttl/2)
+}
+
+// between returns a random duration in [lo, hi].
+func (in *injector) between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(in.rng.Int64N(int64(hi-lo)+1))
+}
+
+// inject applies fault kind, holds it, heals it and records both ends.
+// It heals even when ctx is done while the fault holds.
+func (in *injector) inject(ctx context.Context, kind string) error {
+	node := in.rng.IntN(in.d.servers())
+	target := in.d.name(node)
+	hold := in.between(in.ttl/2, 2*in.ttl)
+	var apply, heal func() error
+	switch kind {
+	case FaultKill, FaultKillEmpty:
+		// Often back before the holder's lease runs out: the case that
+		// tells whether a restarted server forgets a held lock.
+		hold = in.between(in.ttl/10, in.ttl)
+		s := in.d.server(node)
+		apply = s.Kill
+		heal = s.Restart
+		if kind == FaultKillEmpty {
+			heal = func() error { return in.d.restartEmpty(node) }
+		}
+	case FaultLeaderKill:
+		i, err := in.d.leader()
+		if err != nil {
+			return err
+		}
+		node, target = i, in.d.name(i)+", the leader"
+		s := in.d.server(i)
+		apply, heal = s.Kill, s.Restart
+	case FaultPause:
+		s := in.d.server(node)
+		apply, heal = s.Pause, s.Resume
+	case FaultLatency:
+		lat := in.between(in.ttl/20, in.ttl/5)
+		target = fmt.Sprintf("%s, +%v each way", target, lat)
+		hold = in.between(in.ttl, 3*in.ttl)
+		apply = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.SetLatency(lat) })
+		heal = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.SetLatency(0) })
+	case FaultBlackhole:
+		apply = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.Blackhole(true) })
+		heal = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.Blackhole(false) })
+	case FaultReset:
+		hold = 0
+		apply = each(in.d.serverProxies(node), (*testenv.Proxy).Reset)
+		heal = func() error { return nil }
+	case FaultExpire:
+		hold = 0
+		in.awaitHolder(ctx) // expiring a free lock shows nothing
+		apply = func() error { return in.d.expire(node, in.name) }
+		heal = func() error { return nil }
+	case FaultClientPause:
+		in.awaitHolder(ctx)
+		c := in.victim()
+		target, hold = fmt.Sprintf("client %d", c+1), in.outlast()
+		p := in.clients[c]
+		apply = func() error { return p.signal(syscall.SIGSTOP) }
+		heal = func() error { return p.signal(syscall.SIGCONT) }
+	case FaultPartition, FaultSession:
+		in.awaitHolder(ctx)
+		c := in.victim()
+		target, hold = fmt.Sprintf("client %d", c+1), in.outlast()
+		apply = each(in.d.proxies[c], func(p *testenv.Proxy) { p.Blackhole(true) })
+		heal = each(in.d.proxies[c], func(p *testenv.Proxy) { p.Blackhole(false) })
+	default:
+		return fmt.Errorf("chaos: unknown fault %q", kind)
+	}
+	in.hist.Add(Event{Op: OpFault, Fault: kind, Target: target})
+	err := apply()
+	if err == nil {
+		sleep(ctx, hold)
+	}
+	herr := heal()
+	in.hist.Add(Event{Op: OpHeal, Fault: kind, Target: target})
+	if err != nil {
+		return fmt.Errorf("chaos: %s %s: %w", kind, target, err)
+	}
+	if herr != nil {
+		return fmt.Errorf("chaos: healing %s %s: %w", kind, target, herr)
+	}
+	return nil
+}
+
+// awaitHolder waits up to a TTL for a client to hold the lock.
+func (in *injector) awaitHolder(ctx context.Context) {
+	for deadline := time.Now().Add(in.ttl); in.holder() < 0 && time.Now().Before(deadline) && ctx.Err() == nil; {
+		sleep(ctx, time.Millisecond)
+	}
+}
+
+// victim returns the client holding the lock, or a random one.
+func (in *injector) victim() int {
+	if c := in.holder(); c >= 0 {
+		return c
+	}
+	return in.rng.IntN(len(in.clients))
+}
+
+func each(ps []*testenv.Proxy, f func(*testenv.Proxy)) func() error {
+	return func() error {
+		for _, p := range ps {
+			f(p)
+		}
+		return nil
+	}
+}
+
+// A schedule picks the next fault.
+type schedule struct {
+	faults []string
+	random bool
+	rng    *rand.Rand
+	next   int
+}
+
+func (s *schedule) pick() string {
+	if s.random {
+		return s.faults[s.rng.IntN(len(s.faults))]
+	}
+	f := s.faults[s.next%len(s.faults)]
+	s.next++
+	return f
+}
+
+// checkFaults checks that every fault applies to backend.
+func checkFaults(backend string, faults []string) error {
+	valid := FaultsFor(backend)
+	for _, f := range faults {
+		if !slices.Contains(valid, f) {
+			return fmt.Errorf("chaos: fault %q does not apply to %s; use some of %v", f, backend, valid)
+		}
+	}
+	return nil
+}
