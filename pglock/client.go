@@ -1,0 +1,131 @@
+package pglock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/background"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A Client makes locks on one PostgreSQL database, in one table (see
+// WithTable). It owns what its locks share: one connection, taken from the
+// pool when the first waiter needs it, that LISTENs for release notices;
+// and one renewal scheduler that renews every held lease, lease mode in
+// one statement per batch. Create one Client per database and share it; it
+// is safe for concurrent use.
+//
+// A Client borrows connections from the caller's pool and never closes the
+// pool. A session-mode lease holds one of the pool's connections for as
+// long as it lasts, so size the pool for them. Close the Client before the
+// pool: closing a pool waits for every connection to come back.
+type Client struct {
+	pool *pgxpool.Pool
+	cfg  clientConfig
+	err  error // a nil pool or a bad table name, reported by every call
+	obj  objects
+	sql  statements
+	obs  dlock.Observer // from WithObserver and WithLogger; nil for none
+
+	renew    *renewal.Scheduler
+	notices  *listener
+	leases   lease.Registry // lease mode
+	sessions lease.Registry // session mode
+
+	bg background.Group // the listener, and clean-ups after interrupted calls
+}
+
+// New returns a Client that locks through pool, configured by opts
+// (WithTable, WithObserver, WithLogger). New never fails: a nil pool or a
+// bad table name is reported by the first call that needs them. Call
+// Migrate, or run the SQL of SchemaSQL, before the first lock.
+func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
+	cfg := newClientConfig(opts)
+	c := &Client{pool: pool, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.log)}
+	switch obj, err := objectsFor(cfg.table); {
+	case pool == nil:
+		c.err = errors.New("pglock: New was given a nil *pgxpool.Pool")
+	case err != nil:
+		c.err = err
+	default:
+		c.obj, c.sql = obj, newStatements(obj)
+	}
+	c.renew = renewal.New(c.renewBatch)
+	c.notices = newListener(c)
+	return c
+}
+
+// SchemaSQL returns the SQL that creates the objects of a Client whose
+// WithTable is table ("" for DefaultTable): the lease table, the fence
+// sequence and the fences table of WriteFenced, each only if it does not
+// exist yet, and a statement that moves the sequence up to the database's
+// clock in microseconds. Client.Migrate runs it; use it to run your
+// migrations yourself. Run it again whenever the database may have lost
+// data (restored from a backup, or recreated): that keeps fences
+// increasing.
+func SchemaSQL(table string) (string, error) {
+	if table == "" {
+		table = DefaultTable
+	}
+	obj, err := objectsFor(table)
+	if err != nil {
+		return "", err
+	}
+	return newStatements(obj).schema, nil
+}
+
+// Migrate creates the Client's table, sequence and fences table if they
+// do not exist, and moves the sequence up to the database's clock in
+// microseconds: the SQL of SchemaSQL, in one transaction, under an
+// advisory lock so that concurrent callers take turns. It is idempotent;
+// call it when your program starts.
+func (c *Client) Migrate(ctx context.Context) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", advisoryKey(c.cfg.table, "\x00migrate")); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, c.sql.schema)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pglock: migrating table %s: %w", c.cfg.table, err)
+	}
+	return nil
+}
+
+// Close releases every lease the Client still holds (waiting at most five
+// seconds), stops renewing, and gives back the connections it took from
+// the pool. It does not close the pool. Every held lease ends with
+// dlock.ErrReleased; a lease-mode lock the database could not be reached
+// to free expires within its TTL, a session-mode lock goes with its
+// connection, and Close reports the failure.
+func (c *Client) Close() error {
+	first, err := c.leases.Close(5*time.Second, ErrClosed)
+	if !first {
+		return nil
+	}
+	_, serr := c.sessions.Close(5*time.Second, ErrClosed)
+	c.renew.Close()
+	c.bg.Close()
+	return errors.Join(err, serr)
+}
+
+// usable returns the error every call on an unusable Client returns.
+func (c *Client) usable() error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.leases.Closed() {
+		return ErrClosed
+	}
+	return nil
+}

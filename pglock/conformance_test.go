@@ -1,0 +1,114 @@
+package pglock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/pglock"
+)
+
+// A mode is one of pglock's two kinds of lock, as the tests drive it.
+type mode struct {
+	name string
+	// newLocker returns the lock called key on c.
+	newLocker func(c *pglock.Client, key string, opts ...pglock.Option) dlock.Locker
+	// sabotage removes the lock on key behind its holder's back.
+	sabotage func(t testing.TB, url, key string)
+	// leftovers describes what a released lock on key has left held.
+	leftovers func(t testing.TB, url, key string) []string
+}
+
+var leaseMode = mode{
+	name: "lease",
+	newLocker: func(c *pglock.Client, key string, opts ...pglock.Option) dlock.Locker {
+		return c.NewMutex(key, opts...)
+	},
+	sabotage: func(t testing.TB, url, key string) {
+		admin(t, url, "DELETE FROM dlock_leases WHERE name = $1", key)
+	},
+	leftovers: func(t testing.TB, url, key string) []string {
+		var left []string
+		for _, token := range admin(t, url, "SELECT token FROM dlock_leases WHERE name = $1 AND token <> ''", key) {
+			left = append(left, "row held by token "+token)
+		}
+		return left
+	},
+}
+
+var sessionMode = mode{
+	name: "session",
+	newLocker: func(c *pglock.Client, key string, opts ...pglock.Option) dlock.Locker {
+		return c.NewSessionMutex(key, opts...)
+	},
+	sabotage: func(t testing.TB, url, key string) {
+		if n := len(admin(t, url, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE "+advisory, advisoryKey(key))); n != 1 {
+			t.Fatalf("%d sessions hold or wait for the advisory lock of %q; want 1 to terminate", n, key)
+		}
+	},
+	leftovers: func(t testing.TB, url, key string) []string {
+		var left []string
+		for _, who := range admin(t, url, "SELECT format('backend %s, granted %s', pid, granted) FROM pg_locks WHERE "+advisory, advisoryKey(key)) {
+			left = append(left, "advisory lock: "+who)
+		}
+		return left
+	},
+}
+
+var modes = []mode{leaseMode, sessionMode}
+
+// advisory selects the rows of pg_locks for the advisory key $1.
+const advisory = "locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1"
+
+// advisoryKey is the key of the session-mode lock called name on the
+// default table.
+func advisoryKey(name string) int64 { return pglock.New(nil).NewSessionMutex(name).AdvisoryKey() }
+
+func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
+	return dlocktest.Backend{
+		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			opts := []pglock.Option{pglock.WithTTL(o.TTL)}
+			if o.NoRenewal {
+				opts = append(opts, pglock.WithoutRenewal())
+			}
+			return m.newLocker(newClient(t, pg.URL(), pglock.WithObserver(o.Observer)), key, opts...)
+		},
+		Sabotage: func(t testing.TB, key string) { m.sabotage(t, pg.URL(), key) },
+		Pause: func(t testing.TB, d time.Duration) {
+			if err := pg.Pause(); err != nil {
+				t.Errorf("pause: %v", err)
+			}
+			time.Sleep(d)
+			if err := pg.Resume(); err != nil {
+				t.Errorf("resume: %v", err)
+			}
+		},
+		RestartEmpty: func(t testing.TB) {
+			if err := pg.RestartEmpty(); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			migrate(t, pg.URL())
+		},
+		Leftovers: func(t testing.TB, key string) []string { return m.leftovers(t, pg.URL(), key) },
+	}
+}
+
+func TestIntegrationConformance(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			dlocktest.Run(t, backend(startDB(t), m))
+		})
+	}
+}
+
+func TestIntegrationObserver(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			dlocktest.RunObserver(t, backend(startDB(t), m))
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package pglock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+var (
+	// ErrClosed is returned by every call on a closed Client, and is the
+	// cause wrapped in dlock.ErrLost for leases still held when it was
+	// closed.
+	ErrClosed = errors.New("pglock: client closed")
+
+	// ErrSessionLost is the cause wrapped in dlock.ErrLost when the
+	// connection that held a session-mode lock failed, or the database
+	// ended its session (pg_terminate_backend, idle_session_timeout, a
+	// restart): the advisory lock went with the session.
+	ErrSessionLost = errors.New("pglock: the session holding the advisory lock ended")
+
+	// ErrStaleFence is returned by CheckFence and WriteFenced when a higher
+	// fence than the caller's has already been written to the resource:
+	// another holder took the lock after the caller's lease ended. Nothing
+	// is written.
+	ErrStaleFence = errors.New("pglock: stale fence")
+
+	// ErrNotReentrant is returned by Lock and TryLock when ctx carries a
+	// lease (from Lease.Context) that already holds the same lock: waiting
+	// would deadlock. It is dlock.ErrNotReentrant.
+	ErrNotReentrant = dlock.ErrNotReentrant
+)
+
+func init() {
+	lease.RegisterCause(ErrClosed, "closed")
+	lease.RegisterCause(ErrSessionLost, "session_lost")
+}
+
+// PostgreSQL error codes that describe names.
+const (
+	codeUndefinedTable  = "42P01"
+	codeUndefinedColumn = "42703"
+	codeUndefinedObject = "42704"
+	codeNoPrivilege     = "42501"
+)
+
+// describe turns the failure of doing what to the lock or resource name
+// into an error that says what to do about it.
+func (c *Client) describe(what, name string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case codeUndefinedTable:
+			return fmt.Errorf("pglock: %s %q: %w (the objects of table %s are missing: call Client.Migrate, or run the SQL of SchemaSQL)",
+				what, name, err, c.cfg.table)
+		case codeUndefinedColumn:
+			return fmt.Errorf("pglock: %s %q: %w (table %s is not pglock's: give WithTable another name)", what, name, err, c.cfg.table)
+		case codeUndefinedObject:
+			return fmt.Errorf("pglock: %s %q: %w (session mode needs PostgreSQL 14 or later, for idle_session_timeout)", what, name, err)
+		case codeNoPrivilege:
+			return fmt.Errorf("pglock: %s %q: %w (grant the role SELECT, INSERT and UPDATE on %s and %s_fences, and USAGE on %s_fence_seq)",
+				what, name, err, c.cfg.table, c.cfg.table, c.cfg.table)
+		}
+	}
+	return fmt.Errorf("pglock: %s %q: %w", what, name, err)
+}
+
+// isServerError reports whether err is an error the database returned, as
+// opposed to a failure to reach it: the statement did not run.
+func isServerError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
+
+// cancelled returns the context error behind a failed call, or nil.
+func cancelled(ctx context.Context, err error) error {
+	if e := ctx.Err(); e != nil {
+		return e
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	}
+	return nil
+}

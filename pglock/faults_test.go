@@ -1,0 +1,177 @@
+package pglock_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/pglock"
+)
+
+// via returns the connection string of pg with the address replaced by
+// addr (a proxy's) and the application name set to app.
+func via(pg *testenv.Postgres, addr, app string) string {
+	return strings.Replace(pg.URL(), pg.Addr(), addr, 1) + "&application_name=" + app
+}
+
+// terminate ends, with pg_terminate_backend, every session of pg whose
+// application name is app, and returns how many it ended.
+func terminate(t testing.TB, pg *testenv.Postgres, app string) int {
+	t.Helper()
+	return len(admin(t, pg.URL(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", app))
+}
+
+// A holder whose connections the database terminates, and which cannot
+// connect again, loses its lock: in session mode at once, since the lock
+// was its session's; in lease mode by its Until, when its renewals have
+// failed, and not before the lease expires in the database. Either way
+// the next holder's fence is higher.
+func TestIntegrationTerminatedHolder(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ttl := time.Second
+			name := unique("cut-off")
+			proxy := testenv.StartProxy(t, db.Addr())
+			app := unique("holder")
+			holder := m.newLocker(newClient(t, via(db, proxy.Addr(), app)), name, pglock.WithTTL(ttl))
+			next := m.newLocker(newClient(t, db.URL()), name, pglock.WithTTL(ttl))
+			ctx := ctxFor(t, time.Minute)
+			lease, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy.SetRefuse(true)
+			killed := time.Now()
+			if n := terminate(t, db, app); n == 0 {
+				t.Fatal("no session of the holder to terminate")
+			}
+			var closed time.Time
+			select {
+			case <-lease.Done():
+				closed = time.Now()
+			case <-time.After(ttl + dlocktest.Slack):
+				t.Fatalf("Done not closed %v after the holder's sessions were terminated", ttl+dlocktest.Slack)
+			}
+			if late := closed.Sub(lease.Until()); late > 50*time.Millisecond {
+				t.Errorf("Done closed %v after Until", late)
+			}
+			if err := lease.Err(); !errors.Is(err, dlock.ErrLost) {
+				t.Errorf("Err = %v; want ErrLost", err)
+			}
+			t.Logf("%s mode: Done closed %v after the termination: %v", m.name, closed.Sub(killed), lease.Err())
+			if m.name == "session" {
+				if took := closed.Sub(killed); took > 500*time.Millisecond || !errors.Is(lease.Err(), pglock.ErrSessionLost) {
+					t.Errorf("session mode: Done closed after %v with %v; want at once, with ErrSessionLost", took, lease.Err())
+				}
+			}
+			second, err := next.Lock(ctxFor(t, 2*ttl))
+			if err != nil {
+				t.Fatalf("Lock after the holder was cut off: %v", err)
+			}
+			defer second.Release(ctx)
+			if m.name == "lease" && time.Since(killed) < ttl/2 {
+				t.Errorf("lease mode: the next holder got the lock %v after the termination; the lease's TTL is %v", time.Since(killed), ttl)
+			}
+			if second.Fence() <= lease.Fence() {
+				t.Errorf("fence %d after %d", second.Fence(), lease.Fence())
+			}
+		})
+	}
+}
+
+// A waiter whose release notices stop (its listening connection is
+// terminated) still gets the lock soon after the release, by its
+// fallback poll and the reconnected listener.
+func TestIntegrationListenerTerminated(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			app, name := unique("waiter"), unique("listener")
+			holder := m.newLocker(newClient(t, db.URL()), name)
+			waiter := m.newLocker(newClient(t, db.URL()+"&application_name="+app), name)
+			ctx := ctxFor(t, time.Minute)
+			first, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			go func() {
+				l, err := waiter.Lock(ctx)
+				if err == nil {
+					defer l.Release(ctx)
+				}
+				got <- err
+			}()
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if n := len(admin(t, db.URL(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'", app)); n > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the waiter never listened")
+				}
+			}
+			released := time.Now()
+			if err := first.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s mode: the waiter got the lock %v after the release", m.name, time.Since(released))
+			case <-time.After(time.Second + dlocktest.Slack):
+				t.Fatal("the waiter did not get the lock within a second of the release (the fallback poll is 512ms at most)")
+			}
+		})
+	}
+}
+
+// A holder cut off from the database without a word (its traffic dropped,
+// its connections left open) loses its lock before anyone else can take
+// it: its Done closes by Until, when its renewals have failed; the
+// database frees the lock when the lease expires (lease mode), or ends the
+// silent session after the TTL (session mode, idle_session_timeout),
+// and only then does the next holder get it.
+func TestIntegrationSilentHolder(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ttl := time.Second
+			name := unique("cut-off")
+			proxy := testenv.StartProxy(t, db.Addr())
+			holder := m.newLocker(newClient(t, via(db, proxy.Addr(), unique("silent"))), name, pglock.WithTTL(ttl))
+			next := m.newLocker(newClient(t, db.URL()), name, pglock.WithTTL(ttl))
+			ctx := ctxFor(t, time.Minute)
+			lease, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(ttl / 2) // a renewal or two
+			proxy.Blackhole(true)
+			defer proxy.Reset() // so that the clients close at once
+			cut := time.Now()
+			second, err := next.Lock(ctxFor(t, 3*ttl))
+			if err != nil {
+				t.Fatalf("Lock after the holder fell silent: %v", err)
+			}
+			obtained := time.Now()
+			defer second.Release(ctx)
+			select {
+			case <-lease.Done():
+			default:
+				t.Fatalf("the next holder got the lock %v after the cut while the silent holder's lease was valid until %v later",
+					obtained.Sub(cut), lease.Until().Sub(obtained))
+			}
+			if err := lease.Err(); !errors.Is(err, dlock.ErrLost) {
+				t.Errorf("Err = %v; want ErrLost", err)
+			}
+			t.Logf("%s mode: the next holder got the lock %v after the cut; the silent holder ended with %v", m.name, obtained.Sub(cut), lease.Err())
+			if second.Fence() <= lease.Fence() {
+				t.Errorf("fence %d after %d", second.Fence(), lease.Fence())
+			}
+		})
+	}
+}

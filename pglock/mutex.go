@@ -1,0 +1,85 @@
+package pglock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A Mutex is an exclusive lock in lease mode: a row of the Client's table,
+// named for the lock, that holds the owner token, the fence and an expiry
+// on the database's clock. It is not reentrant: a goroutine that holds it
+// and asks again through its lease's Context gets ErrNotReentrant, and one
+// that asks through an unrelated context waits like anyone else. It is not
+// fair: waiters are woken together and the fastest wins.
+//
+// A Mutex holds no state of its own beyond its configuration; it is safe
+// for concurrent use, and each Lock returns an independent Lease. Its Lock
+// also wakes when the holder's lease runs out, which a failed attempt
+// reports.
+type Mutex struct{ locker }
+
+var _ dlock.Locker = (*Mutex)(nil)
+
+// NewMutex returns the lease-mode mutex called name: any non-empty UTF-8
+// text without NUL bytes, up to MaxNameBytes. It never fails: a bad name
+// or option is reported by Lock and TryLock.
+func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	m := &Mutex{}
+	m.locker = newLocker(c, name, "Mutex", &c.leases, opts, m.attempt)
+	return m
+}
+
+// attempt runs the acquire statement once, with a fresh token.
+func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
+	token := dlock.NewToken()
+	start := time.Now()
+	var fence, left int64
+	err := m.c.pool.QueryRow(ctx, m.c.sql.acquire, m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence).Scan(&fence, &left)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows): // held by a grant committed while we ran
+		return nil, 0, nil
+	case err != nil:
+		// The statement may have run without its outcome reaching us:
+		// free the row if it holds our token.
+		if !isServerError(err) && !pgconn.SafeToRetry(err) {
+			m.c.abandon(m.name, token, m.cfg.ttl)
+		}
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("acquiring", m.name, err)
+	case fence == 0:
+		return nil, time.Duration(left) * time.Millisecond, nil
+	}
+	if cause := cancelled(ctx, nil); cause != nil {
+		// Do not hand a lock to a caller that has stopped waiting for it.
+		m.c.free(context.WithoutCancel(ctx), m.name, token, m.cfg.ttl)
+		return nil, 0, dlock.NotObtained(cause)
+	}
+	until := lease.Validity(start, m.cfg.ttl)
+	if !time.Now().Before(until) {
+		m.c.free(context.WithoutCancel(ctx), m.name, token, m.cfg.ttl)
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+			m.name, time.Since(start), m.cfg.ttl))
+	}
+	g := newGrant(ctx, m, token, uint64(fence), until)
+	if !m.c.leases.Add(g) {
+		m.c.free(context.WithoutCancel(ctx), m.name, token, m.cfg.ttl)
+		g.End(dlock.Lost(ErrClosed))
+		return nil, 0, ErrClosed
+	}
+	if m.cfg.renew {
+		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
+	}
+	if g.Err() != nil { // ended already: make sure it is forgotten
+		g.forget()
+	}
+	return g, 0, nil
+}

@@ -1,0 +1,130 @@
+package pglock
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Defaults of the options.
+const (
+	// DefaultTable is the table of a Client given no WithTable.
+	DefaultTable = "dlock_leases"
+
+	// DefaultTTL is the lease time of a lock given no WithTTL.
+	DefaultTTL = 30 * time.Second
+
+	// MinTTL is the shortest TTL accepted: below it, the drift allowance and
+	// one round trip eat the whole lease.
+	MinTTL = 10 * time.Millisecond
+
+	// MaxTTL is the longest TTL accepted.
+	MaxTTL = 24 * time.Hour
+)
+
+// DefaultRetry is the retry strategy of Lock when WithRetry is not given:
+// a waiter is woken at once by a release notice, and polls with
+// exponential backoff and full jitter, between 8ms and 512ms, in case a
+// notice is missed.
+var DefaultRetry = dlock.ExponentialBackoff(8*time.Millisecond, 512*time.Millisecond)
+
+// A ClientOption configures a Client.
+type ClientOption func(*clientConfig)
+
+type clientConfig struct {
+	table string
+	obs   dlock.Observer
+	log   *slog.Logger
+}
+
+func newClientConfig(opts []ClientOption) clientConfig {
+	c := clientConfig{table: DefaultTable}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// WithTable sets the table that holds the leases of lease mode: "name" or
+// "schema.name", letters, digits and underscores, used as given (quoted,
+// so case matters). Two more objects take their names from it: the
+// sequence name_fence_seq, which every fence of the Client comes from, and
+// the table name_fences, which WriteFenced keeps. The default is
+// DefaultTable ("dlock_leases"). Clients that are to exclude each other
+// must use the same table.
+func WithTable(name string) ClientOption {
+	return func(c *clientConfig) { c.table = name }
+}
+
+// WithObserver has every lock of the Client report its events to o (see
+// dlock.Observer): the start, wait and outcome of each Lock and TryLock,
+// and each lease's renewals, failed renewals, loss and release. o is
+// called synchronously, on the caller's goroutine or the watchdog's, and
+// must be quick. Package dlockprom turns the events into Prometheus
+// metrics. The default is none; a nil o means none. It combines with
+// WithLogger.
+func WithObserver(o dlock.Observer) ClientOption {
+	return func(c *clientConfig) { c.obs = o }
+}
+
+// WithLogger has every lock of the Client log its events to l, through
+// dlock.LogObserver: losses at Warn, failed renewals and failed
+// acquisitions with a hard error at Info, the rest at Debug. The default is
+// none; a nil l means none. It combines with WithObserver.
+func WithLogger(l *slog.Logger) ClientOption {
+	return func(c *clientConfig) { c.log = l }
+}
+
+// An Option configures a lock, of either mode.
+type Option func(*config)
+
+type config struct {
+	ttl   time.Duration
+	renew bool
+	retry dlock.RetryStrategy
+}
+
+func newConfig(opts []Option) config {
+	c := config{ttl: DefaultTTL, renew: true, retry: DefaultRetry}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+func (c config) check() error {
+	if c.ttl < MinTTL || c.ttl > MaxTTL {
+		return fmt.Errorf("pglock: TTL %v is outside the range %v to %v; set it with WithTTL", c.ttl, MinTTL, MaxTTL)
+	}
+	return dlock.CheckRetry(c.retry)
+}
+
+// ttlMillis returns the TTL in whole milliseconds, rounded up, so that the
+// database never holds a lease for less than the TTL.
+func (c config) ttlMillis() int64 {
+	return int64((c.ttl + time.Millisecond - 1) / time.Millisecond)
+}
+
+// WithTTL sets the lease time: how long the lock outlives a holder that
+// stops renewing it, because it crashed, paused or lost its network. The
+// default is DefaultTTL (30s); it must be between MinTTL and MaxTTL. With
+// renewal on, a lease is renewed every TTL/3. In session mode it is also
+// the idle_session_timeout of the holder's connection: the database ends a
+// session that has been silent that long, and its lock with it.
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+
+// WithoutRenewal makes a fixed lease: it is never renewed by the watchdog
+// and ends, with an error matching dlock.ErrExpired, when its TTL runs out,
+// unless the holder calls Refresh. Renewal is on by default.
+func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+
+// WithRetry sets how Lock waits between attempts when a release notice does
+// not arrive; see DefaultRetry. dlock.NoRetry() makes Lock a single attempt,
+// and dlock.MaxAttempts bounds the attempts.
+func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }

@@ -1,0 +1,120 @@
+package pglock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A SessionMutex is an exclusive lock in session mode: a session-level
+// advisory lock that a lease takes with pg_try_advisory_lock on a
+// connection of the pool and keeps, with that connection, for as long as
+// it lasts. The database frees the lock when the session ends, for any
+// reason: released, the client gone, the connection broken or terminated
+// (see ErrSessionLost), or silent for the TTL (the lease sets the
+// session's idle_session_timeout to it; PostgreSQL 14 or later). The fence
+// comes from the Client's sequence, as in lease mode.
+//
+// It needs a direct connection to the database, or a pooler in session
+// mode: behind a pooler in transaction mode, the connection's session is
+// not the lock's, which the watchdog detects and reports as a loss.
+//
+// A SessionMutex is not reentrant and not fair, like a Mutex. It holds no
+// state of its own beyond its configuration; it is safe for concurrent
+// use, and each Lock returns an independent Lease.
+type SessionMutex struct {
+	locker
+	key int64
+}
+
+var _ dlock.Locker = (*SessionMutex)(nil)
+
+// NewSessionMutex returns the session-mode mutex called name, with the
+// same rules for names as NewMutex. Lease mode and session mode are
+// separate locks: a Mutex and a SessionMutex of the same name do not
+// exclude each other. It never fails: a bad name or option is reported by
+// Lock and TryLock.
+func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
+	m := &SessionMutex{key: advisoryKey(c.cfg.table, name)}
+	m.locker = newLocker(c, name, "SessionMutex", &c.sessions, opts, m.attempt)
+	return m
+}
+
+// AdvisoryKey returns the key of the advisory lock, made from the
+// Client's table and the lock's name: the first 8 bytes of the SHA-256 of
+// "pglock", the table and the name, separated by NUL bytes. In pg_locks,
+// its holder's row has locktype 'advisory', objsubid 1, the key's high 32
+// bits as classid and its low 32 bits as objid.
+func (m *SessionMutex) AdvisoryKey() int64 { return m.key }
+
+// attempt takes a connection and tries the advisory lock on it once.
+func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
+	pc, err := m.c.pool.Acquire(ctx)
+	if err != nil {
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("connecting to take", m.name, err)
+	}
+	start := time.Now()
+	var fence *int64
+	var pid uint32
+	var before string
+	err = pc.QueryRow(ctx, m.c.sql.sessionAcquire, m.key, m.c.obj.sequence, strconv.FormatInt(m.cfg.ttlMillis(), 10)).
+		Scan(&fence, &pid, &before, nil)
+	if err != nil {
+		// The lock may be the session's all the same: an advisory lock
+		// outlives the statement that took it. Closing the connection
+		// frees it.
+		discard(pc)
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("acquiring", m.name, err)
+	}
+	if fence == nil {
+		pc.Release()
+		return nil, 0, nil
+	}
+	s := newSession(ctx, m, pc, pid, before, uint64(*fence), lease.Validity(start, m.cfg.ttl))
+	if cause := cancelled(ctx, nil); cause != nil {
+		// Do not hand a lock to a caller that has stopped waiting for it.
+		s.End(dlock.Lost(cause))
+		return nil, 0, dlock.NotObtained(cause)
+	}
+	if !time.Now().Before(s.Until()) {
+		s.End(dlock.Lost(dlock.ErrExpired))
+		return nil, 0, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+			m.name, time.Since(start), m.cfg.ttl))
+	}
+	if !m.c.sessions.Add(s) {
+		s.End(dlock.Lost(ErrClosed))
+		return nil, 0, ErrClosed
+	}
+	s.watch()
+	if m.cfg.renew {
+		m.c.renew.Add(&s.entry, m.cfg.ttl/3)
+	}
+	if s.Err() != nil { // ended already: make sure it is forgotten
+		s.forget()
+	}
+	return s, 0, nil
+}
+
+// discard closes a connection of the pool that may hold an advisory lock,
+// which frees it, and hands it back to the pool, which drops it.
+func discard(pc *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	pc.Conn().Close(ctx)
+	pc.Release()
+}
+
+// sessionLost returns the cause of a loss of the session: ErrSessionLost
+// and the connection's error.
+func sessionLost(err error) error { return fmt.Errorf("%w: %w", ErrSessionLost, err) }

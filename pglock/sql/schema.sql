@@ -1,0 +1,32 @@
+-- schema.sql: the objects of one pglock table. Client.Migrate runs it, in
+-- a transaction, under an advisory lock; SchemaSQL returns it for those
+-- who run their migrations themselves. Every statement is idempotent.
+-- {{table}}, {{sequence}} and {{fences}} are quoted identifiers.
+
+-- Lease mode: one row per lock name. A release frees the row
+-- (token '', expires_at -infinity) rather than deleting it.
+CREATE TABLE IF NOT EXISTS {{table}} (
+    name       text        PRIMARY KEY,
+    token      text        NOT NULL, -- the holder's owner token; '' when free
+    fence      bigint      NOT NULL, -- the fence of the latest grant
+    expires_at timestamptz NOT NULL  -- on the database's clock
+);
+
+-- Every fence of both modes comes from this sequence.
+CREATE SEQUENCE IF NOT EXISTS {{sequence}} AS bigint;
+
+-- Move the sequence up to the database's clock in microseconds, so that
+-- a database recreated empty, or restored from a backup, goes on giving
+-- fences above every one it gave before. A grant takes a value or two,
+-- far fewer than a million a second, so between two runs of this the
+-- clock outruns the sequence.
+SELECT setval(s.tableoid, c.us)
+FROM {{sequence}} s,
+     (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us) c
+WHERE s.last_value < c.us - 1000000;
+
+-- WriteFenced: the newest fence written to each resource.
+CREATE TABLE IF NOT EXISTS {{fences}} (
+    resource text   PRIMARY KEY,
+    fence    bigint NOT NULL
+);

@@ -1,0 +1,94 @@
+package pglock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/pglock"
+	"github.com/jackc/pgx/v5"
+)
+
+// Without Migrate, every call says to call it.
+func TestIntegrationUnmigrated(t *testing.T) {
+	c := newClient(t, db.URL(), pglock.WithTable("never_migrated"))
+	ctx := ctxFor(t, 10*time.Second)
+	for _, m := range modes {
+		_, err := m.newLocker(c, "x").TryLock(ctx)
+		if err == nil || !strings.Contains(err.Error(), "call Client.Migrate") || errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("%s mode: TryLock on a table never migrated: %v; want an error saying to call Client.Migrate", m.name, err)
+		}
+	}
+	err := c.WriteFenced(ctx, "r", 1, func(context.Context, pgx.Tx) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "call Client.Migrate") {
+		t.Errorf("WriteFenced on a table never migrated: %v; want an error saying to call Client.Migrate", err)
+	}
+	// A session-mode attempt that failed after taking the advisory lock
+	// leaves nothing behind: its connection was closed.
+	key := pglock.New(nil, pglock.WithTable("never_migrated")).NewSessionMutex("x").AdvisoryKey()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		left := admin(t, db.URL(), "SELECT pid FROM pg_locks WHERE "+advisory, key)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backends %v still hold the advisory lock of a failed attempt", left)
+		}
+	}
+}
+
+// A table in a schema of its own works, is migrated twice without harm,
+// and its locks are not those of another table, in either mode.
+func TestIntegrationTableInSchema(t *testing.T) {
+	admin(t, db.URL(), "CREATE SCHEMA IF NOT EXISTS app")
+	ctx := ctxFor(t, time.Minute)
+	app := newClient(t, db.URL(), pglock.WithTable("app.Locks"))
+	for range 2 {
+		if err := app.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := admin(t, db.URL(), `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'app' AND c.relname IN ('Locks', 'Locks_fence_seq', 'Locks_fences')`); got[0] != "3" {
+		t.Fatalf("%s of the 3 objects of app.Locks exist", got[0])
+	}
+	other := newClient(t, db.URL())
+	for _, m := range modes {
+		a, err := m.newLocker(app, "shared-name").TryLock(ctx)
+		if err != nil {
+			t.Fatalf("%s mode on app.Locks: %v", m.name, err)
+		}
+		b, err := m.newLocker(other, "shared-name").TryLock(ctx)
+		if err != nil {
+			t.Fatalf("%s mode: the same name on another table is held: %v", m.name, err)
+		}
+		a.Release(ctx)
+		b.Release(ctx)
+	}
+}
+
+// A session-mode lease gives its connection back to the pool as it found
+// it: idle_session_timeout restored.
+func TestIntegrationSessionRestoresConnection(t *testing.T) {
+	pool := newPool(t, db.URL()+"&pool_max_conns=1")
+	c := pglock.New(pool)
+	t.Cleanup(func() { c.Close() })
+	ctx := ctxFor(t, 10*time.Second)
+	lease, err := c.NewSessionMutex("restore", pglock.WithTTL(2*time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var setting string
+	if err := pool.QueryRow(ctx, "SHOW idle_session_timeout").Scan(&setting); err != nil {
+		t.Fatal(err)
+	}
+	if setting != "0" {
+		t.Errorf("idle_session_timeout of the pool's connection after a release: %s; want 0, as it was", setting)
+	}
+}
