@@ -34,7 +34,8 @@
 //
 // that takes the row if it is missing, free or expired, and sets the
 // expiry to now() plus the TTL: every decision about time is made on the
-// database's clock, never the client's. Releasing frees the row (it stays,
+// database's clock, never the client's. An attempt on a lock that is
+// plainly held only reads: it neither locks nor writes the row. Releasing frees the row (it stays,
 // with its last fence) if the token still holds it, and notifies waiters;
 // refreshing moves the expiry if the token still holds it.
 //

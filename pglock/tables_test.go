@@ -92,3 +92,31 @@ func TestIntegrationSessionRestoresConnection(t *testing.T) {
 		t.Errorf("idle_session_timeout of the pool's connection after a release: %s; want 0, as it was", setting)
 	}
 }
+
+// An attempt on a lease-mode lock that is plainly held reads and nothing
+// more: the row is neither updated nor locked (its xmin and xmax stay),
+// and no fence is drawn.
+func TestIntegrationHeldAttemptWritesNothing(t *testing.T) {
+	name := unique("held")
+	c := newClient(t, db.URL())
+	ctx := ctxFor(t, 10*time.Second)
+	lease, err := c.NewMutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+	state := func() string {
+		return admin(t, db.URL(), `SELECT format('xmin %s, xmax %s, fence %s, sequence %s', l.xmin, l.xmax, l.fence, s.last_value)
+			FROM dlock_leases l, dlock_leases_fence_seq s WHERE l.name = $1`, name)[0]
+	}
+	before := state()
+	other := newClient(t, db.URL()).NewMutex(name)
+	for range 5 {
+		if _, err := other.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("TryLock of a held lock: %v; want ErrNotObtained", err)
+		}
+	}
+	if after := state(); after != before {
+		t.Errorf("failed attempts changed the row or the sequence: %s -> %s", before, after)
+	}
+}

@@ -4,12 +4,16 @@
 -- taken; (0, the holder's remaining milliseconds) when held. No row: held
 -- by a grant committed after this statement began.
 --
--- On a taken-over row the fence is drawn after the row lock is held, so
--- it exceeds the previous holder's, which was drawn before that holder's
--- grant committed.
+-- The NOT EXISTS keeps an attempt on a lock that is plainly held (in this
+-- statement's snapshot) from touching the row: it writes nothing, locks
+-- nothing and draws no fence. Otherwise the upsert decides, on the latest
+-- version of the row, under its lock. On a taken-over row the fence is
+-- drawn once the row is locked, so it exceeds the previous holder's, which
+-- was drawn before that holder's grant committed.
 WITH won AS (
     INSERT INTO {{table}} AS l (name, token, fence, expires_at)
-    VALUES ($1, $2, nextval($4::text::regclass), now() + $3::bigint * interval '1 millisecond')
+    SELECT $1::text, $2::text, nextval($4::text::regclass), now() + $3::bigint * interval '1 millisecond'
+    WHERE NOT EXISTS (SELECT FROM {{table}} WHERE name = $1 AND expires_at > now())
     ON CONFLICT (name) DO UPDATE
         SET token      = excluded.token,
             fence      = greatest(nextval($4::text::regclass), l.fence + 1),
