@@ -78,7 +78,8 @@ func BenchmarkS2(b *testing.B) {
 
 // TestIntegrationShortRun runs the program in -short mode, one repetition,
 // and checks that the report has every section and no errors. Z1 and Z2
-// need ZooKeeper too (the Debian package; make deps installs it).
+// need ZooKeeper too, and P1 and P2 PostgreSQL (the Debian packages; make
+// deps installs them).
 func TestIntegrationShortRun(t *testing.T) {
 	testenv.RequireBinary(t, "redis-server")
 	goBin, err := exec.LookPath("go")
@@ -104,7 +105,8 @@ func TestIntegrationShortRun(t *testing.T) {
 		"| dlock-goredis |", "| dlock-rueidis |", "| bsm/redislock |", "| redsync |", "| rueidislock |",
 		"#### S4a", "#### S4b", "#### S4f", "| raw-parallel |", "| dlock-redlock-goredis |", "| dlock-redlock-rueidis |",
 		"| redsync-failfast |", "### S5", "| dlock-fair-goredis |", "### S6", "| dlock-rw-goredis |",
-		"| dlock-mutex-goredis |", "### R2", "### Z1", "### Z2", "| dlock-zk |", "| zk.Lock |", "| dlock-redis |"} {
+		"| dlock-mutex-goredis |", "### R2", "### Z1", "### Z2", "| dlock-zk |", "| zk.Lock |", "| dlock-redis |",
+		"### P1", "### P2", "| dlock-pg-lease |", "| dlock-pg-session |"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -38,6 +38,9 @@ type Contender struct {
 	// OpenNodes connects a new, independent Redlock Client to the
 	// independent masters at addrs (S4 contenders, see RedlockContenders).
 	OpenNodes func(addrs []string) (Client, error)
+	// OpenPG connects a new, independent Client to the PostgreSQL
+	// database at url (P1, P2 contenders, see PGContenders).
+	OpenPG func(url string) (Client, error)
 	// LuaInternal lists the commands (commandstats names) that the
 	// contender's Lua scripts run inside Redis and that it never sends
 	// itself; they are subtracted to count client-issued commands.

@@ -42,12 +42,18 @@ func ZKContenders() []Contender {
 				"on its own `zk.Connect([]string{server}, %s, zk.WithLogInfo(false), zk.WithLogger(discard), zk.WithEventCallback(count))`; "+
 				"a waiter watches the node just ahead of it (GetW); its parents are persistent nodes. Lock takes no context. "+
 				"One zk.Lock per Lock call.", moduleVersion("github.com/go-zookeeper/zk"), ZKSessionTimeout)},
-		{Name: ZKRedisName, DlockTransport: "goredis", LuaInternal: dlockLuaInternal,
-			Open: func(addr string) (Client, error) { return openDlockClient(addr, "goredis") },
-			Config: "redislock.Mutex over goredisconn (go-redis v9 default options) on the benchmark's redis-server, " +
-				"exactly as dlock-goredis in S1–S3: `WithTTL(10s)`, renewal on, `Lock` with the default retry (pub/sub " +
-				"release notice + jittered poll). One Mutex per Lock call."},
+		dlockRedisReference(),
 	}
+}
+
+// dlockRedisReference is the Redis contender that Z1, Z2, P1 and P2
+// compare other backends with.
+func dlockRedisReference() Contender {
+	return Contender{Name: ZKRedisName, DlockTransport: "goredis", LuaInternal: dlockLuaInternal,
+		Open: func(addr string) (Client, error) { return openDlockClient(addr, "goredis") },
+		Config: "redislock.Mutex over goredisconn (go-redis v9 default options) on the benchmark's redis-server, " +
+			"exactly as dlock-goredis in S1–S3: `WithTTL(10s)`, renewal on, `Lock` with the default retry (pub/sub " +
+			"release notice + jittered poll). One Mutex per Lock call."}
 }
 
 // openZ opens n independent clients of a Z1/Z2 contender. ZooKeeper

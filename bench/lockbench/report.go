@@ -48,6 +48,10 @@ func (r *Results) Markdown() string {
 			r.z1(&b)
 		case "Z2":
 			r.z2(&b)
+		case "P1":
+			r.p1(&b)
+		case "P2":
+			r.p2(&b)
 		}
 	}
 	if len(checks) > 0 {
@@ -62,6 +66,7 @@ func (r *Results) Markdown() string {
 	r.notes(&b)
 	r.issue4Notes(&b)
 	r.zkNotes(&b)
+	r.pgNotes(&b)
 	return b.String()
 }
 
@@ -82,6 +87,7 @@ func (r *Results) header(b *strings.Builder) {
 			"machine's %d cores with the client\n", RedlockNodes, RedlockNodes, runtime.NumCPU())
 	}
 	r.zkHeader(b)
+	r.pgHeader(b)
 	fmt.Fprintf(b, "- Library: %s\n", r.library)
 	durations := r.cfg.Duration.String()
 	if r.runs["S4a"] != nil && r.cfg.s4Duration() != r.cfg.Duration {

@@ -13,7 +13,7 @@ import (
 )
 
 // Scenario names, in run order.
-var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4", "S5", "S6", "R2", "Z1", "Z2"}
+var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4", "S5", "S6", "R2", "Z1", "Z2", "P1", "P2"}
 
 // Config is one benchmark run.
 type Config struct {
@@ -66,8 +66,10 @@ type Results struct {
 	redlock          []Contender // S4
 	issue4           []Contender // S5, S6, R2 (always all of them)
 	zk               []Contender // Z1, Z2 (always all of them)
+	pg               []Contender // P1, P2 (always all of them)
 	redis            string
 	zookeeper        string // the Z ensemble's version
+	postgres         string // the P server's version
 	library          string
 	rueidislockProbe string // why rueidislock is not an S4 contender
 	start            time.Time
@@ -77,10 +79,10 @@ type Results struct {
 }
 
 // Run starts a redis-server (for S4, RedlockNodes more; for Z1 and Z2, a
-// ZooKeeper ensemble of ZKServers next to the redis-server), runs every
-// selected scenario for every contender, round-robin over contenders for
-// each repetition (the order rotates between repetitions), and stops the
-// servers.
+// ZooKeeper ensemble of ZKServers next to the redis-server; for P1 and
+// P2, a PostgreSQL server next to it), runs every selected scenario for
+// every contender, round-robin over contenders for each repetition (the
+// order rotates between repetitions), and stops the servers.
 func Run(cfg Config) (*Results, error) {
 	for _, s := range cfg.Scenarios {
 		if !slices.Contains(AllScenarios, s) {
@@ -91,7 +93,7 @@ func Run(cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Results{cfg: cfg, contenders: cs, redlock: rs, issue4: issue4Contenders(), zk: ZKContenders(), library: libraryState(), start: time.Now(),
+	res := &Results{cfg: cfg, contenders: cs, redlock: rs, issue4: issue4Contenders(), zk: ZKContenders(), pg: PGContenders(), library: libraryState(), start: time.Now(),
 		runs: map[string]map[string][]Metrics{}, errs: map[string]map[string][]string{}}
 	if slices.ContainsFunc(cfg.Scenarios, func(s string) bool { return s != "S4" }) {
 		srv, err := startServer()
@@ -102,6 +104,7 @@ func Run(cfg Config) (*Results, error) {
 		progress(cfg, "redis-server %s on %s; GOMAXPROCS=%d", srv.version, srv.addr(), runtime.GOMAXPROCS(0))
 		res.runSingle(srv)
 		res.runZK(srv)
+		res.runPG(srv)
 		srv.close() // not left idling next to S4's nodes
 	}
 	if slices.Contains(cfg.Scenarios, "S4") {
@@ -124,7 +127,7 @@ func Run(cfg Config) (*Results, error) {
 func (res *Results) runSingle(srv *server) {
 	cfg, cs := res.cfg, res.contenders
 	for _, sc := range AllScenarios {
-		if sc == "S4" || slices.Contains(ZKScenarios, sc) || !slices.Contains(cfg.Scenarios, sc) {
+		if sc == "S4" || slices.Contains(ZKScenarios, sc) || slices.Contains(PGScenarios, sc) || !slices.Contains(cfg.Scenarios, sc) {
 			continue
 		}
 		res.runs[sc], res.errs[sc] = map[string][]Metrics{}, map[string][]string{}

@@ -88,6 +88,14 @@ func (after stats) sub(before stats, luaInternal []string) (all, clientSent int6
 	return all, clientSent
 }
 
+// addPer adds to m the commands run since before, all of them and those a
+// client sent (see sub), divided by n.
+func (after stats) addPer(before stats, luaInternal []string, n float64, m Metrics) {
+	all, sent := after.sub(before, luaInternal)
+	m["redis_cmds_client"] = ratio(float64(sent), n)
+	m["redis_cmds_all"] = ratio(float64(all), n)
+}
+
 // cpu returns the server process's user+system CPU time.
 func (s *server) cpu() time.Duration { return pidCPU(s.r.PID()) }
 

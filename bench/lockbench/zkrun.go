@@ -2,13 +2,9 @@ package lockbench
 
 import (
 	"context"
-	"errors"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 )
 
 // ZKScenarios are the scenarios that need the ZooKeeper ensemble.
@@ -22,48 +18,19 @@ type zkEnv struct {
 }
 
 // runZK starts the ensemble, runs the selected Z scenarios on it and on
-// srv, and stops it. Within each scenario every repetition runs each
-// contender once, round-robin in an order rotated between repetitions,
-// after one discarded warm-up run.
+// srv (see runGroup), and stops it.
 func (res *Results) runZK(srv *server) {
-	cfg := res.cfg
-	var selected []string
-	for _, sc := range ZKScenarios {
-		if slices.Contains(cfg.Scenarios, sc) {
-			selected = append(selected, sc)
-			res.runs[sc], res.errs[sc] = map[string][]Metrics{}, map[string][]string{}
+	res.runGroup(ZKScenarios, res.zk, "Z: ZooKeeper ensemble", func() (func(sc string, c Contender, rep int) (Metrics, error), func(), error) {
+		zc, err := startZK()
+		if err != nil {
+			return nil, nil, err
 		}
-	}
-	if len(selected) == 0 {
-		return
-	}
-	zc, err := startZK()
-	if err != nil {
-		progress(cfg, "Z: ZooKeeper ensemble: %v", err)
-		for _, sc := range selected {
-			for _, c := range res.zk {
-				res.record(sc, c.Name, 0, nil, err)
-			}
-		}
-		return
-	}
-	defer zc.close()
-	res.zookeeper = zc.version
-	progress(cfg, "Z: ZooKeeper %s ensemble of %d on %s", zc.version, ZKServers, strings.Join(zc.addrs(), " "))
-	env := zkEnv{zk: zc, redis: srv}
-	group := res.zk
-	for _, sc := range selected {
-		_, err := runZOne(sc, group[0], env, cfg, -1)
-		progress(cfg, "%s warm-up run (discarded) %s", sc, brief(nil, err))
-		for rep := range cfg.Reps {
-			for i := range group {
-				c := group[(i+rep)%len(group)]
-				m, err := runZOne(sc, c, env, cfg, rep)
-				res.record(sc, c.Name, rep, m, err)
-				progress(cfg, "%s rep %d/%d %-12s %s", sc, rep+1, cfg.Reps, c.Name, brief(m, err))
-			}
-		}
-	}
+		res.zookeeper = zc.version
+		progress(res.cfg, "Z: ZooKeeper %s ensemble of %d on %s", zc.version, ZKServers, strings.Join(zc.addrs(), " "))
+		env := zkEnv{zk: zc, redis: srv}
+		return func(sc string, c Contender, rep int) (Metrics, error) { return runZOne(sc, c, env, res.cfg, rep) },
+			func() { zc.close() }, nil
+	})
 }
 
 func runZOne(sc string, c Contender, env zkEnv, cfg Config, rep int) (Metrics, error) {
@@ -127,9 +94,7 @@ func (after zCounters) per(before zCounters, n float64, m Metrics) {
 		m["zk_other_reads"] = ratio(d.reads-d.children-d.getData, n)
 		return
 	}
-	all, sent := after.redis.sub(before.redis, after.c.LuaInternal)
-	m["redis_cmds_client"] = ratio(float64(sent), n)
-	m["redis_cmds_all"] = ratio(float64(all), n)
+	after.redis.addPer(before.redis, after.c.LuaInternal, n, m)
 }
 
 // runZ1: one client, one goroutine, lock + release on one fixed path (or
@@ -141,39 +106,9 @@ func runZ1(c Contender, env zkEnv, cfg Config, rep int) (Metrics, error) {
 		return nil, err
 	}
 	defer closeAll(clients)
-	cl, name := clients[0], zName(c, "Z1", rep)
-	ctx := context.Background()
-	for i, end := 0, time.Now().Add(cfg.Warmup); i < 10 || time.Now().Before(end); i++ {
-		if err := cycle(ctx, cl, name); err != nil {
-			return nil, err
-		}
-	}
-	before, err := takeCounters(env, c)
-	if err != nil {
-		return nil, err
-	}
-	lat := make([]time.Duration, 0, 1<<14)
-	start := time.Now()
-	for end := start.Add(cfg.Duration); ; {
-		t0 := time.Now()
-		if !t0.Before(end) {
-			break
-		}
-		if err := cycle(ctx, cl, name); err != nil {
-			return nil, err
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	elapsed := time.Since(start)
-	after, err := takeCounters(env, c)
-	if err != nil {
-		return nil, err
-	}
-	n := float64(len(lat))
-	m := Metrics{"ops": n / elapsed.Seconds(), "cycles": n,
-		"p50": float64(percentile(lat, 0.50)), "p99": float64(percentile(lat, 0.99))}
-	after.per(before, n, m)
-	return m, nil
+	return counted(func() (zCounters, error) { return takeCounters(env, c) }, "cycles", func(mark func() error) (Metrics, error) {
+		return fixedCycles(clients[0], zName(c, "Z1", rep), cfg, mark)
+	})
 }
 
 // runZ2 is S3's hand-over loop for Z2's contenders: cfg.Clients
@@ -198,9 +133,6 @@ func runZ2(c Contender, env zkEnv, cfg Config, rep int) (Metrics, error) {
 			return nil, err
 		}
 	}
-	if err := cycle(context.Background(), clients[0], name); err != nil {
-		return nil, err
-	}
 	notified := func() int64 {
 		var n int64
 		for _, cl := range clients {
@@ -210,103 +142,26 @@ func runZ2(c Contender, env zkEnv, cfg Config, rep int) (Metrics, error) {
 		}
 		return n
 	}
-
-	before, err := takeCounters(env, c)
+	var before zCounters
+	var notesBefore int64
+	m, err := handOver(c, clients, name, "Z2", cfg, func() (err error) {
+		before, err = takeCounters(env, c)
+		notesBefore = notified()
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	notesBefore := notified()
-	// A safety net only: no Lock is meant to be cancelled (see above).
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+time.Minute)
-	defer cancel()
-	start := time.Now()
-	end := start.Add(cfg.Duration)
-	logs := make([][]holding, len(clients))
-	fails := make([]int, len(clients))
-	var (
-		wg       sync.WaitGroup
-		failOnce sync.Once
-	)
-	fail := func(id int, what string, err error) {
-		fails[id]++
-		failOnce.Do(func() { progress(cfg, "  %s Z2: first failed %s (client %d): %v", c.Name, what, id, err) })
-	}
-	for id, cl := range clients {
-		wg.Go(func() {
-			for time.Now().Before(end) && ctx.Err() == nil {
-				rel, err := cl.Lock(ctx, name)
-				acquired := time.Now()
-				if err != nil {
-					fail(id, "Lock", err)
-					continue
-				}
-				spin(cfg.Hold)
-				h := holding{client: id, acquired: acquired, relStart: time.Now()}
-				if err := rel(context.Background()); err != nil {
-					fail(id, "Release", err)
-				}
-				h.relEnd = time.Now()
-				logs[id] = append(logs[id], h)
-			}
-		})
-	}
-	wg.Wait()
 	after, err := takeCounters(env, c)
 	if err != nil {
 		return nil, err
 	}
 	notes := notified() - notesBefore
-	if ctx.Err() != nil {
-		return nil, errors.New("Z2: the loop outlived its safety timeout (a Lock never returned)")
-	}
-
-	all := slices.Concat(logs...)
-	slices.SortFunc(all, func(a, b holding) int { return a.acquired.Compare(b.acquired) })
-	inRun := slices.DeleteFunc(slices.Clone(all), func(h holding) bool { return !h.acquired.Before(end) })
-	m := analyzeS3(inRun, len(clients), cfg.Duration)
-	calls := handoffsFromCall(inRun)
-	m["handoff_call"] = float64(percentile(calls, 0.50))
-	m["handoff_call_p99"] = float64(percentile(calls, 0.99))
-	m["handoff_call_max"] = float64(percentile(calls, 1))
-	if len(all) > 0 {
-		m["first_acq"] = float64(all[0].acquired.Sub(start))
-	}
-	switches := 0
-	for i := 1; i < len(all); i++ {
-		if all[i].client != all[i-1].client {
-			switches++
-		}
-	}
-	n := float64(len(all))
-	m["acq_all"], m["handoffs_all"] = n, float64(switches)
-	after.per(before, n, m)
+	after.per(before, m["acq_all"], m)
 	if c.OpenNodes != nil {
-		m["notified"] = ratio(float64(notes), float64(switches))
+		m["notified"] = ratio(float64(notes), m["handoffs_all"])
 		d := after.zk.sub(before.zk)
-		m["zk_watches"] = ratio(d.watches, float64(switches))
+		m["zk_watches"] = ratio(d.watches, m["handoffs_all"])
 	}
-	total := 0
-	for _, f := range fails {
-		total += f
-	}
-	m["failures"] = float64(total)
 	return m, nil
-}
-
-// handoffsFromCall returns, for every holding of hs (sorted by
-// acquisition) that another client's holding follows, the time from its
-// Release call to that next acquisition: analyzeS3's "from call" handoff,
-// all of them, for percentiles other than the median.
-func handoffsFromCall(hs []holding) []time.Duration {
-	var out []time.Duration
-	next := len(hs)
-	for i := len(hs) - 1; i >= 0; i-- {
-		if i+1 < len(hs) && hs[i+1].client != hs[i].client {
-			next = i + 1
-		}
-		if next < len(hs) {
-			out = append(out, hs[next].acquired.Sub(hs[i].relStart))
-		}
-	}
-	return out
 }

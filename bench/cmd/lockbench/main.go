@@ -1,8 +1,9 @@
 // Command lockbench runs dlock's lock benchmarks against a raw go-redis
 // floor and peer libraries on a redis-server it starts itself (and, for Z1
-// and Z2, a 3-server ZooKeeper ensemble), and prints a markdown report.
+// and Z2, a 3-server ZooKeeper ensemble; for P1 and P2, a PostgreSQL
+// server), and prints a markdown report.
 //
-//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-scenarios S1,S2,S3,R1,S4,Z1,Z2] [-out FILE]
+//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-scenarios S1,S2,S3,R1,S4,Z1,Z2,P1,P2] [-out FILE]
 package main
 
 import (
@@ -25,7 +26,7 @@ func main() {
 	scenarios := flag.String("scenarios", strings.Join(lockbench.AllScenarios, ","), "comma-separated scenarios to run")
 	contenders := flag.String("contenders", "", "comma-separated contenders (the raw floor is always included); empty for all")
 	reps := flag.Int("reps", def.Reps, "repetitions; medians are reported")
-	hold := flag.Duration("hold", def.Hold, "S3, S5, Z2: busy work while holding the lock")
+	hold := flag.Duration("hold", def.Hold, "S3, S5, Z2, P2: busy work while holding the lock")
 	leases := flag.Int("leases", def.Leases, "R1: leases held by one client")
 	out := flag.String("out", "", "write the markdown report to this file (default: stdout only)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
