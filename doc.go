@@ -17,6 +17,7 @@
 // a holder is paused past its lease.
 //
 // The backends live in sub-packages: redislock (one Redis deployment),
-// redlock (a quorum of independent Redis masters) and zklock (ZooKeeper).
+// redlock (a quorum of independent Redis masters), zklock (ZooKeeper) and
+// pglock (PostgreSQL).
 // The conformance suite in dlocktest is what each of them passes.
 package dlock

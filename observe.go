@@ -88,7 +88,7 @@ type Event struct {
 // back into the lock; it must be safe for concurrent use.
 //
 // Each backend takes an Observer as a client option (redislock.WithObserver,
-// redlock.WithObserver, zklock.WithObserver). Package dlockprom turns
+// redlock.WithObserver, zklock.WithObserver, pglock.WithObserver). Package dlockprom turns
 // events into Prometheus metrics; LogObserver logs them.
 type Observer interface {
 	Observe(Event)
