@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -59,6 +60,9 @@ func (c *Client) describe(what, name string, err error) error {
 		case codeUndefinedColumn:
 			return fmt.Errorf("pglock: %s %q: %w (table %s is not pglock's: give WithTable another name)", what, name, err, c.cfg.table)
 		case codeUndefinedObject:
+			if !strings.Contains(pgErr.Message, "idle_session_timeout") {
+				break
+			}
 			return fmt.Errorf("pglock: %s %q: %w (session mode needs PostgreSQL 14 or later, for idle_session_timeout)", what, name, err)
 		case codeNoPrivilege:
 			return fmt.Errorf("pglock: %s %q: %w (grant the role SELECT, INSERT and UPDATE on %s and %s_fences, and USAGE on %s_fence_seq)",

@@ -120,3 +120,15 @@ func TestIntegrationHeldAttemptWritesNothing(t *testing.T) {
 		t.Errorf("failed attempts changed the row or the sequence: %s -> %s", before, after)
 	}
 }
+
+// A table of another shape under the Client's name is named as the
+// problem.
+func TestIntegrationForeignTable(t *testing.T) {
+	table := unique("foreign")
+	admin(t, db.URL(), "CREATE TABLE "+table+" (id int)")
+	c := newClient(t, db.URL(), pglock.WithTable(table))
+	_, err := c.NewMutex("x").TryLock(ctxFor(t, 10*time.Second))
+	if want := "is not pglock's: give WithTable another name"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("TryLock on a table of another shape: %v; want an error mentioning %q", err, want)
+	}
+}
