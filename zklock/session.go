@@ -50,6 +50,10 @@ type Session struct {
 
 	ready     chan struct{} // closed at the first session
 	readyOnce sync.Once
+	// heard is closed when go-zookeeper first logs a granted session with
+	// its timeout, just after it reports the session (ready).
+	heard     chan struct{}
+	heardOnce sync.Once
 
 	bg background.Group // clean-ups of nodes that interrupted calls may have left
 }
@@ -69,7 +73,8 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 		return nil, err
 	}
 	s := &Session{cfg: cfg, obs: lease.Observer(cfg.obs, cfg.lockLog), connSet: make(chan struct{}), loopDone: make(chan struct{}),
-		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), ready: make(chan struct{})}
+		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), ready: make(chan struct{}),
+		heard: make(chan struct{})}
 	conn, events, err := zk.Connect(servers, cfg.timeout,
 		zk.WithLogger(zkLogger{s}), zk.WithLogInfo(true), zk.WithEventCallback(s.onEvent))
 	if err != nil {
@@ -89,6 +94,17 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 	select {
 	case <-s.ready:
+	case <-ctx.Done():
+		return fail(fmt.Errorf("zklock: no session with %v: %w (state %v)", servers, ctx.Err(), conn.State()))
+	}
+	// go-zookeeper reports the session before it logs the timeout the
+	// ensemble granted; a lease taken before that would compute its Until
+	// from the timeout asked for, which may be longer. The line follows at
+	// once; should a later go-zookeeper stop logging it, waiting a second
+	// costs only this Connect.
+	select {
+	case <-s.heard:
+	case <-time.After(time.Second):
 	case <-ctx.Done():
 		return fail(fmt.Errorf("zklock: no session with %v: %w (state %v)", servers, ctx.Err(), conn.State()))
 	}
@@ -153,6 +169,7 @@ func (l zkLogger) Printf(format string, args ...any) {
 				l.s.granted = d
 			}
 			l.s.mu.Unlock()
+			l.s.heardOnce.Do(func() { close(l.s.heard) })
 		}
 	}
 	l.s.cfg.log.Debug("zklock: zookeeper client: " + fmt.Sprintf(format, args...))
