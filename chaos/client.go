@@ -120,7 +120,10 @@ func (c *client) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer closeLocker()
+	// Closing can wait for a server the last fault has just let go of
+	// (zklock's Session.Close waits up to 10s for a reconnecting session);
+	// the run is over by then, so give it a little and exit anyway.
+	defer closeWithin(closeLocker, 2*time.Second)
 	store, err := dialStore(c.cfg.Store)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -229,6 +232,19 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 	}
 	rl := redlock.New(conns, redlock.WithObserver(c), redlock.WithNodeTimeout(min(cfg.TTL/10, 200*time.Millisecond)))
 	return rl.NewMutex(cfg.Name, redlock.WithTTL(cfg.TTL)), func() { rl.Close(); closeAll() }, nil
+}
+
+// closeWithin runs stop and waits for it at most d.
+func closeWithin(stop func(), d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		stop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 type quietRedis struct{}

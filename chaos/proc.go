@@ -65,7 +65,7 @@ func startClient(command []string, cfg clientConfig, h *History, onEvent func(Ev
 	return p, nil
 }
 
-// tail keeps the last 4 KiB a client wrote to stderr.
+// tail keeps the last 64 KiB a client wrote to stderr.
 type tail clientProc
 
 func (t *tail) Write(b []byte) (int, error) {
@@ -77,8 +77,8 @@ func (p *clientProc) note(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stderr.WriteString(s)
-	if p.stderr.Len() > 4096 {
-		rest := p.stderr.String()[p.stderr.Len()-4096:]
+	if p.stderr.Len() > 64<<10 {
+		rest := p.stderr.String()[p.stderr.Len()-64<<10:]
 		p.stderr.Reset()
 		p.stderr.WriteString(rest)
 	}
@@ -110,8 +110,15 @@ func (p *clientProc) stop(grace time.Duration) bool {
 	case <-p.done:
 		return p.err == nil
 	case <-time.After(grace):
-		p.cmd.Process.Kill()
-		<-p.done
+		// A Go client prints every goroutine's stack on SIGQUIT: what it
+		// was stuck in goes into the note.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(2 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
 		return false
 	}
 }
