@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -186,7 +187,8 @@ func (d *demo) redlockPart(ctx context.Context) error {
 		return failed(err)
 	}
 	if created, err := epochCreated(nodes[2]); err == nil {
-		d.out.printf("%s  C's new epoch: created by the first acquire that reached it after the restart\n", since(start, created))
+		d.out.printf("         (C's new epoch dates from %s: the first acquire that reached it after the restart made it)\n",
+			strings.TrimSpace(since(start, created)))
 	}
 	d.redlockStall = after.at.Sub(paused)
 	d.out.printf("%s  granted again, %.2fs after B stopped: worker %d, fence %d, on the votes of A and C\n",
