@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/pause"
 )
 
 // A locker is what Mutex and SessionMutex share: the lock's name, options
@@ -99,7 +100,8 @@ func (l *locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 	a.Waiting()
 	w := l.c.notices.wait(l.name)
 	defer w.close()
-	var timer *time.Timer
+	var idle pause.Timer
+	defer idle.Stop()
 	for n := 1; ; n++ {
 		if err := l.c.usable(); err != nil {
 			return nil, err
@@ -120,17 +122,8 @@ func (l *locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 		if left > 0 && left < wait { // the holder's lease runs out first
 			wait = left
 		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
+		if !idle.Wait(ctx, w.c, wait) {
 			return nil, dlock.NotObtained(ctx.Err())
-		case <-w.c:
-		case <-timer.C:
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
 )
@@ -136,7 +137,8 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	// end (close(true)) rather than let it linger.
 	w := m.c.subs.wait(ctx, m.prefix+token)
 	defer w.close(true)
-	var timer *time.Timer
+	var idle pause.Timer
+	defer idle.Stop()
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
 			m.leave(ctx, token)
@@ -160,18 +162,9 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		}
 		// Retrying renews the place in the queue: never let it lapse.
 		wait = min(max(wait, time.Millisecond), backoff, m.wait/3)
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
+		if !idle.Wait(ctx, w.c, wait) {
 			m.leave(ctx, token)
 			return nil, dlock.NotObtained(ctx.Err())
-		case <-w.c:
-		case <-timer.C:
 		}
 	}
 }

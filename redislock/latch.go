@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
@@ -85,24 +85,16 @@ func (l *Latch) Wait(ctx context.Context) error {
 	}
 	w := l.c.subs.wait(ctx, l.zeroChannel)
 	defer w.close(false)
-	var timer *time.Timer
+	var idle pause.Timer
+	defer idle.Stop()
 	for attempt := 1; ; attempt++ {
 		// Check again at once: zero may have come before the subscription.
 		if n, err := l.Count(ctx); err != nil || n == 0 {
 			return err
 		}
 		wait, _ := DefaultRetry.Backoff(attempt)
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
+		if !idle.Wait(ctx, w.c, wait) {
 			return l.cancelled(ctx.Err())
-		case <-w.c:
-		case <-timer.C:
 		}
 	}
 }

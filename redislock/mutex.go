@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
@@ -135,7 +136,8 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		case <-time.After(time.Until(yield)):
 		}
 	}
-	var timer *time.Timer
+	var idle pause.Timer
+	defer idle.Stop()
 	var why error // the last attempt's reason for not obtaining
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
@@ -159,17 +161,8 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		if ttl < wait { // the holder's key expires first
 			wait = ttl
 		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
+		if !idle.Wait(ctx, w.c, wait) {
 			return nil, dlock.NotObtained(ctx.Err())
-		case <-w.c:
-		case <-timer.C:
 		}
 	}
 }

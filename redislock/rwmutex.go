@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
 )
@@ -202,7 +203,8 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			w.close(won)
 		}
 	}()
-	var timer *time.Timer
+	var idle pause.Timer
+	defer idle.Stop()
 	for n := 0; ; n++ {
 		if err := rw.c.usable(); err != nil {
 			return nil, err
@@ -238,17 +240,8 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		if !s.read && backoff > rw.intentTTL/3 { // keep the intent alive
 			backoff = rw.intentTTL / 3
 		}
-		if timer == nil {
-			timer = time.NewTimer(backoff)
-			defer timer.Stop()
-		} else {
-			timer.Reset(backoff)
-		}
-		select {
-		case <-ctx.Done():
+		if !idle.Wait(ctx, w.c, backoff) {
 			return nil, dlock.NotObtained(ctx.Err())
-		case <-w.c:
-		case <-timer.C:
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
@@ -134,7 +135,8 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		case <-time.After(time.Until(yield)):
 		}
 	}
-	var timer *time.Timer
+	var idle pause.Timer
+	defer idle.Stop()
 	var why error
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
@@ -156,17 +158,8 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		if expiry < wait { // the earliest permit expires first
 			wait = expiry
 		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
+		if !idle.Wait(ctx, w.c, wait) {
 			return nil, dlock.NotObtained(ctx.Err())
-		case <-w.c:
-		case <-timer.C:
 		}
 	}
 }

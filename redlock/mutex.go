@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/redislock"
 )
@@ -82,7 +83,8 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	var timer *time.Timer
+	var idle pause.Timer
+	defer idle.Stop()
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
 			return nil, err
@@ -99,16 +101,8 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			return nil, err
 		}
 		a.Waiting()
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
+		if !idle.Wait(ctx, nil, wait) {
 			return nil, dlock.NotObtained(ctx.Err())
-		case <-timer.C:
 		}
 	}
 }
