@@ -289,3 +289,21 @@ func TestTimelineShowsEverything(t *testing.T) {
 		t.Errorf("an explained violation drawn as unexplained")
 	}
 }
+
+func TestSummaryNamesUnexplainedViolations(t *testing.T) {
+	b := newHist().add(0, Event{Op: OpStart})
+	b.add(5, Event{Op: OpFault, Fault: FaultLatency, Target: "node 1"}).add(6, Event{Op: OpHeal})
+	b.cycle(1, 10, 10, 50, 1000).cycle(2, 11, 30, 60, 1000)
+	b.add(2000, Event{Op: OpStop})
+	r := &Result{Options: Options{Backend: BackendRedlock3, Seed: 3}, History: &b.h, Verdict: b.check(BackendRedlock3)}
+	var sb strings.Builder
+	if err := WriteSummary(&sb, []*Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	for _, want := range []string{"redlock3", "FAIL: 2 unexplained", "VIOLATION lease-overlap at 30ms", "(during or after latency node 1)", "latency", "seed 3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,8 +46,9 @@ func WriteSummary(w io.Writer, results []*Result) error {
 			fmt.Fprintf(w, "\n%s, seed %d: time from each fault to the next grant, by fault (median, longest):\n", v.Backend, r.Options.Seed)
 			writeRecoveries(w, v.Recoveries)
 		}
+		t0 := start(r)
 		for _, x := range v.Unexplained() {
-			fmt.Fprintf(w, "%s VIOLATION %s at %v: %s", v.Backend, x.Kind, x.At.Sub(start(r)).Round(time.Millisecond), x.Detail)
+			fmt.Fprintf(w, "%s VIOLATION %s at %v: %s", v.Backend, x.Kind, x.At.Sub(t0).Round(time.Millisecond), x.Detail)
 			if x.Fault != "" {
 				fmt.Fprintf(w, " (during or after %s)", x.Fault)
 			}
@@ -94,12 +96,7 @@ func writeRecoveries(w io.Writer, rs []Recovery) {
 }
 
 func medianMax(ds []time.Duration) (time.Duration, time.Duration) {
-	s := append([]time.Duration(nil), ds...)
-	for i := 1; i < len(s); i++ { // insertion sort: a handful of values
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Sorted(slices.Values(ds))
 	return s[len(s)/2], s[len(s)-1]
 }
 
