@@ -79,6 +79,21 @@ func isServerError(err error) bool {
 	return errors.As(err, &pgErr)
 }
 
+// endedByServer reports whether err is the database's word that it ended
+// the session (a FATAL error: pg_terminate_backend, idle_session_timeout,
+// a shutdown), so that whatever the session held is gone.
+func endedByServer(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	sev := pgErr.SeverityUnlocalized
+	if sev == "" {
+		sev = pgErr.Severity
+	}
+	return sev == "FATAL" || sev == "PANIC"
+}
+
 // cancelled returns the context error behind a failed call, or nil.
 func cancelled(ctx context.Context, err error) error {
 	if e := ctx.Err(); e != nil {

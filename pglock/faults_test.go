@@ -35,10 +35,10 @@ func TestIntegrationTerminatedHolder(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			ttl := time.Second
 			name := unique("cut-off")
-			proxy := testenv.StartProxy(t, db.Addr())
+			proxy := testenv.StartProxy(t, sharedDB(t).Addr())
 			app := unique("holder")
-			holder := m.newLocker(newClient(t, via(db, proxy.Addr(), app)), name, pglock.WithTTL(ttl))
-			next := m.newLocker(newClient(t, db.URL()), name, pglock.WithTTL(ttl))
+			holder := m.newLocker(newClient(t, via(sharedDB(t), proxy.Addr(), app)), name, pglock.WithTTL(ttl))
+			next := m.newLocker(newClient(t, sharedDB(t).URL()), name, pglock.WithTTL(ttl))
 			ctx := ctxFor(t, time.Minute)
 			lease, err := holder.Lock(ctx)
 			if err != nil {
@@ -46,7 +46,7 @@ func TestIntegrationTerminatedHolder(t *testing.T) {
 			}
 			proxy.SetRefuse(true)
 			killed := time.Now()
-			if n := terminate(t, db, app); n == 0 {
+			if n := terminate(t, sharedDB(t), app); n == 0 {
 				t.Fatal("no session of the holder to terminate")
 			}
 			var closed time.Time
@@ -90,8 +90,8 @@ func TestIntegrationListenerTerminated(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			app, name := unique("waiter"), unique("listener")
-			holder := m.newLocker(newClient(t, db.URL()), name)
-			waiter := m.newLocker(newClient(t, db.URL()+"&application_name="+app), name)
+			holder := m.newLocker(newClient(t, sharedDB(t).URL()), name)
+			waiter := m.newLocker(newClient(t, sharedDB(t).URL()+"&application_name="+app), name)
 			ctx := ctxFor(t, time.Minute)
 			first, err := holder.Lock(ctx)
 			if err != nil {
@@ -106,7 +106,7 @@ func TestIntegrationListenerTerminated(t *testing.T) {
 				got <- err
 			}()
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				if n := len(admin(t, db.URL(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'", app)); n > 0 {
+				if n := len(admin(t, sharedDB(t).URL(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'", app)); n > 0 {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -141,9 +141,9 @@ func TestIntegrationSilentHolder(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			ttl := time.Second
 			name := unique("cut-off")
-			proxy := testenv.StartProxy(t, db.Addr())
-			holder := m.newLocker(newClient(t, via(db, proxy.Addr(), unique("silent"))), name, pglock.WithTTL(ttl))
-			next := m.newLocker(newClient(t, db.URL()), name, pglock.WithTTL(ttl))
+			proxy := testenv.StartProxy(t, sharedDB(t).Addr())
+			holder := m.newLocker(newClient(t, via(sharedDB(t), proxy.Addr(), unique("silent"))), name, pglock.WithTTL(ttl))
+			next := m.newLocker(newClient(t, sharedDB(t).URL()), name, pglock.WithTTL(ttl))
 			ctx := ctxFor(t, time.Minute)
 			lease, err := holder.Lock(ctx)
 			if err != nil {
@@ -173,5 +173,44 @@ func TestIntegrationSilentHolder(t *testing.T) {
 				t.Errorf("fence %d after %d", second.Fence(), lease.Fence())
 			}
 		})
+	}
+}
+
+// A session-mode holder whose session the database terminated, and which
+// has not heard of it yet (the FATAL message is still on its way), is
+// told by Release that it did not hold the lock any more: the database
+// freed it when it ended the session. The proxy's latency keeps the
+// message from the holder until Release reads it as its reply.
+func TestIntegrationReleaseOfTerminatedSession(t *testing.T) {
+	const latency = 300 * time.Millisecond
+	proxy := testenv.StartProxy(t, sharedDB(t).Addr())
+	app := unique("terminated")
+	c := newClient(t, via(sharedDB(t), proxy.Addr(), app))
+	ctx := ctxFor(t, time.Minute)
+	lease, err := c.NewSessionMutex(unique("terminated"), pglock.WithTTL(time.Minute), pglock.WithoutRenewal()).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetLatency(latency)
+	if n := terminate(t, sharedDB(t), app); n == 0 {
+		t.Fatal("no session of the holder to terminate")
+	}
+	for deadline := time.Now().Add(latency / 2); ; time.Sleep(5 * time.Millisecond) {
+		if len(admin(t, sharedDB(t).URL(), "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)) == 0 {
+			break // the session, and with it the lock, is gone
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminated session was still there after %v", latency/2)
+		}
+	}
+	if lease.Err() != nil {
+		t.Fatalf("the holder heard of the termination within %v, through a proxy with %v latency: %v", latency/2, latency, lease.Err())
+	}
+	err = lease.Release(ctx)
+	if !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrLost) || !errors.Is(err, pglock.ErrSessionLost) {
+		t.Errorf("Release of a terminated session = %v; want ErrNotHeld, ErrLost and ErrSessionLost", err)
+	}
+	if !errors.Is(lease.Err(), pglock.ErrSessionLost) {
+		t.Errorf("Err = %v; want ErrSessionLost", lease.Err())
 	}
 }

@@ -199,6 +199,10 @@ func (s *session) Release(ctx context.Context) error {
 	held, err := s.unlock(ctx)
 	switch {
 	case errors.Is(err, errEnded):
+	case endedByServer(err):
+		// The database had ended the session, and with it the lock,
+		// before the release reached it: the message said so.
+		s.End(dlock.Lost(sessionLost(err)))
 	case err != nil:
 		if s.End(dlock.ErrReleased) {
 			return fmt.Errorf("pglock: release of %q did not complete (its connection is closed instead, which frees the lock as soon as the database notices): %w",
