@@ -38,7 +38,9 @@ type Lease interface {
 
 	// Until returns the conservative deadline of the lease on the local
 	// monotonic clock: up to Until, no other holder can have been granted
-	// the lock. Refresh and automatic renewal move it forward.
+	// the lock. It is never later than the moment the request that
+	// acquired or last renewed the lease was sent, plus the TTL, less
+	// Drift(TTL). Refresh and automatic renewal move it forward.
 	Until() time.Time
 
 	// Done returns a channel that is closed when the lease ends: released,
@@ -66,3 +68,9 @@ type Lease interface {
 	// ErrLost) if the lease had already been lost.
 	Release(ctx context.Context) error
 }
+
+// Drift returns the clock-drift allowance that every backend takes off a
+// claim good for ttl on the server before it trusts the claim locally: 1%
+// of ttl plus 2ms, as in the Redlock algorithm. It covers the local clock
+// running slower than the server's, not a pause of either.
+func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }

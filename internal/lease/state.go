@@ -13,9 +13,9 @@ import (
 	"github.com/dlock-go/dlock"
 )
 
-// Drift is the clock-drift allowance of the Redlock algorithm for a claim
-// good for d on the server: 1% of d plus 2ms.
-func Drift(d time.Duration) time.Duration { return d/100 + 2*time.Millisecond }
+// Drift is dlock.Drift: the clock-drift allowance for a claim good for d
+// on the server.
+func Drift(d time.Duration) time.Duration { return dlock.Drift(d) }
 
 // Validity returns the conservative end of a claim that a request sent at
 // start made good for d on the server: d less the drift allowance.
