@@ -17,7 +17,8 @@ test: deps lint
 
 ## test-short: unit tests only, no servers
 test-short:
-	$(GO) test -count=1 -skip Integration ./...
+	$(GO) test -short -count=1 ./...
+	cd bench && $(GO) test -short -count=1 ./...
 
 ## lint: gofmt and go vet, for the library and the bench module
 lint:

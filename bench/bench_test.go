@@ -81,6 +81,7 @@ func BenchmarkS2(b *testing.B) {
 // need ZooKeeper too, and P1 and P2 PostgreSQL (the Debian packages; make
 // deps installs them).
 func TestIntegrationShortRun(t *testing.T) {
+	testenv.SkipIfShort(t, "runs the benchmarks against redis-server")
 	testenv.RequireBinary(t, "redis-server")
 	goBin, err := exec.LookPath("go")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // write accepted or a fence regression above all, and checks that the run
 // did its work: faults injected, grants after each of them.
 func TestIntegrationChaos(t *testing.T) {
+	testenv.SkipIfShort(t, "runs servers and faults for a minute")
 	testenv.RequireBinary(t, "redis-server")
 	cases := []struct {
 		backend  string
@@ -79,6 +80,7 @@ func TestIntegrationChaos(t *testing.T) {
 // holds a valid lease. On one Redis that is a documented limit; judged as
 // if it had happened on Redlock, where it is not, the same history fails.
 func TestIntegrationChaosSeesDoubleGrant(t *testing.T) {
+	testenv.SkipIfShort(t, "needs redis-server")
 	testenv.RequireBinary(t, "redis-server")
 	o := Options{Backend: BackendRedis, Duration: 6 * time.Second, TTL: 500 * time.Millisecond,
 		Work: 10 * time.Millisecond, Faults: []string{FaultExpire}, Gap: 300 * time.Millisecond}

@@ -29,13 +29,15 @@ func setBalance(accounts, id string, v int) func(context.Context, pgx.Tx) error 
 // in it is kept.
 func TestIntegrationFencedWrite(t *testing.T) {
 	accounts, resource := unique("accounts"), unique("account/a")
-	admin(t, db.URL(), "CREATE TABLE "+accounts+" (id text PRIMARY KEY, balance int NOT NULL)")
-	admin(t, db.URL(), "INSERT INTO "+accounts+" VALUES ('a', 0)")
-	pool := newPool(t, db.URL())
+	admin(t, sharedDB(t).URL(), "CREATE TABLE "+accounts+" (id text PRIMARY KEY, balance int NOT NULL)")
+	admin(t, sharedDB(t).URL(), "INSERT INTO "+accounts+" VALUES ('a', 0)")
+	pool := newPool(t, sharedDB(t).URL())
 	c := pglock.New(pool)
 	defer c.Close()
 	ctx := ctxFor(t, time.Minute)
-	balance := func() string { return admin(t, db.URL(), "SELECT balance FROM "+accounts+" WHERE id = 'a'")[0] }
+	balance := func() string {
+		return admin(t, sharedDB(t).URL(), "SELECT balance FROM "+accounts+" WHERE id = 'a'")[0]
+	}
 	set := func(v int) func(context.Context, pgx.Tx) error { return setBalance(accounts, "a", v) }
 	fenced := func(fence uint64, v int) error { return c.WriteFenced(ctx, resource, fence, set(v)) }
 
@@ -123,10 +125,10 @@ func TestIntegrationFencedWrite(t *testing.T) {
 // fenced with the holder's lease, is accepted.
 func TestIntegrationMutualExclusionInDatabase(t *testing.T) {
 	counters := unique("counters")
-	admin(t, db.URL(), "CREATE TABLE "+counters+" (id text PRIMARY KEY, n int NOT NULL)")
+	admin(t, sharedDB(t).URL(), "CREATE TABLE "+counters+" (id text PRIMARY KEY, n int NOT NULL)")
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			admin(t, db.URL(), "INSERT INTO "+counters+" VALUES ($1, 0)", m.name)
+			admin(t, sharedDB(t).URL(), "INSERT INTO "+counters+" VALUES ($1, 0)", m.name)
 			name := unique("counter")
 			const clients, rounds = 16, 8
 			ctx := ctxFor(t, 2*time.Minute)
@@ -134,7 +136,7 @@ func TestIntegrationMutualExclusionInDatabase(t *testing.T) {
 			var wg sync.WaitGroup
 			errs := make(chan error, clients*rounds)
 			for i := range clients {
-				pool := newPool(t, db.URL())
+				pool := newPool(t, sharedDB(t).URL())
 				c := pglock.New(pool)
 				t.Cleanup(func() { c.Close() })
 				l := m.newLocker(c, name)
@@ -152,7 +154,7 @@ func TestIntegrationMutualExclusionInDatabase(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			if got := admin(t, db.URL(), "SELECT n FROM "+counters+" WHERE id = $1", m.name)[0]; got != fmt.Sprint(clients*rounds) {
+			if got := admin(t, sharedDB(t).URL(), "SELECT n FROM "+counters+" WHERE id = $1", m.name)[0]; got != fmt.Sprint(clients*rounds) {
 				t.Errorf("counter %s; want %d", got, clients*rounds)
 			}
 		})

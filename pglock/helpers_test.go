@@ -21,6 +21,9 @@ var db *testenv.Postgres
 // TestMain starts the examples' cluster. Without PostgreSQL the package's
 // tests are skipped with a message, or fail when CI is set.
 func TestMain(m *testing.M) {
+	if testenv.ShortMain() { // the examples need a server
+		os.Exit(m.Run())
+	}
 	if err := testenv.LookPostgres(); err != nil {
 		fmt.Fprintln(os.Stderr, "SKIP pglock tests:", err)
 		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
@@ -43,6 +46,14 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// sharedDB returns the cluster TestMain started, and skips t under
+// -short, when TestMain starts none.
+func sharedDB(t testing.TB) *testenv.Postgres {
+	t.Helper()
+	testenv.SkipIfShort(t, "needs PostgreSQL")
+	return db
 }
 
 // unique returns base with a random suffix: the tests that share db must

@@ -14,7 +14,7 @@ import (
 
 // Without Migrate, every call says to call it.
 func TestIntegrationUnmigrated(t *testing.T) {
-	c := newClient(t, db.URL(), pglock.WithTable("never_migrated"))
+	c := newClient(t, sharedDB(t).URL(), pglock.WithTable("never_migrated"))
 	ctx := ctxFor(t, 10*time.Second)
 	for _, m := range modes {
 		_, err := m.newLocker(c, "x").TryLock(ctx)
@@ -30,7 +30,7 @@ func TestIntegrationUnmigrated(t *testing.T) {
 	// leaves nothing behind: its connection was closed.
 	key := pglock.New(nil, pglock.WithTable("never_migrated")).NewSessionMutex("x").AdvisoryKey()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		left := admin(t, db.URL(), "SELECT pid FROM pg_locks WHERE "+advisory, key)
+		left := admin(t, sharedDB(t).URL(), "SELECT pid FROM pg_locks WHERE "+advisory, key)
 		if len(left) == 0 {
 			break
 		}
@@ -43,19 +43,19 @@ func TestIntegrationUnmigrated(t *testing.T) {
 // A table in a schema of its own works, is migrated twice without harm,
 // and its locks are not those of another table, in either mode.
 func TestIntegrationTableInSchema(t *testing.T) {
-	admin(t, db.URL(), "CREATE SCHEMA IF NOT EXISTS app")
+	admin(t, sharedDB(t).URL(), "CREATE SCHEMA IF NOT EXISTS app")
 	ctx := ctxFor(t, time.Minute)
-	app := newClient(t, db.URL(), pglock.WithTable("app.Locks"))
+	app := newClient(t, sharedDB(t).URL(), pglock.WithTable("app.Locks"))
 	for range 2 {
 		if err := app.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := admin(t, db.URL(), `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	if got := admin(t, sharedDB(t).URL(), `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'app' AND c.relname IN ('Locks', 'Locks_fence_seq', 'Locks_fences')`); got[0] != "3" {
 		t.Fatalf("%s of the 3 objects of app.Locks exist", got[0])
 	}
-	other := newClient(t, db.URL())
+	other := newClient(t, sharedDB(t).URL())
 	for _, m := range modes {
 		a, err := m.newLocker(app, "shared-name").TryLock(ctx)
 		if err != nil {
@@ -73,7 +73,7 @@ func TestIntegrationTableInSchema(t *testing.T) {
 // A session-mode lease gives its connection back to the pool as it found
 // it: idle_session_timeout restored.
 func TestIntegrationSessionRestoresConnection(t *testing.T) {
-	pool := newPool(t, db.URL()+"&pool_max_conns=1")
+	pool := newPool(t, sharedDB(t).URL()+"&pool_max_conns=1")
 	c := pglock.New(pool)
 	t.Cleanup(func() { c.Close() })
 	ctx := ctxFor(t, 10*time.Second)
@@ -98,7 +98,7 @@ func TestIntegrationSessionRestoresConnection(t *testing.T) {
 // and no fence is drawn.
 func TestIntegrationHeldAttemptWritesNothing(t *testing.T) {
 	name := unique("held")
-	c := newClient(t, db.URL())
+	c := newClient(t, sharedDB(t).URL())
 	ctx := ctxFor(t, 10*time.Second)
 	lease, err := c.NewMutex(name).Lock(ctx)
 	if err != nil {
@@ -106,11 +106,11 @@ func TestIntegrationHeldAttemptWritesNothing(t *testing.T) {
 	}
 	defer lease.Release(ctx)
 	state := func() string {
-		return admin(t, db.URL(), `SELECT format('xmin %s, xmax %s, fence %s, sequence %s', l.xmin, l.xmax, l.fence, s.last_value)
+		return admin(t, sharedDB(t).URL(), `SELECT format('xmin %s, xmax %s, fence %s, sequence %s', l.xmin, l.xmax, l.fence, s.last_value)
 			FROM dlock_leases l, dlock_leases_fence_seq s WHERE l.name = $1`, name)[0]
 	}
 	before := state()
-	other := newClient(t, db.URL()).NewMutex(name)
+	other := newClient(t, sharedDB(t).URL()).NewMutex(name)
 	for range 5 {
 		if _, err := other.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
 			t.Fatalf("TryLock of a held lock: %v; want ErrNotObtained", err)
@@ -125,8 +125,8 @@ func TestIntegrationHeldAttemptWritesNothing(t *testing.T) {
 // problem.
 func TestIntegrationForeignTable(t *testing.T) {
 	table := unique("foreign")
-	admin(t, db.URL(), "CREATE TABLE "+table+" (id int)")
-	c := newClient(t, db.URL(), pglock.WithTable(table))
+	admin(t, sharedDB(t).URL(), "CREATE TABLE "+table+" (id int)")
+	c := newClient(t, sharedDB(t).URL(), pglock.WithTable(table))
 	_, err := c.NewMutex("x").TryLock(ctxFor(t, 10*time.Second))
 	if want := "is not pglock's: give WithTable another name"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("TryLock on a table of another shape: %v; want an error mentioning %q", err, want)

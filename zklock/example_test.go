@@ -20,9 +20,20 @@ var (
 	zkAddr   string
 )
 
+// sharedZK returns the shared server, and skips t under -short, when
+// TestMain starts none.
+func sharedZK(t testing.TB) *testenv.ZooKeeper {
+	t.Helper()
+	testenv.SkipIfShort(t, "needs ZooKeeper")
+	return zkServer
+}
+
 // TestMain starts the shared server. Without ZooKeeper the package's tests
 // are skipped with a message, or fail when CI is set.
 func TestMain(m *testing.M) {
+	if testenv.ShortMain() { // the examples need a server
+		os.Exit(m.Run())
+	}
 	if err := testenv.LookZooKeeper(); err != nil {
 		fmt.Fprintln(os.Stderr, "SKIP zklock tests:", err)
 		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {

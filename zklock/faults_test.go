@@ -258,9 +258,9 @@ func TestIntegrationWaiterOutlivesItsSession(t *testing.T) {
 // by its protected name and deleted, so it does not block the queue for
 // the rest of the session.
 func TestIntegrationLostCreateLeavesNoOrphan(t *testing.T) {
-	proxy := testenv.StartProxy(t, zkAddr)
+	proxy := testenv.StartProxy(t, sharedZK(t).Addr())
 	path := uniquePath(t)
-	adm := admin(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
 	s := connect(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(10*time.Second))
 	id := s.ID()
 	for _, p := range []string{"/dlock-test", path} { // so that the create is the first request
@@ -286,7 +286,7 @@ func TestIntegrationLostCreateLeavesNoOrphan(t *testing.T) {
 	if s.ID() != id {
 		t.Errorf("session %x became %x; the test wants the same session back", id, s.ID())
 	}
-	lease, err := connect(t, []string{zkAddr}).NewMutex(path).TryLock(ctxFor(t, 5*time.Second))
+	lease, err := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path).TryLock(ctxFor(t, 5*time.Second))
 	if err != nil {
 		t.Fatalf("TryLock after the clean-up: %v", err)
 	}

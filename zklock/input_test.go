@@ -58,7 +58,7 @@ func TestConnectUnreachable(t *testing.T) {
 // Bad lock arguments are reported by the first call, with no node made.
 func TestIntegrationBadLockArguments(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	s := connect(t, []string{zkAddr})
+	s := connect(t, []string{sharedZK(t).Addr()})
 	tests := []struct {
 		name string
 		l    dlock.Locker
@@ -95,7 +95,7 @@ func TestIntegrationBadLockArguments(t *testing.T) {
 			}
 		})
 	}
-	if kids := children(t, admin(t, []string{zkAddr}), "/locks"); len(kids) != 0 {
+	if kids := children(t, admin(t, []string{sharedZK(t).Addr()}), "/locks"); len(kids) != 0 {
 		t.Errorf("bad calls created %v under /locks", kids)
 	}
 	if _, err := s.NewRWMutex("/locks/rw").Downgrade(ctx, nil); err == nil {
@@ -108,7 +108,7 @@ func TestIntegrationBadLockArguments(t *testing.T) {
 func TestIntegrationClosedSession(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	path := uniquePath(t)
-	s := connect(t, []string{zkAddr})
+	s := connect(t, []string{sharedZK(t).Addr()})
 	lease, err := s.NewMutex(path).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestIntegrationClosedSession(t *testing.T) {
 	if !errors.Is(lease.Err(), dlock.ErrReleased) {
 		t.Errorf("lease after Close: %v; want ErrReleased", lease.Err())
 	}
-	if kids := children(t, admin(t, []string{zkAddr}), path); len(kids) != 0 {
+	if kids := children(t, admin(t, []string{sharedZK(t).Addr()}), path); len(kids) != 0 {
 		t.Errorf("nodes left after Close: %v", kids)
 	}
 	for _, l := range []dlock.Locker{s.NewMutex(path), s.NewRWMutex(path).Writer(), s.NewSemaphore(path, 2)} {
@@ -138,7 +138,7 @@ func TestIntegrationDigestAuth(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	path := uniquePath(t)
 	acl := zk.DigestACL(zk.PermAll, "app", "s3cret")
-	owner := connect(t, []string{zkAddr}, zklock.WithDigestAuth("app", "s3cret"), zklock.WithACL(acl...))
+	owner := connect(t, []string{sharedZK(t).Addr()}, zklock.WithDigestAuth("app", "s3cret"), zklock.WithACL(acl...))
 	lease, err := owner.NewMutex(path).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -150,12 +150,12 @@ func TestIntegrationDigestAuth(t *testing.T) {
 	lease.Release(ctx)
 
 	for _, opts := range [][]zklock.SessionOption{nil, {zklock.WithDigestAuth("app", "wrong")}} {
-		_, err := connect(t, []string{zkAddr}, opts...).NewMutex(path).Lock(ctx)
+		_, err := connect(t, []string{sharedZK(t).Addr()}, opts...).NewMutex(path).Lock(ctx)
 		if !errors.Is(err, zk.ErrNoAuth) || !strings.Contains(err.Error(), "WithDigestAuth") {
 			t.Errorf("Lock without the right credentials = %v; want ErrNoAuth and a hint", err)
 		}
 	}
-	other, err := connect(t, []string{zkAddr}, zklock.WithDigestAuth("app", "s3cret")).NewMutex(path).Lock(ctx)
+	other, err := connect(t, []string{sharedZK(t).Addr()}, zklock.WithDigestAuth("app", "s3cret")).NewMutex(path).Lock(ctx)
 	if err != nil {
 		t.Fatalf("Lock as app from another session: %v", err)
 	}
@@ -170,7 +170,7 @@ func TestIntegrationNegotiatedTimeout(t *testing.T) {
 		{100 * time.Millisecond, 100 * time.Millisecond}, // granted 400ms (two ticks); the smaller stands
 		{5 * time.Second, 5 * time.Second},
 	} {
-		s := connect(t, []string{zkAddr}, zklock.WithSessionTimeout(tt.ask))
+		s := connect(t, []string{sharedZK(t).Addr()}, zklock.WithSessionTimeout(tt.ask))
 		if got := s.Timeout(); got != tt.want {
 			t.Errorf("asked for %v: Timeout() = %v; want %v", tt.ask, got, tt.want)
 		}

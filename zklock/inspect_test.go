@@ -83,7 +83,7 @@ func checkHolder(t *testing.T, h zklock.Holder, lease dlock.Lease, s *zklock.Ses
 
 func TestIntegrationInspectFree(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	s := connect(t, []string{zkAddr})
+	s := connect(t, []string{sharedZK(t).Addr()})
 
 	never := uniquePath(t)
 	if info := inspect(t, s, never); info.Kind != "free" || info.Holders != nil || info.Waiters != 0 || info.Nodes != nil {
@@ -111,17 +111,17 @@ func TestIntegrationInspectFree(t *testing.T) {
 func TestIntegrationInspectMutex(t *testing.T) {
 	p := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	op := connect(t, []string{zkAddr}) // the operator's session
-	hs := connect(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	op := connect(t, []string{sharedZK(t).Addr()}) // the operator's session
+	hs := connect(t, []string{sharedZK(t).Addr()})
 	held, err := hs.NewMutex(p).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := connect(t, []string{zkAddr})
+	ws := connect(t, []string{sharedZK(t).Addr()})
 	w1 := lockLater(ctx, ws.NewMutex(p))
 	waitChildren(t, adm, p, 2)
-	w2 := lockLater(ctx, connect(t, []string{zkAddr}).NewMutex(p))
+	w2 := lockLater(ctx, connect(t, []string{sharedZK(t).Addr()}).NewMutex(p))
 	waitChildren(t, adm, p, 3)
 
 	info := inspect(t, op, p)
@@ -156,14 +156,14 @@ func TestIntegrationInspectMutex(t *testing.T) {
 func TestIntegrationInspectZkLock(t *testing.T) {
 	p := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	peerConn := admin(t, []string{zkAddr})
+	peerConn := admin(t, []string{sharedZK(t).Addr()})
 	peer := zk.NewLock(peerConn, p, zk.WorldACL(zk.PermAll))
 	if err := peer.LockWithData([]byte("peer")); err != nil {
 		t.Fatal(err)
 	}
-	op := connect(t, []string{zkAddr})
-	waiter := lockLater(ctx, connect(t, []string{zkAddr}).NewMutex(p))
-	waitChildren(t, admin(t, []string{zkAddr}), p, 2)
+	op := connect(t, []string{sharedZK(t).Addr()})
+	waiter := lockLater(ctx, connect(t, []string{sharedZK(t).Addr()}).NewMutex(p))
+	waitChildren(t, admin(t, []string{sharedZK(t).Addr()}), p, 2)
 
 	info := inspect(t, op, p)
 	if info.Kind != "mutex" || len(info.Holders) != 1 || info.Waiters != 1 {
@@ -189,9 +189,9 @@ func TestIntegrationInspectZkLock(t *testing.T) {
 func TestIntegrationInspectRWMutex(t *testing.T) {
 	p := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	op := connect(t, []string{zkAddr})
-	s1, s2 := connect(t, []string{zkAddr}), connect(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	op := connect(t, []string{sharedZK(t).Addr()})
+	s1, s2 := connect(t, []string{sharedZK(t).Addr()}), connect(t, []string{sharedZK(t).Addr()})
 	r1, err := s1.NewRWMutex(p).Reader().Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -200,9 +200,9 @@ func TestIntegrationInspectRWMutex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := lockLater(ctx, connect(t, []string{zkAddr}).NewRWMutex(p).Writer())
+	w := lockLater(ctx, connect(t, []string{sharedZK(t).Addr()}).NewRWMutex(p).Writer())
 	waitChildren(t, adm, p, 3)
-	r3 := lockLater(ctx, connect(t, []string{zkAddr}).NewRWMutex(p).Reader())
+	r3 := lockLater(ctx, connect(t, []string{sharedZK(t).Addr()}).NewRWMutex(p).Reader())
 	waitChildren(t, adm, p, 4)
 
 	info := inspect(t, op, p)
@@ -231,18 +231,18 @@ func TestIntegrationInspectRWMutex(t *testing.T) {
 func TestIntegrationInspectRWMutexDowngrade(t *testing.T) {
 	p := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	op := connect(t, []string{zkAddr})
-	s0 := connect(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	op := connect(t, []string{sharedZK(t).Addr()})
+	s0 := connect(t, []string{sharedZK(t).Addr()})
 	rw := s0.NewRWMutex(p)
 	write, err := rw.Writer().Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1 := connect(t, []string{zkAddr})
+	s1 := connect(t, []string{sharedZK(t).Addr()})
 	r1 := lockLater(ctx, s1.NewRWMutex(p).Reader())
 	waitChildren(t, adm, p, 2)
-	w2 := lockLater(ctx, connect(t, []string{zkAddr}).NewRWMutex(p).Writer())
+	w2 := lockLater(ctx, connect(t, []string{sharedZK(t).Addr()}).NewRWMutex(p).Writer())
 	waitChildren(t, adm, p, 3)
 
 	info := inspect(t, op, p)
@@ -290,13 +290,13 @@ func TestIntegrationInspectRWMutexDowngrade(t *testing.T) {
 func TestIntegrationInspectSemaphore(t *testing.T) {
 	p := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	op := connect(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	op := connect(t, []string{sharedZK(t).Addr()})
 	const n = 3
 	var sessions []*zklock.Session
 	var leases []dlock.Lease
 	take := func() {
-		s := connect(t, []string{zkAddr})
+		s := connect(t, []string{sharedZK(t).Addr()})
 		l, err := s.NewSemaphore(p, n).Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -316,7 +316,7 @@ func TestIntegrationInspectSemaphore(t *testing.T) {
 
 	// A third lease fills it; a fourth waits.
 	take()
-	waiter := lockLater(ctx, connect(t, []string{zkAddr}).NewSemaphore(p, n))
+	waiter := lockLater(ctx, connect(t, []string{sharedZK(t).Addr()}).NewSemaphore(p, n))
 	waitChildren(t, adm, p, 4)
 	info = inspect(t, op, p)
 	if info.PermitsInUse != n || len(info.Holders) != n || info.Waiters != 1 {
@@ -338,17 +338,17 @@ func TestIntegrationInspectSemaphore(t *testing.T) {
 func TestIntegrationForceUnlockMutex(t *testing.T) {
 	p := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	op := connect(t, []string{zkAddr})
-	hs := connect(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	op := connect(t, []string{sharedZK(t).Addr()})
+	hs := connect(t, []string{sharedZK(t).Addr()})
 	held, err := hs.NewMutex(p).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := connect(t, []string{zkAddr})
+	ws := connect(t, []string{sharedZK(t).Addr()})
 	w1 := lockLater(ctx, ws.NewMutex(p))
 	waitChildren(t, adm, p, 2)
-	w2 := lockLater(ctx, connect(t, []string{zkAddr}).NewMutex(p))
+	w2 := lockLater(ctx, connect(t, []string{sharedZK(t).Addr()}).NewMutex(p))
 	waitChildren(t, adm, p, 3)
 
 	n, err := op.ForceUnlock(ctx, p)
@@ -395,14 +395,14 @@ func TestIntegrationForceUnlockMutex(t *testing.T) {
 func TestIntegrationForceUnlockVanishedHolder(t *testing.T) {
 	p := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	proxy := testenv.StartProxy(t, zkAddr)
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	proxy := testenv.StartProxy(t, sharedZK(t).Addr())
 	op := connect(t, []string{proxy.Addr()})
-	held, err := connect(t, []string{zkAddr}).NewMutex(p).Lock(ctx)
+	held, err := connect(t, []string{sharedZK(t).Addr()}).NewMutex(p).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := connect(t, []string{zkAddr})
+	ws := connect(t, []string{sharedZK(t).Addr()})
 	w1 := lockLater(ctx, ws.NewMutex(p))
 	waitChildren(t, adm, p, 2)
 
@@ -441,7 +441,7 @@ func TestIntegrationForceUnlockVanishedHolder(t *testing.T) {
 
 func TestIntegrationForceUnlockFree(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	s := connect(t, []string{zkAddr})
+	s := connect(t, []string{sharedZK(t).Addr()})
 	never := uniquePath(t)
 	if n, err := s.ForceUnlock(ctx, never); n != 0 || err != nil {
 		t.Errorf("ForceUnlock of a path never used = %d, %v; want 0, nil", n, err)
@@ -461,8 +461,8 @@ func TestIntegrationForceUnlockFree(t *testing.T) {
 // "unknown": ForceUnlock leaves them alone and says why.
 func TestIntegrationInspectUnknown(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	op := connect(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	op := connect(t, []string{sharedZK(t).Addr()})
 	acl := zk.WorldACL(zk.PermAll)
 	for _, tt := range []struct {
 		name  string
@@ -515,7 +515,7 @@ func TestIntegrationInspectUnknown(t *testing.T) {
 // a closed Session gets ErrClosed.
 func TestIntegrationInspectBadPath(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	s := connect(t, []string{zkAddr})
+	s := connect(t, []string{sharedZK(t).Addr()})
 	for _, p := range []string{"", "locks/x", "/", "/locks/x/", "/locks//x", "/locks/../x", "/zookeeper/x", "/locks/\x01"} {
 		_, want := s.NewMutex(p).TryLock(ctx)
 		if want == nil {
@@ -529,7 +529,7 @@ func TestIntegrationInspectBadPath(t *testing.T) {
 		}
 	}
 
-	closed := connect(t, []string{zkAddr})
+	closed := connect(t, []string{sharedZK(t).Addr()})
 	closed.Close()
 	if _, err := closed.Inspect(ctx, uniquePath(t)); !errors.Is(err, zklock.ErrClosed) {
 		t.Errorf("Inspect on a closed Session = %v; want ErrClosed", err)

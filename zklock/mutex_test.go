@@ -34,8 +34,8 @@ func waitChildren(t *testing.T, c *zk.Conn, path string, n int) []string {
 func TestIntegrationMutexFIFO(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	holder, err := connect(t, []string{zkAddr}).NewMutex(path).Lock(ctx)
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	holder, err := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestIntegrationMutexFIFO(t *testing.T) {
 		wg    sync.WaitGroup
 	)
 	for i := range waiters {
-		m := connect(t, []string{zkAddr}).NewMutex(path)
+		m := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path)
 		wg.Go(func() {
 			lease, err := m.Lock(ctx)
 			if err != nil {
@@ -75,8 +75,8 @@ func TestIntegrationMutexFIFO(t *testing.T) {
 func TestIntegrationMutexWakesOnlyTheSuccessor(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	holder, err := connect(t, []string{zkAddr}).NewMutex(path).Lock(ctx)
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	holder, err := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestIntegrationMutexWakesOnlyTheSuccessor(t *testing.T) {
 		leases = make(chan dlock.Lease, waiters)
 	)
 	for i := range waiters {
-		s := connect(t, []string{zkAddr}, zklock.WithEventCallback(func(ev zk.Event) {
+		s := connect(t, []string{sharedZK(t).Addr()}, zklock.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventNodeDeleted || ev.Type == zk.EventNodeDataChanged || ev.Type == zk.EventNodeChildrenChanged {
 				events[i].Add(1)
 			}
@@ -153,7 +153,7 @@ func TestIntegrationMutexWakesOnlyTheSuccessor(t *testing.T) {
 // watch it, from the server's own list (wchp).
 func watchedPaths(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	out, err := zkServer.FourLetter("wchp")
+	out, err := sharedZK(t).FourLetter("wchp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +177,12 @@ func watchedPaths(t *testing.T, dir string) map[string]int {
 func TestIntegrationMutexCancelledWaiterLeavesNoNode(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	holder, err := connect(t, []string{zkAddr}).NewMutex(path).Lock(ctx)
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	holder, err := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiter := connect(t, []string{zkAddr}).NewMutex(path)
+	waiter := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path)
 	for _, d := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond} {
 		wctx, cancel := context.WithTimeout(ctx, d)
 		_, err := waiter.Lock(wctx)
@@ -203,10 +203,10 @@ func TestIntegrationMutexCancelledWaiterLeavesNoNode(t *testing.T) {
 func TestIntegrationMutexReentry(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	s := connect(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	s := connect(t, []string{sharedZK(t).Addr()})
 	m := s.NewMutex(path)
-	other := connect(t, []string{zkAddr}).NewMutex(path)
+	other := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path)
 
 	outer, err := m.Lock(ctx)
 	if err != nil {
@@ -275,11 +275,11 @@ func TestIntegrationMutexReentry(t *testing.T) {
 func TestIntegrationMutexExcludesZkLock(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	peer := zk.NewLock(admin(t, []string{zkAddr}), path, zk.WorldACL(zk.PermAll))
+	peer := zk.NewLock(admin(t, []string{sharedZK(t).Addr()}), path, zk.WorldACL(zk.PermAll))
 	if err := peer.Lock(); err != nil {
 		t.Fatal(err)
 	}
-	m := connect(t, []string{zkAddr}).NewMutex(path)
+	m := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path)
 	if _, err := m.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Fatalf("TryLock while zk.Lock holds = %v", err)
 	}
@@ -315,8 +315,8 @@ func TestIntegrationMutexExcludesZkLock(t *testing.T) {
 func TestIntegrationFenceAfterParentReaped(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
-	m := connect(t, []string{zkAddr}).NewMutex(path)
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	m := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path)
 	var last uint64
 	for round := range 3 {
 		lease, err := m.Lock(ctx)
@@ -344,7 +344,7 @@ func TestIntegrationFenceAfterParentReaped(t *testing.T) {
 // One path serves one kind of lock, and the error says which.
 func TestIntegrationKindsDoNotMix(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
-	s := connect(t, []string{zkAddr})
+	s := connect(t, []string{sharedZK(t).Addr()})
 	for _, tt := range []struct {
 		first  func(path string) dlock.Locker
 		second func(path string) dlock.Locker
@@ -372,11 +372,11 @@ func TestIntegrationKindsDoNotMix(t *testing.T) {
 			}
 		}
 		held.Release(ctx)
-		waitChildren(t, admin(t, []string{zkAddr}), path, 0)
+		waitChildren(t, admin(t, []string{sharedZK(t).Addr()}), path, 0)
 	}
 	// A node no lock made.
 	path := uniquePath(t)
-	adm := admin(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
 	if _, err := adm.CreateContainer(path, nil, zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}

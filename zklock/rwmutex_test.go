@@ -22,7 +22,7 @@ func TestIntegrationRWMutexExclusion(t *testing.T) {
 	var failures []string
 	var wg sync.WaitGroup
 	for i := range 8 {
-		rw := connect(t, []string{zkAddr}).NewRWMutex(path)
+		rw := connect(t, []string{sharedZK(t).Addr()}).NewRWMutex(path)
 		wg.Go(func() {
 			for round := range 10 {
 				write := (i+round)%4 == 0
@@ -75,14 +75,14 @@ func TestIntegrationRWMutexExclusion(t *testing.T) {
 func TestIntegrationRWMutexOrderAndDowngrade(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
-	adm := admin(t, []string{zkAddr})
+	adm := admin(t, []string{sharedZK(t).Addr()})
 	rw := func() interface {
 		Reader() dlock.Locker
 		Writer() dlock.Locker
 	} {
-		return connect(t, []string{zkAddr}).NewRWMutex(path)
+		return connect(t, []string{sharedZK(t).Addr()}).NewRWMutex(path)
 	}
-	own := connect(t, []string{zkAddr}).NewRWMutex(path)
+	own := connect(t, []string{sharedZK(t).Addr()}).NewRWMutex(path)
 	first, err := own.Writer().Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestIntegrationRWMutexOrderAndDowngrade(t *testing.T) {
 // still land and let readers in, so the write lease must end at once, and
 // no reader may be granted while it stands.
 func TestIntegrationRWMutexDowngradeInterrupted(t *testing.T) {
-	proxy := testenv.StartProxy(t, zkAddr)
+	proxy := testenv.StartProxy(t, sharedZK(t).Addr())
 	ctx := ctxFor(t, time.Minute)
 	path := uniquePath(t)
 	rw := connect(t, []string{proxy.Addr()}).NewRWMutex(path)
@@ -180,14 +180,14 @@ func TestIntegrationRWMutexDowngradeInterrupted(t *testing.T) {
 	got := make(chan dlock.Lease, 1)
 	writerErr := make(chan error, 1)
 	go func() {
-		l, err := connect(t, []string{zkAddr}).NewRWMutex(path).Reader().Lock(ctx)
+		l, err := connect(t, []string{sharedZK(t).Addr()}).NewRWMutex(path).Reader().Lock(ctx)
 		if err != nil {
 			t.Error(err)
 		}
 		writerErr <- w.Err() // as the reader is let in
 		got <- l
 	}()
-	waitChildren(t, admin(t, []string{zkAddr}), path, 2)
+	waitChildren(t, admin(t, []string{sharedZK(t).Addr()}), path, 2)
 	proxy.SetLatency(100 * time.Millisecond)
 	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()

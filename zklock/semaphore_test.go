@@ -22,7 +22,7 @@ func TestIntegrationSemaphore(t *testing.T) {
 	var wg sync.WaitGroup
 	var fences sync.Map
 	for i := range 8 {
-		sem := connect(t, []string{zkAddr}).NewSemaphore(path, permits)
+		sem := connect(t, []string{sharedZK(t).Addr()}).NewSemaphore(path, permits)
 		wg.Go(func() {
 			for range 5 {
 				lease, err := sem.Lock(ctx)
@@ -48,13 +48,13 @@ func TestIntegrationSemaphore(t *testing.T) {
 	}
 
 	// A client that dies holding leases: they come back with its session.
-	dead := connect(t, []string{zkAddr})
+	dead := connect(t, []string{sharedZK(t).Addr()})
 	for range permits {
 		if _, err := dead.NewSemaphore(path, permits).Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sem := connect(t, []string{zkAddr}).NewSemaphore(path, permits)
+	sem := connect(t, []string{sharedZK(t).Addr()}).NewSemaphore(path, permits)
 	if _, err := sem.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
 		t.Fatalf("TryLock on a full semaphore = %v", err)
 	}
@@ -69,11 +69,11 @@ func TestIntegrationSemaphore(t *testing.T) {
 // A release that lands between a semaphore waiter's listing and its next
 // request still wakes it: the listing itself sets the watch.
 func TestIntegrationSemaphoreWakeBetweenRequests(t *testing.T) {
-	proxy := testenv.StartProxy(t, zkAddr)
+	proxy := testenv.StartProxy(t, sharedZK(t).Addr())
 	ctx := ctxFor(t, time.Minute)
 	path := uniquePath(t)
-	adm := admin(t, []string{zkAddr})
-	holder, err := connect(t, []string{zkAddr}).NewSemaphore(path, 1).Lock(ctx)
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	holder, err := connect(t, []string{sharedZK(t).Addr()}).NewSemaphore(path, 1).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ type proc struct {
 
 func startDlock(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(dlockBin, args...), exited: make(chan struct{})}
+	p := &proc{cmd: exec.Command(binary(t), args...), exited: make(chan struct{})}
 	// A clean environment: no DLOCK_* from the machine running the tests.
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	p.cmd.Env = append(base, env...)

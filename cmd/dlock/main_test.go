@@ -5,32 +5,50 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/dlock-go/dlock/internal/testenv"
 )
 
-// dlockBin is the dlock binary the tests run, built once by TestMain.
-var dlockBin string
+// The dlock binary the tests run, built on first use by binary.
+var (
+	buildOnce sync.Once
+	binDir    string
+	dlockBin  string
+	buildErr  error
+)
+
+// binary returns the path of the dlock binary, building it the first time.
+// Every test here runs the built binary, which takes seconds to build, so
+// binary skips its test under -short.
+func binary(t testing.TB) string {
+	t.Helper()
+	testenv.SkipIfShort(t, "builds and runs the dlock binary")
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "dlock-bin-"); buildErr != nil {
+			return
+		}
+		dlockBin = filepath.Join(binDir, "dlock")
+		build := exec.Command("go", "build", "-o", dlockBin, ".")
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building dlock: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return dlockBin
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "dlock-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	dlockBin = filepath.Join(dir, "dlock")
-	build := exec.Command("go", "build", "-o", dlockBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building dlock:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
 	if err := testenv.StopAll(); err != nil {
 		fmt.Fprintln(os.Stderr, "StopAll:", err)
 		code = 1
 	}
-	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }

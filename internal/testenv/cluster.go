@@ -187,6 +187,7 @@ func (c *Cluster) Close() error {
 // if the cluster does not come up.
 func StartCluster(t testing.TB, masters int) *Cluster {
 	t.Helper()
+	SkipIfShort(t, "needs a Redis Cluster")
 	RequireBinary(t, "redis-server")
 	c, err := LaunchCluster(masters)
 	if err != nil {

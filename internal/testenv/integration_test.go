@@ -172,6 +172,7 @@ func TestIntegrationRequirePass(t *testing.T) {
 }
 
 func TestIntegrationLaunchFailure(t *testing.T) {
+	SkipIfShort(t, "needs redis-server")
 	t.Parallel()
 	RequireBinary(t, "redis-server")
 	var logged []string
@@ -228,6 +229,7 @@ func TestIntegrationStartRedisN(t *testing.T) {
 }
 
 func TestIntegrationStopAll(t *testing.T) {
+	SkipIfShort(t, "needs redis-server")
 	RequireBinary(t, "redis-server")
 	// Not parallel: StopAll stops every server in the process.
 	r, err := LaunchRedis(RedisConfig{})

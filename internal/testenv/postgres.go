@@ -277,6 +277,7 @@ func pidFileReady(text string, pid int) bool {
 // not start.
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
+	SkipIfShort(t, "needs PostgreSQL")
 	requirePostgres(t)
 	p, err := LaunchPostgres()
 	if err != nil {

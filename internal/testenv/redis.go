@@ -506,6 +506,7 @@ func tailLines(path string, n int) []string {
 // server does not start.
 func StartRedis(t testing.TB, cfg RedisConfig) *Redis {
 	t.Helper()
+	SkipIfShort(t, "needs redis-server")
 	RequireBinary(t, "redis-server")
 	r, err := LaunchRedis(cfg)
 	if err != nil {

@@ -27,6 +27,7 @@ func LaunchSentinel(master *Redis, masterName string) (*Redis, error) {
 // the Sentinel when t ends.
 func StartSentinel(t testing.TB, master *Redis, masterName string) *Redis {
 	t.Helper()
+	SkipIfShort(t, "needs redis-sentinel")
 	RequireBinary(t, "redis-server")
 	s, err := LaunchSentinel(master, masterName)
 	if err != nil {

@@ -200,6 +200,7 @@ func LaunchZooKeeper() (*ZooKeeper, error) {
 // server does not start.
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
+	SkipIfShort(t, "needs ZooKeeper")
 	requireZooKeeper(t)
 	z, err := LaunchZooKeeper()
 	if err != nil {
@@ -583,6 +584,7 @@ func (e *Ensemble) waitFormed(timeout time.Duration) error {
 // not form.
 func StartEnsemble(t testing.TB, n int) *Ensemble {
 	t.Helper()
+	SkipIfShort(t, "needs a ZooKeeper ensemble")
 	requireZooKeeper(t)
 	e, err := LaunchEnsemble(n)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // sampleReport is a report of made-up results: what the output code sees.
@@ -341,6 +342,7 @@ func TestNinesLabel(t *testing.T) {
 // TestMainUnreachable: a Redis that does not answer is exit 69, with the
 // error on one line.
 func TestMainUnreachable(t *testing.T) {
+	testenv.SkipIfShort(t, "go-redis retries the dial for over a second")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

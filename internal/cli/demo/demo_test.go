@@ -77,6 +77,7 @@ func mustContain(t *testing.T, out string, patterns ...string) {
 }
 
 func TestIntegrationDemo(t *testing.T) {
+	testenv.SkipIfShort(t, "runs the demo's servers")
 	testenv.RequireBinary(t, "redis-server")
 	t.Run("with ZooKeeper", func(t *testing.T) {
 		if err := testenv.LookZooKeeper(); err != nil {
