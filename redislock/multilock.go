@@ -58,35 +58,75 @@ func NewMultiLock(locks ...Named) *MultiLock {
 }
 
 // Lock takes every lock, in name order, waiting for each. If one cannot be
-// taken, those already taken are released and the error is returned.
+// taken, those already taken are released and the error is returned. If a
+// lock taken earlier is lost while Lock waits for a later one (its server
+// paused past the TTL, say), Lock releases them all and starts again: it
+// never returns a lease with a member lost or past its Until.
 func (ml *MultiLock) Lock(ctx context.Context) (dlock.Lease, error) {
-	return ml.take(ctx, dlock.Locker.Lock)
+	return ml.take(ctx, true)
 }
 
-// TryLock makes one attempt at each lock; if any is held elsewhere, it
-// releases the others and returns an error matching dlock.ErrNotObtained.
+// TryLock makes one attempt at each lock; if any is held elsewhere, or one
+// taken earlier was lost meanwhile, it releases the others and returns an
+// error matching dlock.ErrNotObtained.
 func (ml *MultiLock) TryLock(ctx context.Context) (dlock.Lease, error) {
-	return ml.take(ctx, dlock.Locker.TryLock)
+	return ml.take(ctx, false)
 }
 
-func (ml *MultiLock) take(ctx context.Context, op func(dlock.Locker, context.Context) (dlock.Lease, error)) (dlock.Lease, error) {
+func (ml *MultiLock) take(ctx context.Context, wait bool) (dlock.Lease, error) {
 	if ml.err != nil {
 		return nil, ml.err
 	}
-	held := make([]dlock.Lease, 0, len(ml.locks))
-	for _, l := range ml.locks {
-		lease, err := op(l, ctx)
-		if err != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			for _, h := range held {
-				h.Release(rctx)
+	for {
+		held := make([]dlock.Lease, 0, len(ml.locks))
+		for _, l := range ml.locks {
+			var lease dlock.Lease
+			var err error
+			if wait {
+				lease, err = l.Lock(ctx)
+			} else {
+				lease, err = l.TryLock(ctx)
 			}
-			cancel()
-			return nil, fmt.Errorf("redislock: MultiLock: %q: %w", l.Name(), err)
+			if err != nil {
+				releaseAll(ctx, held)
+				return nil, fmt.Errorf("redislock: MultiLock: %q: %w", l.Name(), err)
+			}
+			held = append(held, lease)
 		}
-		held = append(held, lease)
+		lost := firstLost(held)
+		if lost == nil {
+			return newMultiLease(ctx, held), nil
+		}
+		releaseAll(ctx, held)
+		err := fmt.Errorf("redislock: MultiLock: %q was lost while the others were taken", lost.Key())
+		if !wait {
+			return nil, fmt.Errorf("%w: %w", dlock.ErrNotObtained, err)
+		}
+		if ctx.Err() != nil {
+			return nil, dlock.NotObtained(ctx.Err())
+		}
 	}
-	return newMultiLease(ctx, held), nil
+}
+
+// firstLost returns the first of leases that has ended or reached its
+// Until, or nil.
+func firstLost(leases []dlock.Lease) dlock.Lease {
+	now := time.Now()
+	for _, l := range leases {
+		if l.Err() != nil || !now.Before(l.Until()) {
+			return l
+		}
+	}
+	return nil
+}
+
+// releaseAll gives up leases, waiting at most five seconds in all.
+func releaseAll(ctx context.Context, leases []dlock.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, h := range leases {
+		h.Release(rctx)
+	}
 }
 
 // A multiLease holds every lease of a MultiLock. It ends when the first of

@@ -180,3 +180,70 @@ func TestIntegrationInspectAndForceUnlock(t *testing.T) {
 		t.Error("Inspect of an empty name succeeded")
 	}
 }
+
+// A member taken first and lost while Lock waits for a later one (its
+// server paused past the TTL, and another client took it) does not come
+// back as part of a valid lease: Lock starts again, and returns only with
+// every member held.
+func TestIntegrationMultiLockMemberLostWhileWaiting(t *testing.T) {
+	da, db := standalone(t), standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	ttl := 600 * time.Millisecond
+	x, err := newClient(t, db, goRedis).NewMutex("lost-b").Lock(ctx) // "b" is busy
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml := redislock.NewMultiLock(newClient(t, da, goRedis).NewMutex("lost-a", redislock.WithTTL(ttl)),
+		newClient(t, db, goRedis).NewMutex("lost-b", redislock.WithTTL(ttl)))
+	type result struct {
+		lease dlock.Lease
+		err   error
+		at    time.Time
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := ml.Lock(ctx)
+		got <- result{l, err, time.Now()}
+	}()
+	time.Sleep(200 * time.Millisecond) // ml holds "a" and waits for "b"
+	if err := da.servers[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * ttl)
+	if err := da.servers[0].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	var y dlock.Lease
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if y, err = newClient(t, da, goRedis).NewMutex("lost-a").TryLock(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("another client could not take the expired \"a\": %v", err)
+		}
+	}
+	x.Release(ctx) // "b" is free: ml gets it
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case r := <-got:
+		if r.err == nil {
+			t.Errorf("Lock returned while another client held \"a\": Err %v, Until %v from now", r.lease.Err(), time.Until(r.lease.Until()))
+			r.lease.Release(ctx)
+		} else {
+			t.Errorf("Lock: %v", r.err)
+		}
+		y.Release(ctx)
+		return
+	default:
+	}
+	released := time.Now()
+	y.Release(ctx)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Lock: %v", r.err)
+	}
+	defer r.lease.Release(ctx)
+	if r.at.Before(released) || r.lease.Err() != nil || !time.Now().Before(r.lease.Until()) {
+		t.Errorf("Lock returned %v after \"a\" was free, with Err %v and Until %v from now", r.at.Sub(released), r.lease.Err(), time.Until(r.lease.Until()))
+	}
+}
