@@ -27,10 +27,9 @@ func (c *Client) free(ctx context.Context, name, token string, ttl time.Duration
 // interrupted statement may have left held by token, looking for it until
 // the row is freed, until it has been found not held often enough and
 // long enough that a statement still in flight would have landed (see
-// background.Clean), or until ttl has passed and the row has expired
-// anyway.
+// background.Clean), or until the Client is closed.
 func (c *Client) abandon(name, token string, ttl time.Duration) {
-	c.bg.Clean(time.Now().Add(ttl), func(ctx context.Context) background.Outcome {
+	c.bg.Clean(func(ctx context.Context) background.Outcome {
 		freed, err := c.release(ctx, name, token)
 		switch {
 		case err == nil && freed:

@@ -457,3 +457,39 @@ func TestIntegrationSubMillisecondWaitTimeout(t *testing.T) {
 		})
 	}
 }
+
+// An acquire still buffered on a server paused past the TTL runs when the
+// server resumes, however late: the clean-up of the interrupted attempt
+// does not give up at the TTL, and deletes the key soon after the resume
+// rather than leave it held for a full TTL with no lease behind it.
+func TestIntegrationAcquireBufferedPastTTLIsCleaned(t *testing.T) {
+	d := standalone(t)
+	srv := d.servers[0]
+	c := newClient(t, d, goRedis)
+	ttl := 3 * time.Second
+	m := c.NewMutex("buffered", redislock.WithTTL(ttl))
+	if l, err := m.TryLock(timeout(t, time.Second)); err == nil { // loads the script
+		l.Release(timeout(t, time.Second))
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TryLock(timeout(t, 200*time.Millisecond)); err == nil {
+		t.Fatal("TryLock succeeded against a paused server")
+	}
+	time.Sleep(ttl + 500*time.Millisecond)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	for {
+		out, _ := srv.Do("EXISTS", lockKey("buffered"))
+		if out == "0" && time.Since(resumed) > 200*time.Millisecond {
+			break
+		}
+		if time.Since(resumed) > ttl*2/3 {
+			t.Fatalf("the key set by the buffered acquire is still there %v after the resume", time.Since(resumed))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -44,21 +45,30 @@ func New(conn Conn, opts ...ClientOption) *Client {
 	return c
 }
 
-// Close releases every lease the Client still holds (waiting at most five
-// seconds), stops renewing, and closes the pub/sub connection. It does not
-// close the Conn's underlying Redis client. Every held lease ends with
-// dlock.ErrReleased; a key the server could not be reached to delete
-// expires within its TTL, and Close reports the failure.
+// closeTimeout bounds each of Close's two waits: for the releases of the
+// leases still held, and for the clean-ups of interrupted calls.
+const closeTimeout = 5 * time.Second
+
+// Close releases every lease the Client still holds, stops renewing,
+// finishes the clean-ups of interrupted calls (deleting what a failed or
+// abandoned attempt may have taken), and closes the pub/sub connection.
+// It waits at most five seconds for the releases and five more for the
+// clean-ups; a key the server could not be reached to delete in that time
+// expires within its TTL, and Close reports the failure. It does not close
+// the Conn's underlying Redis client. Every held lease ends with
+// dlock.ErrReleased.
 func (c *Client) Close() error {
 	if c.err != nil {
 		return nil
 	}
-	first, err := c.leases.Close(5*time.Second, ErrClosed)
+	first, err := c.leases.Close(closeTimeout, ErrClosed)
 	if !first {
 		return nil
 	}
 	c.renew.Close()
-	c.cleanups.Close()
+	if !c.cleanups.Finish(closeTimeout) {
+		err = errors.Join(err, fmt.Errorf("redislock: Close: clean-ups of interrupted calls did not finish within %v; what they had to delete expires within its TTL", closeTimeout))
+	}
 	return errors.Join(err, c.subs.close())
 }
 
@@ -80,55 +90,37 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...str
 	return res[0].Val, res[0].Err
 }
 
-// abandon deletes, in the background, a lock key that an interrupted
-// acquire may have set with token. It retries with backoff until the
-// release deletes the key, or has found it absent often enough and long
-// enough (see cleanupChecks) that a stale request still buffered for the
-// server would have landed; or until the TTL has passed (the key has then
-// expired anyway), or the client is closed.
-func (c *Client) abandon(k keys, token string, ttl time.Duration, release *Script) {
-	deadline := time.Now().Add(ttl)
-	c.cleanups.Go(func(ctx context.Context) { // after Close, the key expires within its TTL
-		ctx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
-		absent := 0
-		for n := 1; ; n++ {
-			v, err := c.eval(ctx, release, []string{k.lock}, token, k.channel)
-			switch {
-			case err == nil && v != int64(0):
-				return // deleted
-			case err == nil || isReply(err):
-				if absent++; absent == len(cleanupChecks) {
-					return
-				}
-			}
-			wait := cleanupChecks[min(absent, len(cleanupChecks)-1)]
-			if err != nil {
-				wait, _ = cleanupRetry.Backoff(n)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
+// abandon runs, in the background, the release call of what an
+// interrupted request may have taken: it retries while the server cannot
+// be reached, and looks again a few times after finding nothing (see
+// background.Clean), since a request still buffered on a paused server
+// runs when it resumes, however late. After Close has given clean-ups
+// their time, a key left expires within its TTL.
+func (c *Client) abandon(release Call) {
+	c.cleanups.Clean(func(ctx context.Context) background.Outcome {
+		v, err := c.eval(ctx, release.Script, release.Keys, release.Args...)
+		switch {
+		case err == nil && v != int64(0):
+			return background.Cleaned
+		case err == nil || isReply(err):
+			return background.Nothing
 		}
+		return background.Unreachable
 	})
 }
 
-// cleanupChecks are the pauses between the checks a clean-up makes after
-// finding its key absent: a request delayed on a dead connection (a paused
-// server reads its buffers when it resumes) can still set the key after a
-// first check.
-var cleanupChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second, 3 * time.Second}
+// releaseCall is the call of script s that deletes the lock k that token
+// holds and wakes waiters: release.lua's shape.
+func releaseCall(k keys, token string, s *Script) Call {
+	return Call{Script: s, Keys: []string{k.lock}, Args: []string{token, k.channel}}
+}
 
-var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
-
-// release deletes the key that token holds, now if the server answers, and
-// otherwise in the background (see abandon).
-func (c *Client) release(ctx context.Context, k keys, token string, ttl time.Duration, release *Script) error {
-	_, err := c.eval(ctx, release, []string{k.lock}, token, k.channel)
+// release runs a release call now if the server answers, and otherwise
+// in the background (see abandon).
+func (c *Client) release(ctx context.Context, call Call) error {
+	_, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil && !isReply(err) {
-		c.abandon(k, token, ttl, release)
+		c.abandon(call)
 	}
 	return err
 }

@@ -55,7 +55,7 @@ func TestCleanLooksLate(t *testing.T) {
 			var g Group
 			looks := 0
 			done := make(chan struct{})
-			g.Clean(time.Now().Add(time.Minute), func(context.Context) Outcome {
+			g.Clean(func(context.Context) Outcome {
 				looks++
 				if looks <= len(tc.outcomes) {
 					if tc.outcomes[looks-1] == Cleaned {
@@ -78,7 +78,68 @@ func TestCleanLooksLate(t *testing.T) {
 	}
 	var g Group
 	g.Close()
-	if g.Clean(time.Now().Add(time.Minute), func(context.Context) Outcome { return Nothing }) {
+	if g.Clean(func(context.Context) Outcome { return Nothing }) {
 		t.Error("Clean on a closed Group was accepted")
+	}
+}
+
+// A clean-up that cannot reach its server keeps trying, past any TTL,
+// until the server answers; Finish gives it its time, then cancels it.
+func TestCleanOutlastsAnUnreachableServer(t *testing.T) {
+	saved := LateChecks
+	LateChecks = []time.Duration{time.Millisecond}
+	defer func() { LateChecks = saved }()
+	var g Group
+	looks := make(chan int, 100)
+	n := 0
+	g.Clean(func(context.Context) Outcome {
+		n++
+		looks <- n
+		if n < 5 {
+			return Unreachable
+		}
+		return Nothing
+	})
+	if !g.Finish(10 * time.Second) {
+		t.Fatal("Finish: the clean-up did not finish once the server answered")
+	}
+	if n != 6 { // four unreachable, the first answer, one late check
+		t.Errorf("%d looks; want 6", n)
+	}
+	var stuck Group
+	stuck.Clean(func(ctx context.Context) Outcome { return Unreachable })
+	start := time.Now()
+	if stuck.Finish(50 * time.Millisecond) {
+		t.Error("Finish reported a clean-up that never reached its server as finished")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Finish took %v with a 50ms timeout", took)
+	}
+}
+
+// At most MaxCleanups run at once; Finish and Close refuse more.
+func TestCleanIsBounded(t *testing.T) {
+	var g Group
+	release := make(chan struct{})
+	for i := range MaxCleanups {
+		if !g.Clean(func(ctx context.Context) Outcome {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return Cleaned
+		}) {
+			t.Fatalf("clean-up %d refused below the bound", i)
+		}
+	}
+	if g.Clean(func(context.Context) Outcome { return Cleaned }) {
+		t.Error("a clean-up past MaxCleanups was accepted")
+	}
+	close(release)
+	if !g.Finish(10 * time.Second) {
+		t.Error("Finish: the clean-ups did not finish")
+	}
+	if g.Clean(func(context.Context) Outcome { return Cleaned }) {
+		t.Error("a clean-up was accepted after Finish")
 	}
 }
