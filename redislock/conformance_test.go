@@ -58,9 +58,11 @@ type transport func(t testing.TB, d *deployment) redislock.Conn
 func goRedis(t testing.TB, d *deployment) redislock.Conn {
 	var c redis.UniversalClient
 	if d.cluster {
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs()})
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs(), ContextTimeoutEnabled: true})
 	} else {
-		c = redis.NewClient(&redis.Options{Addr: d.addrs()[0]})
+		// As the README builds it: go-redis's defaults (retries on), and
+		// context deadlines bounding each call.
+		c = redis.NewClient(&redis.Options{Addr: d.addrs()[0], ContextTimeoutEnabled: true})
 	}
 	t.Cleanup(func() { c.Close() })
 	return goredisconn.New(c)

@@ -50,6 +50,36 @@
 // through its locks' Clients, and a Striped lock as its stripes. Without
 // an observer, reporting costs a nil check.
 //
+// # Calls that must run once
+//
+// A call whose reply is late or lost (a read timeout, a reset connection,
+// a paused server) may still run on the server, once or, if a transport
+// sent it again, twice. dlock never lets a transport re-send its scripts:
+// goredisconn marks them NoRetry for go-redis, whose default is to re-send
+// a timed-out command up to three times, and rueidis re-sends only
+// read-only commands. dlock decides what to send again itself, and sends
+// again only what is safe to run twice:
+//
+//   - An attempt whose reply is lost is given back in the background: its
+//     release, keyed by the attempt's own token (a reentrant hold by its
+//     own hold id), deletes only what that attempt took. The clean-up
+//     keeps trying while the server cannot be reached, however long, and
+//     then looks a few more times over about four seconds, since a request
+//     buffered on a paused server runs when the server resumes. Close
+//     gives the clean-ups five seconds to finish.
+//   - Semaphore.AddPermits, Semaphore.SetPermits and Latch.CountDown carry
+//     a request id; the server records the outcome of each id for ten
+//     minutes, so a copy that runs again changes nothing. When their reply
+//     is lost they send the same request again until the server answers
+//     or ctx is done: each call takes effect exactly once, or, if ctx ends
+//     first, at most once, and the error says so.
+//   - A reentrant hold's release gives up that hold only, however often it
+//     runs; re-entering or renewing never shortens the lock's expiry below
+//     what another hold of the owner was promised.
+//   - A call that converts or hands over a hold (RWMutex.Downgrade) ends
+//     the old lease before it sends the request, so the old lease is never
+//     trusted while another holder may have been granted.
+//
 // # Transports
 //
 // The Client talks to Redis through a Conn. Package goredisconn adapts a

@@ -34,6 +34,13 @@ const MinFairWaiterTimeout = 5 * time.Second
 // most the waiter timeout. A waiter whose context is done leaves the queue
 // at once.
 //
+// Under faults, FIFO holds for waiters whose Lock keeps running: a head
+// waiter granted the lock by an attempt whose reply came too late to use
+// (the server was paused past the TTL) gives the grant back and keeps its
+// place at the head. A waiter whose Lock returns an error (the server
+// could not be reached) has left the queue; calling Lock again joins it at
+// the back. A waiter silent for its waiter timeout loses its place.
+//
 // TryLock does not jump the queue: it fails while anyone is waiting. Locks
 // of other kinds on the same name do not respect the queue. Each Lock
 // returns an independent Lease; a FairMutex is safe for concurrent use.
@@ -200,7 +207,7 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 		if !isReply(err) {
 			// The script may have run: give the lock (if taken) back, and
 			// the place in the queue (if taken) up.
-			m.c.abandon(m.keys, token, m.cfg.ttl, releaseScript)
+			m.c.abandon(releaseCall(m.keys, token, releaseScript))
 			if enqueue {
 				m.leave(ctx, token)
 			}
@@ -223,7 +230,8 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 	}
 	until := lease.Validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
-		m.release(context.WithoutCancel(ctx), token)
+		// A waiter keeps its place: the grant was its turn.
+		m.giveBack(context.WithoutCancel(ctx), token, enqueue)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
 			m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
@@ -249,9 +257,20 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 // is deleted in the background (the head waiter then finds the lock free
 // by its fallback poll) or expires within its TTL.
 func (m *FairMutex) release(ctx context.Context, token string) (any, error) {
-	v, err := m.c.eval(ctx, redisscript.FairRelease, []string{m.keys.lock, m.queue, m.times}, token, m.prefix)
+	return m.giveBack(ctx, token, false)
+}
+
+// giveBack is release; with requeue set, token also goes back to the head
+// of the queue, for a waiter that gives back a grant that came too late
+// and keeps waiting: it keeps its place.
+func (m *FairMutex) giveBack(ctx context.Context, token string, requeue bool) (any, error) {
+	args := []string{token, m.prefix}
+	if requeue {
+		args = append(args, m.waitMs)
+	}
+	v, err := m.c.eval(ctx, redisscript.FairRelease, []string{m.keys.lock, m.queue, m.times}, args...)
 	if err != nil && !isReply(err) {
-		m.c.abandon(m.keys, token, m.cfg.ttl, releaseScript)
+		m.c.abandon(releaseCall(m.keys, token, releaseScript))
 	}
 	return v, err
 }

@@ -397,3 +397,54 @@ func TestIntegrationFairConformance(t *testing.T) {
 func TestIntegrationFairConformanceCluster(t *testing.T) {
 	dlocktest.Run(t, fairBackend(cluster(t), goRedis))
 }
+
+// A server paused past the TTL does not reorder the queue: the head
+// waiter, granted on resume by an attempt whose reply came too late to
+// use, gives the grant back and keeps its place, so the waiters are still
+// served in the order they joined.
+func TestIntegrationFairOrderSurvivesServerPause(t *testing.T) {
+	d := standalone(t)
+	name := "fair-pause"
+	ttl := 600 * time.Millisecond
+	ctx := timeout(t, 30*time.Second)
+	admin := d.admin(t)
+	holder, err := newClient(t, d, goRedis).NewFairMutex(name, redislock.WithTTL(ttl)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release(ctx)
+	const n = 5
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range n {
+		m := newClient(t, d, goRedis).NewFairMutex(name, redislock.WithTTL(ttl))
+		wg.Go(func() {
+			l, err := m.Lock(ctx)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			l.Release(ctx)
+		})
+		waitQueueLen(t, admin, name, int64(i+1))
+	}
+	srv := d.servers[0]
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, w := range order {
+		if w != i {
+			t.Fatalf("after a %v pause (TTL %v) the waiters got the lock in the order %v; want 0..%d", 2*time.Second, ttl, order, n-1)
+		}
+	}
+}

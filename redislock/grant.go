@@ -14,14 +14,15 @@ import (
 type grant struct {
 	*lease.State
 	m     *Mutex
+	hold  string // this hold's id: the token, but for a reentrant lock's holds
 	entry renewal.Entry
 }
 
 var _ dlock.Lease = (*grant)(nil)
 
 // newGrant returns the lease; the caller registers it with the client.
-func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *grant {
-	g := &grant{m: m}
+func newGrant(ctx context.Context, m *Mutex, token, hold string, fence uint64, until time.Time) *grant {
+	g := &grant{m: m, hold: hold}
 	g.State = lease.New(ctx, m.ev, m.keys.lock, token, fence, until, g.forget)
 	g.entry.Value = g
 	return g
@@ -41,13 +42,15 @@ func (g *grant) Release(ctx context.Context) error {
 	if ended, err := g.Ended(true); ended {
 		return err
 	}
-	v, err := g.m.c.eval(ctx, g.m.f.release, []string{g.m.keys.lock}, g.Token(), g.m.keys.channel)
+	call := g.m.releaseCall(g.Token(), g.hold)
+	v, err := g.m.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep
-		// trying to delete the key in the background.
+		// trying to release in the background (a hold is given up once,
+		// however often its release runs).
 		g.End(dlock.ErrReleased)
-		if !isReply(err) && !g.m.f.reentrant { // a hold cannot be retried: it might count twice
-			g.m.c.abandon(g.m.keys, g.Token(), g.m.cfg.ttl, g.m.f.release)
+		if !isReply(err) {
+			g.m.c.abandon(call)
 		}
 		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
 			g.Key(), describe(g.Key(), g.m.f.release, err))

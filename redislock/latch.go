@@ -59,9 +59,11 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 
 // CountDown decrements the count. The call that brings it to zero deletes
 // the latch and wakes every waiter. Counting down a latch that is not
-// counting does nothing.
+// counting does nothing. Each call counts once: if its reply is lost, it
+// sends the same request again until the server answers or ctx is done,
+// and the server counts a request only the first time it runs it.
 func (l *Latch) CountDown(ctx context.Context) error {
-	_, err := l.run(ctx, redisscript.LatchCountDown, []string{l.countKey}, l.zeroChannel)
+	_, err := l.runOnce(ctx, redisscript.LatchCountDown, []string{l.countKey}, l.zeroChannel)
 	return err
 }
 
@@ -101,6 +103,19 @@ func (l *Latch) Wait(ctx context.Context) error {
 
 // run runs a latch script on the count key and returns its integer reply.
 func (l *Latch) run(ctx context.Context, sc *Script, keys []string, args ...string) (int64, error) {
+	return l.call(ctx, l.c.eval, sc, keys, args...)
+}
+
+// runOnce is run for a script that changes the count: see Client.evalOnce.
+func (l *Latch) runOnce(ctx context.Context, sc *Script, keys []string, args ...string) (int64, error) {
+	base := keysFor(l.name).lock
+	return l.call(ctx, func(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
+		return l.c.evalOnce(ctx, base, sc, keys, args...)
+	}, sc, keys, args...)
+}
+
+func (l *Latch) call(ctx context.Context, eval func(context.Context, *Script, []string, ...string) (any, error),
+	sc *Script, keys []string, args ...string) (int64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
@@ -110,7 +125,7 @@ func (l *Latch) run(ctx context.Context, sc *Script, keys []string, args ...stri
 	if err := ctx.Err(); err != nil {
 		return 0, l.cancelled(err)
 	}
-	v, err := l.c.eval(ctx, sc, keys, args...)
+	v, err := eval(ctx, sc, keys, args...)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil && !isReply(err) {
 			return 0, l.cancelled(cause)

@@ -196,21 +196,22 @@ func (m *Mutex) check(ctx context.Context) error {
 // lease; or nil, the holder's remaining TTL and possibly an error matching
 // dlock.ErrNotObtained that says why; or a hard error.
 func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
-	token, fresh := dlock.NewToken(), true
+	token := dlock.NewToken()
+	hold := token // a reentrant lock tells its holds apart by their own ids
 	if owner, ok := dlock.OwnerFrom(ctx); ok && m.f.reentrant {
-		token, fresh = owner, false
+		token = owner
 	}
+	giveBack := m.releaseCall(token, hold)
 	start := time.Now()
 	var res [1]Result
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence, m.keys.kind}, Args: []string{token, m.ttl, m.f.kind},
+	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence, m.keys.kind}, Args: []string{token, m.ttl, hold, m.f.kind},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
-		// The script may have run without its reply reaching us. A fresh
-		// token's key can be deleted again; an owner's extra hold cannot be
-		// told from its others, and lapses with the TTL once they end.
-		if !isReply(err) && fresh {
-			m.c.abandon(m.keys, token, m.cfg.ttl, m.f.release)
+		// The script may have run without its reply reaching us: give
+		// back what it may have taken (this hold only).
+		if !isReply(err) {
+			m.c.abandon(giveBack)
 		}
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
@@ -225,7 +226,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 		return nil, time.Duration(-n+1) * time.Millisecond, nil
 	}
 	if m.cfg.replicas > 0 && res[0].Replicas < int64(m.cfg.replicas) {
-		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
+		m.c.release(context.WithoutCancel(ctx), giveBack)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: the lock on %q reached %d of the %d replicas required within %v",
 			m.keys.lock, max(res[0].Replicas, 0), m.cfg.replicas, m.cfg.replicaTimeout))
 	}
@@ -233,18 +234,18 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 		// The reply came after the caller gave up (go-redis, unless
 		// ContextTimeoutEnabled is set, does not bound I/O by ctx): do not
 		// hand a lock to a caller that has stopped waiting for it.
-		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
+		m.c.release(context.WithoutCancel(ctx), giveBack)
 		return nil, 0, dlock.NotObtained(cause)
 	}
 	until := lease.Validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
-		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
+		m.c.release(context.WithoutCancel(ctx), giveBack)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
 			m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
-	g := newGrant(ctx, m, token, uint64(n), until)
+	g := newGrant(ctx, m, token, hold, uint64(n), until)
 	if !m.c.leases.Add(g) {
-		m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release)
+		m.c.release(context.WithoutCancel(ctx), giveBack)
 		g.End(dlock.Lost(ErrClosed))
 		return nil, 0, ErrClosed
 	}
@@ -255,6 +256,11 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 		g.forget()
 	}
 	return g, 0, nil
+}
+
+// releaseCall is the call that gives up the hold hold of owner token.
+func (m *Mutex) releaseCall(token, hold string) Call {
+	return Call{Script: m.f.release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel, hold}}
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

@@ -205,3 +205,40 @@ func TestIntegrationMutexAndReentrantNameClash(t *testing.T) {
 		t.Fatalf("ReentrantMutex on a Mutex's name = %v; want an error naming the Mutex", err)
 	}
 }
+
+// Re-entering with a shorter TTL, and renewing that hold, never shortens
+// the lock's expiry below what the outer hold was promised: another owner
+// stays out for as long as the outer lease is valid.
+func TestIntegrationReentryWithShorterTTLKeepsOuterExpiry(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	c := newClient(t, d, goRedis)
+	name := "reentry-shorter"
+	outer, err := c.NewReentrantMutex(name, redislock.WithTTL(30*time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Release(ctx)
+	short := time.Second
+	inner, err := c.NewReentrantMutex(name, redislock.WithTTL(short)).Lock(outer.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(short) // the inner hold renews (every TTL/3) with its 1s TTL
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pttl, err := d.admin(t).PTTL(ctx, lockKey(name)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Until(outer.Until()); pttl < left {
+		t.Errorf("the key expires in %v, before the outer lease's Until (%v away)", pttl, left)
+	}
+	time.Sleep(short + short/2)
+	other := newClient(t, d, goRedis).NewReentrantMutex(name)
+	if l, err := other.TryLock(ctx); err == nil {
+		l.Release(ctx)
+		t.Fatalf("another owner took the lock %v after a 1s re-entry, while the outer lease is valid for %v more", 2*short+short/2, time.Until(outer.Until()))
+	}
+}

@@ -92,10 +92,15 @@ func (rw *RWMutex) Writer() dlock.Locker { return rwSide{rw, false} }
 
 // Downgrade turns writeLease, a held write lease of rw, into a read lease
 // in one step: no other writer can take the lock in between, and waiting
-// readers are woken. writeLease then ends with dlock.ErrReleased. If it had
-// been lost, Downgrade returns an error matching dlock.ErrNotHeld. An
-// observer sees the write lease released and an acquisition of the read
-// side (EventAcquiring, then EventAcquired or EventNotAcquired).
+// readers are woken. writeLease ends, with dlock.ErrReleased, as Downgrade
+// sends its request: from then on a waiting reader may be granted, so the
+// write lease must not be trusted any more, whatever the outcome. If it
+// had been lost, Downgrade returns an error matching dlock.ErrNotHeld. If
+// the outcome is unknown (the reply was lost), Downgrade returns the error
+// and no lease, and gives up in the background both the write lock and
+// the read share the request may have left. An observer sees the write
+// lease released and an acquisition of the read side (EventAcquiring,
+// then EventAcquired or EventNotAcquired).
 func (rw *RWMutex) Downgrade(ctx context.Context, writeLease dlock.Lease) (dlock.Lease, error) {
 	a := rw.readEv.Begin()
 	return a.End(rw.downgrade(ctx, writeLease))
@@ -116,24 +121,27 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		return nil, err
 	}
 	token := dlock.NewToken()
+	if !w.End(dlock.ErrReleased) {
+		_, err := w.Ended(false)
+		return nil, err
+	}
 	start := time.Now()
 	v, err := rw.c.eval(ctx, redisscript.RWDowngrade, []string{rw.writer, rw.readers, rw.fence},
 		w.Token(), token, rw.ttl, rw.channel)
 	if err != nil {
 		if !isReply(err) {
-			// The write lock may or may not have become a read share; the
-			// caller keeps the write lease, which still ends by Until.
+			// The write lock may or may not have become a read share:
+			// give up both.
+			rw.c.abandon(releaseCall(keys{lock: rw.writer, channel: rw.channel}, w.Token(), releaseScript))
 			rw.abandonRead(token)
 		}
-		return nil, describe(rw.writer, redisscript.RWDowngrade, err)
+		return nil, fmt.Errorf("redislock: Downgrade of %q did not complete; the write lease has ended, and whatever the request left is given up in the background: %w",
+			rw.name, describe(rw.writer, redisscript.RWDowngrade, err))
 	}
 	n, _ := v.(int64)
 	if n <= 0 {
-		w.End(dlock.Lost(dlock.ErrTakenOver))
-		_, err := w.Ended(false)
-		return nil, err
+		return nil, fmt.Errorf("redislock: Downgrade of %q: %w", rw.name, lease.NotHeld(dlock.Lost(dlock.ErrTakenOver)))
 	}
-	w.End(dlock.ErrReleased)
 	l, err := rw.grant(ctx, true, token, uint64(n), start)
 	if l == nil {
 		return nil, err
@@ -341,12 +349,12 @@ func (rw *RWMutex) undo(read bool, token string) {
 		rw.abandonRead(token)
 		return
 	}
-	rw.c.abandon(keys{lock: rw.writer, channel: rw.channel}, token, rw.cfg.ttl, releaseScript)
+	rw.c.abandon(releaseCall(keys{lock: rw.writer, channel: rw.channel}, token, releaseScript))
 }
 
 // abandonRead removes, in the background, a read share token may hold.
 func (rw *RWMutex) abandonRead(token string) {
-	rw.c.abandon(keys{lock: rw.readers, channel: rw.channel}, token, rw.cfg.ttl, redisscript.RWReadRelease)
+	rw.c.abandon(releaseCall(keys{lock: rw.readers, channel: rw.channel}, token, redisscript.RWReadRelease))
 }
 
 // grant makes the lease of a share or write lock taken at start, and

@@ -6,11 +6,15 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/redis/go-redis/v9"
 )
 
 // rwKeys returns the writer, readers and intent keys of an RWMutex.
@@ -431,4 +435,68 @@ func TestIntegrationRWMutexCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Release(ctx)
+}
+
+// A Downgrade whose reply is lost (its context ends first) may have run:
+// the write lease must have ended by the time anyone else can be granted,
+// and whatever the request left is given up, so another writer gets the
+// lock soon after.
+func TestIntegrationRWMutexDowngradeLostReply(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	p := testenv.StartProxy(t, d.servers[0].Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	c := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { c.Close() })
+	name := "rw-downgrade-lost"
+	var wl atomic.Pointer[dlock.Lease]
+	rw := c.NewRWMutex(name, redislock.WithTTL(3*time.Second))
+	if w, err := rw.Writer().Lock(ctx); err == nil { // loads the scripts
+		if r, err := rw.Downgrade(ctx, w); err == nil {
+			r.Release(ctx)
+		}
+	}
+	w, err := rw.Writer().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl.Store(&w)
+	other := newClient(t, d, goRedis).NewRWMutex(name, redislock.WithTTL(3*time.Second))
+	// The reader notes whether the write lease had ended when it was
+	// granted. (w is assigned before the reader can be granted.)
+	readerSawWriter := make(chan bool, 1)
+	go func() {
+		if l, err := other.Reader().Lock(ctx); err == nil {
+			readerSawWriter <- (*wl.Load()).Err() == nil
+			l.Release(ctx)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the reader waits
+	p.SetLatency(60 * time.Millisecond)
+	dctx, cancel := context.WithTimeout(ctx, 80*time.Millisecond)
+	defer cancel()
+	r, err := rw.Downgrade(dctx, w)
+	if err == nil {
+		r.Release(ctx)
+		t.Fatal("Downgrade succeeded with 120ms round trips and an 80ms deadline")
+	}
+	t.Logf("Downgrade: %v", err)
+	if w.Err() == nil {
+		t.Errorf("the write lease is still held (%v to Until) after a Downgrade of unknown outcome", time.Until(w.Until()))
+	}
+	select {
+	case held := <-readerSawWriter:
+		if held {
+			t.Error("a reader was granted while the write lease was still held")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the waiting reader was not granted within 5s")
+	}
+	p.SetLatency(0)
+	writer, err := other.Writer().Lock(ctx)
+	if err != nil {
+		t.Fatalf("another writer: %v", err)
+	}
+	writer.Release(ctx)
 }

@@ -192,7 +192,7 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
 		if !isReply(err) { // the script may have run without its reply reaching us
-			m.c.abandon(m.keys, token, m.cfg.ttl, m.f.release)
+			m.c.abandon(m.releaseCall(token, token))
 		}
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
@@ -206,7 +206,7 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	if n <= 0 { // -n is the time until the earliest permit expires, in ms
 		return nil, time.Duration(-n+1) * time.Millisecond, nil
 	}
-	giveBack := func() { m.c.release(context.WithoutCancel(ctx), m.keys, token, m.cfg.ttl, m.f.release) }
+	giveBack := func() { m.c.release(context.WithoutCancel(ctx), m.releaseCall(token, token)) }
 	if m.cfg.replicas > 0 && res[0].Replicas < int64(m.cfg.replicas) {
 		giveBack()
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: the permit of %q reached %d of the %d replicas required within %v",
@@ -222,7 +222,7 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring a permit of %q took %v, longer than the TTL %v less the drift allowance",
 			m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
-	g := newGrant(ctx, m, token, uint64(n), until)
+	g := newGrant(ctx, m, token, token, uint64(n), until)
 	if !m.c.leases.Add(g) {
 		giveBack()
 		g.End(dlock.Lost(ErrClosed))
@@ -253,6 +253,9 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 // that would leave less is refused with an error matching
 // ErrInvalidPermits, and the limit is left as it was. If no limit is
 // stored yet, the change applies to the permits given to NewSemaphore.
+// Each call changes the limit once: if its reply is lost, it sends the same
+// request again until the server answers or ctx is done, and the server
+// applies a request only the first time it runs it.
 func (s *Semaphore) AddPermits(ctx context.Context, delta int) error {
 	_, err := s.changeLimit(ctx, "add", delta)
 	return err
@@ -263,7 +266,7 @@ func (s *Semaphore) changeLimit(ctx context.Context, mode string, n int) (int64,
 		return 0, err
 	}
 	sc := redisscript.SemaphoreLimit
-	v, err := s.m.c.eval(ctx, sc, []string{s.m.keys.lock, s.limitKey},
+	v, err := s.m.c.evalOnce(ctx, keysFor(s.m.name).lock, sc, []string{s.m.keys.lock, s.limitKey},
 		mode, strconv.Itoa(n), strconv.Itoa(s.permits), s.m.keys.channel)
 	if err != nil {
 		return 0, s.describe(sc, err)

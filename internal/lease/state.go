@@ -221,11 +221,14 @@ func (s *State) Ended(releasing bool) (ended bool, err error) {
 	case e == dlock.ErrReleased && releasing:
 		return true, nil
 	default:
-		return true, notHeld(e)
+		return true, NotHeld(e)
 	}
 }
 
-func notHeld(reason error) error {
+// NotHeld returns the error that a Release or Refresh of a lease that ended
+// with reason returns: reason itself for dlock.ErrReleased, otherwise an
+// error matching dlock.ErrNotHeld and reason.
+func NotHeld(reason error) error {
 	if reason == dlock.ErrReleased {
 		return reason
 	}

@@ -25,7 +25,7 @@ import (
 // Client is the part of a go-redis client that dlock uses. *redis.Client,
 // *redis.ClusterClient, *redis.Ring and redis.UniversalClient satisfy it.
 type Client interface {
-	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
 	Pipeline() redis.Pipeliner
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
@@ -52,22 +52,22 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 	}
 	if len(calls) == 1 { // the common case: no pipeline
 		call := calls[0]
-		cmd := c.c.EvalSha(ctx, call.Script.SHA1, call.Keys, args(call.Args)...)
+		cmd := script(ctx, "evalsha", call.Script.SHA1, call)
+		c.c.Process(ctx, cmd)
 		if isNoScript(cmd.Err()) {
-			cmd = c.c.Eval(ctx, call.Script.Src, call.Keys, args(call.Args)...)
+			cmd = script(ctx, "eval", call.Script.Src, call)
+			c.c.Process(ctx, cmd)
 		}
-		results[0] = result(cmd)
+		results[0] = result(cmd.Cmd)
 		return
 	}
-	cmds := c.pipeline(ctx, calls, func(p redis.Pipeliner, call redislock.Call) *redis.Cmd {
-		return p.EvalSha(ctx, call.Script.SHA1, call.Keys, args(call.Args)...)
-	})
+	cmds := c.pipeline(ctx, calls, "evalsha")
 	var retry []int
 	for i, cmd := range cmds {
 		if isNoScript(cmd.Err()) {
 			retry = append(retry, i)
 		}
-		results[i] = result(cmd)
+		results[i] = result(cmd.Cmd)
 	}
 	if len(retry) == 0 {
 		return
@@ -76,11 +76,9 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 	for j, i := range retry {
 		again[j] = calls[i]
 	}
-	cmds = c.pipeline(ctx, again, func(p redis.Pipeliner, call redislock.Call) *redis.Cmd {
-		return p.Eval(ctx, call.Script.Src, call.Keys, args(call.Args)...)
-	})
+	cmds = c.pipeline(ctx, again, "eval")
 	for j, i := range retry {
-		results[i] = result(cmds[j])
+		results[i] = result(cmds[j].Cmd)
 	}
 }
 
@@ -99,18 +97,17 @@ func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Resul
 	}
 	for _, byHash := range []bool{true, false} {
 		p := pipeliner()
-		var cmd *redis.Cmd
+		cmd := script(ctx, "eval", call.Script.Src, call)
 		if byHash {
-			cmd = p.EvalSha(ctx, call.Script.SHA1, call.Keys, args(call.Args)...)
-		} else {
-			cmd = p.Eval(ctx, call.Script.Src, call.Keys, args(call.Args)...)
+			cmd = script(ctx, "evalsha", call.Script.SHA1, call)
 		}
+		p.Process(ctx, cmd)
 		wait := p.Do(ctx, "wait", call.WaitReplicas, redislock.WaitMillis(call.WaitTimeout))
 		p.Exec(ctx)
 		if byHash && isNoScript(cmd.Err()) {
 			continue
 		}
-		r := result(cmd)
+		r := result(cmd.Cmd)
 		r.Replicas = -1
 		if n, err := wait.Int64(); err == nil {
 			r.Replicas = n
@@ -120,22 +117,49 @@ func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Resul
 	panic("unreachable")
 }
 
-func (c conn) pipeline(ctx context.Context, calls []redislock.Call, add func(redis.Pipeliner, redislock.Call) *redis.Cmd) []*redis.Cmd {
+// pipeline sends every call as verb ("evalsha" or "eval") in one
+// pipeline.
+func (c conn) pipeline(ctx context.Context, calls []redislock.Call, verb string) []sentOnce {
 	p := c.c.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
+	cmds := make([]sentOnce, len(calls))
 	for i, call := range calls {
-		cmds[i] = add(p, call)
+		body := call.Script.SHA1
+		if verb == "eval" {
+			body = call.Script.Src
+		}
+		cmds[i] = script(ctx, verb, body, call)
+		p.Process(ctx, cmds[i])
 	}
 	p.Exec(ctx) // per-command errors are in cmds
 	return cmds
 }
 
-func args(a []string) []any {
-	out := make([]any, len(a))
-	for i, s := range a {
-		out[i] = s
+// A sentOnce is a script call that go-redis must not send again. go-redis
+// re-sends a command whose reply did not come in time (its read timeout,
+// a reset connection) up to MaxRetries times, and the server may then run
+// it twice: once as the reply was late, once more on the retry. dlock's
+// scripts change state, and dlock retries what it can itself, knowing
+// which calls may be repeated, so every script call is marked NoRetry,
+// which go-redis honours for single commands and pipelines alike (a
+// command that never left keeps its right to be sent).
+type sentOnce struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to send the command again.
+func (sentOnce) NoRetry() bool { return true }
+
+// script returns the call as verb ("evalsha" with the digest as body, or
+// "eval" with the source), keys and arguments in the order go-redis's
+// cluster routing expects.
+func script(ctx context.Context, verb, body string, call redislock.Call) sentOnce {
+	a := make([]any, 0, 3+len(call.Keys)+len(call.Args))
+	a = append(a, verb, body, len(call.Keys))
+	for _, k := range call.Keys {
+		a = append(a, k)
 	}
-	return out
+	for _, s := range call.Args {
+		a = append(a, s)
+	}
+	return sentOnce{redis.NewCmd(ctx, a...)}
 }
 
 func result(cmd *redis.Cmd) redislock.Result {

@@ -3,6 +3,10 @@
 -- KEYS[1] lock key          KEYS[2] queue          KEYS[3] waiter deadlines
 -- ARGV[1] owner token       ARGV[2] waiter channel prefix (the channel of a
 -- waiter is the prefix followed by its token)
+-- ARGV[3] optional: a waiter timeout in milliseconds. When given, the owner
+--         goes back to the head of the queue, with that deadline: it was
+--         granted the lock by an attempt whose reply came too late, gives
+--         the grant back, and keeps its place in line.
 -- Dead waiters (deadline passed, in server TIME) are dropped from the head
 -- of the queue before the new head is woken.
 -- Returns 1 plus the number of subscribers woken when released, 0 when the
@@ -24,6 +28,19 @@ end
 redis.call('DEL', KEYS[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[3] and ARGV[3] ~= '' then
+  local wait = tonumber(ARGV[3])
+  if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
+    redis.call('LPUSH', KEYS[2], ARGV[1])
+  end
+  redis.call('ZADD', KEYS[3], now + wait, ARGV[1])
+  if redis.call('PTTL', KEYS[2]) < wait then
+    redis.call('PEXPIRE', KEYS[2], wait)
+  end
+  if redis.call('PTTL', KEYS[3]) < wait then
+    redis.call('PEXPIRE', KEYS[3], wait)
+  end
+end
 local head = redis.call('LINDEX', KEYS[2], 0)
 while head do
   local deadline = tonumber(redis.call('ZSCORE', KEYS[3], head))

@@ -1,8 +1,15 @@
 -- latch_countdown: count a count-down latch down by one; at zero delete it
 -- and wake the waiters.
 -- KEYS[1] count             ARGV[1] zero channel
+-- KEYS[2] this request's record: its outcome, kept so that the request,
+--         sent again, counts nothing and returns the same
+-- ARGV[2] how long to keep the record, in ms
 -- Returns the count left. A latch that is not counting (no key, or a count
 -- of zero) is left alone and 0 returned.
+local done = redis.call('GET', KEYS[2])
+if done then
+  return tonumber(done)
+end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'none' then
   return 0
@@ -19,6 +26,7 @@ if n == 0 then
   return 0
 end
 n = redis.call('DECR', KEYS[1])
+redis.call('SET', KEYS[2], n, 'PX', ARGV[2])
 if n == 0 then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[1], 'zero')

@@ -1,13 +1,19 @@
 -- reentrant_acquire: take a free reentrant lock, or take it again for the
--- owner that holds it. The lock is a hash: o:<owner> -> hold count, and
--- fence -> the fence of the current owner's first hold.
+-- owner that holds it. The lock is a hash: o:<owner> -> hold count, h:<hold>
+-- -> 1 for each hold, and fence -> the fence of the current owner's first
+-- hold.
 -- KEYS[1] lock hash         KEYS[2] fence counter
 -- ARGV[1] owner             ARGV[2] TTL in milliseconds
+-- ARGV[3] hold: a fresh id for this hold, so that the call, sent twice,
+--         takes one hold
 -- Returns the owner's fence (> 0) when taken or re-entered, or minus the
 -- lock's remaining TTL in milliseconds (<= 0) when another owner holds it.
 -- A new hold bumps the counter as acquire.lua does; a re-entry keeps the
--- fence of the first hold, since the holder has not changed.
-local field = 'o:' .. ARGV[1]
+-- fence of the first hold, since the holder has not changed. A re-entry
+-- never shortens the lock's expiry: another hold of the owner was promised
+-- it.
+local owner, hold = 'o:' .. ARGV[1], 'h:' .. ARGV[3]
+local ttl = tonumber(ARGV[2])
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'none' then
   local fence = redis.pcall('INCR', KEYS[2]) -- the only step that can fail, before any write
@@ -22,16 +28,20 @@ if kind == 'none' then
     fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
     redis.call('SET', KEYS[2], string.format('%.0f', fence))
   end
-  redis.call('HSET', KEYS[1], field, 1, 'fence', string.format('%.0f', fence))
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('HSET', KEYS[1], owner, 1, hold, 1, 'fence', string.format('%.0f', fence))
+  redis.call('PEXPIRE', KEYS[1], ttl)
   return fence
 end
 if kind ~= 'hash' then
   return redis.error_reply('WRONGTYPE dlock reentrant lock key ' .. KEYS[1] .. ' holds a ' .. kind)
 end
-if redis.call('HEXISTS', KEYS[1], field) == 1 then
-  redis.call('HINCRBY', KEYS[1], field, 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('HEXISTS', KEYS[1], owner) == 1 then
+  if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then
+    redis.call('HINCRBY', KEYS[1], owner, 1)
+  end
+  if redis.call('PTTL', KEYS[1]) < ttl then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+  end
   return tonumber(redis.call('HGET', KEYS[1], 'fence'))
 end
 local pttl = redis.call('PTTL', KEYS[1])

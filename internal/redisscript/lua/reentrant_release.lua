@@ -1,14 +1,18 @@
 -- reentrant_release: give up one hold of a reentrant lock; the last one
 -- deletes the lock and wakes waiters.
 -- KEYS[1] lock hash         ARGV[1] owner          ARGV[2] release channel
--- Returns 0 when the owner holds nothing here, 1 when a hold was given up
--- and others remain, and 1 plus the number of subscribers woken when the
--- lock was deleted.
-local field = 'o:' .. ARGV[1]
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HEXISTS', KEYS[1], field) == 0 then
+-- ARGV[3] the hold to give up
+-- Returns 0 when the owner holds nothing here, 1 when the hold was given up
+-- (or had been, by this call sent before) and others remain, and 1 plus the
+-- number of subscribers woken when the lock was deleted.
+local owner = 'o:' .. ARGV[1]
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HEXISTS', KEYS[1], owner) == 0 then
   return 0
 end
-if redis.call('HINCRBY', KEYS[1], field, -1) > 0 then
+if redis.call('HDEL', KEYS[1], 'h:' .. ARGV[3]) == 0 then
+  return 1
+end
+if redis.call('HINCRBY', KEYS[1], owner, -1) > 0 then
   return 1
 end
 redis.call('DEL', KEYS[1])

@@ -1,12 +1,18 @@
 -- semaphore_limit: set or change the number of permits of a semaphore, and
 -- wake waiters when it grows.
 -- KEYS[1] permits (sorted set)  KEYS[2] limit
+-- KEYS[3] this request's record: its outcome, kept so that the request,
+--         sent again, changes nothing and returns the same
 -- ARGV[1] 'set' or 'add'        ARGV[2] the new limit, or the change
 -- ARGV[3] the permits the caller was configured with: the current limit
 --         when KEYS[2] does not exist
--- ARGV[4] release channel
+-- ARGV[4] release channel   ARGV[5] how long to keep the record, in ms
 -- Returns the new limit. A result below 1 is refused with DLOCKLIMIT and
 -- changes nothing.
+local done = redis.call('GET', KEYS[3])
+if done then
+  return tonumber(done)
+end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'none' and kind ~= 'zset' then
   return redis.error_reply('WRONGTYPE dlock semaphore key ' .. KEYS[1] .. ' holds a ' .. kind)
@@ -30,6 +36,7 @@ if new < 1 then
   return redis.error_reply('DLOCKLIMIT the limit of ' .. KEYS[2] .. ' would be ' .. string.format('%.0f', new) .. ' (now ' .. string.format('%.0f', old) .. '); it must stay >= 1')
 end
 redis.call('SET', KEYS[2], string.format('%.0f', new))
+redis.call('SET', KEYS[3], string.format('%.0f', new), 'PX', ARGV[5])
 if new > old then
   redis.call('PUBLISH', ARGV[4], 'permits')
 end
