@@ -20,23 +20,30 @@ func TestIntegrationChaos(t *testing.T) {
 	cases := []struct {
 		backend  string
 		duration time.Duration
-		faults   int // at least
+		faults   int  // at least
+		defaults bool // clients built as the README says (library timeouts and retries)
 	}{
-		{BackendRedis, 12 * time.Second, 4},
-		{BackendRedisAOF, 8 * time.Second, 2},
-		{BackendRedlock3, 12 * time.Second, 4},
-		{BackendRedlock5, 8 * time.Second, 2},
-		{BackendZK3, 16 * time.Second, 3},
+		{BackendRedis, 12 * time.Second, 4, false},
+		{BackendRedis, 8 * time.Second, 2, true},
+		{BackendRedisAOF, 8 * time.Second, 2, false},
+		{BackendRedlock3, 12 * time.Second, 4, false},
+		{BackendRedlock3, 8 * time.Second, 2, true},
+		{BackendRedlock5, 8 * time.Second, 2, false},
+		{BackendZK3, 16 * time.Second, 3, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.backend, func(t *testing.T) {
+		name := tc.backend
+		if tc.defaults {
+			name += "/library-defaults"
+		}
+		t.Run(name, func(t *testing.T) {
 			if tc.backend == BackendZK3 {
 				if err := testenv.LookZooKeeper(); err != nil {
 					testenv.RequireBinary(t, "zookeeper") // fails in CI, skips with the hint elsewhere
 				}
 			}
 			o := Options{Backend: tc.backend, Duration: tc.duration, TTL: 500 * time.Millisecond,
-				Work: 10 * time.Millisecond, SessionTimeout: time.Second}
+				Work: 10 * time.Millisecond, SessionTimeout: time.Second, LibraryDefaults: tc.defaults}
 			res, err := Run(context.Background(), o)
 			if err != nil {
 				t.Fatal(err)

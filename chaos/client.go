@@ -40,6 +40,8 @@ type clientConfig struct {
 	Store          string        `json:"store"`
 	SessionTimeout time.Duration `json:"session_timeout"`
 	Seed           uint64        `json:"seed"`
+	// LibraryDefaults: see Options.LibraryDefaults.
+	LibraryDefaults bool `json:"library_defaults"`
 }
 
 // RunClientIfChild runs a chaos client and exits, if this process was
@@ -215,9 +217,13 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 	var conns []redislock.Conn
 	var closers []func()
 	for _, addr := range cfg.Addrs {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: opTimeout, ReadTimeout: opTimeout,
+		o := &redis.Options{Addr: addr, DialTimeout: opTimeout, ReadTimeout: opTimeout,
 			WriteTimeout: opTimeout, PoolTimeout: opTimeout, MaxRetries: -1, ContextTimeoutEnabled: true,
-			DisableIdentity: true})
+			DisableIdentity: true}
+		if cfg.LibraryDefaults {
+			o = &redis.Options{Addr: addr, ContextTimeoutEnabled: true}
+		}
+		rdb := redis.NewClient(o)
 		conns = append(conns, goredisconn.New(rdb))
 		closers = append(closers, func() { rdb.Close() })
 	}

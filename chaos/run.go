@@ -59,6 +59,11 @@ type Options struct {
 	// Seed seeds every random choice, of the harness and of the clients;
 	// zero picks one, which the Result reports.
 	Seed uint64
+	// LibraryDefaults builds the clients' Redis connections as the README
+	// tells users to: go-redis with its own timeouts and retries, and
+	// ContextTimeoutEnabled. Otherwise they are tuned for the run: every
+	// timeout a quarter of the TTL (at most a second) and no retries.
+	LibraryDefaults bool
 	// Command starts a client: a program that calls RunClientIfChild first
 	// thing. The default is this process's own executable.
 	Command []string
@@ -173,7 +178,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	name := fmt.Sprintf("chaos-%x", o.Seed&0xffffff)
 	for i := range o.Clients {
 		cfg := clientConfig{ID: i + 1, Kind: d.kind(), Addrs: d.clientAddrs(i), Name: name, TTL: o.TTL,
-			Work: o.Work, Store: store.Addr(), SessionTimeout: o.SessionTimeout, Seed: o.Seed}
+			Work: o.Work, Store: store.Addr(), SessionTimeout: o.SessionTimeout, Seed: o.Seed,
+			LibraryDefaults: o.LibraryDefaults}
 		p, err := startClient(o.Command, cfg, h, r.observe)
 		if err != nil {
 			r.stopClients()

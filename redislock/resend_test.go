@@ -12,7 +12,9 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/dlock-go/dlock/redislock/rueidisconn"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 // A slow link makes go-redis, left with its default retries as the README
@@ -194,6 +196,38 @@ func TestIntegrationGoRedisDoesNotResendScripts(t *testing.T) {
 	t.Logf("TryLock over the slow link: %v", err)
 	if err == nil {
 		t.Error("TryLock succeeded though its reply came after the read timeout")
+	}
+	if runs != 1 {
+		t.Errorf("the acquire script ran %d times; want once", runs)
+	}
+}
+
+// rueidis re-sends only read-only commands: a script call whose reply is
+// late runs once.
+func TestIntegrationRueidisDoesNotResendScripts(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	p := testenv.StartProxy(t, d.servers[0].Addr())
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{p.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	c := redislock.New(rueidisconn.New(rc))
+	t.Cleanup(func() { c.Close() })
+	m := c.NewMutex("resent-rueidis", redislock.WithTTL(time.Minute))
+	if l, err := m.TryLock(ctx); err == nil { // loads the script
+		l.Release(ctx)
+	} else {
+		t.Fatal(err)
+	}
+	before := commandCalls(t, d, "set")
+	p.SetLatency(slowWay)
+	_, err = m.TryLock(timeout(t, slowRead))
+	settle(p)
+	runs := commandCalls(t, d, "set") - before
+	if err == nil {
+		t.Error("TryLock succeeded though its reply came after its deadline")
 	}
 	if runs != 1 {
 		t.Errorf("the acquire script ran %d times; want once", runs)

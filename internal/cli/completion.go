@@ -13,7 +13,7 @@ var completionFlags = map[string]string{
 	"inspect": "--redis --zk -o --help",
 	"release": "--redis --zk --force --yes --help",
 	"bench":   "--redis --zk --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
-	"chaos":   "--backend --faults --duration --clients --ttl --work --session-timeout --schedule --seed -o --timeline --help",
+	"chaos":   "--backend --faults --duration --clients --ttl --work --session-timeout --schedule --seed -o --timeline --library-defaults --help",
 	"demo":    "--workers --rounds --no-zk --help",
 }
 

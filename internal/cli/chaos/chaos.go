@@ -112,7 +112,8 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 // runOptions returns the harness's options for backend b.
 func (o Options) runOptions(b string, tty bool, io cmdutil.IO) chaos.Options {
 	ro := chaos.Options{Backend: b, Duration: o.Duration, Clients: o.Clients, TTL: o.TTL, Work: o.Work,
-		SessionTimeout: o.SessionTimeout, Faults: o.faultsFor(b), Random: o.Schedule == "random", Seed: o.Seed}
+		SessionTimeout: o.SessionTimeout, Faults: o.faultsFor(b), Random: o.Schedule == "random", Seed: o.Seed,
+		LibraryDefaults: o.Defaults}
 	if tty {
 		ro.Progress = func(p chaos.Progress) {
 			fault := ""

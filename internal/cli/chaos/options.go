@@ -79,6 +79,7 @@ type Options struct {
 	Format         string
 	Timeline       string // HTML file, or "" for none
 	AllBackends    bool   // --backend was not given, or given as all
+	Defaults       bool   // --library-defaults
 }
 
 // seedFlag is a flag.Value for a seed: a whole number from 1.
@@ -176,6 +177,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.Var(cmdutil.ChoiceFlag{S: &o.Schedule, Values: []string{"cycle", "random"}}, "schedule", "order of the faults: cycle (round-robin through --faults) or random (default cycle)")
 	fs.Var(seedFlag{&o.Seed}, "seed", "seed of every random choice, to repeat a run (default: a new one, printed)")
 	fs.Var(cmdutil.ChoiceFlag{S: &o.Format, Values: []string{FormatTable, FormatJSON}}, "o", "output format: table or json (default table)")
+	fs.BoolVar(&o.Defaults, "library-defaults", false, "build the Redis clients as the README does (go-redis's own timeouts and retries) rather than tuned to the TTL")
 	fs.StringVar(&o.Timeline, "timeline", "", "also write an HTML timeline of holders, faults and violations to this file, such as chaos.html")
 	return fs
 }
