@@ -4,15 +4,51 @@
 // # How a Mutex works
 //
 // The lock is a key, dlock:{name}, set with SET NX PX to a random 128-bit
-// owner token. Acquiring it is one Lua script that also increments a fence
-// counter, dlock:{name}:fence; a missing counter (a new name, or a restart
-// that lost the data) starts again from the server time in microseconds. So
-// the fence strictly increases across holders, even after such a restart, as
-// long as the server's clock does not go backwards. Releasing is a
+// owner token. Acquiring it is one Lua script that also increments the
+// fence counter of the name's Cluster slot (below). Releasing is a
 // compare-and-delete that also publishes on dlock:{name}:released, which
-// wakes waiters at once; refreshing is a compare-and-pexpire. A lock's keys
-// share the hash tag {name}, so in a Cluster they live on one slot. Scripts run by EVALSHA, falling back to
-// EVAL when the server's script cache is empty.
+// wakes waiters at once; refreshing is a compare-and-pexpire. Scripts run
+// by EVALSHA, falling back to EVAL when the server's script cache is empty.
+// Uncontended, an acquire runs two commands on the server (SET, INCR) and a
+// release three (GET, DEL, PUBLISH).
+//
+// # Keys, and how long they last
+//
+// Every key dlock writes for a name expires: nothing of a lock remains
+// once its last holder and waiter are gone, within these horizons.
+//
+//   - the lock (every kind) and its markers: with the lease, at most one
+//     TTL after its last renewal;
+//   - a FairMutex's queue and its waiters' timeouts: at most the longest
+//     waiter's wait after the last waiter left;
+//   - an RWMutex's queue of waiting writers: at most min(TTL, 2s) after the
+//     last one left;
+//   - a Semaphore's limit set by SetPermits or AddPermits: one TTL after
+//     the last permit (NewSemaphore's n applies again after that);
+//   - a Latch's count: 24 hours after it was last set or counted down;
+//   - the record of an AddPermits, SetPermits or CountDown request: twenty
+//     minutes (see Calls that must run once).
+//
+// The one kind of key that stays is the fence counter: one per Cluster
+// slot, dlock:fence:{tag}, where tag is a short string that hashes to the
+// slot of the name, so at most 16384 per deployment however many names are
+// used, each on the node of the names it serves.
+//
+// # Why fences strictly increase
+//
+// A fence is the slot's counter plus one. A missing counter (the slot's
+// first grant, or a restart that lost the data) starts again from the
+// server's clock in microseconds. Fences therefore strictly increase for
+// every name, also across such a loss: every fence drawn before the loss
+// was at most the server's clock at the time, because a counter starts at
+// the clock and grows by one per grant, and one server grants less than one
+// lock per microsecond. This holds as long as the clock of the server (or
+// of the replica that replaces it) does not go backwards.
+//
+// One name serves one kind of lock at a time: the main key tells which
+// kind holds it, and a lock of another kind gets an error matching
+// dlock.ErrKindMismatch that names both kinds. Once the name is free, any
+// kind may take it.
 //
 // # Leases, renewal and loss
 //
@@ -68,7 +104,7 @@
 //     buffered on a paused server runs when the server resumes. Close
 //     gives the clean-ups five seconds to finish.
 //   - Semaphore.AddPermits, Semaphore.SetPermits and Latch.CountDown carry
-//     a request id; the server records the outcome of each id for ten
+//     a request id; the server records the outcome of each id for twenty
 //     minutes, so a copy that runs again changes nothing. When their reply
 //     is lost they send the same request again until the server answers
 //     or ctx is done: each call takes effect exactly once, or, if ctx ends

@@ -81,6 +81,11 @@ func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 // Name returns the lock's name.
 func (m *FairMutex) Name() string { return m.name }
 
+// fairToken returns a fresh token for a FairMutex. Its prefix, stored with
+// it in the lock key, tells other kinds of lock that a FairMutex holds the
+// name.
+func fairToken() string { return "=FairMutex=" + dlock.NewToken() }
+
 func (m *FairMutex) check(ctx context.Context) error {
 	if m.err != nil {
 		return m.err
@@ -108,7 +113,7 @@ func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	l, _, err := m.attempt(ctx, dlock.NewToken(), false)
+	l, _, err := m.attempt(ctx, fairToken(), false)
 	switch {
 	case l != nil:
 		return l, nil
@@ -134,7 +139,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	token := dlock.NewToken()
+	token := fairToken()
 	if l, _, err := m.attempt(ctx, token, false); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 		return asFair(l, err)
 	}
@@ -201,8 +206,8 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 		join = "1"
 	}
 	start := time.Now()
-	v, err := m.c.eval(ctx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence, m.keys.kind},
-		token, m.ttl, m.waitMs, join, "FairMutex")
+	v, err := m.c.eval(ctx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence},
+		token, m.ttl, m.waitMs, join)
 	if err != nil {
 		if !isReply(err) {
 			// The script may have run: give the lock (if taken) back, and
@@ -295,7 +300,7 @@ func (l *fairLease) Refresh(ctx context.Context) error { return l.m.c.refresh(ct
 // Release deletes the lock if this lease still holds it and wakes the
 // waiter at the head of the queue.
 func (l *fairLease) Release(ctx context.Context) error {
-	if ended, err := l.Ended(true); ended {
+	if ended, err := l.BeginRelease(); ended {
 		return err
 	}
 	v, err := l.m.release(ctx, l.Token())

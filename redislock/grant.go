@@ -39,7 +39,7 @@ func (g *grant) Refresh(ctx context.Context) error { return g.m.c.refresh(ctx, g
 
 // Release deletes the lock if this lease still holds it and wakes waiters.
 func (g *grant) Release(ctx context.Context) error {
-	if ended, err := g.Ended(true); ended {
+	if ended, err := g.BeginRelease(); ended {
 		return err
 	}
 	call := g.m.releaseCall(g.Token(), g.hold)
@@ -69,7 +69,7 @@ func (g *grant) Release(ctx context.Context) error {
 }
 
 func (g *grant) refreshCall() Call {
-	return Call{Script: g.m.f.refresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
+	return Call{Script: g.m.f.refresh, Keys: append([]string{g.m.keys.lock}, g.m.extra...), Args: []string{g.Token(), g.m.ttl}}
 }
 
 func (g *grant) renewed(r Result, start, now time.Time) time.Time {

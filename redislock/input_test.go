@@ -68,9 +68,11 @@ func TestIntegrationServerSideProblemsAreNamed(t *testing.T) {
 			}
 			srv.Do("HSET", lockKey(tr.name+"-hash"), "f", "v")
 			check(tr.name+"-hash", "WRONGTYPE")
-			srv.Do("LPUSH", lockKey(tr.name+"-fence")+":fence", "x")
+			srv.Do("LPUSH", redislock.FenceKey(tr.name+"-fence"), "x")
+			defer srv.Do("DEL", redislock.FenceKey(tr.name+"-fence"))
 			check(tr.name+"-fence", "WRONGTYPE")
-			srv.Do("SET", lockKey(tr.name+"-nan")+":fence", "abc")
+			srv.Do("SET", redislock.FenceKey(tr.name+"-nan"), "abc")
+			defer srv.Do("DEL", redislock.FenceKey(tr.name+"-nan"))
 			check(tr.name+"-nan", "does not hold a number")
 			srv.Do("SET", lockKey(tr.name+"-forever"), "someone")
 			check(tr.name+"-forever", "without an expiry")

@@ -79,19 +79,32 @@ func parseInfo(name string, v any) (Info, error) {
 	for i := 9; i+1 < len(a); i += 2 {
 		info.Holders = append(info.Holders, Holder{Owner: str(i), Holds: int(num(i + 1))})
 	}
-	switch lock := str(0); {
-	case lock == "string":
+	switch lock := str(0); lock {
+	case "Mutex", "FairMutex":
 		info.Kind = "exclusive"
-	case lock == "hash":
+	case "ReentrantMutex":
 		info.Kind = "reentrant"
-	case lock != "none":
-		info.Kind = lock
-	case info.Writer != "" || info.Readers > 0:
+	case "RWMutex":
 		info.Kind = "read-write"
-	case info.PermitsInUse > 0 || info.PermitLimit > 0:
+	case "Semaphore":
 		info.Kind = "semaphore"
+	case "":
+		switch {
+		case info.Writer != "" || info.Readers > 0:
+			info.Kind = "read-write"
+		case info.PermitsInUse > 0:
+			info.Kind = "semaphore"
+		default:
+			info.Kind = "free"
+		}
 	default:
-		info.Kind = "free"
+		info.Kind = lock
+	}
+	if info.Kind == "read-write" || info.Kind == "semaphore" {
+		info.TTL = 0 // the marker's, not a holder's
+		if info.Writer != "" && num(7) > 0 {
+			info.TTL = time.Duration(num(7)) * time.Millisecond
+		}
 	}
 	return info, nil
 }

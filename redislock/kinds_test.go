@@ -10,9 +10,11 @@ import (
 	"github.com/dlock-go/dlock"
 )
 
-// One name serves one kind of lock: whichever kind takes a name first, every
-// other kind is refused with an error that names it, and nothing is left
-// held by the refused attempt.
+// One name serves one kind of lock at a time: while one kind holds a name,
+// every other kind is refused with an error that names both kinds
+// and matches dlock.ErrKindMismatch, and nothing is left held by the
+// refused attempt. Once released, the name is free for any kind. A Latch
+// is not a lock and claims no name.
 func TestIntegrationOneKindPerName(t *testing.T) {
 	d := standalone(t)
 	ctx := timeout(t, 60*time.Second)
@@ -23,10 +25,6 @@ func TestIntegrationOneKindPerName(t *testing.T) {
 		"FairMutex":      lockWith(ctx, func(n string) dlock.Locker { return c.NewFairMutex(n) }),
 		"RWMutex":        lockWith(ctx, func(n string) dlock.Locker { return c.NewRWMutex(n).Writer() }),
 		"Semaphore":      lockWith(ctx, func(n string) dlock.Locker { return c.NewSemaphore(n, 2) }),
-		"Latch": func(n string) (func(), error) {
-			_, err := c.NewLatch(n).TrySetCount(ctx, 1)
-			return func() { c.NewLatch(n).CountDown(ctx) }, err
-		},
 	}
 	for first, takeFirst := range take {
 		for second, takeSecond := range take {
@@ -39,15 +37,23 @@ func TestIntegrationOneKindPerName(t *testing.T) {
 				t.Fatalf("%s on a fresh name: %v", first, err)
 			}
 			_, err = takeSecond(name)
-			if err == nil || !strings.Contains(err.Error(), "already used by a "+first) || errors.Is(err, dlock.ErrNotObtained) {
-				t.Errorf("%s on a %s's name = %v; want an error naming the %s", second, first, err, first)
+			if err == nil || !strings.Contains(err.Error(), "held by a "+first) || !strings.Contains(err.Error(), "a "+second+" cannot take") || !errors.Is(err, dlock.ErrKindMismatch) || errors.Is(err, dlock.ErrNotObtained) {
+				t.Errorf("%s on a %s's name = %v; want an error naming the %s and the %s", second, first, err, first, second)
 			}
 			done()
 		}
 	}
-	// The claim outlives the holds: the name stays the first kind's.
-	if _, err := take["Semaphore"]("kinds-Mutex-FairMutex"); err == nil {
-		t.Error("a released Mutex's name was taken by a Semaphore")
+	// No claim outlives the holds: a released name is free for any kind,
+	// and a latch of the same name is another thing.
+	for second, takeSecond := range take {
+		done, err := takeSecond("kinds-Mutex-FairMutex")
+		if err != nil {
+			t.Errorf("%s on a released Mutex's name: %v", second, err)
+		}
+		done()
+	}
+	if _, err := c.NewLatch("kinds-Mutex").TrySetCount(ctx, 1); err != nil {
+		t.Errorf("a latch named as a Mutex: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
@@ -21,19 +22,25 @@ var ErrInvalidCount = errors.New("redislock: invalid latch count")
 // any number of waiters, on any client, block in Wait until it reaches
 // zero. At zero the latch is deleted and may be set again.
 //
-// On the server the count is the string dlock:{name}:count; it has no
-// expiry, so a latch that is never counted down to zero stays until its key
-// is deleted. Reaching zero is announced on the channel dlock:{name}:zero.
+// On the server the count is the string dlock:{name}:count. It expires
+// LatchLife after TrySetCount set it: a latch not counted down to zero by
+// then is gone, as if it had reached zero, and its waiters return. Reaching
+// zero is announced on the channel dlock:{name}:zero.
 //
-// A Latch holds no state of its own and is safe for concurrent use. The
-// name must not be used by another kind of dlock object with a key of the
-// same name: a key of another type is reported as a WRONGTYPE error.
+// A Latch holds no state of its own and is safe for concurrent use. It is
+// not a lock: it does not claim its name, and a lock of the same name is
+// another thing.
 type Latch struct {
 	c                     *Client
 	name                  string
 	countKey, zeroChannel string
 	err                   error
 }
+
+// LatchLife is how long a latch's count lasts after TrySetCount set it.
+const LatchLife = 24 * time.Hour
+
+var latchLifeMillis = strconv.FormatInt(LatchLife.Milliseconds(), 10)
 
 // NewLatch returns the latch called name. It never fails: a bad name is
 // reported by every call.
@@ -53,7 +60,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 		return false, fmt.Errorf("redislock: TrySetCount(%d) on latch %q: the count must be at least 1: %w", n, l.name, ErrInvalidCount)
 	}
 	// Setting the count claims the name for a Latch (see redisscript.loadClaiming).
-	v, err := l.run(ctx, redisscript.LatchSet, []string{l.countKey, keysFor(l.name).kind}, strconv.Itoa(n), "Latch")
+	v, err := l.run(ctx, redisscript.LatchSet, []string{l.countKey}, strconv.Itoa(n), latchLifeMillis)
 	return v == 1, err
 }
 

@@ -31,6 +31,9 @@ type Mutex struct {
 	ttl  string // cfg.ttl in milliseconds, as sent to the server
 	err  error
 	ev   *lease.Events // nil without an observer
+	// extra are keys that follow the lock key in the release and refresh
+	// calls of a kind that keeps more than one (a Semaphore).
+	extra []string
 
 	// yieldUntil (Unix ns) is set when a release of this Mutex woke other
 	// clients' waiters; until then, Lock lets them go first.
@@ -204,7 +207,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 	giveBack := m.releaseCall(token, hold)
 	start := time.Now()
 	var res [1]Result
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence, m.keys.kind}, Args: []string{token, m.ttl, hold, m.f.kind},
+	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
@@ -260,7 +263,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 
 // releaseCall is the call that gives up the hold hold of owner token.
 func (m *Mutex) releaseCall(token, hold string) Call {
-	return Call{Script: m.f.release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel, hold}}
+	return Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

@@ -10,12 +10,11 @@ import (
 )
 
 // requestMemory is how long the server remembers the outcome of a call
-// that must take effect once (see evalOnce): longer than any call of
-// dlock's can wait in a transport or a paused server's buffers and still
-// be sent again by dlock.
-const requestMemory = 10 * time.Minute
-
-var requestMemoryMillis = strconv.FormatInt(requestMemory.Milliseconds(), 10)
+// that must take effect once (see evalOnce): longer than a copy of the
+// call can still arrive. A copy buffered by a paused server runs when it
+// resumes; one sent into a partition is retransmitted by TCP for up to
+// about 15 minutes (Linux's tcp_retries2) before its connection gives up.
+var requestMemory = 20 * time.Minute
 
 // onceRetry spaces out the tries of a call whose outcome is unknown.
 var onceRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
@@ -32,7 +31,7 @@ var onceRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // argument is the memory in milliseconds, also added here.
 func (c *Client) evalOnce(ctx context.Context, base string, s *Script, keys []string, args ...string) (any, error) {
 	keys = append(keys[:len(keys):len(keys)], base+":req:"+dlock.NewToken())
-	args = append(args[:len(args):len(args)], requestMemoryMillis)
+	args = append(args[:len(args):len(args)], strconv.FormatInt(requestMemory.Milliseconds(), 10))
 	for n := 1; ; n++ {
 		v, err := c.eval(ctx, s, keys, args...)
 		if err == nil || isReply(err) {

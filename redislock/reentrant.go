@@ -19,8 +19,9 @@ import (
 // fence of its first hold: the holder has not changed. Another owner's
 // Release is refused with dlock.ErrNotHeld. It is not fair.
 //
-// The name must not be used by a Mutex at the same time: the two store the
-// lock differently, and each reports the other's key as a WRONGTYPE error.
+// While it is held, a lock of another kind on the name gets an error
+// matching dlock.ErrKindMismatch, and so does a ReentrantMutex on a name
+// another kind holds.
 type ReentrantMutex struct{ m *Mutex }
 
 var _ dlock.Locker = (*ReentrantMutex)(nil)

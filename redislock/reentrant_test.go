@@ -201,7 +201,7 @@ func TestIntegrationMutexAndReentrantNameClash(t *testing.T) {
 	}
 	defer l.Release(ctx)
 	_, err = c.NewReentrantMutex("clash").TryLock(ctx)
-	if err == nil || !strings.Contains(err.Error(), "already used by a Mutex") {
+	if err == nil || !strings.Contains(err.Error(), "held by a Mutex") {
 		t.Fatalf("ReentrantMutex on a Mutex's name = %v; want an error naming the Mutex", err)
 	}
 }

@@ -53,7 +53,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 // retry soon after a transport failure. It returns the next renewal time.
 func renewOutcome(st interface {
 	Extend(time.Time) bool
-	End(error) bool
+	Lose(error) bool
 	RenewFailed(error)
 	Key() string
 }, r Result, s *Script, until, now time.Time, period time.Duration) time.Time {
@@ -76,21 +76,16 @@ func renewOutcome(st interface {
 }
 
 // lose ends a lease that a renewal or refresh found lost, reporting the
-// failed renewal first.
-func lose(st interface {
-	End(error) bool
-	RenewFailed(error)
-}, err error) {
-	st.RenewFailed(err)
-	st.End(err)
-}
+// failed renewal first, unless its holder is releasing it: the release
+// decides then (see lease.State.BeginRelease).
+func lose(st interface{ Lose(error) bool }, err error) { st.Lose(err) }
 
 // refreshable is a lease whose Refresh is its refresh call, run once.
 type refreshable interface {
 	renewable
 	Key() string
 	Ended(releasing bool) (bool, error)
-	End(err error) bool
+	Lose(err error) bool
 	Extend(until time.Time) bool
 	RenewFailed(err error)
 }

@@ -44,10 +44,12 @@ var ErrUpgrade = dlock.ErrUpgrade
 //
 // The keys are dlock:{name}:writer (the writer's token), dlock:{name}:readers
 // and dlock:{name}:wintent (sorted sets of tokens by expiry in server
-// milliseconds) and dlock:{name}:fence. A read lease's Key is the readers
-// key, a write lease's the writer key. The name must not be used by a Mutex
-// or ReentrantMutex: an RWMutex reports their key dlock:{name}, while it
-// exists, as a WRONGTYPE error, but they do not see an RWMutex's keys.
+// milliseconds), and dlock:{name}, which marks the name as an RWMutex's
+// while either side is held. Fences come from the counter of the name's
+// slot. A read lease's Key is the readers key, a write lease's the writer
+// key. Every key expires with the last lease (intents within min(TTL, 2s)
+// of their writer's last attempt). While the RWMutex is held, a lock of
+// another kind on the name gets an error matching dlock.ErrKindMismatch.
 type RWMutex struct {
 	c                             *Client
 	name                          string
@@ -126,14 +128,14 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		return nil, err
 	}
 	start := time.Now()
-	v, err := rw.c.eval(ctx, redisscript.RWDowngrade, []string{rw.writer, rw.readers, rw.fence},
+	v, err := rw.c.eval(ctx, redisscript.RWDowngrade, []string{rw.writer, rw.readers, rw.fence, rw.base},
 		w.Token(), token, rw.ttl, rw.channel)
 	if err != nil {
 		if !isReply(err) {
 			// The write lock may or may not have become a read share:
 			// give up both.
-			rw.c.abandon(releaseCall(keys{lock: rw.writer, channel: rw.channel}, w.Token(), releaseScript))
-			rw.abandonRead(token)
+			rw.c.abandon(rw.releaseCall(false, w.Token()))
+			rw.c.abandon(rw.releaseCall(true, token))
 		}
 		return nil, fmt.Errorf("redislock: Downgrade of %q did not complete; the write lease has ended, and whatever the request left is given up in the background: %w",
 			rw.name, describe(rw.writer, redisscript.RWDowngrade, err))
@@ -293,18 +295,18 @@ func (rw *RWMutex) withdraw(ctx context.Context, intent string) {
 func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Duration, error) {
 	rw := s.rw
 	token := dlock.NewToken()
-	script, args := redisscript.RWReadAcquire, []string{token, rw.ttl, "RWMutex"}
+	script, args := redisscript.RWReadAcquire, []string{token, rw.ttl}
 	if !s.read {
 		px := "0"
 		if intent != "" {
 			px = rw.intentPX
 		}
 		owner, _ := dlock.OwnerFrom(ctx)
-		script, args = redisscript.RWWriteAcquire, []string{token, rw.ttl, px, intent, owner, "RWMutex"}
+		script, args = redisscript.RWWriteAcquire, []string{token, rw.ttl, px, intent, owner}
 	}
 	start := time.Now()
 	var res [1]Result
-	rw.c.conn.Eval(ctx, []Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence, rw.base + ":kind"}, Args: args,
+	rw.c.conn.Eval(ctx, []Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence}, Args: args,
 		WaitReplicas: rw.cfg.replicas, WaitTimeout: rw.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
@@ -342,19 +344,23 @@ func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Du
 	return l, 0, nil
 }
 
-// undo gives up, now or in the background, a share or write lock that an
+// undo gives up, in the background, a share or write lock that an
 // acquire with token may have taken.
-func (rw *RWMutex) undo(read bool, token string) {
+func (rw *RWMutex) undo(read bool, token string) { rw.c.abandon(rw.releaseCall(read, token)) }
+
+// side is the argument that tells the RWMutex scripts which side a token
+// holds.
+func side(read bool) string {
 	if read {
-		rw.abandonRead(token)
-		return
+		return "r"
 	}
-	rw.c.abandon(releaseCall(keys{lock: rw.writer, channel: rw.channel}, token, releaseScript))
+	return "w"
 }
 
-// abandonRead removes, in the background, a read share token may hold.
-func (rw *RWMutex) abandonRead(token string) {
-	rw.c.abandon(releaseCall(keys{lock: rw.readers, channel: rw.channel}, token, redisscript.RWReadRelease))
+// releaseCall gives up a read share (read) or the write lock that token
+// holds.
+func (rw *RWMutex) releaseCall(read bool, token string) Call {
+	return Call{Script: redisscript.RWRelease, Keys: []string{rw.writer, rw.readers, rw.base}, Args: []string{token, rw.channel, side(read)}}
 }
 
 // grant makes the lease of a share or write lock taken at start, and
@@ -402,31 +408,24 @@ func (l *rwLease) forget() {
 	l.rw.c.leases.Remove(l)
 }
 
-func (l *rwLease) scripts() (release, refresh *Script) {
-	if l.read {
-		return redisscript.RWReadRelease, redisscript.RWReadRefresh
-	}
-	return releaseScript, refreshScript
-}
-
 // Refresh extends the lease to a full TTL from now.
 func (l *rwLease) Refresh(ctx context.Context) error { return l.rw.c.refresh(ctx, l, l.rw.cfg.ttl) }
 
 // Release gives up the share or the write lock, and wakes waiters when
 // the lock became free.
 func (l *rwLease) Release(ctx context.Context) error {
-	if ended, err := l.Ended(true); ended {
+	if ended, err := l.BeginRelease(); ended {
 		return err
 	}
-	release, _ := l.scripts()
-	v, err := l.rw.c.eval(ctx, release, []string{l.Key()}, l.Token(), l.rw.channel)
+	call := l.rw.releaseCall(l.read, l.Token())
+	v, err := l.rw.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		l.End(dlock.ErrReleased)
 		if !isReply(err) {
-			l.rw.undo(l.read, l.Token())
+			l.rw.c.abandon(call)
 		}
 		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
-			l.Key(), describe(l.Key(), release, err))
+			l.Key(), describe(l.Key(), call.Script, err))
 	}
 	if n, _ := v.(int64); n < 1 {
 		l.End(dlock.Lost(dlock.ErrTakenOver))
@@ -438,11 +437,10 @@ func (l *rwLease) Release(ctx context.Context) error {
 }
 
 func (l *rwLease) refreshCall() Call {
-	_, refresh := l.scripts()
-	return Call{Script: refresh, Keys: []string{l.Key()}, Args: []string{l.Token(), l.rw.ttl}}
+	return Call{Script: redisscript.RWRefresh, Keys: []string{l.rw.writer, l.rw.readers, l.rw.base},
+		Args: []string{l.Token(), l.rw.ttl, side(l.read)}}
 }
 
 func (l *rwLease) renewed(r Result, start, now time.Time) time.Time {
-	_, refresh := l.scripts()
-	return renewOutcome(l, r, refresh, lease.Validity(start, l.rw.cfg.ttl), now, l.rw.cfg.ttl/3)
+	return renewOutcome(l, r, redisscript.RWRefresh, lease.Validity(start, l.rw.cfg.ttl), now, l.rw.cfg.ttl/3)
 }

@@ -349,7 +349,7 @@ func TestIntegrationRWMutexNameClash(t *testing.T) {
 		}
 		rw := c.NewRWMutex(name)
 		for _, side := range []dlock.Locker{rw.Reader(), rw.Writer()} {
-			if _, err := side.TryLock(ctx); err == nil || !strings.Contains(err.Error(), "already used by a") {
+			if _, err := side.TryLock(ctx); err == nil || !strings.Contains(err.Error(), "held by a") {
 				t.Errorf("RWMutex on a %T's name = %v; want an error naming the other kind", other, err)
 			}
 		}

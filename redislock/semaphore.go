@@ -28,24 +28,29 @@ var ErrInvalidPermits = errors.New("redislock: a semaphore needs at least 1 perm
 // lease expires. Releasing a permit wakes the waiters at once.
 //
 // On the server, the permits held are a sorted set, dlock:{name}:permits,
-// of token to expiry (server time in milliseconds), and the limit is the
-// string dlock:{name}:limit. Fences come from dlock:{name}:fence: every
+// of token to expiry (server time in milliseconds), the limit is the
+// string dlock:{name}:limit, and dlock:{name} marks the name as a
+// Semaphore's. Fences come from the counter of the name's slot: every
 // permit gets a fence greater than every earlier one, but holders of
 // concurrent permits hold them at the same time, so a fence orders
 // acquisitions, not exclusive holds. Each lease's Key is
-// dlock:{name}:permits.
+// dlock:{name}:permits. All three keys expire one TTL after the last
+// permit's last renewal.
 //
 // The limit is stored on first use from the permits given to
-// NewSemaphore. Once stored, it wins: a Semaphore of the same name made
+// NewSemaphore. While stored, it wins: a Semaphore of the same name made
 // with other permits uses the stored limit, and only SetPermits and
 // AddPermits change it. Lowering the limit takes no permit away; it only
-// keeps new ones from being granted until enough are released.
+// keeps new ones from being granted until enough are released. A limit
+// lives while permits are held and one TTL after the last (at least one
+// TTL after SetPermits or AddPermits); then NewSemaphore's permits apply
+// again.
 //
 // A Semaphore is not reentrant (a holder that asks again takes another
 // permit, and may wait for one) and not fair. It holds no state of its own
-// beyond its configuration and is safe for concurrent use. The name must
-// not be used by another kind of dlock lock at the same time: a key of
-// another type is reported as a WRONGTYPE error.
+// beyond its configuration and is safe for concurrent use. While permits
+// are held, a lock of another kind on the name gets an error matching
+// dlock.ErrKindMismatch.
 type Semaphore struct {
 	m        *Mutex // the name, keys, configuration and leases' scripts
 	permits  int
@@ -70,6 +75,7 @@ func (c *Client) NewSemaphore(name string, permits int, opts ...Option) *Semapho
 	base := keyPrefix + "{" + name + "}"
 	s.m.keys.lock = base + ":permits"
 	s.limitKey = base + ":limit"
+	s.m.extra = []string{s.limitKey, base}
 	if s.m.err == nil && permits < 1 {
 		s.m.err = fmt.Errorf("redislock: NewSemaphore(%q, %d): %w", name, permits, ErrInvalidPermits)
 	}
@@ -186,8 +192,8 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	token := dlock.NewToken()
 	start := time.Now()
 	var res [1]Result
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, m.keys.kind},
-		Args:         []string{token, m.ttl, strconv.Itoa(s.permits), m.f.kind},
+	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
+		Args:         []string{token, m.ttl, strconv.Itoa(s.permits)},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
@@ -267,7 +273,7 @@ func (s *Semaphore) changeLimit(ctx context.Context, mode string, n int) (int64,
 	}
 	sc := redisscript.SemaphoreLimit
 	v, err := s.m.c.evalOnce(ctx, keysFor(s.m.name).lock, sc, []string{s.m.keys.lock, s.limitKey},
-		mode, strconv.Itoa(n), strconv.Itoa(s.permits), s.m.keys.channel)
+		mode, strconv.Itoa(n), strconv.Itoa(s.permits), s.m.keys.channel, s.m.ttl)
 	if err != nil {
 		return 0, s.describe(sc, err)
 	}

@@ -274,7 +274,8 @@ func TestIntegrationSemaphoreWrongType(t *testing.T) {
 	c := newClient(t, d, goRedis)
 	srv.Do("SET", permitsKey("sem-wt-set"), "x")
 	srv.Do("HSET", lockKey("sem-wt-limit")+":limit", "f", "v")
-	srv.Do("LPUSH", lockKey("sem-wt-fence")+":fence", "x")
+	srv.Do("LPUSH", redislock.FenceKey("sem-wt-fence"), "x")
+	defer srv.Do("DEL", redislock.FenceKey("sem-wt-fence"))
 	for _, name := range []string{"sem-wt-set", "sem-wt-limit", "sem-wt-fence"} {
 		sem := c.NewSemaphore(name, 2)
 		for op, f := range map[string]func(context.Context) (dlock.Lease, error){"Lock": sem.Lock, "TryLock": sem.TryLock} {

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
+	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/redislock"
 )
@@ -30,6 +30,8 @@ type Mutex struct {
 
 var _ dlock.Locker = (*Mutex)(nil)
 
+// keys are the Redis names of one lock on every node (see package
+// rediskeys): the same as redislock's, so that inspect and release read them.
 type keys struct{ lock, fence, channel string }
 
 // epochKey is the per-node key whose disappearance reveals lost data.
@@ -38,16 +40,12 @@ const epochKey = "dlock:epoch"
 // NewMutex returns the Redlock mutex called name. It never fails: a bad
 // name or option is reported by Lock and TryLock.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
-	base := "dlock:{" + name + "}"
+	k := rediskeys.For(name)
 	m := &Mutex{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, "Mutex"),
-		keys: keys{lock: base, fence: base + ":fence", channel: base + ":released"}}
+		keys: keys{lock: k.Base, fence: k.Fence, channel: k.Channel}}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
-	switch {
-	case name == "":
-		m.err = errors.New("redlock: empty lock name")
-	case strings.ContainsAny(name, "{}"):
-		m.err = fmt.Errorf("redlock: lock name %q contains a brace; dlock wraps the name in its own {hash tag}", name)
-	default:
+	m.err = rediskeys.CheckName("redlock", name)
+	if m.err == nil {
 		m.err = m.cfg.check(c.cfg.nodeTimeout)
 	}
 	return m

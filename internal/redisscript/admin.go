@@ -2,6 +2,6 @@ package redisscript
 
 // Scripts for operators: inspection and forced release.
 var (
-	Inspect     = load("inspect.lua")
+	Inspect     = loadHolding("inspect.lua")
 	ForceUnlock = load("force_unlock.lua")
 )

@@ -2,7 +2,7 @@ package redisscript
 
 // The scripts of the fair (FIFO) lock; see each file's header.
 var (
-	FairAcquire = loadClaiming("fair_acquire.lua")
+	FairAcquire = loadHolding("fair_acquire.lua")
 	FairRelease = load("fair_release.lua")
 	FairLeave   = load("fair_leave.lua")
 )

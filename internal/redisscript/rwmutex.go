@@ -1,12 +1,11 @@
 package redisscript
 
-// The scripts of redislock's RWMutex. Its write side is released and
-// refreshed by Release and Refresh.
+// The scripts of redislock's RWMutex.
 var (
-	RWReadAcquire  = loadClaiming("rw_read_acquire.lua")
-	RWWriteAcquire = loadClaiming("rw_write_acquire.lua")
-	RWReadRelease  = load("rw_read_release.lua")
-	RWReadRefresh  = load("rw_read_refresh.lua")
+	RWReadAcquire  = loadHolding("rw_read_acquire.lua")
+	RWWriteAcquire = loadHolding("rw_write_acquire.lua")
+	RWRelease      = load("rw_release.lua")
+	RWRefresh      = load("rw_refresh.lua")
 	RWDowngrade    = load("rw_downgrade.lua")
 	RWWithdraw     = load("rw_withdraw.lua")
 )

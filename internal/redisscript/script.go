@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/dlock-go/dlock"
 )
 
 // A Script is a Lua script with its SHA-1 digest.
@@ -37,35 +39,55 @@ func load(name string) *Script {
 	return New(strings.TrimSuffix(name, ".lua"), string(src))
 }
 
-// claimPrologue runs before every acquire script. One lock name serves one
-// kind of lock: the kind that first takes a name records itself in a
-// marker key, passed as the script's last key with the kind as its last
-// argument, and every other kind is refused. Being last, they leave the
-// script's own KEYS and ARGV numbering unchanged.
-const claimPrologue = `local dlock_kind = redis.call('GET', KEYS[#KEYS])
-if dlock_kind and dlock_kind ~= ARGV[#ARGV] then
-  return redis.error_reply('DLOCKKIND dlock lock name ' .. KEYS[#KEYS] .. ' is used by a ' .. dlock_kind)
+// holderPrologue runs before every script that takes a lock. One lock
+// name serves one kind of lock at a time: while any kind holds a name, its
+// main key dlock:{name} exists, and tells the kind. A Mutex's is the
+// holder's token; a FairMutex's starts with "=FairMutex="; a
+// ReentrantMutex's is a hash; an RWMutex or a Semaphore keeps a marker
+// there, "=RWMutex" or "=Semaphore", that lives as long as its holds. The
+// key goes with the last hold, so a name binds no kind beyond the life of
+// its locks.
+//
+// dlock_holder(key) returns the kind of lock holding key, or nil when it is
+// free; dlock_refuse(holder) the error reply for a kind that may not share
+// the name while holder holds it.
+const holderPrologue = `local function dlock_holder(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'none' then return nil end
+  if t == 'hash' then
+    if redis.call('HEXISTS', key, 'fence') == 1 then return 'ReentrantMutex' end
+    return 'Redis hash'
+  end
+  if t ~= 'string' then return 'Redis ' .. t end
+  local v = redis.call('GET', key)
+  if string.sub(v, 1, 1) ~= '=' then return 'Mutex' end
+  local e = string.find(v, '=', 2, true)
+  if e then return string.sub(v, 2, e - 1) end
+  return string.sub(v, 2)
 end
-if not dlock_kind then
-  redis.call('SET', KEYS[#KEYS], ARGV[#ARGV])
+local function dlock_refuse(holder)
+  if string.sub(holder, 1, 6) == 'Redis ' then
+    return redis.error_reply('WRONGTYPE the lock key holds a ' .. string.sub(holder, 7) .. ' that dlock did not write')
+  end
+  return redis.error_reply('DLOCKKIND the name is held by a ' .. holder)
 end
 `
 
-// loadClaiming loads an acquire script behind claimPrologue.
-func loadClaiming(name string) *Script {
+// loadHolding loads a script behind holderPrologue.
+func loadHolding(name string) *Script {
 	s := load(name)
-	return New(s.Name, claimPrologue+s.Src)
+	return New(s.Name, holderPrologue+s.Src)
 }
 
 // The scripts. Each file's header lists its KEYS and ARGV; those loaded
-// with loadClaiming take one more key and argument (see claimPrologue).
+// with loadHolding may call the functions of holderPrologue.
 var (
-	Acquire       = loadClaiming("acquire.lua")
+	Acquire       = load("acquire.lua")
 	Release       = load("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
 
-	ReentrantAcquire = loadClaiming("reentrant_acquire.lua")
+	ReentrantAcquire = loadHolding("reentrant_acquire.lua")
 	ReentrantRelease = load("reentrant_release.lua")
 	ReentrantRefresh = load("reentrant_refresh.lua")
 	QuorumFence      = load("quorum_fence.lua")
@@ -97,8 +119,8 @@ func Describe(pkg, key string, s *Script, err error) error {
 	case strings.Contains(msg, "DLOCKNOTTL"):
 		return fmt.Errorf("%s: key %q exists without an expiry, so it was not set by dlock; pick another lock name or delete the key: %w", pkg, key, err)
 	case strings.Contains(msg, "DLOCKKIND"):
-		kind := msg[strings.LastIndex(msg, " ")+1:]
-		return fmt.Errorf("%s: the name of %q is already used by a %s; one name serves one kind of lock, so pick another name: %w", pkg, key, kind, err)
+		holder := msg[strings.Index(msg, "held by a ")+len("held by a "):]
+		return fmt.Errorf("%s: %s%q is held by a %s; one name serves one kind of lock at a time, so wait for it to be free or pick another name: %w", pkg, asking(s), key, holder, dlock.ErrKindMismatch)
 	case strings.Contains(msg, "DLOCKFENCE"):
 		return fmt.Errorf("%s: the fence counter of %q does not hold a number; something other than dlock wrote it: %w", pkg, key, err)
 	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
@@ -106,4 +128,28 @@ func Describe(pkg, key string, s *Script, err error) error {
 		return fmt.Errorf("%s: the server refused to run a Lua script (%s); dlock needs EVALSHA and EVAL to be allowed: %w", pkg, msg, err)
 	}
 	return fmt.Errorf("%s: %s on %q: server replied: %w", pkg, s.Name, key, err)
+}
+
+// asking names the kind of lock whose script s is, as the start of a
+// kind-mismatch message ("a FairMutex cannot take "): so that the message
+// names both kinds.
+func asking(s *Script) string {
+	var kind string
+	switch n := strings.TrimSuffix(s.Name, ".lua"); {
+	case n == "acquire":
+		kind = "Mutex"
+	case n == "quorum_acquire":
+		kind = "Redlock Mutex"
+	case strings.HasPrefix(n, "reentrant_"):
+		kind = "ReentrantMutex"
+	case strings.HasPrefix(n, "fair_"):
+		kind = "FairMutex"
+	case strings.HasPrefix(n, "rw_"):
+		kind = "RWMutex"
+	case strings.HasPrefix(n, "semaphore_"):
+		kind = "Semaphore"
+	default:
+		return ""
+	}
+	return "a " + kind + " cannot take the name: "
 }

@@ -3,7 +3,7 @@ package redisscript
 // The scripts of a permit-expirable semaphore (redislock.Semaphore). Each
 // file's header lists its KEYS and ARGV.
 var (
-	SemaphoreAcquire   = loadClaiming("semaphore_acquire.lua")
+	SemaphoreAcquire   = loadHolding("semaphore_acquire.lua")
 	SemaphoreRelease   = load("semaphore_release.lua")
 	SemaphoreRefresh   = load("semaphore_refresh.lua")
 	SemaphoreLimit     = load("semaphore_limit.lua")

@@ -88,10 +88,9 @@ Mutual exclusion is checked in S3: a second holder at once (more than
 increase as an error; --kind read is not checked. Lock errors are counted
 and the first few shown.
 
-On Redis each lock name keeps two small keys after the run, its fence
-counter and kind (dlock:{NAME}:fence, dlock:{NAME}:kind): about
-2 x (--goroutines + 2 + nodes) keys. To remove them:
-  redis-cli --scan --pattern 'dlock:{dlock-bench-*' | xargs redis-cli unlink
+On Redis and on Redlock nodes the run leaves no key of its lock names
+behind once their TTL has passed: fences come from one counter per Cluster
+slot (dlock:fence:{TAG}, at most 16384 per server), which stay.
 ZooKeeper removes the empty container nodes itself. The nodes of a new
 Redlock deployment vote one TTL after their first use: bench waits for that
 before S1.

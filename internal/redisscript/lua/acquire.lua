@@ -1,14 +1,15 @@
 -- acquire: take a free lock and bump its fencing counter.
--- KEYS[1] lock key          KEYS[2] fence counter
+-- KEYS[1] lock key          KEYS[2] fence counter (of the lock's slot)
 -- ARGV[1] owner token       ARGV[2] TTL in milliseconds
 -- Returns the new fence (> 0) when the lock was taken, or minus the lock's
--- remaining TTL in milliseconds (<= 0) when another owner holds it.
--- The fence is the counter plus one; a missing counter (a new lock name, or
--- a restart that lost the data) starts again from the server's TIME in
--- microseconds, so fences keep increasing across such a loss.
+-- remaining TTL in milliseconds (<= 0) when another owner holds it. An
+-- error DLOCKKIND says another kind of lock holds the name.
+-- The fence is the counter plus one; a missing counter (a slot's first
+-- grant, or a restart that lost the data) starts again from the server's
+-- TIME in microseconds, so fences keep increasing across such a loss.
 -- Redis does not roll scripts back: if the counter cannot be used, the lock
 -- key set just before is deleted again before the error is returned.
-redis.replicate_commands()
+-- Uncontended, it runs two commands: SET and INCR.
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = redis.pcall('INCR', KEYS[2])
   if type(fence) == 'table' and fence.err then
@@ -25,9 +26,17 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   end
   return fence
 end
-local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind ~= 'string' then
+local holder = redis.pcall('GET', KEYS[1])
+if type(holder) == 'table' then -- not a string: a ReentrantMutex, or not dlock's
+  local kind = redis.call('TYPE', KEYS[1])['ok']
+  if kind == 'hash' and redis.call('HEXISTS', KEYS[1], 'fence') == 1 then
+    return redis.error_reply('DLOCKKIND the name is held by a ReentrantMutex')
+  end
   return redis.error_reply('WRONGTYPE dlock lock key ' .. KEYS[1] .. ' holds a ' .. kind)
+end
+if string.sub(holder, 1, 1) == '=' then
+  local e = string.find(holder, '=', 2, true)
+  return redis.error_reply('DLOCKKIND the name is held by a ' .. string.sub(holder, 2, (e or 0) - 1))
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl < 0 then

@@ -1,7 +1,8 @@
 -- fair_acquire: take a fair (FIFO) lock, or join its queue of waiters.
--- KEYS[1] lock key          KEYS[2] queue (list of waiter tokens)
+-- KEYS[1] lock key (its value, the holder's token, starts with =FairMutex=)
+-- KEYS[2] queue (list of waiter tokens)
 -- KEYS[3] waiter deadlines (sorted set token -> server time in ms)
--- KEYS[4] fence counter
+-- KEYS[4] fence counter (of the lock's slot)
 -- ARGV[1] owner token       ARGV[2] TTL in milliseconds
 -- ARGV[3] waiter timeout in milliseconds
 -- ARGV[4] '1' to join (or stay in) the queue when not obtained, '0' not to
@@ -22,7 +23,11 @@ local function bad(key, want)
     return 'WRONGTYPE dlock key ' .. key .. ' holds a ' .. kind .. ', not a ' .. want
   end
 end
-local e = bad(KEYS[1], 'string') or bad(KEYS[2], 'list') or bad(KEYS[3], 'zset') or bad(KEYS[4], 'string')
+local holder = dlock_holder(KEYS[1])
+if holder and holder ~= 'FairMutex' then
+  return dlock_refuse(holder)
+end
+local e = bad(KEYS[2], 'list') or bad(KEYS[3], 'zset') or bad(KEYS[4], 'string')
 if e then
   return redis.error_reply(e)
 end

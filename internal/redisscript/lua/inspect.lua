@@ -1,15 +1,17 @@
 -- inspect: what an operator wants to know about one lock name, for every
 -- kind of lock: who holds it, how long for, the fence counter, waiters and
 -- permits. Reads only; keys of an unexpected type are reported, not read.
--- KEYS[1] lock   KEYS[2] fence counter   KEYS[3] fair queue   KEYS[4] permits
--- KEYS[5] permit limit   KEYS[6] writer   KEYS[7] readers
--- Returns {lock type, pttl, fence, queue length, permits in use, permit
--- limit, writer, writer pttl, readers, owner1, holds1, owner2, holds2, ...}.
+-- KEYS[1] lock (the name's main key)   KEYS[2] fence counter (of the slot)
+-- KEYS[3] fair queue   KEYS[4] permits   KEYS[5] permit limit
+-- KEYS[6] writer   KEYS[7] readers
+-- Returns {holder kind ('' when free), pttl, fence, queue length, permits in
+-- use, permit limit, writer, writer pttl, readers, owner1, holds1, owner2,
+-- holds2, ...}.
 local function kind(k) return redis.call('TYPE', k)['ok'] end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lock = kind(KEYS[1])
-local out = {lock, redis.call('PTTL', KEYS[1]), '', 0, 0, '', '', -2, 0}
+local out = {dlock_holder(KEYS[1]) or '', redis.call('PTTL', KEYS[1]), '', 0, 0, '', '', -2, 0}
 if kind(KEYS[2]) == 'string' then out[3] = redis.call('GET', KEYS[2]) end
 if kind(KEYS[3]) == 'list' then out[4] = redis.call('LLEN', KEYS[3]) end
 if kind(KEYS[4]) == 'zset' then out[5] = redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf') end
@@ -19,7 +21,7 @@ if kind(KEYS[6]) == 'string' then
   out[8] = redis.call('PTTL', KEYS[6])
 end
 if kind(KEYS[7]) == 'zset' then out[9] = redis.call('ZCOUNT', KEYS[7], '(' .. now, '+inf') end
-if lock == 'string' then
+if out[1] == 'Mutex' or out[1] == 'FairMutex' then
   table.insert(out, redis.call('GET', KEYS[1]))
   table.insert(out, '1')
 elseif lock == 'hash' then

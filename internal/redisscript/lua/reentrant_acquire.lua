@@ -2,7 +2,7 @@
 -- owner that holds it. The lock is a hash: o:<owner> -> hold count, h:<hold>
 -- -> 1 for each hold, and fence -> the fence of the current owner's first
 -- hold.
--- KEYS[1] lock hash         KEYS[2] fence counter
+-- KEYS[1] lock hash         KEYS[2] fence counter (of the lock's slot)
 -- ARGV[1] owner             ARGV[2] TTL in milliseconds
 -- ARGV[3] hold: a fresh id for this hold, so that the call, sent twice,
 --         takes one hold
@@ -33,7 +33,7 @@ if kind == 'none' then
   return fence
 end
 if kind ~= 'hash' then
-  return redis.error_reply('WRONGTYPE dlock reentrant lock key ' .. KEYS[1] .. ' holds a ' .. kind)
+  return dlock_refuse(dlock_holder(KEYS[1]))
 end
 if redis.call('HEXISTS', KEYS[1], owner) == 1 then
   if redis.call('HSETNX', KEYS[1], hold, 1) == 1 then

@@ -1,7 +1,8 @@
 -- rw_downgrade: turn a held write lock into a read share in one step, so
 -- that no other writer can come in between, and wake waiting readers.
 -- KEYS[1] writer key        KEYS[2] readers (sorted set token -> expiry)
--- KEYS[3] fence counter
+-- KEYS[3] fence counter (of the lock's slot)
+-- KEYS[4] the name's main key (the marker =RWMutex)
 -- ARGV[1] writer token      ARGV[2] new reader token
 -- ARGV[3] TTL in milliseconds   ARGV[4] release channel
 -- Returns the read share's new fence (> 0), or 0 when the writer no longer
@@ -29,6 +30,9 @@ local fence = redis.call('INCR', KEYS[3])
 if fence == 1 then
   fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
   redis.call('SET', KEYS[3], string.format('%.0f', fence))
+end
+if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[3]) then
+  redis.call('SET', KEYS[4], '=RWMutex', 'PX', ARGV[3])
 end
 redis.call('PUBLISH', ARGV[4], 'released')
 return fence

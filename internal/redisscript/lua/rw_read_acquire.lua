@@ -1,8 +1,9 @@
 -- rw_read_acquire: take a read share of an RWMutex unless a writer holds it
 -- or waits for it.
--- KEYS[1] the name's plain lock key (must be absent: it marks a Mutex)
+-- KEYS[1] the name's main key: free, or the marker =RWMutex, set here
+--         with the lock's TTL as the longest hold
 -- KEYS[2] writer key (string)   KEYS[3] readers (sorted set token -> expiry)
--- KEYS[4] writer intents (sorted set token -> expiry)   KEYS[5] fence counter
+-- KEYS[4] writer intents (sorted set token -> expiry)   KEYS[5] fence counter (of the lock's slot)
 -- ARGV[1] reader token      ARGV[2] TTL in milliseconds
 -- Returns the new fence (> 0) when the share was taken, or minus the time in
 -- milliseconds after which trying again makes sense (<= 0) when a writer
@@ -16,7 +17,11 @@ local function want(key, kinds)
     return redis.error_reply('WRONGTYPE dlock RWMutex key ' .. key .. ' holds a ' .. kind .. '; another kind of lock uses this name')
   end
 end
-local err = want(KEYS[1], {none = true}) or want(KEYS[2], {none = true, string = true}) or
+local holder = dlock_holder(KEYS[1])
+if holder and holder ~= 'RWMutex' then
+  return dlock_refuse(holder)
+end
+local err = want(KEYS[2], {none = true, string = true}) or
   want(KEYS[3], {none = true, zset = true}) or want(KEYS[4], {none = true, zset = true}) or
   want(KEYS[5], {none = true, string = true})
 if err then return err end
@@ -42,6 +47,9 @@ end
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), ARGV[1])
 local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
 redis.call('PEXPIRE', KEYS[3], math.max(1, tonumber(last[2]) - now))
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], '=RWMutex', 'PX', ARGV[2])
+end
 local fence = redis.call('INCR', KEYS[5])
 if fence == 1 then
   fence = tonumber(t[1]) * 1000000 + tonumber(t[2])

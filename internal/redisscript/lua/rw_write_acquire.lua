@@ -1,9 +1,10 @@
 -- rw_write_acquire: take the write side of an RWMutex if no writer and no
 -- live reader holds it; otherwise, for a waiting writer, announce its intent
 -- so that new readers are refused.
--- KEYS[1] the name's plain lock key (must be absent: it marks a Mutex)
+-- KEYS[1] the name's main key: free, or the marker =RWMutex, set here
+--         with the lock's TTL as the longest hold
 -- KEYS[2] writer key (string)   KEYS[3] readers (sorted set token -> expiry)
--- KEYS[4] writer intents (sorted set token -> expiry)   KEYS[5] fence counter
+-- KEYS[4] writer intents (sorted set token -> expiry)   KEYS[5] fence counter (of the lock's slot)
 -- ARGV[1] writer token      ARGV[2] TTL in milliseconds
 -- ARGV[3] intent lifetime in milliseconds; 0 announces nothing (TryLock)
 -- ARGV[4] the waiting writer's intent id (stable across its attempts)
@@ -19,7 +20,11 @@ local function want(key, kinds)
     return redis.error_reply('WRONGTYPE dlock RWMutex key ' .. key .. ' holds a ' .. kind .. '; another kind of lock uses this name')
   end
 end
-local err = want(KEYS[1], {none = true}) or want(KEYS[2], {none = true, string = true}) or
+local holder = dlock_holder(KEYS[1])
+if holder and holder ~= 'RWMutex' then
+  return dlock_refuse(holder)
+end
+local err = want(KEYS[2], {none = true, string = true}) or
   want(KEYS[3], {none = true, zset = true}) or want(KEYS[4], {none = true, zset = true}) or
   want(KEYS[5], {none = true, string = true})
 if err then return err end
@@ -58,6 +63,9 @@ if wait >= 0 then
   return -wait
 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], '=RWMutex', 'PX', ARGV[2])
+end
 redis.call('ZREM', KEYS[4], ARGV[4])
 local fence = redis.call('INCR', KEYS[5])
 if fence == 1 then

@@ -2,10 +2,14 @@
 -- bump the fencing counter.
 -- KEYS[1] permits: a sorted set of token -> expiry (server time, ms)
 -- KEYS[2] limit: the number of permits
--- KEYS[3] fence counter
+-- KEYS[3] fence counter (of the lock's slot)
+-- KEYS[4] the name's main key: free, or the marker =Semaphore, set here
+--         with the permit's TTL as the longest hold
 -- ARGV[1] token             ARGV[2] TTL in milliseconds
 -- ARGV[3] the permits the caller was configured with: used, and stored,
 --         when KEYS[2] does not exist; a stored limit wins over it.
+-- The permits, the limit and the marker expire no sooner than the TTL from
+-- now: every key outlives its last permit by at most a TTL.
 -- Returns the new fence (> 0) when a permit was taken, or minus the
 -- milliseconds until the earliest permit expires (<= 0) when all are taken.
 -- Expired permits (holders that stopped renewing) are removed first. The
@@ -13,6 +17,10 @@
 -- server's TIME in microseconds, as in acquire.lua. Every check that can
 -- fail comes before the first write.
 redis.replicate_commands()
+local holder = dlock_holder(KEYS[4])
+if holder and holder ~= 'Semaphore' then
+  return dlock_refuse(holder)
+end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'none' and kind ~= 'zset' then
   return redis.error_reply('WRONGTYPE dlock semaphore key ' .. KEYS[1] .. ' holds a ' .. kind)
@@ -46,8 +54,17 @@ if fence == 1 then
   fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
   redis.call('SET', KEYS[3], string.format('%.0f', fence))
 end
+local ttl = tonumber(ARGV[2])
 if kind == 'none' then
-  redis.call('SET', KEYS[2], ARGV[3])
+  redis.call('SET', KEYS[2], ARGV[3], 'PX', ttl)
+elseif redis.call('PTTL', KEYS[2]) < ttl then
+  redis.call('PEXPIRE', KEYS[2], ttl)
 end
-redis.call('ZADD', KEYS[1], string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])
+redis.call('ZADD', KEYS[1], string.format('%.0f', now + ttl), ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+if redis.call('PTTL', KEYS[4]) < ttl then
+  redis.call('SET', KEYS[4], '=Semaphore', 'PX', ttl)
+end
 return fence

@@ -6,7 +6,10 @@
 -- ARGV[1] 'set' or 'add'        ARGV[2] the new limit, or the change
 -- ARGV[3] the permits the caller was configured with: the current limit
 --         when KEYS[2] does not exist
--- ARGV[4] release channel   ARGV[5] how long to keep the record, in ms
+-- ARGV[4] release channel   ARGV[5] the semaphore's TTL in milliseconds
+-- ARGV[6] how long to keep the record, in ms
+-- The limit expires no sooner than the TTL from now, and with the permits
+-- after that: a limit outlives the semaphore's last use by at most a TTL.
 -- Returns the new limit. A result below 1 is refused with DLOCKLIMIT and
 -- changes nothing.
 local done = redis.call('GET', KEYS[3])
@@ -35,8 +38,8 @@ end
 if new < 1 then
   return redis.error_reply('DLOCKLIMIT the limit of ' .. KEYS[2] .. ' would be ' .. string.format('%.0f', new) .. ' (now ' .. string.format('%.0f', old) .. '); it must stay >= 1')
 end
-redis.call('SET', KEYS[2], string.format('%.0f', new))
-redis.call('SET', KEYS[3], string.format('%.0f', new), 'PX', ARGV[5])
+redis.call('SET', KEYS[2], string.format('%.0f', new), 'PX', math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[2])))
+redis.call('SET', KEYS[3], string.format('%.0f', new), 'PX', ARGV[6])
 if new > old then
   redis.call('PUBLISH', ARGV[4], 'permits')
 end

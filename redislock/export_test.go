@@ -1,0 +1,18 @@
+package redislock
+
+import (
+	"time"
+
+	"github.com/dlock-go/dlock/internal/rediskeys"
+)
+
+// FenceKey is the fence counter of a lock name's slot, for tests.
+var FenceKey = rediskeys.FenceKey
+
+// SetRequestMemory sets how long the server remembers a request's
+// outcome, for tests, and returns a function that restores it.
+func SetRequestMemory(d time.Duration) (restore func()) {
+	old := requestMemory
+	requestMemory = d
+	return func() { requestMemory = old }
+}
