@@ -553,3 +553,58 @@ func (s *suite) fencesAcrossRestart(t *testing.T) {
 	}
 	lease.Release(ctx)
 }
+
+// releaseDuringRenewal: a lease released while a renewal of it is in
+// flight says it was released. The renewal may reach the server after the
+// release and find the lock gone; that must not end the lease as lost
+// (Err, the observer and metrics would report a loss that did not
+// happen). Many holders release around their first renewal, each at a
+// slightly different moment, so that some releases overlap a renewal.
+func (s *suite) releaseDuringRenewal(t *testing.T) {
+	const holders, rounds = 32, 6
+	ttl := 1200 * time.Millisecond
+	ctx := ctxFor(t, 2*time.Minute)
+	var wg sync.WaitGroup
+	var released, expired, lost atomic.Int64
+	var firstLoss atomic.Value
+	for h := range holders {
+		l := s.b.NewLocker(t, fmt.Sprintf("%s-%d", uniqueKey(t), h), Options{TTL: ttl})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				lease, err := l.Lock(ctx)
+				if err != nil {
+					t.Errorf("Lock: %v", err)
+					return
+				}
+				// The first renewal is due at about TTL/3; release within
+				// a few milliseconds of it.
+				skew := time.Duration(h*rounds+r)*time.Millisecond/8 - 12*time.Millisecond
+				time.Sleep(ttl/3 + skew)
+				switch err := lease.Release(ctx); {
+				case errors.Is(err, dlock.ErrExpired):
+					// No renewal got through in 2/3 of the TTL (a stalled
+					// machine): a true loss, and not this test's subject.
+					expired.Add(1)
+					continue
+				case err != nil:
+					t.Errorf("Release: %v", err)
+					continue
+				}
+				released.Add(1)
+				if err := lease.Err(); err != dlock.ErrReleased {
+					lost.Add(1)
+					firstLoss.CompareAndSwap(nil, fmt.Sprint(err))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := lost.Load(); n > 0 {
+		t.Errorf("%d of %d leases released with Release() == nil say Err() = %v, not ErrReleased", n, released.Load(), firstLoss.Load())
+	}
+	if n := expired.Load(); n > holders*rounds/2 {
+		t.Errorf("%d of %d leases expired before their release, although renewed every TTL/3: the test could not check its subject", n, holders*rounds)
+	}
+}

@@ -91,6 +91,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("CancelledWait", s.cancelledWait)
 	t.Run("CancelledDuringAttempt", s.cancelledDuringAttempt)
 	t.Run("FencesIncreaseAcrossRestart", s.fencesAcrossRestart)
+	t.Run("ReleaseDuringRenewal", s.releaseDuringRenewal)
 }
 
 type suite struct{ b Backend }

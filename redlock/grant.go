@@ -76,9 +76,7 @@ func (g *grant) extended(t tally, start time.Time) bool {
 		late = true
 	}
 	if t.notOurs > len(c.nodes)-c.quorum {
-		lost := dlock.Lost(dlock.ErrTakenOver)
-		g.RenewFailed(lost)
-		g.End(lost)
+		g.Lose(dlock.Lost(dlock.ErrTakenOver)) // unless its holder is releasing it
 		return false
 	}
 	if g.Observed() { // build the error only to report it
@@ -108,10 +106,12 @@ func (g *grant) Refresh(ctx context.Context) error {
 	return errQuorum("refresh", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
 }
 
-// Release deletes the lock on every node. Nodes that cannot be reached are
-// reported as NodeErrors; their keys expire within the TTL.
+// Release deletes the lock on every node. It returns an error, carrying
+// the NodeErrors, only when no majority confirmed the release; nodes that
+// could not be reached are retried in the background until Close, and
+// their keys expire within the TTL at worst.
 func (g *grant) Release(ctx context.Context) error {
-	if ended, err := g.Ended(true); ended {
+	if ended, err := g.BeginRelease(); ended {
 		return err
 	}
 	t := g.run(ctx, redisscript.Release, g.m.keys.channel)
@@ -134,10 +134,10 @@ func (g *grant) Release(ctx context.Context) error {
 		call := redislock.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
 		g.m.c.releaseOn(todo, nil, 0, call, g.m.cfg.ttl)
 	}
-	if len(t.errs) > 0 {
+	if len(t.errs) > 0 && t.ok < g.m.c.quorum {
 		return errQuorum("release", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
 	}
-	return nil
+	return nil // a majority released it; the rest are retried in the background
 }
 
 // positive reports whether a script's integer reply is at least 1: the

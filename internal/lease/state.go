@@ -40,14 +40,15 @@ type State struct {
 	onEnd      func()
 	ev         *Events
 
-	mu      sync.Mutex
-	until   time.Time
-	err     error
-	timer   *time.Timer
-	ctx     context.Context // made on the first call to Context
-	cancel  context.CancelCauseFunc
-	shown   bool      // EventAcquired has been reported: report the rest
-	shownAt time.Time // when it was
+	mu        sync.Mutex
+	until     time.Time
+	err       error
+	releasing bool // the holder has asked to release: see BeginRelease
+	timer     *time.Timer
+	ctx       context.Context // made on the first call to Context
+	cancel    context.CancelCauseFunc
+	shown     bool      // EventAcquired has been reported: report the rest
+	shownAt   time.Time // when it was
 }
 
 // New returns a held State. parent supplies the values of Context (its
@@ -142,14 +143,14 @@ func (s *State) Extend(until time.Time) bool {
 func (s *State) Observed() bool { return s.ev != nil }
 
 // RenewFailed reports EventRenewFailed with err, if the lease is still
-// held: an attempt to renew or refresh it failed. A backend that ends the
+// held and not being released: an attempt to renew or refresh it failed. A backend that ends the
 // lease because of that attempt calls it before End, with the same error.
 func (s *State) RenewFailed(err error) {
 	if s.ev == nil {
 		return
 	}
 	s.mu.Lock()
-	report := s.shown && s.err == nil
+	report := s.shown && s.err == nil && !s.releasing
 	s.mu.Unlock()
 	if report {
 		s.ev.emit(dlock.Event{Kind: dlock.EventRenewFailed, Fence: s.fence, Err: err})
@@ -207,6 +208,37 @@ func (s *State) End(err error) bool {
 		s.reportEnd(err, time.Since(shownAt))
 	}
 	return true
+}
+
+// BeginRelease marks the lease as being released, unless it has ended,
+// and reports what Ended(true) reports. From then on, Lose does nothing:
+// a renewal sent before the release may reach the server after it and
+// find the lock gone, and must not end as lost a lease its holder is
+// releasing. The release's own reply decides how the lease ends, so a
+// backend that calls BeginRelease must end the lease before its Release
+// returns.
+func (s *State) BeginRelease() (ended bool, err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.releasing = true
+	}
+	s.mu.Unlock()
+	return s.Ended(true)
+}
+
+// Lose ends the lease with err, an error matching dlock.ErrLost that a
+// renewal or refresh found, after reporting EventRenewFailed with it. It
+// does nothing, and reports false, once the lease is being released (see
+// BeginRelease) or has ended.
+func (s *State) Lose(err error) bool {
+	s.mu.Lock()
+	skip := s.releasing || s.err != nil
+	s.mu.Unlock()
+	if skip {
+		return false
+	}
+	s.RenewFailed(err)
+	return s.End(err)
 }
 
 // Ended reports whether the lease has ended and, if so, the error a

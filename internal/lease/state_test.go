@@ -51,3 +51,31 @@ func TestOwnerIsToken(t *testing.T) {
 		t.Errorf("owner = %q, %v", owner, ok)
 	}
 }
+
+// A renewal's verdict does not end a lease its holder is releasing: the
+// release decides. Before BeginRelease, and for a lease not being
+// released, Lose ends it.
+func TestLoseWhileReleasingIsIgnored(t *testing.T) {
+	lost := dlock.Lost(dlock.ErrTakenOver)
+	s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	if ended, err := s.BeginRelease(); ended || err != nil {
+		t.Fatalf("BeginRelease of a held lease = %v, %v", ended, err)
+	}
+	if s.Lose(lost) {
+		t.Fatal("Lose ended a lease being released")
+	}
+	if !s.End(dlock.ErrReleased) || s.Err() != dlock.ErrReleased {
+		t.Fatalf("Err = %v; want ErrReleased", s.Err())
+	}
+	if ended, err := s.BeginRelease(); !ended || err != nil {
+		t.Errorf("BeginRelease of a released lease = %v, %v; want true, nil", ended, err)
+	}
+
+	held := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	if !held.Lose(lost) || !errors.Is(held.Err(), dlock.ErrTakenOver) {
+		t.Fatalf("Lose of a held lease: Err = %v", held.Err())
+	}
+	if ended, err := held.BeginRelease(); !ended || !errors.Is(err, dlock.ErrNotHeld) {
+		t.Errorf("BeginRelease of a lost lease = %v, %v; want true, ErrNotHeld", ended, err)
+	}
+}
