@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -27,6 +29,21 @@ type Client struct {
 	leases lease.Registry
 
 	cleanups background.Group // deletes keys that interrupted calls may have set
+
+	// yields[i] (Unix ns) is set when a release of a lock whose name
+	// hashes to i woke other clients' waiters; until then, this client's
+	// Locks of such names let them go first. Kept in the Client, not the
+	// lock value, so that a NewMutex per call keeps it; a fixed table,
+	// so that it needs no clean-up: two names that share a slot at worst
+	// make one wait for a notice, or releaseYield.
+	yields [256]atomic.Int64
+}
+
+// yieldFor returns the yield slot of the lock called name.
+func (c *Client) yieldFor(name string) *atomic.Int64 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return &c.yields[h.Sum32()%uint32(len(c.yields))]
 }
 
 // New returns a Client that talks to Redis through conn (see the

@@ -10,7 +10,8 @@
 // wakes waiters at once; refreshing is a compare-and-pexpire. Scripts run
 // by EVALSHA, falling back to EVAL when the server's script cache is empty.
 // Uncontended, an acquire runs two commands on the server (SET, INCR) and a
-// release three (GET, DEL, PUBLISH).
+// release two (GET, DEL): an acquire that finds the lock held marks its
+// value (a trailing '*'), and only a marked lock's release publishes.
 //
 // # Keys, and how long they last
 //

@@ -35,9 +35,10 @@ type Mutex struct {
 	// calls of a kind that keeps more than one (a Semaphore).
 	extra []string
 
-	// yieldUntil (Unix ns) is set when a release of this Mutex woke other
-	// clients' waiters; until then, Lock lets them go first.
-	yieldUntil atomic.Int64
+	// yieldUntil (Unix ns) is set when a release of this name woke other
+	// clients' waiters; until then, Lock lets them go first. It is the
+	// Client's (see Client.yields).
+	yieldUntil *atomic.Int64
 }
 
 // releaseYield is how long a Lock that follows its own release waits for a
@@ -72,7 +73,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 
 func (c *Client) newMutex(name string, f *flavor, opts []Option) *Mutex {
 	m := &Mutex{c: c, name: name, keys: keysFor(name), cfg: newConfig(opts), f: f,
-		ev: lease.NewEvents(c.obs, name, f.kind)}
+		ev: lease.NewEvents(c.obs, name, f.kind), yieldUntil: c.yieldFor(name)}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	if err := checkName(name); err != nil {
 		m.err = err

@@ -9,7 +9,9 @@
 -- TIME in microseconds, so fences keep increasing across such a loss.
 -- Redis does not roll scripts back: if the counter cannot be used, the lock
 -- key set just before is deleted again before the error is returned.
--- Uncontended, it runs two commands: SET and INCR.
+-- Uncontended, it runs two commands: SET and INCR. A failed attempt marks
+-- the holder's value with a trailing '*' (once), so that the holder's
+-- release publishes a notice only when someone may be waiting for it.
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = redis.pcall('INCR', KEYS[2])
   if type(fence) == 'table' and fence.err then
@@ -41,5 +43,8 @@ end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl < 0 then
   return redis.error_reply('DLOCKNOTTL dlock lock key ' .. KEYS[1] .. ' exists without an expiry: it was not set by dlock')
+end
+if string.sub(holder, -1) ~= '*' then -- tell the holder's release that someone waits
+  redis.call('SET', KEYS[1], holder .. '*', 'XX', 'PX', pttl)
 end
 return -pttl

@@ -22,7 +22,9 @@ if kind(KEYS[6]) == 'string' then
 end
 if kind(KEYS[7]) == 'zset' then out[9] = redis.call('ZCOUNT', KEYS[7], '(' .. now, '+inf') end
 if out[1] == 'Mutex' or out[1] == 'FairMutex' then
-  table.insert(out, redis.call('GET', KEYS[1]))
+  local owner = redis.call('GET', KEYS[1])
+  if string.sub(owner, -1) == '*' then owner = string.sub(owner, 1, -2) end -- a waiter's mark
+  table.insert(out, owner)
   table.insert(out, '1')
 elseif lock == 'hash' then
   local fields = redis.call('HGETALL', KEYS[1])
