@@ -23,6 +23,7 @@ type Registry struct {
 	mu      sync.Mutex
 	held    map[Releasable]struct{}
 	byToken map[string]Releasable // the latest lease added for each token
+	peak    int                   // the most leases held since the maps were made
 	closed  bool
 }
 
@@ -38,17 +39,29 @@ func (r *Registry) Add(l Releasable) bool {
 	}
 	r.held[l] = struct{}{}
 	r.byToken[l.Token()] = l
+	r.peak = max(r.peak, len(r.held))
 	return true
 }
 
-// Remove forgets l.
+// Remove forgets l. Go maps do not shrink, so once most leases of a large
+// peak are gone, the maps are made again at their new size.
 func (r *Registry) Remove(l Releasable) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	delete(r.held, l)
 	if r.byToken[l.Token()] == l {
 		delete(r.byToken, l.Token())
 	}
-	r.mu.Unlock()
+	if n := len(r.held); r.peak >= 1024 && n <= r.peak/8 {
+		held, byToken := make(map[Releasable]struct{}, n), make(map[string]Releasable, len(r.byToken))
+		for l := range r.held {
+			held[l] = struct{}{}
+		}
+		for t, l := range r.byToken {
+			byToken[t] = l
+		}
+		r.held, r.byToken, r.peak = held, byToken, n
+	}
 }
 
 // Holds reports whether ctx carries the owner token of a held lease on key.

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,5 +78,34 @@ func TestLoseWhileReleasingIsIgnored(t *testing.T) {
 	}
 	if ended, err := held.BeginRelease(); !ended || !errors.Is(err, dlock.ErrNotHeld) {
 		t.Errorf("BeginRelease of a lost lease = %v, %v; want true, ErrNotHeld", ended, err)
+	}
+}
+
+type fakeLease struct{ token string }
+
+func (f *fakeLease) Token() string                 { return f.token }
+func (f *fakeLease) Key() string                   { return "k" }
+func (f *fakeLease) End(error) bool                { return true }
+func (f *fakeLease) Release(context.Context) error { return nil }
+
+// A registry gives its memory back when most of a large number of leases
+// are gone.
+func TestRegistryShrinks(t *testing.T) {
+	var r Registry
+	ls := make([]*fakeLease, 100000)
+	for i := range ls {
+		ls[i] = &fakeLease{token: strconv.Itoa(i)}
+		r.Add(ls[i])
+	}
+	for _, l := range ls[:len(ls)-10] {
+		r.Remove(l)
+	}
+	if r.peak > 1000 {
+		t.Errorf("after removing all but 10 of 100000 leases, the maps were last made for %d", r.peak)
+	}
+	for _, l := range ls[len(ls)-10:] {
+		if !r.Holds(dlock.WithOwner(context.Background(), l.token), "k") {
+			t.Fatal("a lease was lost when the maps were made again")
+		}
 	}
 }

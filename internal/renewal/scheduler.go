@@ -14,6 +14,12 @@ import (
 // MaxBatch is the largest number of entries handed to one RenewFunc call.
 const MaxBatch = 4096
 
+// MaxInFlight is the largest number of RenewFunc calls running at once: a
+// client holding more leases than one batch can renew in a round trip
+// keeps several round trips in flight, so that its renewals keep their
+// period until the server or the network is the limit.
+const MaxInFlight = 8
+
 // An Entry is one lease under renewal. The backend owns Value.
 type Entry struct {
 	Value  any
@@ -28,22 +34,23 @@ type Entry struct {
 type RenewFunc func(ctx context.Context, batch []*Entry) []time.Time
 
 // A Scheduler calls its RenewFunc with every entry due within a quarter
-// period of the earliest due one, so that entries drift into shared
-// batches. It runs one batch at a time. Between batches it holds no
-// goroutine: a timer armed for the earliest due entry starts the next one,
-// and adding an entry only re-arms that timer.
+// period of the earliest due one (at most MaxBatch), so that entries drift
+// into shared batches. It runs up to MaxInFlight batches at a time, each
+// on a goroutine of its own. Between batches it holds no goroutine: a
+// timer armed for the earliest due entry starts the next one, and adding
+// an entry only re-arms that timer.
 type Scheduler struct {
 	renew  RenewFunc
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	q       queue
-	timer   *time.Timer
-	armedAt time.Time // when timer fires; zero when it is not armed
-	busy    bool      // a batch is running
-	closed  bool
-	running sync.WaitGroup
+	mu       sync.Mutex
+	q        queue
+	timer    *time.Timer
+	armedAt  time.Time // when timer fires; zero when it is not armed
+	inFlight int       // batches running
+	closed   bool
+	running  sync.WaitGroup
 }
 
 // New returns a Scheduler that renews with fn.
@@ -63,7 +70,7 @@ func (s *Scheduler) Add(e *Entry, period time.Duration) bool {
 	e.period = period
 	e.due = time.Now().Add(period)
 	heap.Push(&s.q, e)
-	if !s.busy && (s.armedAt.IsZero() || e.due.Before(s.armedAt)) {
+	if s.inFlight < MaxInFlight && (s.armedAt.IsZero() || e.due.Before(s.armedAt)) {
 		s.arm(e.due)
 	}
 	return true
@@ -114,48 +121,59 @@ func (s *Scheduler) Close() {
 	s.running.Wait()
 }
 
-// fire runs batches until nothing is due, then re-arms the timer.
+// fire starts the batches that are due.
 func (s *Scheduler) fire() {
 	s.mu.Lock()
-	if s.closed || s.busy {
-		s.mu.Unlock()
-		return
-	}
-	s.busy, s.armedAt = true, time.Time{}
-	s.running.Add(1)
-	s.mu.Unlock()
-	defer s.running.Done()
-	for {
-		batch := s.due()
-		if batch == nil {
-			return
-		}
-		next := s.renew(s.ctx, batch)
-		s.mu.Lock()
-		for i, e := range batch {
-			if e.index == -2 || i >= len(next) || next[i].IsZero() {
-				e.index = -1
-				continue
-			}
-			e.due = next[i]
-			heap.Push(&s.q, e)
-		}
-		s.mu.Unlock()
-	}
+	defer s.mu.Unlock()
+	s.armedAt = time.Time{}
+	s.startDue()
 }
 
-// due pops the entries due now (with their batch-mates). If none is due,
-// it ends the run and arms the timer for the earliest entry, in the same
-// critical section, so that an Add in between cannot go unarmed.
-func (s *Scheduler) due() []*Entry {
+// startDue starts a goroutine for each batch due now, up to MaxInFlight
+// running, then arms the timer for the earliest entry left if another
+// batch may start. s.mu must be held.
+func (s *Scheduler) startDue() {
+	if s.closed {
+		return
+	}
+	for s.inFlight < MaxInFlight {
+		batch := s.due()
+		if batch == nil {
+			break
+		}
+		s.inFlight++
+		s.running.Add(1)
+		go s.run(batch)
+	}
+	if s.inFlight < MaxInFlight && len(s.q) > 0 {
+		s.arm(s.q[0].due)
+	}
+	// Otherwise the end of a running batch starts the next one.
+}
+
+// run renews one batch and reschedules its entries.
+func (s *Scheduler) run(batch []*Entry) {
+	defer s.running.Done()
+	next := s.renew(s.ctx, batch)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for i, e := range batch {
+		if e.index == -2 || i >= len(next) || next[i].IsZero() {
+			e.index = -1
+			continue
+		}
+		e.due = next[i]
+		heap.Push(&s.q, e)
+	}
+	s.inFlight--
+	s.startDue()
+}
+
+// due pops the entries due now (with their batch-mates), or returns nil
+// if none is due. s.mu must be held.
+func (s *Scheduler) due() []*Entry {
 	now := time.Now()
 	if len(s.q) == 0 || s.q[0].due.After(now) {
-		s.busy = false
-		if !s.closed && len(s.q) > 0 {
-			s.arm(s.q[0].due)
-		}
 		return nil
 	}
 	first := s.q[0]

@@ -90,3 +90,39 @@ func TestCloseWaitsForBatch(t *testing.T) {
 		t.Error("Close returned before the in-flight batch")
 	}
 }
+
+// More entries than one batch holds are renewed by batches in flight at
+// the same time: a round trip of 100ms per batch does not stretch the
+// period of 5 batches' worth of entries to 500ms.
+func TestBatchesRunInParallel(t *testing.T) {
+	const batches = 5
+	var running, most atomic.Int64
+	var renewals atomic.Int64
+	s := New(func(_ context.Context, batch []*Entry) []time.Time {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(100 * time.Millisecond) // a slow round trip
+		running.Add(-1)
+		renewals.Add(int64(len(batch)))
+		next := make([]time.Time, len(batch))
+		for i := range next {
+			next[i] = time.Now().Add(time.Hour)
+		}
+		return next
+	})
+	defer s.Close()
+	for range batches * MaxBatch {
+		s.Add(&Entry{}, 10*time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for renewals.Load() < batches*MaxBatch && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := renewals.Load(); got != batches*MaxBatch {
+		t.Fatalf("%d of %d entries renewed", got, batches*MaxBatch)
+	}
+	if m := most.Load(); m < 2 || m > MaxInFlight {
+		t.Errorf("at most %d batches ran at once; want between 2 and %d", m, MaxInFlight)
+	}
+}
