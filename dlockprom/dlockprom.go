@@ -2,6 +2,7 @@ package dlockprom
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -132,10 +133,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // Observe records e; see dlock.Observer.
 func (c *Collector) Observe(e dlock.Event) {
-	lock := e.Name
-	if c.lockLabel != nil {
-		lock = c.lockLabel(lock)
-	}
+	lock := c.label(e.Name)
+	e.Lock = strings.ToValidUTF8(e.Lock, "\uFFFD")
 	switch e.Kind {
 	case dlock.EventWaiting:
 		c.waiting.WithLabelValues(lock, e.Lock).Inc()
@@ -180,10 +179,7 @@ func (c *Collector) released(lock string, e dlock.Event) {
 // lease of it still held, or a call still waiting for it, makes the
 // gauges go below zero when it ends: forget only locks that are done with.
 func (c *Collector) Forget(name string) {
-	if c.lockLabel != nil {
-		name = c.lockLabel(name)
-	}
-	l := prometheus.Labels{"lock": name}
+	l := prometheus.Labels{"lock": c.label(name)}
 	c.acquisitions.DeletePartialMatch(l)
 	c.wait.DeletePartialMatch(l)
 	c.holders.DeletePartialMatch(l)
@@ -200,3 +196,13 @@ func (c *Collector) Forget(name string) {
 // "closed" (the ErrClosed of redislock, redlock or zklock: the client was
 // closed and could not release the lease), or "other".
 func Cause(err error) string { return lease.Cause(err) }
+
+// label returns the lock label of a lock name: WithLockLabel's mapping,
+// made valid UTF-8 (Prometheus panics on a label value that is not, and an
+// observer must never panic in the middle of a Lock).
+func (c *Collector) label(name string) string {
+	if c.lockLabel != nil {
+		name = c.lockLabel(name)
+	}
+	return strings.ToValidUTF8(name, "\uFFFD")
+}

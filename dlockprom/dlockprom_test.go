@@ -300,3 +300,14 @@ func TestConcurrentObserve(t *testing.T) {
 		}
 	}
 }
+
+// A lock name that is not valid UTF-8 (a backend that lets one through, or
+// WithLockLabel's mapping) is recorded, not a panic in the middle of Lock.
+func TestInvalidUTF8NamesDoNotPanic(t *testing.T) {
+	for _, c := range []*dlockprom.Collector{dlockprom.New(), dlockprom.New(dlockprom.WithLockLabel(func(string) string { return "bad\xff" }))} {
+		for _, k := range []dlock.EventKind{dlock.EventWaiting, dlock.EventAcquired, dlock.EventRenewed, dlock.EventLost} {
+			c.Observe(dlock.Event{Kind: k, Name: "bad\xffname", Lock: "Mutex\xfe", Err: dlock.ErrTakenOver})
+		}
+		c.Forget("bad\xffname")
+	}
+}

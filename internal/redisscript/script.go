@@ -59,7 +59,7 @@ const holderPrologue = `local function dlock_holder(key)
     return 'Redis hash'
   end
   if t ~= 'string' then return 'Redis ' .. t end
-  local v = redis.call('GET', key)
+  local v = redis.call('GETRANGE', key, 0, 63) -- the kind is at the start; the value may be huge
   if string.sub(v, 1, 1) ~= '=' then return 'Mutex' end
   local e = string.find(v, '=', 2, true)
   if e then return string.sub(v, 2, e - 1) end

@@ -69,7 +69,7 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	urls, zkList := []string(f.Redis), f.ZK
 	if len(urls) == 0 && zkList == "" {
 		if v := getenv(EnvRedis); v != "" {
-			urls = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+			urls = splitURLs(v)
 		}
 		zkList = getenv(EnvZK)
 	}
@@ -121,7 +121,7 @@ func parseRedis(raw, password string) (*redis.Options, error) {
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--redis %q: port %q is not a number from 1 to 65535", shown, p)
+			return nil, cmdutil.Usagef("--redis %q: the port is not a number from 1 to 65535 (a password with / # ? %% or @ must be percent-encoded)", shown)
 		}
 	}
 	o, err := redis.ParseURL(raw)
@@ -134,23 +134,72 @@ func parseRedis(raw, password string) (*redis.Options, error) {
 	return o, nil
 }
 
-// redact hides the password of a URL for messages.
+// redact hides the user information of a URL for messages: everything
+// between the scheme and the last '@', whether or not the URL parses (a
+// password with an unencoded '#', '/' or '?' makes the rest of it look
+// like a path or a fragment, and one with a '%' makes it unparsable).
+// Control characters are escaped by the %q of the messages.
 func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
 		return raw
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	scheme := ""
+	if i := strings.Index(raw[:at], "://"); i >= 0 {
+		scheme = raw[:i+3]
 	}
-	return u.String()
+	return scheme + "xxxxx@" + raw[at+1:]
+}
+
+// splitURLs splits the value of DLOCK_REDIS into URLs. They are separated
+// by commas or white space, but a URL's password may contain either, so a
+// new URL starts only where a separator is followed by redis:// or
+// rediss://.
+func splitURLs(v string) []string {
+	isSep := func(b byte) bool { return b == ',' || b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+	var urls []string
+	start := 0
+	for i := 0; i < len(v); i++ {
+		if !isSep(v[i]) {
+			continue
+		}
+		j := i
+		for j < len(v) && isSep(v[j]) {
+			j++
+		}
+		if j == len(v) || strings.HasPrefix(v[j:], "redis://") || strings.HasPrefix(v[j:], "rediss://") {
+			if u := strings.TrimSpace(strings.Trim(v[start:i], ", \t\n\r")); u != "" {
+				urls = append(urls, u)
+			}
+			start = j
+		}
+		i = j - 1
+	}
+	if u := strings.Trim(v[start:], ", \t\n\r"); u != "" {
+		urls = append(urls, u)
+	}
+	return urls
 }
 
 func redactErr(err error, raw string) string {
 	msg := err.Error()
-	if u, e := url.Parse(raw); e == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
+		return msg
+	}
+	info := raw[:at]
+	if i := strings.Index(info, "://"); i >= 0 {
+		info = info[i+3:]
+	}
+	// The error may quote the URL, or any part of it from where the parser
+	// lost its way: hide the user information, every tail of it, and every
+	// piece of it between characters a URL parser splits at.
+	for k := range len(info) {
+		msg = strings.ReplaceAll(msg, info[k:]+"@", "xxxxx@")
+	}
+	for _, piece := range strings.FieldsFunc(info, func(r rune) bool { return strings.ContainsRune("/#?%@:, ", r) }) {
+		if len(piece) >= 3 {
+			msg = strings.ReplaceAll(msg, piece, "xxxxx")
 		}
 	}
 	return msg

@@ -8,9 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
@@ -122,9 +125,9 @@ func Main(args []string, streams cmdutil.IO) int {
 func writeTable(out io.Writer, r backend.Report) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t"+format+"\n", append([]any{k}, args...)...) }
-	row("lock", "%s", r.Name)
+	row("lock", "%s", printable(r.Name))
 	row("service", "%s", r.Where)
-	row("kind", "%s", r.Kind)
+	row("kind", "%s", printable(r.Kind))
 	if !r.Held {
 		row("held", "no")
 	}
@@ -140,12 +143,12 @@ func writeTable(out io.Writer, r backend.Report) {
 			extra = append(extra, fmt.Sprintf("fence %d", h.Fence))
 		}
 		if h.Session != "" {
-			extra = append(extra, "session "+h.Session)
+			extra = append(extra, "session "+printable(h.Session))
 		}
 		if h.Node != "" {
-			extra = append(extra, "node "+h.Node)
+			extra = append(extra, "node "+printable(h.Node))
 		}
-		row("holder", "%s (%s)", h.Owner, strings.Join(extra, ", "))
+		row("holder", "%s (%s)", printable(h.Owner), strings.Join(extra, ", "))
 	}
 	if r.Readers > 0 {
 		row("readers", "%d", r.Readers)
@@ -163,7 +166,7 @@ func writeTable(out io.Writer, r backend.Report) {
 		row("waiters", "%d", r.Waiters)
 	}
 	for _, u := range r.Unknown {
-		row("unknown", "%s (not made by dlock)", u)
+		row("unknown", "%s (not made by dlock)", printable(u))
 	}
 	w.Flush()
 	if len(r.Nodes) > 0 {
@@ -172,10 +175,10 @@ func writeTable(out io.Writer, r backend.Report) {
 		fmt.Fprintln(w, "MASTER\tKIND\tHOLDER\tFENCE\tTTL")
 		for _, n := range r.Nodes {
 			if n.Error != "" {
-				fmt.Fprintf(w, "%s\terror: %s\t\t\t\n", n.Addr, n.Error)
+				fmt.Fprintf(w, "%s\terror: %s\t\t\t\n", n.Addr, printable(n.Error))
 				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\n", n.Addr, n.Kind, dash(n.Holder), n.Fence, time.Duration(n.TTLms)*time.Millisecond)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\n", n.Addr, printable(n.Kind), printable(dash(n.Holder)), n.Fence, time.Duration(n.TTLms)*time.Millisecond)
 		}
 		w.Flush()
 	}
@@ -186,4 +189,14 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printable returns s, or s quoted with Go's escapes if it holds anything
+// a terminal would not print as itself (escape sequences in a value that
+// something else stored could otherwise fake what the operator sees).
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == utf8.RuneError }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }

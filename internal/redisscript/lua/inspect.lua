@@ -8,30 +8,36 @@
 -- use, permit limit, writer, writer pttl, readers, owner1, holds1, owner2,
 -- holds2, ...}.
 local function kind(k) return redis.call('TYPE', k)['ok'] end
+-- Values are read at most 256 bytes long: a key that something else wrote
+-- may be huge, and an operator's terminal needs only its start.
+local function get(k)
+  if redis.call('STRLEN', k) > 256 then return redis.call('GETRANGE', k, 0, 255) .. '...' end
+  return redis.call('GET', k)
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lock = kind(KEYS[1])
 local out = {dlock_holder(KEYS[1]) or '', redis.call('PTTL', KEYS[1]), '', 0, 0, '', '', -2, 0}
-if kind(KEYS[2]) == 'string' then out[3] = redis.call('GET', KEYS[2]) end
+if kind(KEYS[2]) == 'string' then out[3] = get(KEYS[2]) end
 if kind(KEYS[3]) == 'list' then out[4] = redis.call('LLEN', KEYS[3]) end
 if kind(KEYS[4]) == 'zset' then out[5] = redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf') end
-if kind(KEYS[5]) == 'string' then out[6] = redis.call('GET', KEYS[5]) end
+if kind(KEYS[5]) == 'string' then out[6] = get(KEYS[5]) end
 if kind(KEYS[6]) == 'string' then
-  out[7] = redis.call('GET', KEYS[6])
+  out[7] = get(KEYS[6])
   out[8] = redis.call('PTTL', KEYS[6])
 end
 if kind(KEYS[7]) == 'zset' then out[9] = redis.call('ZCOUNT', KEYS[7], '(' .. now, '+inf') end
 if out[1] == 'Mutex' or out[1] == 'FairMutex' then
-  local owner = redis.call('GET', KEYS[1])
+  local owner = get(KEYS[1])
   if string.sub(owner, -1) == '*' then owner = string.sub(owner, 1, -2) end -- a waiter's mark
   table.insert(out, owner)
   table.insert(out, '1')
 elseif lock == 'hash' then
-  local fields = redis.call('HGETALL', KEYS[1])
+  local fields = redis.call('HSCAN', KEYS[1], 0, 'MATCH', 'o:*', 'COUNT', 1000)[2] -- at most ~1000 owners shown
   for i = 1, #fields, 2 do
     if string.sub(fields[i], 1, 2) == 'o:' then
       table.insert(out, string.sub(fields[i], 3))
-      table.insert(out, fields[i + 1])
+      table.insert(out, string.sub(fields[i + 1], 1, 256))
     end
   end
 end

@@ -1,0 +1,34 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// inspect shows what something else stored under a lock's key without
+// letting it drive the terminal (escape sequences are quoted) and without
+// reading all of a huge value.
+func TestIntegrationInspectHostileValues(t *testing.T) {
+	srv := testenv.StartRedis(t, testenv.RedisConfig{})
+	flags := []string{"--redis", "redis://" + srv.Addr()}
+	fake := "\x1b[2J\x1b[1;1Hheld by nobody\x07"
+	if _, err := srv.Do("SET", "dlock:{escape}", fake, "PX", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	r := dlock(t, nil, append(append([]string{"inspect"}, flags...), "escape")...)
+	if r.code != 0 || strings.ContainsAny(r.stdout, "\x1b\x07") || !strings.Contains(r.stdout, `\x1b[2J`) {
+		t.Errorf("inspect of a value with escape sequences: exit %d, stdout %q; want them quoted", r.code, r.stdout)
+	}
+	huge := strings.Repeat("x", 8<<20)
+	if _, err := srv.Do("SET", "dlock:{huge}", huge, "PX", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"table", "json"} {
+		r := dlock(t, nil, append(append([]string{"inspect", "-o", format}, flags...), "huge")...)
+		if r.code != 0 || len(r.stdout) > 4096 {
+			t.Errorf("inspect -o %s of an 8 MiB value: exit %d, %d bytes of output; want at most 4096", format, r.code, len(r.stdout))
+		}
+	}
+}
