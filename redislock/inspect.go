@@ -12,6 +12,9 @@ import (
 // A Holder is one owner of a lock and how many holds it has (more than one
 // only for a ReentrantMutex).
 type Holder struct {
+	// Owner is the holder's token; for a ReentrantMutex, the SHA-1 of
+	// the owner's token in hex, since the token itself would let whoever
+	// reads it join the hold (see NewReentrantMutex).
 	Owner string
 	Holds int
 }

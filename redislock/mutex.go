@@ -202,8 +202,12 @@ func (m *Mutex) check(ctx context.Context) error {
 func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 	token := dlock.NewToken()
 	hold := token // a reentrant lock tells its holds apart by their own ids
-	if owner, ok := dlock.OwnerFrom(ctx); ok && m.f.reentrant {
-		token = owner
+	if m.f.reentrant {
+		// The hold id is stored on the server; the owner token must not be.
+		hold = dlock.NewToken()
+		if owner, ok := dlock.OwnerFrom(ctx); ok {
+			token = owner
+		}
 	}
 	giveBack := m.releaseCall(token, hold)
 	start := time.Now()

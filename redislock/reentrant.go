@@ -19,6 +19,10 @@ import (
 // fence of its first hold: the holder has not changed. Another owner's
 // Release is refused with dlock.ErrNotHeld. It is not fair.
 //
+// The owner token is a secret: a Lock whose ctx carries it joins the hold.
+// The server keeps only its SHA-1, which is what Inspect shows, so reading
+// the lock's keys does not let anyone join.
+//
 // While it is held, a lock of another kind on the name gets an error
 // matching dlock.ErrKindMismatch, and so does a ReentrantMutex on a name
 // another kind holds.

@@ -2,6 +2,8 @@ package redislock_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -86,7 +88,7 @@ func TestIntegrationReentrantRecursiveMenuTree(t *testing.T) {
 	err = walk(ctx, lock, chain(depth), func(name string, lease dlock.Lease) {
 		visited = append(visited, name)
 		fences = append(fences, lease.Fence())
-		maxHolds, _ = d.servers[0].Do("HGET", lockKey("menu"), "o:"+lease.Token())
+		maxHolds, _ = d.servers[0].Do("HGET", lockKey("menu"), "o:"+sha1hex(lease.Token()))
 	})
 	if err != nil || len(visited) != depth {
 		t.Fatalf("ReentrantMutex: visited %d of %d levels, err %v", len(visited), depth, err)
@@ -185,7 +187,7 @@ func TestIntegrationReentrantOtherOwnerRefused(t *testing.T) {
 	if err := stale.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 		t.Errorf("a stale owner's Release = %v; want ErrNotHeld", err)
 	}
-	if out, _ := d.servers[0].Do("HGET", lockKey("owners"), "o:b"); out != "1" {
+	if out, _ := d.servers[0].Do("HGET", lockKey("owners"), "o:"+sha1hex("b")); out != "1" {
 		t.Errorf("the current owner's hold count is %q after a stale Release; want 1", out)
 	}
 	cur.Release(ctx)
@@ -241,4 +243,46 @@ func TestIntegrationReentryWithShorterTTLKeepsOuterExpiry(t *testing.T) {
 		l.Release(ctx)
 		t.Fatalf("another owner took the lock %v after a 1s re-entry, while the outer lease is valid for %v more", 2*short+short/2, time.Until(outer.Until()))
 	}
+}
+
+// The owner that Inspect shows cannot join the hold: only the owner's own
+// token can, and the server does not keep it.
+func TestIntegrationReentrantShownOwnerCannotJoin(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	c := newClient(t, d, goRedis)
+	lease, err := c.NewReentrantMutex("secret-owner").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Inspect(ctx, "secret-owner")
+	if err != nil || len(info.Holders) != 1 {
+		t.Fatalf("Inspect = %+v, %v", info, err)
+	}
+	shown := info.Holders[0].Owner
+	if strings.Contains(shown, lease.Token()) {
+		t.Fatalf("Inspect shows the owner token %q", shown)
+	}
+	stranger := newClient(t, d, goRedis).NewReentrantMutex("secret-owner")
+	if l, err := stranger.TryLock(dlock.WithOwner(ctx, shown)); !errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("a client with the shown owner %q joined the hold: %v, %v", shown, l, err)
+	}
+	keys, _ := d.admin(t).HKeys(ctx, "dlock:{secret-owner}").Result()
+	for _, k := range keys {
+		if strings.Contains(k, lease.Token()) {
+			t.Errorf("the server keeps the owner token in field %q", k)
+		}
+	}
+	inner, err := stranger.TryLock(dlock.WithOwner(ctx, lease.Token()))
+	if err != nil {
+		t.Fatalf("the owner's own token did not re-enter: %v", err)
+	}
+	inner.Release(ctx)
+	lease.Release(ctx)
+}
+
+// sha1hex is how the server stores a reentrant owner's token.
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -11,8 +11,10 @@
 -- A new hold bumps the counter as acquire.lua does; a re-entry keeps the
 -- fence of the first hold, since the holder has not changed. A re-entry
 -- never shortens the lock's expiry: another hold of the owner was promised
--- it.
-local owner, hold = 'o:' .. ARGV[1], 'h:' .. ARGV[3]
+-- it. The owner is stored as the SHA-1 of its token: whoever reads the
+-- keys (inspect, a replica, a dump) sees only the hash, which cannot
+-- be used to join the owner's hold.
+local owner, hold = 'o:' .. redis.sha1hex(ARGV[1]), 'h:' .. ARGV[3]
 local ttl = tonumber(ARGV[2])
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'none' then

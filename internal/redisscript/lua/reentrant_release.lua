@@ -5,7 +5,7 @@
 -- Returns 0 when the owner holds nothing here, 1 when the hold was given up
 -- (or had been, by this call sent before) and others remain, and 1 plus the
 -- number of subscribers woken when the lock was deleted.
-local owner = 'o:' .. ARGV[1]
+local owner = 'o:' .. redis.sha1hex(ARGV[1]) -- the owner is stored hashed: see reentrant_acquire.lua
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or redis.call('HEXISTS', KEYS[1], owner) == 0 then
   return 0
 end
