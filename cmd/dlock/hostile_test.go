@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -30,5 +31,32 @@ func TestIntegrationInspectHostileValues(t *testing.T) {
 		if r.code != 0 || len(r.stdout) > 4096 {
 			t.Errorf("inspect -o %s of an 8 MiB value: exit %d, %d bytes of output; want at most 4096", format, r.code, len(r.stdout))
 		}
+	}
+}
+
+// Every connection dlock opens names itself (CLIENT LIST shows who holds
+// locks), and a forced release leaves a note, for a day, that inspect
+// shows.
+func TestIntegrationForcedReleaseLeavesATrace(t *testing.T) {
+	srv := testenv.StartRedis(t, testenv.RedisConfig{})
+	d := deployment{flags: []string{"--redis", "redis://" + srv.Addr()}}
+	name := lockName(t)
+	holdInBackground(t, d, name)
+	clients, err := srv.Do("CLIENT", "LIST")
+	if err != nil || !strings.Contains(clients, "name=dlock/") {
+		t.Errorf("CLIENT LIST while dlock run holds a lock: %v\n%s", err, clients)
+	}
+	if r := dlock(t, nil, append(append([]string{"release", "--force", "--yes"}, d.flags...), name)...); r.code != 0 {
+		t.Fatalf("release --force: exit %d, %s", r.code, r.stderr)
+	}
+	r := dlock(t, nil, append(append([]string{"inspect", "-o", "json"}, d.flags...), name)...)
+	var rep struct {
+		Forced string `json:"forced"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !strings.Contains(rep.Forced, "by dlock/") || !strings.Contains(rep.Forced, "removed 1") {
+		t.Errorf("inspect after a forced release: %v, forced = %q; want who removed what", err, rep.Forced)
+	}
+	if pttl, _ := srv.Do("PTTL", "dlock:{"+name+"}:forced"); pttl == "-1" || pttl == "-2" {
+		t.Errorf("the note's PTTL is %s; want it to expire", pttl)
 	}
 }

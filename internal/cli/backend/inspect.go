@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -29,6 +30,9 @@ type Report struct {
 	Nodes []NodeReport `json:"nodes,omitempty"`
 	// Unknown lists children of a ZooKeeper path that no dlock recipe made.
 	Unknown []string `json:"unknown,omitempty"`
+	// Forced is the note of the last "dlock release --force" of the
+	// lock, for a day (Redis): who removed how many holders, and when.
+	Forced string `json:"forced,omitempty"`
 }
 
 // A ReportHolder is one holder of a lock.
@@ -54,6 +58,7 @@ type NodeReport struct {
 // Inspect reports who holds the lock called name.
 func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 	r := Report{Name: name, Backend: t.Kind(), Where: t.Describe()}
+	r.Forced = t.forcedNote(ctx, name)
 	switch {
 	case t.single != nil:
 		info, err := t.single.Inspect(ctx, name)
@@ -150,9 +155,47 @@ func majorityView(r *Report) {
 	}
 }
 
+// forcedNoteLife is how long the note of a forced release stays.
+const forcedNoteLife = 24 * time.Hour
+
+// forcedKey is where the note of name's last forced release is kept.
+func forcedKey(name string) string { return "dlock:{" + name + "}:forced" }
+
+// noteForced leaves a note of a forced release on every Redis server that
+// answers, for forcedNoteLife: who, when, and what was removed.
+func (t *Target) noteForced(ctx context.Context, name string, removed int) {
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "?"
+	}
+	note := fmt.Sprintf("%s by %s (user %s): removed %d", time.Now().UTC().Format(time.RFC3339), ClientName(), user, removed)
+	for _, rdb := range t.rdbs {
+		rdb.Set(ctx, forcedKey(name), note, forcedNoteLife) // a note that cannot be written is not worth failing for
+	}
+}
+
+// forcedNote returns the note of name's last forced release, or "".
+func (t *Target) forcedNote(ctx context.Context, name string) string {
+	for _, rdb := range t.rdbs {
+		if v, err := rdb.GetRange(ctx, forcedKey(name), 0, 255).Result(); err == nil && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // ForceRelease removes every holder of the lock called name and wakes its
-// waiters. It reports how many holders, nodes or keys it removed.
+// waiters, and on Redis leaves a note of it (see Report.Forced). It
+// reports how many holders, nodes or keys it removed.
 func (t *Target) ForceRelease(ctx context.Context, name string) (int, error) {
+	n, err := t.forceRelease(ctx, name)
+	if n > 0 {
+		t.noteForced(ctx, name, n)
+	}
+	return n, err
+}
+
+func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 	switch {
 	case t.single != nil:
 		ok, err := t.single.ForceUnlock(ctx, name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type Target struct {
 	nodes   []*redislock.Client // Redlock: one client per master, for inspect and release
 	quorum  *redlock.Client     // Redlock
 	zk      *zklock.Session     // ZooKeeper
+	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	closers []func()
 }
 
@@ -63,7 +65,9 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	for i, o := range spec.Redis {
 		o.DisableIdentity = true // no CLIENT SETINFO: older servers and proxies refuse it
 		o.ContextTimeoutEnabled = true
+		o.ClientName = ClientName() // CLIENT LIST shows who is connected
 		rdb := redis.NewClient(o)
+		t.rdbs = append(t.rdbs, rdb)
 		t.closers = append(t.closers, func() { rdb.Close() })
 		conns[i] = goredisconn.New(rdb)
 		if err := rdb.Ping(ctx).Err(); err != nil {
@@ -92,6 +96,20 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	t.quorum = redlock.New(conns, redlock.WithObserver(obs))
 	t.closers = append([]func(){func() { t.quorum.Close() }}, t.closers...)
 	return t, nil
+}
+
+// ClientName is how this process names itself to the lock service (Redis
+// CLIENT SETNAME, notes of forced releases): dlock/<host>/<pid>, with any
+// character Redis does not allow in a name replaced by '-'.
+func ClientName() string {
+	host, _ := os.Hostname()
+	clean := strings.Map(func(r rune) rune {
+		if r <= ' ' || r > '~' {
+			return '-'
+		}
+		return r
+	}, host)
+	return fmt.Sprintf("dlock/%s/%d", clean, os.Getpid())
 }
 
 // QuietRedisLogs stops go-redis from logging to stderr on its own (a

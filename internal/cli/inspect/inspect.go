@@ -168,6 +168,9 @@ func writeTable(out io.Writer, r backend.Report) {
 	for _, u := range r.Unknown {
 		row("unknown", "%s (not made by dlock)", printable(u))
 	}
+	if r.Forced != "" {
+		row("forced", "%s", printable(r.Forced))
+	}
 	w.Flush()
 	if len(r.Nodes) > 0 {
 		fmt.Fprintln(out)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 )
 
@@ -93,6 +94,16 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 		}
 		ctx, cancel = context.WithTimeout(context.Background(), Timeout)
 		defer cancel()
+		// The operator confirmed what was shown: if the holders changed
+		// while they read it, ask again rather than remove someone else.
+		now, err := t.Inspect(ctx, o.name)
+		if err != nil {
+			return cmdutil.Fail(streams, fmt.Errorf("dlock release: %w", err), cmdutil.ExitUnavailable)
+		}
+		if !sameHolders(r, now) {
+			fmt.Fprintf(streams.Err, "dlock release: the holders of %q changed while you answered; nothing released, run it again\n", o.name)
+			return cmdutil.ExitError
+		}
 	}
 	n, err := t.ForceRelease(ctx, o.name)
 	if err != nil {
@@ -114,4 +125,22 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 	}
 	fmt.Fprintf(streams.Out, "Released lock %q on %s: removed %d %s; waiters were woken.\n", o.name, t.Describe(), n, what)
 	return cmdutil.ExitOK
+}
+
+// sameHolders reports whether two reports of one lock show the same
+// holders.
+func sameHolders(a, b backend.Report) bool {
+	if len(a.Holders) != len(b.Holders) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, h := range a.Holders {
+		seen[h.Owner]++
+	}
+	for _, h := range b.Holders {
+		if seen[h.Owner]--; seen[h.Owner] < 0 {
+			return false
+		}
+	}
+	return true
 }
