@@ -25,12 +25,14 @@ const (
 type Flags struct {
 	Redis urlList
 	ZK    string
+	TLS   TLSFlags
 }
 
 // Register adds --redis and --zk to fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
 	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
+	f.TLS.register(fs)
 }
 
 // urlList is a repeatable flag.
@@ -49,6 +51,9 @@ func (l *urlList) Set(s string) error {
 type Spec struct {
 	Redis []*redis.Options // one: a single instance; three or more: Redlock
 	ZK    []string         // ZooKeeper servers
+	// Warnings are what the command must tell the user before it goes on
+	// (a TLS connection that does not verify the server).
+	Warnings []string
 }
 
 // Kind names the backend: "redis", "redlock" or "zookeeper".
@@ -82,7 +87,11 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 		return Spec{}, cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
 	}
 	var spec Spec
+	f.TLS.resolve(getenv)
 	if zkList != "" {
+		if f.TLS.given() {
+			return Spec{}, cmdutil.Usagef("the TLS flags apply to Redis; ZooKeeper over TLS is not supported by the command yet")
+		}
 		servers, err := parseZK(zkList)
 		if err != nil {
 			return Spec{}, err
@@ -94,6 +103,9 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	for _, u := range urls {
 		o, err := parseRedis(u, getenv(EnvRedisPassword))
 		if err != nil {
+			return Spec{}, err
+		}
+		if err := f.TLS.applyTLS(o, redact(u), &spec.Warnings); err != nil {
 			return Spec{}, err
 		}
 		if seen[o.Addr] {

@@ -34,6 +34,9 @@ func Main(args []string, io cmdutil.IO) int {
 	if err == nil {
 		err = checkTarget(&o, spec)
 	}
+	for _, w := range spec.Warnings {
+		fmt.Fprintln(io.Err, "dlock:", w)
+	}
 	if err != nil {
 		return cmdutil.Fail(io, fmt.Errorf("dlock bench: %w", err), cmdutil.ExitUsage)
 	}

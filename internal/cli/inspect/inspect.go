@@ -77,6 +77,9 @@ func connect(ctx context.Context, f *backend.Flags, name string, streams cmdutil
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range spec.Warnings {
+		fmt.Fprintln(streams.Err, "dlock:", w)
+	}
 	if err := backend.CheckName(spec.Kind(), name); err != nil {
 		return nil, err
 	}

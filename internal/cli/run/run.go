@@ -37,6 +37,9 @@ func Main(args []string, io cmdutil.IO) int {
 	if err == nil {
 		err = backend.CheckName(spec.Kind(), o.Name)
 	}
+	for _, w := range spec.Warnings {
+		fmt.Fprintln(io.Err, "dlock:", w)
+	}
 	if err != nil {
 		return cmdutil.Fail(io, fmt.Errorf("dlock run: %w", err), cmdutil.ExitUsage)
 	}

@@ -1,0 +1,55 @@
+package main_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// The command reaches a Redis that requires TLS with client certificates:
+// the right CA and certificate work; a wrong CA, a wrong server name or no
+// client certificate fail closed with a message that says so; TLS flags
+// with a plain redis:// URL are a usage error; skip_verify=true is warned
+// about.
+func TestIntegrationRedisTLS(t *testing.T) {
+	certs := testenv.NewCerts(t)
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.StartRedis(t, testenv.RedisConfig{Args: certs.RedisTLSArgs(port)})
+	url := fmt.Sprintf("rediss://127.0.0.1:%d", port)
+	client := []string{"--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey}
+	other := testenv.NewCerts(t)
+	inspect := func(env []string, args ...string) result {
+		return dlock(t, env, append(append([]string{"inspect"}, args...), "tls-lock")...)
+	}
+	if r := inspect(nil, append([]string{"--redis", url, "--tls-ca", certs.CA}, client...)...); r.code != 0 {
+		t.Errorf("right CA and client certificate: exit %d, %s", r.code, r.stderr)
+	}
+	env := []string{"DLOCK_REDIS=" + url, "DLOCK_TLS_CA=" + certs.CA, "DLOCK_TLS_CERT=" + certs.ClientCert, "DLOCK_TLS_KEY=" + certs.ClientKey}
+	if r := inspect(env); r.code != 0 {
+		t.Errorf("the same through DLOCK_TLS_*: exit %d, %s", r.code, r.stderr)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"wrong CA", append([]string{"--redis", url, "--tls-ca", other.CA}, client...), "certificate"},
+		{"wrong name", append([]string{"--redis", url, "--tls-ca", certs.CA, "--tls-server-name", "elsewhere.example"}, client...), "certificate"},
+		{"no client certificate", []string{"--redis", url, "--tls-ca", certs.CA}, "certificate"},
+	} {
+		if r := inspect(nil, tc.args...); r.code != 69 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, %q; want 69 and a message about the %s", tc.name, r.code, r.stderr, tc.want)
+		}
+	}
+	if r := inspect(nil, "--redis", fmt.Sprintf("redis://127.0.0.1:%d", port), "--tls-ca", certs.CA); r.code != 64 || !strings.Contains(r.stderr, "rediss://") {
+		t.Errorf("TLS flags with redis://: exit %d, %q; want 64 naming rediss://", r.code, r.stderr)
+	}
+	if r := inspect(nil, append([]string{"--redis", url + "?skip_verify=true"}, client...)...); !strings.Contains(r.stderr, "WARNING") || !strings.Contains(r.stderr, "skip_verify") {
+		t.Errorf("skip_verify=true: exit %d, stderr %q; want a warning", r.code, r.stderr)
+	}
+}
