@@ -62,13 +62,13 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 }
 
 // SchemaSQL returns the SQL that creates the objects of a Client whose
-// WithTable is table ("" for DefaultTable): the lease table, the fence
+// WithTable is table ("" for DefaultTable): the table of locks, the fence
 // sequence and the fences table of WriteFenced, each only if it does not
 // exist yet, and a statement that moves the sequence up to the database's
 // clock in microseconds. Client.Migrate runs it; use it to run your
-// migrations yourself. Run it again whenever the database may have lost
-// data (restored from a backup, or recreated): that keeps fences
-// increasing.
+// migrations yourself. Fences do not depend on running it again after the
+// database lost data: every grant lifts its fence to the database's clock
+// (see Fencing in the package doc).
 func SchemaSQL(table string) (string, error) {
 	if table == "" {
 		table = DefaultTable
@@ -105,9 +105,9 @@ func (c *Client) Migrate(ctx context.Context) error {
 // Close releases every lease the Client still holds (waiting at most five
 // seconds), stops renewing, and gives back the connections it took from
 // the pool. It does not close the pool. Every held lease ends with
-// dlock.ErrReleased; a lease-mode lock the database could not be reached
-// to free expires within its TTL, a session-mode lock goes with its
-// connection, and Close reports the failure.
+// dlock.ErrReleased; a lock the database could not be reached to free
+// expires within its TTL (a session-mode lease's advisory lock goes with
+// its connection), and Close reports the failure.
 func (c *Client) Close() error {
 	first, err := c.leases.Close(5*time.Second, ErrClosed)
 	if !first {

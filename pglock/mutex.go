@@ -36,14 +36,14 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	return m
 }
 
-// attempt runs the acquire statement once, with a fresh token.
+// attempt runs the acquire statements once, with a fresh token.
 func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
 	token := dlock.NewToken()
 	start := time.Now()
 	var fence, left int64
-	err := m.c.pool.QueryRow(ctx, m.c.sql.acquire, m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence).Scan(&fence, &left)
+	err := m.c.take(ctx, m.c.pool, m.name, m.c.sql.acquire, []any{&fence, &left}, m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows): // held by a grant committed while we ran
+	case errors.Is(err, pgx.ErrNoRows): // the row was deleted while we ran
 		return nil, 0, nil
 	case err != nil:
 		// The statement may have run without its outcome reaching us:
@@ -57,6 +57,9 @@ func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error)
 		return nil, 0, m.c.describe("acquiring", m.name, err)
 	case fence == 0:
 		return nil, time.Duration(left) * time.Millisecond, nil
+	case fence > maxFence:
+		m.c.free(context.WithoutCancel(ctx), m.name, token, m.cfg.ttl)
+		return nil, 0, m.c.fenceOutOfRange(m.name, fence)
 	}
 	if cause := cancelled(ctx, nil); cause != nil {
 		// Do not hand a lock to a caller that has stopped waiting for it.

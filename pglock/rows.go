@@ -8,6 +8,30 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// A sender runs a batch of statements in one round trip: the pool, or
+// the connection a session-mode lease keeps.
+type sender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// take runs ensure.sql for lock name and then acquire with args, in one
+// round trip and one transaction, and scans acquire's row into dest. It
+// returns pgx.ErrNoRows if acquire returned none.
+func (c *Client) take(ctx context.Context, via sender, name, acquire string, dest []any, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(c.sql.ensure, name)
+	b.Queue(acquire, args...)
+	br := via.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(dest...)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // release frees the row of lock name if token holds it, and notifies
 // waiters. It reports whether it did.
 func (c *Client) release(ctx context.Context, name, token string) (bool, error) {
