@@ -58,7 +58,8 @@
 // every lease every TTL/3. Done closes at Until if no renewal has
 // succeeded by then (the database is unreachable, paused or slow), and at
 // the first renewal that finds the row taken by another token. Either way,
-// Err says why.
+// Err says why. A renewal that was on its way when the holder called
+// Release does not end the lease as lost: Release does, as released.
 //
 // # Lease mode
 //
