@@ -140,6 +140,24 @@
 // ErrStaleFence, writing nothing, if a later holder has written; CheckFence
 // does the same in the caller's own transaction.
 //
+// # Nothing left behind
+//
+// A lock's row stays after it is released, free and with its last
+// fence: one row per name ever locked. Deleting rows that are free or
+// expired (DELETE ... WHERE expires_at < now()) is safe: a later grant's
+// fence still exceeds theirs (see Fencing). An attempt or release whose
+// outcome did not reach the client (a context done while the statement
+// was on its way, a broken connection) is cleaned up in the background:
+// the attempt's connection is closed, which frees an advisory lock it may
+// have taken once the database reads the end of it, and the row is freed
+// if it holds the attempt's token, looking until the backend that ran
+// the statement has ended, since until then the statement may still land.
+// Close waits for these clean-ups (at most five seconds, after at most
+// five for the releases of held leases): when it returns, nothing a failed
+// or released attempt took is left, unless the database could not be
+// reached in that time, which Close reports; that row then expires within
+// its TTL.
+//
 // # Waiting
 //
 // Lock first tries once. If the lock is held, the waiter registers with the

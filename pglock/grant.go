@@ -87,7 +87,7 @@ func (g *grant) Release(ctx context.Context) error {
 		// trying to free the row in the background.
 		g.End(dlock.ErrReleased)
 		if !isServerError(err) {
-			g.m.c.abandon(g.Key(), g.Token(), g.m.cfg.ttl)
+			g.m.c.abandon(g.Key(), g.Token(), 0)
 		}
 		return fmt.Errorf("pglock: release of %q did not reach the database (retrying in the background; at worst the lease expires within its TTL): %w",
 			g.Key(), g.m.c.describe("releasing", g.Key(), err))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -75,12 +76,14 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 	if err != nil {
 		// The lock may be the session's all the same: an advisory lock
 		// outlives the statement that took it, and the statements may
-		// have committed without their outcome reaching us. Closing the
-		// connection frees the advisory lock; the row is freed in the
+		// have run, or may yet run, without their outcome reaching us.
+		// Closing the connection frees the advisory lock once the
+		// backend has read what was sent; the row is freed in the
 		// background.
+		backend := pc.Conn().PgConn().PID()
 		discard(pc)
-		if !isServerError(err) {
-			m.c.abandon(m.name, token, m.cfg.ttl)
+		if !isServerError(err) && !pgconn.SafeToRetry(err) {
+			m.c.abandon(m.name, token, backend)
 		}
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
@@ -124,11 +127,18 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 }
 
 // discard closes a connection of the pool that may hold an advisory lock,
-// which frees it, and hands it back to the pool, which drops it.
+// or run a statement that may take a lock's row, and hands it back to the
+// pool, which drops it. It closes the socket itself, at once: pgx may
+// still be trying to cancel an interrupted statement, which takes up to
+// 15 seconds when the database cannot be reached, and the backend ends,
+// freeing the advisory lock, only when it reads the end of the connection
+// (after what was sent before it).
 func discard(pc *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	pc.Conn().Close(ctx)
+	pg := pc.Conn().PgConn()
+	pg.Close(ctx)
+	pg.Conn().Close()
 	pc.Release()
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
 	"github.com/jackc/pgx/v5"
@@ -68,19 +69,38 @@ func (s *session) forget() {
 
 // ended runs when the lease ends, for whatever reason: unless Release has
 // already done so, it releases the row and the advisory lock on the
-// lease's connection, in the background. If the connection has failed,
-// the database has freed the advisory lock, and the row stays held until
-// it expires (or Release frees it).
+// lease's connection, as a clean-up that Close waits for, and frees the
+// row through another connection if that fails.
 func (s *session) ended() {
 	s.forget()
-	dispose := func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
-		defer cancel()
-		s.unlock(ctx)
+	first := true
+	look := func(ctx context.Context) background.Outcome {
+		if first {
+			first = false
+			if s.dispose(ctx) {
+				return background.Cleaned
+			}
+		}
+		return s.m.c.lookAgain(ctx, s.Key(), s.Token(), 0)
 	}
-	if !s.m.c.bg.Go(dispose) {
-		go dispose(context.Background())
+	if !s.m.c.bg.Clean(look) {
+		go s.dispose(context.Background())
 	}
+}
+
+// dispose releases the row and the advisory lock on the lease's
+// connection, within disposeTimeout; if that fails, the connection is
+// closed, which frees the advisory lock. It reports whether the row is
+// done with: released, here or by Release (which gave the connection back
+// or closed it, and frees the row itself if it must), or left to expire
+// because the lease ended with its session (the database may have ended
+// it unheard by the holder, who counts on the lease until its Until).
+// Otherwise the row may still hold the lease's token.
+func (s *session) dispose(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
+	defer cancel()
+	_, err := s.unlock(ctx)
+	return err == nil || errors.Is(err, errEnded) || errors.Is(s.Err(), ErrSessionLost)
 }
 
 // watch starts the goroutine that waits on the idle connection.
@@ -228,7 +248,7 @@ func (s *session) Release(ctx context.Context) error {
 		// lock, before the release reached it: the message said so.
 		s.End(dlock.Lost(sessionLost(err)))
 	case err != nil:
-		s.m.c.abandon(s.Key(), s.Token(), s.m.cfg.ttl)
+		s.m.c.abandon(s.Key(), s.Token(), 0)
 		if s.End(dlock.ErrReleased) {
 			return fmt.Errorf("pglock: release of %q did not complete (its connection is closed instead, which frees the advisory lock, and the row is freed in the background; at worst it expires within its TTL): %w",
 				s.Key(), s.m.c.describe("releasing", s.Key(), err))
@@ -248,7 +268,7 @@ func (s *session) Release(ctx context.Context) error {
 // lease's token.
 func (s *session) letGo(err error) {
 	if errors.Is(err, ErrSessionLost) {
-		s.m.c.abandon(s.Key(), s.Token(), s.m.cfg.ttl)
+		s.m.c.abandon(s.Key(), s.Token(), 0)
 	}
 }
 
