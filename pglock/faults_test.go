@@ -26,8 +26,8 @@ func terminate(t testing.TB, pg *testenv.Postgres, app string) int {
 }
 
 // A holder whose connections the database terminates, and which cannot
-// connect again, loses its lock: in session mode at once, since the lock
-// was its session's; in lease mode by its Until, when its renewals have
+// connect again, loses its lock: in session mode at once, since it hears
+// its session end; in lease mode by its Until, when its renewals have
 // failed. Either way the next holder gets the lock only when the row
 // expires in the database, and its fence is higher.
 func TestIntegrationTerminatedHolder(t *testing.T) {
