@@ -62,13 +62,13 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 }
 
 // SchemaSQL returns the SQL that creates the objects of a Client whose
-// WithTable is table ("" for DefaultTable): the lease table, the fence
+// WithTable is table ("" for DefaultTable): the table of locks, the fence
 // sequence and the fences table of WriteFenced, each only if it does not
 // exist yet, and a statement that moves the sequence up to the database's
 // clock in microseconds. Client.Migrate runs it; use it to run your
-// migrations yourself. Run it again whenever the database may have lost
-// data (restored from a backup, or recreated): that keeps fences
-// increasing.
+// migrations yourself. Fences do not depend on running it again after the
+// database lost data: every grant lifts its fence to the database's clock
+// (see Fencing in the package doc).
 func SchemaSQL(table string) (string, error) {
 	if table == "" {
 		table = DefaultTable
@@ -102,20 +102,38 @@ func (c *Client) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// Close releases every lease the Client still holds (waiting at most five
-// seconds), stops renewing, and gives back the connections it took from
-// the pool. It does not close the pool. Every held lease ends with
-// dlock.ErrReleased; a lease-mode lock the database could not be reached
-// to free expires within its TTL, a session-mode lock goes with its
-// connection, and Close reports the failure.
+// closeTimeout bounds each of Close's two waits: for the releases of the
+// leases still held, and for the clean-ups of interrupted calls.
+const closeTimeout = 5 * time.Second
+
+// Close releases every lease the Client still holds, stops renewing,
+// finishes the clean-ups of interrupted calls and of leases that ended
+// (freeing the row and the advisory lock that a failed or abandoned
+// attempt, or a release that did not complete, may have left held), and
+// gives back the connections it took from the pool. It waits at most five
+// seconds for the releases and five more for the clean-ups; a lock the
+// database could not be reached to free in that time expires within its
+// TTL (a session-mode advisory lock goes with its connection), and Close
+// reports the failure. It does not close the pool. Every held lease ends
+// with dlock.ErrReleased.
+//
+// A clean-up waits, before it is done, for the backend that ran an
+// interrupted acquire to end, since until then the statement may still
+// take the lock: Close returns once nothing of the Client's can land
+// any more, or at its timeout.
 func (c *Client) Close() error {
-	first, err := c.leases.Close(5*time.Second, ErrClosed)
+	var serr error
+	done := make(chan struct{})
+	go func() { _, serr = c.sessions.Close(closeTimeout, ErrClosed); close(done) }()
+	first, err := c.leases.Close(closeTimeout, ErrClosed)
+	<-done
 	if !first {
 		return nil
 	}
-	_, serr := c.sessions.Close(5*time.Second, ErrClosed)
 	c.renew.Close()
-	c.bg.Close()
+	if !c.bg.Finish(closeTimeout) {
+		err = errors.Join(err, fmt.Errorf("pglock: Close: clean-ups of interrupted calls did not finish within %v; a row they had to free expires within its TTL", closeTimeout))
+	}
 	return errors.Join(err, serr)
 }
 

@@ -43,13 +43,16 @@ var sessionMode = mode{
 	newLocker: func(c *pglock.Client, key string, opts ...pglock.Option) dlock.Locker {
 		return c.NewSessionMutex(key, opts...)
 	},
+	// The lock is the row and the advisory lock of the session that
+	// holds it: both go.
 	sabotage: func(t testing.TB, url, key string) {
+		leaseMode.sabotage(t, url, key)
 		if n := len(admin(t, url, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE "+advisory, advisoryKey(key))); n != 1 {
 			t.Fatalf("%d sessions hold or wait for the advisory lock of %q; want 1 to terminate", n, key)
 		}
 	},
 	leftovers: func(t testing.TB, url, key string) []string {
-		var left []string
+		left := leaseMode.leftovers(t, url, key)
 		for _, who := range admin(t, url, "SELECT format('backend %s, granted %s', pid, granted) FROM pg_locks WHERE "+advisory, advisoryKey(key)) {
 			left = append(left, "advisory lock: "+who)
 		}

@@ -1,9 +1,13 @@
 // Package pglock implements dlock's locks on a PostgreSQL database, through
-// a pgx connection pool, in two modes: lease mode (Mutex), a row per lock
-// with an expiry on the database's clock; and session mode
-// (SessionMutex), an advisory lock held by a connection's session. Both
-// give fences from one sequence, and WriteFenced checks a fence and makes
-// the write it guards in one transaction.
+// a pgx connection pool, in two modes that share one row per lock name:
+// lease mode (Mutex), where the row, with its expiry on the database's
+// clock, is the lock; and session mode (SessionMutex), where a
+// connection's session also holds an advisory lock for as long as the
+// lease lasts, so that the holder learns at once when the database ends
+// its session. A name is one lock whichever mode takes it: a Mutex and a
+// SessionMutex of the same name exclude each other. Fences come from the
+// row, and WriteFenced checks a fence and makes the write it guards in one
+// transaction.
 //
 // Choose it when the data the lock protects lives in the same database.
 // A lock service alone cannot stop a holder that was paused past its lease
@@ -17,76 +21,116 @@
 //
 // New takes the caller's *pgxpool.Pool and never fails; the first call
 // that needs the database reports a bad argument. Migrate creates the
-// Client's objects if they do not exist (a table of leases, a sequence of
+// Client's objects if they do not exist (a table of locks, a sequence of
 // fences and a table of fences for WriteFenced, all named after the table
 // that WithTable sets); SchemaSQL returns the same SQL for those who run
 // their migrations themselves. The role needs SELECT, INSERT and UPDATE on
 // the tables and USAGE on the sequence. Every value reaches the database
 // as a parameter; table names are checked and quoted.
 //
-// # Lease mode
+// # The lock's row
 //
-// A Mutex is a row of the lease table, keyed by the lock's name, holding
-// the holder's random owner token, its fence and an expiry. Acquiring is
-// one statement,
+// Each lock name has a row in the Client's table, created by the first
+// attempt on the name and kept after it is released, that holds the
+// holder's random owner token, the fence of the latest grant and an expiry
+// on the database's clock. Both modes take the lock the same way, in one
+// round trip and one transaction of two statements:
 //
-//	INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE expires_at <= now()
+//	INSERT ... VALUES (name, '', 0, '-infinity') ON CONFLICT (name) DO NOTHING
+//	UPDATE ... SET token = ..., fence = ..., expires_at = now() + TTL
+//	    WHERE name = ... AND expires_at <= now()
 //
-// that takes the row if it is missing, free or expired, and sets the
-// expiry to now() plus the TTL: every decision about time is made on the
-// database's clock, never the client's. An attempt on a lock that is
-// plainly held only reads: it neither locks nor writes the row. Releasing frees the row (it stays,
-// with its last fence) if the token still holds it, and notifies waiters;
-// refreshing moves the expiry if the token still holds it.
+// The first makes sure the row exists; the second takes it if it is free
+// or expired: every decision about time is made on the database's clock,
+// never the client's. An attempt on a lock that is plainly held only
+// reads: it neither locks nor writes the row. Releasing frees the row if
+// the token still holds it (it stays, with its last fence) and notifies
+// waiters; renewing moves the expiry if the token still holds it.
 //
 // A lease's Until is the send time of its last successful acquire or
 // renewal plus the TTL, less 1% of the TTL and 2ms for clock drift, on the
 // local monotonic clock: the database, which started counting later,
-// cannot expire the row before it. The Client's watchdog renews every
-// lease every TTL/3, the due leases of a batch in one statement. Done
-// closes at Until if no renewal has succeeded by then (the database is
-// unreachable, paused or slow), and at the first renewal that finds the
-// row taken by another token. Either way, Err says why.
+// cannot expire the row before it, and no one else can take the row
+// before it expires, in either mode, whatever becomes of the holder's
+// connections or the database's processes, so long as the database keeps
+// what it committed (a failover to a copy that lags may lose the row; the
+// fence still rises, see Fencing). The Client's watchdog renews
+// every lease every TTL/3. Done closes at Until if no renewal has
+// succeeded by then (the database is unreachable, paused or slow), and at
+// the first renewal that finds the row taken by another token. Either way,
+// Err says why. A renewal that was on its way when the holder called
+// Release does not end the lease as lost: Release does, as released.
+//
+// # Lease mode
+//
+// A Mutex is the row and nothing more. The watchdog renews the due leases
+// of a batch in one statement, on any of the pool's connections.
 //
 // # Session mode
 //
-// A SessionMutex takes a session-level advisory lock with
-// pg_try_advisory_lock, on a connection that the lease takes from the pool
-// and keeps until it ends. The lock lasts exactly as long as the session,
-// so nothing has to expire it: the database frees it when the lease is
-// released, when the connection breaks, when its backend is terminated,
-// and when the client falls silent for the TTL, because the lease sets
-// the session's idle_session_timeout to it (PostgreSQL 14 or later).
+// A SessionMutex takes the row on a connection that the lease takes from
+// the pool and keeps until it ends, and in the same statement a
+// session-level advisory lock with pg_try_advisory_lock; it takes neither
+// if either is held. It sets the session's idle_session_timeout to the
+// TTL (PostgreSQL 14 or later), so that the database ends the session of
+// a holder that falls silent, about when its row expires.
 //
 // While the connection is idle, a goroutine waits on it for anything the
-// database sends; a terminated session says so before it closes, and a
+// database sends: a terminated session says so before it closes, and a
 // broken connection fails the read, so the lease ends at once, with an
-// error matching dlock.ErrLost and ErrSessionLost. The watchdog confirms
-// every lease every TTL/3 with a round trip on its connection, which
-// proves the session alive when it was sent, and extends Until as in
-// lease mode; a failed confirmation closes the connection, which ends the
-// session, and the lease. The connection goes back to the pool, with
-// idle_session_timeout restored, only after a clean release.
+// error matching dlock.ErrLost and ErrSessionLost, instead of at Until. The
+// row stays held until it expires all the same: the database also ends
+// sessions whose holder cannot hear it (a partition, a crash and restart
+// of the database), and such a holder still counts on its Until. Release
+// of a lease that ended so frees the row at once, since the holder is done
+// with it. The watchdog renews each lease on its own connection: the
+// renewal extends the row and reads the backend's PID, which proves the
+// session that holds the advisory lock alive when it was sent; a failed
+// renewal closes the connection, which ends the session, and the lease.
+// The connection goes back to the pool, with idle_session_timeout
+// restored, only after a clean release.
 //
-// Session mode needs a direct connection to the database, or a pooler in
-// session mode: behind a pooler in transaction mode the connection's
-// session is not the lock's, which the watchdog reports as a loss. Each
-// held lease takes one of the pool's connections; size the pool for them.
+// Session mode offers, over lease mode: the holder learns at once that its
+// session ended (terminated, restarted, a broken connection), not only at
+// its Until; its renewals do not wait for a connection of the pool; and
+// the holder shows in pg_locks (see SessionMutex.AdvisoryKey). It does not
+// hand the lock on sooner when a holder dies: a successor waits for the
+// row to expire, as in lease mode. It needs a direct connection to the
+// database, or a pooler in session mode: behind a pooler in transaction
+// mode the connection's session is not the lock's, which the watchdog
+// reports as a loss. Each held lease takes one of the pool's connections;
+// size the pool for them.
 //
 // # Fencing
 //
-// Every grant's fence is the next value of the Client's sequence. In
-// session mode it is drawn after the advisory lock is taken. In lease
-// mode, a take-over of the row draws it once the row is locked, and never
-// below the row's last fence plus one; only the first grant of a name,
-// which inserts the row, draws it as its statement starts. (A release
-// keeps the row, so only a row deleted behind pglock's back is inserted
-// again.) A successor is granted the lock only after its predecessor's
-// grant has committed, so its fence is larger, including when it takes
-// over an expired lease. Migrate also moves the sequence up to the
-// database's clock in microseconds, so that a database recreated empty,
-// or restored from a backup, goes on giving larger fences; call it
-// whenever the program starts.
+// Every grant, in either mode, sets the row's fence to the largest of
+// three values: the next value of the Client's sequence, the row's last
+// fence plus one, and the database's clock (clock_timestamp) in
+// microseconds. PostgreSQL computes it from the newest version of the row:
+// if another grant committed a newer version after the statement began,
+// the statement waits for it, locks it and computes the fence again. So
+// every fence is computed after the grant before it committed, and it is
+// larger than that grant's fence:
+//
+//   - on the same row, by the row's fence plus one;
+//   - on a row deleted behind pglock's back and created again (with fence
+//     0, taken only by the statement after the one that created it), by
+//     the sequence and the clock: each was read after the earlier grant
+//     committed, and every fence is at most the larger of the sequence's
+//     value and the clock when it is given (a fence exceeds both only by
+//     being its row's last fence plus one, and between two grants of a
+//     row the clock moves on by at least a microsecond);
+//   - after the database is restored from a backup, or fails over to a
+//     copy that lags (its rows and sequence older), by the clock, which
+//     does not go back with the data. No call to Migrate is needed first.
+//
+// This assumes that the database's clock does not step back, and that
+// after a failover the new server's clock is not behind the old one's by
+// more than the failover took. Fences follow the clock, so they stay below
+// 2^53, which JSON and JavaScript consumers read exactly, until the year
+// 2255; a grant that would give a larger fence is refused with an error.
+// Migrate also moves the sequence up to the clock; fences do not depend on
+// it.
 //
 // Pass the fence to what you protect. For rows in the same database,
 // WriteFenced runs the caller's writes in a transaction that first records
@@ -96,6 +140,24 @@
 // ErrStaleFence, writing nothing, if a later holder has written; CheckFence
 // does the same in the caller's own transaction.
 //
+// # Nothing left behind
+//
+// A lock's row stays after it is released, free and with its last
+// fence: one row per name ever locked. Deleting rows that are free or
+// expired (DELETE ... WHERE expires_at < now()) is safe: a later grant's
+// fence still exceeds theirs (see Fencing). An attempt or release whose
+// outcome did not reach the client (a context done while the statement
+// was on its way, a broken connection) is cleaned up in the background:
+// the attempt's connection is closed, which frees an advisory lock it may
+// have taken once the database reads the end of it, and the row is freed
+// if it holds the attempt's token, looking until the backend that ran
+// the statement has ended, since until then the statement may still land.
+// Close waits for these clean-ups (at most five seconds, after at most
+// five for the releases of held leases): when it returns, nothing a failed
+// or released attempt took is left, unless the database could not be
+// reached in that time, which Close reports; that row then expires within
+// its TTL.
+//
 // # Waiting
 //
 // Lock first tries once. If the lock is held, the waiter registers with the
@@ -103,9 +165,9 @@
 // table on one connection of its own (taken from the pool when the first
 // waiter needs it, no longer counted by it, and closed by Close), and
 // retries at once when a release of its lock is notified. It also retries
-// when the holder's lease runs out (lease mode, which the failed attempt
-// reports), and after a backoff from its RetryStrategy in case a notice is
-// lost. Locks are not fair; waiters race.
+// when the holder's row expires, which the failed attempt reports, and
+// after a backoff from its RetryStrategy in case a notice is lost. Locks
+// are not fair; waiters race.
 //
 // # Observing
 //

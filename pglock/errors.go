@@ -20,7 +20,9 @@ var (
 	// ErrSessionLost is the cause wrapped in dlock.ErrLost when the
 	// connection that held a session-mode lock failed, or the database
 	// ended its session (pg_terminate_backend, idle_session_timeout, a
-	// restart): the advisory lock went with the session.
+	// restart): the advisory lock went with the session. The lock's row
+	// stays held until it expires, no sooner than the lease's Until, or
+	// until the holder calls Release.
 	ErrSessionLost = errors.New("pglock: the session holding the advisory lock ended")
 
 	// ErrStaleFence is returned by CheckFence and WriteFenced when a higher

@@ -43,8 +43,9 @@ func Example() {
 	// Output: holding nightly-report with a fence: true
 }
 
-// Session mode: the lock is an advisory lock of the connection the lease
-// keeps, and goes with it.
+// Session mode: the lease also keeps a connection, whose session holds an
+// advisory lock, so that the holder learns at once if the database ends
+// it. A name is one lock in both modes.
 func ExampleClient_NewSessionMutex() {
 	ctx := context.Background()
 	pool, _ := pgxpool.New(ctx, db.URL())
@@ -115,7 +116,7 @@ func ExampleSchemaSQL() {
 	}
 	fmt.Println(sql)
 	// Output:
-	// -- Lease mode: one row per lock name. A release frees the row
+	// -- One row per lock name, for both modes. A release frees the row
 	// -- (token '', expires_at -infinity) rather than deleting it.
 	// CREATE TABLE IF NOT EXISTS "dlock_leases" (
 	//     name       text        PRIMARY KEY,
@@ -124,14 +125,13 @@ func ExampleSchemaSQL() {
 	//     expires_at timestamptz NOT NULL  -- on the database's clock
 	// );
 	//
-	// -- Every fence of both modes comes from this sequence.
+	// -- A grant's fence is at least the next value of this sequence, the
+	// -- row's last fence plus one and the database's clock in microseconds
+	// -- (acquire.sql).
 	// CREATE SEQUENCE IF NOT EXISTS "dlock_leases_fence_seq" AS bigint;
 	//
-	// -- Move the sequence up to the database's clock in microseconds, so that
-	// -- a database recreated empty, or restored from a backup, goes on giving
-	// -- fences above every one it gave before. A grant takes a value or two,
-	// -- far fewer than a million a second, so between two runs of this the
-	// -- clock outruns the sequence.
+	// -- Move the sequence up to the database's clock in microseconds. Fences
+	// -- do not depend on it: each grant lifts its fence to the clock itself.
 	// SELECT setval(s.tableoid, c.us)
 	// FROM "dlock_leases_fence_seq" s,
 	//      (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us) c

@@ -26,10 +26,10 @@ func terminate(t testing.TB, pg *testenv.Postgres, app string) int {
 }
 
 // A holder whose connections the database terminates, and which cannot
-// connect again, loses its lock: in session mode at once, since the lock
-// was its session's; in lease mode by its Until, when its renewals have
-// failed, and not before the lease expires in the database. Either way
-// the next holder's fence is higher.
+// connect again, loses its lock: in session mode at once, since it hears
+// its session end; in lease mode by its Until, when its renewals have
+// failed. Either way the next holder gets the lock only when the row
+// expires in the database, and its fence is higher.
 func TestIntegrationTerminatedHolder(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -73,8 +73,8 @@ func TestIntegrationTerminatedHolder(t *testing.T) {
 				t.Fatalf("Lock after the holder was cut off: %v", err)
 			}
 			defer second.Release(ctx)
-			if m.name == "lease" && time.Since(killed) < ttl/2 {
-				t.Errorf("lease mode: the next holder got the lock %v after the termination; the lease's TTL is %v", time.Since(killed), ttl)
+			if time.Since(killed) < ttl/2 {
+				t.Errorf("the next holder got the lock %v after the termination; the lease's TTL is %v", time.Since(killed), ttl)
 			}
 			if second.Fence() <= lease.Fence() {
 				t.Errorf("fence %d after %d", second.Fence(), lease.Fence())
@@ -180,14 +180,16 @@ func TestIntegrationSilentHolder(t *testing.T) {
 // has not heard of it yet (the FATAL message is still on its way), is
 // told by Release that it did not hold the lock any more: the database
 // freed it when it ended the session. The proxy's latency keeps the
-// message from the holder until Release reads it as its reply.
+// message from the holder until Release reads it as its reply. The
+// release still frees the lock's row, which would otherwise stay held for
+// its TTL: the holder is done with it.
 func TestIntegrationReleaseOfTerminatedSession(t *testing.T) {
 	const latency = 300 * time.Millisecond
 	proxy := testenv.StartProxy(t, sharedDB(t).Addr())
-	app := unique("terminated")
+	app, name := unique("terminated"), unique("terminated")
 	c := newClient(t, via(sharedDB(t), proxy.Addr(), app))
 	ctx := ctxFor(t, time.Minute)
-	lease, err := c.NewSessionMutex(unique("terminated"), pglock.WithTTL(time.Minute), pglock.WithoutRenewal()).Lock(ctx)
+	lease, err := c.NewSessionMutex(name, pglock.WithTTL(time.Minute), pglock.WithoutRenewal()).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,4 +215,9 @@ func TestIntegrationReleaseOfTerminatedSession(t *testing.T) {
 	if !errors.Is(lease.Err(), pglock.ErrSessionLost) {
 		t.Errorf("Err = %v; want ErrSessionLost", lease.Err())
 	}
+	next, err := newClient(t, sharedDB(t).URL()).NewSessionMutex(name).Lock(ctxFor(t, 20*time.Second))
+	if err != nil {
+		t.Fatalf("Lock after the release of a terminated session (its row's TTL is a minute): %v", err)
+	}
+	next.Release(ctx)
 }

@@ -76,6 +76,18 @@ func (c *Client) WriteFenced(ctx context.Context, resource string, fence uint64,
 	return nil
 }
 
+// maxFence is the largest fence a grant may give: 2^53 - 1, the largest
+// integer that JSON and JavaScript consumers read exactly. Fences follow
+// the database's clock in microseconds, which reaches it in the year 2255.
+const maxFence = 1<<53 - 1
+
+// fenceOutOfRange returns the error of a grant of lock name whose fence
+// is above maxFence; the grant is freed.
+func (c *Client) fenceOutOfRange(name string, fence int64) error {
+	return fmt.Errorf("pglock: the database gave lock %q fence %d, above 2^53-1, which JSON and JavaScript cannot read exactly: check the database's clock, the sequence %s and the fences in table %s",
+		name, fence, c.obj.sequence, c.obj.table)
+}
+
 // checkFence returns the error that CheckFence and WriteFenced fail with
 // before they ask the database, if any.
 func (c *Client) checkFence(resource string, fence uint64) error {

@@ -3,6 +3,7 @@ package pglock
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -13,8 +14,9 @@ import (
 // A grant is a Mutex's lease: the row holds its token.
 type grant struct {
 	*lease.State
-	m     *Mutex
-	entry renewal.Entry
+	m         *Mutex
+	entry     renewal.Entry
+	releasing atomic.Bool // Release has been called
 }
 
 var _ dlock.Lease = (*grant)(nil)
@@ -46,28 +48,46 @@ func (g *grant) Refresh(ctx context.Context) error {
 		g.RenewFailed(err)
 		return err
 	}
-	if !held[0] {
-		lose(g, dlock.Lost(dlock.ErrTakenOver))
-	} else if g.Extend(lease.Validity(start, g.m.cfg.ttl)) {
+	switch {
+	case !held[0] && g.releasing.Load():
+		return dlock.ErrReleased // freed by Release while this was on its way
+	case !held[0]:
+		g.takenOver()
+	case g.Extend(lease.Validity(start, g.m.cfg.ttl)):
 		return nil
 	}
 	_, err = g.Ended(false)
 	return err
 }
 
+// takenOver ends the lease as lost, a renewal or refresh having found
+// the row no longer held by its token; unless its holder has asked to
+// release it. A renewal sent before the release may reach the database
+// after it and find the row freed: that is the release, not a loss, and
+// Release ends the lease. A renewal that finds the row gone before
+// Release is called has found a loss, and ends the lease first.
+func (g *grant) takenOver() {
+	if !g.releasing.Load() {
+		lose(g, dlock.Lost(dlock.ErrTakenOver))
+	}
+}
+
 // Release frees the row if this lease still holds it, and notifies
-// waiters.
+// waiters. From the moment it is called, the lease is not renewed, and a
+// renewal already on its way cannot end it as lost.
 func (g *grant) Release(ctx context.Context) error {
+	g.releasing.Store(true)
 	if ended, err := g.Ended(true); ended {
 		return err
 	}
+	g.m.c.renew.Remove(&g.entry)
 	freed, err := g.m.c.release(ctx, g.Key(), g.Token())
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep
 		// trying to free the row in the background.
 		g.End(dlock.ErrReleased)
 		if !isServerError(err) {
-			g.m.c.abandon(g.Key(), g.Token(), g.m.cfg.ttl)
+			g.m.c.abandon(g.Key(), g.Token(), 0)
 		}
 		return fmt.Errorf("pglock: release of %q did not reach the database (retrying in the background; at worst the lease expires within its TTL): %w",
 			g.Key(), g.m.c.describe("releasing", g.Key(), err))

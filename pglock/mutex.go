@@ -36,42 +36,59 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	return m
 }
 
-// attempt runs the acquire statement once, with a fresh token.
+// attempt runs the acquire statements once, with a fresh token.
 func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
+	pc, err := m.c.pool.Acquire(ctx)
+	if err != nil {
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("connecting to take", m.name, err)
+	}
 	token := dlock.NewToken()
 	start := time.Now()
 	var fence, left int64
-	err := m.c.pool.QueryRow(ctx, m.c.sql.acquire, m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence).Scan(&fence, &left)
+	err = m.c.take(ctx, pc, m.name, m.c.sql.acquire, []any{&fence, &left}, m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows): // held by a grant committed while we ran
+	case err == nil || isServerError(err) || pgconn.SafeToRetry(err):
+		// The outcome is known: taken, held, or not run.
+		pc.Release()
+	default:
+		// The statements may have run, or may yet run, without their
+		// outcome reaching us: free the row if it holds our token,
+		// once its backend can no longer take it.
+		pid := pc.Conn().PgConn().PID()
+		discard(pc)
+		m.c.abandon(m.name, token, pid)
+	}
+	switch {
+	case errors.Is(err, pgx.ErrNoRows): // the row was deleted while we ran
 		return nil, 0, nil
 	case err != nil:
-		// The statement may have run without its outcome reaching us:
-		// free the row if it holds our token.
-		if !isServerError(err) && !pgconn.SafeToRetry(err) {
-			m.c.abandon(m.name, token, m.cfg.ttl)
-		}
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
 		}
 		return nil, 0, m.c.describe("acquiring", m.name, err)
 	case fence == 0:
 		return nil, time.Duration(left) * time.Millisecond, nil
+	case fence > maxFence:
+		m.c.free(ctx, m.name, token)
+		return nil, 0, m.c.fenceOutOfRange(m.name, fence)
 	}
 	if cause := cancelled(ctx, nil); cause != nil {
 		// Do not hand a lock to a caller that has stopped waiting for it.
-		m.c.free(context.WithoutCancel(ctx), m.name, token, m.cfg.ttl)
+		m.c.free(ctx, m.name, token)
 		return nil, 0, dlock.NotObtained(cause)
 	}
 	until := lease.Validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
-		m.c.free(context.WithoutCancel(ctx), m.name, token, m.cfg.ttl)
+		m.c.free(ctx, m.name, token)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
 			m.name, time.Since(start), m.cfg.ttl))
 	}
 	g := newGrant(ctx, m, token, uint64(fence), until)
 	if !m.c.leases.Add(g) {
-		m.c.free(context.WithoutCancel(ctx), m.name, token, m.cfg.ttl)
+		m.c.free(ctx, m.name, token)
 		g.End(dlock.Lost(ErrClosed))
 		return nil, 0, ErrClosed
 	}

@@ -49,11 +49,11 @@ func newClientConfig(opts []ClientOption) clientConfig {
 	return c
 }
 
-// WithTable sets the table that holds the leases of lease mode: "name" or
-// "schema.name", letters, digits and underscores, used as given (quoted,
-// so case matters). Two more objects take their names from it: the
-// sequence name_fence_seq, which every fence of the Client comes from, and
-// the table name_fences, which WriteFenced keeps. The default is
+// WithTable sets the table that holds the locks' rows, of both modes:
+// "name" or "schema.name", letters, digits and underscores, used as given
+// (quoted, so case matters). Two more objects take their names from it:
+// the sequence name_fence_seq, below which no fence of the Client falls,
+// and the table name_fences, which WriteFenced keeps. The default is
 // DefaultTable ("dlock_leases"). Clients that are to exclude each other
 // must use the same table.
 func WithTable(name string) ClientOption {

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
 )
@@ -22,7 +21,9 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	for i, e := range batch {
 		switch l := e.Value.(type) {
 		case *grant:
-			grants, at = append(grants, l), append(at, i)
+			if !l.releasing.Load() { // a lease being released is not renewed
+				grants, at = append(grants, l), append(at, i)
+			}
 		case *session:
 			wg.Go(func() { next[i] = l.renew(ctx) })
 		}
@@ -54,13 +55,16 @@ func (c *Client) renewGrants(ctx context.Context, gs []*grant) []time.Time {
 	for i, g := range gs {
 		period := g.m.cfg.ttl / 3
 		switch {
+		case g.releasing.Load():
+			// Released while this renewal was on its way: whatever it
+			// found, Release ends the lease.
 		case err != nil:
 			// Try again soon; the lease ends by itself at Until if no
 			// renewal gets through.
 			g.RenewFailed(c.describe("renewing", g.Key(), err))
 			next[i] = now.Add(period / 4)
 		case !held[i]:
-			lose(g, dlock.Lost(dlock.ErrTakenOver))
+			g.takenOver()
 		case g.Extend(lease.Validity(start, g.m.cfg.ttl)):
 			next[i] = now.Add(period)
 		}

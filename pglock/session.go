@@ -8,17 +8,21 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// A SessionMutex is an exclusive lock in session mode: a session-level
-// advisory lock that a lease takes with pg_try_advisory_lock on a
-// connection of the pool and keeps, with that connection, for as long as
-// it lasts. The database frees the lock when the session ends, for any
-// reason: released, the client gone, the connection broken or terminated
-// (see ErrSessionLost), or silent for the TTL (the lease sets the
-// session's idle_session_timeout to it; PostgreSQL 14 or later). The fence
-// comes from the Client's sequence, as in lease mode.
+// A SessionMutex is an exclusive lock in session mode: the lock's row,
+// as a Mutex takes it, and a session-level advisory lock that the lease
+// takes with pg_try_advisory_lock on a connection of the pool and keeps,
+// with that connection, for as long as it lasts. When the session ends,
+// for any reason other than a release (the connection broken or
+// terminated, see ErrSessionLost; the database restarted; silent for the
+// TTL, since the lease sets the session's idle_session_timeout to it,
+// PostgreSQL 14 or later), the holder learns at once if it can hear the
+// database, and the lease ends; the row stays held until it expires, no
+// sooner than the lease's Until, so that a holder that cannot hear is
+// still safe until then. The fence comes from the row, as in lease mode.
 //
 // It needs a direct connection to the database, or a pooler in session
 // mode: behind a pooler in transaction mode, the connection's session is
@@ -35,10 +39,9 @@ type SessionMutex struct {
 var _ dlock.Locker = (*SessionMutex)(nil)
 
 // NewSessionMutex returns the session-mode mutex called name, with the
-// same rules for names as NewMutex. Lease mode and session mode are
-// separate locks: a Mutex and a SessionMutex of the same name do not
-// exclude each other. It never fails: a bad name or option is reported by
-// Lock and TryLock.
+// same rules for names as NewMutex. A name is one lock in both modes: a
+// Mutex and a SessionMutex of the same name exclude each other. It never
+// fails: a bad name or option is reported by Lock and TryLock.
 func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
 	m := &SessionMutex{key: advisoryKey(c.cfg.table, name)}
 	m.locker = newLocker(c, name, "SessionMutex", &c.sessions, opts, m.attempt)
@@ -52,7 +55,8 @@ func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
 // bits as classid and its low 32 bits as objid.
 func (m *SessionMutex) AdvisoryKey() int64 { return m.key }
 
-// attempt takes a connection and tries the advisory lock on it once.
+// attempt takes a connection and tries the advisory lock and the row on
+// it once, with a fresh token.
 func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
 	pc, err := m.c.pool.Acquire(ctx)
 	if err != nil {
@@ -61,17 +65,26 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 		}
 		return nil, 0, m.c.describe("connecting to take", m.name, err)
 	}
+	token := dlock.NewToken()
 	start := time.Now()
-	var fence *int64
+	var fence, left *int64
 	var pid uint32
 	var before string
-	err = pc.QueryRow(ctx, m.c.sql.sessionAcquire, m.key, m.c.obj.sequence, strconv.FormatInt(m.cfg.ttlMillis(), 10)).
-		Scan(&fence, &pid, &before, nil)
+	ttl := m.cfg.ttlMillis()
+	err = m.c.take(ctx, pc, m.name, m.c.sql.sessionAcquire, []any{&fence, &pid, &before, &left, nil},
+		m.name, token, ttl, m.c.obj.sequence, m.key, strconv.FormatInt(ttl, 10))
 	if err != nil {
 		// The lock may be the session's all the same: an advisory lock
-		// outlives the statement that took it. Closing the connection
-		// frees it.
+		// outlives the statement that took it, and the statements may
+		// have run, or may yet run, without their outcome reaching us.
+		// Closing the connection frees the advisory lock once the
+		// backend has read what was sent; the row is freed in the
+		// background.
+		backend := pc.Conn().PgConn().PID()
 		discard(pc)
+		if !isServerError(err) && !pgconn.SafeToRetry(err) {
+			m.c.abandon(m.name, token, backend)
+		}
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
 		}
@@ -79,9 +92,16 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 	}
 	if fence == nil {
 		pc.Release()
+		if left != nil {
+			return nil, time.Duration(*left) * time.Millisecond, nil
+		}
 		return nil, 0, nil
 	}
-	s := newSession(ctx, m, pc, pid, before, uint64(*fence), lease.Validity(start, m.cfg.ttl))
+	s := newSession(ctx, m, pc, pid, before, token, uint64(*fence), lease.Validity(start, m.cfg.ttl))
+	if *fence > maxFence {
+		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the advisory lock
+		return nil, 0, m.c.fenceOutOfRange(m.name, *fence)
+	}
 	if cause := cancelled(ctx, nil); cause != nil {
 		// Do not hand a lock to a caller that has stopped waiting for it.
 		s.End(dlock.Lost(cause))
@@ -89,7 +109,7 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 	}
 	if !time.Now().Before(s.Until()) {
 		s.End(dlock.Lost(dlock.ErrExpired))
-		return nil, 0, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
 			m.name, time.Since(start), m.cfg.ttl))
 	}
 	if !m.c.sessions.Add(s) {
@@ -107,11 +127,18 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 }
 
 // discard closes a connection of the pool that may hold an advisory lock,
-// which frees it, and hands it back to the pool, which drops it.
+// or run a statement that may take a lock's row, and hands it back to the
+// pool, which drops it. It closes the socket itself, at once: pgx may
+// still be trying to cancel an interrupted statement, which takes up to
+// 15 seconds when the database cannot be reached, and the backend ends,
+// freeing the advisory lock, only when it reads the end of the connection
+// (after what was sent before it).
 func discard(pc *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	pc.Conn().Close(ctx)
+	pg := pc.Conn().PgConn()
+	pg.Close(ctx)
+	pg.Conn().Close()
 	pc.Release()
 }
 

@@ -8,21 +8,25 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// A session is a SessionMutex's lease: its connection's session holds the
-// advisory lock.
+// A session is a SessionMutex's lease: the lock's row holds its token,
+// and its connection's session holds the advisory lock.
 //
 // Between uses, a goroutine waits on the connection for anything the
 // database sends, as a listener would: a session that the database ends
 // (pg_terminate_backend, idle_session_timeout, a shutdown) says so with a
 // FATAL error before it closes the connection, and a broken connection
-// fails the read. Either ends the lease at once. A use of the connection
-// (a confirmation, the release) stops that goroutine first, and starts it
-// again after.
+// fails the read. Either ends the lease at once. The row stays held until
+// it expires, no sooner than the lease's Until, unless the holder
+// releases it: the database may end a session without its holder
+// hearing. A use of the connection (a confirmation, the release) stops
+// that goroutine first, and starts it again after.
 type session struct {
 	*lease.State
 	m      *SessionMutex
@@ -42,13 +46,17 @@ var _ dlock.Lease = (*session)(nil)
 // connection has been given back.
 var errEnded = errors.New("pglock: the session lease has ended")
 
+// errNotHeld is what a confirmation returns when the row is no longer
+// held by the lease's token.
+var errNotHeld = errors.New("pglock: the lock's row is not held by the session lease")
+
 // disposeTimeout bounds the release of an advisory lock whose lease ended
 // without Release: past it, the connection is closed, which frees it too.
 const disposeTimeout = 5 * time.Second
 
-func newSession(ctx context.Context, m *SessionMutex, conn *pgxpool.Conn, pid uint32, before string, fence uint64, until time.Time) *session {
+func newSession(ctx context.Context, m *SessionMutex, conn *pgxpool.Conn, pid uint32, before, token string, fence uint64, until time.Time) *session {
 	s := &session{m: m, conn: conn, pid: pid, before: before}
-	s.State = lease.New(ctx, m.ev, m.name, dlock.NewToken(), fence, until, s.ended)
+	s.State = lease.New(ctx, m.ev, m.name, token, fence, until, s.ended)
 	s.entry.Value = s
 	return s
 }
@@ -60,17 +68,39 @@ func (s *session) forget() {
 }
 
 // ended runs when the lease ends, for whatever reason: unless Release has
-// already done so, it releases the advisory lock, in the background.
+// already done so, it releases the row and the advisory lock on the
+// lease's connection, as a clean-up that Close waits for, and frees the
+// row through another connection if that fails.
 func (s *session) ended() {
 	s.forget()
-	dispose := func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
-		defer cancel()
-		s.unlock(ctx)
+	first := true
+	look := func(ctx context.Context) background.Outcome {
+		if first {
+			first = false
+			if s.dispose(ctx) {
+				return background.Cleaned
+			}
+		}
+		return s.m.c.lookAgain(ctx, s.Key(), s.Token(), 0)
 	}
-	if !s.m.c.bg.Go(dispose) {
-		go dispose(context.Background())
+	if !s.m.c.bg.Clean(look) {
+		go s.dispose(context.Background())
 	}
+}
+
+// dispose releases the row and the advisory lock on the lease's
+// connection, within disposeTimeout; if that fails, the connection is
+// closed, which frees the advisory lock. It reports whether the row is
+// done with: released, here or by Release (which gave the connection back
+// or closed it, and frees the row itself if it must), or left to expire
+// because the lease ended with its session (the database may have ended
+// it unheard by the holder, who counts on the lease until its Until).
+// Otherwise the row may still hold the lease's token.
+func (s *session) dispose(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
+	defer cancel()
+	_, err := s.unlock(ctx)
+	return err == nil || errors.Is(err, errEnded) || errors.Is(s.Err(), ErrSessionLost)
 }
 
 // watch starts the goroutine that waits on the idle connection.
@@ -114,11 +144,13 @@ func (s *session) stopWatchLocked() {
 	}
 }
 
-// confirm asks, on the lease's connection, for its backend's PID: an
-// answer that names the backend which took the lock proves that the
-// session, and with it the lock, was alive when the request was sent. It
-// returns when the request was sent. On a failure it closes the
-// connection, which makes sure the lock goes.
+// confirm extends the row, on the lease's connection, to the TTL from
+// now, and reads its backend's PID: an answer that names the backend
+// which took the advisory lock proves that the session was alive, and
+// the row still the lease's, when the request was sent. It returns when
+// the request was sent, and errNotHeld if the row is not the lease's any
+// more. On any other failure it closes the connection, which makes sure
+// the advisory lock goes.
 func (s *session) confirm(ctx context.Context) (time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,8 +160,12 @@ func (s *session) confirm(ctx context.Context) (time.Time, error) {
 	s.stopWatchLocked()
 	start := time.Now()
 	var pid uint32
-	err := s.conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
-	if err == nil && pid != s.pid {
+	err := s.conn.QueryRow(ctx, s.m.c.sql.sessionRefresh, s.m.name, s.Token(), s.m.cfg.ttlMillis()).Scan(&pid)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		s.watchLocked()
+		return start, errNotHeld
+	case err == nil && pid != s.pid:
 		err = fmt.Errorf("the connection reaches backend %d, not %d, which took the lock (a pooler in transaction mode?)", pid, s.pid)
 	}
 	if err != nil {
@@ -150,6 +186,8 @@ func (s *session) extend(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		return s.Extend(lease.Validity(start, s.m.cfg.ttl))
+	case errors.Is(err, errNotHeld):
+		lose(s, dlock.Lost(dlock.ErrTakenOver))
 	case !errors.Is(err, errEnded):
 		lose(s, dlock.Lost(sessionLost(err)))
 	}
@@ -188,51 +226,70 @@ func (s *session) Refresh(ctx context.Context) error {
 	}
 }
 
-// Release unlocks the advisory lock, restores the session's
-// idle_session_timeout, notifies waiters and gives the connection back to
-// the pool. If that fails, it closes the connection instead, which frees
-// the lock once the database notices.
+// Release frees the row, unlocks the advisory lock, restores the
+// session's idle_session_timeout, notifies waiters and gives the
+// connection back to the pool. If that fails, it closes the connection
+// instead, which frees the advisory lock, and frees the row through
+// another connection, in the background if need be. A holder that
+// releases a lease whose session has ended frees its row the same way:
+// it is done with it, and the row would otherwise stay held until it
+// expires.
 func (s *session) Release(ctx context.Context) error {
 	if ended, err := s.Ended(true); ended {
+		s.letGo(err)
 		return err
 	}
-	held, err := s.unlock(ctx)
+	s.m.c.renew.Remove(&s.entry)
+	freed, err := s.unlock(ctx)
 	switch {
-	case errors.Is(err, errEnded):
+	case errors.Is(err, errEnded): // ended as Release began
 	case endedByServer(err):
-		// The database had ended the session, and with it the lock,
-		// before the release reached it: the message said so.
+		// The database had ended the session, and with it the advisory
+		// lock, before the release reached it: the message said so.
 		s.End(dlock.Lost(sessionLost(err)))
 	case err != nil:
+		s.m.c.abandon(s.Key(), s.Token(), 0)
 		if s.End(dlock.ErrReleased) {
-			return fmt.Errorf("pglock: release of %q did not complete (its connection is closed instead, which frees the lock as soon as the database notices): %w",
+			return fmt.Errorf("pglock: release of %q did not complete (its connection is closed instead, which frees the advisory lock, and the row is freed in the background; at worst it expires within its TTL): %w",
 				s.Key(), s.m.c.describe("releasing", s.Key(), err))
 		}
-	case !held:
+	case !freed:
 		s.End(dlock.Lost(dlock.ErrTakenOver))
 	default:
 		s.End(dlock.ErrReleased)
 	}
 	_, err = s.Ended(true)
+	s.letGo(err)
 	return err
 }
 
-// unlock releases the advisory lock on the lease's connection and gives
-// the connection back to the pool, or closes it if anything failed. It
-// reports whether the session held the lock.
-func (s *session) unlock(ctx context.Context) (held bool, err error) {
+// letGo frees the lease's row in the background if err, what Release
+// returns, says that the session ended: the row may still hold the
+// lease's token.
+func (s *session) letGo(err error) {
+	if errors.Is(err, ErrSessionLost) {
+		s.m.c.abandon(s.Key(), s.Token(), 0)
+	}
+}
+
+// unlock frees the row and the advisory lock on the lease's connection
+// and gives the connection back to the pool, or closes it if anything
+// failed. It reports whether the row was the lease's.
+func (s *session) unlock(ctx context.Context) (freed bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conn == nil {
 		return false, errEnded
 	}
 	s.stopWatchLocked()
-	err = s.conn.QueryRow(ctx, s.m.c.sql.sessionRelease, s.m.key, s.before, s.m.c.obj.channel, s.m.name).Scan(&held, nil, nil)
-	if err == nil && held {
+	var unlocked bool
+	err = s.conn.QueryRow(ctx, s.m.c.sql.sessionRelease, s.m.name, s.Token(), s.m.key, s.before, s.m.c.obj.channel).
+		Scan(&freed, &unlocked, nil)
+	if err == nil && unlocked {
 		s.conn.Release()
 	} else {
 		discard(s.conn)
 	}
 	s.conn = nil
-	return held, err
+	return freed, err
 }

@@ -15,10 +15,10 @@ var sqlFiles embed.FS
 
 // statements are a Client's SQL texts.
 type statements struct {
-	schema                         string
-	acquire, release, refresh      string
-	sessionAcquire, sessionRelease string
-	fence                          string
+	schema                                         string
+	ensure, acquire, release, refresh              string
+	sessionAcquire, sessionRefresh, sessionRelease string
+	fence                                          string
 }
 
 func newStatements(o objects) statements {
@@ -32,10 +32,12 @@ func newStatements(o objects) statements {
 	}
 	return statements{
 		schema:         load("schema"),
+		ensure:         load("ensure"),
 		acquire:        load("acquire"),
 		release:        load("release"),
 		refresh:        load("refresh"),
 		sessionAcquire: load("session_acquire"),
+		sessionRefresh: load("session_refresh"),
 		sessionRelease: load("session_release"),
 		fence:          load("fence"),
 	}

@@ -93,31 +93,36 @@ func TestIntegrationSessionRestoresConnection(t *testing.T) {
 	}
 }
 
-// An attempt on a lease-mode lock that is plainly held reads and nothing
-// more: the row is neither updated nor locked (its xmin and xmax stay),
-// and no fence is drawn.
+// An attempt on a lock that is plainly held, in either mode, reads and
+// nothing more: the row is neither updated nor locked (its xmin and xmax
+// stay), and no fence is drawn.
 func TestIntegrationHeldAttemptWritesNothing(t *testing.T) {
-	name := unique("held")
-	c := newClient(t, sharedDB(t).URL())
-	ctx := ctxFor(t, 10*time.Second)
-	lease, err := c.NewMutex(name).Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lease.Release(ctx)
-	state := func() string {
-		return admin(t, sharedDB(t).URL(), `SELECT format('xmin %s, xmax %s, fence %s, sequence %s', l.xmin, l.xmax, l.fence, s.last_value)
-			FROM dlock_leases l, dlock_leases_fence_seq s WHERE l.name = $1`, name)[0]
-	}
-	before := state()
-	other := newClient(t, sharedDB(t).URL()).NewMutex(name)
-	for range 5 {
-		if _, err := other.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
-			t.Fatalf("TryLock of a held lock: %v; want ErrNotObtained", err)
-		}
-	}
-	if after := state(); after != before {
-		t.Errorf("failed attempts changed the row or the sequence: %s -> %s", before, after)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			name := unique("held")
+			ctx := ctxFor(t, 10*time.Second)
+			lease, err := m.newLocker(newClient(t, sharedDB(t).URL()), name).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lease.Release(ctx)
+			state := func() string {
+				return admin(t, sharedDB(t).URL(), `SELECT format('xmin %s, xmax %s, fence %s, sequence %s', l.xmin, l.xmax, l.fence, s.last_value)
+					FROM dlock_leases l, dlock_leases_fence_seq s WHERE l.name = $1`, name)[0]
+			}
+			before := state()
+			for _, other := range modes {
+				l := other.newLocker(newClient(t, sharedDB(t).URL()), name)
+				for range 5 {
+					if _, err := l.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
+						t.Fatalf("%s-mode TryLock of a held lock: %v; want ErrNotObtained", other.name, err)
+					}
+				}
+			}
+			if after := state(); after != before {
+				t.Errorf("failed attempts changed the row or the sequence: %s -> %s", before, after)
+			}
+		})
 	}
 }
 

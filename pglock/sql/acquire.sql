@@ -1,24 +1,26 @@
--- acquire.sql: take the lease-mode lock $1 for owner token $2 for $3
--- milliseconds, if its row is missing, free or expired, on the database's
--- clock. $4 is the fence sequence. One row comes back: (fence, 0) when
--- taken; (0, the holder's remaining milliseconds) when held. No row: held
--- by a grant committed after this statement began.
+-- acquire.sql: take lock $1 in lease mode for owner token $2 for $3
+-- milliseconds, if its row is free or expired, on the database's clock.
+-- $4 is the fence sequence. ensure.sql has run before it, in the same
+-- transaction, so the row exists. One row comes back: (fence, 0) when
+-- taken; (0, the holder's remaining milliseconds) when held. No row: the
+-- row was deleted behind pglock's back between the two statements.
 --
--- The NOT EXISTS keeps an attempt on a lock that is plainly held (in this
--- statement's snapshot) from touching the row: it writes nothing, locks
--- nothing and draws no fence. Otherwise the upsert decides, on the latest
--- version of the row, under its lock. On a taken-over row the fence is
--- drawn once the row is locked, so it exceeds the previous holder's, which
--- was drawn before that holder's grant committed.
+-- An attempt on a lock that is held (in this statement's snapshot) only
+-- reads: the UPDATE neither locks nor writes a row its WHERE rejects.
+--
+-- The fence: the largest of the sequence's next value, the row's last
+-- fence plus one, and the database's clock in microseconds, computed
+-- from the newest version of the row: if a grant committed a newer one
+-- after this statement's snapshot, PostgreSQL waits for it, locks it and
+-- evaluates the WHERE and the SET again on it. session_acquire.sql
+-- computes it the same way; the package doc says why it only increases.
 WITH won AS (
-    INSERT INTO {{table}} AS l (name, token, fence, expires_at)
-    SELECT $1::text, $2::text, nextval($4::text::regclass), now() + $3::bigint * interval '1 millisecond'
-    WHERE NOT EXISTS (SELECT FROM {{table}} WHERE name = $1 AND expires_at > now())
-    ON CONFLICT (name) DO UPDATE
-        SET token      = excluded.token,
-            fence      = greatest(nextval($4::text::regclass), l.fence + 1),
-            expires_at = excluded.expires_at
-        WHERE l.expires_at <= now()
+    UPDATE {{table}} AS l
+    SET token      = $2::text,
+        fence      = greatest(nextval($4::text::regclass), l.fence + 1,
+                              (extract(epoch FROM clock_timestamp()) * 1000000)::bigint),
+        expires_at = now() + $3::bigint * interval '1 millisecond'
+    WHERE l.name = $1::text AND l.expires_at <= now()
     RETURNING l.fence
 )
 SELECT fence, 0::bigint FROM won

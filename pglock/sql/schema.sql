@@ -3,7 +3,7 @@
 -- who run their migrations themselves. Every statement is idempotent.
 -- {{table}}, {{sequence}} and {{fences}} are quoted identifiers.
 
--- Lease mode: one row per lock name. A release frees the row
+-- One row per lock name, for both modes. A release frees the row
 -- (token '', expires_at -infinity) rather than deleting it.
 CREATE TABLE IF NOT EXISTS {{table}} (
     name       text        PRIMARY KEY,
@@ -12,14 +12,13 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     expires_at timestamptz NOT NULL  -- on the database's clock
 );
 
--- Every fence of both modes comes from this sequence.
+-- A grant's fence is at least the next value of this sequence, the
+-- row's last fence plus one and the database's clock in microseconds
+-- (acquire.sql).
 CREATE SEQUENCE IF NOT EXISTS {{sequence}} AS bigint;
 
--- Move the sequence up to the database's clock in microseconds, so that
--- a database recreated empty, or restored from a backup, goes on giving
--- fences above every one it gave before. A grant takes a value or two,
--- far fewer than a million a second, so between two runs of this the
--- clock outruns the sequence.
+-- Move the sequence up to the database's clock in microseconds. Fences
+-- do not depend on it: each grant lifts its fence to the clock itself.
 SELECT setval(s.tableoid, c.us)
 FROM {{sequence}} s,
      (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us) c
