@@ -147,7 +147,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	// Subscribe before joining the queue, so that no wake-up is missed.
 	// The channel is this waiter's alone: unsubscribe it at once at the
 	// end (close(true)) rather than let it linger.
-	w := m.c.subs.wait(ctx, m.prefix+token)
+	w := m.c.subs.wait(ctx, m.prefix+token, false)
 	defer w.close(true)
 	var idle pause.Timer
 	defer idle.Stop()

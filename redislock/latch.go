@@ -92,7 +92,7 @@ func (l *Latch) Wait(ctx context.Context) error {
 	if err != nil || n == 0 {
 		return err
 	}
-	w := l.c.subs.wait(ctx, l.zeroChannel)
+	w := l.c.subs.wait(ctx, l.zeroChannel, false)
 	defer w.close(false)
 	var idle pause.Timer
 	defer idle.Stop()

@@ -97,7 +97,7 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	l, _, err := m.attempt(ctx)
+	l, _, err := m.attempt(ctx, false)
 	switch {
 	case l != nil && err == nil:
 		return l, nil
@@ -124,12 +124,12 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	yield := time.Unix(0, m.yieldUntil.Load())
 	polite := time.Now().Before(yield)
 	if !polite {
-		if l, _, err := m.attempt(ctx); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if l, _, err := m.attempt(ctx, false); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 			return asLease(l, err)
 		}
 	}
 	a.Waiting()
-	w := m.c.subs.wait(ctx, m.keys.channel)
+	w := m.c.subs.wait(ctx, m.keys.channel, true)
 	won := false
 	defer func() { w.close(won) }()
 	if polite {
@@ -149,7 +149,7 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		}
 		// Retry at once on the first round: a release may have come
 		// between the first attempt and the subscription.
-		l, ttl, err := m.attempt(ctx)
+		l, ttl, err := m.attempt(ctx, true)
 		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 			won = l != nil
 			return asLease(l, err)
@@ -198,8 +198,11 @@ func (m *Mutex) check(ctx context.Context) error {
 
 // attempt runs the acquire script once, with a fresh token. It returns a
 // lease; or nil, the holder's remaining TTL and possibly an error matching
-// dlock.ErrNotObtained that says why; or a hard error.
-func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
+// dlock.ErrNotObtained that says why; or a hard error. A waiter (waited)
+// takes the lock marked as awaited, so that its release wakes the next
+// waiter: a release wakes one waiter per client, and the others, which
+// did not try again, have not marked it.
+func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration, error) {
 	token := dlock.NewToken()
 	hold := token // a reentrant lock tells its holds apart by their own ids
 	if m.f.reentrant {
@@ -212,7 +215,11 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, time.Duration, error) {
 	giveBack := m.releaseCall(token, hold)
 	start := time.Now()
 	var res [1]Result
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold},
+	mark := ""
+	if waited {
+		mark = "*"
+	}
+	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {

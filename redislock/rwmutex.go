@@ -234,7 +234,7 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			// Subscribe, then try again at once: a release may have come
 			// between the first attempt and the subscription.
 			a.Waiting()
-			w = rw.c.subs.wait(ctx, rw.channel)
+			w = rw.c.subs.wait(ctx, rw.channel, false)
 			continue
 		}
 		backoff, ok := rw.cfg.retry.Backoff(n)

@@ -130,7 +130,7 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		}
 	}
 	a.Waiting()
-	w := m.c.subs.wait(ctx, m.keys.channel)
+	w := m.c.subs.wait(ctx, m.keys.channel, false)
 	won := false
 	defer func() { w.close(won) }()
 	if polite {

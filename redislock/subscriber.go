@@ -13,12 +13,14 @@ const subscriptionLinger = time.Second
 
 // A subscriber multiplexes one pub/sub connection among all waiters of a
 // Client. Channels are reference-counted; a message on a channel wakes
-// every waiter of it. A channel's SUBSCRIBE and UNSUBSCRIBE never overlap:
+// every shared waiter of it (readers, latch waiters) and one exclusive
+// waiter, the one that has waited longest: only one can take a mutex. A channel's SUBSCRIBE and UNSUBSCRIBE never overlap:
 // its entry stays in the map, marked leaving, until the UNSUBSCRIBE is done.
 type subscriber struct {
 	conn Conn
 
 	mu       sync.Mutex
+	seq      uint64 // orders exclusive waiters
 	l        Listener
 	chans    map[string]*channel
 	sweeping bool
@@ -37,11 +39,14 @@ type channel struct {
 	idle    time.Time     // when the last waiter left
 }
 
-// A waiter receives a value on c for every release notice of its channel.
+// A waiter receives a value on c for a release notice of its channel:
+// every notice, or, if it is exclusive, those that wake it in its turn.
 type waiter struct {
-	c  chan struct{}
-	s  *subscriber
-	ch *channel // nil if it never registered
+	c         chan struct{}
+	s         *subscriber
+	ch        *channel // nil if it never registered
+	exclusive bool
+	seq       uint64 // when it registered, for exclusive waiters' turns
 }
 
 func newSubscriber(conn Conn) *subscriber {
@@ -50,9 +55,10 @@ func newSubscriber(conn Conn) *subscriber {
 
 // wait registers a waiter on name and makes sure the channel is
 // subscribed. If subscribing fails the waiter is still returned; it is then
-// woken only by its caller's fallback poll.
-func (s *subscriber) wait(ctx context.Context, name string) *waiter {
-	w := &waiter{c: make(chan struct{}, 1), s: s}
+// woken only by its caller's fallback poll. An exclusive waiter is woken
+// only in its turn (see deliver).
+func (s *subscriber) wait(ctx context.Context, name string, exclusive bool) *waiter {
+	w := &waiter{c: make(chan struct{}, 1), s: s, exclusive: exclusive}
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -79,6 +85,8 @@ func (s *subscriber) wait(ctx context.Context, name string) *waiter {
 		}
 		ch.waiters[w] = struct{}{}
 		w.ch = ch
+		s.seq++
+		w.seq = s.seq
 		l := s.l
 		s.mu.Unlock()
 
@@ -138,6 +146,10 @@ func (w *waiter) close(won bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(ch.waiters, w)
+	if w.exclusive && !won && len(w.c) > 0 {
+		// It was woken but leaves without trying: the turn passes on.
+		ch.wakeExclusive()
+	}
 	if len(ch.waiters) == 0 && won && ch.ok && !ch.leaving {
 		s.leave(ch.name, ch)
 		return
@@ -157,11 +169,32 @@ func (s *subscriber) deliver(name string) {
 	defer s.mu.Unlock()
 	if ch := s.chans[name]; ch != nil {
 		for w := range ch.waiters {
-			select {
-			case w.c <- struct{}{}:
-			default:
+			if !w.exclusive {
+				w.wake()
 			}
 		}
+		ch.wakeExclusive()
+	}
+}
+
+// wakeExclusive wakes the exclusive waiter of ch that has waited longest
+// and has no wake-up pending. s.mu must be held.
+func (ch *channel) wakeExclusive() {
+	var next *waiter
+	for w := range ch.waiters {
+		if w.exclusive && len(w.c) == 0 && (next == nil || w.seq < next.seq) {
+			next = w
+		}
+	}
+	if next != nil {
+		next.wake()
+	}
+}
+
+func (w *waiter) wake() {
+	select {
+	case w.c <- struct{}{}:
+	default:
 	}
 }
 

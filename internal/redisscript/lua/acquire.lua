@@ -1,6 +1,9 @@
 -- acquire: take a free lock and bump its fencing counter.
 -- KEYS[1] lock key          KEYS[2] fence counter (of the lock's slot)
 -- ARGV[1] owner token       ARGV[2] TTL in milliseconds
+-- ARGV[3] unused (a reentrant hold id)
+-- ARGV[4] '*' to take the lock already marked as awaited (see below), when
+--         the caller has waited and others may still wait
 -- Returns the new fence (> 0) when the lock was taken, or minus the lock's
 -- remaining TTL in milliseconds (<= 0) when another owner holds it. An
 -- error DLOCKKIND says another kind of lock holds the name.
@@ -12,7 +15,7 @@
 -- Uncontended, it runs two commands: SET and INCR. A failed attempt marks
 -- the holder's value with a trailing '*' (once), so that the holder's
 -- release publishes a notice only when someone may be waiting for it.
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] or ''), 'NX', 'PX', ARGV[2]) then
   local fence = redis.pcall('INCR', KEYS[2])
   if type(fence) == 'table' and fence.err then
     redis.call('DEL', KEYS[1])
