@@ -97,8 +97,7 @@ func (g *grant) Release(ctx context.Context) error {
 		_, err := g.Ended(true)
 		return err
 	}
-	g.End(dlock.ErrReleased)
-	return nil
+	return g.Released()
 }
 
 // lose ends a lease that a renewal or refresh found lost, reporting the

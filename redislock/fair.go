@@ -172,6 +172,9 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 			}
 			return nil, dlock.ErrNotObtained
 		}
+		if wait <= 0 { // not in the queue (another kind holds the name)
+			wait = backoff
+		}
 		// Retrying renews the place in the queue: never let it lapse.
 		wait = min(max(wait, time.Millisecond), backoff, m.wait/3)
 		if !idle.Wait(ctx, w.c, wait) {
@@ -317,8 +320,7 @@ func (l *fairLease) Release(ctx context.Context) error {
 		_, err := l.Ended(true)
 		return err
 	}
-	l.End(dlock.ErrReleased)
-	return nil
+	return l.Released()
 }
 
 func (l *fairLease) refreshCall() Call {

@@ -64,8 +64,7 @@ func (g *grant) Release(ctx context.Context) error {
 	if n > 1 { // waiters were woken: let one of them go first
 		g.m.yieldUntil.Store(time.Now().Add(releaseYield).UnixNano())
 	}
-	g.End(dlock.ErrReleased)
-	return nil
+	return g.Released()
 }
 
 func (g *grant) refreshCall() Call {

@@ -28,7 +28,7 @@ type Info struct {
 	Kind    string
 	Holders []Holder      // the exclusive or reentrant holder(s)
 	TTL     time.Duration // time left on the lock key; 0 when none
-	Fence   uint64        // the fence counter: the latest fence granted
+	Fence   uint64        // the fence counter of the name's Cluster slot: the latest fence granted to any name of the slot, so at least the holder's
 	Queue   int           // waiters queued for a FairMutex
 	Writer  string        // an RWMutex's writer
 	Readers int           // an RWMutex's live readers

@@ -37,7 +37,7 @@ func TestIntegrationOneKindPerName(t *testing.T) {
 				t.Fatalf("%s on a fresh name: %v", first, err)
 			}
 			_, err = takeSecond(name)
-			if err == nil || !strings.Contains(err.Error(), "held by a "+first) || !strings.Contains(err.Error(), "a "+second+" cannot take") || !errors.Is(err, dlock.ErrKindMismatch) || errors.Is(err, dlock.ErrNotObtained) {
+			if err == nil || !strings.Contains(err.Error(), "held by a "+first) || !strings.Contains(err.Error(), "a "+second+" cannot take") || !errors.Is(err, dlock.ErrKindMismatch) || !errors.Is(err, dlock.ErrNotObtained) {
 				t.Errorf("%s on a %s's name = %v; want an error naming the %s and the %s", second, first, err, first, second)
 			}
 			done()
@@ -64,5 +64,39 @@ func lockWith(ctx context.Context, make func(string) dlock.Locker) func(string) 
 			return func() {}, err
 		}
 		return func() { l.Release(ctx) }, nil
+	}
+}
+
+// Lock waits while another kind holds the name, as it does for a holder of
+// its own kind, and gets the name once it is free.
+func TestIntegrationLockWaitsForAnotherKind(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	c := newClient(t, d, goRedis)
+	held, err := c.NewMutex("kinds-wait").TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.NewFairMutex("kinds-wait").Lock(ctx)
+		if err == nil {
+			l.Release(ctx)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a FairMutex's Lock returned %v while a Mutex held the name; want it to wait", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	held.Release(ctx)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("FairMutex Lock after the Mutex's release: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the FairMutex did not get the name after the Mutex released it")
 	}
 }

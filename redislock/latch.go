@@ -23,8 +23,9 @@ var ErrInvalidCount = errors.New("redislock: invalid latch count")
 // zero. At zero the latch is deleted and may be set again.
 //
 // On the server the count is the string dlock:{name}:count. It expires
-// LatchLife after TrySetCount set it: a latch not counted down to zero by
-// then is gone, as if it had reached zero, and its waiters return. Reaching
+// LatchLife after TrySetCount set it or CountDown last counted it: a latch
+// left that long without a count is gone, as if it had reached zero, and
+// its waiters return. Reaching
 // zero is announced on the channel dlock:{name}:zero.
 //
 // A Latch holds no state of its own and is safe for concurrent use. It is
@@ -37,7 +38,8 @@ type Latch struct {
 	err                   error
 }
 
-// LatchLife is how long a latch's count lasts after TrySetCount set it.
+// LatchLife is how long a latch's count lasts after TrySetCount set it or
+// CountDown last counted it.
 const LatchLife = 24 * time.Hour
 
 var latchLifeMillis = strconv.FormatInt(LatchLife.Milliseconds(), 10)
@@ -70,7 +72,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 // sends the same request again until the server answers or ctx is done,
 // and the server counts a request only the first time it runs it.
 func (l *Latch) CountDown(ctx context.Context) error {
-	_, err := l.runOnce(ctx, redisscript.LatchCountDown, []string{l.countKey}, l.zeroChannel)
+	_, err := l.runOnce(ctx, redisscript.LatchCountDown, []string{l.countKey}, l.zeroChannel, latchLifeMillis)
 	return err
 }
 

@@ -179,3 +179,24 @@ func TestIntegrationLatchBadInput(t *testing.T) {
 		t.Errorf("a bad count was changed to %q", out)
 	}
 }
+
+// CountDown renews the latch's life: a latch counted down slowly is not
+// lost while it is still being counted.
+func TestIntegrationLatchCountDownRenewsLife(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	l := newClient(t, d, goRedis).NewLatch("latch-life")
+	if _, err := l.TrySetCount(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	key := lockKey("latch-life") + ":count"
+	if err := d.admin(t).PExpire(ctx, key, time.Minute).Err(); err != nil { // as if set 23h59m ago
+		t.Fatal(err)
+	}
+	if err := l.CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pttl := d.admin(t).PTTL(ctx, key).Val(); pttl < redislock.LatchLife-time.Minute {
+		t.Errorf("PTTL after CountDown = %v; want about LatchLife (%v)", pttl, redislock.LatchLife)
+	}
+}

@@ -162,7 +162,7 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			}
 			return nil, dlock.ErrNotObtained
 		}
-		if ttl < wait { // the holder's key expires first
+		if ttl > 0 && ttl < wait { // the holder's key expires first (0: unknown)
 			wait = ttl
 		}
 		if !idle.Wait(ctx, w.c, wait) {

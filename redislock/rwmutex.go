@@ -33,8 +33,9 @@ var ErrUpgrade = dlock.ErrUpgrade
 // readers back for at most that long. Waiters are woken when the writer or
 // the last reader releases; the lock is not fair among writers.
 //
-// Fences come from one counter per name, bumped for every grant, read or
-// write (and for Downgrade), so they strictly increase across all grants;
+// Fences come from the counter of the name's slot, bumped for every grant,
+// read or write (and for Downgrade), so they strictly increase across all
+// grants;
 // a reader's fence therefore also tells which writers came before it.
 //
 // Neither side is reentrant: asking for the lock again through the Context
@@ -432,8 +433,7 @@ func (l *rwLease) Release(ctx context.Context) error {
 		_, err := l.Ended(true)
 		return err
 	}
-	l.End(dlock.ErrReleased)
-	return nil
+	return l.Released()
 }
 
 func (l *rwLease) refreshCall() Call {

@@ -161,7 +161,7 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 			}
 			return nil, dlock.ErrNotObtained
 		}
-		if expiry < wait { // the earliest permit expires first
+		if expiry > 0 && expiry < wait { // the earliest permit expires first (0: unknown)
 			wait = expiry
 		}
 		if !idle.Wait(ctx, w.c, wait) {

@@ -120,7 +120,7 @@ func (g *grant) Release(ctx context.Context) error {
 		_, err := g.Ended(true)
 		return err
 	}
-	g.End(dlock.ErrReleased)
+	released := g.Released() // not nil if the lease expired while the release was in flight
 	// In the background, keep trying the nodes that could not be reached,
 	// and check again those that did not hold the key: an acquire of this
 	// lease that timed out on such a node may still land there (a node that
@@ -137,7 +137,7 @@ func (g *grant) Release(ctx context.Context) error {
 	if len(t.errs) > 0 && t.ok < g.m.c.quorum {
 		return errQuorum("release", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
 	}
-	return nil // a majority released it; the rest are retried in the background
+	return released // a majority released it; the rest are retried in the background
 }
 
 // positive reports whether a script's integer reply is at least 1: the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlock-go/dlock/internal/testenv"
 )
@@ -41,7 +42,7 @@ func TestIntegrationForcedReleaseLeavesATrace(t *testing.T) {
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	d := deployment{flags: []string{"--redis", "redis://" + srv.Addr()}}
 	name := lockName(t)
-	holdInBackground(t, d, name)
+	holder := holdInBackground(t, d, name)
 	clients, err := srv.Do("CLIENT", "LIST")
 	if err != nil || !strings.Contains(clients, "name=dlock/") {
 		t.Errorf("CLIENT LIST while dlock run holds a lock: %v\n%s", err, clients)
@@ -58,5 +59,25 @@ func TestIntegrationForcedReleaseLeavesATrace(t *testing.T) {
 	}
 	if pttl, _ := srv.Do("PTTL", "dlock:{"+name+"}:forced"); pttl == "-1" || pttl == "-2" {
 		t.Errorf("the note's PTTL is %s; want it to expire", pttl)
+	}
+	if hr := holder.wait(t, 20*time.Second); hr.code != 76 {
+		t.Errorf("the holder whose lock was released by force: exit %d, want 76", hr.code)
+	}
+}
+
+// release --force removes dlock's holders, never a key that something else
+// wrote under the lock's name.
+func TestIntegrationForceReleaseLeavesForeignKeys(t *testing.T) {
+	srv := testenv.StartRedis(t, testenv.RedisConfig{})
+	flags := []string{"--redis", "redis://" + srv.Addr()}
+	if _, err := srv.Do("RPUSH", "dlock:{foreign}", "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	r := dlock(t, nil, append(append([]string{"release", "--force", "--yes"}, flags...), "foreign")...)
+	if kind, _ := srv.Do("TYPE", "dlock:{foreign}"); kind != "list" {
+		t.Errorf("release --force of a name whose key is a list dlock did not write: exit %d, %q; the key is now %q", r.code, r.stderr, kind)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, "list") {
+		t.Errorf("release --force of a foreign key: exit %d, %q; want a failure naming what the key holds", r.code, r.stderr)
 	}
 }

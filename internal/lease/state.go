@@ -226,6 +226,18 @@ func (s *State) BeginRelease() (ended bool, err error) {
 	return s.Ended(true)
 }
 
+// Released ends the lease as released, after its release succeeded on the
+// server, and returns nil; or, if it had ended before (it expired while
+// the release was in flight), the error a Release of it returns. So a
+// Release that returns nil always leaves Err() == dlock.ErrReleased.
+func (s *State) Released() error {
+	if s.End(dlock.ErrReleased) {
+		return nil
+	}
+	_, err := s.Ended(true)
+	return err
+}
+
 // Lose ends the lease with err, an error matching dlock.ErrLost that a
 // renewal or refresh found, after reporting EventRenewFailed with it. It
 // does nothing, and reports false, once the lease is being released (see

@@ -109,3 +109,18 @@ func TestRegistryShrinks(t *testing.T) {
 		}
 	}
 }
+
+// A release whose reply comes after the lease expired does not return nil:
+// Release returns nil only if Err is ErrReleased.
+func TestReleasedAfterExpiry(t *testing.T) {
+	s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(10*time.Millisecond), nil)
+	s.BeginRelease()
+	<-s.Done() // expired while "the release was in flight"
+	if err := s.Released(); !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrExpired) {
+		t.Errorf("Released after expiry = %v; want ErrNotHeld and ErrExpired", err)
+	}
+	held := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	if err := held.Released(); err != nil || held.Err() != dlock.ErrReleased {
+		t.Errorf("Released = %v, Err = %v; want nil, ErrReleased", err, held.Err())
+	}
+}

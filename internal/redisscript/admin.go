@@ -3,5 +3,5 @@ package redisscript
 // Scripts for operators: inspection and forced release.
 var (
 	Inspect     = loadHolding("inspect.lua")
-	ForceUnlock = load("force_unlock.lua")
+	ForceUnlock = loadHolding("force_unlock.lua")
 )

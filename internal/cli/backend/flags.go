@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -152,6 +153,7 @@ func parseRedis(raw, password string) (*redis.Options, error) {
 // like a path or a fragment, and one with a '%' makes it unparsable).
 // Control characters are escaped by the %q of the messages.
 func redact(raw string) string {
+	raw = passwordParam.ReplaceAllString(raw, "${1}xxxxx")
 	at := strings.LastIndex(raw, "@")
 	if at < 0 {
 		return raw
@@ -162,6 +164,10 @@ func redact(raw string) string {
 	}
 	return scheme + "xxxxx@" + raw[at+1:]
 }
+
+// passwordParam matches a query parameter that may carry a password
+// (?password=…, &sentinel_password=…), up to its value.
+var passwordParam = regexp.MustCompile(`(?i)([?&][a-z_]*pass[a-z_]*=)[^&]*`)
 
 // splitURLs splits the value of DLOCK_REDIS into URLs. They are separated
 // by commas or white space, but a URL's password may contain either, so a
@@ -195,6 +201,11 @@ func splitURLs(v string) []string {
 
 func redactErr(err error, raw string) string {
 	msg := err.Error()
+	for _, m := range passwordParam.FindAllStringSubmatch(raw, -1) {
+		if v := strings.TrimPrefix(m[0], m[1]); v != "" {
+			msg = strings.ReplaceAll(msg, v, "xxxxx")
+		}
+	}
 	at := strings.LastIndex(raw, "@")
 	if at < 0 {
 		return msg

@@ -18,7 +18,7 @@ type Report struct {
 	Where   string `json:"where"`            // addresses, or the ZooKeeper path
 	Kind    string `json:"kind"`             // "free", "exclusive", "reentrant", "read-write", "semaphore", ...
 	Held    bool   `json:"held"`             // anyone holds it
-	Fence   uint64 `json:"fence,omitempty"`  // the latest fence granted
+	Fence   uint64 `json:"fence,omitempty"`  // the latest fence granted (Redis: to any name of the name's Cluster slot)
 	TTLms   int64  `json:"ttl_ms,omitempty"` // time left on the lease (Redis)
 
 	Holders      []ReportHolder `json:"holders"`
@@ -124,9 +124,8 @@ func fromRedis(r *Report, info redislock.Info) {
 		r.Holders = append(r.Holders, ReportHolder{Owner: info.Writer, Holds: 1, Mode: "write"})
 	}
 	r.Held = len(r.Holders) > 0 || info.Readers > 0 || info.PermitsInUse > 0
-	if len(r.Holders) == 1 && r.Holders[0].Mode == "exclusive" {
-		r.Holders[0].Fence = info.Fence
-	}
+	// info.Fence is the counter of the name's slot, which other names
+	// share: the holder's fence is at most that, not that.
 }
 
 // majorityView sums up a Redlock lock: held by an owner only if a majority

@@ -16,6 +16,8 @@ func TestPasswordsNeverShown(t *testing.T) {
 		"rediss://:%s@",
 		"http://alice:%s@127.0.0.1:6379",
 		"redis://%s@127.0.0.1:6379/notadb",
+		"redis://127.0.0.1:6379/?password=%s",
+		"redis://127.0.0.1:6379/0?dial_timeout=1s&sentinel_password=%s",
 	}
 	for _, secret := range secrets {
 		for _, shape := range shapes {

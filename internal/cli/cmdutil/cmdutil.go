@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -152,7 +153,14 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // PrintUsage writes a command's help to w: its usage text, then its flags
 // with their defaults.
 func PrintUsage(w io.Writer, usage string, fs *flag.FlagSet) {
-	fs.SetOutput(w)
 	fmt.Fprint(w, usage)
+	var b strings.Builder
+	fs.SetOutput(&b)
 	fs.PrintDefaults()
+	fs.SetOutput(w)
+	// A flag whose usage names its default, and whose value is not the
+	// zero value, gets it named twice by PrintDefaults: keep the first.
+	fmt.Fprint(w, doubledDefault.ReplaceAllString(b.String(), "$1"))
 }
+
+var doubledDefault = regexp.MustCompile(`(\(default [^)\n]*\)) \(default [^)\n]*\)`)

@@ -160,7 +160,11 @@ func writeTable(out io.Writer, r backend.Report) {
 		row("permits", "%d of %d in use", r.PermitsInUse, r.PermitLimit)
 	}
 	if r.Fence != 0 {
-		row("fence", "%d (latest granted)", r.Fence)
+		what := "latest granted"
+		if r.Backend != "zookeeper" {
+			what = "latest granted to a name of this slot; the holder's is at most that"
+		}
+		row("fence", "%d (%s)", r.Fence, what)
 	}
 	if r.TTLms > 0 {
 		row("ttl", "%v left", r.TTL().Round(time.Millisecond))

@@ -6,6 +6,11 @@
 -- KEYS[5] permits   KEYS[6] fair queue
 -- ARGV[1] release channel   ARGV[2] prefix of a fair waiter's own channel
 -- Returns the number of keys deleted.
+-- A main key that dlock did not write is left alone: WRONGTYPE.
+local holder = dlock_holder(KEYS[1])
+if holder and string.sub(holder, 1, 6) == 'Redis ' then
+  return dlock_refuse(holder)
+end
 local n = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 redis.call('PUBLISH', ARGV[1], 'released')
 if redis.call('TYPE', KEYS[6])['ok'] == 'list' then

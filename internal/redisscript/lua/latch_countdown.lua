@@ -3,7 +3,8 @@
 -- KEYS[1] count             ARGV[1] zero channel
 -- KEYS[2] this request's record: its outcome, kept so that the request,
 --         sent again, counts nothing and returns the same
--- ARGV[2] how long to keep the record, in ms
+-- ARGV[2] the latch's life in ms: a count left is kept that long again
+-- ARGV[3] how long to keep the record, in ms
 -- Returns the count left. A latch that is not counting (no key, or a count
 -- of zero) is left alone and 0 returned.
 local done = redis.call('GET', KEYS[2])
@@ -26,9 +27,11 @@ if n == 0 then
   return 0
 end
 n = redis.call('DECR', KEYS[1])
-redis.call('SET', KEYS[2], n, 'PX', ARGV[2])
+redis.call('SET', KEYS[2], n, 'PX', ARGV[3])
 if n == 0 then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[1], 'zero')
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return n
