@@ -29,7 +29,7 @@ type Info struct {
 	Holders []Holder      // the exclusive or reentrant holder(s)
 	TTL     time.Duration // time left on the lock key; 0 when none
 	Fence   uint64        // the fence counter of the name's Cluster slot: the latest fence granted to any name of the slot, so at least the holder's
-	Queue   int           // waiters queued for a FairMutex
+	Queue   int           // waiters queued for a FairMutex, or writers waiting for an RWMutex
 	Writer  string        // an RWMutex's writer
 	Readers int           // an RWMutex's live readers
 	// PermitsInUse and PermitLimit describe a Semaphore.
@@ -47,7 +47,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	}
 	k := keysFor(name)
 	v, err := c.eval(ctx, redisscript.Inspect, []string{k.lock, k.fence, k.lock + ":queue",
-		k.lock + ":permits", k.lock + ":limit", k.lock + ":writer", k.lock + ":readers"})
+		k.lock + ":permits", k.lock + ":limit", k.lock + ":writer", k.lock + ":readers", k.lock + ":wintent"})
 	if err != nil {
 		return Info{}, describe(k.lock, redisscript.Inspect, err)
 	}

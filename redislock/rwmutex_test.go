@@ -500,3 +500,40 @@ func TestIntegrationRWMutexDowngradeLostReply(t *testing.T) {
 	}
 	writer.Release(ctx)
 }
+
+// Inspect counts the writers waiting for an RWMutex as its waiters.
+func TestIntegrationInspectCountsWaitingWriters(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 10*time.Second)
+	c := newClient(t, d, goRedis)
+	rw := c.NewRWMutex("inspect-writers")
+	r, err := rw.Reader().TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if l, err := newClient(t, d, goRedis).NewRWMutex("inspect-writers").Writer().Lock(wctx); err == nil {
+			l.Release(ctx)
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, err := c.Inspect(ctx, "inspect-writers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Queue == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Inspect with a writer waiting: %+v; want Queue 1", info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	r.Release(ctx)
+}

@@ -3,10 +3,10 @@
 -- permits. Reads only; keys of an unexpected type are reported, not read.
 -- KEYS[1] lock (the name's main key)   KEYS[2] fence counter (of the slot)
 -- KEYS[3] fair queue   KEYS[4] permits   KEYS[5] permit limit
--- KEYS[6] writer   KEYS[7] readers
--- Returns {holder kind ('' when free), pttl, fence, queue length, permits in
--- use, permit limit, writer, writer pttl, readers, owner1, holds1, owner2,
--- holds2, ...}.
+-- KEYS[6] writer   KEYS[7] readers   KEYS[8] waiting writers' intents
+-- Returns {holder kind ('' when free), pttl, fence, waiters (a fair queue's
+-- length plus the writers waiting), permits in use, permit limit, writer,
+-- writer pttl, readers, owner1, holds1, owner2, holds2, ...}.
 local function kind(k) return redis.call('TYPE', k)['ok'] end
 -- Values are read at most 256 bytes long: a key that something else wrote
 -- may be huge, and an operator's terminal needs only its start.
@@ -20,6 +20,7 @@ local lock = kind(KEYS[1])
 local out = {dlock_holder(KEYS[1]) or '', redis.call('PTTL', KEYS[1]), '', 0, 0, '', '', -2, 0}
 if kind(KEYS[2]) == 'string' then out[3] = get(KEYS[2]) end
 if kind(KEYS[3]) == 'list' then out[4] = redis.call('LLEN', KEYS[3]) end
+if KEYS[8] and kind(KEYS[8]) == 'zset' then out[4] = out[4] + redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf') end
 if kind(KEYS[4]) == 'zset' then out[5] = redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf') end
 if kind(KEYS[5]) == 'string' then out[6] = get(KEYS[5]) end
 if kind(KEYS[6]) == 'string' then
