@@ -39,6 +39,12 @@ var (
 	// holds the same lock: waiting for it would deadlock.
 	ErrNotReentrant = errors.New("dlock: the lock is not reentrant and ctx already holds it")
 
+	// ErrKindMismatch is returned by Lock and TryLock when the name is held
+	// by another kind of lock (a FairMutex asked for a name a Mutex holds,
+	// a session-mode lock for a name a lease-mode lock holds): one name
+	// serves one kind of lock at a time. The error names the holder's kind.
+	ErrKindMismatch = errors.New("dlock: the name is held by another kind of lock")
+
 	// ErrUpgrade is returned by the write side of a read-write lock when ctx
 	// carries a read lease of the same lock: the writer would wait for that
 	// reader, and the reader for the writer, for ever.
