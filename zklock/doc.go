@@ -107,7 +107,11 @@
 // # Kinds
 //
 // One path serves one kind of lock; a lock that finds another kind's nodes
-// (or nodes no lock made) returns an error naming them. A Mutex's nodes are
+// (or nodes no lock made) returns an error naming them, which matches
+// dlock.ErrKindMismatch when they are another kind's. So does a Lock or
+// TryLock whose ctx carries a lease of another kind on the same path (a
+// Mutex asked under a Semaphore lease's Context): re-entry takes another
+// hold only of a node of its own kind. A Mutex's nodes are
 // named as those of Curator's InterProcessMutex and go-zookeeper's zk.Lock,
 // so the three exclude each other.
 package zklock

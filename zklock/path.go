@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dlock-go/dlock"
 )
 
 // maxPathLen bounds a lock path; ZooKeeper itself only bounds whole packets.
@@ -161,7 +163,7 @@ func parseChildren(dir string, names []string, allowed ...kind) ([]child, error)
 			return nil, fmt.Errorf("zklock: %s holds the node %q, which is not a lock node; give the lock a path of its own", dir, name)
 		}
 		if !slices.Contains(allowed, c.kind) {
-			return nil, fmt.Errorf("zklock: %s is used by a %s (node %q); one path serves one kind of lock", dir, c.kind, name)
+			return nil, fmt.Errorf("zklock: %s is used by a %s (node %q); one path serves one kind of lock: %w", dir, c.kind, name, dlock.ErrKindMismatch)
 		}
 		kids = append(kids, c)
 	}

@@ -84,6 +84,9 @@ func (s rwSide) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock
 	}
 	if owner, ok := dlock.OwnerFrom(ctx); ok {
 		if n := s.q.s.heldBy(s.q.dir, owner); n != nil {
+			if n.q.kind != kindRead && n.q.kind != kindWrite {
+				return nil, kindMismatch(s.q.dir, s.q.kind, n)
+			}
 			n.mu.Lock()
 			read := n.read
 			n.mu.Unlock()
