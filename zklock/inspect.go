@@ -316,8 +316,8 @@ func (c nodeCache) read(ctx context.Context, s *Session, dir, name string) (node
 
 // get is Get bounded by ctx, like the calls in calls.go.
 func (s *Session) get(ctx context.Context, path string) (nodeData, error) {
-	return await(ctx, func() (nodeData, error) {
-		data, st, err := s.conn.Get(path)
+	return call(ctx, s, func(c *zk.Conn) (nodeData, error) {
+		data, st, err := c.Get(path)
 		return nodeData{data: data, stat: st}, err
 	})
 }

@@ -112,7 +112,7 @@ func (h *Lease) ended() {
 		s.forget(n)
 	}
 	if expired {
-		s.removeLater(n.path, n.session)
+		s.removeLater(n.path)
 	}
 }
 
@@ -328,7 +328,7 @@ func (h *Lease) Release(ctx context.Context) error {
 		// The holder is done with it either way: stop confirming, and keep
 		// trying to delete the node in the background.
 		h.End(dlock.ErrReleased)
-		n.q.s.removeLater(n.path, n.session)
+		n.q.s.removeLater(n.path)
 		return fmt.Errorf("zklock: release of %s did not complete (the node is deleted in the background, or at worst with the session): %w",
 			n.path, describe("deleting", n.path, err))
 	}

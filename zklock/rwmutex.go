@@ -128,7 +128,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		return nil, err
 	}
 	n := w.n
-	_, err := await(ctx, func() (*zk.Stat, error) { return rw.s.conn.Set(n.path, []byte(n.token), 0) })
+	_, err := rw.s.set(ctx, n.path, []byte(n.token), 0)
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
 		n.lose(dlock.ErrTakenOver)
@@ -142,7 +142,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		// The mark may yet land and let readers in: the write lease cannot
 		// stand. End it, and delete the node.
 		n.lose(fmt.Errorf("zklock: the outcome of a Downgrade is unknown: %w", err))
-		n.q.s.removeLater(n.path, n.session)
+		n.q.s.removeLater(n.path)
 		return nil, describe("downgrading", n.path, err)
 	}
 	n.mu.Lock()
