@@ -121,6 +121,25 @@
 // parent's lifetime, and ZooKeeper's sequence counter, which overflows
 // after 2^31 changes to one path (the recipes of Curator share it).
 //
+// # Nothing left behind
+//
+// Every lock node is ephemeral: it goes with its release, with the
+// clean-up of a failed or abandoned attempt (done in the background), and
+// at the latest with its session (Close closes it; the ensemble expires
+// the session of a client that died, T after it last heard from it). A
+// lock path, and any of its parents that were missing, are container
+// nodes, which the ensemble deletes once they have had a child and have
+// none left, at its container check (znode.container.checkIntervalMs, a
+// minute by default; at most znode.container.maxPerMinute, 10,000 by
+// default, a minute): a path no lock uses any more is gone within one
+// check interval per level of the path that the lock created. A path
+// created by an attempt that then failed before it made its node has never
+// had a child, so the ensemble would keep it: the attempt deletes it. Close
+// waits up to five seconds for these clean-ups. Nothing is kept per lock
+// name beyond that: fences need no counter node (see Fencing). Before
+// ZooKeeper 3.5.3 there are no container nodes, and the paths the locks
+// create stay.
+//
 // # Observing
 //
 // WithObserver gives a Session a dlock.Observer (package dlockprom makes

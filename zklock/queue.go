@@ -168,15 +168,20 @@ func newGUID() string {
 
 // create creates an ephemeral sequential node for token, creating the
 // path first if it is missing. If the reply is lost, it finds the node by
-// its protected name rather than creating a second one. If it fails, a
-// node whose create may yet land is deleted in the background.
+// its protected name rather than creating a second one. If it fails, it
+// leaves nothing behind: a node whose create may yet land, and a path it
+// created that no node used, are deleted in the background.
 func (q *queue) create(ctx context.Context, token string) (_ pending, err error) {
 	guid := newGUID()
 	prefix := q.dir + "/" + protectedPrefix + guid + "-" + q.label
 	uncertain := false // a create lost its reply: a node may exist
+	madeDir := false   // this attempt created q.dir
 	defer func() {
 		if err != nil && uncertain {
 			q.s.abandon(lostReply(), q.dir, guid)
+		}
+		if err != nil && madeDir {
+			q.s.removeUnused(q.dir)
 		}
 	}()
 	for n := 1; ; n++ {
@@ -203,7 +208,9 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 			return pending{path: r.v.path, name: path.Base(r.v.path), guid: guid, session: r.v.session}, nil
 		case errors.Is(r.err, zk.ErrNoNode) && n <= 5:
 			// The path is missing, or its container was just reaped.
-			if _, err := q.s.ensureParents(ctx, q.dir); err != nil {
+			made, err := q.s.ensureParents(ctx, q.dir)
+			madeDir = madeDir || made
+			if err != nil {
 				return pending{}, err
 			}
 			continue

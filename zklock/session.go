@@ -242,17 +242,27 @@ func (s *Session) timeoutLocked() time.Duration {
 // keeping it.
 func (s *Session) Conn() *zk.Conn { return s.zk() }
 
-// Close releases every lease the Session still holds (waiting at most five
-// seconds), stops renewing, and closes the session, which deletes any
-// node of it that is left. Every held lease ends with dlock.ErrReleased;
-// Close returns the errors of the releases that did not complete.
+// closeTimeout bounds each of Close's two waits: for the releases of the
+// leases still held, and for the clean-ups of interrupted calls.
+const closeTimeout = 5 * time.Second
+
+// Close releases every lease the Session still holds, stops renewing,
+// finishes the clean-ups of failed and released attempts (deleting the
+// nodes they may have left), and closes the session, which deletes any
+// node of it that is left. It waits at most five seconds for the
+// releases and five more for the clean-ups; a node it could not delete in
+// that time goes when the ensemble expires the session, and Close reports
+// the failure. Every held lease ends with dlock.ErrReleased; Close
+// returns the errors of the releases that did not complete.
 func (s *Session) Close() error {
-	first, err := s.leases.Close(5*time.Second, ErrClosed)
+	first, err := s.leases.Close(closeTimeout, ErrClosed)
 	if !first {
 		return nil
 	}
 	s.renew.Close()
-	s.bg.Close()
+	if !s.bg.Finish(closeTimeout) {
+		err = errors.Join(err, fmt.Errorf("zklock: Close: clean-ups of interrupted calls did not finish within %v; their nodes go when the ensemble expires the session", closeTimeout))
+	}
 	s.mu.Lock()
 	s.closed = true
 	s.stopGiveUpLocked()
@@ -263,7 +273,7 @@ func (s *Session) Close() error {
 	l.conn.Close()
 	select {
 	case <-l.loopDone:
-	case <-time.After(5 * time.Second):
+	case <-time.After(closeTimeout):
 	}
 	return err
 }
@@ -383,6 +393,28 @@ func (s *Session) abandon(created <-chan result[createdNode], dir, guid string) 
 				}
 				return background.Cleaned
 			}
+		}
+		return background.Cleaned
+	})
+}
+
+// removeUnused deletes dir, a container node that this Session created
+// for an attempt that failed before it made its node, if it has never had
+// a child: the ensemble reaps a container only once it has had one, and
+// would keep an unused one for ever.
+func (s *Session) removeUnused(dir string) {
+	s.bg.Clean(func(ctx context.Context) background.Outcome {
+		exists, st, err := s.exists(ctx, dir)
+		switch {
+		case transient(err) || errors.Is(err, zk.ErrSessionExpired):
+			return background.Unreachable
+		case err != nil || !exists || st.Cversion != 0 || st.NumChildren != 0:
+			return background.Cleaned
+		}
+		// A delete fails on a node that has children, so a node created
+		// since the look is safe.
+		if err := s.delete(ctx, dir); transient(err) {
+			return background.Unreachable
 		}
 		return background.Cleaned
 	})
