@@ -95,7 +95,7 @@
 //
 // Every grant's fence is
 //
-//	ctime(parent) · 2^20 + sequence(node)
+//	(ctime(parent) - 2020-01-01) · 2^12 + sequence(node)
 //
 // where ctime is the lock path's creation time in milliseconds (set by the
 // ensemble leader's clock) and sequence is the number ZooKeeper appended
@@ -104,11 +104,21 @@
 // created after it; so under one parent the fence strictly increases. When
 // the parent is deleted (a reaped container) or lost with the ensemble's
 // data and created again, its ctime is later by at least the old parent's
-// lifetime, and 2^20 per millisecond is far more sequence numbers than an
-// ensemble can create in that time, so the new fences exceed the old. The
+// lifetime, and the old parent's sequence counts its child changes
+// (creates and deletes), which would have to come at more than 2^12 per
+// millisecond of its life, four million a second, for the new fences not
+// to exceed the old; an ensemble commits a few tens of thousands of writes
+// a second. No counter node is needed, so none is left per lock name. The
 // holder node's creation zxid, the fence ZooKeeper recipes usually cite,
-// would not survive the ensemble losing its data: zxids start again from
-// zero.
+// would not survive the ensemble losing its data (zxids start again from
+// zero), and it is above 2^53.
+//
+// Fences stay below 2^53, so JSON and JavaScript consumers (jq, dlock
+// inspect -o json) read them exactly, until September 2089. Fences from
+// versions of zklock before this one were ctime · 2^20 + sequence (about
+// 1.9·10^18); those of 2026 are about 8.9·10^14, so a resource that stored a
+// fence of an earlier version must forget it when the clients upgrade,
+// and one path must not be locked by both versions at once.
 //
 // The holders of a shared lock (RWMutex readers, Semaphore leases) are
 // ordered by their place in the queue, not by the moment each learned it
@@ -117,9 +127,13 @@
 // still larger than those of all the grants it had to wait for, and
 // smaller than those of all the grants that wait for it. A lease from
 // Downgrade, like a re-entered hold, keeps the fence of the write lease it
-// came from: the holder has not changed. Two limits remain: a leader clock set back by more than the old
-// parent's lifetime, and ZooKeeper's sequence counter, which overflows
-// after 2^31 changes to one path (the recipes of Curator share it).
+// came from: the holder has not changed. Three limits remain: a leader
+// clock set back (or a new leader's clock behind the old one's) by more
+// than the old parent's lifetime; a parent created, used, emptied, reaped
+// and created again within one millisecond (it takes four transactions
+// logged by a quorum and a container check of the ensemble); and
+// ZooKeeper's sequence counter, which overflows after 2^31 changes to one
+// path (the recipes of Curator share it).
 //
 // # Nothing left behind
 //

@@ -85,6 +85,11 @@ func restartEmptyStartsANewSession(t *testing.T, servers []string, restartEmpty 
 	if fresh.Fence() <= held.Fence() {
 		t.Errorf("fence after the empty restart %d; want above the old holder's %d", fresh.Fence(), held.Fence())
 	}
+	for _, f := range []uint64{held.Fence(), fresh.Fence()} {
+		if f >= 1<<53 {
+			t.Errorf("fence %d is not below 2^53: JSON and JavaScript readers round it", f)
+		}
+	}
 	if overlap := held.Until().Sub(granted); overlap > 0 {
 		t.Logf("a new client was granted %v before the old holder's Until (the documented limit of an ensemble that loses its data)", overlap.Round(time.Millisecond))
 	}
