@@ -6,9 +6,10 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The go-zookeeper calls dlock makes, bounded by a context. Each returns
-// everything through await's result: a call abandoned at ctx's end finishes
-// on its own goroutine and must not write to its caller's variables.
+// The go-zookeeper calls dlock makes, on the Session's connection (see
+// call), bounded by a context. Each returns everything through await's
+// result: a call abandoned at ctx's end finishes on its own goroutine and
+// must not write to its caller's variables.
 
 type nodeAnswer struct {
 	exists bool
@@ -17,18 +18,18 @@ type nodeAnswer struct {
 }
 
 func (s *Session) exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
-	a, err := await(ctx, func() (nodeAnswer, error) {
-		ok, st, err := s.conn.Exists(path)
+	a, err := call(ctx, s, func(c *zk.Conn) (nodeAnswer, error) {
+		ok, st, err := c.Exists(path)
 		return nodeAnswer{exists: ok, stat: st}, err
 	})
 	return a.exists, a.stat, err
 }
 
 // existsW is exists with a watch that fires when path is created, deleted
-// or has its data changed.
+// or has its data changed, or when the connection is replaced.
 func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
-	a, err := await(ctx, func() (nodeAnswer, error) {
-		ok, st, ch, err := s.conn.ExistsW(path)
+	a, err := call(ctx, s, func(c *zk.Conn) (nodeAnswer, error) {
+		ok, st, ch, err := c.ExistsW(path)
 		return nodeAnswer{exists: ok, stat: st, watch: ch}, err
 	})
 	return a.exists, a.stat, a.watch, err
@@ -41,18 +42,18 @@ type childrenAnswer struct {
 }
 
 func (s *Session) children(ctx context.Context, dir string) ([]string, *zk.Stat, error) {
-	a, err := await(ctx, func() (childrenAnswer, error) {
-		names, st, err := s.conn.Children(dir)
+	a, err := call(ctx, s, func(c *zk.Conn) (childrenAnswer, error) {
+		names, st, err := c.Children(dir)
 		return childrenAnswer{names: names, stat: st}, err
 	})
 	return a.names, a.stat, err
 }
 
 // childrenW is children with a watch that fires when dir's children
-// change after this listing.
+// change after this listing, or when the connection is replaced.
 func (s *Session) childrenW(ctx context.Context, dir string) ([]string, *zk.Stat, <-chan zk.Event, error) {
-	a, err := await(ctx, func() (childrenAnswer, error) {
-		names, st, ch, err := s.conn.ChildrenW(dir)
+	a, err := call(ctx, s, func(c *zk.Conn) (childrenAnswer, error) {
+		names, st, ch, err := c.ChildrenW(dir)
 		return childrenAnswer{names: names, stat: st, watch: ch}, err
 	})
 	return a.names, a.stat, a.watch, err
@@ -62,11 +63,16 @@ func (s *Session) childrenW(ctx context.Context, dir string) ([]string, *zk.Stat
 // with the leader. A sync travels to the leader and back, so a server cut
 // off from the leader cannot complete it.
 func (s *Session) sync(ctx context.Context, path string) error {
-	_, err := await(ctx, func() (string, error) { return s.conn.Sync(path) })
+	_, err := call(ctx, s, func(c *zk.Conn) (string, error) { return c.Sync(path) })
 	return err
 }
 
 func (s *Session) delete(ctx context.Context, path string) error {
-	_, err := await(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(path, -1) })
+	_, err := call(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, c.Delete(path, -1) })
 	return err
+}
+
+// set sets path's data if its version is version.
+func (s *Session) set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+	return call(ctx, s, func(c *zk.Conn) (*zk.Stat, error) { return c.Set(path, data, version) })
 }

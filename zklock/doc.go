@@ -54,6 +54,18 @@
 // exist deletes the node in the background, so the next waiter does not
 // wait for the session to expire.
 //
+// A connection down for the whole session timeout T means the session is
+// gone: any ensemble that is up has expired it, not having heard from the
+// client for that long, and an ensemble restarted without its data
+// refuses it for ever (the client has seen zxids the ensemble has not:
+// "has seen zxid 0x…, our last zxid is 0x…") and never reports it expired.
+// So, as Curator does, a Session whose connection has not got its session
+// back T after it went down gives the session up: leases of it still
+// held (none: each ended by its Until, at most T/3 after its last
+// confirmation) end with ErrSessionExpired, the nodes it knows of are
+// deleted in the background, and the Session opens a new connection with
+// a new session, on which waiting and later calls carry on.
+//
 // WithTTL sets the lease time; WithoutRenewal makes a fixed lease that ends
 // one TTL after it was granted or refreshed. Choose the session timeout
 // with elections in mind: during one, no confirmation gets through, and a
@@ -61,11 +73,29 @@
 // 200ms tick elects a new leader in well under a second; production
 // ensembles take longer.
 //
+// # An ensemble that loses its data
+//
+// The ensemble's data is what makes a lock exclusive. An ensemble
+// restarted without it (every server's snapshots and transaction logs
+// lost at once) knows no lock and no session, and grants a lock to the
+// next client at once, while the old holder's lease lasts until its
+// Until: up to min(TTL, T/3) after its last confirmation. A test with
+// T = 9s measured the next holder granted 1.6s (a 3-node ensemble) and
+// 2.1s (one server) before the old holder's Until. This is ZooKeeper's
+// counterpart of a Redis server restarted without persistence, and the
+// same remedies apply: keep the ensemble's data on disks that survive a
+// restart (ZooKeeper writes every transaction to its log before it
+// answers), never wipe a majority of the servers at once, and fence
+// writes: fences keep increasing across the loss (see Fencing), so a
+// fenced resource refuses the old holder's late writes. The old holder
+// learns by its Until, as for any outage; its Session then starts a new
+// session as described above.
+//
 // # Fencing
 //
 // Every grant's fence is
 //
-//	ctime(parent) · 2^20 + sequence(node)
+//	(ctime(parent) - 2020-01-01) · 2^12 + sequence(node)
 //
 // where ctime is the lock path's creation time in milliseconds (set by the
 // ensemble leader's clock) and sequence is the number ZooKeeper appended
@@ -74,11 +104,21 @@
 // created after it; so under one parent the fence strictly increases. When
 // the parent is deleted (a reaped container) or lost with the ensemble's
 // data and created again, its ctime is later by at least the old parent's
-// lifetime, and 2^20 per millisecond is far more sequence numbers than an
-// ensemble can create in that time, so the new fences exceed the old. The
+// lifetime, and the old parent's sequence counts its child changes
+// (creates and deletes), which would have to come at more than 2^12 per
+// millisecond of its life, four million a second, for the new fences not
+// to exceed the old; an ensemble commits a few tens of thousands of writes
+// a second. No counter node is needed, so none is left per lock name. The
 // holder node's creation zxid, the fence ZooKeeper recipes usually cite,
-// would not survive the ensemble losing its data: zxids start again from
-// zero.
+// would not survive the ensemble losing its data (zxids start again from
+// zero), and it is above 2^53.
+//
+// Fences stay below 2^53, so JSON and JavaScript consumers (jq, dlock
+// inspect -o json) read them exactly, until September 2089. Fences from
+// versions of zklock before this one were ctime · 2^20 + sequence (about
+// 1.9·10^18); those of 2026 are about 8.9·10^14, so a resource that stored a
+// fence of an earlier version must forget it when the clients upgrade,
+// and one path must not be locked by both versions at once.
 //
 // The holders of a shared lock (RWMutex readers, Semaphore leases) are
 // ordered by their place in the queue, not by the moment each learned it
@@ -87,9 +127,32 @@
 // still larger than those of all the grants it had to wait for, and
 // smaller than those of all the grants that wait for it. A lease from
 // Downgrade, like a re-entered hold, keeps the fence of the write lease it
-// came from: the holder has not changed. Two limits remain: a leader clock set back by more than the old
-// parent's lifetime, and ZooKeeper's sequence counter, which overflows
-// after 2^31 changes to one path (the recipes of Curator share it).
+// came from: the holder has not changed. Three limits remain: a leader
+// clock set back (or a new leader's clock behind the old one's) by more
+// than the old parent's lifetime; a parent created, used, emptied, reaped
+// and created again within one millisecond (it takes four transactions
+// logged by a quorum and a container check of the ensemble); and
+// ZooKeeper's sequence counter, which overflows after 2^31 changes to one
+// path (the recipes of Curator share it).
+//
+// # Nothing left behind
+//
+// Every lock node is ephemeral: it goes with its release, with the
+// clean-up of a failed or abandoned attempt (done in the background), and
+// at the latest with its session (Close closes it; the ensemble expires
+// the session of a client that died, T after it last heard from it). A
+// lock path, and any of its parents that were missing, are container
+// nodes, which the ensemble deletes once they have had a child and have
+// none left, at its container check (znode.container.checkIntervalMs, a
+// minute by default; at most znode.container.maxPerMinute, 10,000 by
+// default, a minute): a path no lock uses any more is gone within one
+// check interval per level of the path that the lock created. A path
+// created by an attempt that then failed before it made its node has never
+// had a child, so the ensemble would keep it: the attempt deletes it. Close
+// waits up to five seconds for these clean-ups. Nothing is kept per lock
+// name beyond that: fences need no counter node (see Fencing). Before
+// ZooKeeper 3.5.3 there are no container nodes, and the paths the locks
+// create stay.
 //
 // # Observing
 //
@@ -107,7 +170,11 @@
 // # Kinds
 //
 // One path serves one kind of lock; a lock that finds another kind's nodes
-// (or nodes no lock made) returns an error naming them. A Mutex's nodes are
+// (or nodes no lock made) returns an error naming them, which matches
+// dlock.ErrKindMismatch when they are another kind's. So does a Lock or
+// TryLock whose ctx carries a lease of another kind on the same path (a
+// Mutex asked under a Semaphore lease's Context): re-entry takes another
+// hold only of a node of its own kind. A Mutex's nodes are
 // named as those of Curator's InterProcessMutex and go-zookeeper's zk.Lock,
 // so the three exclude each other.
 package zklock

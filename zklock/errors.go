@@ -3,6 +3,7 @@ package zklock
 import (
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -23,6 +24,13 @@ var (
 	// ErrNotReentrant is dlock.ErrNotReentrant: an RWMutex side asked again
 	// through the Context of one of its own leases.
 	ErrNotReentrant = dlock.ErrNotReentrant
+
+	// ErrKindMismatch is dlock.ErrKindMismatch: the path is used by another
+	// kind of lock. Lock and TryLock return an error matching it, naming
+	// both kinds, when they find another kind's nodes on the path, or when
+	// ctx carries a lease of another kind on the same path (re-entry takes
+	// another hold only of a lock of the same kind).
+	ErrKindMismatch = dlock.ErrKindMismatch
 
 	// ErrUpgrade is dlock.ErrUpgrade: the write side of an RWMutex asked
 	// through the Context of a read lease of the same RWMutex.
@@ -56,4 +64,17 @@ func describe(op, path string, err error) error {
 		return fmt.Errorf("zklock: %s %s: %w (a parent of the lock path is an ephemeral node; lock under a persistent path)", op, path, err)
 	}
 	return fmt.Errorf("zklock: %s %s: %w", op, path, err)
+}
+
+// kindMismatch is the error of a Lock or TryLock of a want-kind lock on
+// dir whose ctx carries the owner of n, a node of another kind on dir.
+func kindMismatch(dir string, want kind, n *node) error {
+	held := n.q.kind.String()
+	n.mu.Lock()
+	if n.read && n.q.kind == kindWrite {
+		held = "RWMutex reader (a downgraded writer)"
+	}
+	n.mu.Unlock()
+	return fmt.Errorf("zklock: ctx carries a %s lease of %s (node %s); a %s cannot re-enter it: %w",
+		held, dir, path.Base(n.path), want, dlock.ErrKindMismatch)
 }

@@ -38,7 +38,8 @@ type Holder struct {
 	Owner   string // the node's data: a dlock lease's owner token (Lease.Token)
 	Session int64  // the ID of the ZooKeeper session that created the node
 	// Fence is the fence of the node's grant, as dlock's locks compute it:
-	// ctime(path)·2^20 + sequence(node) (see the package documentation).
+	// (ctime(path) - 2020-01-01)·2^12 + sequence(node), in milliseconds
+	// (see the package documentation).
 	Fence uint64
 	// Mode is "exclusive" for a mutex, "read" or "write" for an RWMutex, and
 	// "permit" for a semaphore. A writer turned into a reader by Downgrade
@@ -316,8 +317,8 @@ func (c nodeCache) read(ctx context.Context, s *Session, dir, name string) (node
 
 // get is Get bounded by ctx, like the calls in calls.go.
 func (s *Session) get(ctx context.Context, path string) (nodeData, error) {
-	return await(ctx, func() (nodeData, error) {
-		data, st, err := s.conn.Get(path)
+	return call(ctx, s, func(c *zk.Conn) (nodeData, error) {
+		data, st, err := c.Get(path)
 		return nodeData{data: data, stat: st}, err
 	})
 }

@@ -28,6 +28,10 @@ type node struct {
 	read     bool      // an RWMutex node that counts as a reader: a reader's, or a downgraded writer's
 	deadline time.Time // a fixed lease's end; unused when renewed
 	closing  bool      // released, lost or expired: takes no new holds
+	// releasing: the last hold's Release is deleting the node. Its answer
+	// decides how the hold ends; a confirmation or session event in flight
+	// meanwhile (which may find the node gone) does not.
+	releasing bool
 }
 
 // A Lease is one hold on a ZooKeeper lock. It implements dlock.Lease;
@@ -112,7 +116,7 @@ func (h *Lease) ended() {
 		s.forget(n)
 	}
 	if expired {
-		s.removeLater(n.path, n.session)
+		s.removeLater(n.path)
 	}
 }
 
@@ -124,6 +128,10 @@ func (n *node) lose(cause error) { n.end(cause, false) }
 // which each hold reports as a failed renewal before it ends.
 func (n *node) end(cause error, confirming bool) {
 	n.mu.Lock()
+	if n.releasing {
+		n.mu.Unlock()
+		return
+	}
 	n.closing = true
 	holds := n.holdsLocked()
 	n.mu.Unlock()
@@ -153,6 +161,10 @@ func (n *node) confirmFailed(err error) {
 	}
 	err = describe("confirming", n.path, err)
 	n.mu.Lock()
+	if n.releasing {
+		n.mu.Unlock()
+		return
+	}
 	holds := n.holdsLocked()
 	n.mu.Unlock()
 	for _, h := range holds {
@@ -298,6 +310,9 @@ func (h *Lease) Refresh(ctx context.Context) error {
 // Release gives up this hold; the last hold of a node deletes it, which
 // wakes the next waiter. It is idempotent. It returns an error matching
 // dlock.ErrNotHeld and dlock.ErrLost if the lease had already been lost.
+// The delete's answer decides how the lease ends: a confirmation or a
+// session event that comes in meanwhile (and may find the node already
+// deleted) does not end it as lost.
 func (h *Lease) Release(ctx context.Context) error {
 	if ended, err := h.Ended(true); ended {
 		return err
@@ -307,7 +322,7 @@ func (h *Lease) Release(ctx context.Context) error {
 	_, live := n.holds[h]
 	last := live && len(n.holds) == 1
 	if last {
-		n.closing = true
+		n.closing, n.releasing = true, true
 	}
 	n.mu.Unlock()
 	if !last {
@@ -318,8 +333,10 @@ func (h *Lease) Release(ctx context.Context) error {
 	err := n.q.s.delete(ctx, n.path)
 	switch {
 	case err == nil:
-		h.End(dlock.ErrReleased)
-		return nil
+		if h.End(dlock.ErrReleased) {
+			return nil
+		}
+		// It reached its Until while the delete was on its way.
 	case errors.Is(err, zk.ErrNoNode):
 		h.End(dlock.Lost(dlock.ErrTakenOver))
 	case errors.Is(err, zk.ErrSessionExpired):
@@ -328,7 +345,7 @@ func (h *Lease) Release(ctx context.Context) error {
 		// The holder is done with it either way: stop confirming, and keep
 		// trying to delete the node in the background.
 		h.End(dlock.ErrReleased)
-		n.q.s.removeLater(n.path, n.session)
+		n.q.s.removeLater(n.path)
 		return fmt.Errorf("zklock: release of %s did not complete (the node is deleted in the background, or at worst with the session): %w",
 			n.path, describe("deleting", n.path, err))
 	}

@@ -68,6 +68,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock
 	token := dlock.NewToken()
 	if owner, ok := dlock.OwnerFrom(ctx); ok {
 		if n := m.q.s.heldBy(m.q.dir, owner); n != nil {
+			if n.q.kind != kindLock {
+				return nil, kindMismatch(m.q.dir, kindLock, n)
+			}
 			if h := n.reenter(ctx); h != nil {
 				if m.q.s.leases.Add(h) {
 					return h, nil

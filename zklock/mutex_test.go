@@ -370,6 +370,9 @@ func TestIntegrationKindsDoNotMix(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("%s on %s: %v; want an error mentioning %q", op, path, err, tt.want)
 			}
+			if kinds := !strings.Contains(tt.want, "permits"); kinds != errors.Is(err, dlock.ErrKindMismatch) {
+				t.Errorf("%s on %s: %v; errors.Is(err, dlock.ErrKindMismatch) = %v, want %v", op, path, err, !kinds, kinds)
+			}
 		}
 		held.Release(ctx)
 		waitChildren(t, admin(t, []string{sharedZK(t).Addr()}), path, 0)

@@ -126,8 +126,10 @@ func WithObserver(o dlock.Observer) SessionOption {
 
 // WithEventCallback has f called with every event of the underlying
 // connection: session state changes and watch notifications. It is called
-// on the connection's own goroutine and must not block. The default is
-// none.
+// on the connection's own goroutine and must not block. When the Session
+// gives up a session and opens a new connection (see Session), f sees the
+// new connection's events from the moment it has a session, and no more
+// of the old one's. The default is none.
 func WithEventCallback(f func(zk.Event)) SessionOption {
 	return func(c *sessionConfig) { c.onEvent = f }
 }

@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/dlock-go/dlock"
 )
 
 // maxPathLen bounds a lock path; ZooKeeper itself only bounds whole packets.
@@ -161,7 +164,7 @@ func parseChildren(dir string, names []string, allowed ...kind) ([]child, error)
 			return nil, fmt.Errorf("zklock: %s holds the node %q, which is not a lock node; give the lock a path of its own", dir, name)
 		}
 		if !slices.Contains(allowed, c.kind) {
-			return nil, fmt.Errorf("zklock: %s is used by a %s (node %q); one path serves one kind of lock", dir, c.kind, name)
+			return nil, fmt.Errorf("zklock: %s is used by a %s (node %q); one path serves one kind of lock: %w", dir, c.kind, name, dlock.ErrKindMismatch)
 		}
 		kids = append(kids, c)
 	}
@@ -170,15 +173,30 @@ func parseChildren(dir string, names []string, allowed ...kind) ([]child, error)
 }
 
 // fenceOf returns the fence of the node with sequence seq under a parent
-// created at ctime (milliseconds since the epoch, on the ensemble leader's
-// clock): ctime·2^20 + seq. See the package documentation for why it
-// strictly increases across holders, even when the parent is deleted and
-// created again or the ensemble loses its data.
+// created at ctime (milliseconds since the Unix epoch, on the ensemble
+// leader's clock):
+//
+//	(ctime - fenceEpoch)·2^fenceSeqBits + seq
+//
+// See the package documentation for why it strictly increases across
+// holders, even when the parent is deleted and created again or the
+// ensemble loses its data, and stays below 2^53 until fenceHorizon. A
+// parent created before fenceEpoch counts from it.
 func fenceOf(parentCtime, seq int64) uint64 {
-	return uint64(parentCtime)<<fenceSeqBits + uint64(seq)
+	return uint64(max(parentCtime-fenceEpoch, 0))<<fenceSeqBits + uint64(seq)
 }
 
 // fenceSeqBits is the room given to the sequence under one parent: a
-// parent would need more than 2^20 child changes per millisecond of its
-// life for the next parent's fences to fall behind.
-const fenceSeqBits = 20
+// parent would need 2^fenceSeqBits (4096) child changes per millisecond of
+// its life, 4 million a second, for the next parent's fences to fall
+// behind; an ensemble commits a few tens of thousands of writes a second.
+const fenceSeqBits = 12
+
+// fenceEpoch is 2020-01-01T00:00:00Z in milliseconds since the Unix epoch:
+// fences count parents' creation times from it, so that they stay below
+// 2^53 (exact in JSON and JavaScript numbers) for 2^41 ms, about 69 years.
+const fenceEpoch = 1_577_836_800_000
+
+// fenceHorizon is when a parent's fences would reach 2^53: its creation
+// time leaves room for a full 31-bit sequence below 2^53.
+var fenceHorizon = time.UnixMilli(fenceEpoch + (1<<53-1<<31)>>fenceSeqBits).UTC()

@@ -43,18 +43,32 @@ func TestParseChild(t *testing.T) {
 }
 
 func TestFenceOf(t *testing.T) {
+	const now = 1_795_433_218_589 // ms since the epoch, November 2026
 	// Later parents outrank every sequence an earlier parent can reach in
-	// the milliseconds between them.
-	if fenceOf(1_795_433_218_589, 1<<31-1) >= fenceOf(1_795_433_218_589+2048, 0) {
-		t.Error("a parent 2s younger does not outrank a full sequence counter")
+	// the milliseconds between them: fewer than 2^fenceSeqBits child
+	// changes per millisecond of its life.
+	for _, life := range []int64{1, 2, 1000, 2048 << 10} {
+		last := min(life<<fenceSeqBits-1, 1<<31-1)
+		if fenceOf(now, last) >= fenceOf(now+life, 0) {
+			t.Errorf("a parent %dms younger does not outrank %d sequence numbers", life, last)
+		}
 	}
-	if fenceOf(100, 5) <= fenceOf(100, 4) {
+	if fenceOf(now, 5) <= fenceOf(now, 4) {
 		t.Error("fences do not follow the sequence")
 	}
-	// Fits in 64 bits for centuries of millisecond clocks.
-	const year2500 = 16_725_225_600_000
-	if f := fenceOf(year2500, 1<<31-1); f < fenceOf(year2500-1, 0) {
-		t.Errorf("fence overflowed by the year 2500: %d", f)
+	// Below 2^53, where JSON and JavaScript read them exactly, until
+	// fenceHorizon; a parent created before fenceEpoch counts from it.
+	const maxJSON = 1 << 53
+	for _, ctime := range []int64{now, fenceEpoch, fenceHorizon.UnixMilli()} {
+		if f := fenceOf(ctime, 1<<31-1); f >= maxJSON {
+			t.Errorf("fenceOf(%d, 2^31-1) = %d; want below 2^53", ctime, f)
+		}
+	}
+	if fenceHorizon.Year() < 2080 {
+		t.Errorf("fences reach 2^53 in %d", fenceHorizon.Year())
+	}
+	if f := fenceOf(fenceEpoch-1000, 7); f != 7 {
+		t.Errorf("a parent older than the epoch: fence %d; want its sequence, 7", f)
 	}
 }
 

@@ -144,11 +144,18 @@ func (q *queue) parse(names []string) ([]child, error) {
 	return kids, nil
 }
 
+// A createdNode is what a create answers: the node's path, and the
+// session of the connection that created it.
+type createdNode struct {
+	path    string
+	session int64
+}
+
 // lostReply returns a create's result whose reply was lost: abandon then
 // looks for the node by its guid.
-func lostReply() <-chan result[string] {
-	ch := make(chan result[string], 1)
-	ch <- result[string]{err: zk.ErrConnectionClosed}
+func lostReply() <-chan result[createdNode] {
+	ch := make(chan result[createdNode], 1)
+	ch <- result[createdNode]{err: zk.ErrConnectionClosed}
 	return ch
 }
 
@@ -161,24 +168,32 @@ func newGUID() string {
 
 // create creates an ephemeral sequential node for token, creating the
 // path first if it is missing. If the reply is lost, it finds the node by
-// its protected name rather than creating a second one.
+// its protected name rather than creating a second one. If it fails, it
+// leaves nothing behind: a node whose create may yet land, and a path it
+// created that no node used, are deleted in the background.
 func (q *queue) create(ctx context.Context, token string) (_ pending, err error) {
 	guid := newGUID()
 	prefix := q.dir + "/" + protectedPrefix + guid + "-" + q.label
 	uncertain := false // a create lost its reply: a node may exist
+	madeDir := false   // this attempt created q.dir
 	defer func() {
 		if err != nil && uncertain {
 			q.s.abandon(lostReply(), q.dir, guid)
+		}
+		if err != nil && madeDir {
+			q.s.removeUnused(q.dir)
 		}
 	}()
 	for n := 1; ; n++ {
 		if err := q.s.usable(); err != nil {
 			return pending{}, err
 		}
-		created := start(func() (string, error) {
-			return q.s.conn.Create(prefix, []byte(token), zk.FlagEphemeralSequential, q.s.cfg.acl)
+		created := start(func() (createdNode, error) {
+			c := q.s.zk()
+			p, err := c.Create(prefix, []byte(token), zk.FlagEphemeralSequential, q.s.cfg.acl)
+			return createdNode{p, c.SessionID()}, q.s.retiredErr(err)
 		})
-		var r result[string]
+		var r result[createdNode]
 		select {
 		case r = <-created:
 		case <-ctx.Done():
@@ -190,17 +205,18 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 		}
 		switch {
 		case r.err == nil:
-			return pending{path: r.v, name: path.Base(r.v), guid: guid, session: q.s.conn.SessionID()}, nil
+			return pending{path: r.v.path, name: path.Base(r.v.path), guid: guid, session: r.v.session}, nil
 		case errors.Is(r.err, zk.ErrNoNode) && n <= 5:
 			// The path is missing, or its container was just reaped.
-			if err := q.s.ensureParents(ctx, q.dir); err != nil {
+			made, err := q.s.ensureParents(ctx, q.dir)
+			madeDir = madeDir || made
+			if err != nil {
 				return pending{}, err
 			}
 			continue
 		case transient(r.err):
-			if names := q.s.findOwn(ctx, q.dir, guid); len(names) > 0 {
-				// Any other node of this guid is deleted by await.
-				return pending{path: q.dir + "/" + names[0], name: names[0], guid: guid, session: q.s.conn.SessionID()}, nil
+			if p, ok := q.found(ctx, guid); ok {
+				return p, nil
 			}
 		case !errors.Is(r.err, zk.ErrSessionExpired):
 			return pending{}, describe("creating a lock node under", q.dir, r.err)
@@ -212,16 +228,42 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 	}
 }
 
+// found looks for the node of a create of guid whose reply was lost, and
+// returns it if it belongs to the Session's current session. Any other
+// node of guid (of a session since given up) is deleted in the background.
+func (q *queue) found(ctx context.Context, guid string) (pending, bool) {
+	names := q.s.findOwn(ctx, q.dir, guid)
+	if len(names) == 0 {
+		return pending{}, false
+	}
+	p := q.dir + "/" + names[0]
+	exists, st, err := q.s.exists(ctx, p)
+	if err == nil && exists && st.EphemeralOwner != 0 && st.EphemeralOwner == q.s.ID() {
+		// Any other node of this guid is deleted by await.
+		return pending{path: p, name: names[0], guid: guid, session: st.EphemeralOwner}, true
+	}
+	for _, name := range names {
+		q.s.removeLater(q.dir + "/" + name)
+	}
+	return pending{}, false
+}
+
 // await waits until p holds the lock (or, without wait, finds that it
 // does not, and deletes it). It reports again if p vanished before it
 // held, so that the caller creates another node.
 func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a *lease.Attempt) (h *Lease, again bool, err error) {
 	s := q.s
 	giveUp := func(err error) (*Lease, bool, error) {
-		s.removeLater(p.path, p.session)
+		s.removeLater(p.path)
 		return nil, false, err
 	}
 	for n := 1; ; n++ {
+		if id := s.ID(); id != 0 && id != p.session {
+			// p's session has ended, or was given up: the ensemble deletes
+			// p, or will when it expires that session. Queue again.
+			s.removeLater(p.path)
+			return nil, true, nil
+		}
 		start := time.Now()
 		var names []string
 		var st *zk.Stat
@@ -257,7 +299,7 @@ func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a
 				me = i
 			case ownedBy(c.name, p.guid):
 				// A second node from a create whose reply was lost.
-				s.removeLater(q.dir+"/"+c.name, p.session)
+				s.removeLater(q.dir + "/" + c.name)
 			}
 		}
 		if me < 0 {
@@ -289,6 +331,7 @@ func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a
 			h, err := q.grant(ctx, p, token, fenceOf(st.Ctime, kids[me].seq), start)
 			switch {
 			case errors.Is(err, errSessionEnded):
+				s.removeLater(p.path)
 				return nil, true, nil
 			case !errors.Is(err, errTooSlow):
 				return h, false, err
@@ -344,7 +387,7 @@ var errTooSlow = errors.New("zklock: the ensemble answered too late to grant a l
 func (q *queue) grant(ctx context.Context, p pending, token string, fence uint64, start time.Time) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		// The answer came after the caller gave up: do not hand it a lock.
-		q.s.removeLater(p.path, p.session)
+		q.s.removeLater(p.path)
 		return nil, dlock.NotObtained(err)
 	}
 	if span := q.span(); !time.Now().Before(lease.Validity(start, span)) {
@@ -362,7 +405,7 @@ func (q *queue) grant(ctx context.Context, p pending, token string, fence uint64
 func (q *queue) remove(ctx context.Context, p pending) {
 	err := q.s.delete(ctx, p.path)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrSessionExpired) {
-		q.s.removeLater(p.path, p.session)
+		q.s.removeLater(p.path)
 	}
 }
 

@@ -84,6 +84,9 @@ func (s rwSide) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock
 	}
 	if owner, ok := dlock.OwnerFrom(ctx); ok {
 		if n := s.q.s.heldBy(s.q.dir, owner); n != nil {
+			if n.q.kind != kindRead && n.q.kind != kindWrite {
+				return nil, kindMismatch(s.q.dir, s.q.kind, n)
+			}
 			n.mu.Lock()
 			read := n.read
 			n.mu.Unlock()
@@ -125,7 +128,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		return nil, err
 	}
 	n := w.n
-	_, err := await(ctx, func() (*zk.Stat, error) { return rw.s.conn.Set(n.path, []byte(n.token), 0) })
+	_, err := rw.s.set(ctx, n.path, []byte(n.token), 0)
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
 		n.lose(dlock.ErrTakenOver)
@@ -139,7 +142,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		// The mark may yet land and let readers in: the write lease cannot
 		// stand. End it, and delete the node.
 		n.lose(fmt.Errorf("zklock: the outcome of a Downgrade is unknown: %w", err))
-		n.q.s.removeLater(n.path, n.session)
+		n.q.s.removeLater(n.path)
 		return nil, describe("downgrading", n.path, err)
 	}
 	n.mu.Lock()

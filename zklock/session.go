@@ -29,15 +29,19 @@ import (
 // and a lease that cannot be confirmed ends at its Until. When the
 // ensemble reports the session expired, every lease ends at once with an
 // error matching dlock.ErrLost and ErrSessionExpired, and the Session
-// carries on with a new session.
+// carries on with a new session. If no server takes the session back
+// within the session timeout (an ensemble that lost its data refuses it
+// for ever, and never reports it expired), the Session gives it up as
+// Curator does: its leases, which had ended by their Until, report
+// ErrSessionExpired, and the Session opens a new connection with a new
+// session, so later calls work again.
 type Session struct {
-	conn     *zk.Conn
-	connSet  chan struct{} // closed once conn is set; the event callback waits for it
-	cfg      sessionConfig
-	loopDone chan struct{} // closed when the connection's goroutine has finished
-	renew    *renewal.Scheduler
-	leases   lease.Registry
-	obs      dlock.Observer // from WithObserver and WithLogger; nil for none
+	servers []string
+	cfg     sessionConfig
+	link    atomic.Pointer[link] // the connection in use
+	renew   *renewal.Scheduler
+	leases  lease.Registry
+	obs     dlock.Observer // from WithObserver and WithLogger; nil for none
 
 	noContainers atomic.Bool // the ensemble has no container nodes (before 3.5.3)
 
@@ -47,6 +51,10 @@ type Session struct {
 	granted   time.Duration
 	nodes     map[*node]struct{}
 	owners    map[ownerKey]*node // held nodes by lock path and owner token
+	giveUp    *time.Timer        // while the connection is down: see giveUpSession
+	closed    bool               // Close has begun: no new connection is made
+	closing   chan struct{}      // closed when Close begins
+	retiring  sync.WaitGroup     // connections being replaced and closed
 
 	ready     chan struct{} // closed at the first session
 	readyOnce sync.Once
@@ -72,24 +80,22 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	if err := checkServers(servers); err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, obs: lease.Observer(cfg.obs, cfg.lockLog), connSet: make(chan struct{}), loopDone: make(chan struct{}),
+	s := &Session{servers: servers, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.lockLog),
 		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), ready: make(chan struct{}),
-		heard: make(chan struct{})}
-	conn, events, err := zk.Connect(servers, cfg.timeout,
-		zk.WithLogger(zkLogger{s}), zk.WithLogInfo(true), zk.WithEventCallback(s.onEvent))
+		heard: make(chan struct{}), closing: make(chan struct{})}
+	l, err := s.dial()
 	if err != nil {
 		return nil, fmt.Errorf("zklock: connecting to %v: %w", servers, err)
 	}
-	s.conn = conn
-	close(s.connSet)
-	go func() {
-		for range events { // the callback sees them all; this channel drops when full
-		}
-		close(s.loopDone)
-	}()
+	s.install(l)
+	conn := l.conn
 	fail := func(err error) (*Session, error) {
+		s.mu.Lock()
+		s.closed = true
+		s.stopGiveUpLocked()
+		s.mu.Unlock()
 		conn.Close()
-		<-s.loopDone
+		<-l.loopDone
 		return nil, err
 	}
 	select {
@@ -175,46 +181,11 @@ func (l zkLogger) Printf(format string, args ...any) {
 	l.s.cfg.log.Debug("zklock: zookeeper client: " + fmt.Sprintf(format, args...))
 }
 
-// onEvent maps the connection's session events to lease state. It runs
-// on the connection's goroutine, which logs the negotiated timeout after
-// StateHasSession and before it sends any request.
-func (s *Session) onEvent(ev zk.Event) {
-	if s.cfg.onEvent != nil {
-		s.cfg.onEvent(ev)
-	}
-	if ev.Type != zk.EventSession {
-		return
-	}
-	<-s.connSet
-	switch ev.State {
-	case zk.StateHasSession:
-		id := s.conn.SessionID()
-		s.mu.Lock()
-		old := s.id
-		s.id, s.suspended = id, false
-		s.mu.Unlock()
-		s.readyOnce.Do(func() { close(s.ready) })
-		if old != 0 && old != id {
-			s.sessionEnded(old)
-		}
-	case zk.StateDisconnected, zk.StateConnecting:
-		s.mu.Lock()
-		s.suspended = s.id != 0
-		s.mu.Unlock()
-	case zk.StateExpired:
-		s.mu.Lock()
-		old := s.id
-		s.id, s.suspended = 0, false
-		s.mu.Unlock()
-		if old != 0 {
-			s.sessionEnded(old)
-		}
-	}
-}
-
-// sessionEnded ends every lease held in the session id, whose ephemeral
-// nodes the ensemble has deleted.
-func (s *Session) sessionEnded(id int64) {
+// sessionEnded ends, with dlock.ErrLost wrapping cause, every lease held
+// in the session id. If the ensemble expired the session, it has deleted
+// their nodes; if the Session gave it up (clean), they are deleted in the
+// background, in case the ensemble still has them.
+func (s *Session) sessionEnded(id int64, cause error, clean bool) {
 	s.mu.Lock()
 	var lost []*node
 	for n := range s.nodes {
@@ -224,7 +195,10 @@ func (s *Session) sessionEnded(id int64) {
 	}
 	s.mu.Unlock()
 	for _, n := range lost {
-		n.lose(ErrSessionExpired)
+		n.lose(cause)
+		if clean {
+			s.removeLater(n.path)
+		}
 	}
 }
 
@@ -251,31 +225,55 @@ func (s *Session) Suspended() bool {
 func (s *Session) Timeout() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.timeoutLocked()
+}
+
+// timeoutLocked is Timeout; s.mu must be held.
+func (s *Session) timeoutLocked() time.Duration {
 	if s.granted > 0 && s.granted < s.cfg.timeout {
 		return s.granted
 	}
 	return s.cfg.timeout
 }
 
-// Conn returns the underlying connection, for other work in the same
-// session. Do not close it; close the Session.
-func (s *Session) Conn() *zk.Conn { return s.conn }
+// Conn returns the connection in use, for other work in the same
+// session. Do not close it; close the Session. The Session replaces it
+// when it gives up a session (see Session): call Conn again rather than
+// keeping it.
+func (s *Session) Conn() *zk.Conn { return s.zk() }
 
-// Close releases every lease the Session still holds (waiting at most five
-// seconds), stops renewing, and closes the session, which deletes any
-// node of it that is left. Every held lease ends with dlock.ErrReleased;
-// Close returns the errors of the releases that did not complete.
+// closeTimeout bounds each of Close's two waits: for the releases of the
+// leases still held, and for the clean-ups of interrupted calls.
+const closeTimeout = 5 * time.Second
+
+// Close releases every lease the Session still holds, stops renewing,
+// finishes the clean-ups of failed and released attempts (deleting the
+// nodes they may have left), and closes the session, which deletes any
+// node of it that is left. It waits at most five seconds for the
+// releases and five more for the clean-ups; a node it could not delete in
+// that time goes when the ensemble expires the session, and Close reports
+// the failure. Every held lease ends with dlock.ErrReleased; Close
+// returns the errors of the releases that did not complete.
 func (s *Session) Close() error {
-	first, err := s.leases.Close(5*time.Second, ErrClosed)
+	first, err := s.leases.Close(closeTimeout, ErrClosed)
 	if !first {
 		return nil
 	}
 	s.renew.Close()
-	s.bg.Close()
-	s.conn.Close()
+	if !s.bg.Finish(closeTimeout) {
+		err = errors.Join(err, fmt.Errorf("zklock: Close: clean-ups of interrupted calls did not finish within %v; their nodes go when the ensemble expires the session", closeTimeout))
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.stopGiveUpLocked()
+	close(s.closing)
+	s.mu.Unlock()
+	s.retiring.Wait() // a replacement of the connection under way stops
+	l := s.link.Load()
+	l.conn.Close()
 	select {
-	case <-s.loopDone:
-	case <-time.After(5 * time.Second):
+	case <-l.loopDone:
+	case <-time.After(closeTimeout):
 	}
 	return err
 }
@@ -333,67 +331,92 @@ func pause(ctx context.Context, attempt int) error {
 	}
 }
 
-// removeLater deletes the node at path, created in session, in the
-// background: until it is gone, its session has ended (which deletes it),
-// or the Session is closed (which does too).
-func (s *Session) removeLater(path string, session int64) {
-	s.bg.Go(func(ctx context.Context) {
-		for n := 1; ; n++ {
-			if s.ID() != session && s.ID() != 0 {
-				return
-			}
-			err := s.delete(ctx, path)
-			switch {
-			case err == nil, errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired), ctx.Err() != nil:
-				return
-			case !transient(err):
-				s.cfg.log.Warn("zklock: cannot delete a lock node; it goes when the session ends", "path", path, "err", err)
-				return
-			}
-			if pause(ctx, n) != nil {
-				return
-			}
-		}
-	})
+// removeLater deletes the node at path in the background, until it is
+// gone or the Session is closed (which deletes it too, with the session).
+// Close waits for it (see Close). A node of a session that has ended
+// is gone already, or goes when the ensemble expires that session; the
+// delete only makes it go sooner.
+func (s *Session) removeLater(path string) {
+	s.bg.Clean(func(ctx context.Context) background.Outcome { return s.remove(ctx, path) })
+}
+
+// remove is one attempt of removeLater.
+func (s *Session) remove(ctx context.Context, path string) background.Outcome {
+	err := s.delete(ctx, path)
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNoNode), ctx.Err() != nil:
+	case transient(err), errors.Is(err, zk.ErrSessionExpired):
+		return background.Unreachable // again, on the next session if need be
+	default:
+		s.cfg.log.Warn("zklock: cannot delete a lock node; it goes when the session ends", "path", path, "err", err)
+	}
+	return background.Cleaned
 }
 
 // abandonChecks are the pauses between the looks a clean-up takes for a
 // node whose create lost its reply: a request delayed on a dead
 // connection can still be carried out after a first look.
-var abandonChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second, 3 * time.Second}
+var abandonChecks = background.LateChecks
 
 // abandon cleans up after a create whose caller gave up waiting: when
 // created arrives it deletes the node, and if the reply was lost it looks
-// for the node by its protected name, guid, and deletes it if found.
-func (s *Session) abandon(created <-chan result[string], dir, guid string) {
-	s.bg.Go(func(ctx context.Context) {
-		var r result[string]
+// for the node by its protected name, guid, and deletes it if found, at
+// each of abandonChecks.
+func (s *Session) abandon(created <-chan result[createdNode], dir, guid string) {
+	s.bg.Clean(func(ctx context.Context) background.Outcome {
+		var r result[createdNode]
 		select {
 		case r = <-created:
 		case <-ctx.Done():
-			return
+			return background.Cleaned
 		}
-		session := s.ID()
 		switch {
 		case r.err == nil:
-			s.removeLater(r.v, session)
-			return
+			for s.remove(ctx, r.v.path) != background.Cleaned {
+				if pause(ctx, 1) != nil {
+					break
+				}
+			}
+			return background.Cleaned
 		case !transient(r.err):
-			return // nothing was created
+			return background.Cleaned // nothing was created
 		}
 		for _, wait := range abandonChecks {
 			select {
 			case <-ctx.Done():
-				return
+				return background.Cleaned
 			case <-time.After(wait):
 			}
 			if names := s.findOwn(ctx, dir, guid); len(names) > 0 {
 				for _, name := range names {
-					s.removeLater(dir+"/"+name, session)
+					s.removeLater(dir + "/" + name)
 				}
-				return
+				return background.Cleaned
 			}
 		}
+		return background.Cleaned
+	})
+}
+
+// removeUnused deletes dir, a container node that this Session created
+// for an attempt that failed before it made its node, if it has never had
+// a child: the ensemble reaps a container only once it has had one, and
+// would keep an unused one for ever.
+func (s *Session) removeUnused(dir string) {
+	s.bg.Clean(func(ctx context.Context) background.Outcome {
+		exists, st, err := s.exists(ctx, dir)
+		switch {
+		case transient(err) || errors.Is(err, zk.ErrSessionExpired):
+			return background.Unreachable
+		case err != nil || !exists || st.Cversion != 0 || st.NumChildren != 0:
+			return background.Cleaned
+		}
+		// A delete fails on a node that has children, so a node created
+		// since the look is safe.
+		if err := s.delete(ctx, dir); transient(err) {
+			return background.Unreachable
+		}
+		return background.Cleaned
 	})
 }
 
@@ -433,8 +456,9 @@ func ownedBy(name, guid string) bool {
 
 // ensureParents creates dir and its missing ancestors, as container nodes
 // where the ensemble has them (ZooKeeper 3.5.3 and later deletes an empty
-// container by itself), and as persistent nodes where it does not.
-func (s *Session) ensureParents(ctx context.Context, dir string) error {
+// container by itself), and as persistent nodes where it does not. It
+// reports whether it created dir itself.
+func (s *Session) ensureParents(ctx context.Context, dir string) (made bool, _ error) {
 	for i := 1; i <= len(dir); i++ {
 		if i < len(dir) && dir[i] != '/' {
 			continue
@@ -443,29 +467,30 @@ func (s *Session) ensureParents(ctx context.Context, dir string) error {
 		for n := 1; ; n++ {
 			var err error
 			if s.noContainers.Load() {
-				_, err = await(ctx, func() (string, error) { return s.conn.Create(p, nil, zk.FlagPersistent, s.cfg.acl) })
+				_, err = call(ctx, s, func(c *zk.Conn) (string, error) { return c.Create(p, nil, zk.FlagPersistent, s.cfg.acl) })
 			} else {
-				_, err = await(ctx, func() (string, error) { return s.conn.CreateContainer(p, nil, zk.FlagContainer, s.cfg.acl) })
+				_, err = call(ctx, s, func(c *zk.Conn) (string, error) { return c.CreateContainer(p, nil, zk.FlagContainer, s.cfg.acl) })
 				if unimplemented(err) {
 					s.noContainers.Store(true)
 					continue
 				}
 			}
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				made = made || err == nil && p == dir
 				break
 			}
 			if ctx.Err() != nil {
-				return dlock.NotObtained(ctx.Err())
+				return made, dlock.NotObtained(ctx.Err())
 			}
 			if !transient(err) {
-				return describe("creating the parent node", p, err)
+				return made, describe("creating the parent node", p, err)
 			}
 			if err := pause(ctx, n); err != nil {
-				return err
+				return made, err
 			}
 		}
 	}
-	return nil
+	return made, nil
 }
 
 // unimplemented reports whether err is ZooKeeper's "Unimplemented" (code

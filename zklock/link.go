@@ -1,0 +1,231 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// A link is one go-zookeeper connection, which carries one session at a
+// time. A Session uses one link at a time, and replaces it when it gives
+// up a session that no server takes back (see giveUpSession).
+type link struct {
+	conn     *zk.Conn
+	ready    chan struct{} // closed at the connection's first session
+	loopDone chan struct{} // closed when the connection has stopped
+	// abandoned: the Session gave up its session; its events are ignored.
+	// Guarded by the Session's mu.
+	abandoned bool
+}
+
+// dial opens a connection to the Session's servers. Its events count
+// once it is installed.
+func (s *Session) dial() (*link, error) {
+	l := &link{ready: make(chan struct{}), loopDone: make(chan struct{})}
+	var once bool // touched only on the connection's goroutine
+	conn, events, err := zk.Connect(s.servers, s.cfg.timeout,
+		zk.WithLogger(zkLogger{s}), zk.WithLogInfo(true), zk.WithEventCallback(func(ev zk.Event) {
+			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession && !once {
+				once = true
+				close(l.ready)
+			}
+			s.onEvent(l, ev)
+		}))
+	if err != nil {
+		return nil, err
+	}
+	l.conn = conn
+	go func() {
+		for range events { // the callback sees them all; this channel drops when full
+		}
+		close(l.loopDone)
+	}()
+	return l, nil
+}
+
+// install makes l the Session's connection, and takes on its state: its
+// events before now were ignored.
+func (s *Session) install(l *link) {
+	s.mu.Lock()
+	s.link.Store(l)
+	ended := s.applyLocked(l, l.conn.State())
+	s.mu.Unlock()
+	s.afterApply(ended)
+}
+
+// zk returns the connection in use.
+func (s *Session) zk() *zk.Conn { return s.link.Load().conn }
+
+// onEvent maps the session events of connection l to lease state. It runs
+// on l's goroutine, which logs the negotiated timeout after
+// StateHasSession and before it sends any request; it must not wait for
+// that goroutine.
+func (s *Session) onEvent(l *link, ev zk.Event) {
+	s.mu.Lock()
+	current := s.link.Load() == l && !l.abandoned
+	var ended int64
+	if current && ev.Type == zk.EventSession {
+		ended = s.applyLocked(l, ev.State)
+	}
+	s.mu.Unlock()
+	if !current {
+		return // a connection not yet installed, or given up
+	}
+	if s.cfg.onEvent != nil {
+		s.cfg.onEvent(ev)
+	}
+	s.afterApply(ended)
+}
+
+// applyLocked applies state, the state of l (the current link), to the
+// Session. It returns the ID of a session that has ended, or 0. s.mu
+// must be held.
+func (s *Session) applyLocked(l *link, state zk.State) (ended int64) {
+	switch state {
+	case zk.StateHasSession:
+		id := l.conn.SessionID()
+		if s.id != 0 && s.id != id {
+			ended = s.id
+		}
+		s.id, s.suspended = id, false
+		s.stopGiveUpLocked()
+		s.readyOnce.Do(func() { close(s.ready) })
+	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
+		s.suspended = s.id != 0
+		if s.suspended && s.giveUp == nil && !s.closed {
+			id, timeout := s.id, s.timeoutLocked()
+			s.giveUp = time.AfterFunc(timeout, func() { s.giveUpSession(l, id, timeout) })
+		}
+	case zk.StateExpired:
+		ended = s.id
+		s.id, s.suspended = 0, false
+		s.stopGiveUpLocked()
+	}
+	return ended
+}
+
+// afterApply ends the leases of session ended, if any: the ensemble has
+// expired it or the connection carries another.
+func (s *Session) afterApply(ended int64) {
+	if ended != 0 {
+		s.sessionEnded(ended, ErrSessionExpired, false)
+	}
+}
+
+// stopGiveUpLocked cancels the pending give-up, if any. s.mu must be held.
+func (s *Session) stopGiveUpLocked() {
+	if s.giveUp != nil {
+		s.giveUp.Stop()
+		s.giveUp = nil
+	}
+}
+
+// errSessionAbandoned is the cause wrapped in dlock.ErrLost for the leases
+// of a session that no server took back within the session timeout.
+var errSessionAbandoned = fmt.Errorf("%w: no server took the session back within the session timeout (an ensemble restarted without its data refuses it for ever); the Session started a new one", ErrSessionExpired)
+
+// giveUpSession gives up session id, whose connection l has been down
+// for the session timeout: any ensemble that is up has expired it by now
+// (it had not heard from the client for as long), and an ensemble that
+// lost its data refuses it for ever ("has seen zxid ..., our last zxid is
+// ..."), without ever reporting it expired. As Curator does, the Session
+// ends the session's leases (each had ended by its Until already), opens
+// a new connection, installs it once it has a session (and the
+// credentials of WithDigestAuth), and closes l. The nodes of the old
+// session that it knows of are deleted in the background, in case an
+// ensemble that was down comes back with them.
+func (s *Session) giveUpSession(l *link, id int64, timeout time.Duration) {
+	s.mu.Lock()
+	if s.closed || s.link.Load() != l || s.id != id || !s.suspended {
+		s.mu.Unlock()
+		return // the session came back, expired, or the Session is closing
+	}
+	s.giveUp = nil
+	l.abandoned = true
+	s.id, s.suspended = 0, false
+	s.retiring.Add(1)
+	s.mu.Unlock()
+	defer s.retiring.Done()
+	s.cfg.log.Warn("zklock: no ZooKeeper server took the session back within the session timeout; starting a new session",
+		"session", fmt.Sprintf("%#x", id), "timeout", timeout, "servers", s.servers)
+	s.sessionEnded(id, errSessionAbandoned, true)
+	for n := 1; ; n++ {
+		nl := s.redial()
+		if nl != nil {
+			s.install(nl)
+			break
+		}
+		d, _ := retryBackoff.Backoff(n)
+		select {
+		case <-s.closing:
+			l.conn.Close()
+			<-l.loopDone
+			return
+		case <-time.After(d):
+		}
+	}
+	l.conn.Close()
+	<-l.loopDone
+}
+
+// redial opens a new connection and returns it once it has a session and
+// has sent WithDigestAuth's credentials; or returns nil after closing it,
+// if that fails or the Session is closing.
+func (s *Session) redial() *link {
+	nl, err := s.dial()
+	if err != nil {
+		s.cfg.log.Warn("zklock: cannot open a new connection", "servers", s.servers, "err", err)
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	ok := false
+	select {
+	case <-nl.ready:
+		ok = true
+		for _, cred := range s.cfg.auth {
+			if _, err := await(ctx, func() (struct{}, error) { return struct{}{}, nl.conn.AddAuth("digest", []byte(cred)) }); err != nil {
+				s.cfg.log.Warn("zklock: digest authentication on a new connection failed", "servers", s.servers, "err", err)
+				ok = false
+				break
+			}
+		}
+	case <-ctx.Done():
+	}
+	if !ok {
+		nl.conn.Close()
+		<-nl.loopDone
+		return nil
+	}
+	return nl
+}
+
+// retiredErr turns zk.ErrClosing, the answer of a connection closed under
+// a call, into zk.ErrConnectionClosed while the Session is open: the
+// Session replaced the connection, and the call may be repeated on the
+// new one.
+func (s *Session) retiredErr(err error) error {
+	if errors.Is(err, zk.ErrClosing) && !s.leases.Closed() {
+		return zk.ErrConnectionClosed
+	}
+	return err
+}
+
+// call runs op on the Session's connection, bounded by ctx as await does.
+func call[T any](ctx context.Context, s *Session, op func(c *zk.Conn) (T, error)) (T, error) {
+	c := s.zk()
+	return await(ctx, func() (T, error) {
+		v, err := op(c)
+		return v, s.retiredErr(err)
+	})
+}
