@@ -9,7 +9,7 @@ import (
 
 // completionFlags lists each command's flags for the completion scripts.
 var completionFlags = map[string]string{
-	"run":     "--redis --zk --ttl --wait --kind --permits --conflict-exit-code --grace --metrics-addr -v --help",
+	"run":     "--redis --zk --ttl --wait --kind --permits --conflict-exit-code --grace --leave-children --metrics-addr -v --help",
 	"inspect": "--redis --zk -o --help",
 	"release": "--redis --zk --force --yes --help",
 	"bench":   "--redis --zk --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
