@@ -339,3 +339,15 @@ func TestIntegrationRunKilledDlock(t *testing.T) {
 	}
 	f.noOverlap(t, "W", "D", "M")
 }
+
+// Renewals that are slow, but answer within the time --grace leaves them
+// (about ttl/4 at the largest grace, ttl/3), do not stop COMMAND early.
+func TestIntegrationRunSlowRenewals(t *testing.T) {
+	srv := testenv.StartRedis(t, testenv.RedisConfig{})
+	proxy := testenv.StartProxy(t, srv.Addr())
+	proxy.SetLatency(50 * time.Millisecond) // each way: 100ms a round trip, a quarter of what a 1.5s lease allows
+	r := dlock(t, nil, "run", "--redis", "redis://"+proxy.Addr(), "--ttl", "1500ms", "--grace", "500ms", lockName(t), "--", "sleep", "3")
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0 (6 or more renewals, each 100ms); stderr:\n%s", r.code, r.stderr)
+	}
+}

@@ -34,5 +34,5 @@
 // SIGKILL going out KillLead before Until, so that COMMAND is gone before
 // the lock's key expires on the server, which happens no sooner than
 // Until + dlock.Drift(TTL). MaxGrace keeps that stop clear of the normal
-// renewals, every TTL/3.
+// renewals, every TTL/3: they have about a quarter of the TTL to answer.
 package run

@@ -27,11 +27,12 @@ const (
 // DefaultGrace, or ttl/3 if that is less.
 func GraceFor(ttl time.Duration) time.Duration { return min(DefaultGrace, ttl/3) }
 
-// MaxGrace returns the longest --grace allowed with ttl: half of it. A
-// lease not renewed by grace + KillLead(ttl) before its end stops
-// COMMAND, and renewals go out every ttl/3; a longer grace would stop
-// COMMAND before a renewal had time to answer.
-func MaxGrace(ttl time.Duration) time.Duration { return ttl / 2 }
+// MaxGrace returns the longest --grace allowed with ttl: a third of it.
+// A lease not renewed by grace + KillLead(ttl) before its end stops
+// COMMAND, and renewals go out every ttl/3: with this grace, a renewal
+// still has about a quarter of the ttl to answer (ttl/3 - KillLead -
+// dlock.Drift) before COMMAND is stopped.
+func MaxGrace(ttl time.Duration) time.Duration { return ttl / 3 }
 
 // KillLead returns how long before the end of a lease that could not be
 // renewed COMMAND gets SIGKILL: ttl/20, the time the kill has to take
@@ -143,7 +144,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.StringVar(&o.Kind, "kind", o.Kind, "lock kind: "+strings.Join(backend.Kinds, ", "))
 	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits")
 	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255)")
-	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/2 (default 10s, or ttl/3 if less)")
+	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
@@ -195,8 +196,8 @@ func (o *Options) check() error {
 	case o.TTL < MinTTL:
 		return cmdutil.Usagef("dlock run: --ttl %v is too short; use at least %v", o.TTL, MinTTL)
 	case o.Grace > MaxGrace(o.TTL):
-		return cmdutil.Usagef("dlock run: --grace %v is more than half of --ttl %v: COMMAND would be stopped before the lock's next renewal could answer; use --grace %v or less, or --ttl %v or more",
-			o.Grace, o.TTL, MaxGrace(o.TTL), 2*o.Grace)
+		return cmdutil.Usagef("dlock run: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
+			o.Grace, o.TTL, MaxGrace(o.TTL).Round(time.Millisecond), 3*o.Grace)
 	case !slices.Contains(backend.Kinds, o.Kind):
 		return cmdutil.Usagef("dlock run: --kind %q is not one of %s", o.Kind, strings.Join(backend.Kinds, ", "))
 	case o.Kind == backend.KindSemaphore && o.Permits < 1:

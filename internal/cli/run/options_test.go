@@ -17,10 +17,10 @@ func TestParseGrace(t *testing.T) {
 		{args: nil, grace: 10 * time.Second},
 		{args: []string{"--ttl", "60s"}, grace: 10 * time.Second},
 		{args: []string{"--ttl", "3s"}, grace: time.Second}, // ttl/3 is less than 10s
-		{args: []string{"--ttl", "2s", "--grace", "1s"}, grace: time.Second},
+		{args: []string{"--ttl", "3s", "--grace", "1s"}, grace: time.Second},
 		{args: []string{"--grace", "0s"}, grace: 0},
-		{args: []string{"--ttl", "2s", "--grace", "1001ms"}, err: "--grace 1.001s is more than half of --ttl 2s"},
-		{args: []string{"--grace", "20s"}, err: "use --grace 15s or less, or --ttl 40s or more"},
+		{args: []string{"--ttl", "3s", "--grace", "1001ms"}, err: "--grace 1.001s is more than a third of --ttl 3s"},
+		{args: []string{"--grace", "20s"}, err: "use --grace 10s or less, or --ttl 1m0s or more"},
 	}
 	for _, c := range cases {
 		o, err := Parse(append(c.args, "name", "--", "true"), func(string) string { return "" })
@@ -56,7 +56,7 @@ func TestSetGrace(t *testing.T) {
 		{nil, 30 * time.Second, 10 * time.Second, false},
 		{nil, 3 * time.Second, time.Second, false},
 		{[]string{"--grace", "1s"}, 3 * time.Second, time.Second, false},
-		{[]string{"--grace", "10s"}, 3 * time.Second, 1500 * time.Millisecond, true},
+		{[]string{"--grace", "10s"}, 3 * time.Second, time.Second, true},
 	}
 	for _, c := range cases {
 		o, err := Parse(append(c.args, "name", "--", "true"), func(string) string { return "" })
