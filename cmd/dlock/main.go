@@ -8,9 +8,11 @@ import (
 
 	"github.com/dlock-go/dlock/chaos"
 	"github.com/dlock-go/dlock/internal/cli"
+	"github.com/dlock-go/dlock/internal/cli/run"
 )
 
 func main() {
 	chaos.RunClientIfChild() // "dlock chaos" runs its clients as copies of dlock
+	run.SuperviseIfChild()   // "dlock run" supervises COMMAND from a copy of dlock
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }

@@ -258,7 +258,7 @@ func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
 	if stubborn {
 		script = `trap "" TERM; ` + script
 	}
-	const ttl, grace = time.Second, time.Second
+	const ttl, grace = time.Second, 200 * time.Millisecond // --grace is at most --ttl/3
 	p := startDlock(t, []string{"READY=" + ready, "PIDFILE=" + pidFile},
 		runArgs(d, "--ttl", ttl.String(), "--grace", grace.String(), name, "--", "sh", "-c", script)...)
 	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {

@@ -32,6 +32,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad zk", []string{"run", "--zk", "127.0.0.1", "x", "--", "true"}, "host:port"},
 		{"ttl without unit", []string{"run", redis, "--ttl", "30", "x", "--", "true"}, "needs a unit"},
 		{"ttl too short", []string{"run", redis, "--ttl", "1ms", "x", "--", "true"}, "too short"},
+		{"grace over a third of the ttl", []string{"run", redis, "--ttl", "3s", "--grace", "1500ms", "x", "--", "true"}, "--grace 1.5s is more than a third of --ttl 3s"},
+		{"grace of 10s with a 10s ttl", []string{"run", redis, "--ttl", "10s", "--grace", "10s", "x", "--", "true"}, "use --grace 3.333s or less, or --ttl 30s or more"},
 		{"negative wait", []string{"run", redis, "--wait", "-1s", "x", "--", "true"}, "negative"},
 		{"bad wait", []string{"run", redis, "--wait", "always", "x", "--", "true"}, "forever"},
 		{"bad kind", []string{"run", redis, "--kind", "spin", "x", "--", "true"}, `--kind "spin"`},
@@ -71,7 +73,7 @@ func TestHelpAndVersion(t *testing.T) {
 		}
 	}
 	r := dlock(t, nil, "help", "run")
-	for _, flag := range []string{"-redis", "-zk", "-ttl", "-wait", "-kind", "-permits", "-conflict-exit-code", "-grace", "-metrics-addr", "DLOCK_FENCE", "76"} {
+	for _, flag := range []string{"-redis", "-zk", "-ttl", "-wait", "-kind", "-permits", "-conflict-exit-code", "-grace", "-leave-children", "-metrics-addr", "DLOCK_FENCE", "76"} {
 		if !strings.Contains(r.stdout, flag) {
 			t.Errorf("dlock help run does not mention %s", flag)
 		}

@@ -145,6 +145,16 @@ func (t *Target) Close() {
 	t.closers = nil
 }
 
+// LeaseTime returns the lease time in force for a lock asked to last ttl:
+// ttl, except on ZooKeeper, where a lease lasts at most a third of the
+// session timeout (see zklock.WithTTL).
+func (t *Target) LeaseTime(ttl time.Duration) time.Duration {
+	if t.zk != nil {
+		return min(ttl, t.zk.Timeout()/3)
+	}
+	return ttl
+}
+
 // LockOptions are what "dlock run" can ask of a lock.
 type LockOptions struct {
 	Kind    string

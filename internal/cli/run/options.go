@@ -1,5 +1,3 @@
-// Package run implements "dlock run": run a command while holding a lock,
-// and stop it if the lock is lost.
 package run
 
 import (
@@ -14,28 +12,57 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 )
 
-// Defaults of the flags.
+// Defaults and limits of the flags.
 const (
-	DefaultTTL   = 30 * time.Second
+	DefaultTTL = 30 * time.Second
+	// DefaultGrace is --grace when it is not given, unless ttl/3 is less:
+	// see GraceFor.
 	DefaultGrace = 10 * time.Second
 	// MinTTL is the shortest --ttl: the watchdog renews every TTL/3, and
 	// below this one slow round trip costs the lock.
 	MinTTL = 100 * time.Millisecond
 )
 
+// GraceFor returns the --grace used with ttl when none is given:
+// DefaultGrace, or ttl/3 if that is less.
+func GraceFor(ttl time.Duration) time.Duration { return min(DefaultGrace, ttl/3) }
+
+// MaxGrace returns the longest --grace allowed with ttl: a third of it.
+// A lease not renewed by grace + KillLead(ttl) before its end stops
+// COMMAND, and renewals go out every ttl/3: with this grace, a renewal
+// still has about a quarter of the ttl to answer (ttl/3 - KillLead -
+// dlock.Drift) before COMMAND is stopped.
+func MaxGrace(ttl time.Duration) time.Duration { return ttl / 3 }
+
+// KillLead returns how long before the end of a lease that could not be
+// renewed COMMAND gets SIGKILL: ttl/20, the time the kill has to take
+// effect before another owner can take the lock.
+func KillLead(ttl time.Duration) time.Duration { return ttl / 20 }
+
 // Usage is the help text of "dlock run".
 const Usage = `Usage: dlock run [flags] NAME -- COMMAND [ARGS...]
 
-Runs COMMAND while holding the lock NAME, renewing it as long as COMMAND
-runs, and releases it when COMMAND exits. COMMAND gets DLOCK_NAME,
-DLOCK_TOKEN and DLOCK_FENCE in its environment; its exit code is dlock's.
-If the lock is lost while COMMAND runs, its process group gets SIGTERM,
-then SIGKILL after --grace, and dlock exits with 76.
+Runs COMMAND while holding the lock NAME, renewing it every ttl/3, and
+releases it when COMMAND and every process it started have exited: like
+flock(1), "sh -c 'worker & exit 0'" holds the lock until worker exits
+(--leave-children releases it when COMMAND itself exits). COMMAND gets
+DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE in its environment; its exit code
+is dlock's.
+
+Every process COMMAND starts stays supervised, daemons included. If the
+lock is lost, they all get SIGTERM, then SIGKILL after --grace, and dlock
+exits with 76 once none is left. If the lock cannot be renewed, the same
+stop starts early, SIGTERM --grace + ttl/20 before the lock ends and
+SIGKILL ttl/20 before, so that COMMAND is gone before another owner can
+take the lock. The price: renewals failing for about ttl - grace stop
+COMMAND, even if a later one would have got through. If dlock itself
+dies (kill -9, the OOM killer), everything of COMMAND's is killed at once.
 
 Exit codes: COMMAND's own; 64 bad usage; 69 lock service unavailable;
-71 cannot listen on --metrics-addr; 75 lock held by another (see
---conflict-exit-code); 76 lock lost; 126 COMMAND not executable;
-127 COMMAND not found; 128+n COMMAND killed by signal n.
+71 cannot listen on --metrics-addr, or cannot supervise COMMAND;
+75 lock held by another (see --conflict-exit-code); 76 lock lost, or
+COMMAND stopped because the lock could not be renewed; 126 COMMAND not
+executable; 127 COMMAND not found; 128+n COMMAND killed by signal n.
 
 Flags:
 `
@@ -51,10 +78,18 @@ type Options struct {
 	Kind         string
 	Permits      int
 	ConflictExit int
-	Grace        time.Duration
-	MetricsAddr  string
-	Verbose      bool
+	Grace        time.Duration // after Parse, GraceFor(TTL) if not given
+	// LeaveChildren releases the lock when COMMAND's own process exits,
+	// leaving what it started running, unsupervised.
+	LeaveChildren bool
+	MetricsAddr   string
+	Verbose       bool
+
+	graceGiven bool // --grace was given
 }
+
+// unsetGrace marks --grace as not given.
+const unsetGrace = -1
 
 // durationFlag is a flag.Value for a non-negative duration, with a message
 // that shows the expected form.
@@ -64,7 +99,7 @@ type durationFlag struct {
 }
 
 func (f durationFlag) String() string {
-	if f.d == nil {
+	if f.d == nil || *f.d < 0 { // not set: the usage names the default
 		return ""
 	}
 	if f.forever != nil && *f.forever {
@@ -103,13 +138,14 @@ func (f durationFlag) Set(s string) error {
 func FlagSet(o *Options) *flag.FlagSet {
 	fs := cmdutil.NewFlagSet("dlock run")
 	o.Backend.Register(fs)
-	o.TTL, o.Grace, o.Kind, o.ConflictExit = DefaultTTL, DefaultGrace, backend.KindMutex, cmdutil.ExitConflict
-	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time, renewed every ttl/3 while COMMAND runs (default 30s)")
-	fs.Var(durationFlag{d: &o.Wait, forever: &o.WaitForever}, "wait", "how long to wait for the lock: 0 fails at once, a duration such as 5m, or forever (default 0)")
+	o.TTL, o.Grace, o.Kind, o.ConflictExit = DefaultTTL, unsetGrace, backend.KindMutex, cmdutil.ExitConflict
+	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time, renewed every ttl/3 while COMMAND runs")
+	fs.Var(durationFlag{d: &o.Wait, forever: &o.WaitForever}, "wait", "how long to wait for the lock: 0 fails at once, a duration such as 5m, or forever")
 	fs.StringVar(&o.Kind, "kind", o.Kind, "lock kind: "+strings.Join(backend.Kinds, ", "))
 	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits")
 	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255)")
-	fs.Var(durationFlag{d: &o.Grace}, "grace", "after the lock is lost, how long COMMAND has between SIGTERM and SIGKILL (default 10s)")
+	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
+	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
 	return fs
@@ -153,9 +189,15 @@ func Parse(args []string, getenv func(string) string) (Options, error) {
 }
 
 func (o *Options) check() error {
+	if o.graceGiven = o.Grace != unsetGrace; !o.graceGiven {
+		o.Grace = GraceFor(o.TTL)
+	}
 	switch {
 	case o.TTL < MinTTL:
 		return cmdutil.Usagef("dlock run: --ttl %v is too short; use at least %v", o.TTL, MinTTL)
+	case o.Grace > MaxGrace(o.TTL):
+		return cmdutil.Usagef("dlock run: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
+			o.Grace, o.TTL, MaxGrace(o.TTL).Round(time.Millisecond), 3*o.Grace)
 	case !slices.Contains(backend.Kinds, o.Kind):
 		return cmdutil.Usagef("dlock run: --kind %q is not one of %s", o.Kind, strings.Join(backend.Kinds, ", "))
 	case o.Kind == backend.KindSemaphore && o.Permits < 1:

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -51,6 +49,10 @@ type runner struct {
 	o    Options
 	io   cmdutil.IO
 	spec backend.Spec
+
+	// Set once the lock is held:
+	leaseTime time.Duration // the lease time in force: --ttl, or less on ZooKeeper
+	grace     time.Duration // --grace, or less if the lease time is less than --ttl
 }
 
 // say writes one line to stderr, prefixed with "dlock: ".
@@ -133,7 +135,24 @@ func (r *runner) run() int {
 	if r.o.Verbose {
 		r.say("holding lock %q (fence %d) on %s after %v", r.o.Name, a.lease.Fence(), a.target.Describe(), a.waited.Round(time.Millisecond))
 	}
+	r.setGrace(a.target.LeaseTime(r.o.TTL))
 	return r.supervise(a.lease, sigs)
+}
+
+// setGrace sets the lease time in force and the grace that goes with it.
+// On ZooKeeper a lease lasts at most a third of the session timeout,
+// which may be less than --ttl: the grace must fit that lease time.
+func (r *runner) setGrace(leaseTime time.Duration) {
+	r.leaseTime, r.grace = leaseTime, r.o.Grace
+	switch {
+	case leaseTime >= r.o.TTL:
+	case !r.o.graceGiven:
+		r.grace = GraceFor(leaseTime)
+	case r.grace > MaxGrace(leaseTime):
+		r.grace = MaxGrace(leaseTime)
+		r.say("--grace %v cut to %v: a lease here lasts %v, less than --ttl %v (on ZooKeeper, a third of the session timeout)",
+			r.o.Grace, r.grace, leaseTime, r.o.TTL)
+	}
 }
 
 // acquire connects and takes the lock as the flags say.
@@ -174,92 +193,25 @@ type unreachable struct{ err error }
 func (u *unreachable) Error() string { return u.err.Error() }
 func (u *unreachable) Unwrap() error { return u.err }
 
-// supervise runs COMMAND under lease, stopping it if the lease is lost,
-// forwarding signals to it, and releasing the lease when it exits.
-func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
-	cmd := exec.Command(r.o.Command[0], r.o.Command[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.io.In, r.io.Out, r.io.Err
-	cmd.Env = append(os.Environ(),
-		"DLOCK_NAME="+r.o.Name,
-		"DLOCK_TOKEN="+lease.Token(),
-		"DLOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10))
-	fg := foregroundTTY(r.io.In)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if fg != nil {
-		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, int(fg.Fd())
-	}
-	if err := cmd.Start(); err != nil {
-		r.release(lease)
-		code := cmdutil.ExitCannotExec
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = cmdutil.ExitNotFound
-		}
-		r.say("cannot run %q: %v", r.o.Command[0], err)
-		return code
-	}
-	if fg != nil {
-		defer takeForeground(fg)
-	}
-	pgid := cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	var (
-		lost   error
-		done   = lease.Done()
-		killAt <-chan time.Time
-		waitEr error
-	)
-loop:
-	for {
-		select {
-		case waitEr = <-exited:
-			break loop
-		case sig := <-sigs:
-			_ = syscall.Kill(-pgid, sig.(syscall.Signal))
-		case <-done:
-			done = nil
-			lost = lease.Err()
-			r.say("lost lock %q: %v; stopping %q (SIGTERM now, SIGKILL in %v)", r.o.Name, lost, r.o.Command[0], r.o.Grace)
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			killAt = time.After(r.o.Grace)
-		case <-killAt:
-			killAt = nil
-			r.say("%q still running %v after SIGTERM; sending SIGKILL", r.o.Command[0], r.o.Grace)
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		}
-	}
-	if lost != nil {
-		return cmdutil.ExitLost
-	}
-	code := exitCode(cmd.ProcessState, waitEr)
-	if err := r.release(lease); err != nil && errors.Is(err, dlock.ErrNotHeld) {
-		r.say("lock %q was lost as %q exited (%v); its last moments may have overlapped another holder", r.o.Name, r.o.Command[0], err)
-		return cmdutil.ExitLost
-	}
-	return code
-}
-
 // release releases lease, reporting a failure on stderr.
 func (r *runner) release(lease dlock.Lease) error {
-	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
-	defer cancel()
-	err := lease.Release(ctx)
+	err := r.releaseQuietly(lease)
 	if err != nil && !errors.Is(err, dlock.ErrNotHeld) {
 		r.say("releasing lock %q: %v; it expires by itself within --ttl %v", r.o.Name, err, r.o.TTL)
 	}
 	return err
 }
 
-// exitCode is COMMAND's exit code, or 128+n if signal n killed it.
-func exitCode(ps *os.ProcessState, err error) int {
-	if ps == nil {
-		return cmdutil.ExitError
+// releaseQuietly releases lease, giving up after ReleaseTimeout or at the
+// lease's Until, when it ends by itself.
+func (r *runner) releaseQuietly(lease dlock.Lease) error {
+	deadline := time.Now().Add(ReleaseTimeout)
+	if u := lease.Until(); u.Before(deadline) {
+		deadline = u
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	return lease.Release(ctx)
 }
 
 func signum(s os.Signal) int {

@@ -1,0 +1,73 @@
+package run
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	cases := []struct {
+		stat  string
+		state byte
+		ppid  int
+		ok    bool
+	}{
+		{"42 (sh) S 7 42 42 0 -1", 'S', 7, true},
+		{"42 (a b) c) Z 1 42 42", 'Z', 1, true}, // a name with spaces and a parenthesis
+		{"42 ((sd-pam)) R 300 1", 'R', 300, true},
+		{"42 (sh)", 0, 0, false},
+		{"42 sh S 7", 0, 0, false},
+		{"42 (sh) S x", 0, 0, false},
+	}
+	for _, c := range cases {
+		state, ppid, ok := parseStat([]byte(c.stat))
+		if ok != c.ok || ok && (state != c.state || ppid != c.ppid) {
+			t.Errorf("parseStat(%q) = %q, %d, %v; want %q, %d, %v", c.stat, state, ppid, ok, c.state, c.ppid, c.ok)
+		}
+	}
+}
+
+// descendants finds a grandchild in a process group of its own, and
+// signalProcesses reaches it without the group.
+func TestDescendants(t *testing.T) {
+	pidFile := t.TempDir() + "/pid"
+	cmd := exec.Command("sh", "-c", `setsid sleep 30 & echo $! > "$1"; wait`, "sh", pidFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var grandchild int
+	for deadline := time.Now().Add(10 * time.Second); grandchild == 0; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		grandchild, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if time.Now().After(deadline) {
+			t.Fatal("the grandchild did not start")
+		}
+	}
+	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
+	found := descendants(os.Getpid())
+	if !slices.Contains(found, cmd.Process.Pid) || !slices.Contains(found, grandchild) {
+		t.Fatalf("descendants = %v, want the child %d and the grandchild %d", found, cmd.Process.Pid, grandchild)
+	}
+	if n := signalProcesses(0, syscall.SIGKILL); n < 2 {
+		t.Errorf("signalProcesses found %d descendants, want at least 2", n)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Errorf("the child exited cleanly after SIGKILL")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(grandchild) + "/stat")
+		if state, _, ok := parseStat(b); err != nil || ok && state == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the grandchild survived SIGKILL: %s", b)
+		}
+	}
+}
