@@ -81,3 +81,22 @@ func TestIntegrationForceReleaseLeavesForeignKeys(t *testing.T) {
 		t.Errorf("release --force of a foreign key: exit %d, %q; want a failure naming what the key holds", r.code, r.stderr)
 	}
 }
+
+// COMMAND does not get the lock service's connection settings or
+// credentials, only DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE.
+func TestIntegrationRunHidesCredentials(t *testing.T) {
+	srv := testenv.StartRedis(t, testenv.RedisConfig{Args: []string{"--requirepass", "s3cret"}})
+	env := []string{"DLOCK_REDIS=redis://:s3cret@" + srv.Addr(), "DLOCK_REDIS_PASSWORD=s3cret"}
+	r := dlock(t, env, "run", lockName(t), "--", "sh", "-c", "env | grep '^DLOCK_' | sort")
+	if r.code != 0 {
+		t.Fatalf("exit %d, %s", r.code, r.stderr)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		name, _, _ := strings.Cut(line, "=")
+		names = append(names, name)
+	}
+	if got := strings.Join(names, " "); got != "DLOCK_FENCE DLOCK_NAME DLOCK_TOKEN" || strings.Contains(r.stdout, "s3cret") {
+		t.Errorf("COMMAND's DLOCK_ environment: %q; want only DLOCK_FENCE DLOCK_NAME DLOCK_TOKEN", r.stdout)
+	}
+}

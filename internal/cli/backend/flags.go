@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,18 @@ const (
 	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
 	EnvZK            = "DLOCK_ZK"             // host:port[,host:port...]
 )
+
+// ConnectionEnv lists the environment variables that tell dlock how to
+// reach the lock service, credentials included: dlock run removes them
+// from COMMAND's environment.
+var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+
+// IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
+// sets one of ConnectionEnv.
+func IsConnectionEnv(kv string) bool {
+	name, _, _ := strings.Cut(kv, "=")
+	return slices.Contains(ConnectionEnv, name)
+}
 
 // Flags are the backend flags that run, inspect, release and bench share.
 type Flags struct {

@@ -35,7 +35,8 @@ func serveMetrics(addr string) (*metricsServer, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	m := &metricsServer{observer: collector, done: make(chan struct{}),
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}}
 	go func() {
 		defer close(m.done)
 		// Serve ends with ErrServerClosed at close; any other error is a

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 )
 
@@ -170,7 +172,9 @@ func (r *runner) startSupervisor(lease dlock.Lease, foreground bool) (*superviso
 	cmd := exec.Command("/proc/self/exe", r.o.Command...)
 	cmd.Args[0] = "dlock-run-supervisor"
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.io.In, r.io.Out, r.io.Err
-	cmd.Env = append(os.Environ(),
+	// COMMAND gets dlock's environment without the lock service's
+	// connection settings and credentials.
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), backend.IsConnectionEnv),
 		"DLOCK_NAME="+r.o.Name,
 		"DLOCK_TOKEN="+lease.Token(),
 		"DLOCK_FENCE="+strconv.FormatUint(lease.Fence(), 10),
