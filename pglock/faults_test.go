@@ -56,7 +56,7 @@ func TestIntegrationTerminatedHolder(t *testing.T) {
 			case <-time.After(ttl + dlocktest.Slack):
 				t.Fatalf("Done not closed %v after the holder's sessions were terminated", ttl+dlocktest.Slack)
 			}
-			if late := closed.Sub(lease.Until()); late > 50*time.Millisecond {
+			if late := closed.Sub(lease.Until()); late > dlocktest.Slack {
 				t.Errorf("Done closed %v after Until", late)
 			}
 			if err := lease.Err(); !errors.Is(err, dlock.ErrLost) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
@@ -266,7 +267,7 @@ func TestIntegrationBlackholeEndsLeaseByUntil(t *testing.T) {
 	p.Blackhole(true)
 	select {
 	case <-lease.Done():
-		if late := time.Since(lease.Until()); late > 50*time.Millisecond { // scheduling noise
+		if late := time.Since(lease.Until()); late > dlocktest.Slack { // scheduling noise
 			t.Errorf("Done closed %v after Until", late)
 		}
 	case <-time.After(2 * ttl):

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/zklock"
 	"github.com/go-zookeeper/zk"
@@ -117,7 +118,7 @@ func TestIntegrationSessionExpiry(t *testing.T) {
 	case <-time.After(testSessionTimeout):
 		t.Fatal("the cut-off holder's lease outlived its session timeout")
 	}
-	if late := lost.Sub(holder.Until()); late > 50*time.Millisecond {
+	if late := lost.Sub(holder.Until()); late > dlocktest.Slack {
 		t.Errorf("Done closed %v after Until", late)
 	}
 	if !errors.Is(holder.Err(), dlock.ErrLost) || !errors.Is(holder.Err(), dlock.ErrExpired) {

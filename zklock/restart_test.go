@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/zklock"
 )
@@ -95,12 +96,13 @@ func restartEmptyStartsANewSession(t *testing.T, servers []string, restartEmpty 
 	}
 	fresh.Release(ctx)
 
-	// Done closes by Until on a local timer; 50ms covers a loaded machine's
-	// timer and scheduling delay.
+	// Done closes at Until on a local timer; the conformance suite's
+	// allowance covers a loaded machine's timer and scheduling delay (50ms
+	// did not, once, during a full make test).
 	select {
 	case <-held.Done():
-	case <-time.After(time.Until(held.Until()) + 50*time.Millisecond):
-		t.Fatalf("the lease outlived its Until by 50ms (Err %v)", held.Err())
+	case <-time.After(time.Until(held.Until()) + dlocktest.Slack):
+		t.Fatalf("the lease outlived its Until by %v (Err %v)", dlocktest.Slack, held.Err())
 	}
 	if !errors.Is(held.Err(), dlock.ErrLost) {
 		t.Errorf("Err = %v; want ErrLost", held.Err())
