@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -108,7 +109,7 @@ func (p *clientProc) stop(grace time.Duration) bool {
 	p.stdin.Close()
 	select {
 	case <-p.done:
-		return p.err == nil
+		return p.err == nil || p.onlyKnownRaces()
 	case <-time.After(grace):
 		// A Go client prints every goroutine's stack on SIGQUIT: what it
 		// was stuck in goes into the note.
@@ -131,4 +132,38 @@ func (p *clientProc) exited() bool {
 	default:
 		return false
 	}
+}
+
+// raceExit is the exit code of a client built with -race that reported a
+// data race (GORACE's default exitcode).
+const raceExit = 66
+
+// knownRace is a data race inside go-zookeeper v1.0.4 itself: on a
+// reconnection, sendSetWatches reads Conn.lastZxid while the new recvLoop
+// writes it (go-zookeeper/zk pull request #35, not merged). dlock cannot
+// fix it without forking the library; a -race client that reconnects under
+// faults can hit it. Both accesses are in the library's own goroutines.
+var knownRace = []string{"go-zookeeper/zk.(*Conn).recvLoop()", "go-zookeeper/zk.(*Conn).sendSetWatches()"}
+
+// onlyKnownRaces reports whether the client exited only because the race
+// detector found races, all of them knownRace: any other race, or any
+// other failure, still fails the run.
+func (p *clientProc) onlyKnownRaces() bool {
+	var ee *exec.ExitError
+	if !errors.As(p.err, &ee) || ee.ExitCode() != raceExit {
+		return false
+	}
+	reports := strings.Split(p.Stderr(), "WARNING: DATA RACE")[1:]
+	if len(reports) == 0 {
+		return false
+	}
+	for _, r := range reports {
+		r, _, _ = strings.Cut(r, "Goroutine ") // the two accesses, not where the goroutines started
+		for _, frame := range knownRace {
+			if !strings.Contains(r, frame) {
+				return false
+			}
+		}
+	}
+	return true
 }

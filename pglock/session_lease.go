@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"sync"
 	"time"
 
@@ -247,6 +248,19 @@ func (s *session) Release(ctx context.Context) error {
 		// The database had ended the session, and with it the advisory
 		// lock, before the release reached it: the message said so.
 		s.End(dlock.Lost(sessionLost(err)))
+	case pgconn.SafeToRetry(err):
+		// The connection was closed before the release was sent (the
+		// database ended the session, and the watcher has not said so
+		// yet): the advisory lock is gone; free the row, if it is still
+		// ours, through the pool.
+		if freed, err := s.m.c.release(ctx, s.Key(), s.Token()); err == nil && !freed {
+			s.End(dlock.Lost(ErrSessionLost))
+			break
+		} else if err == nil {
+			s.End(dlock.ErrReleased)
+			break
+		}
+		fallthrough
 	case err != nil:
 		s.m.c.abandon(s.Key(), s.Token(), 0)
 		if s.End(dlock.ErrReleased) {
