@@ -10,7 +10,10 @@
 // below). The attempt is decided as soon as a majority (N/2+1) has voted for
 // it, or so many have refused or failed that a majority is out of reach; it
 // does not wait for slow nodes. A failed attempt deletes its key on every
-// node, including those that had not answered yet, in the background.
+// node, including those that had not answered yet, in the background;
+// Close waits for these clean-ups (at most five seconds; a node that cannot
+// be reached gets one last try), so that a process that fails to lock and
+// exits at once leaves no key on a node that answered.
 //
 // A won vote is then fenced (below), and the lease is granted only if the
 // remaining validity, TTL − elapsed − (TTL/100 + 2ms), is still positive.
