@@ -21,6 +21,7 @@ import (
 // share it; it is safe for concurrent use.
 type Client struct {
 	nodes  []node
+	state  []*nodeState // by node
 	quorum int
 	cfg    clientConfig
 	err    error
@@ -29,8 +30,8 @@ type Client struct {
 
 	leases lease.Registry
 
-	// background runs the clean-ups: the deletes of keys that failed
-	// attempts and releases left.
+	// background runs the clean-ups (the deletes of keys that failed
+	// attempts and releases left) and the nodes' configuration checks.
 	background background.Group
 	// closed is closed when Close has released the leases: the clean-ups
 	// then make their last pass.
@@ -53,8 +54,8 @@ func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
 	if c.err == nil && c.cfg.nodeTimeout <= 0 {
 		c.err = fmt.Errorf("redlock: node timeout %v must be positive; set it with WithNodeTimeout", c.cfg.nodeTimeout)
 	}
-	if c.err == nil && c.cfg.restartWindow < 0 {
-		c.err = fmt.Errorf("redlock: restart window %v is negative; use WithoutRestartDetection to turn detection off", c.cfg.restartWindow)
+	if c.err == nil && c.cfg.detectRestart && c.cfg.restartWindow <= 0 {
+		c.err = fmt.Errorf("redlock: restart window %v must be positive; set it with WithRestartWindow (WithoutRestartDetection turns detection off)", c.cfg.restartWindow)
 	}
 	c.renew = renewal.New(c.renewBatch)
 	return c
@@ -83,6 +84,7 @@ func (c *Client) setNodes(conns []redislock.Conn) error {
 			}
 		}
 		c.nodes = append(c.nodes, node{conn: conn, name: name})
+		c.state = append(c.state, &nodeState{})
 	}
 	c.quorum = len(conns)/2 + 1
 	return nil
@@ -192,7 +194,7 @@ func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, c
 	c.background.Clean(func(stop context.Context) background.Outcome {
 		for range outstanding {
 			r := <-pending
-			if v, err := parseVote(r.res.Val, 0); r.res.Err != nil && !redisscript.IsReply(r.res.Err) && !unsent(r.res.Err) || err == nil && v.taken {
+			if v, err := parseVote(r.res.Val); r.res.Err != nil && !redisscript.IsReply(r.res.Err) && !unsent(r.res.Err) || err == nil && v.taken {
 				todo[r.node] = true
 			}
 		}
