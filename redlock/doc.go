@@ -35,7 +35,10 @@
 // attempt that fails and will be retried (EventWaiting), the outcome, and
 // each lease's extensions, failed extensions (no majority extended it in
 // time), loss and release. Events carry the name given to NewMutex and the
-// kind "Mutex". Without an observer, reporting costs a nil check.
+// kind "Mutex". Without an observer, reporting costs a nil check. The
+// logger also hears, once per node, what the Client learns of the nodes'
+// configuration (below); a warning that a node may evict lock keys goes to
+// slog.Default() when the Client has no logger.
 //
 // # Nodes that lost their data
 //
@@ -79,9 +82,17 @@
 // at once. A node started (or restarted) less than the window ago still
 // abstains, since it cannot be told from one that restarted empty.
 //
-// Restart detection needs INFO and LASTSAVE inside scripts; a node that
-// refuses them fails every attempt with an error naming the fix.
-// WithoutRestartDetection turns all of this off (unsafe).
+// What this does not cover. A node that loses data while its server keeps
+// running: FLUSHALL, FLUSHDB or DEL of dlock's keys, a full sync that
+// makes it a replica, or eviction. A Client that had seen the node's
+// epoch before sees it change, and the node abstains for the window from
+// then; another Client cannot tell the node from a new one, and it votes
+// at once. Eviction deletes lock keys under memory pressure with any
+// maxmemory-policy other than noeviction: the Client checks maxmemory and
+// maxmemory-policy with CONFIG GET and warns (slog level Warn) when a node
+// may evict. Restart detection needs INFO and LASTSAVE inside scripts;
+// a node that refuses them fails every attempt with an error naming the
+// fix. WithoutRestartDetection turns all of this off (unsafe).
 //
 // # Why fences strictly increase
 //

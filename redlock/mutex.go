@@ -168,6 +168,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		counter, timeUS = max(counter, v.counter), max(timeUS, uint64(max(v.timeUS, 0)))
 		mayHold[r.node] = v.taken
 		if !v.taken {
+			m.c.observe(r.node, v)
 			continue
 		}
 		if ok, a := m.c.judge(r.node, v); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +14,13 @@ import (
 
 // nodeState is what a Client has learnt about one node.
 type nodeState struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// epoch is the creation time (ms, the node's clock) of the node's
+	// epoch as this client last saw it; 0 before the first answer.
+	epoch int64
+	// reset: the epoch changed while this client watched, so the node
+	// lost its data at the new epoch's creation (see judge).
+	reset bool
 	fsync fsyncMode
 	// checked is when the last configuration check began; checking
 	// while one runs.
@@ -60,9 +67,11 @@ func (c *Client) checkSoon() {
 	}
 }
 
-// checkConfig reads node i's persistence settings. A node whose
-// appendfsync cannot be read is treated as one that does not persist
-// every write: after a restart it abstains for the window.
+// checkConfig reads node i's persistence and eviction settings. A node
+// whose appendfsync cannot be read is treated as one that does not persist
+// every write: after a restart it abstains for the window. A node that may
+// evict keys is warned about: eviction deletes lock keys, and a node that
+// lost a lock key can vote for a second holder.
 func (c *Client) checkConfig(ctx context.Context, i int) {
 	st := c.state[i]
 	defer func() {
@@ -73,7 +82,7 @@ func (c *Client) checkConfig(ctx context.Context, i int) {
 	name := c.nodes[i].name
 	cmd, ok := c.nodes[i].conn.(commander)
 	if !ok {
-		c.warn(i, slog.LevelInfo, "no-command", fmt.Sprintf("redlock: node %s: its Conn cannot send CONFIG GET, so dlock cannot tell whether it persists every write (appendfsync always); after a restart it abstains for the restart window", name))
+		c.warn(i, slog.LevelInfo, "no-command", fmt.Sprintf("redlock: node %s: its Conn cannot send CONFIG GET, so dlock cannot tell whether it persists every write (appendfsync always) or may evict lock keys (maxmemory-policy); after a restart it abstains for the restart window", name))
 		return
 	}
 	get := func(param string) (string, error) {
@@ -94,13 +103,27 @@ func (c *Client) checkConfig(ctx context.Context, i int) {
 	switch {
 	case err != nil:
 		mode = fsyncUnknown
-		c.warn(i, slog.LevelInfo, "config", fmt.Sprintf("redlock: node %s refused CONFIG GET (%v): dlock cannot tell whether it persists every write, so after a restart it abstains for the restart window even with appendfsync always; allow CONFIG GET for this user to lift this", name, err))
+		c.warn(i, slog.LevelInfo, "config", fmt.Sprintf("redlock: node %s refused CONFIG GET (%v): dlock cannot tell whether it persists every write, so after a restart it abstains for the restart window even with appendfsync always, and cannot check maxmemory-policy; allow CONFIG GET for this user to lift both", name, err))
 	case aof == "yes" && fsync == "always":
 		mode = fsyncAlways
 	}
 	st.mu.Lock()
 	st.fsync = mode
 	st.mu.Unlock()
+	if err != nil {
+		return
+	}
+	policy, err := get("maxmemory-policy")
+	if err != nil {
+		return
+	}
+	limit, err := get("maxmemory")
+	if err != nil {
+		return
+	}
+	if n, _ := strconv.ParseInt(limit, 10, 64); n > 0 && policy != "noeviction" {
+		c.warn(i, slog.LevelWarn, "evict:"+policy, fmt.Sprintf("redlock: node %s may evict lock keys (maxmemory %s, maxmemory-policy %s): a node that evicted a lock key can vote for a second holder while the first one's lease is valid; set maxmemory-policy noeviction on lock nodes", name, limit, policy))
+	}
 }
 
 // configValue returns the value of param in a CONFIG GET reply: a
@@ -127,8 +150,9 @@ func configValue(v any, param string) (string, error) {
 }
 
 // warn logs a message about node i once per key, through WithLogger's
-// logger. A warning (slog.LevelWarn) goes to slog.Default() when the
-// Client has no logger, so that it does not go unnoticed.
+// logger. A warning (slog.LevelWarn: a node configured so that locks are
+// not safe) goes to slog.Default() when the Client has no logger, so that
+// it does not go unnoticed.
 func (c *Client) warn(i int, level slog.Level, key, msg string) {
 	log := c.cfg.log
 	if log == nil && level < slog.LevelWarn {

@@ -82,9 +82,11 @@ func WithObserver(o dlock.Observer) ClientOption {
 // WithLogger has every lock of the Client log its events to l, through
 // dlock.LogObserver: losses at Warn, failed renewals and failed
 // acquisitions with a hard error at Info, the rest at Debug. It also logs,
-// once per node, at Info, that a node refused CONFIG GET (see
-// WithRestartWindow). The default is none; a nil l means none. It
-// combines with WithObserver.
+// once per node, what the Client learns about the nodes' configuration:
+// at Info that a node refused CONFIG GET, at Warn that a node may evict
+// lock keys (maxmemory with a maxmemory-policy other than noeviction).
+// The default is none, except that warnings then go to slog.Default(); a
+// nil l means the default. It combines with WithObserver.
 func WithLogger(l *slog.Logger) ClientOption {
 	return func(c *clientConfig) { c.log = l }
 }

@@ -2,12 +2,14 @@ package redlock_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redlock"
 )
 
@@ -92,6 +94,114 @@ func newClientConns(t testing.TB, addrs []string, opts ...redlock.ClientOption) 
 	return newClient(t, addrs, goRedis, opts...)
 }
 
+// waitUptime waits until every server has been up for at least d, by its
+// own INFO.
+func waitUptime(t testing.TB, servers []*testenv.Redis, d time.Duration) {
+	for _, s := range servers {
+		for {
+			info, err := s.Do("INFO", "server")
+			if err != nil {
+				t.Fatal(err)
+			}
+			up := -1
+			for line := range strings.Lines(info) {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
+					up, _ = strconv.Atoi(v)
+				}
+			}
+			// The script counts the whole seconds less one: what INFO
+			// says is at most a second more than the real uptime.
+			if time.Duration(up-1)*time.Second >= d {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// Issue 17.3: nodes that have run longer than the restart window vote at
+// once, even new to dlock (no epoch yet); a node restarted within the
+// window still abstains, and the error says which, why and for how long.
+func TestIntegrationNewDeploymentGrantsAtOnce(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	window := time.Second
+	waitUptime(t, servers, window)
+	ctx := timeout(t, 30*time.Second)
+	c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window))
+	m := c.NewMutex("first", redlock.WithTTL(window))
+	start := time.Now()
+	l, err := m.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("first TryLock on nodes up longer than the window: %v", err)
+	}
+	t.Logf("first lock of a new deployment granted in %v, fence %d", time.Since(start), l.Fence())
+	l.Release(ctx)
+
+	// A node restarted empty within the window abstains; with another
+	// node taken, its vote is needed.
+	if err := servers[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	servers[1].Do("SET", lockKey("first"), "foreign", "PX", "60000")
+	_, err = m.TryLock(ctx)
+	if !errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), servers[0].Addr()+" restarted") ||
+		!strings.Contains(err.Error(), "votes in") {
+		t.Fatalf("TryLock with a just-restarted node needed = %v; want ErrNotObtained naming it, with the time left", err)
+	}
+	t.Logf("refused: %v", err)
+	if l, err = m.Lock(timeout(t, window+5*time.Second)); err != nil {
+		t.Fatalf("Lock once the window has passed: %v", err)
+	}
+	l.Release(ctx)
+
+	// The window bounds every TTL of the Client.
+	_, err = c.NewMutex("long", redlock.WithTTL(2*window)).TryLock(ctx)
+	if err == nil || !strings.Contains(err.Error(), "WithRestartWindow") {
+		t.Errorf("TryLock with a TTL above the window = %v; want an error naming WithRestartWindow", err)
+	}
+	if _, err := redlock.New([]redislock.Conn{goRedis(t, servers[0].Addr())}, redlock.WithRestartWindow(0)).NewMutex("x").TryLock(ctx); err == nil ||
+		!strings.Contains(err.Error(), "must be positive") {
+		t.Errorf("a zero restart window = %v; want an error", err)
+	}
+}
+
+// A node that lost its data without a restart (FLUSHALL) abstains for the
+// window if this Client had seen its epoch before; a Client that had not
+// cannot tell it from a node new to dlock, and lets it vote (a documented
+// limit).
+func TestIntegrationFlushedNodeAbstains(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	window := 2 * time.Second
+	// Node 1 is taken by someone else throughout: every grant needs the
+	// votes of nodes 0 and 2, so the Client hears from both.
+	servers[1].Do("SET", lockKey("flushed"), "foreign", "PX", "60000")
+	c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window))
+	m := c.NewMutex("flushed", redlock.WithTTL(window))
+	l, err := m.TryLock(ctx) // the client sees node 0's epoch
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(ctx)
+	if _, err := servers[0].Do("FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	// Its server has run long (as age says); only its data is new.
+	age(t, servers[0:1])
+	servers[0].Do("HDEL", "dlock:epoch", "created")
+	_, err = m.TryLock(ctx)
+	if !errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), servers[0].Addr()+" lost its data") {
+		t.Fatalf("TryLock needing the flushed node = %v; want ErrNotObtained saying it lost its data", err)
+	}
+	gone(t, []*testenv.Redis{servers[0], servers[2]}, "flushed") // the refused attempt's keys, deleted in the background
+	other := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window)).NewMutex("flushed", redlock.WithTTL(window))
+	if l, err = other.TryLock(ctx); err != nil {
+		t.Fatalf("a Client that never saw the node's old epoch: %v; the documented limit is that it votes", err)
+	}
+	l.Release(ctx)
+}
+
 // A node that persists every write before it answers (appendonly yes,
 // appendfsync always) lost nothing in a restart: once the Client has read
 // its configuration, it votes at once after the restart. A node that
@@ -140,6 +250,36 @@ func TestIntegrationFsyncAlwaysVotesAfterRestart(t *testing.T) {
 			}
 			if !tc.voting && !strings.Contains(log.String(), "refused CONFIG GET") {
 				t.Errorf("the log does not say that the node refused CONFIG GET:\n%s", log)
+			}
+		})
+	}
+}
+
+// A node that may evict keys (maxmemory with a policy other than
+// noeviction) can lose a lock key and vote for a second holder: the Client
+// warns, once per node.
+func TestIntegrationEvictionWarning(t *testing.T) {
+	ctx := timeout(t, 30*time.Second)
+	for _, policy := range []string{"allkeys-lru", "volatile-ttl", "noeviction"} {
+		t.Run(policy, func(t *testing.T) {
+			servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", policy}})
+			age(t, servers)
+			log := &logBuffer{}
+			c := newClient(t, addrsOf(servers), goRedis, redlock.WithLogger(log.logger()))
+			for range 2 {
+				l, err := c.NewMutex("evict").TryLock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Release(ctx)
+			}
+			redlock.AwaitConfig(c)
+			warnings := strings.Count(log.String(), "may evict lock keys")
+			if want := map[bool]int{true: 0, false: 3}[policy == "noeviction"]; warnings != want {
+				t.Errorf("%d eviction warnings; want %d:\n%s", warnings, want, log)
+			}
+			if policy != "noeviction" && !strings.Contains(log.String(), "level=WARN") {
+				t.Errorf("the eviction warning is not at Warn:\n%s", log)
 			}
 		})
 	}

@@ -37,6 +37,10 @@ func parseVote(v any) (vote, error) {
 	return vote{taken: n[0] == 1, counter: uint64(max(n[1], 0)), timeUS: n[2], up: ms(n[3]), epochAge: ms(n[4])}, nil
 }
 
+// epochCreated returns when the node's epoch was created, in ms on its
+// clock: it identifies the epoch.
+func (v vote) epochCreated() int64 { return v.timeUS/1000 - v.epochAge.Milliseconds() }
+
 // bootSlack is how much earlier than the latest boot time the script
 // computes the server can have started: uptime_in_seconds counts whole
 // seconds between two truncated readings of a clock the server caches.
@@ -63,9 +67,11 @@ func (a abstention) String() string {
 // judge returns whether node i, which answered v, may vote under the
 // restart window; when it may not, the abstention says why.
 //
-// A node may vote once its server has run for at least the window: a
-// restart may have lost keys granted before it, from the last snapshot on
-// or all of them. A node that persists every write before it answers
+// A node may vote once its data is older than the window: its server has
+// run for at least the window (a restart may have lost keys granted
+// before it, from the last snapshot on or from everything), and, when
+// this client saw its epoch change (FLUSHALL, or a restart), the new
+// epoch is as old. A node that persists every write before it answers
 // (appendonly yes, appendfsync always), whose epoch is older than the
 // running server, lost nothing in its restart and votes at once.
 func (c *Client) judge(i int, v vote) (bool, abstention) {
@@ -73,18 +79,37 @@ func (c *Client) judge(i int, v vote) (bool, abstention) {
 	if !c.cfg.detectRestart {
 		return true, abstention{}
 	}
-	st := c.state[i]
-	st.mu.Lock()
-	always := st.fsync == fsyncAlways
-	st.mu.Unlock()
+	reset, always := c.observe(i, v)
 	age, reason := v.up, "restarted"
 	if always && v.epochAge > v.up+bootSlack {
 		age = window // its restart lost nothing
+	}
+	if reset && v.epochAge < age {
+		age, reason = v.epochAge, "lost its data"
 	}
 	if age >= window {
 		return true, abstention{}
 	}
 	return false, abstention{node: c.nodes[i].name, reason: reason, ago: age, left: window - age}
+}
+
+// observe records the epoch node i reported, and returns whether this
+// Client has seen it change (the node lost its data at the new epoch's
+// creation) and whether the node persists every write.
+func (c *Client) observe(i int, v vote) (reset, always bool) {
+	if !c.cfg.detectRestart {
+		return false, false
+	}
+	st := c.state[i]
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch created := v.epochCreated(); {
+	case st.epoch == 0:
+		st.epoch = created
+	case st.epoch != created:
+		st.epoch, st.reset = created, true
+	}
+	return st.reset, st.fsync == fsyncAlways
 }
 
 // abstained describes the abstentions of an attempt, for its error.
