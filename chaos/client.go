@@ -236,7 +236,12 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 		rc := redislock.New(conns[0], redislock.WithObserver(c))
 		return rc.NewMutex(cfg.Name, redislock.WithTTL(cfg.TTL)), func() { rc.Close(); closeAll() }, nil
 	}
-	rl := redlock.New(conns, redlock.WithObserver(c), redlock.WithNodeTimeout(min(cfg.TTL/10, 200*time.Millisecond)))
+	// Every client of the run takes the same TTL, so the restart window
+	// (which bounds every TTL of the deployment) is that TTL: a server
+	// that restarts sits out one TTL, and new servers vote one TTL after
+	// they start.
+	rl := redlock.New(conns, redlock.WithObserver(c), redlock.WithNodeTimeout(min(cfg.TTL/10, 200*time.Millisecond)),
+		redlock.WithRestartWindow(cfg.TTL))
 	return rl.NewMutex(cfg.Name, redlock.WithTTL(cfg.TTL)), func() { rl.Close(); closeAll() }, nil
 }
 

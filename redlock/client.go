@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 // share it; it is safe for concurrent use.
 type Client struct {
 	nodes  []node
+	state  []*nodeState // by node
 	quorum int
 	cfg    clientConfig
 	err    error
@@ -28,7 +30,12 @@ type Client struct {
 
 	leases lease.Registry
 
-	background background.Group // releases after failed attempts
+	// background runs the clean-ups (the deletes of keys that failed
+	// attempts and releases left) and the nodes' configuration checks.
+	background background.Group
+	// closed is closed when Close has released the leases: the clean-ups
+	// then make their last pass.
+	closed chan struct{}
 }
 
 type node struct {
@@ -41,14 +48,14 @@ type node struct {
 // never fails; an empty, nil or duplicate node, or a bad option, is
 // reported by the first lock operation.
 func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
-	c := &Client{cfg: newClientConfig(opts)}
+	c := &Client{cfg: newClientConfig(opts), closed: make(chan struct{})}
 	c.obs = lease.Observer(c.cfg.obs, c.cfg.log)
 	c.err = c.setNodes(nodes)
 	if c.err == nil && c.cfg.nodeTimeout <= 0 {
 		c.err = fmt.Errorf("redlock: node timeout %v must be positive; set it with WithNodeTimeout", c.cfg.nodeTimeout)
 	}
-	if c.err == nil && c.cfg.restartWindow < 0 {
-		c.err = fmt.Errorf("redlock: restart window %v is negative; use WithoutRestartDetection to turn detection off", c.cfg.restartWindow)
+	if c.err == nil && c.cfg.detectRestart && c.cfg.restartWindow <= 0 {
+		c.err = fmt.Errorf("redlock: restart window %v must be positive; set it with WithRestartWindow (WithoutRestartDetection turns detection off)", c.cfg.restartWindow)
 	}
 	c.renew = renewal.New(c.renewBatch)
 	return c
@@ -77,6 +84,7 @@ func (c *Client) setNodes(conns []redislock.Conn) error {
 			}
 		}
 		c.nodes = append(c.nodes, node{conn: conn, name: name})
+		c.state = append(c.state, &nodeState{})
 	}
 	c.quorum = len(conns)/2 + 1
 	return nil
@@ -91,17 +99,43 @@ func sameConn(a, b redislock.Conn) bool {
 func (c *Client) Nodes() int  { return len(c.nodes) }
 func (c *Client) Quorum() int { return c.quorum }
 
-// Close releases every lease still held (waiting at most five seconds),
-// stops renewing and waits for background clean-ups. It does not close the
-// nodes' Redis clients.
+// closeTimeout bounds each of Close's two waits: for the releases of the
+// leases still held, and for the clean-ups.
+const closeTimeout = 5 * time.Second
+
+// Close releases every lease the Client still holds, stops renewing, and
+// finishes the clean-ups: the deletes of what failed attempts took and of
+// what releases could not delete at once. A clean-up gives a node that
+// cannot be reached one last try (bounded by the node timeout) and leaves
+// it; it goes on looking, for up to about four seconds, on a node whose
+// acquire may still land. Close waits at most five seconds for the
+// releases and five more for the clean-ups: after it returns, no key of a
+// failed attempt or of a released lease remains on a node that answered.
+// A key on a node that did not (down, paused or cut off) is on a minority
+// and expires within its TTL. It does not close the nodes' Redis
+// clients. A lease still held ends released (dlock.ErrReleased), or, if no
+// majority confirmed its release, with dlock.ErrLost wrapping ErrClosed.
 func (c *Client) Close() error {
-	first, err := c.leases.Close(5*time.Second, ErrClosed)
+	first, err := c.leases.Close(closeTimeout, ErrClosed)
 	if !first {
 		return nil
 	}
 	c.renew.Close()
-	c.background.Close()
+	close(c.closed)
+	if !c.background.Finish(closeTimeout) {
+		err = errors.Join(err, fmt.Errorf("redlock: Close: clean-ups did not finish within %v; the keys they had to delete expire within their TTL", closeTimeout))
+	}
 	return err
+}
+
+// closing reports whether Close has begun its clean-ups' last pass.
+func (c *Client) closing() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *Client) usable() error {
@@ -145,16 +179,22 @@ func (c *Client) fanOutTo(ctx context.Context, call redislock.Call, only []bool)
 }
 
 // releaseOn deletes token's key, in the background, on the nodes i with
-// todo[i] set. It first waits for an attempt's outstanding replies
-// (pending), so that a slow acquire cannot land after its release, adding
-// the nodes among them that took the key; then it retries each node that
-// cannot be reached until it answers or ttl has passed and the key has
-// expired by itself.
+// todo[i] set, as a clean-up that Close waits for. It first waits for an
+// attempt's outstanding replies (pending), so that a slow acquire cannot
+// land after its release, adding the nodes among them that took the key
+// or may have; then it retries each node that cannot be reached until it
+// answers or ttl has passed and the key has expired by itself, and looks
+// again over a few seconds (cleanupChecks) on a node that answered that it
+// holds no such key, in case the acquire lands late. Once the Client is
+// closing, a node that cannot be reached gets one last try and is left:
+// Close need not wait for a node that is down. When the Client is closed,
+// or runs background.MaxCleanups already, the keys left expire within
+// their TTL.
 func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, call redislock.Call, ttl time.Duration) {
-	c.background.Go(func(stop context.Context) { // after Close, the keys expire within their TTL
+	c.background.Clean(func(stop context.Context) background.Outcome {
 		for range outstanding {
 			r := <-pending
-			if v, err := parseVote(r.res.Val, 0); r.res.Err != nil || err == nil && v.taken {
+			if v, err := parseVote(r.res.Val); r.res.Err != nil && !redisscript.IsReply(r.res.Err) && !unsent(r.res.Err) || err == nil && v.taken {
 				todo[r.node] = true
 			}
 		}
@@ -162,6 +202,7 @@ func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, c
 		defer cancel()
 		absent := make([]int, len(c.nodes)) // see redislock's clean-up checks
 		for n := 1; c.count(todo) > 0; n++ {
+			closing := c.closing()
 			failed := false
 			replies := c.fanOutTo(ctx, call, todo)
 			for range c.count(todo) {
@@ -173,21 +214,42 @@ func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, c
 					if absent[r.node]++; absent[r.node] == len(cleanupChecks) {
 						todo[r.node] = false
 					}
+				case unsent(r.res.Err), closing:
+					todo[r.node] = false // down: nothing to delete that would not expire
 				default:
 					failed = true
 				}
 			}
+			if c.count(todo) == 0 {
+				break
+			}
 			wait := cleanupChecks[min(n-1, len(cleanupChecks)-1)]
+			var closed <-chan struct{} // a node that cannot be reached gets one last try when Close begins
 			if failed {
 				wait, _ = releaseRetry.Backoff(n)
+				closed = c.closed
 			}
+			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
-				return
-			case <-time.After(wait):
+				t.Stop()
+				return background.Cleaned
+			case <-closed:
+				t.Stop()
+			case <-t.C:
 			}
 		}
+		return background.Cleaned
 	})
+}
+
+// unsent reports whether err says that a call never reached its server:
+// no connection could be made. Nothing of the call can land later, and a
+// server that cannot be connected to has nothing to clean up now; what it
+// may bring back from disk expires within its TTL.
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 var releaseRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)

@@ -35,8 +35,14 @@ func backend(servers []*testenv.Redis, open transport) dlocktest.Backend {
 			// Acquire and renewal are decided by the first majority, so a
 			// slow node does not shorten validity; 250ms stays below the
 			// suite's shortest TTL (300ms).
+			//
+			// The restart window is the locker's TTL: every client of a
+			// deployment must use one window, at least its longest TTL,
+			// but the suite's TTLs run from 300ms to a minute, and the
+			// case that restarts the nodes (FencesIncreaseAcrossRestart,
+			// TTL 5s) waits 10s for the restarted nodes to vote again.
 			return newClient(t, addrs, open, redlock.WithNodeTimeout(250*time.Millisecond),
-				redlock.WithObserver(o.Observer)).NewMutex(key, opts...)
+				redlock.WithObserver(o.Observer), redlock.WithRestartWindow(o.TTL)).NewMutex(key, opts...)
 		},
 		Sabotage: func(t testing.TB, key string) {
 			each(t, func(s *testenv.Redis) error { _, err := s.Do("DEL", lockKey(key)); return err })

@@ -86,7 +86,7 @@ func TestIntegrationKillMinorityAndMajority(t *testing.T) {
 	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
 	age(t, servers)
 	ttl := 300 * time.Millisecond
-	c := newClient(t, addrsOf(servers), goRedis)
+	c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(time.Second))
 	m := c.NewMutex("kill", redlock.WithTTL(ttl))
 	ctx := timeout(t, 30*time.Second)
 
@@ -120,7 +120,7 @@ func TestIntegrationKillMinorityAndMajority(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lease, err := m.Lock(timeout(t, 10*time.Second)) // waits out the restart window (one TTL)
+	lease, err := m.Lock(timeout(t, 10*time.Second)) // waits out the restart window (1s, and up to 1s more: uptime is in whole seconds)
 	if err != nil {
 		t.Fatalf("Lock after the restart: %v", err)
 	}

@@ -1,11 +1,16 @@
 package redlock_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,15 +75,51 @@ func addrsOf(servers []*testenv.Redis) []string {
 }
 
 // age makes every node look long-lived, as the nodes of a deployment that
-// has run for a while are: their epoch was created an hour ago. Tests of
-// restart detection restart nodes afterwards.
+// has run for a while are: it writes the epoch hash quorum_acquire.lua
+// keeps, saying that the node's data began, and its server started, an
+// hour ago, at the LASTSAVE it reads now. Tests of restart detection
+// restart nodes afterwards: a restart changes LASTSAVE, and the script
+// then reads the real uptime.
 func age(t testing.TB, servers []*testenv.Redis) {
 	created := fmt.Sprint(time.Now().Add(-time.Hour).UnixMilli())
 	for _, s := range servers {
-		if _, err := s.Do("HSET", "dlock:epoch", "id", "test", "created", created); err != nil {
+		saved, err := s.Do("LASTSAVE")
+		if err == nil {
+			_, err = s.Do("HSET", "dlock:epoch", "created", created, "boot", created, "seen", saved)
+		}
+		if err != nil {
 			t.Fatalf("aging %s: %v", s.Addr(), err)
 		}
 	}
+}
+
+// settle waits until every server's LASTSAVE is two seconds old, as
+// quorum_acquire.lua waits before it trusts a LASTSAVE reading: tests that
+// restore a node's data from a snapshot or an append-only file call it
+// before age, so that the restored reading cannot match the restarted
+// server's in the same second, a match the script rules out.
+func settle(t testing.TB, servers []*testenv.Redis) {
+	for _, s := range servers {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			saved, err1 := s.Do("LASTSAVE")
+			now, err2 := s.Do("TIME")
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatalf("settling %s: %v", s.Addr(), err)
+			}
+			sec, _, _ := strings.Cut(now, "\n")
+			if a, b := atoi(saved), atoi(sec); a > 0 && b > 0 && a <= b-2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: LASTSAVE %s and TIME %s do not settle", s.Addr(), saved, now)
+			}
+		}
+	}
+}
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return n
 }
 
 func lockKey(name string) string { return "dlock:{" + name + "}" }
@@ -105,4 +146,37 @@ func containsToken(vals []string, token string) bool {
 		}
 	}
 	return false
+}
+
+// logBuffer collects what a slog.Logger writes, safely for the goroutines
+// of a Client.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// gone waits until no server holds the lock key: Release returns once a
+// majority has deleted it, and the other deletes follow in the background.
+func gone(t testing.TB, servers []*testenv.Redis, name string) {
+	for deadline := time.Now().Add(5 * time.Second); strings.Join(values(servers, name), "") != ""; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the key is still on some node 5s after Release: %q", values(servers, name))
+		}
+	}
 }

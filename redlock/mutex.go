@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -19,13 +20,14 @@ import (
 // not reentrant and not fair. It is safe for concurrent use; each Lock
 // returns an independent Lease.
 type Mutex struct {
-	c    *Client
-	name string
-	keys keys
-	cfg  config
-	ttl  string // cfg.ttl in milliseconds, as sent
-	err  error
-	ev   *lease.Events // nil without an observer
+	c      *Client
+	name   string
+	keys   keys
+	cfg    config
+	ttl    string // cfg.ttl in milliseconds, as sent
+	window string // the Client's restart window in milliseconds, as sent; "0" when detection is off
+	err    error
+	ev     *lease.Events // nil without an observer
 }
 
 var _ dlock.Locker = (*Mutex)(nil)
@@ -44,9 +46,13 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, "Mutex"),
 		keys: keys{lock: k.Base, fence: k.Fence, channel: k.Channel}}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
+	m.window = "0"
+	if c.cfg.detectRestart {
+		m.window = strconv.FormatInt(ttlMillis(c.cfg.restartWindow), 10)
+	}
 	m.err = rediskeys.CheckName("redlock", name)
 	if m.err == nil {
-		m.err = m.cfg.check(c.cfg.nodeTimeout)
+		m.err = m.cfg.check(c.cfg)
 	}
 	return m
 }
@@ -106,47 +112,16 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 }
 
 func (m *Mutex) check(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
 	if err := m.c.usable(); err != nil {
 		return err
+	}
+	if m.err != nil {
+		return m.err
 	}
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
 	return nil
-}
-
-// restartWindow is how long a node whose epoch is younger must abstain.
-func (m *Mutex) restartWindow() time.Duration {
-	if !m.c.cfg.detectRestart {
-		return 0
-	}
-	return max(m.c.cfg.restartWindow, m.cfg.ttl)
-}
-
-// vote is one node's answer to an acquire.
-type vote struct {
-	taken   bool
-	counter uint64
-	timeUS  uint64
-	young   bool // the node is new or lost its data within the restart window
-}
-
-func parseVote(v any, window time.Duration) (vote, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != 5 {
-		return vote{}, fmt.Errorf("unexpected reply %T %v", v, v)
-	}
-	n := make([]int64, 5)
-	for i := range a {
-		if n[i], ok = a[i].(int64); !ok {
-			return vote{}, fmt.Errorf("unexpected reply element %T %v", a[i], a[i])
-		}
-	}
-	return vote{taken: n[0] == 1, counter: uint64(max(n[1], 0)), timeUS: uint64(max(n[2], 0)),
-		young: time.Duration(n[3])*time.Millisecond < window}, nil
 }
 
 // attempt runs one round of the algorithm: acquire on all nodes, and on a
@@ -155,15 +130,17 @@ func parseVote(v any, window time.Duration) (vote, error) {
 func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	token := dlock.NewToken()
 	start := time.Now()
-	window := m.restartWindow()
 	n, quorum := len(m.c.nodes), m.c.quorum
 	acquire := redislock.Call{Script: redisscript.QuorumAcquire,
-		Keys: []string{m.keys.lock, m.keys.fence, epochKey}, Args: []string{token, m.ttl, dlock.NewToken()}}
+		Keys: []string{m.keys.lock, m.keys.fence, epochKey}, Args: []string{token, m.ttl, m.window}}
 	replies := m.c.fanOut(ctx, acquire)
+	if m.c.cfg.detectRestart {
+		m.c.checkSoon()
+	}
 
 	var (
-		taken    []int // nodes that voted for us
-		young    int   // nodes that took the key but may not vote
+		taken    []int        // nodes that voted for us
+		waiting  []abstention // nodes that took the key but may not vote yet
 		answered int
 		counter  uint64
 		timeUS   uint64
@@ -179,23 +156,25 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			nodeErrs = append(nodeErrs, err)
 			mayHold[r.node] = !redisscript.IsReply(r.res.Err) // the script may have run
 			if redisscript.IsReply(r.res.Err) {
-				hardErrs = append(hardErrs, &NodeError{Node: err.Node,
-					Err: redisscript.Describe("redlock", m.keys.lock, redisscript.QuorumAcquire, r.res.Err)})
+				hardErrs = append(hardErrs, &NodeError{Node: err.Node, Err: m.describe(r.res.Err)})
 			}
 			continue
 		}
-		v, err := parseVote(r.res.Val, window)
+		v, err := parseVote(r.res.Val)
 		if err != nil {
 			nodeErrs = append(nodeErrs, &NodeError{Node: m.c.nodes[r.node].name, Err: err})
 			continue
 		}
-		counter, timeUS = max(counter, v.counter), max(timeUS, v.timeUS)
+		counter, timeUS = max(counter, v.counter), max(timeUS, uint64(max(v.timeUS, 0)))
 		mayHold[r.node] = v.taken
-		switch {
-		case v.taken && v.young:
-			young++
-		case v.taken:
+		if !v.taken {
+			m.c.observe(r.node, v)
+			continue
+		}
+		if ok, a := m.c.judge(r.node, v); ok {
 			taken = append(taken, r.node)
+		} else {
+			waiting = append(waiting, a)
 		}
 	}
 	release := redislock.Call{Script: redisscript.Release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel}}
@@ -211,8 +190,8 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	}
 	if len(taken) < quorum {
 		why := errQuorum("acquire", m.keys.lock, len(taken), quorum, n, nodeErrs)
-		if young > 0 {
-			why = fmt.Errorf("%w (%d more node(s) took the lock but are new or lost their data less than %v ago, and may not vote yet)", why, young, window)
+		if len(waiting) > 0 {
+			why = fmt.Errorf("%w (%s)", why, m.c.abstained(waiting))
 		}
 		return fail(why)
 	}
@@ -243,6 +222,14 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
 	}
 	return g, nil // late replies are part of our lock; Release reaches them
+}
+
+// describe explains an error reply of the acquire script.
+func (m *Mutex) describe(err error) error {
+	if re := (*redislock.ReplyError)(nil); errors.As(err, &re) && strings.HasPrefix(re.Msg, "DLOCKINFO") {
+		return fmt.Errorf("redlock: restart detection needs INFO and LASTSAVE inside scripts, and the node refused (%s); allow both for this user (ACL +info +lastsave), or turn detection off with WithoutRestartDetection: %w", re.Msg, err)
+	}
+	return redisscript.Describe("redlock", m.keys.lock, redisscript.QuorumAcquire, err)
 }
 
 // cancelled returns the context error that ended an attempt, or nil. A

@@ -13,6 +13,9 @@ import (
 const (
 	DefaultTTL         = 30 * time.Second
 	DefaultNodeTimeout = 50 * time.Millisecond
+	// DefaultRestartWindow is the restart window when WithRestartWindow is
+	// not given: the DefaultTTL.
+	DefaultRestartWindow = DefaultTTL
 	// MinTTL is the shortest TTL accepted by any lock.
 	MinTTL = 10 * time.Millisecond
 )
@@ -40,19 +43,27 @@ func WithNodeTimeout(d time.Duration) ClientOption {
 	return func(c *clientConfig) { c.nodeTimeout = d }
 }
 
-// WithRestartWindow sets how long a node that is new or has lost its data
-// (see the package documentation) is kept from voting. A lock's own TTL is
-// always a lower bound, so zero, the default, means "the TTL of the lock
-// being taken". Set it to the longest TTL any process uses on these nodes.
+// WithRestartWindow sets the restart window of the deployment: how long a
+// node whose server restarted (or that this Client saw lose its data) is
+// kept from voting, so that no lease it had granted before can still be
+// valid; see the package documentation. It is a property of the nodes, not
+// of one lock: every Client of the same nodes must use the same window, and
+// a Client refuses a lock whose TTL is longer (WithTTL) with an error
+// naming this option. It must also exceed the disagreement between the
+// nodes' clocks by more than 100ms, for fences to keep increasing when a
+// node loses its data. The default is DefaultRestartWindow (30s); it must
+// be positive.
 func WithRestartWindow(d time.Duration) ClientOption {
 	return func(c *clientConfig) { c.restartWindow = d }
 }
 
 // WithoutRestartDetection lets nodes vote as soon as they answer, even right
 // after a restart that lost their data. That is unsafe: a restarted node can
-// then vote for a second holder while the first one's lease is still valid.
-// It exists for benchmarks and for nodes that persist every write (appendfsync
-// always).
+// then vote for a second holder while the first one's lease is still valid,
+// and its fence counter can go back. It exists for benchmarks. Nodes that
+// persist every write (appendonly yes, appendfsync always) need not turn
+// detection off: a Client that can read their configuration (CONFIG GET)
+// lets them vote at once after a restart.
 func WithoutRestartDetection() ClientOption {
 	return func(c *clientConfig) { c.detectRestart = false }
 }
@@ -70,14 +81,18 @@ func WithObserver(o dlock.Observer) ClientOption {
 
 // WithLogger has every lock of the Client log its events to l, through
 // dlock.LogObserver: losses at Warn, failed renewals and failed
-// acquisitions with a hard error at Info, the rest at Debug. The default is
-// none; a nil l means none. It combines with WithObserver.
+// acquisitions with a hard error at Info, the rest at Debug. It also logs,
+// once per node, what the Client learns about the nodes' configuration:
+// at Info that a node refused CONFIG GET, at Warn that a node may evict
+// lock keys (maxmemory with a maxmemory-policy other than noeviction).
+// The default is none, except that warnings then go to slog.Default(); a
+// nil l means the default. It combines with WithObserver.
 func WithLogger(l *slog.Logger) ClientOption {
 	return func(c *clientConfig) { c.log = l }
 }
 
 func newClientConfig(opts []ClientOption) clientConfig {
-	c := clientConfig{nodeTimeout: DefaultNodeTimeout, detectRestart: true}
+	c := clientConfig{nodeTimeout: DefaultNodeTimeout, restartWindow: DefaultRestartWindow, detectRestart: true}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -97,7 +112,8 @@ type config struct {
 
 // WithTTL sets the lease time; the default is DefaultTTL (30s). It must
 // leave room for the node timeout and the clock-drift allowance (1% of the
-// TTL plus 2ms).
+// TTL plus 2ms), and be no longer than the Client's restart window
+// (WithRestartWindow).
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithoutRenewal makes a fixed lease that the watchdog does not extend.
@@ -116,13 +132,17 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-func (c config) check(nodeTimeout time.Duration) error {
+func (c config) check(cc clientConfig) error {
 	if c.ttl < MinTTL {
 		return fmt.Errorf("redlock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
 	}
-	if drift(c.ttl)+nodeTimeout >= c.ttl {
+	if drift(c.ttl)+cc.nodeTimeout >= c.ttl {
 		return fmt.Errorf("redlock: TTL %v leaves no validity after the drift allowance (%v) and the node timeout (%v); raise WithTTL or lower WithNodeTimeout",
-			c.ttl, drift(c.ttl), nodeTimeout)
+			c.ttl, drift(c.ttl), cc.nodeTimeout)
+	}
+	if cc.detectRestart && c.ttl > cc.restartWindow {
+		return fmt.Errorf("redlock: TTL %v is longer than the Client's restart window %v: a node that restarted could vote for a second holder while a lease it had granted is still valid; give every Client of these nodes WithRestartWindow(%v) or more, or use a shorter TTL",
+			c.ttl, cc.restartWindow, c.ttl)
 	}
 	return dlock.CheckRetry(c.retry)
 }

@@ -142,11 +142,11 @@ func dlockRedlock(transport string) Contender {
 			"ForceSingleClient: true`, other options default"
 	} else {
 		cfg += "; restart detection **on** (the default), the nodes pre-aged instead: after every FLUSHALL the " +
-			"benchmark writes `HSET dlock:epoch id bench created <now − 1h in ms>` on each node, so the real acquire path " +
-			"(epoch read and age check) is measured and the nodes vote at once; node timeout 50ms (default). " +
-			"`NewMutex(key, WithTTL(10s))`, renewal on (default), `Lock` (uncontended: one attempt) + `Release`. " +
-			"Acquire returns when a quorum (3) has voted, then writes the fence to those 3 and waits for all 3; " +
-			"Release waits for all 5."
+			"benchmark writes `HSET dlock:epoch created <now − 1h in ms> boot <the same> seen <LASTSAVE>` on each node, " +
+			"so the real acquire path (LASTSAVE and epoch read, uptime check) is measured and the nodes vote at once; " +
+			"node timeout 50ms (default). `NewMutex(key, WithTTL(10s))`, renewal on (default), `Lock` (uncontended: " +
+			"one attempt) + `Release`. Acquire returns when a quorum (3) has voted, then writes the fence to those 3 " +
+			"and waits for all 3; Release waits for all 5."
 	}
 	return Contender{
 		Name:           "dlock-redlock-" + transport,

@@ -206,9 +206,8 @@ func (c *fanClient) Lock(ctx context.Context, key string) (Release, error) {
 			return err == nil, err
 		})
 	} else {
-		epochID := dlock.NewToken()
-		replies = c.fan(nil, func(rdb *redis.Client) (any, error) {
-			return rdb.EvalSha(ctx, redisscript.QuorumAcquire.SHA1, []string{lock, fenceKey, "dlock:epoch"}, token, "10000", epochID).Result()
+		replies = c.fan(nil, func(rdb *redis.Client) (any, error) { // ARGV[3]: the restart window, 10s
+			return rdb.EvalSha(ctx, redisscript.QuorumAcquire.SHA1, []string{lock, fenceKey, "dlock:epoch"}, token, "10000", "10000").Result()
 		})
 	}
 	var (

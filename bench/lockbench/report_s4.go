@@ -265,9 +265,9 @@ Lock TTL 10s for raw-parallel and dlock; redsync keeps its default expiry (8s).
 
 - Before each of S4a and S4b the floor runs once untimed and is discarded. Within each repetition S4a runs for every
   contender, then S4b, then S4f, each round-robin in an order rotated between repetitions.
-- Before every run each of the %d nodes gets FLUSHALL and then `+"`HSET dlock:epoch id bench created <now − 1h, ms>`"+`:
+- Before every run each of the %d nodes gets FLUSHALL and then `+"`HSET dlock:epoch created <now − 1h, ms> boot <the same> seen <LASTSAVE>`"+`:
   dlock's restart detection stays on (the default) and sees nodes that have been up for an hour, so every node votes
-  at once and the measured acquire is the real one (epoch read, age check). The other contenders ignore the key.
+  at once and the measured acquire is the real one (LASTSAVE and epoch read, uptime check). The other contenders ignore the key.
 - **S4a**: one goroutine, one client (one Redis client per node); each cycle locks a fresh key and releases it;
   latency is one whole cycle; %s warm-up first.
 - **S4b**: %d goroutines share one client; goroutine g locks keys s4b:g:0, s4b:g:1, …; after a %s concurrent warm-up.

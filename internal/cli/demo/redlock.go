@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redlock settings of the demo. The short TTL keeps the restart window,
-// which is one TTL, short enough to watch.
+// Redlock settings of the demo. The restart window is the short TTL, so
+// that a restarted node's wait is short enough to watch.
 const (
 	redlockTTL         = time.Second
 	redlockNodeTimeout = 150 * time.Millisecond // generous, for loaded machines
@@ -43,7 +43,7 @@ func newRedlockWorker(nodes []*testenv.Redis) *redlockWorker {
 		w.rdbs = append(w.rdbs, rdb)
 		conns[i] = goredisconn.New(rdb)
 	}
-	w.client = redlock.New(conns, redlock.WithNodeTimeout(redlockNodeTimeout))
+	w.client = redlock.New(conns, redlock.WithNodeTimeout(redlockNodeTimeout), redlock.WithRestartWindow(redlockTTL))
 	w.mutex = w.client.NewMutex("nightly-report", redlock.WithTTL(redlockTTL), redlock.WithRetry(redlockRetry))
 	return w
 }
@@ -170,7 +170,7 @@ func (d *demo) redlockPart(ctx context.Context) error {
 	atPause := len(b.grants)
 	b.mu.Unlock()
 	d.out.printf("%s  node B paused (SIGSTOP). A alone is no majority, and C, having lost its data, takes the key\n", since(start, paused))
-	d.out.printf("         but does not vote until its new epoch is %v old. Without that, C could vote for a second\n", redlockTTL)
+	d.out.printf("         but does not vote until it has run for the restart window, %v. Without that, C could vote for a second\n", redlockTTL)
 	d.out.printf("         holder while a lease it had granted before it died was still valid on A.\n")
 	// An attempt B answered just before it stopped may still complete: the
 	// stall ends with the first grant that came later.

@@ -1,0 +1,149 @@
+package redlock_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redlock"
+)
+
+// leftKeys returns, for each server, the lock key's value and remaining
+// TTL, or "" when it is absent.
+func leftKeys(t testing.TB, servers []*testenv.Redis, name string) []string {
+	var left []string
+	for _, s := range servers {
+		v, err := s.Do("GET", lockKey(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v != "" {
+			pttl, _ := s.Do("PTTL", lockKey(name))
+			left = append(left, fmt.Sprintf("%s holds %q for %sms", s.Addr(), v, pttl))
+		}
+	}
+	return left
+}
+
+// Issue 17.2: Close waits for the clean-up of failed attempts, so that a
+// process that fails to lock and exits at once (dlock run) leaves nothing
+// behind on the nodes.
+func TestIntegrationCloseFinishesCleanups(t *testing.T) {
+	t.Run("fresh nodes", func(t *testing.T) {
+		// New nodes abstain: the attempt takes the key on all three and
+		// fails, as "dlock run job -- true" did on a new deployment.
+		servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+		ctx := timeout(t, 10*time.Second)
+		c := newClient(t, addrsOf(servers), goRedis)
+		_, err := c.NewMutex("job").TryLock(ctx)
+		if !errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("TryLock on new nodes = %v; want ErrNotObtained", err)
+		}
+		start := time.Now()
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		t.Logf("Close took %v", time.Since(start))
+		if left := leftKeys(t, servers, "job"); len(left) > 0 {
+			t.Errorf("after a failed TryLock and Close: %s", strings.Join(left, "; "))
+		}
+	})
+	t.Run("held elsewhere", func(t *testing.T) {
+		servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+		age(t, servers)
+		for _, s := range servers[:2] {
+			s.Do("SET", lockKey("busy"), "foreign", "PX", "60000")
+		}
+		ctx := timeout(t, 10*time.Second)
+		c := newClient(t, addrsOf(servers), goRedis)
+		if _, err := c.NewMutex("busy").TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("TryLock with 2 of 3 nodes held = %v; want ErrNotObtained", err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if v := values(servers, "busy"); v[0] != "foreign" || v[1] != "foreign" || v[2] != "" {
+			t.Errorf("after a failed TryLock and Close the nodes hold %q; want only the foreign values", v)
+		}
+	})
+	t.Run("concurrent runs", func(t *testing.T) {
+		// Six processes run the same job at once, each with its own
+		// Client: one may hold the lock and releases it; each closes at
+		// once. Afterwards no key is left on any node.
+		servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+		age(t, servers)
+		for round := range 10 {
+			var wg sync.WaitGroup
+			for range 6 {
+				wg.Go(func() {
+					c := redlock.New(conns(t, servers))
+					ctx := timeout(t, 10*time.Second)
+					if l, err := c.NewMutex("shared").TryLock(ctx); err == nil {
+						l.Release(ctx)
+					}
+					if err := c.Close(); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if left := leftKeys(t, servers, "shared"); len(left) > 0 {
+				t.Fatalf("round %d: after 6 runs closed: %s", round, strings.Join(left, "; "))
+			}
+		}
+	})
+}
+
+// conns opens a new go-redis connection to each server.
+func conns(t testing.TB, servers []*testenv.Redis) []redislock.Conn {
+	cs := make([]redislock.Conn, len(servers))
+	for i, s := range servers {
+		cs[i] = goRedis(t, s.Addr())
+	}
+	return cs
+}
+
+// Close does not wait for a node that is down: its clean-ups make one last
+// pass (each call bounded by the node timeout) and stop. What the node may
+// hold expires within its TTL.
+func TestIntegrationCloseWithDeadNode(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	clients := make([]*redlock.Client, len(transports))
+	for i, tr := range transports {
+		clients[i] = newClient(t, addrsOf(servers), tr.open) // rueidis dials at once
+	}
+	servers[2].Kill()
+	for i, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			c := clients[i]
+			ctx := timeout(t, 10*time.Second)
+			for _, name := range []string{"dead-a", "dead-b"} {
+				l, err := c.NewMutex(name).Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Release(ctx)
+			}
+			start := time.Now()
+			err := c.Close()
+			// Two node timeouts (50ms each: the last acquire's reply, the
+			// last pass) make the bound; a second leaves room for a loaded
+			// machine.
+			if took := time.Since(start); took > time.Second || err != nil {
+				t.Errorf("Close with one of three nodes down took %v (%v); want about two node timeouts", took, err)
+			}
+			for _, name := range []string{"dead-a", "dead-b"} {
+				if left := leftKeys(t, servers[:2], name); len(left) > 0 {
+					t.Errorf("after Close: %s", strings.Join(left, "; "))
+				}
+			}
+		})
+	}
+}
