@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/redis/go-redis/v9"
@@ -68,6 +69,10 @@ type Spec struct {
 	// Warnings are what the command must tell the user before it goes on
 	// (a TLS connection that does not verify the server).
 	Warnings []string
+	// LongestTTL is the longest lease time the command will ask for; with
+	// Redlock it widens the restart window to it, if it is above the
+	// default (redlock.WithRestartWindow).
+	LongestTTL time.Duration
 }
 
 // Kind names the backend: "redis", "redlock" or "zookeeper".

@@ -34,6 +34,7 @@ func Main(args []string, io cmdutil.IO) int {
 	if err == nil {
 		err = checkTarget(&o, spec)
 	}
+	spec.LongestTTL = o.TTL
 	for _, w := range spec.Warnings {
 		fmt.Fprintln(io.Err, "dlock:", w)
 	}

@@ -41,6 +41,7 @@ func Main(args []string, io cmdutil.IO) int {
 	if err != nil {
 		return cmdutil.Fail(io, fmt.Errorf("dlock run: %w", err), cmdutil.ExitUsage)
 	}
+	spec.LongestTTL = o.TTL
 	r := &runner{o: o, io: io, spec: spec}
 	return r.run()
 }
