@@ -84,7 +84,7 @@ func TestIntegrationBenchRedis(t *testing.T) {
 
 func TestIntegrationBenchRedlock(t *testing.T) {
 	d := redisDeployment(t, 3)
-	d.runFlags = []string{"--ttl", "1s"} // the new nodes vote one TTL after first use
+	d.runFlags = []string{"--ttl", "1s", "--restart-window", "1s"} // new servers vote once up for the window
 	benchSuite(t, d, "redlock", 3)
 }
 

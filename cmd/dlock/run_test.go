@@ -95,10 +95,11 @@ func zkDeployment(t testing.TB) deployment {
 func TestIntegrationRedis(t *testing.T) { runSuite(t, redisDeployment(t, 1)) }
 func TestIntegrationRedlock(t *testing.T) {
 	d := redisDeployment(t, 3)
-	// New nodes do not vote for one TTL after first use (they cannot be
-	// told from nodes that lost their data); a short TTL keeps that wait
-	// short. Tests that need another TTL give theirs later on the line.
-	d.runFlags = []string{"--ttl", "2s"}
+	// Nodes whose servers started less than the restart window ago do not
+	// vote (they cannot be told from nodes that lost their data); a short
+	// window and TTL keep that wait short. Tests that need another TTL
+	// give theirs later on the line.
+	d.runFlags = []string{"--ttl", "2s", "--restart-window", "2s"}
 	runSuite(t, d)
 }
 func TestIntegrationZooKeeper(t *testing.T) {

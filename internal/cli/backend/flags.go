@@ -38,9 +38,10 @@ func IsConnectionEnv(kv string) bool {
 
 // Flags are the backend flags that run, inspect, release and bench share.
 type Flags struct {
-	Redis urlList
-	ZK    string
-	TLS   TLSFlags
+	Redis         urlList
+	ZK            string
+	TLS           TLSFlags
+	RestartWindow time.Duration // Redlock; 0: redlock's default
 }
 
 // Register adds --redis and --zk to fs.
@@ -48,6 +49,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
 	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
 	f.TLS.register(fs)
+	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s, or --ttl if longer")
 }
 
 // urlList is a repeatable flag.
@@ -71,8 +73,11 @@ type Spec struct {
 	Warnings []string
 	// LongestTTL is the longest lease time the command will ask for; with
 	// Redlock it widens the restart window to it, if it is above the
-	// default (redlock.WithRestartWindow).
+	// window (redlock.WithRestartWindow).
 	LongestTTL time.Duration
+	// RestartWindow is Redlock's restart window; 0 means redlock's
+	// default.
+	RestartWindow time.Duration
 }
 
 // Kind names the backend: "redis", "redlock" or "zookeeper".
@@ -105,7 +110,10 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	case len(urls) == 2:
 		return Spec{}, cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
 	}
-	var spec Spec
+	if f.RestartWindow < 0 {
+		return Spec{}, cmdutil.Usagef("--restart-window %v is negative", f.RestartWindow)
+	}
+	spec := Spec{RestartWindow: f.RestartWindow}
 	f.TLS.resolve(getenv)
 	if zkList != "" {
 		if f.TLS.given() {

@@ -93,12 +93,13 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		return nil, fmt.Errorf("only %d of %d Redis masters answer; Redlock needs a majority: %w",
 			len(spec.Redis)-len(errs), len(spec.Redis), errors.Join(errs...))
 	}
-	opts := []redlock.ClientOption{redlock.WithObserver(obs)}
-	if spec.LongestTTL > redlock.DefaultRestartWindow {
-		// A node sits out this long after a restart: as long as the
-		// longest lease it may have granted.
-		opts = append(opts, redlock.WithRestartWindow(spec.LongestTTL))
+	// A node sits out the window after a restart: at least as long as
+	// the longest lease it may have granted.
+	window := spec.RestartWindow
+	if window == 0 {
+		window = redlock.DefaultRestartWindow
 	}
+	opts := []redlock.ClientOption{redlock.WithObserver(obs), redlock.WithRestartWindow(max(window, spec.LongestTTL))}
 	t.quorum = redlock.New(conns, opts...)
 	t.closers = append([]func(){func() { t.quorum.Close() }}, t.closers...)
 	return t, nil

@@ -47,7 +47,7 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl < 0 then
   return redis.error_reply('DLOCKNOTTL dlock lock key ' .. KEYS[1] .. ' exists without an expiry: it was not set by dlock')
 end
-if string.sub(holder, -1) ~= '*' then -- tell the holder's release that someone waits
+if pttl > 0 and string.sub(holder, -1) ~= '*' then -- tell the holder's release that someone waits
   redis.call('SET', KEYS[1], holder .. '*', 'XX', 'PX', pttl)
 end
 return -pttl
