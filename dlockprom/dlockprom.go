@@ -170,8 +170,10 @@ func (c *Collector) ended(lock string, e dlock.Event, result string) {
 
 // released records the end of a lease.
 func (c *Collector) released(lock string, e dlock.Event) {
-	c.holders.WithLabelValues(lock, e.Lock).Dec()
+	// The hold time first: a reader that sees the holders gauge fall sees
+	// the hold that ended too.
 	c.hold.WithLabelValues(lock, e.Lock).Observe(e.Held.Seconds())
+	c.holders.WithLabelValues(lock, e.Lock).Dec()
 }
 
 // Forget deletes every series of the lock called name (after
