@@ -3,7 +3,6 @@ package pglock
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -14,9 +13,8 @@ import (
 // A grant is a Mutex's lease: the row holds its token.
 type grant struct {
 	*lease.State
-	m         *Mutex
-	entry     renewal.Entry
-	releasing atomic.Bool // Release has been called
+	m     *Mutex
+	entry renewal.Entry
 }
 
 var _ dlock.Lease = (*grant)(nil)
@@ -49,10 +47,10 @@ func (g *grant) Refresh(ctx context.Context) error {
 		return err
 	}
 	switch {
-	case !held[0] && g.releasing.Load():
+	case !held[0] && g.Releasing():
 		return dlock.ErrReleased // freed by Release while this was on its way
 	case !held[0]:
-		g.takenOver()
+		g.Lose(dlock.Lost(dlock.ErrTakenOver)) // unless Release began meanwhile
 	case g.Extend(lease.Validity(start, g.m.cfg.ttl)):
 		return nil
 	}
@@ -60,24 +58,11 @@ func (g *grant) Refresh(ctx context.Context) error {
 	return err
 }
 
-// takenOver ends the lease as lost, a renewal or refresh having found
-// the row no longer held by its token; unless its holder has asked to
-// release it. A renewal sent before the release may reach the database
-// after it and find the row freed: that is the release, not a loss, and
-// Release ends the lease. A renewal that finds the row gone before
-// Release is called has found a loss, and ends the lease first.
-func (g *grant) takenOver() {
-	if !g.releasing.Load() {
-		lose(g, dlock.Lost(dlock.ErrTakenOver))
-	}
-}
-
 // Release frees the row if this lease still holds it, and notifies
 // waiters. From the moment it is called, the lease is not renewed, and a
 // renewal already on its way cannot end it as lost.
 func (g *grant) Release(ctx context.Context) error {
-	g.releasing.Store(true)
-	if ended, err := g.Ended(true); ended {
+	if ended, err := g.BeginRelease(); ended {
 		return err
 	}
 	g.m.c.renew.Remove(&g.entry)

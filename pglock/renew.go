@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
 )
@@ -21,7 +22,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	for i, e := range batch {
 		switch l := e.Value.(type) {
 		case *grant:
-			if !l.releasing.Load() { // a lease being released is not renewed
+			if !l.Releasing() { // a lease being released is not renewed
 				grants, at = append(grants, l), append(at, i)
 			}
 		case *session:
@@ -55,7 +56,7 @@ func (c *Client) renewGrants(ctx context.Context, gs []*grant) []time.Time {
 	for i, g := range gs {
 		period := g.m.cfg.ttl / 3
 		switch {
-		case g.releasing.Load():
+		case g.Releasing():
 			// Released while this renewal was on its way: whatever it
 			// found, Release ends the lease.
 		case err != nil:
@@ -64,7 +65,7 @@ func (c *Client) renewGrants(ctx context.Context, gs []*grant) []time.Time {
 			g.RenewFailed(c.describe("renewing", g.Key(), err))
 			next[i] = now.Add(period / 4)
 		case !held[i]:
-			g.takenOver()
+			g.Lose(dlock.Lost(dlock.ErrTakenOver)) // unless Release began meanwhile
 		case g.Extend(lease.Validity(start, g.m.cfg.ttl)):
 			next[i] = now.Add(period)
 		}

@@ -238,6 +238,14 @@ func (s *State) Released() error {
 	return err
 }
 
+// Releasing reports whether the holder has asked to release the lease
+// (see BeginRelease): a renewal need not be sent for it.
+func (s *State) Releasing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.releasing
+}
+
 // Lose ends the lease with err, an error matching dlock.ErrLost that a
 // renewal or refresh found, after reporting EventRenewFailed with it. It
 // does nothing, and reports false, once the lease is being released (see

@@ -62,6 +62,9 @@ func TestLoseWhileReleasingIsIgnored(t *testing.T) {
 	if ended, err := s.BeginRelease(); ended || err != nil {
 		t.Fatalf("BeginRelease of a held lease = %v, %v", ended, err)
 	}
+	if !s.Releasing() {
+		t.Fatal("Releasing is false after BeginRelease")
+	}
 	if s.Lose(lost) {
 		t.Fatal("Lose ended a lease being released")
 	}
