@@ -20,16 +20,18 @@ func TestIntegrationChaos(t *testing.T) {
 	cases := []struct {
 		backend  string
 		duration time.Duration
-		faults   int  // at least
-		defaults bool // clients built as the README says (library timeouts and retries)
+		faults   int      // at least
+		defaults bool     // clients built as the README says (library timeouts and retries)
+		only     []string // the faults to inject; all that apply if nil
 	}{
-		{BackendRedis, 12 * time.Second, 4, false},
-		{BackendRedis, 8 * time.Second, 2, true},
-		{BackendRedisAOF, 8 * time.Second, 2, false},
-		{BackendRedlock3, 12 * time.Second, 4, false},
-		{BackendRedlock3, 8 * time.Second, 2, true},
-		{BackendRedlock5, 8 * time.Second, 2, false},
-		{BackendZK3, 16 * time.Second, 3, false},
+		{BackendRedis, 12 * time.Second, 4, false, nil},
+		{BackendRedis, 8 * time.Second, 2, true, nil},
+		{BackendRedisAOF, 8 * time.Second, 2, false, nil},
+		{BackendRedlock3, 12 * time.Second, 4, false, nil},
+		{BackendRedlock3, 8 * time.Second, 2, true, nil},
+		{BackendRedlock3RDB, 8 * time.Second, 3, false, []string{FaultKill}},
+		{BackendRedlock5, 8 * time.Second, 2, false, nil},
+		{BackendZK3, 16 * time.Second, 3, false, nil},
 	}
 	for _, tc := range cases {
 		name := tc.backend
@@ -43,7 +45,7 @@ func TestIntegrationChaos(t *testing.T) {
 				}
 			}
 			o := Options{Backend: tc.backend, Duration: tc.duration, TTL: 500 * time.Millisecond,
-				Work: 10 * time.Millisecond, SessionTimeout: time.Second, LibraryDefaults: tc.defaults}
+				Work: 10 * time.Millisecond, SessionTimeout: time.Second, LibraryDefaults: tc.defaults, Faults: tc.only}
 			res, err := Run(context.Background(), o)
 			if err != nil {
 				t.Fatal(err)

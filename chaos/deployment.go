@@ -30,6 +30,8 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 		err = d.startRedis(1, testenv.RedisConfig{Persistence: backend == BackendRedisAOF})
 	case BackendRedlock3:
 		err = d.startRedis(3, testenv.RedisConfig{})
+	case BackendRedlock3RDB:
+		err = d.startRedis(3, testenv.RedisConfig{Args: []string{"--save", "1 1"}})
 	case BackendRedlock5:
 		err = d.startRedis(5, testenv.RedisConfig{})
 	case BackendZK3:

@@ -4,7 +4,8 @@
 //
 // Run starts the servers of a backend on loopback ports (one Redis, with
 // or without an fsync'd append-only file; Redlock over 3 or 5 Redis
-// servers; a ZooKeeper ensemble of 3), a Store (the protected resource),
+// servers without persistence, or over 3 that save an RDB snapshot every
+// second; a ZooKeeper ensemble of 3), a Store (the protected resource),
 // and client processes, each reaching each server through a TCP proxy of
 // its own. Every client loops: Lock, enter its critical section, read the
 // Store's set, work, write the set back with one more element, write the
@@ -13,8 +14,9 @@
 // section, as a client paused at the wrong instant could not either.
 //
 // Between quiet gaps, Run injects faults from FaultsFor, round-robin or
-// at random with a seed: kill -9 of a server and its restart, with its
-// data or without; SIGSTOP of a server; latency, blackholes and reset
+// at random with a seed: kill -9 of a server and its restart, with
+// whatever it persisted (nothing, its last snapshot, or every write) or
+// without its data; SIGSTOP of a server; latency, blackholes and reset
 // connections through the proxies; early expiry of the lock key on one
 // Redis server (standing in for a forward jump of its clock); SIGSTOP of
 // the holder's process past its TTL (a GC pause) and a partition of the

@@ -4,15 +4,22 @@ import "slices"
 
 // The backends a run can target, each on local servers the harness starts.
 const (
-	BackendRedis    = "redis"     // one redis-server, no persistence
-	BackendRedisAOF = "redis-aof" // one redis-server, append-only file with fsync always
-	BackendRedlock3 = "redlock3"  // Redlock over 3 independent redis-servers, no persistence
-	BackendRedlock5 = "redlock5"  // Redlock over 5
-	BackendZK3      = "zk3"       // a ZooKeeper ensemble of 3
+	BackendRedis       = "redis"        // one redis-server, no persistence
+	BackendRedisAOF    = "redis-aof"    // one redis-server, append-only file with fsync always
+	BackendRedlock3    = "redlock3"     // Redlock over 3 independent redis-servers, no persistence
+	BackendRedlock3RDB = "redlock3-rdb" // Redlock over 3 redis-servers with RDB snapshots (see below)
+	BackendRedlock5    = "redlock5"     // Redlock over 5
+	BackendZK3         = "zk3"          // a ZooKeeper ensemble of 3
 )
 
+// On BackendRedlock3RDB each server saves an RDB snapshot every second
+// when something changed (save 1 1), Redis's default kind of persistence:
+// kill restarts a server from its last snapshot, which may predate the
+// latest grants, so the server comes back without their keys but with an
+// old epoch and old fence counters.
+
 // Backends lists the backends in the order reports show them.
-var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock5, BackendZK3}
+var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3}
 
 // The faults the scheduler injects. Node faults pick one server; holder
 // faults pick the client holding the lock.
@@ -36,6 +43,9 @@ func FaultsFor(backend string) []string {
 	switch backend {
 	case BackendZK3:
 		return []string{FaultKillEmpty, FaultClientPause, FaultLeaderKill, FaultSession, FaultKill, FaultPause,
+			FaultBlackhole, FaultLatency, FaultReset}
+	case BackendRedlock3RDB: // its point: a server back from an old snapshot
+		return []string{FaultKill, FaultKillEmpty, FaultClientPause, FaultExpire, FaultPause, FaultPartition,
 			FaultBlackhole, FaultLatency, FaultReset}
 	case BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock5:
 		return []string{FaultKillEmpty, FaultClientPause, FaultExpire, FaultKill, FaultPause, FaultPartition,

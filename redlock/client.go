@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
 	"github.com/dlock-go/dlock/redislock"
 )
@@ -176,96 +174,4 @@ func (c *Client) fanOutTo(ctx context.Context, call redislock.Call, only []bool)
 		}()
 	}
 	return out
-}
-
-// releaseOn deletes token's key, in the background, on the nodes i with
-// todo[i] set, as a clean-up that Close waits for. It first waits for an
-// attempt's outstanding replies (pending), so that a slow acquire cannot
-// land after its release, adding the nodes among them that took the key
-// or may have; then it retries each node that cannot be reached until it
-// answers or ttl has passed and the key has expired by itself, and looks
-// again over a few seconds (cleanupChecks) on a node that answered that it
-// holds no such key, in case the acquire lands late. Once the Client is
-// closing, a node that cannot be reached gets one last try and is left:
-// Close need not wait for a node that is down. When the Client is closed,
-// or runs background.MaxCleanups already, the keys left expire within
-// their TTL.
-func (c *Client) releaseOn(todo []bool, pending <-chan reply, outstanding int, call redislock.Call, ttl time.Duration) {
-	c.background.Clean(func(stop context.Context) background.Outcome {
-		for range outstanding {
-			r := <-pending
-			if v, err := parseVote(r.res.Val); r.res.Err != nil && !redisscript.IsReply(r.res.Err) && !unsent(r.res.Err) || err == nil && v.taken {
-				todo[r.node] = true
-			}
-		}
-		ctx, cancel := context.WithTimeout(stop, ttl)
-		defer cancel()
-		absent := make([]int, len(c.nodes)) // see redislock's clean-up checks
-		for n := 1; c.count(todo) > 0; n++ {
-			closing := c.closing()
-			failed := false
-			replies := c.fanOutTo(ctx, call, todo)
-			for range c.count(todo) {
-				r := <-replies
-				switch {
-				case r.res.Err == nil && positive(r.res.Val):
-					todo[r.node] = false // deleted
-				case r.res.Err == nil || redisscript.IsReply(r.res.Err):
-					if absent[r.node]++; absent[r.node] == len(cleanupChecks) {
-						todo[r.node] = false
-					}
-				case unsent(r.res.Err), closing:
-					todo[r.node] = false // down: nothing to delete that would not expire
-				default:
-					failed = true
-				}
-			}
-			if c.count(todo) == 0 {
-				break
-			}
-			wait := cleanupChecks[min(n-1, len(cleanupChecks)-1)]
-			var closed <-chan struct{} // a node that cannot be reached gets one last try when Close begins
-			if failed {
-				wait, _ = releaseRetry.Backoff(n)
-				closed = c.closed
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return background.Cleaned
-			case <-closed:
-				t.Stop()
-			case <-t.C:
-			}
-		}
-		return background.Cleaned
-	})
-}
-
-// unsent reports whether err says that a call never reached its server:
-// no connection could be made. Nothing of the call can land later, and a
-// server that cannot be connected to has nothing to clean up now; what it
-// may bring back from disk expires within its TTL.
-func unsent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
-var releaseRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
-
-// cleanupChecks are the pauses between the checks a clean-up makes after
-// finding its key absent on a node: a request delayed on a dead connection
-// (a paused server reads its buffers when it resumes) can still set the key
-// after a first check.
-var cleanupChecks = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second, 3 * time.Second}
-
-func (c *Client) count(todo []bool) int {
-	n := 0
-	for _, t := range todo {
-		if t {
-			n++
-		}
-	}
-	return n
 }

@@ -5,27 +5,39 @@
 //
 // An attempt sends one script to every node at once, each call bounded by
 // the node timeout (WithNodeTimeout, 50ms by default). On each node the
-// script sets the lock key with SET NX PX and, in the same round trip,
-// returns the node's fence counter, its clock, how long its server has been
-// running and the age of its data (see below). The attempt is decided as soon as a majority (N/2+1) has voted for
-// it, or so many have refused or failed that a majority is out of reach; it
+// script sets the lock key with SET NX PX and, in the same step,
+// increments the node's fence counter and reports its clock, how long its
+// server has been running and the age of its data (see below). The attempt
+// is decided as soon as a majority (N/2+1) has voted for it, or so many
+// have refused, failed or abstained that a majority is out of reach; it
 // does not wait for slow nodes. A failed attempt deletes its key on every
-// node, including those that had not answered yet, in the background;
-// Close waits for these clean-ups (at most five seconds; a node that cannot
-// be reached gets one last try), so that a process that fails to lock and
-// exits at once leaves no key on a node that answered.
+// node that took it, or may still take it (a call that timed out), in the
+// background.
 //
 // A won vote is then fenced (below), and the lease is granted only if the
 // remaining validity, TTL − elapsed − (TTL/100 + 2ms), is still positive.
 // Until is the attempt's start plus the TTL less that drift allowance.
+// When nothing failed, a grant takes one round trip to the nodes and a
+// release one more: the fence is written back only when the nodes'
+// counters disagree.
 //
-// # Extending and losing
+// # Extending, losing and releasing
 //
 // The watchdog extends a lease every TTL/3, with one pipelined round trip
 // per node for all due leases of a Client. An extension counts only if a
 // majority extended it before the current Until; otherwise the lease ends
 // at Until. When more nodes than a majority can spare report that the key
 // is no longer this lease's, the lease ends at once with dlock.ErrTakenOver.
+//
+// Release returns once a majority has deleted the key. The other nodes'
+// deletes finish in the background, retried while a node cannot be
+// reached (until the TTL has passed, when the key has expired by itself)
+// and repeated a few times over four seconds on a node whose acquire may
+// still land late. Close waits for these clean-ups, and for those of
+// failed attempts, at most five seconds; a node that cannot be reached
+// gets one last try, so a node that is down does not hold Close up. After
+// Close, no key of a failed attempt or released lease remains on a node
+// that answered.
 //
 // # Observing
 //
@@ -65,7 +77,8 @@
 //   - RDB snapshots (Redis's default): a restart loads the last snapshot,
 //     which lacks the keys set since, but holds an old epoch and old
 //     fence counters. The uptime starts again (the epoch's LASTSAVE
-//     reading no longer matches), and the node abstains as above.
+//     reading no longer matches), and the node abstains as above. Its
+//     counters are lifted before it votes (see fences, below).
 //   - AOF with appendfsync everysec (or no): a crash loses up to a second
 //     or more of acknowledged writes. Treated as RDB.
 //   - AOF with appendfsync always: every write is on disk before its
@@ -96,28 +109,52 @@
 //
 // # Why fences strictly increase
 //
-// After winning a majority A, the client computes the fence
-// f = max(max of the counters read in A + 1, max of the server clocks read
-// in A, in microseconds) and writes it, as a monotonic maximum, to the nodes
-// of A with a script that does so only while the node still holds this
-// lease's key. Only if a majority W of nodes accepted that write is the lease
-// granted.
+// Each node keeps a fence counter per Cluster slot (see package
+// rediskeys), a plain counter: the acquire script that takes a node's key
+// increments it in the same step, so nodes that took the same keys hold
+// the same value. The script lifts the counter to the node's clock, in
+// microseconds rounded up to 100ms (so that nodes whose clocks agree lift
+// it to the same value), when the counter is missing or below the node's
+// clock reading at the end of the restart window that followed its
+// server's start, and only once that window has passed: within it, a
+// missing counter is not created.
 //
-// Let a later holder win a majority B. W and B are both majorities of the
-// same N nodes, so they share a node n. On n, our fence write happened while
-// n held our key, and the later holder's SET NX happened while n held no
-// key, so after our key had left n: the write came first. If n kept its
-// data, the later holder read a counter of at least f on n and chose a fence
-// of at least f+1. If n lost its data in between, restart detection kept it
-// from voting for the restart window, so the later holder won B after that
-// window, when its nodes' clocks read more than f, which was at most a
-// clock reading taken at least one window earlier, plus one per grant
-// since. Neither argument uses the client's clock, so a client whose
-// clock jumps or that pauses cannot make a later fence smaller; a client
-// paused past its lease keeps an old fence, which is what lets the protected
-// resource refuse it. The second argument alone relies on the nodes' clocks
-// agreeing to within the restart window.
+// The client's fence f is the largest value read from the nodes that took
+// its key (a node without a counter counts its clock, rounded up). If they
+// all read the same value, a majority W (the voters) already holds f, set
+// by the step that took the key. Otherwise f is written back, as a
+// monotonic maximum, to every node that took the key, by a script that
+// writes only while the node still holds this lease's key, and the lease
+// is granted only if a majority W confirmed.
 //
-// Fencing costs one more round trip per acquisition; bench/RESULTS.md
-// measures it.
+// Every counter value, on any node, at any real time t, is at most t + S +
+// 100ms, where S bounds how far ahead of real time a node's clock runs:
+// values come from clock readings rounded up, from increments (one per
+// script, and a script takes more than a microsecond), or are copies of
+// such values. Let a later holder win a majority B. W and B share a node
+// n. On n, the counter reached f while n held our key, and the later
+// holder's script took n's key after ours had left it: it ran later. If n
+// kept its data, that script read at least f+1, and the later fence is
+// larger. If n lost its data in between, at a restart at time r after our
+// grant, it voted for the later holder only once its server had run for
+// the restart window w. Its counter then was missing, or restored from
+// before r and so below r + w on its clock (given w exceeds S plus how
+// far behind a clock runs, S′, plus 100ms), and was lifted, after the
+// window, to a clock reading of at least r + w − S′, more than f ≤ r + S +
+// 100ms; or it had been written back after r, with another attempt's
+// fence, larger than f by the same argument. Neither argument uses a
+// client's clock, so a client whose clock jumps or that pauses cannot make
+// a later fence smaller; a client paused past its lease keeps an old
+// fence, which is what lets the protected resource refuse it. The second
+// relies on the nodes' clocks agreeing to within the restart window less
+// 100ms. A node that loses its data without a restart (above) lifts its
+// counter at once: fences still increase if the loss comes more than
+// S + S′ + 100ms after the last grant.
+//
+// The write-back costs one more round trip. It happens when the counters
+// of the nodes that took the key disagree: on the first grant of a slot
+// whose nodes' clocks straddle a 100ms step, and on a grant after a node
+// missed others (it was down, slow, or held by a failed attempt) or lifted
+// its counter after a restart. Uncontended, with every node up, a grant
+// writes nothing back.
 package redlock

@@ -161,7 +161,9 @@ func TestIntegrationPausedNodes(t *testing.T) {
 }
 
 // When round trips make the acquisition outlast the TTL, the attempt fails
-// and leaves nothing behind.
+// and leaves nothing behind. One round trip within the node timeout always
+// fits the TTL (the node timeout is below the validity); two do not: the
+// nodes' fence counters are made to disagree, so the fence is written back.
 func TestIntegrationSlowAcquisitionFails(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
@@ -178,6 +180,12 @@ func TestIntegrationSlowAcquisitionFails(t *testing.T) {
 		t.Fatal(err)
 	} else {
 		l.Release(ctx)
+	}
+	base := time.Now().UnixMicro() + int64(time.Hour/time.Microsecond)
+	for i, s := range servers {
+		if _, err := s.Do("SET", rediskeys.FenceKey("slow"), fmt.Sprint(base+int64(i)*1000)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, p := range proxies {
 		p.SetLatency(45 * time.Millisecond) // 90ms per round trip: each fits the node timeout, both do not fit the TTL

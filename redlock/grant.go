@@ -17,6 +17,12 @@ type grant struct {
 	*lease.State
 	m     *Mutex
 	entry renewal.Entry
+
+	// What became of the acquire on each node, and its replies still to
+	// come: Release reads them, to know where its key may still land.
+	acq        []acqOutcome
+	acqReplies <-chan reply
+	acqLeft    int
 }
 
 var _ dlock.Lease = (*grant)(nil)
@@ -106,38 +112,66 @@ func (g *grant) Refresh(ctx context.Context) error {
 	return errQuorum("refresh", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
 }
 
-// Release deletes the lock on every node. It returns an error, carrying
-// the NodeErrors, only when no majority confirmed the release; nodes that
-// could not be reached are retried in the background until Close, and
-// their keys expire within the TTL at worst.
+// Release deletes the lock on every node. It returns once a majority has
+// deleted it; the other nodes are handled in the background, and Close
+// waits for them. It returns an error, carrying the NodeErrors, only when
+// no majority confirmed the release; nodes that could not be reached are
+// retried in the background, and their keys expire within the TTL at
+// worst.
 func (g *grant) Release(ctx context.Context) error {
 	if ended, err := g.BeginRelease(); ended {
 		return err
 	}
-	t := g.run(ctx, redisscript.Release, g.m.keys.channel)
-	if len(t.errs) == 0 && t.ok < g.m.c.quorum {
+	c := g.m.c
+	n := len(c.nodes)
+late:
+	for g.acqLeft > 0 { // the acquire's late replies that have come
+		select {
+		case r := <-g.acqReplies:
+			g.acqLeft--
+			g.acq[r.node] = outcomeOf(r)
+		default:
+			break late
+		}
+	}
+	call := redislock.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+	s := c.newSweep(call, g.m.cfg.ttl)
+	s.acq, s.acqLeft, s.acqKnown = g.acqReplies, g.acqLeft, g.acq
+	replies := c.fanOut(ctx, call)
+	ok, answered := 0, 0
+	var errs []error
+	for answered < n && ok < c.quorum {
+		r := <-replies
+		answered++
+		i := r.node
+		switch {
+		case r.res.Err != nil:
+			errs = append(errs, &NodeError{Node: c.nodes[i].name, Err: r.res.Err})
+			if !redisscript.IsReply(r.res.Err) && !unsent(r.res.Err) {
+				s.del[i], s.late[i] = true, g.acq[i] == acqUnknown
+			}
+		case positive(r.res.Val):
+			ok++
+			s.deleted[i] = true
+		case g.acq[i] == acqUnknown:
+			// Not there, but the acquire that failed on this node may
+			// still set it: look again later.
+			s.del[i], s.late[i] = true, true
+		}
+	}
+	s.rel, s.relLeft = replies, n-answered
+	if len(errs) == 0 && ok < c.quorum {
 		g.End(dlock.Lost(dlock.ErrTakenOver))
+		c.start(s)
 		_, err := g.Ended(true)
 		return err
 	}
 	released := g.Released() // not nil if the lease expired while the release was in flight
-	// In the background, keep trying the nodes that could not be reached,
-	// and check again those that did not hold the key: an acquire of this
-	// lease that timed out on such a node may still land there (a node that
-	// was slow or paused executes it late, possibly after this release).
-	todo, some := make([]bool, len(g.m.c.nodes)), false
-	for i := range todo {
-		todo[i] = t.failed[i] || t.absent[i]
-		some = some || todo[i]
+	c.start(s)
+	if ok < c.quorum {
+		return errQuorum("release", g.Key(), ok, c.quorum, n, errs)
 	}
-	if some {
-		call := redislock.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
-		g.m.c.releaseOn(todo, nil, 0, call, g.m.cfg.ttl)
-	}
-	if len(t.errs) > 0 && t.ok < g.m.c.quorum {
-		return errQuorum("release", g.Key(), t.ok, g.m.c.quorum, len(g.m.c.nodes), t.errs)
-	}
-	return released // a majority released it; the rest are retried in the background
+	return released // a majority released it; the rest are handled in the background
 }
 
 // positive reports whether a script's integer reply is at least 1: the

@@ -124,8 +124,9 @@ func (m *Mutex) check(ctx context.Context) error {
 	return nil
 }
 
-// attempt runs one round of the algorithm: acquire on all nodes, and on a
-// majority choose the fence and write it back to a majority; it returns a
+// attempt runs one round of the algorithm: acquire on all nodes; on a
+// majority, choose the fence (writing it back to a majority only if the
+// majority's counters disagree) and check the validity left. It returns a
 // lease, or an error matching ErrNotObtained, or a hard error.
 func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	token := dlock.NewToken()
@@ -139,22 +140,21 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	}
 
 	var (
-		taken    []int        // nodes that voted for us
+		voters   []int // nodes that voted for us, in the order they answered
+		votes    = make([]vote, n)
+		outcome  = make([]acqOutcome, n)
 		waiting  []abstention // nodes that took the key but may not vote yet
 		answered int
-		counter  uint64
-		timeUS   uint64
 		nodeErrs []error
 		hardErrs []error
-		mayHold  = make([]bool, n) // nodes to release on failure: took the key, or may have
 	)
-	for answered < n && len(taken) < quorum && len(taken)+(n-answered) >= quorum {
+	for answered < n && len(voters) < quorum && len(voters)+(n-answered) >= quorum {
 		r := <-replies
 		answered++
+		outcome[r.node] = outcomeOf(r)
 		if r.res.Err != nil {
 			err := &NodeError{Node: m.c.nodes[r.node].name, Err: r.res.Err}
 			nodeErrs = append(nodeErrs, err)
-			mayHold[r.node] = !redisscript.IsReply(r.res.Err) // the script may have run
 			if redisscript.IsReply(r.res.Err) {
 				hardErrs = append(hardErrs, &NodeError{Node: err.Node, Err: m.describe(r.res.Err)})
 			}
@@ -165,21 +165,26 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			nodeErrs = append(nodeErrs, &NodeError{Node: m.c.nodes[r.node].name, Err: err})
 			continue
 		}
-		counter, timeUS = max(counter, v.counter), max(timeUS, uint64(max(v.timeUS, 0)))
-		mayHold[r.node] = v.taken
+		votes[r.node] = v
 		if !v.taken {
 			m.c.observe(r.node, v)
 			continue
 		}
 		if ok, a := m.c.judge(r.node, v); ok {
-			taken = append(taken, r.node)
+			voters = append(voters, r.node)
 		} else {
 			waiting = append(waiting, a)
 		}
 	}
 	release := redislock.Call{Script: redisscript.Release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel}}
 	fail := func(why error) (*grant, error) {
-		m.c.releaseOn(mayHold, replies, n-answered, release, m.cfg.ttl)
+		s := m.c.newSweep(release, m.cfg.ttl)
+		for i, o := range outcome {
+			s.del[i] = o == acqTaken || o == acqUnknown
+			s.late[i] = o == acqUnknown
+		}
+		s.acq, s.acqLeft = replies, n-answered
+		m.c.start(s)
 		if len(hardErrs) > n-quorum { // the servers refuse: retrying cannot help
 			return nil, errors.Join(hardErrs...)
 		}
@@ -188,19 +193,44 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		}
 		return nil, dlock.NotObtained(why)
 	}
-	if len(taken) < quorum {
-		why := errQuorum("acquire", m.keys.lock, len(taken), quorum, n, nodeErrs)
+	if len(voters) < quorum {
+		why := errQuorum("acquire", m.keys.lock, len(voters), quorum, n, nodeErrs)
 		if len(waiting) > 0 {
 			why = fmt.Errorf("%w (%s)", why, m.c.abstained(waiting))
 		}
 		return fail(why)
 	}
 
-	// Fence: larger than every counter read and every server clock, written
-	// back to a majority of nodes that still hold our key.
-	fence := max(counter+1, timeUS)
-	if err := m.writeFence(ctx, taken, token, fence); err != nil {
-		return fail(err)
+	// The replies that came while the vote was counted count too: a
+	// write-back then brings their counters in step as well.
+late:
+	for answered < n {
+		select {
+		case r := <-replies:
+			answered++
+			outcome[r.node] = outcomeOf(r)
+			if v, err := parseVote(r.res.Val); r.res.Err == nil && err == nil {
+				votes[r.node] = v
+				m.c.observe(r.node, v)
+			}
+		default:
+			break late
+		}
+	}
+	fence, agreed := chooseFence(votes, took(outcome))
+	if !agreed {
+		// Every node that took our key, voter or not, or may have: the
+		// fence script writes only where the key is ours, and a node left
+		// out would disagree again at the next grant.
+		var holders []int
+		for i, o := range outcome {
+			if o != acqRefused {
+				holders = append(holders, i)
+			}
+		}
+		if err := m.writeFence(ctx, holders, token, fence); err != nil {
+			return fail(err)
+		}
 	}
 	if cancelled(ctx) != nil { // the caller gave up while we were acquiring
 		return fail(nil)
@@ -210,18 +240,33 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		return fail(fmt.Errorf("redlock: acquiring %q took %v, longer than the TTL %v less the drift allowance", m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
 	g := newGrant(ctx, m, token, fence, until)
+	g.acq, g.acqReplies, g.acqLeft = outcome, replies, n-answered
 	if !m.c.leases.Add(g) {
-		for i := range mayHold {
-			mayHold[i] = true
-		}
 		g.End(dlock.Lost(ErrClosed))
-		m.c.releaseOn(mayHold, replies, n-answered, release, m.cfg.ttl)
+		s := m.c.newSweep(release, m.cfg.ttl)
+		for i := range s.del {
+			s.del[i], s.late[i] = true, outcome[i] != acqTaken && outcome[i] != acqRefused
+		}
+		s.acq, s.acqLeft = replies, n-answered
+		m.c.start(s)
 		return nil, ErrClosed
 	}
 	if m.cfg.renew {
 		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
 	}
 	return g, nil // late replies are part of our lock; Release reaches them
+}
+
+// took returns the nodes whose acquire took the key, voters or not: the
+// fence counts all their counters.
+func took(outcome []acqOutcome) []int {
+	var t []int
+	for i, o := range outcome {
+		if o == acqTaken {
+			t = append(t, i)
+		}
+	}
+	return t
 }
 
 // describe explains an error reply of the acquire script.
@@ -240,33 +285,6 @@ func cancelled(ctx context.Context) error {
 	}
 	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
 		return context.DeadlineExceeded
-	}
-	return nil
-}
-
-// writeFence raises the fence counter to fence on the taken nodes; it needs
-// a majority of nodes that still hold token's key.
-func (m *Mutex) writeFence(ctx context.Context, taken []int, token string, fence uint64) error {
-	only := make([]bool, len(m.c.nodes))
-	for _, i := range taken {
-		only[i] = true
-	}
-	call := redislock.Call{Script: redisscript.QuorumFence, Keys: []string{m.keys.lock, m.keys.fence},
-		Args: []string{token, strconv.FormatUint(fence, 10)}}
-	replies := m.c.fanOutTo(ctx, call, only)
-	ok := 0
-	var nodeErrs []error
-	for range taken {
-		r := <-replies
-		switch {
-		case r.res.Err != nil:
-			nodeErrs = append(nodeErrs, &NodeError{Node: m.c.nodes[r.node].name, Err: r.res.Err})
-		case r.res.Val == int64(1):
-			ok++
-		}
-	}
-	if ok < m.c.quorum {
-		return errQuorum("fence write", m.keys.lock, ok, m.c.quorum, len(m.c.nodes), nodeErrs)
 	}
 	return nil
 }

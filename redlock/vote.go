@@ -8,9 +8,11 @@ import (
 
 // vote is one node's answer to an acquire (quorum_acquire.lua).
 type vote struct {
-	taken   bool
-	counter uint64 // the node's fence counter
-	timeUS  int64  // the node's clock, in microseconds
+	taken bool
+	// counter is the node's fence counter after this acquire, or 0 when
+	// the node has none it may use yet (see quorum_acquire.lua).
+	counter uint64
+	timeUS  int64 // the node's clock, in microseconds
 	// up is at least how long the node's server has been running, and
 	// epochAge the age of its epoch (when its data began); both -1 when
 	// restart detection is off.

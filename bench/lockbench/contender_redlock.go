@@ -145,8 +145,8 @@ func dlockRedlock(transport string) Contender {
 			"benchmark writes `HSET dlock:epoch created <now − 1h in ms> boot <the same> seen <LASTSAVE>` on each node, " +
 			"so the real acquire path (LASTSAVE and epoch read, uptime check) is measured and the nodes vote at once; " +
 			"node timeout 50ms (default). `NewMutex(key, WithTTL(10s))`, renewal on (default), `Lock` (uncontended: " +
-			"one attempt) + `Release`. Acquire returns when a quorum (3) has voted, then writes the fence to those 3 " +
-			"and waits for all 3; Release waits for all 5."
+			"one attempt) + `Release`. Acquire returns when a quorum (3) has voted, and writes the fence back only " +
+			"when their counters disagree; Release returns when a quorum (3) has deleted the key."
 	}
 	return Contender{
 		Name:           "dlock-redlock-" + transport,

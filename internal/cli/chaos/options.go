@@ -48,8 +48,10 @@ or whose key expires early, hands the lock out twice. A stale write
 accepted or a fence regression is never within the limits.
 
 Backends: redis (one server, no persistence), redis-aof (appendfsync
-always), redlock3, redlock5 (Redlock over 3 or 5 servers), zk3 (a
-ZooKeeper ensemble of 3), or all.
+always), redlock3, redlock5 (Redlock over 3 or 5 servers), redlock3-rdb
+(Redlock over 3 servers that save an RDB snapshot every second: kill
+restarts one from its last snapshot), zk3 (a ZooKeeper ensemble of 3), or
+all.
 
 Faults: kill, kill-empty (restart without data), pause (SIGSTOP a
 server), latency, blackhole, reset (connections), expire (the lock key,

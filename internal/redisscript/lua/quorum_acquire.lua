@@ -1,11 +1,12 @@
 -- quorum_acquire: one node's part of a Redlock acquire. Takes the lock if
--- free and reports what the client needs to count this node's vote and to
--- choose the fence, in the same round trip.
+-- free, draws the next value of the fence counter, and reports what the
+-- client needs to count this node's vote, in the same round trip.
 -- KEYS[1] lock key    KEYS[2] fence counter (of the lock's slot)
 -- KEYS[3] node epoch (dlock:epoch)
 -- ARGV[1] owner token ARGV[2] TTL in ms
 -- ARGV[3] restart window in ms, or 0 when restart detection is off
--- Returns {taken (1 or 0), fence counter, server time in microseconds,
+-- Returns {taken (1 or 0), fence counter after this acquire (0 when the
+--          node has none it may use yet), server time in microseconds,
 --          uptime in ms (a lower bound; -1 when detection is off),
 --          epoch age in ms (-1 when detection is off),
 --          holder's remaining TTL in ms (0 when taken)}.
@@ -21,12 +22,16 @@
 -- stored only once LASTSAVE is two seconds old, so that a restart in the
 -- same second cannot read the same LASTSAVE as an epoch restored from a
 -- snapshot.
--- Everything that can fail is read before the first write.
+--
+-- The fence counter is a plain counter, incremented by every acquire that
+-- takes the key, so that nodes that saw the same acquires agree and the
+-- client need not write a fence back. It is lifted to the server clock,
+-- rounded up to 100ms so that nodes with close clocks lift it to the same
+-- value, when it is missing, or when it is below the clock reading at the
+-- end of the restart window that followed the last boot (a counter
+-- restored from an old snapshot) and the window has passed. Within the
+-- window a missing counter is not created: the node may not vote yet.
 redis.replicate_commands()
-local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
-if counter == nil then
-  return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[2] .. ' does not hold a number')
-end
 local window = tonumber(ARGV[3])
 if not window then
   return redis.error_reply('ERR quorum_acquire: the restart window ' .. tostring(ARGV[3]) .. ' is not a number')
@@ -75,10 +80,27 @@ if window > 0 then
   age = nowms - created
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {1, counter, nowus, up, age, 0}
+  local c = redis.pcall('INCR', KEYS[2])
+  if type(c) == 'table' then
+    redis.call('DEL', KEYS[1])
+    if string.find(c.err, 'WRONGTYPE') then
+      return redis.error_reply(c.err)
+    end
+    return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[2] .. ' does not hold a number')
+  end
+  if c == 1 or (window > 0 and c < (boot + window) * 1000) then
+    if window == 0 or up >= window then
+      c = math.ceil(nowus / 100000) * 100000
+      redis.call('SET', KEYS[2], string.format('%.0f', c))
+    elseif c == 1 then
+      redis.call('DEL', KEYS[2])
+      c = 0
+    end
+  end
+  return {1, c, nowus, up, age, 0}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'string' then
   return redis.error_reply('WRONGTYPE dlock lock key ' .. KEYS[1] .. ' holds a ' .. kind)
 end
-return {0, counter, nowus, up, age, redis.call('PTTL', KEYS[1])}
+return {0, 0, nowus, up, age, redis.call('PTTL', KEYS[1])}
