@@ -29,6 +29,12 @@ var (
 	// Until deadline without a successful renewal.
 	ErrExpired = errors.New("dlock: lease expired")
 
+	// ErrMaxHold is the cause wrapped in ErrLost when a lease reached the
+	// longest hold its lock allows (WithMaxHold in every backend): the
+	// watchdog stopped renewing it and the lock was given back, however
+	// busy its holder still was.
+	ErrMaxHold = errors.New("dlock: lease reached its maximum hold time")
+
 	// ErrTakenOver is the cause wrapped in ErrLost when the server reports
 	// that the lock is no longer this lease's: its key was deleted, or it
 	// expired and another owner took it.

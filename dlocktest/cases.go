@@ -608,3 +608,55 @@ func (s *suite) releaseDuringRenewal(t *testing.T) {
 		t.Errorf("%d of %d leases expired before their release, although renewed every TTL/3: the test could not check its subject", n, holders*rounds)
 	}
 }
+
+// maxHold: a renewed lease made with a maximum hold ends by the cap, says
+// ErrMaxHold, and gives the lock back at once: a waiter is granted well
+// before the lock's TTL would have run out, and nothing is left behind.
+func (s *suite) maxHold(t *testing.T) {
+	key := uniqueKey(t)
+	// Renewals every TTL/3 carry Until to the cap; one may be late by more
+	// than a second before the lease would end by ErrExpired instead.
+	ttl, maxHold := 2*time.Second, 3*time.Second
+	a := s.b.NewLocker(t, key, Options{TTL: ttl, MaxHold: maxHold})
+	b := s.b.NewLocker(t, key, Options{TTL: ttl})
+	ctx := ctxFor(t, time.Minute)
+	lease := mustLock(t, ctx, a)
+	granted := time.Now()
+	if lease.Until().After(granted.Add(maxHold)) {
+		t.Fatalf("Until is %v after the grant; the maximum hold is %v", lease.Until().Sub(granted), maxHold)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		l, err := b.Lock(ctx)
+		if err != nil {
+			t.Errorf("waiter's Lock: %v", err)
+			got <- time.Time{}
+			return
+		}
+		got <- time.Now()
+		l.Release(context.WithoutCancel(ctx))
+	}()
+	doneAt := waitDone(t, lease, maxHold+Slack, "the maximum hold")
+	if err := lease.Err(); !errors.Is(err, dlock.ErrMaxHold) || !errors.Is(err, dlock.ErrLost) {
+		t.Fatalf("Err() = %v after the maximum hold; want ErrMaxHold and ErrLost", err)
+	}
+	if err := lease.Release(ctx); !errors.Is(err, dlock.ErrMaxHold) {
+		t.Errorf("Release after the maximum hold: %v; want ErrMaxHold", err)
+	}
+	// The lock is given back when the lease ends; without that the waiter
+	// would wait for the key's TTL (up to a full TTL after the cap).
+	select {
+	case at := <-got:
+		if at.IsZero() {
+			return
+		}
+		if at.Before(doneAt.Add(-Slack)) {
+			t.Errorf("waiter granted %v before the capped lease's Done", doneAt.Sub(at))
+		}
+		if wait := at.Sub(doneAt); wait > ttl/2+Slack {
+			t.Errorf("waiter granted %v after the capped lease ended; want the lock given back at once (within TTL/2)", wait)
+		}
+	case <-time.After(ttl + 2*Slack):
+		t.Fatalf("waiter not granted %v after the capped lease ended", ttl+2*Slack)
+	}
+}

@@ -25,6 +25,9 @@ type Options struct {
 	TTL time.Duration
 	// NoRenewal asks for a fixed lease that the watchdog does not renew.
 	NoRenewal bool
+	// MaxHold, if not 0, caps how long a lease is held (the backend's
+	// WithMaxHold).
+	MaxHold time.Duration
 	// Observer, if not nil, is to receive the events of the client
 	// NewLocker makes (redislock.WithObserver, for instance). Only
 	// RunObserver sets it.
@@ -92,6 +95,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("CancelledDuringAttempt", s.cancelledDuringAttempt)
 	t.Run("FencesIncreaseAcrossRestart", s.fencesAcrossRestart)
 	t.Run("ReleaseDuringRenewal", s.releaseDuringRenewal)
+	t.Run("MaxHold", s.maxHold)
 }
 
 type suite struct{ b Backend }

@@ -72,7 +72,7 @@ func advisoryKey(name string) int64 { return pglock.New(nil).NewSessionMutex(nam
 func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []pglock.Option{pglock.WithTTL(o.TTL)}
+			opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, pglock.WithoutRenewal())
 			}

@@ -23,14 +23,21 @@ var _ dlock.Lease = (*grant)(nil)
 func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *grant {
 	g := &grant{m: m}
 	g.State = lease.New(ctx, m.ev, m.name, token, fence, until, g.forget)
+	if m.cfg.maxHold > 0 {
+		g.CapHold(time.Now().Add(m.cfg.maxHold))
+	}
 	g.entry.Value = g
 	return g
 }
 
-// forget stops renewing an ended lease and drops it from the client.
+// forget stops renewing an ended lease and drops it from the client; a
+// lease that reached its maximum hold frees its row in the background.
 func (g *grant) forget() {
 	g.m.c.renew.Remove(&g.entry)
 	g.m.c.leases.Remove(g)
+	if g.MaxHoldReached() {
+		g.m.c.abandon(g.Key(), g.Token(), 0)
+	}
 }
 
 // Refresh extends the lease to a full TTL from now, on the database's

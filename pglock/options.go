@@ -83,9 +83,10 @@ func WithLogger(l *slog.Logger) ClientOption {
 type Option func(*config)
 
 type config struct {
-	ttl   time.Duration
-	renew bool
-	retry dlock.RetryStrategy
+	ttl     time.Duration
+	renew   bool
+	retry   dlock.RetryStrategy
+	maxHold time.Duration
 }
 
 func newConfig(opts []Option) config {
@@ -101,6 +102,9 @@ func newConfig(opts []Option) config {
 func (c config) check() error {
 	if c.ttl < MinTTL || c.ttl > MaxTTL {
 		return fmt.Errorf("pglock: TTL %v is outside the range %v to %v; set it with WithTTL", c.ttl, MinTTL, MaxTTL)
+	}
+	if c.maxHold < 0 {
+		return fmt.Errorf("pglock: WithMaxHold(%v): want a positive duration, or 0 for no cap", c.maxHold)
 	}
 	return dlock.CheckRetry(c.retry)
 }
@@ -123,6 +127,13 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // and ends, with an error matching dlock.ErrExpired, when its TTL runs out,
 // unless the holder calls Refresh. Renewal is on by default.
 func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+
+// WithMaxHold caps how long one lease can be held, in either mode: the
+// watchdog renews it until d after it was granted and no further, and the
+// lease then ends, with an error matching dlock.ErrMaxHold and
+// dlock.ErrLost, and frees the lock. Until never passes the cap, so Done
+// closes by then. The default is 0: no cap.
+func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }
 
 // WithRetry sets how Lock waits between attempts when a release notice does
 // not arrive; see DefaultRetry. dlock.NoRetry() makes Lock a single attempt,

@@ -58,6 +58,9 @@ const disposeTimeout = 5 * time.Second
 func newSession(ctx context.Context, m *SessionMutex, conn *pgxpool.Conn, pid uint32, before, token string, fence uint64, until time.Time) *session {
 	s := &session{m: m, conn: conn, pid: pid, before: before}
 	s.State = lease.New(ctx, m.ev, m.name, token, fence, until, s.ended)
+	if m.cfg.maxHold > 0 {
+		s.CapHold(time.Now().Add(m.cfg.maxHold))
+	}
 	s.entry.Value = s
 	return s
 }

@@ -94,7 +94,7 @@ func newClient(t testing.TB, d *deployment, open transport, opts ...redislock.Cl
 func backend(d *deployment, open transport) dlocktest.Backend {
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+			opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, redislock.WithoutRenewal())
 			}

@@ -245,6 +245,9 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 	}
 	l := &fairLease{m: m}
 	l.State = lease.New(ctx, m.ev, m.keys.lock, token, uint64(n), until, l.forget)
+	if m.cfg.maxHold > 0 {
+		l.CapHold(time.Now().Add(m.cfg.maxHold))
+	}
 	l.entry.Value = l
 	if !m.c.leases.Add(l) {
 		m.release(context.WithoutCancel(ctx), token)
@@ -295,6 +298,9 @@ var _ dlock.Lease = (*fairLease)(nil)
 func (l *fairLease) forget() {
 	l.m.c.renew.Remove(&l.entry)
 	l.m.c.leases.Remove(l)
+	if l.MaxHoldReached() { // give the lock back, to the head of the queue
+		l.m.c.abandon(Call{Script: redisscript.FairRelease, Keys: []string{l.m.keys.lock, l.m.queue, l.m.times}, Args: []string{l.Token(), l.m.prefix}})
+	}
 }
 
 // Refresh extends the lease to a full TTL from now.

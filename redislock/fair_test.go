@@ -368,7 +368,7 @@ func TestIntegrationFairTryLockAndErrors(t *testing.T) {
 func fairBackend(d *deployment, open transport) dlocktest.Backend {
 	b := backend(d, open)
 	b.NewLocker = func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-		opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+		opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
 		if o.NoRenewal {
 			opts = append(opts, redislock.WithoutRenewal())
 		}

@@ -24,14 +24,21 @@ var _ dlock.Lease = (*grant)(nil)
 func newGrant(ctx context.Context, m *Mutex, token, hold string, fence uint64, until time.Time) *grant {
 	g := &grant{m: m, hold: hold}
 	g.State = lease.New(ctx, m.ev, m.keys.lock, token, fence, until, g.forget)
+	if m.cfg.maxHold > 0 {
+		g.CapHold(time.Now().Add(m.cfg.maxHold))
+	}
 	g.entry.Value = g
 	return g
 }
 
-// forget stops renewing an ended lease and drops it from the client.
+// forget stops renewing an ended lease and drops it from the client; a
+// lease that reached its maximum hold gives the lock back.
 func (g *grant) forget() {
 	g.m.c.renew.Remove(&g.entry)
 	g.m.c.leases.Remove(g)
+	if g.MaxHoldReached() {
+		g.m.c.abandon(g.m.releaseCall(g.Token(), g.hold))
+	}
 }
 
 // Refresh extends the lease to a full TTL from now.

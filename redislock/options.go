@@ -63,9 +63,10 @@ func WithLogger(l *slog.Logger) ClientOption {
 type Option func(*config)
 
 type config struct {
-	ttl   time.Duration
-	renew bool
-	retry dlock.RetryStrategy
+	ttl     time.Duration
+	renew   bool
+	retry   dlock.RetryStrategy
+	maxHold time.Duration
 
 	replicas       int
 	replicaTimeout time.Duration
@@ -88,6 +89,9 @@ func (c config) check() error {
 	if c.replicas < 0 || c.replicas > 0 && (c.replicaTimeout <= 0 || c.replicaTimeout >= c.ttl) {
 		return fmt.Errorf("redislock: WithReplicas(%d, %v): want n >= 1 and a timeout between 0 and the TTL %v", c.replicas, c.replicaTimeout, c.ttl)
 	}
+	if c.maxHold < 0 {
+		return fmt.Errorf("redislock: WithMaxHold(%v): want a positive duration, or 0 for no cap", c.maxHold)
+	}
 	return dlock.CheckRetry(c.retry)
 }
 
@@ -101,6 +105,14 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // and ends, with an error matching dlock.ErrExpired, when its TTL runs out,
 // unless the holder calls Refresh. Renewal is on by default.
 func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+
+// WithMaxHold caps how long one lease of the lock can be held: the
+// watchdog renews it until d after it was granted and no further, and the
+// lease then ends, with an error matching dlock.ErrMaxHold and
+// dlock.ErrLost, and gives the lock back on the server. Until never passes
+// the cap, so Done closes by then. It keeps a holder stuck in a loop from
+// holding the lock for ever. The default is 0: no cap.
+func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }
 
 // WithRetry sets how Lock waits between attempts when a release notice does
 // not arrive; see DefaultRetry. dlock.NoRetry() makes Lock a single attempt,

@@ -21,7 +21,7 @@ func TestIntegrationReentrantConformance(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			b := backend(d, tr.open)
 			b.NewLocker = func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-				opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+				opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
 				if o.NoRenewal {
 					opts = append(opts, redislock.WithoutRenewal())
 				}

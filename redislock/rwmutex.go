@@ -379,6 +379,9 @@ func (rw *RWMutex) grant(ctx context.Context, read bool, token string, fence uin
 		key, ev = rw.readers, rw.readEv
 	}
 	l.State = lease.New(ctx, ev, key, token, fence, until, l.forget)
+	if rw.cfg.maxHold > 0 {
+		l.CapHold(time.Now().Add(rw.cfg.maxHold))
+	}
 	l.entry.Value = l
 	if !rw.c.leases.Add(l) {
 		rw.undo(read, token)
@@ -407,6 +410,9 @@ var _ dlock.Lease = (*rwLease)(nil)
 func (l *rwLease) forget() {
 	l.rw.c.renew.Remove(&l.entry)
 	l.rw.c.leases.Remove(l)
+	if l.MaxHoldReached() {
+		l.rw.c.abandon(l.rw.releaseCall(l.read, l.Token()))
+	}
 }
 
 // Refresh extends the lease to a full TTL from now.

@@ -22,7 +22,7 @@ func backend(servers []*testenv.Redis, open transport) dlocktest.Backend {
 	}
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []redlock.Option{redlock.WithTTL(o.TTL)}
+			opts := []redlock.Option{redlock.WithTTL(o.TTL), redlock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, redlock.WithoutRenewal())
 			}

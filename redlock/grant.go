@@ -31,13 +31,28 @@ var _ dlock.Lease = (*grant)(nil)
 func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *grant {
 	g := &grant{m: m}
 	g.State = lease.New(ctx, m.ev, m.keys.lock, token, fence, until, g.forget)
+	if m.cfg.maxHold > 0 {
+		g.CapHold(time.Now().Add(m.cfg.maxHold))
+	}
 	g.entry.Value = g
 	return g
 }
 
+// forget stops extending an ended lease and drops it from the client; a
+// lease that reached its maximum hold deletes its key from every node in
+// the background.
 func (g *grant) forget() {
 	g.m.c.renew.Remove(&g.entry)
 	g.m.c.leases.Remove(g)
+	if g.MaxHoldReached() {
+		call := redislock.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+		s := g.m.c.newSweep(call, g.m.cfg.ttl)
+		for i := range s.del {
+			s.del[i] = true
+		}
+		s.acq, s.acqLeft, s.acqKnown = g.acqReplies, g.acqLeft, g.acq
+		g.m.c.start(s)
+	}
 }
 
 // tally counts the nodes' answers to a compare-and-act script.

@@ -105,9 +105,10 @@ func newClientConfig(opts []ClientOption) clientConfig {
 type Option func(*config)
 
 type config struct {
-	ttl   time.Duration
-	renew bool
-	retry dlock.RetryStrategy
+	ttl     time.Duration
+	renew   bool
+	retry   dlock.RetryStrategy
+	maxHold time.Duration
 }
 
 // WithTTL sets the lease time; the default is DefaultTTL (30s). It must
@@ -118,6 +119,13 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 
 // WithoutRenewal makes a fixed lease that the watchdog does not extend.
 func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+
+// WithMaxHold caps how long one lease can be held: the watchdog extends it
+// until d after it was granted and no further, and the lease then ends,
+// with an error matching dlock.ErrMaxHold and dlock.ErrLost, and deletes
+// its key from the nodes. Until never passes the cap, so Done closes by
+// then. The default is 0: no cap.
+func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }
 
 // WithRetry sets how Lock waits between attempts; see DefaultRetry.
 func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }
@@ -143,6 +151,9 @@ func (c config) check(cc clientConfig) error {
 	if cc.detectRestart && c.ttl > cc.restartWindow {
 		return fmt.Errorf("redlock: TTL %v is longer than the Client's restart window %v: a node that restarted could vote for a second holder while a lease it had granted is still valid; give every Client of these nodes WithRestartWindow(%v) or more, or use a shorter TTL",
 			c.ttl, cc.restartWindow, c.ttl)
+	}
+	if c.maxHold < 0 {
+		return fmt.Errorf("redlock: WithMaxHold(%v): want a positive duration, or 0 for no cap", c.maxHold)
 	}
 	return dlock.CheckRetry(c.retry)
 }

@@ -20,7 +20,7 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 	servers := []string{z.Addr()}
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []zklock.Option{zklock.WithTTL(o.TTL)}
+			opts := []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, zklock.WithoutRenewal())
 			}

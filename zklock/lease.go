@@ -27,6 +27,7 @@ type node struct {
 	holds    map[*Lease]struct{}
 	read     bool      // an RWMutex node that counts as a reader: a reader's, or a downgraded writer's
 	deadline time.Time // a fixed lease's end; unused when renewed
+	holdEnd  time.Time // WithMaxHold's cap on every hold; zero for none
 	closing  bool      // released, lost or expired: takes no new holds
 	// releasing: the last hold's Release is deleting the node. Its answer
 	// decides how the hold ends; a confirmation or session event in flight
@@ -67,6 +68,9 @@ func newNode(ctx context.Context, q *queue, p pending, token string, fence uint6
 		holds: make(map[*Lease]struct{}), read: q.kind == kindRead}
 	n.entry.Value = n
 	n.deadline = lease.Validity(start, q.cfg.ttl)
+	if q.cfg.maxHold > 0 {
+		n.holdEnd = time.Now().Add(q.cfg.maxHold)
+	}
 	until := lease.Validity(start, n.span())
 	n.mu.Lock()
 	h := n.addHoldLocked(ctx, until, q.ev)
@@ -79,6 +83,9 @@ func newNode(ctx context.Context, q *queue, p pending, token string, fence uint6
 func (n *node) addHoldLocked(ctx context.Context, until time.Time, ev *lease.Events) *Lease {
 	h := &Lease{n: n}
 	h.State = lease.New(ctx, ev, n.q.dir, n.token, n.fence, until, h.ended)
+	if !n.holdEnd.IsZero() {
+		h.CapHold(n.holdEnd)
+	}
 	n.holds[h] = struct{}{}
 	return h
 }

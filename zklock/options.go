@@ -138,8 +138,9 @@ func WithEventCallback(f func(zk.Event)) SessionOption {
 type Option func(*config)
 
 type config struct {
-	ttl   time.Duration
-	renew bool
+	ttl     time.Duration
+	renew   bool
+	maxHold time.Duration
 }
 
 func newConfig(opts []Option) config {
@@ -155,6 +156,9 @@ func newConfig(opts []Option) config {
 func (c config) check() error {
 	if c.ttl < MinTTL {
 		return fmt.Errorf("zklock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
+	}
+	if c.maxHold < 0 {
+		return fmt.Errorf("zklock: WithMaxHold(%v): want a positive duration, or 0 for no cap", c.maxHold)
 	}
 	return nil
 }
@@ -172,3 +176,11 @@ func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } 
 // background, so the lease also ends early if the session cannot be
 // confirmed. Renewal is on by default.
 func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+
+// WithMaxHold caps how long one lease can be held: the watchdog confirms
+// it until d after it was granted and no further, and the lease then ends,
+// with an error matching dlock.ErrMaxHold and dlock.ErrLost, and its node
+// is deleted. Until never passes the cap, so Done closes by then. Holds
+// taken again by the same owner share the first hold's cap. The default
+// is 0: no cap.
+func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }

@@ -7,6 +7,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -42,6 +43,7 @@ type State struct {
 
 	mu        sync.Mutex
 	until     time.Time
+	holdEnd   time.Time // the cap on until set by CapHold; zero for none
 	err       error
 	releasing bool // the holder has asked to release: see BeginRelease
 	timer     *time.Timer
@@ -70,10 +72,40 @@ func (s *State) expire() {
 	if early { // Extend moved the deadline after this timer fired.
 		s.timer.Reset(time.Until(s.until))
 	}
+	capped := !s.holdEnd.IsZero() && !s.until.Before(s.holdEnd)
 	s.mu.Unlock()
-	if !early {
+	switch {
+	case early:
+	case capped:
+		s.End(dlock.Lost(dlock.ErrMaxHold))
+	default:
 		s.End(dlock.Lost(dlock.ErrExpired))
 	}
+}
+
+// CapHold limits the lease to end by end, however it is renewed: Until
+// never moves past end, and a lease that reaches it ends with an error
+// matching dlock.ErrMaxHold. Backends call it once, right after New, for a
+// lock made WithMaxHold, and give the lock back on the server when
+// MaxHoldReached reports true in their onEnd.
+func (s *State) CapHold(end time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdEnd = end
+	if s.err == nil && s.until.After(end) {
+		s.until = end
+		s.timer.Reset(time.Until(end))
+	}
+}
+
+// MaxHoldReached reports whether the lease ended because it reached the
+// cap set by CapHold while its holder was not releasing it: only then
+// must the backend give the lock back itself, since a Release in flight
+// does it.
+func (s *State) MaxHoldReached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.holdEnd.IsZero() && !s.releasing && s.err != nil && errors.Is(s.err, dlock.ErrMaxHold)
 }
 
 // Key returns the lock's name.
@@ -124,6 +156,9 @@ func (s *State) Extend(until time.Time) bool {
 	if s.err != nil {
 		s.mu.Unlock()
 		return false
+	}
+	if !s.holdEnd.IsZero() && until.After(s.holdEnd) {
+		until = s.holdEnd
 	}
 	moved := until.After(s.until)
 	if moved {
@@ -217,12 +252,20 @@ func (s *State) End(err error) bool {
 // releasing. The release's own reply decides how the lease ends, so a
 // backend that calls BeginRelease must end the lease before its Release
 // returns.
+//
+// Only the first call begins a release: a second call made while it is in
+// flight waits for the lease to end and reports ended, so that two
+// goroutines releasing one lease never both talk to the server.
 func (s *State) BeginRelease() (ended bool, err error) {
 	s.mu.Lock()
+	second := s.releasing && s.err == nil
 	if s.err == nil {
 		s.releasing = true
 	}
 	s.mu.Unlock()
+	if second {
+		<-s.done
+	}
 	return s.Ended(true)
 }
 

@@ -127,3 +127,62 @@ func TestReleasedAfterExpiry(t *testing.T) {
 		t.Errorf("Released = %v, Err = %v; want nil, ErrReleased", err, held.Err())
 	}
 }
+
+func TestCapHold(t *testing.T) {
+	start := time.Now()
+	ended := make(chan struct{})
+	s := New(context.Background(), nil, "k", "tok", 7, start.Add(time.Hour), func() { close(ended) })
+	s.CapHold(start.Add(100 * time.Millisecond))
+	if got := s.Until(); !got.Equal(start.Add(100 * time.Millisecond)) {
+		t.Fatalf("Until = %v after CapHold; want the cap", got.Sub(start))
+	}
+	s.Extend(start.Add(time.Hour)) // a renewal cannot pass the cap
+	if got := s.Until(); !got.Equal(start.Add(100 * time.Millisecond)) {
+		t.Fatalf("Until = %v after Extend; want the cap", got.Sub(start))
+	}
+	if s.MaxHoldReached() {
+		t.Fatal("MaxHoldReached while held")
+	}
+	<-ended
+	if err := s.Err(); !errors.Is(err, dlock.ErrMaxHold) || !errors.Is(err, dlock.ErrLost) {
+		t.Errorf("Err = %v; want ErrLost wrapping ErrMaxHold", err)
+	}
+	if !s.MaxHoldReached() {
+		t.Error("MaxHoldReached = false after the cap")
+	}
+
+	// A lease that expires before its cap (its renewals failed) is
+	// expired, not capped.
+	s = New(context.Background(), nil, "k", "tok", 7, time.Now().Add(20*time.Millisecond), nil)
+	s.CapHold(time.Now().Add(time.Hour))
+	<-s.Done()
+	if err := s.Err(); !errors.Is(err, dlock.ErrExpired) || s.MaxHoldReached() {
+		t.Errorf("Err = %v, MaxHoldReached = %v; want ErrExpired, false", err, s.MaxHoldReached())
+	}
+}
+
+func TestSecondReleaseWaitsForTheFirst(t *testing.T) {
+	s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	if ended, _ := s.BeginRelease(); ended {
+		t.Fatal("BeginRelease of a held lease reported ended")
+	}
+	second := make(chan error, 1)
+	go func() {
+		ended, err := s.BeginRelease()
+		if !ended {
+			err = errors.New("the second BeginRelease began a release too")
+		}
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("the second BeginRelease returned (%v) while the first was in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := s.Released(); err != nil {
+		t.Fatalf("Released: %v", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second BeginRelease: %v; want ended with nil", err)
+	}
+}
