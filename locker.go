@@ -8,6 +8,10 @@ import (
 // A Locker obtains one named lock. Implementations are safe for concurrent
 // use by multiple goroutines.
 type Locker interface {
+	// Name returns the lock's name, as given to the constructor that
+	// made it; every Lease of the lock returns it from Key.
+	Name() string
+
 	// Lock blocks until the lock is held, ctx is done, the retry strategy
 	// gives up, or a hard error occurs. When ctx is done first, the error
 	// matches both ErrNotObtained and ctx.Err() under errors.Is; when the
@@ -25,7 +29,9 @@ type Locker interface {
 // A Lease can be lost at any time. Done is closed when the lease ends for
 // any reason, and never later than Until; Err then says why.
 type Lease interface {
-	// Key returns the name of the lock.
+	// Key returns the name of the lock, as given to the constructor that
+	// made it (the lock's Name): not the key, path or row the backend
+	// stores it under.
 	Key() string
 
 	// Token returns the random owner token that identifies this holder on

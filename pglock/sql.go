@@ -19,6 +19,7 @@ type statements struct {
 	ensure, acquire, release, refresh              string
 	sessionAcquire, sessionRefresh, sessionRelease string
 	fence                                          string
+	inspect, forceUnlock, terminate                string
 }
 
 func newStatements(o objects) statements {
@@ -40,6 +41,9 @@ func newStatements(o objects) statements {
 		sessionRefresh: load("session_refresh"),
 		sessionRelease: load("session_release"),
 		fence:          load("fence"),
+		inspect:        load("inspect"),
+		forceUnlock:    load("force_unlock"),
+		terminate:      load("terminate"),
 	}
 }
 

@@ -62,7 +62,7 @@ func Example() {
 	default:
 		fmt.Println("holding", lease.Key(), "with a fence:", lease.Fence() > 0)
 	}
-	// Output: holding dlock:{nightly-report} with a fence: true
+	// Output: holding nightly-report with a fence: true
 }
 
 func ExampleMutex_TryLock() {
@@ -127,7 +127,7 @@ func ExampleStriped() {
 		return
 	}
 	defer lease.Release(ctx)
-	fmt.Println(lease.Key() == fmt.Sprintf("dlock:{inventory:%d}", segments.Stripe("sku-1234")))
+	fmt.Println(lease.Key() == fmt.Sprintf("inventory:%d", segments.Stripe("sku-1234")))
 	// Output: true
 }
 
@@ -148,7 +148,7 @@ func ExampleMultiLock() {
 	}
 	defer lease.Release(ctx)
 	fmt.Println(lease.Key())
-	// Output: dlock:{account-a}+dlock:{account-b}
+	// Output: account-a+account-b
 }
 
 // Readers share the lock; a writer waits for them, and a waiting writer
@@ -245,7 +245,7 @@ func ExampleFairMutex() {
 		return
 	}
 	info, _ := locks.Inspect(ctx, "ticket-queue")
-	fmt.Println(info.Kind, "lock, waiters queued:", info.Queue)
+	fmt.Println(info.Kind, "lock, waiters queued:", info.Waiters)
 	lease.Release(ctx)
-	// Output: exclusive lock, waiters queued: 0
+	// Output: fair-mutex lock, waiters queued: 0
 }

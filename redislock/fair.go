@@ -244,7 +244,7 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 			m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
 	l := &fairLease{m: m}
-	l.State = lease.New(ctx, m.ev, m.keys.lock, token, uint64(n), until, l.forget)
+	l.State = lease.New(ctx, m.ev, m.name, token, uint64(n), until, l.forget)
 	if m.cfg.maxHold > 0 {
 		l.CapHold(time.Now().Add(m.cfg.maxHold))
 	}

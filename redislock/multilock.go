@@ -13,12 +13,6 @@ import (
 	"github.com/dlock-go/dlock"
 )
 
-// A Named lock reports its name; MultiLock orders its locks by it.
-type Named interface {
-	dlock.Locker
-	Name() string
-}
-
 // A MultiLock takes several locks, all or nothing. The locks may live on
 // different Clients, or be of any backend that names its locks. They are
 // always taken in the order of their names, so two MultiLocks that share
@@ -27,15 +21,27 @@ type Named interface {
 // A MultiLock reports no events of its own: each of its locks reports to
 // the observer of its own Client (see WithObserver), as if taken alone.
 type MultiLock struct {
-	locks []Named
+	locks []dlock.Locker
 	err   error
 }
 
 var _ dlock.Locker = (*MultiLock)(nil)
 
+// Name returns the names of the locks, in the order they are taken,
+// joined by "+": the Key of the MultiLock's leases.
+func (ml *MultiLock) Name() string {
+	names := make([]string, len(ml.locks))
+	for i, l := range ml.locks {
+		if l != nil {
+			names[i] = l.Name()
+		}
+	}
+	return strings.Join(names, "+")
+}
+
 // NewMultiLock returns a MultiLock over locks. It never fails: no locks,
 // a nil lock, or one name given twice is reported by Lock and TryLock.
-func NewMultiLock(locks ...Named) *MultiLock {
+func NewMultiLock(locks ...dlock.Locker) *MultiLock {
 	ml := &MultiLock{locks: slices.Clone(locks)}
 	if len(locks) == 0 {
 		ml.err = errors.New("redislock: NewMultiLock needs at least one lock")
@@ -47,7 +53,7 @@ func NewMultiLock(locks ...Named) *MultiLock {
 			return ml
 		}
 	}
-	slices.SortStableFunc(ml.locks, func(a, b Named) int { return cmp.Compare(a.Name(), b.Name()) })
+	slices.SortStableFunc(ml.locks, func(a, b dlock.Locker) int { return cmp.Compare(a.Name(), b.Name()) })
 	for i := 1; i < len(ml.locks); i++ {
 		if ml.locks[i].Name() == ml.locks[i-1].Name() && ml.locks[i] == ml.locks[i-1] {
 			ml.err = fmt.Errorf("redislock: NewMultiLock: lock %q given twice", ml.locks[i].Name())

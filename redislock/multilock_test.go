@@ -72,7 +72,7 @@ func TestIntegrationMultiLockAllOrNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lease.Key() != "dlock:{aon-a}+dlock:{aon-b}+dlock:{aon-c}" {
+	if lease.Key() != "aon-a+aon-b+aon-c" {
 		t.Errorf("Key = %q", lease.Key())
 	}
 	// Losing one lock ends the whole lease.
@@ -133,7 +133,7 @@ func TestIntegrationInspectAndForceUnlock(t *testing.T) {
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := newClient(t, d, goRedis)
-	if info, err := c.Inspect(ctx, "inspected"); err != nil || info.Kind != "free" {
+	if info, err := c.Inspect(ctx, "inspected"); err != nil || info.Kind != dlock.KindFree {
 		t.Fatalf("Inspect of a free lock = %+v, %v", info, err)
 	}
 	rm := c.NewReentrantMutex("inspected", redislock.WithTTL(10*time.Second))
@@ -146,7 +146,7 @@ func TestIntegrationInspectAndForceUnlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Kind != "reentrant" || len(info.Holders) != 1 || info.Holders[0] != (redislock.Holder{Owner: sha1hex("ops"), Holds: 2}) ||
+	if info.Kind != dlock.KindReentrantMutex || len(info.Holders) != 1 || info.Holders[0] != (dlock.Holder{Owner: sha1hex("ops"), Mode: dlock.ModeExclusive, Holds: 2}) ||
 		info.Fence != lease.Fence() || info.TTL <= 0 || info.TTL > 10*time.Second {
 		t.Fatalf("Inspect = %+v; want reentrant, sha1(ops) x2, fence %d, a TTL", info, lease.Fence())
 	}

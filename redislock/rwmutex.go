@@ -158,6 +158,9 @@ type rwSide struct {
 	read bool
 }
 
+// Name returns the RWMutex's name.
+func (s rwSide) Name() string { return s.rw.name }
+
 // events returns the side's Events.
 func (s rwSide) events() *lease.Events {
 	if s.read {
@@ -374,11 +377,11 @@ func (rw *RWMutex) grant(ctx context.Context, read bool, token string, fence uin
 			rw.base, time.Since(start), rw.cfg.ttl))
 	}
 	l := &rwLease{rw: rw, read: read}
-	key, ev := rw.writer, rw.writeEv
+	ev := rw.writeEv
 	if read {
-		key, ev = rw.readers, rw.readEv
+		ev = rw.readEv
 	}
-	l.State = lease.New(ctx, ev, key, token, fence, until, l.forget)
+	l.State = lease.New(ctx, ev, rw.name, token, fence, until, l.forget)
 	if rw.cfg.maxHold > 0 {
 		l.CapHold(time.Now().Add(rw.cfg.maxHold))
 	}

@@ -525,11 +525,11 @@ func TestIntegrationInspectCountsWaitingWriters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Queue == 1 {
+		if info.Waiters == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Inspect with a writer waiting: %+v; want Queue 1", info)
+			t.Fatalf("Inspect with a writer waiting: %+v; want Waiters 1", info)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

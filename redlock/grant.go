@@ -30,7 +30,7 @@ var _ dlock.Lease = (*grant)(nil)
 // newGrant returns the lease; the caller registers it with the client.
 func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *grant {
 	g := &grant{m: m}
-	g.State = lease.New(ctx, m.ev, m.keys.lock, token, fence, until, g.forget)
+	g.State = lease.New(ctx, m.ev, m.name, token, fence, until, g.forget)
 	if m.cfg.maxHold > 0 {
 		g.CapHold(time.Now().Add(m.cfg.maxHold))
 	}

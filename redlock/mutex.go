@@ -57,6 +57,9 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	return m
 }
 
+// Name returns the lock's name, as given to NewMutex.
+func (m *Mutex) Name() string { return m.name }
+
 // TryLock makes one attempt on every node. It returns an error matching
 // dlock.ErrNotObtained when no majority could be taken in time; the error
 // also carries the NodeErrors of nodes that failed.

@@ -6,46 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/dlock-go/dlock"
 	"github.com/go-zookeeper/zk"
 )
-
-// Info describes the lock on one path as the ensemble had it at one
-// moment: which kind of lock uses the path, which nodes hold it, and how
-// many wait.
-type Info struct {
-	Path string
-	// Kind is "free" when the path has no children (or does not exist),
-	// "mutex" for a Mutex (or Curator's InterProcessMutex, or
-	// go-zookeeper's zk.Lock, whose nodes are named alike), "rwmutex",
-	// "semaphore", or "unknown" when the children are not all nodes of one
-	// kind of dlock lock.
-	Kind    string
-	Holders []Holder // the nodes that hold the lock, in queue order
-	Waiters int      // the queued nodes that do not hold it
-	// PermitLimit is a semaphore's number of leases, n, read from its node
-	// names; PermitsInUse is the number of its nodes that hold. Both are 0
-	// for the other kinds.
-	PermitLimit, PermitsInUse int
-	// Nodes lists the children of a path of Kind "unknown", sorted by
-	// name, for the operator to judge; it is nil for the other kinds.
-	Nodes []string
-}
-
-// A Holder is one node that holds a lock.
-type Holder struct {
-	Node    string // the node's name under the lock path
-	Owner   string // the node's data: a dlock lease's owner token (Lease.Token)
-	Session int64  // the ID of the ZooKeeper session that created the node
-	// Fence is the fence of the node's grant, as dlock's locks compute it:
-	// (ctime(path) - 2020-01-01)·2^12 + sequence(node), in milliseconds
-	// (see the package documentation).
-	Fence uint64
-	// Mode is "exclusive" for a mutex, "read" or "write" for an RWMutex, and
-	// "permit" for a semaphore. A writer turned into a reader by Downgrade
-	// is "read".
-	Mode string
-}
 
 // inspectAttempts bounds how many listings Inspect and ForceUnlock take
 // when a node they read vanishes under them (the lock changed hands).
@@ -56,17 +21,22 @@ const inspectAttempts = 5
 // use. It takes one listing of the path's children and one read of each
 // holder (and of a writer whose downgrade lets readers in); if a node
 // vanishes in between, it lists again. A path that does not exist is
-// "free". Inspect creates nothing and watches nothing.
-func (s *Session) Inspect(ctx context.Context, path string) (Info, error) {
+// free. Inspect creates nothing and watches nothing.
+//
+// Info.TTL is 0 (a node lives as long as its session), Info.Fence is the
+// highest holder's fence, and each Holder's Where names its node and
+// session. A Mutex of Curator or go-zookeeper's zk.Lock on the path is
+// reported as dlock.KindMutex: their nodes are named alike.
+func (s *Session) Inspect(ctx context.Context, path string) (dlock.Info, error) {
 	if err := checkPath(path); err != nil {
-		return Info{}, err
+		return dlock.Info{}, err
 	}
 	if err := s.usable(); err != nil {
-		return Info{}, err
+		return dlock.Info{}, err
 	}
 	for attempt := 1; ; attempt++ {
 		sn, err := s.snapshot(ctx, "inspect", path)
-		if err != nil || sn.info.Kind == "free" || sn.info.Kind == "unknown" {
+		if err != nil || sn.info.Kind == dlock.KindFree || sn.info.Kind == dlock.KindUnknown {
 			return sn.info, err
 		}
 		info, vanished, err := s.describeHolders(ctx, sn, attempt == inspectAttempts)
@@ -78,15 +48,16 @@ func (s *Session) Inspect(ctx context.Context, path string) (Info, error) {
 
 // ForceUnlock is an operator's override: it deletes every node that holds
 // the lock on path (a mutex's holder, an RWMutex's readers or writer, a
-// semaphore's leases), decided by the rules Inspect reports, and returns
-// how many it deleted: 0 if nothing was held. The waiters behind those
+// semaphore's leases), decided by the rules Inspect reports, and reports
+// whether it deleted any. The waiters behind those
 // nodes are woken by their watches and take the lock in queue order. A
 // holder's node that vanishes meanwhile (released, or deleted with its
 // session) is not counted and is no error (nor is one whose deletion lost
 // its reply to a broken connection and was found done when tried again),
-// and nodes that came to hold after ForceUnlock's listing are left alone. If a deletion fails, ForceUnlock
-// stops and returns the number deleted so far with the error. On a path of
-// Kind "unknown" it deletes nothing and returns an error saying why.
+// and nodes that came to hold after ForceUnlock's listing are left alone.
+// If a deletion fails, ForceUnlock stops and returns the error, with true
+// if it had deleted a node before. On a path of Kind dlock.KindUnknown it
+// deletes nothing and returns an error saying why.
 //
 // The holders are not told at once. Each finds its node gone at its next
 // confirmation, which comes every third of its lease time (the smaller of
@@ -95,19 +66,19 @@ func (s *Session) Inspect(ctx context.Context, path string) (Info, error) {
 // holder cut off from the ensemble ends at its Until with dlock.ErrExpired
 // instead. Until then the old holder and the new one may both believe
 // they hold the lock: only their fences tell them apart.
-func (s *Session) ForceUnlock(ctx context.Context, path string) (int, error) {
+func (s *Session) ForceUnlock(ctx context.Context, path string) (bool, error) {
 	if err := checkPath(path); err != nil {
-		return 0, err
+		return false, err
 	}
 	if err := s.usable(); err != nil {
-		return 0, err
+		return false, err
 	}
 	sn, err := s.snapshot(ctx, "force unlock", path)
 	switch {
 	case err != nil:
-		return 0, err
-	case sn.info.Kind == "unknown":
-		return 0, fmt.Errorf("zklock: force unlock %q: %s; nothing was deleted", path, sn.reason)
+		return false, err
+	case sn.info.Kind == dlock.KindUnknown:
+		return false, fmt.Errorf("zklock: force unlock %q: %s; nothing was deleted", path, sn.reason)
 	}
 	deleted := 0
 	for _, i := range sn.held {
@@ -118,21 +89,21 @@ func (s *Session) ForceUnlock(ctx context.Context, path string) (int, error) {
 			deleted++
 		case errors.Is(err, zk.ErrNoNode):
 		default:
-			return deleted, failure("force unlock", path, "deleting "+name, err)
+			return deleted > 0, failure("force unlock", path, "deleting "+name, err)
 		}
 	}
-	return deleted, nil
+	return deleted > 0, nil
 }
 
 // A snapshot is what one listing of a lock path says: its kind, its
 // children in queue order, and which of them hold.
 type snapshot struct {
-	info   Info      // Path, Kind, Waiters and PermitLimit filled in
-	parent *zk.Stat  // the path's, from the listing
-	kids   []child   // sorted by sequence
-	held   []int     // indexes into kids
-	reason string    // why Kind is "unknown"
-	nodes  nodeCache // the nodes read so far
+	info   dlock.Info // Name, Kind, Waiters and PermitLimit filled in
+	parent *zk.Stat   // the path's, from the listing
+	kids   []child    // sorted by sequence
+	held   []int      // indexes into kids
+	reason string     // why Kind is dlock.KindUnknown
+	nodes  nodeCache  // the nodes read so far
 }
 
 // snapshot lists dir's children and decides which hold, with the rules of
@@ -147,7 +118,7 @@ func (s *Session) snapshot(ctx context.Context, call, dir string) (snapshot, err
 			names, parent, err = s.children(ctx, dir)
 			return err
 		})
-		sn := snapshot{info: Info{Path: dir, Kind: "free"}, parent: parent, nodes: nodeCache{}}
+		sn := snapshot{info: dlock.Info{Name: dir, Kind: dlock.KindFree}, parent: parent, nodes: nodeCache{}}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return sn, nil
@@ -159,18 +130,18 @@ func (s *Session) snapshot(ctx context.Context, call, dir string) (snapshot, err
 		kids, k, why := classify(names)
 		if why != "" {
 			slices.Sort(names)
-			sn.info.Kind, sn.info.Nodes, sn.reason = "unknown", names, why
+			sn.info.Kind, sn.info.Detail, sn.reason = dlock.KindUnknown, unknownDetail(why, names), why
 			return sn, nil
 		}
 		sn.kids = kids
 		decide := s.rules(dir, k, kids[0].permits)
 		switch k {
 		case kindLock:
-			sn.info.Kind = "mutex"
+			sn.info.Kind = dlock.KindMutex
 		case kindRead, kindWrite:
-			sn.info.Kind = "rwmutex"
+			sn.info.Kind = dlock.KindRWMutex
 		case kindPermit:
-			sn.info.Kind, sn.info.PermitLimit = "semaphore", kids[0].permits
+			sn.info.Kind, sn.info.PermitLimit = dlock.KindSemaphore, kids[0].permits
 		}
 		vanished := false
 		for i, c := range kids {
@@ -205,40 +176,49 @@ func (s *Session) snapshot(ctx context.Context, call, dir string) (snapshot, err
 // describeHolders reads each holder of sn and returns the Info. It reports
 // vanished if a holder's node has gone (the lock changed hands since the
 // listing), unless last is set: then the holder is left out, as released.
-func (s *Session) describeHolders(ctx context.Context, sn snapshot, last bool) (info Info, vanished bool, err error) {
+func (s *Session) describeHolders(ctx context.Context, sn snapshot, last bool) (info dlock.Info, vanished bool, err error) {
 	info = sn.info
 	for _, i := range sn.held {
 		c := sn.kids[i]
-		n, err := sn.nodes.read(ctx, s, info.Path, c.name)
+		n, err := sn.nodes.read(ctx, s, info.Name, c.name)
 		switch {
 		case errors.Is(err, zk.ErrNoNode) && last:
 			continue
 		case errors.Is(err, zk.ErrNoNode):
-			return Info{}, true, nil
+			return dlock.Info{}, true, nil
 		case err != nil:
-			return Info{}, false, failure("inspect", info.Path, "reading "+c.name, err)
+			return dlock.Info{}, false, failure("inspect", info.Name, "reading "+c.name, err)
 		}
-		h := Holder{Node: c.name, Owner: string(n.data), Session: n.stat.EphemeralOwner,
-			Fence: fenceOf(sn.parent.Ctime, c.seq)}
+		h := dlock.Holder{Owner: string(n.data), Holds: 1, Fence: fenceOf(sn.parent.Ctime, c.seq),
+			Where: fmt.Sprintf("node %s of session 0x%x", c.name, n.stat.EphemeralOwner)}
 		switch c.kind {
 		case kindLock:
-			h.Mode = "exclusive"
+			h.Mode = dlock.ModeExclusive
 		case kindRead:
-			h.Mode = "read"
+			h.Mode = dlock.ModeRead
 		case kindWrite:
-			h.Mode = "write"
+			h.Mode = dlock.ModeWrite
 			if n.stat.Version > 0 {
-				h.Mode = "read" // downgraded
+				h.Mode = dlock.ModeRead // downgraded
 			}
 		case kindPermit:
-			h.Mode = "permit"
+			h.Mode = dlock.ModePermit
 		}
 		info.Holders = append(info.Holders, h)
-	}
-	if info.Kind == "semaphore" {
-		info.PermitsInUse = len(info.Holders)
+		info.Fence = max(info.Fence, h.Fence)
 	}
 	return info, false, nil
+}
+
+// unknownDetail says why a path's children are not one dlock lock's, and
+// lists them (the first 20) for the operator to judge.
+func unknownDetail(why string, names []string) string {
+	shown := names[:min(len(names), 20)]
+	more := ""
+	if len(names) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(names)-len(shown))
+	}
+	return fmt.Sprintf("%s; children: %s%s", why, strings.Join(shown, ", "), more)
 }
 
 // classify parses names, the children of a lock path, and sorts them by

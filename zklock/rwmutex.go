@@ -65,6 +65,9 @@ type rwSide struct {
 	q  *queue
 }
 
+// Name returns the RWMutex's path.
+func (s rwSide) Name() string { return s.rw.Name() }
+
 // Lock takes this side of the lock, waiting until it can or ctx is done.
 func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := s.q.ev.Begin()

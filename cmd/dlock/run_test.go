@@ -308,7 +308,7 @@ func commandNotFound(t *testing.T, d deployment) {
 type report struct {
 	Kind    string `json:"kind"`
 	Held    bool   `json:"held"`
-	Fence   uint64 `json:"fence"`
+	Fence   uint64 `json:"fence,string"`
 	Holders []struct {
 		Owner string `json:"owner"`
 	} `json:"holders"`

@@ -5,31 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock"
 )
 
-// A Report describes one lock, whatever the backend.
+// A Report describes one lock, whatever the backend. Fences are written
+// as strings in JSON: they can exceed 2^53, past which a JSON number loses
+// digits in many readers.
 type Report struct {
 	Name    string `json:"name"`
-	Backend string `json:"backend"`          // "redis", "redlock" or "zookeeper"
-	Where   string `json:"where"`            // addresses, or the ZooKeeper path
-	Kind    string `json:"kind"`             // "free", "exclusive", "reentrant", "read-write", "semaphore", ...
-	Held    bool   `json:"held"`             // anyone holds it
-	Fence   uint64 `json:"fence,omitempty"`  // the latest fence granted (Redis: to any name of the name's Cluster slot)
-	TTLms   int64  `json:"ttl_ms,omitempty"` // time left on the lease (Redis)
+	Backend string `json:"backend"`                // "redis", "redlock" or "zookeeper"
+	Where   string `json:"where"`                  // addresses, or the ZooKeeper path
+	Kind    string `json:"kind"`                   // a dlock.Kind: "free", "mutex", "fair-mutex", "reentrant-mutex", "rwmutex", "semaphore", "unknown"; "split" for Redlock keys on a minority
+	Held    bool   `json:"held"`                   // anyone holds it
+	Fence   uint64 `json:"fence,string,omitempty"` // the latest fence granted (Redis: to any name of the name's Cluster slot)
+	TTLms   int64  `json:"ttl_ms,omitempty"`       // time left on the lease (Redis)
 
-	Holders      []ReportHolder `json:"holders"`
-	Waiters      int            `json:"waiters"`
-	Readers      int            `json:"readers,omitempty"`
-	PermitsInUse int            `json:"permits_in_use,omitempty"`
-	PermitLimit  int            `json:"permit_limit,omitempty"`
+	Holders     []ReportHolder `json:"holders"`
+	Waiters     int            `json:"waiters"`
+	PermitLimit int            `json:"permit_limit,omitempty"`
+	// Detail says what was found on a name of kind "unknown".
+	Detail string `json:"detail,omitempty"`
 	// Nodes is each Redlock master's own view.
 	Nodes []NodeReport `json:"nodes,omitempty"`
-	// Unknown lists children of a ZooKeeper path that no dlock recipe made.
-	Unknown []string `json:"unknown,omitempty"`
 	// Forced is the note of the last "dlock release --force" of the
 	// lock, for a day (Redis): who removed how many holders, and when.
 	Forced string `json:"forced,omitempty"`
@@ -37,12 +36,11 @@ type Report struct {
 
 // A ReportHolder is one holder of a lock.
 type ReportHolder struct {
-	Owner   string `json:"owner"`             // the holder's token
-	Holds   int    `json:"holds,omitempty"`   // hold count (reentrant locks)
-	Mode    string `json:"mode,omitempty"`    // "exclusive", "read", "write" or "permit"
-	Fence   uint64 `json:"fence,omitempty"`   // this holder's fence, where the backend knows it
-	Session string `json:"session,omitempty"` // ZooKeeper session, in hex
-	Node    string `json:"node,omitempty"`    // ZooKeeper node
+	Owner string `json:"owner"`                  // the holder's token
+	Mode  string `json:"mode"`                   // "exclusive", "read", "write" or "permit"
+	Holds int    `json:"holds,omitempty"`        // hold count (reentrant locks)
+	Fence uint64 `json:"fence,string,omitempty"` // this holder's fence, where the backend knows it
+	Where string `json:"where,omitempty"`        // where the backend keeps the hold (ZooKeeper: node and session)
 }
 
 // A NodeReport is one Redlock master's view of a lock.
@@ -50,7 +48,7 @@ type NodeReport struct {
 	Addr   string `json:"addr"`
 	Kind   string `json:"kind,omitempty"`
 	Holder string `json:"holder,omitempty"`
-	Fence  uint64 `json:"fence,omitempty"`
+	Fence  uint64 `json:"fence,string,omitempty"`
 	TTLms  int64  `json:"ttl_ms,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
@@ -65,9 +63,9 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		if err != nil {
 			return r, err
 		}
-		fromRedis(&r, info)
+		r.fill(info)
 	case t.quorum != nil:
-		var ok []redislock.Info
+		var ok []dlock.Info
 		var errs []error
 		for i, c := range t.nodes {
 			n := NodeReport{Addr: t.spec.Redis[i].Addr}
@@ -75,7 +73,7 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 			if err != nil {
 				n.Error, errs = err.Error(), append(errs, fmt.Errorf("%s: %w", n.Addr, err))
 			} else {
-				n.Kind, n.Fence, n.TTLms = info.Kind, info.Fence, info.TTL.Milliseconds()
+				n.Kind, n.Fence, n.TTLms = string(info.Kind), info.Fence, info.TTL.Milliseconds()
 				if len(info.Holders) > 0 {
 					n.Holder = info.Holders[0].Owner
 				}
@@ -93,39 +91,20 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		if err != nil {
 			return r, err
 		}
-		r.Kind, r.Held, r.Waiters = info.Kind, len(info.Holders) > 0, info.Waiters
-		r.PermitsInUse, r.PermitLimit, r.Unknown = info.PermitsInUse, info.PermitLimit, info.Nodes
-		r.Holders = []ReportHolder{}
-		for _, h := range info.Holders {
-			r.Holders = append(r.Holders, ReportHolder{Owner: h.Owner, Mode: h.Mode, Fence: h.Fence,
-				Session: "0x" + strconv.FormatInt(h.Session, 16), Node: h.Node})
-			r.Fence = max(r.Fence, h.Fence)
-			if h.Mode == "read" {
-				r.Readers++
-			}
-		}
+		r.fill(info)
+		r.Name = name
 	}
 	return r, nil
 }
 
-func fromRedis(r *Report, info redislock.Info) {
-	r.Kind, r.Fence, r.TTLms = info.Kind, info.Fence, info.TTL.Milliseconds()
-	r.Waiters, r.Readers = info.Queue, info.Readers
-	r.PermitsInUse, r.PermitLimit = info.PermitsInUse, info.PermitLimit
+// fill copies what an Inspect found into r.
+func (r *Report) fill(info dlock.Info) {
+	r.Kind, r.Held, r.Fence, r.TTLms = string(info.Kind), info.Held(), info.Fence, info.TTL.Milliseconds()
+	r.Waiters, r.PermitLimit, r.Detail = info.Waiters, info.PermitLimit, info.Detail
 	r.Holders = []ReportHolder{}
 	for _, h := range info.Holders {
-		mode := "exclusive"
-		if info.Kind == "semaphore" {
-			mode = "permit"
-		}
-		r.Holders = append(r.Holders, ReportHolder{Owner: h.Owner, Holds: h.Holds, Mode: mode})
+		r.Holders = append(r.Holders, ReportHolder{Owner: h.Owner, Mode: h.Mode, Holds: h.Holds, Fence: h.Fence, Where: h.Where})
 	}
-	if info.Writer != "" {
-		r.Holders = append(r.Holders, ReportHolder{Owner: info.Writer, Holds: 1, Mode: "write"})
-	}
-	r.Held = len(r.Holders) > 0 || info.Readers > 0 || info.PermitsInUse > 0
-	// info.Fence is the counter of the name's slot, which other names
-	// share: the holder's fence is at most that, not that.
 }
 
 // majorityView sums up a Redlock lock: held by an owner only if a majority
@@ -134,7 +113,7 @@ func majorityView(r *Report) {
 	votes := map[string]int{}
 	var ttls = map[string]int64{}
 	r.Holders = []ReportHolder{}
-	r.Kind = "free"
+	r.Kind = string(dlock.KindFree)
 	for _, n := range r.Nodes {
 		r.Fence = max(r.Fence, n.Fence)
 		if n.Holder != "" {
@@ -146,9 +125,9 @@ func majorityView(r *Report) {
 	}
 	for owner, v := range votes {
 		if v > len(r.Nodes)/2 {
-			r.Kind, r.Held, r.TTLms = "exclusive", true, ttls[owner]
-			r.Holders = append(r.Holders, ReportHolder{Owner: owner, Holds: 1, Mode: "exclusive"})
-		} else if r.Kind == "free" {
+			r.Kind, r.Held, r.TTLms = string(dlock.KindMutex), true, ttls[owner]
+			r.Holders = append(r.Holders, ReportHolder{Owner: owner, Holds: 1, Mode: dlock.ModeExclusive})
+		} else if r.Kind == string(dlock.KindFree) {
 			r.Kind = "split" // keys on a minority: a failed or expiring attempt
 		}
 	}
@@ -217,7 +196,8 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 		}
 		return n, nil
 	case t.zk != nil:
-		return t.zk.ForceUnlock(ctx, ZKPath(name))
+		held, err := t.zk.ForceUnlock(ctx, ZKPath(name))
+		return b2i(held), err
 	}
 	return 0, errors.New("not connected")
 }

@@ -145,19 +145,13 @@ func writeTable(out io.Writer, r backend.Report) {
 		if h.Fence != 0 {
 			extra = append(extra, fmt.Sprintf("fence %d", h.Fence))
 		}
-		if h.Session != "" {
-			extra = append(extra, "session "+printable(h.Session))
-		}
-		if h.Node != "" {
-			extra = append(extra, "node "+printable(h.Node))
+		if h.Where != "" {
+			extra = append(extra, printable(h.Where))
 		}
 		row("holder", "%s (%s)", printable(h.Owner), strings.Join(extra, ", "))
 	}
-	if r.Readers > 0 {
-		row("readers", "%d", r.Readers)
-	}
-	if r.PermitLimit > 0 || r.PermitsInUse > 0 {
-		row("permits", "%d of %d in use", r.PermitsInUse, r.PermitLimit)
+	if r.PermitLimit > 0 {
+		row("permits", "%d of %d in use", len(r.Holders), r.PermitLimit)
 	}
 	if r.Fence != 0 {
 		what := "latest granted"
@@ -172,8 +166,8 @@ func writeTable(out io.Writer, r backend.Report) {
 	if r.Backend != "redlock" {
 		row("waiters", "%d", r.Waiters)
 	}
-	for _, u := range r.Unknown {
-		row("unknown", "%s (not made by dlock)", printable(u))
+	if r.Detail != "" {
+		row("found", "%s", printable(r.Detail))
 	}
 	if r.Forced != "" {
 		row("forced", "%s", printable(r.Forced))

@@ -6,7 +6,8 @@
 -- KEYS[6] writer   KEYS[7] readers   KEYS[8] waiting writers' intents
 -- Returns {holder kind ('' when free), pttl, fence, waiters (a fair queue's
 -- length plus the writers waiting), permits in use, permit limit, writer,
--- writer pttl, readers, owner1, holds1, owner2, holds2, ...}.
+-- writer pttl, readers, {reader tokens}, {permit tokens}, owner1, holds1,
+-- owner2, holds2, ...}; at most 1000 readers, permits and owners are listed.
 local function kind(k) return redis.call('TYPE', k)['ok'] end
 -- Values are read at most 256 bytes long: a key that something else wrote
 -- may be huge, and an operator's terminal needs only its start.
@@ -17,17 +18,24 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lock = kind(KEYS[1])
-local out = {dlock_holder(KEYS[1]) or '', redis.call('PTTL', KEYS[1]), '', 0, 0, '', '', -2, 0}
+local out = {dlock_holder(KEYS[1]) or '', redis.call('PTTL', KEYS[1]), '', 0, 0, '', '', -2, 0, {}, {}}
+local function live(k) return redis.call('ZRANGEBYSCORE', k, '(' .. now, '+inf', 'LIMIT', 0, 1000) end
 if kind(KEYS[2]) == 'string' then out[3] = get(KEYS[2]) end
 if kind(KEYS[3]) == 'list' then out[4] = redis.call('LLEN', KEYS[3]) end
 if KEYS[8] and kind(KEYS[8]) == 'zset' then out[4] = out[4] + redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf') end
-if kind(KEYS[4]) == 'zset' then out[5] = redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf') end
+if kind(KEYS[4]) == 'zset' then
+  out[5] = redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf')
+  out[11] = live(KEYS[4])
+end
 if kind(KEYS[5]) == 'string' then out[6] = get(KEYS[5]) end
 if kind(KEYS[6]) == 'string' then
   out[7] = get(KEYS[6])
   out[8] = redis.call('PTTL', KEYS[6])
 end
-if kind(KEYS[7]) == 'zset' then out[9] = redis.call('ZCOUNT', KEYS[7], '(' .. now, '+inf') end
+if kind(KEYS[7]) == 'zset' then
+  out[9] = redis.call('ZCOUNT', KEYS[7], '(' .. now, '+inf')
+  out[10] = live(KEYS[7])
+end
 if out[1] == 'Mutex' or out[1] == 'FairMutex' then
   local owner = get(KEYS[1])
   if string.sub(owner, -1) == '*' then owner = string.sub(owner, 1, -2) end -- a waiter's mark

@@ -1,0 +1,83 @@
+package pglock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/jackc/pgx/v5"
+)
+
+// Inspect reports who holds the lock called name, in either mode, and for
+// how long, in one statement on the database's clock. Info.Kind is
+// dlock.KindMutex while the row is held and dlock.KindFree otherwise (a
+// name never locked included); Info.Fence is the fence of the latest
+// grant, which is the holder's own; Info.TTL is the time left on the row.
+// A holder in session mode has Where naming the backend that holds its
+// advisory lock. Waiters wait for a notice, not in a queue, so
+// Info.Waiters is always 0. Inspect writes nothing.
+func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
+	if err := checkName("lock", name); err != nil {
+		return dlock.Info{}, err
+	}
+	if err := c.usable(); err != nil {
+		return dlock.Info{}, err
+	}
+	info := dlock.Info{Name: name, Kind: dlock.KindFree}
+	var (
+		token     string
+		fence, ms int64
+		pid       int32
+	)
+	err := c.pool.QueryRow(ctx, c.sql.inspect, name, advisoryKey(c.cfg.table, name)).Scan(&token, &fence, &ms, &pid)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return info, nil
+	case err != nil:
+		return dlock.Info{}, c.describe("inspect", name, err)
+	}
+	info.Fence = uint64(max(fence, 0))
+	if token == "" || ms <= 0 {
+		return info, nil
+	}
+	info.Kind, info.TTL = dlock.KindMutex, time.Duration(ms)*time.Millisecond
+	h := dlock.Holder{Owner: token, Mode: dlock.ModeExclusive, Holds: 1, Fence: info.Fence}
+	if pid != 0 {
+		h.Where = fmt.Sprintf("session mode, advisory lock held by backend %d", pid)
+	}
+	info.Holders = []dlock.Holder{h}
+	return info, nil
+}
+
+// ForceUnlock is an operator's override: it frees the lock called name
+// whoever holds it and notifies its waiters, and reports whether it was
+// held. A holder in session mode loses its session first
+// (pg_terminate_backend, which takes the same role as the holder's or
+// pg_signal_backend), so that it learns at once, with an error matching
+// ErrSessionLost, and its advisory lock is free for the next holder. A
+// holder in lease mode learns at its next renewal, when its lease ends
+// with an error matching dlock.ErrTakenOver; until then, only fences tell
+// the old holder and the new one apart.
+func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
+	if err := checkName("lock", name); err != nil {
+		return false, err
+	}
+	if err := c.usable(); err != nil {
+		return false, err
+	}
+	rows, err := c.pool.Query(ctx, c.sql.terminate, advisoryKey(c.cfg.table, name))
+	if err != nil {
+		return false, c.describe("force unlock", name, err)
+	}
+	ended, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil {
+		return false, fmt.Errorf("pglock: force unlock %q: ending the session that holds its advisory lock: %w (the role needs to be the holder's, or a member of pg_signal_backend)", name, err)
+	}
+	tag, err := c.pool.Exec(ctx, c.sql.forceUnlock, name, c.obj.channel)
+	if err != nil {
+		return len(ended) > 0, c.describe("force unlock", name, err)
+	}
+	return tag.RowsAffected() == 1 || len(ended) > 0, nil
+}

@@ -1,0 +1,110 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redislock"
+)
+
+// Inspect reports who holds the lock called name, asking every node at
+// once. The lock is a dlock.KindMutex held by an owner only if a majority
+// of the nodes has that owner's key; Info.TTL is then the least time left
+// on those keys, and Info.Fence is the highest fence counter any node
+// answered (the latest granted to a name of its Cluster slot, on a node
+// that is a Cluster). Keys on a minority (an attempt that failed, or a
+// lease being released) make the lock dlock.KindUnknown, with Detail
+// giving each node's view. It fails unless a majority answers.
+func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
+	if err := rediskeys.CheckName("redlock", name); err != nil {
+		return dlock.Info{}, err
+	}
+	if err := c.usable(); err != nil {
+		return dlock.Info{}, err
+	}
+	call := redislock.Call{Script: redisscript.Inspect, Keys: redisscript.InspectKeys(name)}
+	replies := c.fanOut(ctx, call)
+	views := make([]string, len(c.nodes))
+	owners := map[string]int{}
+	minTTL := map[string]time.Duration{}
+	var errs []error
+	info := dlock.Info{Name: name, Kind: dlock.KindFree}
+	for range c.nodes {
+		r := <-replies
+		n := c.nodes[r.node].name
+		if r.res.Err != nil {
+			errs = append(errs, &NodeError{Node: n, Err: r.res.Err})
+			views[r.node] = n + ": " + r.res.Err.Error()
+			continue
+		}
+		ni, err := redisscript.ParseInfo(name, r.res.Val)
+		if err != nil {
+			errs = append(errs, &NodeError{Node: n, Err: err})
+			views[r.node] = n + ": " + err.Error()
+			continue
+		}
+		info.Fence = max(info.Fence, ni.Fence)
+		views[r.node] = fmt.Sprintf("%s: %s", n, ni.Kind)
+		if len(ni.Holders) > 0 {
+			o := ni.Holders[0].Owner
+			views[r.node] += fmt.Sprintf(" by %s, %v left", o, ni.TTL)
+			owners[o]++
+			if m, ok := minTTL[o]; !ok || ni.TTL < m {
+				minTTL[o] = ni.TTL
+			}
+		}
+	}
+	if answered := len(c.nodes) - len(errs); answered < c.quorum {
+		return dlock.Info{}, errQuorum("inspect", name, answered, c.quorum, len(c.nodes), errs)
+	}
+	for o, votes := range owners {
+		if votes >= c.quorum {
+			info.Kind, info.TTL = dlock.KindMutex, minTTL[o]
+			info.Holders = []dlock.Holder{{Owner: o, Mode: dlock.ModeExclusive, Holds: 1}}
+			return info, nil
+		}
+	}
+	if len(owners) > 0 {
+		info.Kind = dlock.KindUnknown
+		info.Detail = "keys on a minority of the nodes (an attempt that failed, or a lease being released): " + strings.Join(views, "; ")
+	}
+	return info, nil
+}
+
+// ForceUnlock is an operator's override: it deletes the lock called name
+// on every node, whoever holds it, wakes its waiters, and reports whether
+// any node held it. It fails, with the NodeErrors, unless every node
+// answered: a node it could not reach keeps its key until the key's TTL
+// runs out. The holder learns at its next renewal, when its lease ends
+// with an error matching dlock.ErrTakenOver.
+func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
+	if err := rediskeys.CheckName("redlock", name); err != nil {
+		return false, err
+	}
+	if err := c.usable(); err != nil {
+		return false, err
+	}
+	keys, args := redisscript.ForceUnlockCall(name)
+	replies := c.fanOut(ctx, redislock.Call{Script: redisscript.ForceUnlock, Keys: keys, Args: args})
+	held := false
+	var errs []error
+	for range c.nodes {
+		r := <-replies
+		if r.res.Err != nil {
+			errs = append(errs, &NodeError{Node: c.nodes[r.node].name, Err: r.res.Err})
+			continue
+		}
+		held = held || positive(r.res.Val)
+	}
+	if len(errs) > 0 {
+		return held, fmt.Errorf("redlock: force unlock of %q reached %d of %d nodes; the others keep their keys until the TTL runs out: %w",
+			name, len(c.nodes)-len(errs), len(c.nodes), errors.Join(errs...))
+	}
+	return held, nil
+}
