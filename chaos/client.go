@@ -204,7 +204,7 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 	opTimeout := min(cfg.TTL/4, time.Second)
 	switch cfg.Kind {
 	case "zookeeper":
-		s, err := zklock.Connect(ctx, cfg.Addrs, zklock.WithSessionTimeout(cfg.SessionTimeout), zklock.WithObserver(c))
+		s, err := zklock.New(ctx, cfg.Addrs, zklock.WithSessionTimeout(cfg.SessionTimeout), zklock.WithObserver(c))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// The go-zookeeper calls dlock makes, on the Session's connection (see
+// The go-zookeeper calls dlock makes, on the Client's connection (see
 // call), bounded by a context. Each returns everything through await's
 // result: a call abandoned at ctx's end finishes on its own goroutine and
 // must not write to its caller's variables.
@@ -17,7 +17,7 @@ type nodeAnswer struct {
 	watch  <-chan zk.Event
 }
 
-func (s *Session) exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
+func (s *Client) exists(ctx context.Context, path string) (bool, *zk.Stat, error) {
 	a, err := call(ctx, s, func(c *zk.Conn) (nodeAnswer, error) {
 		ok, st, err := c.Exists(path)
 		return nodeAnswer{exists: ok, stat: st}, err
@@ -27,7 +27,7 @@ func (s *Session) exists(ctx context.Context, path string) (bool, *zk.Stat, erro
 
 // existsW is exists with a watch that fires when path is created, deleted
 // or has its data changed, or when the connection is replaced.
-func (s *Session) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+func (s *Client) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
 	a, err := call(ctx, s, func(c *zk.Conn) (nodeAnswer, error) {
 		ok, st, ch, err := c.ExistsW(path)
 		return nodeAnswer{exists: ok, stat: st, watch: ch}, err
@@ -41,7 +41,7 @@ type childrenAnswer struct {
 	watch <-chan zk.Event
 }
 
-func (s *Session) children(ctx context.Context, dir string) ([]string, *zk.Stat, error) {
+func (s *Client) children(ctx context.Context, dir string) ([]string, *zk.Stat, error) {
 	a, err := call(ctx, s, func(c *zk.Conn) (childrenAnswer, error) {
 		names, st, err := c.Children(dir)
 		return childrenAnswer{names: names, stat: st}, err
@@ -51,7 +51,7 @@ func (s *Session) children(ctx context.Context, dir string) ([]string, *zk.Stat,
 
 // childrenW is children with a watch that fires when dir's children
 // change after this listing, or when the connection is replaced.
-func (s *Session) childrenW(ctx context.Context, dir string) ([]string, *zk.Stat, <-chan zk.Event, error) {
+func (s *Client) childrenW(ctx context.Context, dir string) ([]string, *zk.Stat, <-chan zk.Event, error) {
 	a, err := call(ctx, s, func(c *zk.Conn) (childrenAnswer, error) {
 		names, st, ch, err := c.ChildrenW(dir)
 		return childrenAnswer{names: names, stat: st, watch: ch}, err
@@ -62,17 +62,17 @@ func (s *Session) childrenW(ctx context.Context, dir string) ([]string, *zk.Stat
 // sync waits until the server this client is connected to has caught up
 // with the leader. A sync travels to the leader and back, so a server cut
 // off from the leader cannot complete it.
-func (s *Session) sync(ctx context.Context, path string) error {
+func (s *Client) sync(ctx context.Context, path string) error {
 	_, err := call(ctx, s, func(c *zk.Conn) (string, error) { return c.Sync(path) })
 	return err
 }
 
-func (s *Session) delete(ctx context.Context, path string) error {
+func (s *Client) delete(ctx context.Context, path string) error {
 	_, err := call(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, c.Delete(path, -1) })
 	return err
 }
 
 // set sets path's data if its version is version.
-func (s *Session) set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
+func (s *Client) set(ctx context.Context, path string, data []byte, version int32) (*zk.Stat, error) {
 	return call(ctx, s, func(c *zk.Conn) (*zk.Stat, error) { return c.Set(path, data, version) })
 }

@@ -1,6 +1,6 @@
 // Package zklock implements dlock's locks on a ZooKeeper ensemble, with the
 // recipes ZooKeeper's own documentation gives: a Mutex, an RWMutex and a
-// Semaphore, all made from one Session.
+// Semaphore, all made from one Client.
 //
 // # How a Mutex works
 //
@@ -22,14 +22,14 @@
 //
 // # Leases and the session
 //
-// A Session is one ZooKeeper session on its own connection. The ensemble
+// A Client is one ZooKeeper session on its own connection. The ensemble
 // expires it when it has not heard from the client for the session timeout
 // T, and deletes all its nodes. A lease is therefore confirmed by a round
 // trip: the acquire's own listing, then, in the background every third of
 // the lease time, a sync (which travels to the leader, so a server cut off
 // from the leader cannot answer it from a stale state) and an Exists of
 // the node; one sync and one batch of pipelined Exists serve all of a
-// Session's due leases. A confirmation sent at time s proves the ensemble
+// Client's due leases. A confirmation sent at time s proves the ensemble
 // heard from the client after s; the lease's Until becomes
 //
 //	s + min(TTL, T/3) - (1% + 2ms)
@@ -45,11 +45,11 @@
 //
 // Done closes no later than Until, by a local timer, even when the
 // ensemble cannot be reached. While the connection is down, Lease.Suspended
-// and Session.Suspended report true: ownership is uncertain until the
+// and Client.Suspended report true: ownership is uncertain until the
 // client reconnects in the same session (the lease holds on, if a
 // confirmation gets through by Until) or the ensemble reports the session
 // expired (every lease of it ends at once, with an error matching
-// dlock.ErrLost and ErrSessionExpired, and the Session carries on with a
+// dlock.ErrLost and ErrSessionExpired, and the Client carries on with a
 // new session). A lease that ended by its Until while its node may still
 // exist deletes the node in the background, so the next waiter does not
 // wait for the session to expire.
@@ -59,11 +59,11 @@
 // client for that long, and an ensemble restarted without its data
 // refuses it for ever (the client has seen zxids the ensemble has not:
 // "has seen zxid 0x…, our last zxid is 0x…") and never reports it expired.
-// So, as Curator does, a Session whose connection has not got its session
+// So, as Curator does, a Client whose connection has not got its session
 // back T after it went down gives the session up: leases of it still
 // held (none: each ended by its Until, at most T/3 after its last
 // confirmation) end with ErrSessionExpired, the nodes it knows of are
-// deleted in the background, and the Session opens a new connection with
+// deleted in the background, and the Client opens a new connection with
 // a new session, on which waiting and later calls carry on.
 //
 // WithTTL sets the lease time; WithoutRenewal makes a fixed lease that ends
@@ -88,7 +88,7 @@
 // answers), never wipe a majority of the servers at once, and fence
 // writes: fences keep increasing across the loss (see Fencing), so a
 // fenced resource refuses the old holder's late writes. The old holder
-// learns by its Until, as for any outage; its Session then starts a new
+// learns by its Until, as for any outage; its Client then starts a new
 // session as described above.
 //
 // # Fencing
@@ -156,9 +156,9 @@
 //
 // # Observing
 //
-// WithObserver gives a Session a dlock.Observer (package dlockprom makes
+// WithObserver gives a Client a dlock.Observer (package dlockprom makes
 // Prometheus metrics of it), and WithLogger a slog.Logger, to report the
-// events of every lock of the Session: the start of each Lock and TryLock,
+// events of every lock of the Client: the start of each Lock and TryLock,
 // the moment a Lock begins to wait for the node ahead of it, its outcome,
 // and each lease's confirmations that extend its Until (EventRenewed),
 // failed confirmations, loss (ErrSessionExpired when the session expired)

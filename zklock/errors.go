@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	// ErrClosed is returned by every call on a closed Session, and is the
+	// ErrClosed is returned by every call on a closed Client, and is the
 	// cause wrapped in dlock.ErrLost for leases still held when it closed.
 	ErrClosed = errors.New("zklock: session closed")
 

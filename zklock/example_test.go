@@ -54,7 +54,7 @@ func TestMain(m *testing.M) {
 
 func Example() {
 	ctx := context.Background()
-	sess, err := zklock.Connect(ctx, []string{zkAddr}) // one Session per process
+	sess, err := zklock.New(ctx, []string{zkAddr}) // one Client per process
 	if err != nil {
 		fmt.Println("no session:", err)
 		return
@@ -81,9 +81,9 @@ func Example() {
 
 func ExampleMutex_TryLock() {
 	ctx := context.Background()
-	a, _ := zklock.Connect(ctx, []string{zkAddr})
+	a, _ := zklock.New(ctx, []string{zkAddr})
 	defer a.Close()
-	b, _ := zklock.Connect(ctx, []string{zkAddr})
+	b, _ := zklock.New(ctx, []string{zkAddr})
 	defer b.Close()
 
 	held, _ := a.NewMutex("/locks/cron").TryLock(ctx)
@@ -97,7 +97,7 @@ func ExampleMutex_TryLock() {
 // Context carries its owner, so the Mutex re-enters.
 func ExampleMutex_reentrant() {
 	ctx := context.Background()
-	sess, _ := zklock.Connect(ctx, []string{zkAddr})
+	sess, _ := zklock.New(ctx, []string{zkAddr})
 	defer sess.Close()
 	menu := sess.NewMutex("/locks/menu-tree")
 
@@ -125,7 +125,7 @@ func ExampleMutex_reentrant() {
 
 func ExampleRWMutex() {
 	ctx := context.Background()
-	sess, _ := zklock.Connect(ctx, []string{zkAddr})
+	sess, _ := zklock.New(ctx, []string{zkAddr})
 	defer sess.Close()
 	config := sess.NewRWMutex("/locks/config")
 
@@ -150,7 +150,7 @@ func ExampleRWMutex() {
 func ExampleSemaphore() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, _ := zklock.Connect(ctx, []string{zkAddr})
+	sess, _ := zklock.New(ctx, []string{zkAddr})
 	defer sess.Close()
 	exports := sess.NewSemaphore("/locks/exports", 2) // at most two at a time
 

@@ -84,7 +84,7 @@ func TestIntegrationLeaderKillKeepsTheLock(t *testing.T) {
 // A holder cut off from the ensemble: its lease ends (Done, ErrLost) by
 // Until, well before the ensemble expires its session; only then does the
 // next client get the lock, with a larger fence. When the holder's link
-// comes back, its session is reported expired and the Session goes on
+// comes back, its session is reported expired and the Client goes on
 // with a new one.
 func TestIntegrationSessionExpiry(t *testing.T) {
 	z := testenv.StartZooKeeper(t)

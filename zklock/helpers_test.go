@@ -16,13 +16,13 @@ import (
 // enough to ride out a loaded machine, short enough to expire in a test.
 const testSessionTimeout = 3 * time.Second
 
-// connect opens a Session to servers, closed when t ends.
-func connect(t testing.TB, servers []string, opts ...zklock.SessionOption) *zklock.Session {
+// connect opens a Client to servers, closed when t ends.
+func connect(t testing.TB, servers []string, opts ...zklock.ClientOption) *zklock.Client {
 	t.Helper()
-	opts = append([]zklock.SessionOption{zklock.WithSessionTimeout(testSessionTimeout)}, opts...)
+	opts = append([]zklock.ClientOption{zklock.WithSessionTimeout(testSessionTimeout)}, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := zklock.Connect(ctx, servers, opts...)
+	s, err := zklock.New(ctx, servers, opts...)
 	if err != nil {
 		t.Fatalf("Connect(%v): %v", servers, err)
 	}

@@ -12,13 +12,13 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Bad arguments to Connect are reported before any network traffic.
+// Bad arguments to New are reported before any network traffic.
 func TestConnectBadArguments(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name    string
 		servers []string
-		opts    []zklock.SessionOption
+		opts    []zklock.ClientOption
 		want    string
 	}{
 		{"no servers", nil, nil, "no ZooKeeper servers"},
@@ -26,14 +26,14 @@ func TestConnectBadArguments(t *testing.T) {
 		{"empty port", []string{"127.0.0.1:"}, nil, `port "" is not a number`},
 		{"port out of range", []string{"127.0.0.1:70000"}, nil, `port "70000"`},
 		{"space in host", []string{"a b:2181"}, nil, "want host:port"},
-		{"zero session timeout", []string{"127.0.0.1:2181"}, []zklock.SessionOption{zklock.WithSessionTimeout(0)}, "session timeout 0s must be positive"},
-		{"empty ACL", []string{"127.0.0.1:2181"}, []zklock.SessionOption{zklock.WithACL()}, "at least one ACL"},
-		{"empty digest user", []string{"127.0.0.1:2181"}, []zklock.SessionOption{zklock.WithDigestAuth("", "pw")}, "must be non-empty"},
-		{"colon in digest user", []string{"127.0.0.1:2181"}, []zklock.SessionOption{zklock.WithDigestAuth("a:b", "pw")}, "must not contain ':'"},
+		{"zero session timeout", []string{"127.0.0.1:2181"}, []zklock.ClientOption{zklock.WithSessionTimeout(0)}, "session timeout 0s must be positive"},
+		{"empty ACL", []string{"127.0.0.1:2181"}, []zklock.ClientOption{zklock.WithACL()}, "at least one ACL"},
+		{"empty digest user", []string{"127.0.0.1:2181"}, []zklock.ClientOption{zklock.WithDigestAuth("", "pw")}, "must be non-empty"},
+		{"colon in digest user", []string{"127.0.0.1:2181"}, []zklock.ClientOption{zklock.WithDigestAuth("a:b", "pw")}, "must not contain ':'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := zklock.Connect(ctx, tt.servers, tt.opts...)
+			s, err := zklock.New(ctx, tt.servers, tt.opts...)
 			if err == nil {
 				s.Close()
 				t.Fatalf("Connect succeeded; want an error mentioning %q", tt.want)
@@ -45,11 +45,11 @@ func TestConnectBadArguments(t *testing.T) {
 	}
 }
 
-// No ensemble: Connect gives up when ctx does, naming the servers.
+// No ensemble: New gives up when ctx does, naming the servers.
 func TestConnectUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := zklock.Connect(ctx, []string{"127.0.0.1:1"})
+	_, err := zklock.New(ctx, []string{"127.0.0.1:1"})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("Connect to nothing = %v; want DeadlineExceeded naming the server", err)
 	}
@@ -103,7 +103,7 @@ func TestIntegrationBadLockArguments(t *testing.T) {
 	}
 }
 
-// A closed Session refuses every call with ErrClosed and has released
+// A closed Client refuses every call with ErrClosed and has released
 // what it held.
 func TestIntegrationClosedSession(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
@@ -149,7 +149,7 @@ func TestIntegrationDigestAuth(t *testing.T) {
 	}
 	lease.Release(ctx)
 
-	for _, opts := range [][]zklock.SessionOption{nil, {zklock.WithDigestAuth("app", "wrong")}} {
+	for _, opts := range [][]zklock.ClientOption{nil, {zklock.WithDigestAuth("app", "wrong")}} {
 		_, err := connect(t, []string{sharedZK(t).Addr()}, opts...).NewMutex(path).Lock(ctx)
 		if !errors.Is(err, zk.ErrNoAuth) || !strings.Contains(err.Error(), "WithDigestAuth") {
 			t.Errorf("Lock without the right credentials = %v; want ErrNoAuth and a hint", err)
@@ -162,7 +162,37 @@ func TestIntegrationDigestAuth(t *testing.T) {
 	other.Release(ctx)
 }
 
-// The Session uses the smaller of the timeout it asked for and the one the
+// WithDigestAuth alone protects the nodes: they are created for the
+// authenticated user only, so a Client without the credentials can
+// neither read a holder's token nor delete its node (it used to do both:
+// the default ACL was world-writable).
+func TestIntegrationDigestAuthAloneProtects(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	path := uniquePath(t)
+	owner := connect(t, []string{sharedZK(t).Addr()}, zklock.WithDigestAuth("app", "s3cret"))
+	lease, err := owner.NewMutex(path).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+	node := lease.(*zklock.Lease).Path()
+	got, _, err := owner.Conn().GetACL(node)
+	if err != nil || len(got) != 1 || got[0].Scheme != "digest" || !strings.HasPrefix(got[0].ID, "app:") {
+		t.Fatalf("ACL of the lock node = %v, %v; want the digest ACL of app", got, err)
+	}
+	stranger := admin(t, []string{sharedZK(t).Addr()})
+	if data, _, err := stranger.Get(node); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("an unauthenticated read of the holder's node = %q, %v; want ErrNoAuth", data, err)
+	}
+	if err := stranger.Delete(node, -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("an unauthenticated delete of the holder's node = %v; want ErrNoAuth", err)
+	}
+	if lease.Err() != nil {
+		t.Errorf("the holder's lease ended: %v", lease.Err())
+	}
+}
+
+// The Client uses the smaller of the timeout it asked for and the one the
 // ensemble granted, which it learns from go-zookeeper's log.
 func TestIntegrationNegotiatedTimeout(t *testing.T) {
 	for _, tt := range []struct{ ask, want time.Duration }{

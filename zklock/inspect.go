@@ -27,7 +27,7 @@ const inspectAttempts = 5
 // highest holder's fence, and each Holder's Where names its node and
 // session. A Mutex of Curator or go-zookeeper's zk.Lock on the path is
 // reported as dlock.KindMutex: their nodes are named alike.
-func (s *Session) Inspect(ctx context.Context, path string) (dlock.Info, error) {
+func (s *Client) Inspect(ctx context.Context, path string) (dlock.Info, error) {
 	if err := checkPath(path); err != nil {
 		return dlock.Info{}, err
 	}
@@ -66,7 +66,7 @@ func (s *Session) Inspect(ctx context.Context, path string) (dlock.Info, error) 
 // holder cut off from the ensemble ends at its Until with dlock.ErrExpired
 // instead. Until then the old holder and the new one may both believe
 // they hold the lock: only their fences tell them apart.
-func (s *Session) ForceUnlock(ctx context.Context, path string) (bool, error) {
+func (s *Client) ForceUnlock(ctx context.Context, path string) (bool, error) {
 	if err := checkPath(path); err != nil {
 		return false, err
 	}
@@ -110,7 +110,7 @@ type snapshot struct {
 // the kind of lock that made them. A reader behind a writer holds if the
 // writer was downgraded, which takes a read of the writer; if the writer
 // has vanished by then, snapshot lists again.
-func (s *Session) snapshot(ctx context.Context, call, dir string) (snapshot, error) {
+func (s *Client) snapshot(ctx context.Context, call, dir string) (snapshot, error) {
 	for attempt := 1; ; attempt++ {
 		var names []string
 		var parent *zk.Stat
@@ -176,7 +176,7 @@ func (s *Session) snapshot(ctx context.Context, call, dir string) (snapshot, err
 // describeHolders reads each holder of sn and returns the Info. It reports
 // vanished if a holder's node has gone (the lock changed hands since the
 // listing), unless last is set: then the holder is left out, as released.
-func (s *Session) describeHolders(ctx context.Context, sn snapshot, last bool) (info dlock.Info, vanished bool, err error) {
+func (s *Client) describeHolders(ctx context.Context, sn snapshot, last bool) (info dlock.Info, vanished bool, err error) {
 	info = sn.info
 	for _, i := range sn.held {
 		c := sn.kids[i]
@@ -260,7 +260,7 @@ func sameLock(a, b kind) bool {
 // rules returns, for each kind of node of the lock of kind k on dir, the
 // rule that decides whether it holds: that of the queue that makes such
 // nodes.
-func (s *Session) rules(dir string, k kind, permits int) map[kind]func([]child, int) verdict {
+func (s *Client) rules(dir string, k kind, permits int) map[kind]func([]child, int) verdict {
 	switch k {
 	case kindRead, kindWrite:
 		rw := s.NewRWMutex(dir)
@@ -280,7 +280,7 @@ type nodeData struct {
 }
 
 // read returns the data and Stat of dir's child name, reading it once.
-func (c nodeCache) read(ctx context.Context, s *Session, dir, name string) (nodeData, error) {
+func (c nodeCache) read(ctx context.Context, s *Client, dir, name string) (nodeData, error) {
 	if n, ok := c[name]; ok {
 		return n, nil
 	}
@@ -296,7 +296,7 @@ func (c nodeCache) read(ctx context.Context, s *Session, dir, name string) (node
 }
 
 // get is Get bounded by ctx, like the calls in calls.go.
-func (s *Session) get(ctx context.Context, path string) (nodeData, error) {
+func (s *Client) get(ctx context.Context, path string) (nodeData, error) {
 	return call(ctx, s, func(c *zk.Conn) (nodeData, error) {
 		data, st, err := c.Get(path)
 		return nodeData{data: data, stat: st}, err
@@ -305,7 +305,7 @@ func (s *Session) get(ctx context.Context, path string) (nodeData, error) {
 
 // untilAnswered runs op, a read or a delete that may safely be repeated, until the
 // ensemble answers it rather than the connection failing (or the session
-// expiring, after which the Session carries on in a new one), or until ctx
+// expiring, after which the Client carries on in a new one), or until ctx
 // is done.
 func untilAnswered(ctx context.Context, op func() error) error {
 	for n := 1; ; n++ {

@@ -23,7 +23,7 @@ type lockResult struct {
 
 // lockLater starts l.Lock(ctx) on a goroutine of its own. It reports on the
 // returned channel rather than to t, so that a Lock still waiting when the
-// test ends (and its Session closes) does not log to a finished test.
+// test ends (and its Client closes) does not log to a finished test.
 func lockLater(ctx context.Context, l dlock.Locker) <-chan lockResult {
 	ch := make(chan lockResult, 1)
 	go func() {
@@ -59,7 +59,7 @@ func stillWaiting(t *testing.T, ch <-chan lockResult, what string) {
 	}
 }
 
-func inspect(t *testing.T, s *zklock.Session, p string) dlock.Info {
+func inspect(t *testing.T, s *zklock.Client, p string) dlock.Info {
 	t.Helper()
 	info, err := s.Inspect(ctxFor(t, 10*time.Second), p)
 	if err != nil {
@@ -72,7 +72,7 @@ func inspect(t *testing.T, s *zklock.Session, p string) dlock.Info {
 }
 
 // checkHolder fails t unless h describes lease, held in session s, in mode.
-func checkHolder(t *testing.T, h dlock.Holder, lease dlock.Lease, s *zklock.Session, mode string) {
+func checkHolder(t *testing.T, h dlock.Holder, lease dlock.Lease, s *zklock.Client, mode string) {
 	t.Helper()
 	want := dlock.Holder{Owner: lease.Token(), Mode: mode, Holds: 1, Fence: lease.Fence(),
 		Where: fmt.Sprintf("node %s of session 0x%x", path.Base(lease.(*zklock.Lease).Path()), s.ID())}
@@ -293,7 +293,7 @@ func TestIntegrationInspectSemaphore(t *testing.T) {
 	adm := admin(t, []string{sharedZK(t).Addr()})
 	op := connect(t, []string{sharedZK(t).Addr()})
 	const n = 3
-	var sessions []*zklock.Session
+	var sessions []*zklock.Client
 	var leases []dlock.Lease
 	take := func() {
 		s := connect(t, []string{sharedZK(t).Addr()})
@@ -512,7 +512,7 @@ func TestIntegrationInspectUnknown(t *testing.T) {
 }
 
 // A bad path gets the error the locks give it, before any network call;
-// a closed Session gets ErrClosed.
+// a closed Client gets ErrClosed.
 func TestIntegrationInspectBadPath(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	s := connect(t, []string{sharedZK(t).Addr()})

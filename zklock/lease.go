@@ -222,7 +222,7 @@ func (n *node) check(start time.Time, exists bool, st *zk.Stat, err error, refre
 
 // renewBatch confirms a batch of nodes: one Exists each, all in flight at
 // once on the session's connection.
-func (s *Session) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
+func (s *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
 	var deadline time.Time
 	for _, e := range batch {
 		n := e.Value.(*node)

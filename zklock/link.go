@@ -10,20 +10,20 @@ import (
 )
 
 // A link is one go-zookeeper connection, which carries one session at a
-// time. A Session uses one link at a time, and replaces it when it gives
+// time. A Client uses one link at a time, and replaces it when it gives
 // up a session that no server takes back (see giveUpSession).
 type link struct {
 	conn     *zk.Conn
 	ready    chan struct{} // closed at the connection's first session
 	loopDone chan struct{} // closed when the connection has stopped
-	// abandoned: the Session gave up its session; its events are ignored.
-	// Guarded by the Session's mu.
+	// abandoned: the Client gave up its session; its events are ignored.
+	// Guarded by the Client's mu.
 	abandoned bool
 }
 
-// dial opens a connection to the Session's servers. Its events count
+// dial opens a connection to the Client's servers. Its events count
 // once it is installed.
-func (s *Session) dial() (*link, error) {
+func (s *Client) dial() (*link, error) {
 	l := &link{ready: make(chan struct{}), loopDone: make(chan struct{})}
 	var once bool // touched only on the connection's goroutine
 	conn, events, err := zk.Connect(s.servers, s.cfg.timeout,
@@ -46,9 +46,9 @@ func (s *Session) dial() (*link, error) {
 	return l, nil
 }
 
-// install makes l the Session's connection, and takes on its state: its
+// install makes l the Client's connection, and takes on its state: its
 // events before now were ignored.
-func (s *Session) install(l *link) {
+func (s *Client) install(l *link) {
 	s.mu.Lock()
 	s.link.Store(l)
 	ended := s.applyLocked(l, l.conn.State())
@@ -57,13 +57,13 @@ func (s *Session) install(l *link) {
 }
 
 // zk returns the connection in use.
-func (s *Session) zk() *zk.Conn { return s.link.Load().conn }
+func (s *Client) zk() *zk.Conn { return s.link.Load().conn }
 
 // onEvent maps the session events of connection l to lease state. It runs
 // on l's goroutine, which logs the negotiated timeout after
 // StateHasSession and before it sends any request; it must not wait for
 // that goroutine.
-func (s *Session) onEvent(l *link, ev zk.Event) {
+func (s *Client) onEvent(l *link, ev zk.Event) {
 	s.mu.Lock()
 	current := s.link.Load() == l && !l.abandoned
 	var ended int64
@@ -81,9 +81,9 @@ func (s *Session) onEvent(l *link, ev zk.Event) {
 }
 
 // applyLocked applies state, the state of l (the current link), to the
-// Session. It returns the ID of a session that has ended, or 0. s.mu
+// Client. It returns the ID of a session that has ended, or 0. s.mu
 // must be held.
-func (s *Session) applyLocked(l *link, state zk.State) (ended int64) {
+func (s *Client) applyLocked(l *link, state zk.State) (ended int64) {
 	switch state {
 	case zk.StateHasSession:
 		id := l.conn.SessionID()
@@ -109,14 +109,14 @@ func (s *Session) applyLocked(l *link, state zk.State) (ended int64) {
 
 // afterApply ends the leases of session ended, if any: the ensemble has
 // expired it or the connection carries another.
-func (s *Session) afterApply(ended int64) {
+func (s *Client) afterApply(ended int64) {
 	if ended != 0 {
 		s.sessionEnded(ended, ErrSessionExpired, false)
 	}
 }
 
 // stopGiveUpLocked cancels the pending give-up, if any. s.mu must be held.
-func (s *Session) stopGiveUpLocked() {
+func (s *Client) stopGiveUpLocked() {
 	if s.giveUp != nil {
 		s.giveUp.Stop()
 		s.giveUp = nil
@@ -131,17 +131,17 @@ var errSessionAbandoned = fmt.Errorf("%w: no server took the session back within
 // for the session timeout: any ensemble that is up has expired it by now
 // (it had not heard from the client for as long), and an ensemble that
 // lost its data refuses it for ever ("has seen zxid ..., our last zxid is
-// ..."), without ever reporting it expired. As Curator does, the Session
+// ..."), without ever reporting it expired. As Curator does, the Client
 // ends the session's leases (each had ended by its Until already), opens
 // a new connection, installs it once it has a session (and the
 // credentials of WithDigestAuth), and closes l. The nodes of the old
 // session that it knows of are deleted in the background, in case an
 // ensemble that was down comes back with them.
-func (s *Session) giveUpSession(l *link, id int64, timeout time.Duration) {
+func (s *Client) giveUpSession(l *link, id int64, timeout time.Duration) {
 	s.mu.Lock()
 	if s.closed || s.link.Load() != l || s.id != id || !s.suspended {
 		s.mu.Unlock()
-		return // the session came back, expired, or the Session is closing
+		return // the session came back, expired, or the Client is closing
 	}
 	s.giveUp = nil
 	l.abandoned = true
@@ -173,8 +173,8 @@ func (s *Session) giveUpSession(l *link, id int64, timeout time.Duration) {
 
 // redial opens a new connection and returns it once it has a session and
 // has sent WithDigestAuth's credentials; or returns nil after closing it,
-// if that fails or the Session is closing.
-func (s *Session) redial() *link {
+// if that fails or the Client is closing.
+func (s *Client) redial() *link {
 	nl, err := s.dial()
 	if err != nil {
 		s.cfg.log.Warn("zklock: cannot open a new connection", "servers", s.servers, "err", err)
@@ -211,18 +211,18 @@ func (s *Session) redial() *link {
 }
 
 // retiredErr turns zk.ErrClosing, the answer of a connection closed under
-// a call, into zk.ErrConnectionClosed while the Session is open: the
-// Session replaced the connection, and the call may be repeated on the
+// a call, into zk.ErrConnectionClosed while the Client is open: the
+// Client replaced the connection, and the call may be repeated on the
 // new one.
-func (s *Session) retiredErr(err error) error {
+func (s *Client) retiredErr(err error) error {
 	if errors.Is(err, zk.ErrClosing) && !s.leases.Closed() {
 		return zk.ErrConnectionClosed
 	}
 	return err
 }
 
-// call runs op on the Session's connection, bounded by ctx as await does.
-func call[T any](ctx context.Context, s *Session, op func(c *zk.Conn) (T, error)) (T, error) {
+// call runs op on the Client's connection, bounded by ctx as await does.
+func call[T any](ctx context.Context, s *Client, op func(c *zk.Conn) (T, error)) (T, error) {
 	c := s.zk()
 	return await(ctx, func() (T, error) {
 		v, err := op(c)

@@ -13,7 +13,7 @@ import (
 // wakes the next waiter and nobody else, and waiters are served in the
 // order they arrived: the Mutex is fair.
 //
-// It is reentrant within a Session: a Lock or TryLock whose ctx carries
+// It is reentrant within a Client: a Lock or TryLock whose ctx carries
 // the owner of a hold of the same path (a lease's Context, or
 // dlock.WithOwner(ctx, id) with the id of an earlier Lock) takes another
 // hold at once, without a round trip. Each hold is a lease of its own,
@@ -30,7 +30,7 @@ var _ dlock.Locker = (*Mutex)(nil)
 // NewMutex returns the mutex on path, an absolute ZooKeeper path such as
 // "/locks/nightly-report" that the lock uses for nothing else. It never
 // fails: a bad path or option is reported by Lock and TryLock.
-func (s *Session) NewMutex(path string, opts ...Option) *Mutex {
+func (s *Client) NewMutex(path string, opts ...Option) *Mutex {
 	return &Mutex{newQueue(s, path, kindLock, 0, opts, lowestHolds, kindLock)}
 }
 

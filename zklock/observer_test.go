@@ -38,18 +38,18 @@ func TestIntegrationObserverKinds(t *testing.T) {
 	observed := connect(t, servers, zklock.WithObserver(rec))
 	cases := []struct {
 		kind  string
-		locks func(h, o *zklock.Session, path string) (dlock.Locker, dlock.Locker)
+		locks func(h, o *zklock.Client, path string) (dlock.Locker, dlock.Locker)
 	}{
-		{"Mutex", func(h, o *zklock.Session, p string) (dlock.Locker, dlock.Locker) {
+		{"Mutex", func(h, o *zklock.Client, p string) (dlock.Locker, dlock.Locker) {
 			return h.NewMutex(p), o.NewMutex(p)
 		}},
-		{"RWMutex.read", func(h, o *zklock.Session, p string) (dlock.Locker, dlock.Locker) {
+		{"RWMutex.read", func(h, o *zklock.Client, p string) (dlock.Locker, dlock.Locker) {
 			return h.NewRWMutex(p).Writer(), o.NewRWMutex(p).Reader()
 		}},
-		{"RWMutex.write", func(h, o *zklock.Session, p string) (dlock.Locker, dlock.Locker) {
+		{"RWMutex.write", func(h, o *zklock.Client, p string) (dlock.Locker, dlock.Locker) {
 			return h.NewRWMutex(p).Reader(), o.NewRWMutex(p).Writer()
 		}},
-		{"Semaphore", func(h, o *zklock.Session, p string) (dlock.Locker, dlock.Locker) {
+		{"Semaphore", func(h, o *zklock.Client, p string) (dlock.Locker, dlock.Locker) {
 			return h.NewSemaphore(p, 1), o.NewSemaphore(p, 1)
 		}},
 	}

@@ -13,7 +13,7 @@ import (
 
 // Defaults of the options.
 const (
-	// DefaultSessionTimeout is the session timeout Connect asks for when
+	// DefaultSessionTimeout is the session timeout New asks for when
 	// WithSessionTimeout is not given. The ensemble may grant another: by
 	// default, between 2 and 20 of its ticks.
 	DefaultSessionTimeout = 10 * time.Second
@@ -25,12 +25,12 @@ const (
 	MinTTL = 10 * time.Millisecond
 )
 
-// A SessionOption configures Connect.
-type SessionOption func(*sessionConfig)
+// A ClientOption configures New.
+type ClientOption func(*clientConfig)
 
-type sessionConfig struct {
+type clientConfig struct {
 	timeout time.Duration
-	acl     []zk.ACL
+	acl     []zk.ACL // nil until WithACL: see newClientConfig
 	auth    []string // "user:password" for the digest scheme
 	log     *slog.Logger
 	onEvent func(zk.Event)
@@ -39,17 +39,24 @@ type sessionConfig struct {
 	err     error          // from an option given bad arguments
 }
 
-func newSessionConfig(opts []SessionOption) sessionConfig {
-	c := sessionConfig{timeout: DefaultSessionTimeout, acl: zk.WorldACL(zk.PermAll), log: slog.Default()}
+func newClientConfig(opts []ClientOption) clientConfig {
+	c := clientConfig{timeout: DefaultSessionTimeout, log: slog.Default()}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
+	switch {
+	case c.acl != nil:
+	case len(c.auth) > 0: // only the authenticated user, whatever scheme it used
+		c.acl = zk.AuthACL(zk.PermAll)
+	default:
+		c.acl = zk.WorldACL(zk.PermAll)
+	}
 	return c
 }
 
-func (c *sessionConfig) check() error {
+func (c *clientConfig) check() error {
 	if c.err != nil {
 		return c.err
 	}
@@ -64,17 +71,19 @@ func (c *sessionConfig) check() error {
 // after it last heard from the client. The default is
 // DefaultSessionTimeout (10s). The ensemble clamps it to its own bounds
 // (minSessionTimeout and maxSessionTimeout, 2 and 20 ticks by default), and
-// the Session uses the smaller of the asked and the granted timeout.
-func WithSessionTimeout(d time.Duration) SessionOption {
-	return func(c *sessionConfig) { c.timeout = d }
+// the Client uses the smaller of the asked and the granted timeout.
+func WithSessionTimeout(d time.Duration) ClientOption {
+	return func(c *clientConfig) { c.timeout = d }
 }
 
-// WithACL sets the ACL of every node the Session creates: lock nodes and
-// any missing parents. The default is zk.WorldACL(zk.PermAll). Every
+// WithACL sets the ACL of every node the Client creates: lock nodes and
+// any missing parents. The default is zk.WorldACL(zk.PermAll), or, with
+// WithDigestAuth, zk.AuthACL(zk.PermAll): all rights to the user the
+// Client authenticated as, and none to anyone else. Every
 // client of a lock needs to read its path's children and to create and
 // delete children there.
-func WithACL(acl ...zk.ACL) SessionOption {
-	return func(c *sessionConfig) {
+func WithACL(acl ...zk.ACL) ClientOption {
+	return func(c *clientConfig) {
 		if len(acl) == 0 {
 			c.err = errors.New("zklock: WithACL needs at least one ACL entry")
 			return
@@ -84,11 +93,13 @@ func WithACL(acl ...zk.ACL) SessionOption {
 }
 
 // WithDigestAuth authenticates the session as user with the digest
-// scheme, on every connection it makes. Combine it with
-// WithACL(zk.DigestACL(zk.PermAll, user, password)...) so that only that
-// user can touch the locks' nodes. The default is no authentication.
-func WithDigestAuth(user, password string) SessionOption {
-	return func(c *sessionConfig) {
+// scheme, on every connection it makes, and makes the nodes the Client
+// creates readable and writable by that user only (unless WithACL says
+// otherwise): every Client of a lock must then authenticate as the same
+// user. The default is no authentication. Digest credentials travel in
+// clear unless the connection is encrypted.
+func WithDigestAuth(user, password string) ClientOption {
+	return func(c *clientConfig) {
 		if user == "" || strings.Contains(user, ":") {
 			c.err = fmt.Errorf("zklock: WithDigestAuth: user %q must be non-empty and must not contain ':'", user)
 			return
@@ -97,15 +108,15 @@ func WithDigestAuth(user, password string) SessionOption {
 	}
 }
 
-// WithLogger sets where the Session logs. It logs the ZooKeeper client's
+// WithLogger sets where the Client logs. It logs the ZooKeeper client's
 // own messages (connections, reconnections) at Debug, and a node it could
 // not clean up at Warn; without WithLogger, or with a nil l, these go to
-// slog.Default(). It also logs the events of every lock of the Session,
+// slog.Default(). It also logs the events of every lock of the Client,
 // through dlock.LogObserver: losses at Warn, failed confirmations and
 // failed acquisitions with a hard error at Info, the rest at Debug; the
 // default is none, and a nil l means none. It combines with WithObserver.
-func WithLogger(l *slog.Logger) SessionOption {
-	return func(c *sessionConfig) {
+func WithLogger(l *slog.Logger) ClientOption {
+	return func(c *clientConfig) {
 		c.lockLog = l
 		if l != nil {
 			c.log = l
@@ -113,25 +124,25 @@ func WithLogger(l *slog.Logger) SessionOption {
 	}
 }
 
-// WithObserver has every lock of the Session report its events to o (see
+// WithObserver has every lock of the Client report its events to o (see
 // dlock.Observer): the start, wait and outcome of each Lock and TryLock,
 // and each lease's confirmations that extend it (EventRenewed), failed
 // confirmations, loss and release. o is called synchronously, on the
 // caller's goroutine or the watchdog's, and must be quick. Package
 // dlockprom turns the events into Prometheus metrics. The default is
 // none; a nil o means none. It combines with WithLogger.
-func WithObserver(o dlock.Observer) SessionOption {
-	return func(c *sessionConfig) { c.obs = o }
+func WithObserver(o dlock.Observer) ClientOption {
+	return func(c *clientConfig) { c.obs = o }
 }
 
 // WithEventCallback has f called with every event of the underlying
 // connection: session state changes and watch notifications. It is called
-// on the connection's own goroutine and must not block. When the Session
-// gives up a session and opens a new connection (see Session), f sees the
+// on the connection's own goroutine and must not block. When the Client
+// gives up a session and opens a new connection (see Client), f sees the
 // new connection's events from the moment it has a session, and no more
 // of the old one's. The default is none.
-func WithEventCallback(f func(zk.Event)) SessionOption {
-	return func(c *sessionConfig) { c.onEvent = f }
+func WithEventCallback(f func(zk.Event)) ClientOption {
+	return func(c *clientConfig) { c.onEvent = f }
 }
 
 // An Option configures a lock.

@@ -19,7 +19,7 @@ import (
 // a node holds the lock and which node it waits on. Mutex, RWMutex and
 // Semaphore are queues with different rules.
 type queue struct {
-	s       *Session
+	s       *Client
 	dir     string
 	kind    kind
 	permits int    // for kindPermit
@@ -43,7 +43,7 @@ type verdict struct {
 	downgradable bool
 }
 
-func newQueue(s *Session, dir string, k kind, permits int, opts []Option, decide func([]child, int) verdict, allowed ...kind) *queue {
+func newQueue(s *Client, dir string, k kind, permits int, opts []Option, decide func([]child, int) verdict, allowed ...kind) *queue {
 	q := &queue{s: s, dir: dir, kind: k, permits: permits, label: label(k, permits), allowed: allowed,
 		cfg: newConfig(opts), decide: decide, ev: lease.NewEvents(s.obs, dir, eventKinds[k])}
 	if err := checkPath(dir); err != nil {
@@ -229,7 +229,7 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 }
 
 // found looks for the node of a create of guid whose reply was lost, and
-// returns it if it belongs to the Session's current session. Any other
+// returns it if it belongs to the Client's current session. Any other
 // node of guid (of a session since given up) is deleted in the background.
 func (q *queue) found(ctx context.Context, guid string) (pending, bool) {
 	names := q.s.findOwn(ctx, q.dir, guid)
@@ -410,10 +410,10 @@ func (q *queue) remove(ctx context.Context, p pending) {
 }
 
 // register records a granted node and its first hold, and starts
-// confirming it. It returns ErrClosed if the Session has been closed (whose
+// confirming it. It returns ErrClosed if the Client has been closed (whose
 // close deletes the node), and errSessionEnded if the node's session has
 // ended.
-func (s *Session) register(n *node, h *Lease) error {
+func (s *Client) register(n *node, h *Lease) error {
 	if !s.leases.Add(h) {
 		n.mu.Lock()
 		n.closing = true
@@ -440,7 +440,7 @@ func (s *Session) register(n *node, h *Lease) error {
 }
 
 // forget stops confirming n and drops it from the session's records.
-func (s *Session) forget(n *node) {
+func (s *Client) forget(n *node) {
 	s.renew.Remove(&n.entry)
 	s.mu.Lock()
 	delete(s.nodes, n)
@@ -451,7 +451,7 @@ func (s *Session) forget(n *node) {
 }
 
 // heldBy returns the node on dir that owner holds in this session, or nil.
-func (s *Session) heldBy(dir, owner string) *node {
+func (s *Client) heldBy(dir, owner string) *node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.owners[ownerKey{dir, owner}]

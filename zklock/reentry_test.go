@@ -13,7 +13,7 @@ import (
 
 // Re-entry takes another hold only of a node of the same kind: the Context
 // of a semaphore lease, of an RWMutex read lease or of a downgraded writer
-// does not let a Mutex in at once while another Session shares the path,
+// does not let a Mutex in at once while another Client shares the path,
 // nor does a Mutex lease's Context let in an RWMutex side. Each is refused
 // with an error matching dlock.ErrKindMismatch that names both kinds, and
 // leaves no node behind (issue 15).

@@ -99,8 +99,8 @@ func TestIntegrationFailedAttemptLeavesNoPath(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { adm.Delete(root, -1) })
-	// Nodes this Session creates let nobody create children under them.
-	s, err := zklock.Connect(ctxFor(t, 20*time.Second), servers, zklock.WithSessionTimeout(testSessionTimeout),
+	// Nodes this Client creates let nobody create children under them.
+	s, err := zklock.New(ctxFor(t, 20*time.Second), servers, zklock.WithSessionTimeout(testSessionTimeout),
 		zklock.WithACL(zk.WorldACL(zk.PermRead|zk.PermWrite|zk.PermDelete|zk.PermAdmin)...))
 	if err != nil {
 		t.Fatal(err)

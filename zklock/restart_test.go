@@ -14,7 +14,7 @@ import (
 
 // The ensemble restarted without its data refuses the old session for ever
 // ("it has seen zxid ... our last zxid is ..."): no expiry ever comes. The
-// holder's lease ends no later than its Until; the Session gives the
+// holder's lease ends no later than its Until; the Client gives the
 // session up one session timeout after it lost its connection, starts a
 // new one, and a Lock on it succeeds (issue 15). A new client is granted
 // the lock as soon as the blank server is up, possibly before the old
@@ -109,7 +109,7 @@ func restartEmptyStartsANewSession(t *testing.T, servers []string, restartEmpty 
 		t.Errorf("Err = %v; want ErrLost", held.Err())
 	}
 
-	// Liveness half: the Session gives the refused session up one session
+	// Liveness half: the Client gives the refused session up one session
 	// timeout after the server stopped, and the next Lock succeeds on a new
 	// session; 10s more covers connecting on a loaded machine.
 	lctx, cancel := context.WithDeadline(ctx, up.Add(timeout+10*time.Second))

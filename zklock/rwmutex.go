@@ -21,17 +21,17 @@ import (
 //
 // Downgrade turns a write lease into a read lease without letting anyone
 // in between. Neither side is reentrant: asking again through the Context
-// of a lease of the same RWMutex in the same Session returns
+// of a lease of the same RWMutex in the same Client returns
 // ErrNotReentrant, or ErrUpgrade when a reader asks for the write side.
 // Every grant has its own fence; a downgraded lease keeps its writer's.
 type RWMutex struct {
-	s              *Session
+	s              *Client
 	reader, writer *queue
 }
 
 // NewRWMutex returns the reader/writer lock on path. It never fails: a bad
 // path or option is reported by the first Lock, TryLock or Downgrade.
-func (s *Session) NewRWMutex(path string, opts ...Option) *RWMutex {
+func (s *Client) NewRWMutex(path string, opts ...Option) *RWMutex {
 	return &RWMutex{s: s,
 		reader: newQueue(s, path, kindRead, 0, opts, readerHolds, kindRead, kindWrite),
 		writer: newQueue(s, path, kindWrite, 0, opts, lowestHolds, kindRead, kindWrite)}

@@ -25,7 +25,7 @@ var _ dlock.Locker = (*Semaphore)(nil)
 
 // NewSemaphore returns the semaphore of n leases on path. It never fails:
 // a bad path, n or option is reported by Lock and TryLock.
-func (s *Session) NewSemaphore(path string, n int, opts ...Option) *Semaphore {
+func (s *Client) NewSemaphore(path string, n int, opts ...Option) *Semaphore {
 	q := newQueue(s, path, kindPermit, n, opts, func(kids []child, me int) verdict {
 		if me < n {
 			return verdict{held: true}

@@ -97,14 +97,14 @@ var discardSlog = slog.New(slog.DiscardHandler)
 // zkDlockClient is one zklock.Session.
 type zkDlockClient struct {
 	watchCounter
-	s *zklock.Session
+	s *zklock.Client
 }
 
 func openZKDlock(addrs []string) (Client, error) {
 	c := &zkDlockClient{}
 	ctx, cancel := context.WithTimeout(context.Background(), zkConnectTimeout)
 	defer cancel()
-	s, err := zklock.Connect(ctx, addrs, zklock.WithSessionTimeout(ZKSessionTimeout), zklock.WithLogger(discardSlog),
+	s, err := zklock.New(ctx, addrs, zklock.WithSessionTimeout(ZKSessionTimeout), zklock.WithLogger(discardSlog),
 		zklock.WithEventCallback(c.onEvent))
 	if err != nil {
 		return nil, err

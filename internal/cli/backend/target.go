@@ -27,7 +27,7 @@ type Target struct {
 	single  *redislock.Client   // one Redis
 	nodes   []*redislock.Client // Redlock: one client per master, for inspect and release
 	quorum  *redlock.Client     // Redlock
-	zk      *zklock.Session     // ZooKeeper
+	zk      *zklock.Client      // ZooKeeper
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	closers []func()
 }
@@ -52,7 +52,7 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	t := &Target{spec: spec}
 	switch spec.Kind() {
 	case "zookeeper":
-		s, err := zklock.Connect(ctx, spec.ZK, zklock.WithObserver(obs))
+		s, err := zklock.New(ctx, spec.ZK, zklock.WithObserver(obs))
 		if err != nil {
 			return nil, err
 		}

@@ -21,9 +21,9 @@ const (
 )
 
 // zkConnect opens a Session that logs nothing.
-func zkConnect(ctx context.Context, addr string, opts ...zklock.SessionOption) (*zklock.Session, error) {
+func zkConnect(ctx context.Context, addr string, opts ...zklock.ClientOption) (*zklock.Client, error) {
 	opts = append(opts, zklock.WithLogger(slog.New(slog.DiscardHandler)))
-	return zklock.Connect(ctx, []string{addr}, opts...)
+	return zklock.New(ctx, []string{addr}, opts...)
 }
 
 // zkPart runs part 4, if ZooKeeper is installed.
@@ -47,7 +47,7 @@ func (d *demo) zkPart(ctx context.Context) error {
 	defer z.Close()
 	d.out.printf("Started ZooKeeper (standalone) on %s (pid %d) in %.1fs.\n", z.Addr(), z.PID(), time.Since(launched).Seconds())
 
-	sessions := make([]*zklock.Session, d.o.Workers)
+	sessions := make([]*zklock.Client, d.o.Workers)
 	for i := range sessions {
 		s, err := zkConnect(ctx, z.Addr())
 		if err != nil {
@@ -63,7 +63,7 @@ func (d *demo) zkPart(ctx context.Context) error {
 }
 
 // zkQueue lets the workers queue in order and take the lock in rounds.
-func (d *demo) zkQueue(ctx context.Context, sessions []*zklock.Session) error {
+func (d *demo) zkQueue(ctx context.Context, sessions []*zklock.Client) error {
 	d.out.printf("%d workers, each with its own session, take %q %d times each and hold it %v.\n",
 		d.o.Workers, zkPath, d.o.Rounds, workTime)
 	d.out.printf("Each waiter creates a sequential node and watches the one before it; worker 1 takes the lock\n")
@@ -163,7 +163,7 @@ func nodeName(l dlock.Lease) string {
 
 // zkCut shows a holder cut off from the ensemble: it is told on Done
 // before the ensemble expires its session and lets the next waiter in.
-func (d *demo) zkCut(ctx context.Context, z *testenv.ZooKeeper, waiterSession *zklock.Session) error {
+func (d *demo) zkCut(ctx context.Context, z *testenv.ZooKeeper, waiterSession *zklock.Client) error {
 	proxy, err := testenv.NewProxy(z.Addr())
 	if err != nil {
 		return err

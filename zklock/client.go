@@ -18,26 +18,26 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// A Session is one ZooKeeper session, on a connection of its own, and the
+// A Client is one ZooKeeper session, on a connection of its own, and the
 // locks made from it: every lock node it creates is an ephemeral node of
 // the session, so the ensemble deletes them all if the session expires.
-// One Session per process is the usual arrangement; it is safe for
+// One Client per process is the usual arrangement; it is safe for
 // concurrent use.
 //
-// A Session watches its connection. While the connection is down the
+// A Client watches its connection. While the connection is down the
 // session may or may not still be alive: every lease reports Suspended,
 // and a lease that cannot be confirmed ends at its Until. When the
 // ensemble reports the session expired, every lease ends at once with an
-// error matching dlock.ErrLost and ErrSessionExpired, and the Session
+// error matching dlock.ErrLost and ErrSessionExpired, and the Client
 // carries on with a new session. If no server takes the session back
 // within the session timeout (an ensemble that lost its data refuses it
-// for ever, and never reports it expired), the Session gives it up as
+// for ever, and never reports it expired), the Client gives it up as
 // Curator does: its leases, which had ended by their Until, report
-// ErrSessionExpired, and the Session opens a new connection with a new
+// ErrSessionExpired, and the Client opens a new connection with a new
 // session, so later calls work again.
-type Session struct {
+type Client struct {
 	servers []string
-	cfg     sessionConfig
+	cfg     clientConfig
 	link    atomic.Pointer[link] // the connection in use
 	renew   *renewal.Scheduler
 	leases  lease.Registry
@@ -68,19 +68,19 @@ type Session struct {
 
 type ownerKey struct{ dir, owner string }
 
-// Connect opens a session with the ZooKeeper ensemble at servers
+// New opens a session with the ZooKeeper ensemble at servers
 // ("host:port"; the port defaults to 2181) and returns once the ensemble
 // has granted it, or when ctx is done. With WithDigestAuth, it also
-// authenticates before returning. The caller must Close the Session.
-func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
-	cfg := newSessionConfig(opts)
+// authenticates before returning. The caller must Close the Client.
+func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, error) {
+	cfg := newClientConfig(opts)
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	if err := checkServers(servers); err != nil {
 		return nil, err
 	}
-	s := &Session{servers: servers, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.lockLog),
+	s := &Client{servers: servers, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.lockLog),
 		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), ready: make(chan struct{}),
 		heard: make(chan struct{}), closing: make(chan struct{})}
 	l, err := s.dial()
@@ -89,7 +89,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	}
 	s.install(l)
 	conn := l.conn
-	fail := func(err error) (*Session, error) {
+	fail := func(err error) (*Client, error) {
 		s.mu.Lock()
 		s.closed = true
 		s.stopGiveUpLocked()
@@ -107,7 +107,7 @@ func Connect(ctx context.Context, servers []string, opts ...SessionOption) (*Ses
 	// ensemble granted; a lease taken before that would compute its Until
 	// from the timeout asked for, which may be longer. The line follows at
 	// once; should a later go-zookeeper stop logging it, waiting a second
-	// costs only this Connect.
+	// costs only this New.
 	select {
 	case <-s.heard:
 	case <-time.After(time.Second):
@@ -161,11 +161,11 @@ func validHost(h string) bool {
 
 // authenticatedFormat is how go-zookeeper logs a granted session: the only
 // place it reveals the negotiated timeout. A test checks that it still
-// does; if it stops, the Session falls back to the timeout it asked for.
+// does; if it stops, the Client falls back to the timeout it asked for.
 const authenticatedFormat = "authenticated: id=%d, timeout=%d"
 
 // zkLogger receives go-zookeeper's log messages.
-type zkLogger struct{ s *Session }
+type zkLogger struct{ s *Client }
 
 func (l zkLogger) Printf(format string, args ...any) {
 	if format == authenticatedFormat && len(args) == 2 {
@@ -183,9 +183,9 @@ func (l zkLogger) Printf(format string, args ...any) {
 
 // sessionEnded ends, with dlock.ErrLost wrapping cause, every lease held
 // in the session id. If the ensemble expired the session, it has deleted
-// their nodes; if the Session gave it up (clean), they are deleted in the
+// their nodes; if the Client gave it up (clean), they are deleted in the
 // background, in case the ensemble still has them.
-func (s *Session) sessionEnded(id int64, cause error, clean bool) {
+func (s *Client) sessionEnded(id int64, cause error, clean bool) {
 	s.mu.Lock()
 	var lost []*node
 	for n := range s.nodes {
@@ -202,9 +202,9 @@ func (s *Session) sessionEnded(id int64, cause error, clean bool) {
 	}
 }
 
-// ID returns the current session's ID, or 0 while the Session has none
+// ID returns the current session's ID, or 0 while the Client has none
 // (between an expiry and the next session).
-func (s *Session) ID() int64 {
+func (s *Client) ID() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.id
@@ -214,7 +214,7 @@ func (s *Session) ID() int64 {
 // still be alive: ownership of every lease is uncertain until the client
 // reconnects (the lease holds on) or the ensemble reports the session
 // expired (every lease is lost).
-func (s *Session) Suspended() bool {
+func (s *Client) Suspended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.suspended
@@ -222,14 +222,14 @@ func (s *Session) Suspended() bool {
 
 // Timeout returns the session timeout in force: the smaller of the one
 // asked for (WithSessionTimeout) and the one the ensemble granted.
-func (s *Session) Timeout() time.Duration {
+func (s *Client) Timeout() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.timeoutLocked()
 }
 
 // timeoutLocked is Timeout; s.mu must be held.
-func (s *Session) timeoutLocked() time.Duration {
+func (s *Client) timeoutLocked() time.Duration {
 	if s.granted > 0 && s.granted < s.cfg.timeout {
 		return s.granted
 	}
@@ -237,16 +237,16 @@ func (s *Session) timeoutLocked() time.Duration {
 }
 
 // Conn returns the connection in use, for other work in the same
-// session. Do not close it; close the Session. The Session replaces it
-// when it gives up a session (see Session): call Conn again rather than
+// session. Do not close it; close the Client. The Client replaces it
+// when it gives up a session (see Client): call Conn again rather than
 // keeping it.
-func (s *Session) Conn() *zk.Conn { return s.zk() }
+func (s *Client) Conn() *zk.Conn { return s.zk() }
 
 // closeTimeout bounds each of Close's two waits: for the releases of the
 // leases still held, and for the clean-ups of interrupted calls.
 const closeTimeout = 5 * time.Second
 
-// Close releases every lease the Session still holds, stops renewing,
+// Close releases every lease the Client still holds, stops renewing,
 // finishes the clean-ups of failed and released attempts (deleting the
 // nodes they may have left), and closes the session, which deletes any
 // node of it that is left. It waits at most five seconds for the
@@ -254,7 +254,7 @@ const closeTimeout = 5 * time.Second
 // that time goes when the ensemble expires the session, and Close reports
 // the failure. Every held lease ends with dlock.ErrReleased; Close
 // returns the errors of the releases that did not complete.
-func (s *Session) Close() error {
+func (s *Client) Close() error {
 	first, err := s.leases.Close(closeTimeout, ErrClosed)
 	if !first {
 		return nil
@@ -278,8 +278,8 @@ func (s *Session) Close() error {
 	return err
 }
 
-// usable returns the error every call on a closed Session returns.
-func (s *Session) usable() error {
+// usable returns the error every call on a closed Client returns.
+func (s *Client) usable() error {
 	if s.leases.Closed() {
 		return ErrClosed
 	}
@@ -332,16 +332,16 @@ func pause(ctx context.Context, attempt int) error {
 }
 
 // removeLater deletes the node at path in the background, until it is
-// gone or the Session is closed (which deletes it too, with the session).
+// gone or the Client is closed (which deletes it too, with the session).
 // Close waits for it (see Close). A node of a session that has ended
 // is gone already, or goes when the ensemble expires that session; the
 // delete only makes it go sooner.
-func (s *Session) removeLater(path string) {
+func (s *Client) removeLater(path string) {
 	s.bg.Clean(func(ctx context.Context) background.Outcome { return s.remove(ctx, path) })
 }
 
 // remove is one attempt of removeLater.
-func (s *Session) remove(ctx context.Context, path string) background.Outcome {
+func (s *Client) remove(ctx context.Context, path string) background.Outcome {
 	err := s.delete(ctx, path)
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNoNode), ctx.Err() != nil:
@@ -362,7 +362,7 @@ var abandonChecks = background.LateChecks
 // created arrives it deletes the node, and if the reply was lost it looks
 // for the node by its protected name, guid, and deletes it if found, at
 // each of abandonChecks.
-func (s *Session) abandon(created <-chan result[createdNode], dir, guid string) {
+func (s *Client) abandon(created <-chan result[createdNode], dir, guid string) {
 	s.bg.Clean(func(ctx context.Context) background.Outcome {
 		var r result[createdNode]
 		select {
@@ -398,11 +398,11 @@ func (s *Session) abandon(created <-chan result[createdNode], dir, guid string) 
 	})
 }
 
-// removeUnused deletes dir, a container node that this Session created
+// removeUnused deletes dir, a container node that this Client created
 // for an attempt that failed before it made its node, if it has never had
 // a child: the ensemble reaps a container only once it has had one, and
 // would keep an unused one for ever.
-func (s *Session) removeUnused(dir string) {
+func (s *Client) removeUnused(dir string) {
 	s.bg.Clean(func(ctx context.Context) background.Outcome {
 		exists, st, err := s.exists(ctx, dir)
 		switch {
@@ -423,7 +423,7 @@ func (s *Session) removeUnused(dir string) {
 // findOwn looks, once the ensemble answers, for the nodes under dir whose
 // protected name carries guid. It syncs dir first, so that the server
 // answering has seen everything the leader committed.
-func (s *Session) findOwn(ctx context.Context, dir, guid string) []string {
+func (s *Client) findOwn(ctx context.Context, dir, guid string) []string {
 	for n := 1; ; n++ {
 		err := s.sync(ctx, dir)
 		var names []string
@@ -458,7 +458,7 @@ func ownedBy(name, guid string) bool {
 // where the ensemble has them (ZooKeeper 3.5.3 and later deletes an empty
 // container by itself), and as persistent nodes where it does not. It
 // reports whether it created dir itself.
-func (s *Session) ensureParents(ctx context.Context, dir string) (made bool, _ error) {
+func (s *Client) ensureParents(ctx context.Context, dir string) (made bool, _ error) {
 	for i := 1; i <= len(dir); i++ {
 		if i < len(dir) && dir[i] != '/' {
 			continue
