@@ -25,7 +25,7 @@ func Example() {
 	metrics := dlockprom.New()
 	prometheus.MustRegister(metrics)
 
-	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	client := redislock.New(goredisconn.New(rdb), redislock.WithObserver(metrics))
 	defer client.Close()

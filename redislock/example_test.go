@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 func Example() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()
@@ -66,7 +66,7 @@ func Example() {
 }
 
 func ExampleMutex_TryLock() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()
@@ -82,7 +82,7 @@ func ExampleMutex_TryLock() {
 // A recursive function takes the same lock at every level, through the
 // holding lease's context.
 func ExampleReentrantMutex() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()
@@ -114,7 +114,7 @@ func ExampleReentrantMutex() {
 
 // Items of an inventory share a bounded set of locks.
 func ExampleStriped() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()
@@ -134,7 +134,7 @@ func ExampleStriped() {
 // Two accounts are locked together, in a fixed order whatever order the
 // caller names them in.
 func ExampleMultiLock() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()
@@ -154,7 +154,7 @@ func ExampleMultiLock() {
 // Readers share the lock; a writer waits for them, and a waiting writer
 // keeps new readers out.
 func ExampleRWMutex() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()
@@ -188,7 +188,7 @@ func ExampleRWMutex() {
 // At most two exports run at once; a permit held by a crashed process comes
 // back when its lease runs out.
 func ExampleSemaphore() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()
@@ -210,7 +210,7 @@ func ExampleSemaphore() {
 
 // Workers wait until three shards have been loaded.
 func ExampleLatch() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()
@@ -232,7 +232,7 @@ func ExampleLatch() {
 
 // Waiters get the lock in the order they asked for it.
 func ExampleFairMutex() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	locks := redislock.New(goredisconn.New(rdb))
 	defer locks.Close()

@@ -23,7 +23,34 @@ import (
 	"github.com/redis/rueidis"
 )
 
+// exampleAddrs are the addresses of three redis-servers that TestMain
+// starts for the examples.
+var exampleAddrs []string
+
 func TestMain(m *testing.M) {
+	if !testenv.ShortMain() { // the examples need servers
+		for range 3 {
+			srv, err := testenv.LaunchRedis(testenv.RedisConfig{})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "redlock examples:", err)
+				testenv.StopAll()
+				os.Exit(1)
+			}
+			// As age does: the examples' nodes pass for servers up an
+			// hour, which vote at once, as a long-running deployment's do.
+			created := fmt.Sprint(time.Now().Add(-time.Hour).UnixMilli())
+			saved, err := srv.Do("LASTSAVE")
+			if err == nil {
+				_, err = srv.Do("HSET", "dlock:epoch", "created", created, "boot", created, "seen", saved)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "redlock examples:", err)
+				testenv.StopAll()
+				os.Exit(1)
+			}
+			exampleAddrs = append(exampleAddrs, srv.Addr())
+		}
+	}
 	code := m.Run()
 	testenv.StopAll()
 	os.Exit(code)

@@ -54,14 +54,14 @@ func TestMain(m *testing.M) {
 
 func Example() {
 	ctx := context.Background()
-	sess, err := zklock.New(ctx, []string{zkAddr}) // one Client per process
+	locks, err := zklock.New(ctx, []string{zkAddr}) // one Client per process
 	if err != nil {
 		fmt.Println("no session:", err)
 		return
 	}
-	defer sess.Close()
+	defer locks.Close()
 
-	lease, err := sess.NewMutex("/locks/nightly-report").Lock(ctx)
+	lease, err := locks.NewMutex("/locks/nightly-report").Lock(ctx)
 	if err != nil {
 		fmt.Println("not obtained:", err)
 		return
@@ -97,9 +97,9 @@ func ExampleMutex_TryLock() {
 // Context carries its owner, so the Mutex re-enters.
 func ExampleMutex_reentrant() {
 	ctx := context.Background()
-	sess, _ := zklock.New(ctx, []string{zkAddr})
-	defer sess.Close()
-	menu := sess.NewMutex("/locks/menu-tree")
+	locks, _ := zklock.New(ctx, []string{zkAddr})
+	defer locks.Close()
+	menu := locks.NewMutex("/locks/menu-tree")
 
 	var build func(ctx context.Context, depth int) error
 	build = func(ctx context.Context, depth int) error {
@@ -125,9 +125,9 @@ func ExampleMutex_reentrant() {
 
 func ExampleRWMutex() {
 	ctx := context.Background()
-	sess, _ := zklock.New(ctx, []string{zkAddr})
-	defer sess.Close()
-	config := sess.NewRWMutex("/locks/config")
+	locks, _ := zklock.New(ctx, []string{zkAddr})
+	defer locks.Close()
+	config := locks.NewRWMutex("/locks/config")
 
 	w, _ := config.Writer().Lock(ctx)
 	// ... write, then keep reading without letting another writer in:
@@ -150,9 +150,9 @@ func ExampleRWMutex() {
 func ExampleSemaphore() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, _ := zklock.New(ctx, []string{zkAddr})
-	defer sess.Close()
-	exports := sess.NewSemaphore("/locks/exports", 2) // at most two at a time
+	locks, _ := zklock.New(ctx, []string{zkAddr})
+	defer locks.Close()
+	exports := locks.NewSemaphore("/locks/exports", 2) // at most two at a time
 
 	a, _ := exports.Lock(ctx)
 	b, _ := exports.Lock(ctx)
