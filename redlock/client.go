@@ -93,8 +93,10 @@ func sameConn(a, b redislock.Conn) bool {
 	return ta == tb && ta.Comparable() && a == b
 }
 
-// Nodes returns the number of nodes, and Quorum the majority of them.
-func (c *Client) Nodes() int  { return len(c.nodes) }
+// Nodes returns the number of nodes.
+func (c *Client) Nodes() int { return len(c.nodes) }
+
+// Quorum returns how many nodes make a majority: len(nodes)/2 + 1.
 func (c *Client) Quorum() int { return c.quorum }
 
 // closeTimeout bounds each of Close's two waits: for the releases of the

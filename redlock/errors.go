@@ -15,6 +15,7 @@ type NodeError struct {
 	Err  error
 }
 
+// Error names the node and says what went wrong there.
 func (e *NodeError) Error() string { return "redlock: node " + e.Node + ": " + e.Err.Error() }
 
 // Unwrap returns the node's error.
