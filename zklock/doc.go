@@ -1,6 +1,6 @@
 // Package zklock implements dlock's locks on a ZooKeeper ensemble, with the
-// recipes ZooKeeper's own documentation gives: a Mutex, an RWMutex and a
-// Semaphore, all made from one Client.
+// recipes ZooKeeper's own documentation gives: a Mutex (and a
+// ReentrantMutex), an RWMutex and a Semaphore, all made from one Client.
 //
 // # How a Mutex works
 //
@@ -163,9 +163,9 @@
 // and each lease's confirmations that extend its Until (EventRenewed),
 // failed confirmations, loss (ErrSessionExpired when the session expired)
 // and release. Events carry the lock's path as given to NewMutex,
-// NewRWMutex or NewSemaphore, and its kind: "Mutex", "RWMutex.read",
-// "RWMutex.write" or "Semaphore". Each reentrant hold is an acquisition of
-// its own. Without an observer, reporting costs a nil check.
+// NewReentrantMutex, NewRWMutex or NewSemaphore, and its kind: "Mutex",
+// "ReentrantMutex", "RWMutex.read", "RWMutex.write" or "Semaphore". Each
+// reentrant hold is an acquisition of its own. Without an observer, reporting costs a nil check.
 //
 // # Kinds
 //

@@ -21,8 +21,8 @@ var (
 	// is zk.ErrSessionExpired.
 	ErrSessionExpired = zk.ErrSessionExpired
 
-	// ErrNotReentrant is dlock.ErrNotReentrant: an RWMutex side asked again
-	// through the Context of one of its own leases.
+	// ErrNotReentrant is dlock.ErrNotReentrant: a Mutex or an RWMutex
+	// side asked again through the Context of one of its own leases.
 	ErrNotReentrant = dlock.ErrNotReentrant
 
 	// ErrKindMismatch is dlock.ErrKindMismatch: the path is used by another

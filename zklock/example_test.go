@@ -94,13 +94,14 @@ func ExampleMutex_TryLock() {
 }
 
 // A recursive function takes the same lock at every level: the lease's
-// Context carries its owner, so the Mutex re-enters.
-func ExampleMutex_reentrant() {
+// Context carries its owner, so the ReentrantMutex takes another hold.
+func ExampleReentrantMutex() {
 	ctx := context.Background()
 	locks, _ := zklock.New(ctx, []string{zkAddr})
 	defer locks.Close()
-	menu := locks.NewMutex("/locks/menu-tree")
+	menu := locks.NewReentrantMutex("/locks/menu-tree")
 
+	var first uint64
 	var build func(ctx context.Context, depth int) error
 	build = func(ctx context.Context, depth int) error {
 		lease, err := menu.Lock(ctx) // depth 1 takes the lock; deeper levels re-enter
@@ -108,7 +109,10 @@ func ExampleMutex_reentrant() {
 			return err
 		}
 		defer lease.Release(context.Background())
-		fmt.Println("depth", depth, "fence unchanged:", lease.Fence() > 0)
+		if depth == 1 {
+			first = lease.Fence()
+		}
+		fmt.Println("depth", depth, "same fence:", lease.Fence() == first)
 		if depth < 3 {
 			return build(lease.Context(), depth+1)
 		}
@@ -118,9 +122,9 @@ func ExampleMutex_reentrant() {
 		fmt.Println(err)
 	}
 	// Output:
-	// depth 1 fence unchanged: true
-	// depth 2 fence unchanged: true
-	// depth 3 fence unchanged: true
+	// depth 1 same fence: true
+	// depth 2 same fence: true
+	// depth 3 same fence: true
 }
 
 func ExampleRWMutex() {

@@ -13,25 +13,56 @@ import (
 // wakes the next waiter and nobody else, and waiters are served in the
 // order they arrived: the Mutex is fair.
 //
-// It is reentrant within a Client: a Lock or TryLock whose ctx carries
-// the owner of a hold of the same path (a lease's Context, or
-// dlock.WithOwner(ctx, id) with the id of an earlier Lock) takes another
-// hold at once, without a round trip. Each hold is a lease of its own,
-// with the fence of the first; the node is deleted when the last hold is
-// released.
+// It is not reentrant: a Lock or TryLock through the Context of a lease
+// of the same path in the same Client returns ErrNotReentrant (see
+// ReentrantMutex), and one through an unrelated context waits like
+// anyone else.
 //
 // Its nodes are named like those of Curator's InterProcessMutex and
 // go-zookeeper's zk.Lock ("_c_<guid>-lock-<sequence>"), and all three
 // exclude each other on one path.
-type Mutex struct{ q *queue }
+type Mutex struct {
+	q         *queue
+	reentrant bool
+}
 
 var _ dlock.Locker = (*Mutex)(nil)
+
+// A ReentrantMutex is a Mutex that its owner can take again: a Lock or
+// TryLock whose ctx carries the owner of a hold of the same path in the
+// same Client (a lease's Context, or dlock.WithOwner(ctx, id) with the id
+// of an earlier Lock) takes another hold at once, without a round trip.
+// Each hold is a lease of its own, with the fence of the first; the node
+// is deleted when the last hold is released. Its nodes are a Mutex's, and
+// a Mutex and a ReentrantMutex of one path exclude each other.
+type ReentrantMutex struct{ m Mutex }
+
+var _ dlock.Locker = (*ReentrantMutex)(nil)
+
+// NewReentrantMutex returns the reentrant mutex on path, with the same
+// rules for paths as NewMutex.
+func (s *Client) NewReentrantMutex(path string, opts ...Option) *ReentrantMutex {
+	q := newQueue(s, path, kindLock, 0, opts, lowestHolds, kindLock)
+	q.ev = lease.NewEvents(s.obs, path, "ReentrantMutex")
+	return &ReentrantMutex{Mutex{q: q, reentrant: true}}
+}
+
+// Name returns the lock's path.
+func (r *ReentrantMutex) Name() string { return r.m.Name() }
+
+// Lock takes the lock, or another hold of it if ctx carries the owner of
+// a hold, waiting until it is free or ctx is done; see Mutex.Lock.
+func (r *ReentrantMutex) Lock(ctx context.Context) (dlock.Lease, error) { return r.m.Lock(ctx) }
+
+// TryLock takes the lock if it is free, or another hold of it if ctx
+// carries the owner of a hold; see Mutex.TryLock.
+func (r *ReentrantMutex) TryLock(ctx context.Context) (dlock.Lease, error) { return r.m.TryLock(ctx) }
 
 // NewMutex returns the mutex on path, an absolute ZooKeeper path such as
 // "/locks/nightly-report" that the lock uses for nothing else. It never
 // fails: a bad path or option is reported by Lock and TryLock.
 func (s *Client) NewMutex(path string, opts ...Option) *Mutex {
-	return &Mutex{newQueue(s, path, kindLock, 0, opts, lowestHolds, kindLock)}
+	return &Mutex{q: newQueue(s, path, kindLock, 0, opts, lowestHolds, kindLock)}
 }
 
 // lowestHolds is the rule of a Mutex and of an RWMutex writer: the lowest
@@ -71,6 +102,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock
 			if n.q.kind != kindLock {
 				return nil, kindMismatch(m.q.dir, kindLock, n)
 			}
+			if !m.reentrant {
+				return nil, ErrNotReentrant
+			}
 			if h := n.reenter(ctx); h != nil {
 				if m.q.s.leases.Add(h) {
 					return h, nil
@@ -79,7 +113,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock
 				return nil, ErrClosed
 			}
 		}
-		token = owner
+		if m.reentrant {
+			token = owner
+		}
 	}
 	return asLease(m.q.acquire(ctx, token, wait, a))
 }

@@ -199,13 +199,14 @@ func TestIntegrationMutexCancelledWaiterLeavesNoNode(t *testing.T) {
 	waitChildren(t, adm, path, 0)
 }
 
-// Re-entry by owner: the lease's Context, or dlock.WithOwner.
-func TestIntegrationMutexReentry(t *testing.T) {
+// A ReentrantMutex re-enters by owner: the lease's Context, or
+// dlock.WithOwner; a plain Mutex of another Client on the path waits.
+func TestIntegrationReentrantMutex(t *testing.T) {
 	path := uniquePath(t)
 	ctx := ctxFor(t, time.Minute)
 	adm := admin(t, []string{sharedZK(t).Addr()})
 	s := connect(t, []string{sharedZK(t).Addr()})
-	m := s.NewMutex(path)
+	m := s.NewReentrantMutex(path)
 	other := connect(t, []string{sharedZK(t).Addr()}).NewMutex(path)
 
 	outer, err := m.Lock(ctx)

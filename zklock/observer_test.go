@@ -90,7 +90,7 @@ func TestIntegrationObserverKinds(t *testing.T) {
 		ctx := ctxFor(t, 30*time.Second)
 		path := uniquePath(t)
 		from := len(rec.Events()) // events of this subtest only
-		m := observed.NewMutex(path)
+		m := observed.NewReentrantMutex(path)
 		outer, err := m.Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +102,7 @@ func TestIntegrationObserverKinds(t *testing.T) {
 		inner.Release(ctx)
 		outer.Release(ctx)
 		evs := rec.Events()[from:]
-		dlocktest.CheckEvents(t, evs, path, "Mutex", dlock.EventAcquiring, dlock.EventAcquired,
+		dlocktest.CheckEvents(t, evs, path, "ReentrantMutex", dlock.EventAcquiring, dlock.EventAcquired,
 			dlock.EventAcquiring, dlock.EventAcquired, dlock.EventReleased, dlock.EventReleased)
 		if evs[3].Fence != outer.Fence() {
 			t.Errorf("reentrant hold acquired with fence %d; want the first hold's %d", evs[3].Fence, outer.Fence())

@@ -90,6 +90,36 @@ func TestIntegrationReentryChecksKind(t *testing.T) {
 	}
 }
 
+// A Mutex is not reentrant: asked again through its own lease's Context,
+// or with the lease's owner given by dlock.WithOwner, it refuses with
+// ErrNotReentrant at once and creates no node, where it used to take
+// another hold (only ReentrantMutex does); through an unrelated context it
+// waits like anyone else.
+func TestIntegrationMutexIsNotReentrant(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	servers := []string{sharedZK(t).Addr()}
+	s := connect(t, servers)
+	adm := admin(t, servers)
+	path := uniquePath(t)
+	m := s.NewMutex(path)
+	held := mustLock(t, ctx, m)
+	for _, c := range []context.Context{held.Context(), dlock.WithOwner(ctx, held.Token())} {
+		for _, f := range []func(context.Context) (dlock.Lease, error){m.TryLock, m.Lock, s.NewMutex(path).Lock} {
+			if l, err := f(c); !errors.Is(err, dlock.ErrNotReentrant) {
+				t.Errorf("Mutex asked again by its holder = %v, %v; want ErrNotReentrant", l, err)
+			}
+		}
+	}
+	if n := len(children(t, adm, path)); n != 1 {
+		t.Errorf("%d nodes after the refused calls; want the holder's only", n)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if l, err := m.Lock(wctx); !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Mutex asked again through an unrelated context = %v, %v; want it to wait until the deadline", l, err)
+	}
+}
+
 // Re-entering with a shorter TTL, and releasing that inner hold, never
 // shortens the outer hold: the node is the lock, the session keeps it, and
 // the holds share the confirmations of the first hold's lease time
@@ -99,9 +129,9 @@ func TestIntegrationReentryKeepsTheOuterTTL(t *testing.T) {
 	servers := []string{sharedZK(t).Addr()}
 	s := connect(t, servers, zklock.WithSessionTimeout(9*time.Second)) // confirmations good for 3s
 	path := uniquePath(t)
-	outer := mustLock(t, ctx, s.NewMutex(path))
+	outer := mustLock(t, ctx, s.NewReentrantMutex(path))
 	before := outer.Until()
-	inner, err := s.NewMutex(path, zklock.WithTTL(100*time.Millisecond), zklock.WithoutRenewal()).TryLock(outer.Context())
+	inner, err := s.NewReentrantMutex(path, zklock.WithTTL(100*time.Millisecond), zklock.WithoutRenewal()).TryLock(outer.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
