@@ -145,7 +145,9 @@ func WithEventCallback(f func(zk.Event)) ClientOption {
 	return func(c *clientConfig) { c.onEvent = f }
 }
 
-// An Option configures a lock.
+// An Option configures a lock. There is no WithRetry: a waiter keeps its
+// place in the lock's queue and is woken by a watch when its turn comes,
+// so there is nothing to retry; bound a wait with ctx.
 type Option func(*config)
 
 type config struct {
