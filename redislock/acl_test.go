@@ -37,11 +37,17 @@ func TestIntegrationLeastPrivilegeUser(t *testing.T) {
 	a, b := open(), open()
 	ctx := timeout(t, 30*time.Second)
 	lockers := map[string]func(c *redislock.Client) dlock.Locker{
-		"Mutex":          func(c *redislock.Client) dlock.Locker { return c.NewMutex("acl", redislock.WithTTL(time.Second)) },
-		"FairMutex":      func(c *redislock.Client) dlock.Locker { return c.NewFairMutex("acl", redislock.WithTTL(time.Second)) },
-		"ReentrantMutex": func(c *redislock.Client) dlock.Locker { return c.NewReentrantMutex("acl", redislock.WithTTL(time.Second)) },
-		"RWMutex.write":  func(c *redislock.Client) dlock.Locker { return c.NewRWMutex("acl", redislock.WithTTL(time.Second)).Writer() },
-		"Semaphore":      func(c *redislock.Client) dlock.Locker { return c.NewSemaphore("acl", 1, redislock.WithTTL(time.Second)) },
+		"Mutex":     func(c *redislock.Client) dlock.Locker { return c.NewMutex("acl", redislock.WithTTL(time.Second)) },
+		"FairMutex": func(c *redislock.Client) dlock.Locker { return c.NewFairMutex("acl", redislock.WithTTL(time.Second)) },
+		"ReentrantMutex": func(c *redislock.Client) dlock.Locker {
+			return c.NewReentrantMutex("acl", redislock.WithTTL(time.Second))
+		},
+		"RWMutex.write": func(c *redislock.Client) dlock.Locker {
+			return c.NewRWMutex("acl", redislock.WithTTL(time.Second)).Writer()
+		},
+		"Semaphore": func(c *redislock.Client) dlock.Locker {
+			return c.NewSemaphore("acl", 1, redislock.WithTTL(time.Second))
+		},
 	}
 	for kind, newLocker := range lockers {
 		held, err := newLocker(a).Lock(ctx)
