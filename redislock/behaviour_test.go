@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/testenv"
@@ -24,7 +26,7 @@ type countingConn struct {
 	evals, calls atomic.Int64
 }
 
-func (c *countingConn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+func (c *countingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	c.evals.Add(1)
 	c.calls.Add(int64(len(calls)))
 	c.Conn.Eval(ctx, calls, results)

@@ -11,7 +11,9 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/redislock/transport"
 )
 
 // A Client makes locks on one Redis deployment. It owns the two things its
@@ -101,9 +103,9 @@ func (c *Client) usable() error {
 }
 
 // eval runs one script call.
-func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...string) (any, error) {
-	var res [1]Result
-	c.conn.Eval(ctx, []Call{{Script: s, Keys: keys, Args: args}}, res[:])
+func (c *Client) eval(ctx context.Context, s *redisscript.Script, keys []string, args ...string) (any, error) {
+	var res [1]transport.Result
+	c.conn.Eval(ctx, []transport.Call{{Script: s, Keys: keys, Args: args}}, res[:])
 	return res[0].Val, res[0].Err
 }
 
@@ -113,7 +115,7 @@ func (c *Client) eval(ctx context.Context, s *Script, keys []string, args ...str
 // background.Clean), since a request still buffered on a paused server
 // runs when it resumes, however late. After Close has given clean-ups
 // their time, a key left expires within its TTL.
-func (c *Client) abandon(release Call) {
+func (c *Client) abandon(release transport.Call) {
 	c.cleanups.Clean(func(ctx context.Context) background.Outcome {
 		v, err := c.eval(ctx, release.Script, release.Keys, release.Args...)
 		switch {
@@ -128,13 +130,13 @@ func (c *Client) abandon(release Call) {
 
 // releaseCall is the call of script s that deletes the lock k that token
 // holds and wakes waiters: release.lua's shape.
-func releaseCall(k keys, token string, s *Script) Call {
-	return Call{Script: s, Keys: []string{k.lock}, Args: []string{token, k.channel}}
+func releaseCall(k keys, token string, s *redisscript.Script) transport.Call {
+	return transport.Call{Script: s, Keys: []string{k.lock}, Args: []string{token, k.channel}}
 }
 
 // release runs a release call now if the server answers, and otherwise
 // in the background (see abandon).
-func (c *Client) release(ctx context.Context, call Call) error {
+func (c *Client) release(ctx context.Context, call transport.Call) error {
 	_, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil && !isReply(err) {
 		c.abandon(call)

@@ -52,8 +52,8 @@ func (d *deployment) admin(t testing.TB) redis.UniversalClient {
 	return c
 }
 
-// transport opens a new, independent connection to d.
-type transport func(t testing.TB, d *deployment) redislock.Conn
+// opener opens a new, independent connection to d.
+type opener func(t testing.TB, d *deployment) redislock.Conn
 
 func goRedis(t testing.TB, d *deployment) redislock.Conn {
 	var c redis.UniversalClient
@@ -80,18 +80,18 @@ func rueidisClient(t testing.TB, d *deployment) redislock.Conn {
 
 var transports = []struct {
 	name string
-	open transport
+	open opener
 }{{"goredis", goRedis}, {"rueidis", rueidisClient}}
 
 // newClient returns a redislock.Client on its own connection, closed when t
 // ends (before the connection, as cleanups run last-in first-out).
-func newClient(t testing.TB, d *deployment, open transport, opts ...redislock.ClientOption) *redislock.Client {
+func newClient(t testing.TB, d *deployment, open opener, opts ...redislock.ClientOption) *redislock.Client {
 	c := redislock.New(open(t, d), opts...)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
-func backend(d *deployment, open transport) dlocktest.Backend {
+func backend(d *deployment, open opener) dlocktest.Backend {
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}

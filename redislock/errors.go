@@ -21,7 +21,7 @@ var ErrClosed = errors.New("redislock: client closed")
 func init() { lease.RegisterCause(ErrClosed, "closed") }
 
 // describe turns a script failure into an error that names the problem.
-func describe(key string, s *Script, err error) error {
+func describe(key string, s *redisscript.Script, err error) error {
 	return redisscript.Describe("redislock", key, s, err)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/redislock/transport"
 )
 
 // MinFairWaiterTimeout is the shortest time a FairMutex's queue keeps a
@@ -299,7 +300,7 @@ func (l *fairLease) forget() {
 	l.m.c.renew.Remove(&l.entry)
 	l.m.c.leases.Remove(l)
 	if l.MaxHoldReached() { // give the lock back, to the head of the queue
-		l.m.c.abandon(Call{Script: redisscript.FairRelease, Keys: []string{l.m.keys.lock, l.m.queue, l.m.times}, Args: []string{l.Token(), l.m.prefix}})
+		l.m.c.abandon(transport.Call{Script: redisscript.FairRelease, Keys: []string{l.m.keys.lock, l.m.queue, l.m.times}, Args: []string{l.Token(), l.m.prefix}})
 	}
 }
 
@@ -329,10 +330,10 @@ func (l *fairLease) Release(ctx context.Context) error {
 	return l.Released()
 }
 
-func (l *fairLease) refreshCall() Call {
-	return Call{Script: refreshScript, Keys: []string{l.m.keys.lock}, Args: []string{l.Token(), l.m.ttl}}
+func (l *fairLease) refreshCall() transport.Call {
+	return transport.Call{Script: refreshScript, Keys: []string{l.m.keys.lock}, Args: []string{l.Token(), l.m.ttl}}
 }
 
-func (l *fairLease) renewed(r Result, start, now time.Time) time.Time {
+func (l *fairLease) renewed(r transport.Result, start, now time.Time) time.Time {
 	return renewOutcome(l, r, refreshScript, lease.Validity(start, l.m.cfg.ttl), now, l.m.cfg.ttl/3)
 }

@@ -365,7 +365,7 @@ func TestIntegrationFairTryLockAndErrors(t *testing.T) {
 
 // fairBackend is the conformance backend of FairMutex on d. Leftovers
 // also reports queue keys: a cancelled wait must leave no entry behind.
-func fairBackend(d *deployment, open transport) dlocktest.Backend {
+func fairBackend(d *deployment, open opener) dlocktest.Backend {
 	b := backend(d, open)
 	b.NewLocker = func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 		opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redislock/transport"
 )
 
 // ErrInvalidCount is returned, wrapped, by Latch.TrySetCount for a count
@@ -111,20 +112,20 @@ func (l *Latch) Wait(ctx context.Context) error {
 }
 
 // run runs a latch script on the count key and returns its integer reply.
-func (l *Latch) run(ctx context.Context, sc *Script, keys []string, args ...string) (int64, error) {
+func (l *Latch) run(ctx context.Context, sc *redisscript.Script, keys []string, args ...string) (int64, error) {
 	return l.call(ctx, l.c.eval, sc, keys, args...)
 }
 
 // runOnce is run for a script that changes the count: see Client.evalOnce.
-func (l *Latch) runOnce(ctx context.Context, sc *Script, keys []string, args ...string) (int64, error) {
+func (l *Latch) runOnce(ctx context.Context, sc *redisscript.Script, keys []string, args ...string) (int64, error) {
 	base := keysFor(l.name).lock
-	return l.call(ctx, func(ctx context.Context, sc *Script, keys []string, args ...string) (any, error) {
+	return l.call(ctx, func(ctx context.Context, sc *redisscript.Script, keys []string, args ...string) (any, error) {
 		return l.c.evalOnce(ctx, base, sc, keys, args...)
 	}, sc, keys, args...)
 }
 
-func (l *Latch) call(ctx context.Context, eval func(context.Context, *Script, []string, ...string) (any, error),
-	sc *Script, keys []string, args ...string) (int64, error) {
+func (l *Latch) call(ctx context.Context, eval func(context.Context, *redisscript.Script, []string, ...string) (any, error),
+	sc *redisscript.Script, keys []string, args ...string) (int64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
@@ -153,8 +154,8 @@ func (l *Latch) cancelled(cause error) error {
 }
 
 // describe names the problem behind a failed latch script.
-func (l *Latch) describe(sc *Script, err error) error {
-	var re *ReplyError
+func (l *Latch) describe(sc *redisscript.Script, err error) error {
+	var re *transport.ReplyError
 	if errors.As(err, &re) && strings.Contains(re.Msg, "DLOCKCOUNT") {
 		return fmt.Errorf("redislock: latch %q: %s; something other than dlock wrote it: %w",
 			l.name, strings.TrimPrefix(re.Msg, "DLOCKCOUNT "), ErrInvalidCount)

@@ -12,6 +12,7 @@ import (
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redislock/transport"
 )
 
 // A Mutex is an exclusive lock on one Redis deployment, identified by
@@ -53,7 +54,7 @@ var _ dlock.Locker = (*Mutex)(nil)
 // scripts, and whose token identifies a hold.
 type flavor struct {
 	kind                      string // recorded in the name's kind marker
-	acquire, release, refresh *Script
+	acquire, release, refresh *redisscript.Script
 	// reentrant: the owner comes from the context (dlock.WithOwner, or a
 	// lease's Context), and an owner may hold the lock more than once.
 	reentrant bool
@@ -214,12 +215,12 @@ func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration
 	}
 	giveBack := m.releaseCall(token, hold)
 	start := time.Now()
-	var res [1]Result
+	var res [1]transport.Result
 	mark := ""
 	if waited {
 		mark = "*"
 	}
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
+	m.c.conn.Eval(ctx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
@@ -274,8 +275,8 @@ func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration
 }
 
 // releaseCall is the call that gives up the hold hold of owner token.
-func (m *Mutex) releaseCall(token, hold string) Call {
-	return Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
+func (m *Mutex) releaseCall(token, hold string) transport.Call {
+	return transport.Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

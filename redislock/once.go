@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
 // requestMemory is how long the server remembers the outcome of a call
@@ -29,7 +30,7 @@ var onceRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 //
 // keys end with the record's key, added by evalOnce; the script's last
 // argument is the memory in milliseconds, also added here.
-func (c *Client) evalOnce(ctx context.Context, base string, s *Script, keys []string, args ...string) (any, error) {
+func (c *Client) evalOnce(ctx context.Context, base string, s *redisscript.Script, keys []string, args ...string) (any, error) {
 	keys = append(keys[:len(keys):len(keys)], base+":req:"+dlock.NewToken())
 	args = append(args[:len(args):len(args)], strconv.FormatInt(requestMemory.Milliseconds(), 10))
 	for n := 1; ; n++ {

@@ -6,7 +6,9 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/redislock/transport"
 )
 
 // A renewable is a lease the client's watchdog renews. Every lock kind's
@@ -14,18 +16,18 @@ import (
 // pipelined round trip.
 type renewable interface {
 	// refreshCall returns the script call that extends the lease.
-	refreshCall() Call
+	refreshCall() transport.Call
 	// renewed applies the outcome of that call, sent at start, and returns
 	// when to renew next, or the zero time to stop.
-	renewed(r Result, start, now time.Time) time.Time
+	renewed(r transport.Result, start, now time.Time) time.Time
 	// Until is the lease's deadline.
 	Until() time.Time
 }
 
 // renewBatch refreshes a batch of leases in one pipelined round trip.
 func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
-	calls := make([]Call, len(batch))
-	results := make([]Result, len(batch))
+	calls := make([]transport.Call, len(batch))
+	results := make([]transport.Result, len(batch))
 	deadline := time.Now().Add(time.Minute)
 	for i, e := range batch {
 		r := e.Value.(renewable)
@@ -56,7 +58,7 @@ func renewOutcome(st interface {
 	Lose(error) bool
 	RenewFailed(error)
 	Key() string
-}, r Result, s *Script, until, now time.Time, period time.Duration) time.Time {
+}, r transport.Result, s *redisscript.Script, until, now time.Time, period time.Duration) time.Time {
 	switch {
 	case r.Err == nil && r.Val == int64(1):
 		if st.Extend(until) {

@@ -12,6 +12,7 @@ import (
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redislock/transport"
 )
 
 // ErrInvalidPermits is returned, wrapped, by every call on a Semaphore made
@@ -191,8 +192,8 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	m := s.m
 	token := dlock.NewToken()
 	start := time.Now()
-	var res [1]Result
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
+	var res [1]transport.Result
+	m.c.conn.Eval(ctx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
 		Args:         []string{token, m.ttl, strconv.Itoa(s.permits)},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
@@ -312,8 +313,8 @@ func (s *Semaphore) admin(ctx context.Context) error {
 }
 
 // describe names the problem behind a failed semaphore script.
-func (s *Semaphore) describe(sc *Script, err error) error {
-	var re *ReplyError
+func (s *Semaphore) describe(sc *redisscript.Script, err error) error {
+	var re *transport.ReplyError
 	if errors.As(err, &re) {
 		switch {
 		case strings.Contains(re.Msg, "DLOCKLIMIT"):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/dlock-go/dlock/redislock/transport"
 )
 
 // subscriptionLinger is how long a channel stays subscribed after its last
@@ -21,7 +23,7 @@ type subscriber struct {
 
 	mu       sync.Mutex
 	seq      uint64 // orders exclusive waiters
-	l        Listener
+	l        transport.Listener
 	chans    map[string]*channel
 	sweeping bool
 	closed   bool

@@ -6,10 +6,11 @@ import (
 	"net"
 	"time"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock"
 )
 
 // acqOutcome is what became of one node's acquire.
@@ -39,7 +40,7 @@ func outcomeOf(r reply) acqOutcome {
 // A sweep deletes one token's key, in the background, from every node
 // where it may remain after a failed attempt or a release.
 type sweep struct {
-	call redislock.Call // the release
+	call transport.Call // the release
 	ttl  time.Duration
 	// del: a delete must still reach the node. late: the node's acquire
 	// may still run (its call failed), so finding no key there is not
@@ -57,7 +58,7 @@ type sweep struct {
 	acqKnown []acqOutcome
 }
 
-func (c *Client) newSweep(call redislock.Call, ttl time.Duration) *sweep {
+func (c *Client) newSweep(call transport.Call, ttl time.Duration) *sweep {
 	n := len(c.nodes)
 	return &sweep{call: call, ttl: ttl, del: make([]bool, n), late: make([]bool, n), deleted: make([]bool, n)}
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -151,17 +153,17 @@ func (c *Client) usable() error {
 // reply is one node's outcome of one call.
 type reply struct {
 	node int
-	res  redislock.Result
+	res  transport.Result
 }
 
 // fanOut sends call to every node at once, each with the node timeout, and
 // returns a channel that receives each node's reply as it arrives.
-func (c *Client) fanOut(ctx context.Context, call redislock.Call) <-chan reply {
+func (c *Client) fanOut(ctx context.Context, call transport.Call) <-chan reply {
 	return c.fanOutTo(ctx, call, nil)
 }
 
 // fanOutTo is fanOut to the nodes i with only[i] set, or all if only is nil.
-func (c *Client) fanOutTo(ctx context.Context, call redislock.Call, only []bool) <-chan reply {
+func (c *Client) fanOutTo(ctx context.Context, call transport.Call, only []bool) <-chan reply {
 	out := make(chan reply, len(c.nodes))
 	for i, n := range c.nodes {
 		if only != nil && !only[i] {
@@ -170,8 +172,8 @@ func (c *Client) fanOutTo(ctx context.Context, call redislock.Call, only []bool)
 		go func() {
 			nctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
 			defer cancel()
-			var res [1]redislock.Result
-			n.conn.Eval(nctx, []redislock.Call{call}, res[:])
+			var res [1]transport.Result
+			n.conn.Eval(nctx, []transport.Call{call}, res[:])
 			out <- reply{i, res[0]}
 		}()
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/dlock-go/dlock/redlock"
 )
 
-func backend(servers []*testenv.Redis, open transport) dlocktest.Backend {
+func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 	addrs := addrsOf(servers)
 	each := func(t testing.TB, f func(*testenv.Redis) error) {
 		for _, s := range servers {

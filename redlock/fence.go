@@ -4,8 +4,9 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock"
 )
 
 // liftStep is the granularity, in microseconds, to which quorum_acquire.lua
@@ -46,7 +47,7 @@ func (m *Mutex) writeFence(ctx context.Context, holders []int, token string, fen
 	for _, i := range holders {
 		only[i] = true
 	}
-	call := redislock.Call{Script: redisscript.QuorumFence, Keys: []string{m.keys.lock, m.keys.fence},
+	call := transport.Call{Script: redisscript.QuorumFence, Keys: []string{m.keys.lock, m.keys.fence},
 		Args: []string{token, strconv.FormatUint(fence, 10)}}
 	replies := m.c.fanOutTo(ctx, call, only)
 	ok := 0

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
-	"github.com/dlock-go/dlock/redislock"
 )
 
 // A grant is a Redlock lease.
@@ -45,7 +46,7 @@ func (g *grant) forget() {
 	g.m.c.renew.Remove(&g.entry)
 	g.m.c.leases.Remove(g)
 	if g.MaxHoldReached() {
-		call := redislock.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+		call := transport.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
 		s := g.m.c.newSweep(call, g.m.cfg.ttl)
 		for i := range s.del {
 			s.del[i] = true
@@ -65,7 +66,7 @@ type tally struct {
 
 func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) tally {
 	c := g.m.c
-	call := redislock.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
+	call := transport.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
 	replies := c.fanOut(ctx, call)
 	t := tally{failed: make([]bool, len(c.nodes)), absent: make([]bool, len(c.nodes))}
 	for range c.nodes {
@@ -149,7 +150,7 @@ late:
 			break late
 		}
 	}
-	call := redislock.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+	call := transport.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
 	s := c.newSweep(call, g.m.cfg.ttl)
 	s.acq, s.acqLeft, s.acqKnown = g.acqReplies, g.acqLeft, g.acq
 	replies := c.fanOut(ctx, call)

@@ -56,8 +56,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// transport opens a new connection to one address.
-type transport func(t testing.TB, addr string) redislock.Conn
+// opener opens a new connection to one address.
+type opener func(t testing.TB, addr string) redislock.Conn
 
 func goRedis(t testing.TB, addr string) redislock.Conn {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
@@ -78,12 +78,12 @@ func rueidisClient(t testing.TB, addr string) redislock.Conn {
 
 var transports = []struct {
 	name string
-	open transport
+	open opener
 }{{"goredis", goRedis}, {"rueidis", rueidisClient}}
 
 // newClient returns a redlock Client over addrs, each node on its own new
 // connection, closed when t ends.
-func newClient(t testing.TB, addrs []string, open transport, opts ...redlock.ClientOption) *redlock.Client {
+func newClient(t testing.TB, addrs []string, open opener, opts ...redlock.ClientOption) *redlock.Client {
 	conns := make([]redislock.Conn, len(addrs))
 	for i, a := range addrs {
 		conns[i] = open(t, a)

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock"
 )
 
 // Inspect reports who holds the lock called name, asking every node at
@@ -28,7 +29,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := c.usable(); err != nil {
 		return dlock.Info{}, err
 	}
-	call := redislock.Call{Script: redisscript.Inspect, Keys: redisscript.InspectKeys(name)}
+	call := transport.Call{Script: redisscript.Inspect, Keys: redisscript.InspectKeys(name)}
 	replies := c.fanOut(ctx, call)
 	views := make([]string, len(c.nodes))
 	owners := map[string]int{}
@@ -91,7 +92,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	keys, args := redisscript.ForceUnlockCall(name)
-	replies := c.fanOut(ctx, redislock.Call{Script: redisscript.ForceUnlock, Keys: keys, Args: args})
+	replies := c.fanOut(ctx, transport.Call{Script: redisscript.ForceUnlock, Keys: keys, Args: args})
 	held := false
 	var errs []error
 	for range c.nodes {

@@ -4,20 +4,21 @@ import (
 	"context"
 	"time"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
-	"github.com/dlock-go/dlock/redislock"
 )
 
 // renewBatch extends a batch of leases: one pipelined round trip per node,
 // all nodes in parallel. It returns as soon as every lease's outcome is
 // decided, so a paused or slow minority does not hold the batch up.
 func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
-	calls := make([]redislock.Call, len(batch))
+	calls := make([]transport.Call, len(batch))
 	deadline := time.Now().Add(time.Minute)
 	for i, e := range batch {
 		g := e.Value.(*grant)
-		calls[i] = redislock.Call{Script: redisscript.Refresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
+		calls[i] = transport.Call{Script: redisscript.Refresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
 		if u := g.Until(); u.Before(deadline) {
 			deadline = u
 		}
@@ -27,13 +28,13 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	type nodeResults struct {
 		node    int
-		results []redislock.Result
+		results []transport.Result
 	}
 	arrivals := make(chan nodeResults, len(c.nodes))
 	start := time.Now()
 	for i, n := range c.nodes {
 		go func() {
-			results := make([]redislock.Result, len(calls))
+			results := make([]transport.Result, len(calls))
 			n.conn.Eval(ctx, calls, results)
 			arrivals <- nodeResults{i, results}
 		}()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
@@ -21,7 +23,7 @@ type countingConn struct {
 	calls map[string]int
 }
 
-func (c *countingConn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+func (c *countingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	c.mu.Lock()
 	for _, call := range calls {
 		c.calls[call.Script.Name]++

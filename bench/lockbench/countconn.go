@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock/redislock"
 )
 
@@ -15,7 +17,7 @@ type countingConn struct {
 	maxBatch atomic.Int64
 }
 
-func (c *countingConn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+func (c *countingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	c.evals.Add(1)
 	n := int64(len(calls))
 	c.calls.Add(n)

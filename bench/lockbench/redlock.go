@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock/redislock"
 )
 
@@ -106,7 +108,7 @@ const (
 	scCount
 )
 
-func scriptClass(calls []redislock.Call) uint8 {
+func scriptClass(calls []transport.Call) uint8 {
 	if len(calls) != 1 {
 		return scOther
 	}
@@ -156,7 +158,7 @@ type timingConn struct {
 	rec *evalRecorder
 }
 
-func (c *timingConn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+func (c *timingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	start := c.rec.since()
 	c.Conn.Eval(ctx, calls, results)
 	c.rec.add(evalRec{class: scriptClass(calls), start: start, end: c.rec.since()})

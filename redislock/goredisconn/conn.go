@@ -18,6 +18,8 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/redis/go-redis/v9"
 )
@@ -45,7 +47,7 @@ func New(c Client) redislock.Conn {
 	return conn{c}
 }
 
-func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	if len(calls) == 1 && calls[0].WaitReplicas > 0 {
 		results[0] = c.evalWait(ctx, calls[0])
 		return
@@ -72,7 +74,7 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 	if len(retry) == 0 {
 		return
 	}
-	again := make([]redislock.Call, len(retry))
+	again := make([]transport.Call, len(retry))
 	for j, i := range retry {
 		again[j] = calls[i]
 	}
@@ -86,12 +88,12 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 // connection, so that WAIT counts the script's writes. On a Cluster the
 // pipeline goes to the master of the script's first key, since WAIT has no
 // key of its own to route by.
-func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Result {
+func (c conn) evalWait(ctx context.Context, call transport.Call) transport.Result {
 	pipeliner := c.c.Pipeline
 	if cc, ok := c.c.(*redis.ClusterClient); ok && len(call.Keys) > 0 {
 		node, err := cc.MasterForKey(ctx, call.Keys[0])
 		if err != nil {
-			return redislock.Result{Err: err, Replicas: -1}
+			return transport.Result{Err: err, Replicas: -1}
 		}
 		pipeliner = node.Pipeline
 	}
@@ -102,7 +104,7 @@ func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Resul
 			cmd = script(ctx, "evalsha", call.Script.SHA1, call)
 		}
 		p.Process(ctx, cmd)
-		wait := p.Do(ctx, "wait", call.WaitReplicas, redislock.WaitMillis(call.WaitTimeout))
+		wait := p.Do(ctx, "wait", call.WaitReplicas, transport.WaitMillis(call.WaitTimeout))
 		p.Exec(ctx)
 		if byHash && isNoScript(cmd.Err()) {
 			continue
@@ -119,7 +121,7 @@ func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Resul
 
 // pipeline sends every call as verb ("evalsha" or "eval") in one
 // pipeline.
-func (c conn) pipeline(ctx context.Context, calls []redislock.Call, verb string) []sentOnce {
+func (c conn) pipeline(ctx context.Context, calls []transport.Call, verb string) []sentOnce {
 	p := c.c.Pipeline()
 	cmds := make([]sentOnce, len(calls))
 	for i, call := range calls {
@@ -150,7 +152,7 @@ func (sentOnce) NoRetry() bool { return true }
 // script returns the call as verb ("evalsha" with the digest as body, or
 // "eval" with the source), keys and arguments in the order go-redis's
 // cluster routing expects.
-func script(ctx context.Context, verb, body string, call redislock.Call) sentOnce {
+func script(ctx context.Context, verb, body string, call transport.Call) sentOnce {
 	a := make([]any, 0, 3+len(call.Keys)+len(call.Args))
 	a = append(a, verb, body, len(call.Keys))
 	for _, k := range call.Keys {
@@ -162,19 +164,19 @@ func script(ctx context.Context, verb, body string, call redislock.Call) sentOnc
 	return sentOnce{redis.NewCmd(ctx, a...)}
 }
 
-func result(cmd *redis.Cmd) redislock.Result {
+func result(cmd *redis.Cmd) transport.Result {
 	v, err := cmd.Result()
 	switch {
 	case err == nil:
-		return redislock.Result{Val: v}
+		return transport.Result{Val: v}
 	case errors.Is(err, redis.Nil):
-		return redislock.Result{}
+		return transport.Result{}
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
-		return redislock.Result{Err: &redislock.ReplyError{Msg: re.Error()}}
+		return transport.Result{Err: &transport.ReplyError{Msg: re.Error()}}
 	}
-	return redislock.Result{Err: err}
+	return transport.Result{Err: err}
 }
 
 func isNoScript(err error) bool {
@@ -185,13 +187,13 @@ type nilConn struct{}
 
 var errNil = errors.New("goredisconn: New was given a nil client")
 
-func (nilConn) Eval(_ context.Context, calls []redislock.Call, results []redislock.Result) {
+func (nilConn) Eval(_ context.Context, calls []transport.Call, results []transport.Result) {
 	for i := range calls {
-		results[i] = redislock.Result{Err: errNil}
+		results[i] = transport.Result{Err: errNil}
 	}
 }
 
-func (nilConn) Listen(func(string)) redislock.Listener { return nilListener{} }
+func (nilConn) Listen(func(string)) transport.Listener { return nilListener{} }
 
 type nilListener struct{}
 

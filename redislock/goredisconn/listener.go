@@ -5,7 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,7 +24,7 @@ type listener struct {
 	done    chan struct{}
 }
 
-func (c conn) Listen(onMessage func(string)) redislock.Listener {
+func (c conn) Listen(onMessage func(string)) transport.Listener {
 	return &listener{c: c.c, onMessage: onMessage, pending: make(map[string][]chan struct{})}
 }
 

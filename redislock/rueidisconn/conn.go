@@ -11,6 +11,8 @@ import (
 	"errors"
 	"reflect"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/redis/rueidis"
 )
@@ -29,7 +31,7 @@ func New(c rueidis.Client) redislock.Conn {
 	return conn{c}
 }
 
-func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redislock.Result) {
+func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	if len(calls) == 1 && calls[0].WaitReplicas > 0 {
 		results[0] = c.evalWait(ctx, calls[0])
 		return
@@ -68,13 +70,13 @@ func (c conn) Eval(ctx context.Context, calls []redislock.Call, results []redisl
 
 // evalWait runs one script and WAIT on one dedicated connection, so that
 // WAIT counts the script's writes.
-func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Result {
-	var r redislock.Result
+func (c conn) evalWait(ctx context.Context, call transport.Call) transport.Result {
+	var r transport.Result
 	err := c.c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		wait := dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(redislock.WaitMillis(call.WaitTimeout)).Build()
+		wait := dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(transport.WaitMillis(call.WaitTimeout)).Build()
 		rs := dc.DoMulti(ctx, c.evalsha(call), wait)
 		if isNoScript(rs[0].Error()) {
-			rs = dc.DoMulti(ctx, c.eval(call), dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(redislock.WaitMillis(call.WaitTimeout)).Build())
+			rs = dc.DoMulti(ctx, c.eval(call), dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(transport.WaitMillis(call.WaitTimeout)).Build())
 		}
 		r = result(rs[0])
 		r.Replicas = -1
@@ -84,35 +86,35 @@ func (c conn) evalWait(ctx context.Context, call redislock.Call) redislock.Resul
 		return nil
 	})
 	if err != nil {
-		return redislock.Result{Err: err, Replicas: -1}
+		return transport.Result{Err: err, Replicas: -1}
 	}
 	return r
 }
 
-func (c conn) evalsha(call redislock.Call) rueidis.Completed {
+func (c conn) evalsha(call transport.Call) rueidis.Completed {
 	return c.c.B().Evalsha().Sha1(call.Script.SHA1).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
 }
 
-func (c conn) eval(call redislock.Call) rueidis.Completed {
+func (c conn) eval(call transport.Call) rueidis.Completed {
 	return c.c.B().Eval().Script(call.Script.Src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
 }
 
-func result(r rueidis.RedisResult) redislock.Result {
+func result(r rueidis.RedisResult) transport.Result {
 	if err := r.Error(); err != nil {
 		if rueidis.IsRedisNil(err) {
-			return redislock.Result{}
+			return transport.Result{}
 		}
 		if re, ok := rueidis.IsRedisErr(err); ok {
-			return redislock.Result{Err: &redislock.ReplyError{Msg: re.Error()}}
+			return transport.Result{Err: &transport.ReplyError{Msg: re.Error()}}
 		}
-		return redislock.Result{Err: err}
+		return transport.Result{Err: err}
 	}
 	msg, _ := r.ToMessage()
 	if n, err := msg.AsInt64(); err == nil && msg.IsInt64() {
-		return redislock.Result{Val: n}
+		return transport.Result{Val: n}
 	}
 	v, err := msg.ToAny()
-	return redislock.Result{Val: v, Err: err}
+	return transport.Result{Val: v, Err: err}
 }
 
 func isNoScript(err error) bool {
@@ -124,13 +126,13 @@ type nilConn struct{}
 
 var errNil = errors.New("rueidisconn: New was given a nil client")
 
-func (nilConn) Eval(_ context.Context, calls []redislock.Call, results []redislock.Result) {
+func (nilConn) Eval(_ context.Context, calls []transport.Call, results []transport.Result) {
 	for i := range calls {
-		results[i] = redislock.Result{Err: errNil}
+		results[i] = transport.Result{Err: errNil}
 	}
 }
 
-func (nilConn) Listen(func(string)) redislock.Listener { return nilListener{} }
+func (nilConn) Listen(func(string)) transport.Listener { return nilListener{} }
 
 type nilListener struct{}
 

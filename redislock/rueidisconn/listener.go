@@ -5,7 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/redis/rueidis"
 )
 
@@ -27,7 +28,7 @@ type listener struct {
 	done      chan struct{}
 }
 
-func (c conn) Listen(onMessage func(string)) redislock.Listener {
+func (c conn) Listen(onMessage func(string)) transport.Listener {
 	return &listener{c: c.c, onMessage: onMessage, connected: make(chan struct{}),
 		channels: make(map[string]bool), pending: make(map[string][]chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
