@@ -221,3 +221,40 @@ func TestIntegrationReleaseOfTerminatedSession(t *testing.T) {
 	}
 	next.Release(ctx)
 }
+
+// An acquire that takes longer than the TTL is no lease, in either mode:
+// every attempt is refused with ErrNotObtained saying so (in session mode
+// it used to build a lease whose Until had passed, whose expiry could run
+// its clean-up before the lease was made, and panic), and nothing stays
+// held: with the latency gone, another client takes the lock at once.
+func TestIntegrationAcquireSlowerThanTTL(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			name := unique("slow")
+			proxy := testenv.StartProxy(t, sharedDB(t).Addr())
+			slow := m.newLocker(newClient(t, via(sharedDB(t), proxy.Addr(), unique("slow"))), name,
+				pglock.WithTTL(pglock.MinTTL))
+			if _, err := slow.TryLock(ctx); err != nil { // connections open before the latency
+				t.Fatalf("TryLock without latency: %v", err)
+			}
+			proxy.SetLatency(20 * time.Millisecond) // each way: every statement outlives the 10ms TTL
+			for range 20 {
+				l, err := slow.TryLock(ctx)
+				if err == nil {
+					t.Fatalf("TryLock slower than the TTL = a lease until %v (now %v)", l.Until(), time.Now())
+				}
+				if !errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), "longer than the TTL") {
+					t.Fatalf("TryLock slower than the TTL = %v; want ErrNotObtained saying it took longer than the TTL", err)
+				}
+			}
+			proxy.SetLatency(0)
+			other := m.newLocker(newClient(t, sharedDB(t).URL()), name, pglock.WithTTL(time.Second))
+			l, err := other.Lock(ctxFor(t, 5*time.Second))
+			if err != nil {
+				t.Fatalf("another client after the slow attempts: %v", err)
+			}
+			l.Release(ctx)
+		})
+	}
+}

@@ -97,7 +97,17 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 		}
 		return nil, 0, nil
 	}
-	s := newSession(ctx, m, pc, pid, before, token, uint64(*fence), lease.Validity(start, m.cfg.ttl))
+	until := lease.Validity(start, m.cfg.ttl)
+	if !time.Now().Before(until) {
+		// Too slow to be a lease: a State made with its Until past would
+		// end, and run its clean-up, before it was fully made. Closing the
+		// connection frees the advisory lock; the row is freed too.
+		discard(pc)
+		m.c.free(ctx, m.name, token)
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+			m.name, time.Since(start), m.cfg.ttl))
+	}
+	s := newSession(ctx, m, pc, pid, before, token, uint64(*fence), until)
 	if *fence > maxFence {
 		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the advisory lock
 		return nil, 0, m.c.fenceOutOfRange(m.name, *fence)
