@@ -258,3 +258,36 @@ func TestIntegrationAcquireSlowerThanTTL(t *testing.T) {
 		})
 	}
 }
+
+// A Release whose connection the database has terminated (the pool does
+// not know yet) frees the row in the background, as its error says: the
+// next holder gets the lock at once, not when the row expires (it used to
+// wait the whole TTL: the FATAL reply was taken for a statement that ran).
+func TestIntegrationReleaseOnTerminatedConnection(t *testing.T) {
+	ctx := ctxFor(t, time.Minute)
+	app := unique("victim")
+	url := via(sharedDB(t), sharedDB(t).Addr(), app)
+	pool := newPool(t, url)
+	c := pglock.New(pool)
+	t.Cleanup(func() { c.Close() })
+	name := unique("terminated-release")
+	const ttl = 5 * time.Second
+	l, err := c.NewMutex(name, pglock.WithTTL(ttl)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := terminate(t, sharedDB(t), app); n == 0 {
+		t.Fatal("no session of the holder to terminate")
+	}
+	time.Sleep(100 * time.Millisecond) // the backends are gone; the pool's connections still look open
+	released := time.Now()
+	l.Release(ctx) // may fail: the error says the row is freed in the background
+	next, err := pglock.New(newPool(t, sharedDB(t).URL())).NewMutex(name, pglock.WithTTL(ttl)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Release(ctx)
+	if took := time.Since(released); took > ttl/2 {
+		t.Errorf("the next holder got the lock %v after the Release (TTL %v); want it freed at once", took, ttl)
+	}
+}

@@ -78,7 +78,7 @@ func (g *grant) Release(ctx context.Context) error {
 		// The holder is done with it either way: stop renewing, and keep
 		// trying to free the row in the background.
 		g.End(dlock.ErrReleased)
-		if !isServerError(err) {
+		if !isServerError(err) || endedByServer(err) { // a terminated session ran nothing
 			g.m.c.abandon(g.Key(), g.Token(), 0)
 		}
 		return fmt.Errorf("pglock: release of %q did not reach the database (retrying in the background; at worst the lease expires within its TTL): %w",
