@@ -10,6 +10,9 @@ const (
 	BackendRedlock3RDB = "redlock3-rdb" // Redlock over 3 redis-servers with RDB snapshots (see below)
 	BackendRedlock5    = "redlock5"     // Redlock over 5
 	BackendZK3         = "zk3"          // a ZooKeeper ensemble of 3
+
+	BackendPostgres        = "postgres"         // one PostgreSQL server, pglock's lease mode (Mutex)
+	BackendPostgresSession = "postgres-session" // one PostgreSQL server, pglock's session mode (SessionMutex)
 )
 
 // On BackendRedlock3RDB each server saves an RDB snapshot every second
@@ -19,22 +22,25 @@ const (
 // old epoch and old fence counters.
 
 // Backends lists the backends in the order reports show them.
-var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3}
+var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3,
+	BackendPostgres, BackendPostgresSession}
 
 // The faults the scheduler injects. Node faults pick one server; holder
 // faults pick the client holding the lock.
 const (
-	FaultKill        = "kill"           // kill -9 a server; restart it, with whatever it persisted
-	FaultKillEmpty   = "kill-empty"     // kill -9 a server; restart it with its data deleted
-	FaultPause       = "pause"          // SIGSTOP a server; SIGCONT at the end
-	FaultLatency     = "latency"        // delay all traffic to one server, both ways
-	FaultBlackhole   = "blackhole"      // drop all traffic to one server, both ways
-	FaultReset       = "reset"          // reset every connection to one server
-	FaultExpire      = "expire"         // expire the lock key on one server now (a clock jump)
-	FaultClientPause = "client-pause"   // SIGSTOP the holder's process past its TTL
-	FaultPartition   = "partition"      // Redis: cut the holder off from every server past its TTL
-	FaultLeaderKill  = "leader-kill"    // ZooKeeper: kill -9 the leader; restart it
-	FaultSession     = "session-expiry" // ZooKeeper: cut the holder off past its session timeout
+	FaultKill         = "kill"           // kill -9 a server; restart it, with whatever it persisted
+	FaultKillEmpty    = "kill-empty"     // kill -9 a server; restart it with its data deleted
+	FaultPause        = "pause"          // SIGSTOP a server; SIGCONT at the end
+	FaultLatency      = "latency"        // delay all traffic to one server, both ways
+	FaultBlackhole    = "blackhole"      // drop all traffic to one server, both ways
+	FaultReset        = "reset"          // reset every connection to one server
+	FaultExpire       = "expire"         // expire the lock key on one server now (a clock jump)
+	FaultClientPause  = "client-pause"   // SIGSTOP the holder's process past its TTL
+	FaultPartition    = "partition"      // Redis, PostgreSQL: cut the holder off from every server past its TTL
+	FaultLeaderKill   = "leader-kill"    // ZooKeeper: kill -9 the leader; restart it
+	FaultSession      = "session-expiry" // ZooKeeper: cut the holder off past its session timeout
+	FaultKillEmptyAll = "kill-empty-all" // ZooKeeper: kill -9 every member; restart them all with their data deleted
+	FaultTerminate    = "terminate"      // PostgreSQL: pg_terminate_backend of every backend of the holder
 )
 
 // FaultsFor returns the faults that apply to backend, the most telling
@@ -43,7 +49,10 @@ func FaultsFor(backend string) []string {
 	switch backend {
 	case BackendZK3:
 		return []string{FaultKillEmpty, FaultClientPause, FaultLeaderKill, FaultSession, FaultKill, FaultPause,
-			FaultBlackhole, FaultLatency, FaultReset}
+			FaultBlackhole, FaultLatency, FaultReset, FaultKillEmptyAll}
+	case BackendPostgres, BackendPostgresSession:
+		return []string{FaultTerminate, FaultKill, FaultClientPause, FaultPartition, FaultPause, FaultBlackhole,
+			FaultLatency, FaultReset}
 	case BackendRedlock3RDB: // its point: a server back from an old snapshot
 		return []string{FaultKill, FaultKillEmpty, FaultClientPause, FaultExpire, FaultPause, FaultPartition,
 			FaultBlackhole, FaultLatency, FaultReset}
@@ -60,6 +69,9 @@ const (
 		"nothing outside the client can stop it, so without fencing its late writes land (the fenced register refuses them)"
 	limitForgot = "a single Redis that restarts without its data forgets the lock; another client takes it while " +
 		"the old holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
+	limitEnsembleEmpty = "a ZooKeeper ensemble whose every member restarts without its data forgets the lock and the " +
+		"sessions; another client takes the lock while the old holder's lease is still valid by its own clock " +
+		"(fences still rise, and the fenced register refuses the old holder's writes)"
 	limitExpire = "the key expired early on the only server (a forward jump of its clock); another client takes the " +
 		"lock while the holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
 )
@@ -73,6 +85,9 @@ func Expect(backend, fault string, k Kind) string {
 	}
 	if fault == FaultClientPause && (k == SectionOverlap || k == LostUpdate) {
 		return limitClientPause
+	}
+	if fault == FaultKillEmptyAll && backend == BackendZK3 {
+		return limitEnsembleEmpty
 	}
 	single := backend == BackendRedis || backend == BackendRedisAOF
 	if !single {

@@ -104,6 +104,15 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 				continue
 			}
 		}
+		if b == chaos.BackendPostgres || b == chaos.BackendPostgresSession {
+			if err := testenv.LookPostgres(); err != nil {
+				if !o.AllBackends {
+					return nil, fmt.Errorf("dlock chaos: --backend %s needs PostgreSQL: %v", b, err)
+				}
+				fmt.Fprintf(io.Err, "dlock chaos: PostgreSQL is not installed; skipping %s (apt-get install postgresql)\n", b)
+				continue
+			}
+		}
 		out = append(out, b)
 	}
 	return out, nil
