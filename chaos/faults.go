@@ -64,6 +64,7 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		}
 		target = "every node"
 		hold = in.between(in.ttl/10, in.ttl)
+		in.awaitHolder(ctx) // an ensemble that forgets a free lock shows nothing
 		apply = func() error {
 			var errs []error
 			for _, z := range in.d.zk.Servers {
