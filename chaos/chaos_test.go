@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,16 +34,29 @@ func TestIntegrationChaos(t *testing.T) {
 		{BackendRedlock3RDB, 8 * time.Second, 3, false, []string{FaultKill}},
 		{BackendRedlock5, 8 * time.Second, 2, false, nil},
 		{BackendZK3, 16 * time.Second, 3, false, nil},
+		// An empty ensemble takes seconds to form and the old Sessions a
+		// session timeout to give up: one fault, and a grant after it.
+		{BackendZK3, 12 * time.Second, 1, false, []string{FaultKillEmptyAll}},
+		{BackendPostgres, 12 * time.Second, 4, false, nil},
+		{BackendPostgresSession, 12 * time.Second, 4, false, nil},
 	}
 	for _, tc := range cases {
 		name := tc.backend
 		if tc.defaults {
 			name += "/library-defaults"
 		}
+		if tc.only != nil {
+			name += "/" + strings.Join(tc.only, ",")
+		}
 		t.Run(name, func(t *testing.T) {
 			if tc.backend == BackendZK3 {
 				if err := testenv.LookZooKeeper(); err != nil {
 					testenv.RequireBinary(t, "zookeeper") // fails in CI, skips with the hint elsewhere
+				}
+			}
+			if tc.backend == BackendPostgres || tc.backend == BackendPostgresSession {
+				if err := testenv.LookPostgres(); err != nil {
+					testenv.RequireBinary(t, "postgres") // fails in CI, skips with the hint elsewhere
 				}
 			}
 			o := Options{Backend: tc.backend, Duration: tc.duration, TTL: 500 * time.Millisecond,
@@ -75,10 +90,22 @@ func TestIntegrationChaos(t *testing.T) {
 					t.Errorf("no grant after fault %d (%s) although another fault followed", i+1, r.Fault)
 				}
 			}
+			if slices.Contains(res.Options.Faults, FaultKillEmptyAll) && (len(v.Recoveries) == 0 || v.Recoveries[0].FromStart < 0) {
+				t.Errorf("no grant after the ensemble restarted empty: the old Sessions did not give their sessions up")
+			}
+			terminates, ended := 0, 0
 			for _, e := range res.History.Events() {
 				if e.Op == OpLog && strings.Contains(e.Value, "chaos:") {
 					t.Errorf("fault failed: %s", e.Value)
 				}
+				var n, c int
+				if _, err := fmt.Sscanf(e.Value, "terminate: %d backends of client %d ended", &n, &c); e.Op == OpLog && err == nil {
+					terminates++
+					ended += n
+				}
+			}
+			if slices.Contains(res.Options.Faults, FaultTerminate) && (terminates == 0 || ended == 0) {
+				t.Errorf("%d terminate faults ended %d backends; want some of each", terminates, ended)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -244,6 +245,25 @@ func TestExpectNeverExcusesFencing(t *testing.T) {
 	}
 	if got := Allowed(BackendRedisAOF, FaultKill); len(got) != 0 {
 		t.Errorf("redis-aof allows %v after kill; fsync always should allow nothing", got)
+	}
+	// pglock's doc promises both modes that no one takes the row before it
+	// expires, whatever becomes of the holder's session or the server's
+	// processes, so long as the database keeps what it committed.
+	for _, b := range []string{BackendPostgres, BackendPostgresSession} {
+		for _, f := range FaultsFor(b) {
+			want := []Kind(nil)
+			if f == FaultClientPause {
+				want = []Kind{SectionOverlap, LostUpdate}
+			}
+			if got := Allowed(b, f); !slices.Equal(got, want) {
+				t.Errorf("%s allows %v after %s; want %v", b, got, f, want)
+			}
+		}
+	}
+	for _, f := range []string{FaultKillEmpty, FaultKillEmptyAll} {
+		if got := Allowed(BackendZK3, f); len(got) != 0 {
+			t.Errorf("zk3 allows %v after %s; its Sessions' leases end before they give their sessions up", got, f)
+		}
 	}
 }
 

@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/dlock-go/dlock/zklock"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,7 +34,7 @@ const ClientEnv = "DLOCK_CHAOS_CLIENT"
 // clientConfig is what the harness tells a client process.
 type clientConfig struct {
 	ID             int           `json:"id"`
-	Kind           string        `json:"kind"` // "redis", "redlock" or "zookeeper"
+	Kind           string        `json:"kind"` // "redis", "redlock", "zookeeper", "postgres" or "postgres-session"
 	Addrs          []string      `json:"addrs"`
 	Name           string        `json:"name"`
 	TTL            time.Duration `json:"ttl"`
@@ -209,6 +211,8 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 			return nil, nil, err
 		}
 		return s.NewMutex("/dlock-chaos/"+cfg.Name, zklock.WithTTL(cfg.TTL)), func() { s.Close() }, nil
+	case BackendPostgres, BackendPostgresSession:
+		return c.connectPostgres(ctx)
 	case "redis", "redlock":
 	default:
 		return nil, nil, fmt.Errorf("unknown kind %q", cfg.Kind)
@@ -243,6 +247,27 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 	rl := redlock.New(conns, redlock.WithObserver(c), redlock.WithNodeTimeout(min(cfg.TTL/10, 200*time.Millisecond)),
 		redlock.WithRestartWindow(cfg.TTL))
 	return rl.NewMutex(cfg.Name, redlock.WithTTL(cfg.TTL)), func() { rl.Close(); closeAll() }, nil
+}
+
+// connectPostgres makes the pglock Mutex or SessionMutex the client
+// contends for, on a pool of connections through its proxy, each named
+// after the client so that the terminate fault can find them.
+func (c *client) connectPostgres(ctx context.Context) (dlock.Locker, func(), error) {
+	cfg, err := pgxpool.ParseConfig(pgClientURL(c.cfg.Addrs[0], c.cfg.ID))
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.ConnConfig.ConnectTimeout = min(c.cfg.TTL/4, time.Second)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc := pglock.New(pool, pglock.WithObserver(c))
+	stop := func() { pc.Close(); pool.Close() }
+	if c.cfg.Kind == BackendPostgresSession {
+		return pc.NewSessionMutex(c.cfg.Name, pglock.WithTTL(c.cfg.TTL)), stop, nil
+	}
+	return pc.NewMutex(c.cfg.Name, pglock.WithTTL(c.cfg.TTL)), stop, nil
 }
 
 // closeWithin runs stop and waits for it at most d.

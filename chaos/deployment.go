@@ -17,6 +17,7 @@ type deployment struct {
 	backend string
 	redis   []*testenv.Redis
 	zk      *testenv.Ensemble
+	pg      *testenv.Postgres
 	proxies [][]*testenv.Proxy // [client][server]
 }
 
@@ -38,6 +39,8 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 		if err = testenv.LookZooKeeper(); err == nil {
 			d.zk, err = testenv.LaunchEnsemble(3)
 		}
+	case BackendPostgres, BackendPostgresSession:
+		err = d.startPostgres()
 	default:
 		return nil, fmt.Errorf("chaos: unknown backend %q; use one of %v", backend, Backends)
 	}
@@ -77,6 +80,8 @@ func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
 // kind is the kind of lock service, as clients know it.
 func (d *deployment) kind() string {
 	switch {
+	case d.pg != nil:
+		return d.backend
 	case d.zk != nil:
 		return "zookeeper"
 	case len(d.redis) == 1:
@@ -86,6 +91,9 @@ func (d *deployment) kind() string {
 }
 
 func (d *deployment) servers() int {
+	if d.pg != nil {
+		return 1
+	}
 	if d.zk != nil {
 		return len(d.zk.Servers)
 	}
@@ -93,6 +101,9 @@ func (d *deployment) servers() int {
 }
 
 func (d *deployment) addr(i int) string {
+	if d.pg != nil {
+		return d.pg.Addr()
+	}
 	if d.zk != nil {
 		return d.zk.Servers[i].Addr()
 	}
@@ -120,6 +131,9 @@ type server interface {
 }
 
 func (d *deployment) server(i int) server {
+	if d.pg != nil {
+		return d.pg
+	}
 	if d.zk != nil {
 		return d.zk.Servers[i]
 	}
@@ -128,6 +142,9 @@ func (d *deployment) server(i int) server {
 
 // restartEmpty starts killed server i again without its data.
 func (d *deployment) restartEmpty(i int) error {
+	if d.pg != nil {
+		return errors.New("chaos: kill-empty is not a PostgreSQL fault")
+	}
 	if d.zk != nil {
 		return d.zk.Servers[i].RestartEmpty()
 	}
@@ -142,7 +159,7 @@ func (d *deployment) restartEmpty(i int) error {
 
 // expire makes the lock key on Redis server i expire now.
 func (d *deployment) expire(i int, name string) error {
-	if d.zk != nil {
+	if len(d.redis) == 0 {
 		return errors.New("chaos: expire is a Redis fault")
 	}
 	_, err := d.redis[i].Do("PEXPIRE", "dlock:{"+name+"}", "1")
@@ -192,6 +209,9 @@ func (d *deployment) close() error {
 			z.Resume()
 		}
 		errs = append(errs, d.zk.Close())
+	}
+	if d.pg != nil {
+		errs = append(errs, d.pg.Close()) // resumes a paused server
 	}
 	return errors.Join(errs...)
 }

@@ -5,7 +5,8 @@
 // Run starts the servers of a backend on loopback ports (one Redis, with
 // or without an fsync'd append-only file; Redlock over 3 or 5 Redis
 // servers without persistence, or over 3 that save an RDB snapshot every
-// second; a ZooKeeper ensemble of 3), a Store (the protected resource),
+// second; a ZooKeeper ensemble of 3; one PostgreSQL server, for pglock's
+// lease mode or its session mode), a Store (the protected resource),
 // and client processes, each reaching each server through a TCP proxy of
 // its own. Every client loops: Lock, enter its critical section, read the
 // Store's set, work, write the set back with one more element, write the
@@ -20,8 +21,9 @@
 // connections through the proxies; early expiry of the lock key on one
 // Redis server (standing in for a forward jump of its clock); SIGSTOP of
 // the holder's process past its TTL (a GC pause) and a partition of the
-// holder; and, on ZooKeeper, the leader's death and the expiry of the
-// holder's session.
+// holder; on ZooKeeper, the leader's death, the expiry of the holder's
+// session and the whole ensemble restarted without its data; and, on
+// PostgreSQL, pg_terminate_backend of the holder's backends.
 //
 // Check reads the History and reports overlapping valid leases,
 // overlapping critical sections, stale fenced writes accepted, fence

@@ -10,6 +10,9 @@ const (
 	BackendRedlock3RDB = "redlock3-rdb" // Redlock over 3 redis-servers with RDB snapshots (see below)
 	BackendRedlock5    = "redlock5"     // Redlock over 5
 	BackendZK3         = "zk3"          // a ZooKeeper ensemble of 3
+
+	BackendPostgres        = "postgres"         // one PostgreSQL server, pglock's lease mode (Mutex)
+	BackendPostgresSession = "postgres-session" // one PostgreSQL server, pglock's session mode (SessionMutex)
 )
 
 // On BackendRedlock3RDB each server saves an RDB snapshot every second
@@ -19,22 +22,25 @@ const (
 // old epoch and old fence counters.
 
 // Backends lists the backends in the order reports show them.
-var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3}
+var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3,
+	BackendPostgres, BackendPostgresSession}
 
 // The faults the scheduler injects. Node faults pick one server; holder
 // faults pick the client holding the lock.
 const (
-	FaultKill        = "kill"           // kill -9 a server; restart it, with whatever it persisted
-	FaultKillEmpty   = "kill-empty"     // kill -9 a server; restart it with its data deleted
-	FaultPause       = "pause"          // SIGSTOP a server; SIGCONT at the end
-	FaultLatency     = "latency"        // delay all traffic to one server, both ways
-	FaultBlackhole   = "blackhole"      // drop all traffic to one server, both ways
-	FaultReset       = "reset"          // reset every connection to one server
-	FaultExpire      = "expire"         // expire the lock key on one server now (a clock jump)
-	FaultClientPause = "client-pause"   // SIGSTOP the holder's process past its TTL
-	FaultPartition   = "partition"      // Redis: cut the holder off from every server past its TTL
-	FaultLeaderKill  = "leader-kill"    // ZooKeeper: kill -9 the leader; restart it
-	FaultSession     = "session-expiry" // ZooKeeper: cut the holder off past its session timeout
+	FaultKill         = "kill"           // kill -9 a server; restart it, with whatever it persisted
+	FaultKillEmpty    = "kill-empty"     // kill -9 a server; restart it with its data deleted
+	FaultPause        = "pause"          // SIGSTOP a server; SIGCONT at the end
+	FaultLatency      = "latency"        // delay all traffic to one server, both ways
+	FaultBlackhole    = "blackhole"      // drop all traffic to one server, both ways
+	FaultReset        = "reset"          // reset every connection to one server
+	FaultExpire       = "expire"         // expire the lock key on one server now (a clock jump)
+	FaultClientPause  = "client-pause"   // SIGSTOP the holder's process past its TTL
+	FaultPartition    = "partition"      // Redis, PostgreSQL: cut the holder off from every server past its TTL
+	FaultLeaderKill   = "leader-kill"    // ZooKeeper: kill -9 the leader; restart it
+	FaultSession      = "session-expiry" // ZooKeeper: cut the holder off past its session timeout
+	FaultKillEmptyAll = "kill-empty-all" // ZooKeeper: kill -9 every member; restart them all with their data deleted
+	FaultTerminate    = "terminate"      // PostgreSQL: pg_terminate_backend of every backend of the holder
 )
 
 // FaultsFor returns the faults that apply to backend, the most telling
@@ -43,7 +49,10 @@ func FaultsFor(backend string) []string {
 	switch backend {
 	case BackendZK3:
 		return []string{FaultKillEmpty, FaultClientPause, FaultLeaderKill, FaultSession, FaultKill, FaultPause,
-			FaultBlackhole, FaultLatency, FaultReset}
+			FaultBlackhole, FaultLatency, FaultReset, FaultKillEmptyAll}
+	case BackendPostgres, BackendPostgresSession:
+		return []string{FaultTerminate, FaultKill, FaultClientPause, FaultPartition, FaultPause, FaultBlackhole,
+			FaultLatency, FaultReset}
 	case BackendRedlock3RDB: // its point: a server back from an old snapshot
 		return []string{FaultKill, FaultKillEmpty, FaultClientPause, FaultExpire, FaultPause, FaultPartition,
 			FaultBlackhole, FaultLatency, FaultReset}
@@ -67,6 +76,14 @@ const (
 // Expect returns why fault on backend may cause a violation of kind k (a
 // documented physical limit), or "" if the violation is a failure.
 // A stale write accepted or a fence regression is never expected.
+//
+// A ZooKeeper ensemble restarted empty (FaultKillEmptyAll) is a limit of
+// zklock only for a Session created after the loss, which the blank
+// ensemble may grant before an old holder's Until. The harness's clients
+// all hold Sessions from before it: the blank ensemble refuses those, and
+// each gives its session up one session timeout after its connection
+// dropped, past the Until of every lease it held (at most a third of the
+// session timeout after its last confirmation). So nothing is expected.
 func Expect(backend, fault string, k Kind) string {
 	if k == StaleWrite || k == FenceRegression || k == HolderRefused {
 		return ""

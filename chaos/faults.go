@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -57,6 +58,35 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		if kind == FaultKillEmpty {
 			heal = func() error { return in.d.restartEmpty(node) }
 		}
+	case FaultKillEmptyAll:
+		if in.d.zk == nil {
+			return fmt.Errorf("chaos: %s is a ZooKeeper fault", kind)
+		}
+		target = "every node"
+		hold = in.between(in.ttl/10, in.ttl)
+		in.awaitHolder(ctx) // an ensemble that forgets a free lock shows nothing
+		apply = func() error {
+			var errs []error
+			for _, z := range in.d.zk.Servers {
+				errs = append(errs, z.Kill())
+			}
+			return errors.Join(errs...)
+		}
+		heal = in.d.zk.RestartEmpty
+	case FaultTerminate:
+		if in.d.pg == nil {
+			return fmt.Errorf("chaos: %s is a PostgreSQL fault", kind)
+		}
+		hold = 0
+		in.awaitHolder(ctx)
+		c := in.victim()
+		target = fmt.Sprintf("client %d", c+1)
+		apply = func() error {
+			n, err := in.d.terminate(c)
+			in.hist.Add(Event{Op: OpLog, Value: fmt.Sprintf("terminate: %d backends of client %d ended", n, c+1)})
+			return err
+		}
+		heal = func() error { return nil }
 	case FaultLeaderKill:
 		i, err := in.d.leader()
 		if err != nil {

@@ -423,6 +423,15 @@ func (z *ZooKeeper) RestartEmpty() error {
 	if err := z.stopLocked(); err != nil {
 		return err
 	}
+	if err := z.wipeLocked(); err != nil {
+		return err
+	}
+	return z.restartLocked()
+}
+
+// wipeLocked deletes the data of a stopped server: its snapshots and
+// transaction logs, keeping an ensemble member's myid. z.mu must be held.
+func (z *ZooKeeper) wipeLocked() error {
 	data := filepath.Join(z.dir, "data")
 	entries, err := os.ReadDir(data)
 	if err != nil {
@@ -436,7 +445,7 @@ func (z *ZooKeeper) RestartEmpty() error {
 			return fmt.Errorf("testenv: wiping zookeeper %s: %w", z.Addr(), err)
 		}
 	}
-	return z.restartLocked()
+	return nil
 }
 
 // FourLetter sends the four-letter word cmd ("srvr", "mntr", "wchp", ...)
@@ -623,6 +632,52 @@ func (e *Ensemble) Leader() (*ZooKeeper, error) {
 		return nil, errors.New("testenv: ZooKeeper ensemble has no leader")
 	}
 	return leader, nil
+}
+
+// RestartEmpty stops every server of the ensemble (those still running
+// gracefully), deletes the data of each as ZooKeeper.RestartEmpty does,
+// starts them all again on the same ports and waits until the ensemble
+// has formed: like an ensemble whose every machine was replaced with a
+// blank disk. The new ensemble knows no node and no session, and its
+// zxids start again from zero.
+func (e *Ensemble) RestartEmpty() error {
+	errs := make([]error, len(e.Servers))
+	var wg sync.WaitGroup
+	for i, z := range e.Servers {
+		wg.Go(func() {
+			z.mu.Lock()
+			defer z.mu.Unlock()
+			if z.closed {
+				errs[i] = fmt.Errorf("testenv: RestartEmpty of closed zookeeper %s", z.Addr())
+				return
+			}
+			if errs[i] = z.stopLocked(); errs[i] == nil {
+				errs[i] = z.wipeLocked()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, z := range e.Servers { // no quorum until most are up: start all, then wait
+		wg.Go(func() {
+			z.mu.Lock()
+			defer z.mu.Unlock()
+			for attempt := 0; ; attempt++ {
+				errs[i] = z.startLocked()
+				if !errors.Is(errs[i], errAddrInUse) || attempt == 9 {
+					return
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return e.waitFormed(zkQuorumTimeout)
 }
 
 // Close stops every server of the ensemble and removes their directories.

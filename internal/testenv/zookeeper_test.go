@@ -302,3 +302,42 @@ func TestIntegrationZooKeeperRestartEmpty(t *testing.T) {
 		t.Error("FourLetter accepted a five-letter word")
 	}
 }
+
+// Ensemble.RestartEmpty brings back, after kill -9 of every member, an
+// ensemble that has formed again and knows none of the old nodes.
+func TestIntegrationZooKeeperEnsembleRestartEmpty(t *testing.T) {
+	e := StartEnsemble(t, 3)
+	conn, _, err := zk.Connect(e.Addrs(), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create("/kept", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	for _, z := range e.Servers {
+		if err := z.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.RestartEmpty(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Leader(); err != nil {
+		t.Fatalf("after RestartEmpty: %v", err)
+	}
+	fresh, _, err := zk.Connect(e.Addrs(), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	var ok bool
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if ok, _, err = fresh.Exists("/kept"); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if ok || err != nil {
+		t.Fatalf("after RestartEmpty: Exists = %v, %v; want no node", ok, err)
+	}
+}

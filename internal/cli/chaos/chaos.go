@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -90,17 +91,28 @@ func Main(args []string, io cmdutil.IO) int {
 // available returns the backends to run: all those asked for, or, when
 // none was named, all whose servers are installed.
 func available(o Options, io cmdutil.IO) ([]string, error) {
-	if _, err := testenv.LookBinary("redis-server"); err != nil {
-		return nil, fmt.Errorf("dlock chaos: redis-server is not installed; run 'make deps', or 'apt-get install redis-server', and try again")
-	}
 	var out []string
 	for _, b := range o.Backends {
+		if strings.HasPrefix(b, "redis") || strings.HasPrefix(b, "redlock") {
+			if _, err := testenv.LookBinary("redis-server"); err != nil {
+				return nil, fmt.Errorf("dlock chaos: --backend %s needs redis-server, which is not installed; run 'make deps', or 'apt-get install redis-server', and try again", b)
+			}
+		}
 		if b == chaos.BackendZK3 {
 			if err := testenv.LookZooKeeper(); err != nil {
 				if !o.AllBackends {
 					return nil, fmt.Errorf("dlock chaos: --backend zk3 needs ZooKeeper: %v", err)
 				}
 				fmt.Fprintln(io.Err, "dlock chaos: ZooKeeper is not installed; skipping zk3 (apt-get install zookeeper)")
+				continue
+			}
+		}
+		if b == chaos.BackendPostgres || b == chaos.BackendPostgresSession {
+			if err := testenv.LookPostgres(); err != nil {
+				if !o.AllBackends {
+					return nil, fmt.Errorf("dlock chaos: --backend %s needs PostgreSQL: %v", b, err)
+				}
+				fmt.Fprintf(io.Err, "dlock chaos: PostgreSQL is not installed; skipping %s (apt-get install postgresql)\n", b)
 				continue
 			}
 		}

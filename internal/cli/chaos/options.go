@@ -50,15 +50,18 @@ accepted or a fence regression is never within the limits.
 Backends: redis (one server, no persistence), redis-aof (appendfsync
 always), redlock3, redlock5 (Redlock over 3 or 5 servers), redlock3-rdb
 (Redlock over 3 servers that save an RDB snapshot every second: kill
-restarts one from its last snapshot), zk3 (a ZooKeeper ensemble of 3), or
-all.
+restarts one from its last snapshot), zk3 (a ZooKeeper ensemble of 3),
+postgres (one PostgreSQL server, pglock's lease mode), postgres-session
+(pglock's session mode, with an advisory lock), or all.
 
 Faults: kill, kill-empty (restart without data), pause (SIGSTOP a
 server), latency, blackhole, reset (connections), expire (the lock key,
 early: a clock jump; Redis), client-pause (SIGSTOP the holder past its
-TTL), partition (cut the holder off; Redis), leader-kill and
-session-expiry (ZooKeeper), or all, or none. Faults that do not apply to
-a backend are left out for it.
+TTL), partition (cut the holder off; Redis, PostgreSQL), leader-kill,
+session-expiry and kill-empty-all (every member restarted without data;
+ZooKeeper), terminate (pg_terminate_backend of the holder's backends;
+PostgreSQL), or all, or none. Faults that do not apply to a backend are
+left out for it.
 
 Exit codes: 0 no violation outside the documented limits; 1 violations
 outside them, or a client failed; 64 bad usage; 69 a server could not be

@@ -41,6 +41,19 @@ func TestParse(t *testing.T) {
 				t.Errorf("for zk3 %v", got)
 			}
 		}, ""},
+		{"postgres backends", []string{"--backend", "postgres-session,postgres"}, func(t *testing.T, o Options) {
+			if !slices.Equal(o.Backends, []string{"postgres", "postgres-session"}) || o.AllBackends {
+				t.Errorf("backends %v, all %v", o.Backends, o.AllBackends)
+			}
+		}, ""},
+		{"new faults", []string{"--faults", "terminate,kill-empty-all,partition"}, func(t *testing.T, o Options) {
+			for b, want := range map[string][]string{"postgres": {"terminate", "partition"},
+				"postgres-session": {"terminate", "partition"}, "zk3": {"kill-empty-all"}, "redis": {"partition"}} {
+				if got := o.faultsFor(b); !slices.Equal(got, want) {
+					t.Errorf("for %s %v; want %v", b, got, want)
+				}
+			}
+		}, ""},
 		{"everything", []string{"--backend", "redlock5", "--duration", "2m", "--clients", "8", "--ttl", "2s", "--work", "100ms",
 			"--session-timeout", "3s", "--schedule", "random", "--seed", "42", "-o", "json", "--timeline", "t.html"}, func(t *testing.T, o Options) {
 			want := Options{Backends: []string{"redlock5"}, Duration: 2 * time.Minute, Clients: 8, TTL: 2 * time.Second,
@@ -51,9 +64,11 @@ func TestParse(t *testing.T) {
 				t.Errorf("got %+v\nwant %+v", o, want)
 			}
 		}, ""},
-		{"unknown backend", []string{"--backend", "etcd"}, nil, `invalid value "etcd" for --backend: unknown backend etcd; choose from redis,redis-aof,redlock3,redlock3-rdb,redlock5,zk3`},
+		{"unknown backend", []string{"--backend", "etcd"}, nil, `invalid value "etcd" for --backend: unknown backend etcd; choose from redis,redis-aof,redlock3,redlock3-rdb,redlock5,zk3,postgres,postgres-session`},
 		{"unknown fault", []string{"--faults", "meteor"}, nil, "unknown fault meteor; choose from"},
 		{"fault for no backend", []string{"--backend", "zk3", "--faults", "expire"}, nil, "none of --faults expire applies to zk3"},
+		{"terminate on redis", []string{"--backend", "redis", "--faults", "terminate"}, nil, "none of --faults terminate applies to redis"},
+		{"kill-empty-all on postgres", []string{"--backend", "postgres", "--faults", "kill-empty-all"}, nil, "none of --faults kill-empty-all applies to postgres"},
 		{"ttl too short", []string{"--ttl", "10ms"}, nil, "--ttl: use at least 200ms"},
 		{"ttl without unit", []string{"--ttl", "5"}, nil, "a duration needs a unit, such as 5s"},
 		{"work too long", []string{"--work", "400ms"}, nil, "--work 400ms is more than a quarter of --ttl 1s"},
