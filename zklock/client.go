@@ -64,6 +64,8 @@ type Client struct {
 	heardOnce sync.Once
 
 	bg background.Group // clean-ups of nodes that interrupted calls may have left
+
+	connErr connErrors // the last failure to connect or to talk to a server
 }
 
 type ownerKey struct{ dir, owner string }
@@ -94,14 +96,14 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 		s.closed = true
 		s.stopGiveUpLocked()
 		s.mu.Unlock()
-		conn.Close()
+		l.close()
 		<-l.loopDone
 		return nil, err
 	}
 	select {
 	case <-s.ready:
 	case <-ctx.Done():
-		return fail(fmt.Errorf("zklock: no session with %v: %w (state %v)", servers, ctx.Err(), conn.State()))
+		return fail(s.noSession(ctx, conn.State()))
 	}
 	// go-zookeeper reports the session before it logs the timeout the
 	// ensemble granted; a lease taken before that would compute its Until
@@ -112,7 +114,7 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 	case <-s.heard:
 	case <-time.After(time.Second):
 	case <-ctx.Done():
-		return fail(fmt.Errorf("zklock: no session with %v: %w (state %v)", servers, ctx.Err(), conn.State()))
+		return fail(s.noSession(ctx, conn.State()))
 	}
 	for _, cred := range cfg.auth {
 		if _, err := await(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", []byte(cred)) }); err != nil {
@@ -121,6 +123,16 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 	}
 	s.renew = renewal.New(s.renewBatch)
 	return s, nil
+}
+
+// noSession is New's error when ctx is done before the ensemble granted
+// a session. It wraps ctx.Err() and the last error met while connecting,
+// such as a failed TLS handshake.
+func (s *Client) noSession(ctx context.Context, state zk.State) error {
+	if last := s.connErr.get(); last != nil {
+		return fmt.Errorf("zklock: no session with %v: %w (state %v; last error: %w)", s.servers, ctx.Err(), state, last)
+	}
+	return fmt.Errorf("zklock: no session with %v: %w (state %v)", s.servers, ctx.Err(), state)
 }
 
 // checkServers returns an error naming the first bad server address.
@@ -270,7 +282,7 @@ func (s *Client) Close() error {
 	s.mu.Unlock()
 	s.retiring.Wait() // a replacement of the connection under way stops
 	l := s.link.Load()
-	l.conn.Close()
+	l.close()
 	select {
 	case <-l.loopDone:
 	case <-time.After(closeTimeout):

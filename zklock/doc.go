@@ -167,6 +167,16 @@
 // "ReentrantMutex", "RWMutex.read", "RWMutex.write" or "Semaphore". Each
 // reentrant hold is an acquisition of its own. Without an observer, reporting costs a nil check.
 //
+// # Security
+//
+// Without WithTLS the connection is plain TCP: the session, the locks'
+// tokens and the credentials of WithDigestAuth travel in clear. WithTLS
+// speaks TLS with each server's secure client port (secureClientPort,
+// with the Netty connection factory); a failed handshake, such as an
+// untrusted certificate or a refused client certificate, makes New's
+// error when ctx is done. WithDigestAuth makes the nodes the Client
+// creates its user's alone.
+//
 // # Kinds
 //
 // One path serves one kind of lock; a lock that finds another kind's nodes

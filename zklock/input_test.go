@@ -30,6 +30,7 @@ func TestConnectBadArguments(t *testing.T) {
 		{"empty ACL", []string{"127.0.0.1:2181"}, []zklock.ClientOption{zklock.WithACL()}, "at least one ACL"},
 		{"empty digest user", []string{"127.0.0.1:2181"}, []zklock.ClientOption{zklock.WithDigestAuth("", "pw")}, "must be non-empty"},
 		{"colon in digest user", []string{"127.0.0.1:2181"}, []zklock.ClientOption{zklock.WithDigestAuth("a:b", "pw")}, "must not contain ':'"},
+		{"nil TLS config", []string{"127.0.0.1:2181"}, []zklock.ClientOption{zklock.WithTLS(nil)}, "WithTLS: the *tls.Config is nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,9 @@ type link struct {
 	conn     *zk.Conn
 	ready    chan struct{} // closed at the connection's first session
 	loopDone chan struct{} // closed when the connection has stopped
+	// dialCtx is cancelled by close, to cut short a TLS handshake.
+	dialCtx  context.Context
+	stopDial context.CancelFunc
 	// abandoned: the Client gave up its session; its events are ignored.
 	// Guarded by the Client's mu.
 	abandoned bool
@@ -25,8 +28,9 @@ type link struct {
 // once it is installed.
 func (s *Client) dial() (*link, error) {
 	l := &link{ready: make(chan struct{}), loopDone: make(chan struct{})}
+	l.dialCtx, l.stopDial = context.WithCancel(context.Background())
 	var once bool // touched only on the connection's goroutine
-	conn, events, err := zk.Connect(s.servers, s.cfg.timeout,
+	conn, events, err := zk.Connect(s.servers, s.cfg.timeout, zk.WithDialer(s.dialer(l)),
 		zk.WithLogger(zkLogger{s}), zk.WithLogInfo(true), zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession && !once {
 				once = true
@@ -35,6 +39,7 @@ func (s *Client) dial() (*link, error) {
 			s.onEvent(l, ev)
 		}))
 	if err != nil {
+		l.stopDial()
 		return nil, err
 	}
 	l.conn = conn
@@ -44,6 +49,13 @@ func (s *Client) dial() (*link, error) {
 		close(l.loopDone)
 	}()
 	return l, nil
+}
+
+// close closes the connection, cutting short a handshake under way. It
+// does not wait for the connection to stop: see loopDone.
+func (l *link) close() {
+	l.stopDial()
+	l.conn.Close()
 }
 
 // install makes l the Client's connection, and takes on its state: its
@@ -161,13 +173,13 @@ func (s *Client) giveUpSession(l *link, id int64, timeout time.Duration) {
 		d, _ := retryBackoff.Backoff(n)
 		select {
 		case <-s.closing:
-			l.conn.Close()
+			l.close()
 			<-l.loopDone
 			return
 		case <-time.After(d):
 		}
 	}
-	l.conn.Close()
+	l.close()
 	<-l.loopDone
 }
 
@@ -203,7 +215,7 @@ func (s *Client) redial() *link {
 	case <-ctx.Done():
 	}
 	if !ok {
-		nl.conn.Close()
+		nl.close()
 		<-nl.loopDone
 		return nil
 	}

@@ -1,6 +1,7 @@
 package zklock
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,8 +31,9 @@ type ClientOption func(*clientConfig)
 
 type clientConfig struct {
 	timeout time.Duration
-	acl     []zk.ACL // nil until WithACL: see newClientConfig
-	auth    []string // "user:password" for the digest scheme
+	acl     []zk.ACL    // nil until WithACL: see newClientConfig
+	auth    []string    // "user:password" for the digest scheme
+	tls     *tls.Config // from WithTLS; nil for plain TCP
 	log     *slog.Logger
 	onEvent func(zk.Event)
 	obs     dlock.Observer // from WithObserver
@@ -97,7 +99,7 @@ func WithACL(acl ...zk.ACL) ClientOption {
 // creates readable and writable by that user only (unless WithACL says
 // otherwise): every Client of a lock must then authenticate as the same
 // user. The default is no authentication. Digest credentials travel in
-// clear unless the connection is encrypted.
+// clear unless the connection is encrypted: see WithTLS.
 func WithDigestAuth(user, password string) ClientOption {
 	return func(c *clientConfig) {
 		if user == "" || strings.Contains(user, ":") {
@@ -105,6 +107,25 @@ func WithDigestAuth(user, password string) ClientOption {
 			return
 		}
 		c.auth = append(c.auth, user+":"+password)
+	}
+}
+
+// WithTLS has the Client speak TLS, configured by cfg, with every server
+// it connects to: each server's secure client port (secureClientPort),
+// where the ensemble has one. Unless cfg.ServerName is set, each server's
+// certificate must be valid for the host of its address, as with
+// tls.Dial; cfg.RootCAs is the CA to trust (nil: the system's), and
+// cfg.Certificates the client certificate for a server that asks for one.
+// New fails, once ctx is done, with the last handshake error if no server
+// completes one. The default is plain TCP, on which the session,
+// the locks' data and WithDigestAuth's credentials travel in clear.
+func WithTLS(cfg *tls.Config) ClientOption {
+	return func(c *clientConfig) {
+		if cfg == nil {
+			c.err = errors.New("zklock: WithTLS: the *tls.Config is nil; pass one, such as &tls.Config{RootCAs: pool}")
+			return
+		}
+		c.tls = cfg
 	}
 }
 

@@ -102,6 +102,8 @@ type ZooKeeper struct {
 	port      int    // client port
 	peerPort  int    // quorum port; 0 for a standalone server
 	elecPort  int    // leader election port; 0 for a standalone server
+	tls       *zkTLS // the secure client port's settings; nil for none
+	tlsPort   int    // secure client port; 0 for none
 
 	mu     sync.Mutex
 	proc   *process // the current or last process; nil before the first start
@@ -142,6 +144,11 @@ func (z *ZooKeeper) writeConf(servers []string) error {
 	fmt.Fprintf(&b, "dataDir=%s\n", data)
 	fmt.Fprintf(&b, "clientPortAddress=127.0.0.1\nclientPort=%d\n", z.port)
 	fmt.Fprintf(&b, "admin.enableServer=false\n4lw.commands.whitelist=*\n")
+	if z.tls != nil {
+		if err := z.tls.writeConf(&b, z.dir, z.tlsPort); err != nil {
+			return err
+		}
+	}
 	if len(servers) > 0 {
 		b.WriteString("standaloneEnabled=false\n")
 		for _, s := range servers {
@@ -163,12 +170,29 @@ func (z *ZooKeeper) writeConf(servers []string) error {
 // standalone. If the server is not ready within about thirty seconds,
 // LaunchZooKeeper stops it and returns an error that includes the tail of
 // its log. The caller must Close the returned ZooKeeper.
-func LaunchZooKeeper() (*ZooKeeper, error) {
+func LaunchZooKeeper() (*ZooKeeper, error) { return launchZooKeeper(nil) }
+
+// launchZooKeeper is LaunchZooKeeper, with a secure client port too if
+// tls is not nil.
+func launchZooKeeper(tls *zkTLS) (*ZooKeeper, error) {
 	var startErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		z, err := newZooKeeper()
 		if err != nil {
 			return nil, err
+		}
+		if tls != nil {
+			z.tls = tls
+			extra, err := zkTLSClassPath()
+			if err != nil {
+				z.Close()
+				return nil, err
+			}
+			z.classpath += ":" + extra
+			if z.tlsPort, err = FreePort(); err != nil {
+				z.Close()
+				return nil, err
+			}
 		}
 		if err := z.writeConf(nil); err != nil {
 			z.Close()
@@ -178,6 +202,9 @@ func LaunchZooKeeper() (*ZooKeeper, error) {
 		startErr = z.startLocked()
 		if startErr == nil {
 			startErr = z.waitModeLocked(zkStartTimeout, "standalone")
+		}
+		if startErr == nil && tls != nil {
+			startErr = z.waitTLSPortLocked()
 		}
 		z.mu.Unlock()
 		if startErr == nil {

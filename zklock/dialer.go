@@ -1,0 +1,108 @@
+package zklock
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// connErrors remembers the last error met while connecting to a server or
+// talking to it, so that New, when ctx is done before any server grants
+// a session, can say why rather than only that time ran out:
+// go-zookeeper tries the servers in turn for ever and reports no error.
+type connErrors struct {
+	mu   sync.Mutex
+	last error
+}
+
+func (e *connErrors) set(err error) {
+	e.mu.Lock()
+	e.last = err
+	e.mu.Unlock()
+}
+
+func (e *connErrors) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.last
+}
+
+// dialer returns the go-zookeeper dialer of link l: a TCP connection,
+// with TLS on top under WithTLS, whose failures, and the read and write
+// errors of the connection it returns, are remembered in s.connErr. A
+// handshake takes at most the session timeout, and is cut short when l
+// is closed.
+func (s *Client) dialer(l *link) func(network, addr string, timeout time.Duration) (net.Conn, error) {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			s.connErr.set(fmt.Errorf("connecting to %s: %w", addr, err))
+			return nil, err
+		}
+		if s.cfg.tls != nil {
+			if c, err = s.handshake(l.dialCtx, c, addr); err != nil {
+				s.connErr.set(err)
+				return nil, err
+			}
+		}
+		return &watchedConn{Conn: c, addr: addr, errs: &s.connErr}, nil
+	}
+}
+
+// handshake runs the TLS handshake with server addr over c. Unless the
+// configuration names a server, the certificate must be valid for addr's
+// host, as with tls.Dial.
+func (s *Client) handshake(ctx context.Context, c net.Conn, addr string) (net.Conn, error) {
+	cfg := s.cfg.tls.Clone()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg.ServerName = host
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			// A plain client port reads the ClientHello as a request too
+			// long, and hangs up.
+			return nil, fmt.Errorf("TLS handshake with %s: %w (the server hung up: is that its secure client port?)", addr, err)
+		}
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
+}
+
+// A watchedConn remembers its read and write errors. With TLS 1.3 a
+// server that rejects the client's certificate says so only after the
+// client's handshake has completed, in an alert met by the first read.
+type watchedConn struct {
+	net.Conn
+	addr string
+	errs *connErrors
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.errs.set(fmt.Errorf("reading from %s: %w", c.addr, err))
+	}
+	return n, err
+}
+
+func (c *watchedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil {
+		c.errs.set(fmt.Errorf("writing to %s: %w", c.addr, err))
+	}
+	return n, err
+}
