@@ -32,3 +32,18 @@ func TestIntegrationKindBindsOnlyWhileHeld(t *testing.T) {
 	holder.signal(t, syscall.SIGINT)
 	holder.wait(t, 10*time.Second)
 }
+
+// On ZooKeeper a lock of another kind under the name is refused at once
+// by the library, not waited for: that is a mistake in the name or the
+// --kind, exit 64, never 69 (the service is fine).
+func TestIntegrationZooKeeperKindMismatchIsUsage(t *testing.T) {
+	d := zkDeployment(t)
+	name := lockName(t)
+	holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")
+	r := dlock(t, nil, runArgs(d, "--wait", "0", name, "--", "true")...)
+	if r.code != 64 || !strings.Contains(r.stderr, "Semaphore") || !strings.Contains(r.stderr, "--kind") {
+		t.Errorf("mutex run while a semaphore holds the path: exit %d, %q; want 64 naming the kind and --kind", r.code, r.stderr)
+	}
+	holder.signal(t, syscall.SIGINT)
+	holder.wait(t, 10*time.Second)
+}

@@ -7,8 +7,12 @@ import (
 
 // Every mistake in how dlock is called gets exit code 64 and one line on
 // stderr that names the mistake, before any server is contacted.
+//
+// Bad names are usage errors too, whatever the backend would say of them,
+// and a name is echoed cut short, not whole.
 func TestUsageErrors(t *testing.T) {
 	redis := "--redis=redis://127.0.0.1:1"
+	longName := strings.Repeat("n", 10000)
 	cases := []struct {
 		name string
 		args []string
@@ -44,6 +48,13 @@ func TestUsageErrors(t *testing.T) {
 		{"flag after name without --", []string{"run", redis, "x", "--ttl", "5s", "true"}, "starts with a dash"},
 		{"brace in name", []string{"run", redis, "a{b}", "--", "true"}, "brace"},
 		{"empty name", []string{"run", redis, "", "--", "true"}, "empty lock name"},
+		{"name too long for Redis", []string{"run", redis, longName, "--", "true"}, "(10000 bytes) is too long"},
+		{"name too long for ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", longName, "--", "true"}, "(10000 bytes) is too long"},
+		{"inspect name too long", []string{"inspect", redis, longName}, "(10000 bytes) is too long"},
+		{"emoji on ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", "🔒", "--", "true"}, "U+1F512"},
+		{"reserved ZooKeeper path", []string{"run", "--zk", "127.0.0.1:1", "/zookeeper", "--", "true"}, "reserves"},
+		{"reserved ZooKeeper subpath", []string{"release", "--force", "--yes", "--zk", "127.0.0.1:1", "/zookeeper/quota"}, "reserves"},
+		{"dot-dot on ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", "a/../b", "--", "true"}, `".."`},
 		{"help unknown", []string{"help", "frob"}, "unknown command"},
 	}
 	for _, tc := range cases {
@@ -57,6 +68,9 @@ func TestUsageErrors(t *testing.T) {
 			}
 			if tc.args != nil && strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 				t.Errorf("stderr has more than one line:\n%s", r.stderr)
+			}
+			if tc.args != nil && len(r.stderr) > 500 {
+				t.Errorf("stderr is %d bytes; want a name cut short", len(r.stderr))
 			}
 			if r.stdout != "" {
 				t.Errorf("stdout = %q, want nothing", r.stdout)

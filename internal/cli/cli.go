@@ -40,6 +40,10 @@ times: Redlock over independent masters) or --zk host:port[,host:port...],
 or from DLOCK_REDIS or DLOCK_ZK. DLOCK_REDIS_PASSWORD supplies the password
 of Redis URLs without one.
 
+Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
+69 the lock service cannot be reached or failed; each command's others
+are in its help.
+
 Run 'dlock help COMMAND' for a command's flags and exit codes.
 `
 

@@ -7,9 +7,11 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redlock"
@@ -170,19 +172,63 @@ type LockOptions struct {
 }
 
 // CheckName returns a UsageError if name cannot name a lock on this kind
-// of backend.
+// of backend ("redis", "redlock" or "zookeeper"): every limit the
+// libraries and servers put on a name is checked here, so that a bad name
+// is a usage error (exit 64), never a failure of the service.
 func CheckName(kind, name string) error {
+	q := cmdutil.Quote(name)
 	switch {
 	case name == "":
 		return cmdutil.Usagef("empty lock name; give a name such as nightly-report")
+	case !utf8.ValidString(name):
+		return cmdutil.Usagef("lock name %s is not valid UTF-8", q)
 	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return cmdutil.Usagef("lock name %q has a control character", name)
-	case kind != "zookeeper" && strings.ContainsAny(name, "{}"):
-		return cmdutil.Usagef("lock name %q contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", name)
-	case kind == "zookeeper" && (strings.HasSuffix(name, "/") || strings.Contains(name, "//")):
-		return cmdutil.Usagef("lock name %q has an empty path segment; remove the extra slash", name)
+		return cmdutil.Usagef("lock name %s has a control character", q)
+	case kind == "zookeeper":
+		return checkZKName(name)
+	case strings.ContainsAny(name, "{}"):
+		return cmdutil.Usagef("lock name %s contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", q)
+	case len(name) > rediskeys.MaxName:
+		return cmdutil.Usagef("lock name %s is too long: Redis lock names are at most %d bytes", q, rediskeys.MaxName)
 	}
 	return nil
+}
+
+// MaxZKPath is the longest ZooKeeper path of a lock, in bytes (zklock's
+// limit).
+const MaxZKPath = 1024
+
+// checkZKName checks what ZooKeeper and zklock refuse in a path.
+func checkZKName(name string) error {
+	q, p := cmdutil.Quote(name), ZKPath(name)
+	switch {
+	case strings.HasSuffix(name, "/") || strings.Contains(name, "//"):
+		return cmdutil.Usagef("lock name %s has an empty path segment; remove the extra slash", q)
+	case name == "/":
+		return cmdutil.Usagef("the root / cannot be a lock; give a name such as nightly-report or a path such as /locks/nightly")
+	case len(p) > MaxZKPath:
+		return cmdutil.Usagef("lock name %s is too long: its ZooKeeper path would be %d bytes, and the limit is %d", q, len(p), MaxZKPath)
+	case p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/"):
+		return cmdutil.Usagef("lock name %s is under /zookeeper, which ZooKeeper reserves for itself; use another path, or a name without a leading /", q)
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return cmdutil.Usagef("lock name %s has a path segment %q, which ZooKeeper does not allow", q, seg)
+		}
+	}
+	for _, r := range name {
+		if zkIllegal(r) {
+			return cmdutil.Usagef("lock name %s has the character %U (%c), which ZooKeeper does not allow in a path (no emoji, control or private-use characters)", q, r, r)
+		}
+	}
+	return nil
+}
+
+// zkIllegal reports whether ZooKeeper refuses r in a path. Its server
+// checks UTF-16 code units: every character beyond U+FFFF, such as an
+// emoji, is a surrogate pair, which falls in a refused range.
+func zkIllegal(r rune) bool {
+	return r <= 0x1f || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0
 }
 
 // ZKPath is the ZooKeeper path of the lock called name.

@@ -30,7 +30,8 @@ mode), fence, remaining TTL, waiters, readers or permits. With Redlock it
 shows each master's view and the majority's; with ZooKeeper, each holder's
 node and session. It only reads.
 
-Exit codes: 0 shown; 64 bad usage; 69 lock service unavailable.
+Exit codes: 0 shown; 64 bad usage or a NAME the backend cannot take;
+69 lock service unreachable or failed.
 
 Flags:
 `

@@ -25,7 +25,8 @@ It shows the lock and asks for confirmation on a terminal; --yes skips the
 question, and is required when standard input is not a terminal.
 
 Exit codes: 0 released (or nothing was held); 1 not confirmed; 64 bad
-usage; 69 lock service unavailable.
+usage or a NAME the backend cannot take; 69 lock service unreachable
+or failed.
 
 Flags:
 `

@@ -58,7 +58,9 @@ take the lock. The price: renewals failing for about ttl - grace stop
 COMMAND, even if a later one would have got through. If dlock itself
 dies (kill -9, the OOM killer), everything of COMMAND's is killed at once.
 
-Exit codes: COMMAND's own; 64 bad usage; 69 lock service unavailable;
+Exit codes: COMMAND's own; 64 bad usage, a NAME the backend cannot take,
+or (ZooKeeper) a name held by another kind of lock; 69 lock service
+unreachable or failed, and nothing else;
 71 cannot listen on --metrics-addr, or cannot supervise COMMAND;
 75 lock held by another (see --conflict-exit-code); 76 lock lost, or
 COMMAND stopped because the lock could not be renewed; 126 COMMAND not
@@ -182,7 +184,7 @@ func Parse(args []string, getenv func(string) string) (Options, error) {
 	case len(pos) > 1:
 		return o, cmdutil.Usagef("dlock run: %d arguments before --, want only NAME (got %q); put COMMAND after --", len(pos), pos)
 	case len(command) == 0:
-		return o, cmdutil.Usagef("dlock run: missing COMMAND; usage: dlock run [flags] %s -- COMMAND [ARGS...]", pos[0])
+		return o, cmdutil.Usagef("dlock run: missing COMMAND; usage: dlock run [flags] %s -- COMMAND [ARGS...]", cmdutil.Quote(pos[0]))
 	}
 	o.Name, o.Command = pos[0], command
 	return o, o.check()

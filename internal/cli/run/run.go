@@ -56,9 +56,10 @@ type runner struct {
 	grace     time.Duration // --grace, or less if the lease time is less than --ttl
 }
 
-// say writes one line to stderr, prefixed with "dlock: ".
+// say writes one line to stderr, prefixed with "dlock: ", with a long
+// lock name cut short wherever it appears (see cmdutil.Shorten).
 func (r *runner) say(format string, args ...any) {
-	fmt.Fprintf(r.io.Err, "dlock: "+format+"\n", args...)
+	fmt.Fprintln(r.io.Err, cmdutil.Shorten("dlock: "+fmt.Sprintf(format, args...), r.o.Name))
 }
 
 type acquired struct {
@@ -124,6 +125,12 @@ func (r *runner) run() int {
 		}
 		if cmdutil.IsUsage(a.err) {
 			return cmdutil.Fail(r.io, fmt.Errorf("dlock run: %w", a.err), cmdutil.ExitUsage)
+		}
+		if errors.Is(a.err, dlock.ErrKindMismatch) {
+			// Another kind of lock holds the name, and the library does
+			// not wait for it (ZooKeeper): the name is the mistake.
+			r.say("lock %q: %v; use another name, or the --kind that holds it", r.o.Name, a.err)
+			return cmdutil.ExitUsage
 		}
 		var u *unreachable
 		if errors.As(a.err, &u) {
