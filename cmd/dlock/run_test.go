@@ -112,6 +112,7 @@ func runSuite(t *testing.T, d deployment) {
 	t.Run("ConflictAndInterrupt", func(t *testing.T) { conflictAndInterrupt(t, d) })
 	t.Run("LossKillsCommand", func(t *testing.T) { lossKillsCommand(t, d, false) })
 	t.Run("LossKillsStubbornCommand", func(t *testing.T) { lossKillsCommand(t, d, true) })
+	t.Run("MaxHoldStopsCommand", func(t *testing.T) { maxHoldStopsCommand(t, d) })
 	t.Run("CommandNotFound", func(t *testing.T) { commandNotFound(t, d) })
 	t.Run("InspectAndForceRelease", func(t *testing.T) { inspectAndForceRelease(t, d) })
 	t.Run("Metrics", func(t *testing.T) { metricsWhileRunning(t, d) })
@@ -291,6 +292,41 @@ func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
 		t.Errorf("command (pid %d) still running after dlock exited", pid)
 	}
 	t.Logf("lock deleted → dlock exit 76 in %v (stubborn=%v)", took.Round(time.Millisecond), stubborn)
+}
+
+// --max-hold stops COMMAND so that it is gone by the cap, SIGKILL after
+// --grace for one that ignores SIGTERM, and dlock exits 79, whether or not
+// the renewals work.
+func maxHoldStopsCommand(t *testing.T, d deployment) {
+	name, dir := lockName(t), t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	const ttl, maxHold, grace = time.Second, 2 * time.Second, 200 * time.Millisecond
+	// --wait: a new Redlock's nodes may not vote yet.
+	r := dlock(t, []string{"PIDFILE=" + pidFile}, runArgs(d, "--wait", "30s", "--ttl", ttl.String(), "--max-hold", maxHold.String(),
+		"--grace", grace.String(), name, "--", "sh", "-c", `trap "" TERM; echo $$ $(date +%s%N) > "$PIDFILE"; sleep 60`)...)
+	exited := time.Now()
+	if r.code != 79 || !strings.Contains(r.stderr, "--max-hold 2s") || !strings.Contains(r.stderr, "SIGKILL") {
+		t.Fatalf("exit %d, want 79 with a message naming --max-hold and SIGKILL; stderr: %s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(pidFile)
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("pid file %q", b)
+	}
+	if processAlive(f[0]) {
+		t.Errorf("command (pid %s) still running after dlock exited", f[0])
+	}
+	// Renewals every ttl/3 go on until the cap: the stop is near it, not
+	// at the first TTL.
+	ns, _ := strconv.ParseInt(f[1], 10, 64)
+	held := exited.Sub(time.Unix(0, ns))
+	if held < maxHold-grace-ttl/20-300*time.Millisecond || held > maxHold+3*time.Second {
+		t.Errorf("dlock exited %v after COMMAND started; want about --max-hold %v", held, maxHold)
+	}
+	if d.held(t, name) {
+		t.Errorf("lock still held after --max-hold")
+	}
+	t.Logf("--max-hold %v: exit 79 %v after COMMAND started", maxHold, held.Round(time.Millisecond))
 }
 
 func commandNotFound(t *testing.T, d deployment) {

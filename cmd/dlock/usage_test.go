@@ -44,6 +44,8 @@ func TestUsageErrors(t *testing.T) {
 		{"semaphore without permits", []string{"run", redis, "--kind", "semaphore", "x", "--", "true"}, "--permits"},
 		{"permits without semaphore", []string{"run", redis, "--permits", "2", "x", "--", "true"}, "only for --kind semaphore"},
 		{"conflict code out of range", []string{"run", redis, "--conflict-exit-code", "300", "x", "--", "true"}, "1 to 255"},
+		{"max-hold shorter than the stop", []string{"run", redis, "--ttl", "10s", "--grace", "3s", "--max-hold", "3s", "x", "--", "true"}, "--max-hold 3s leaves COMMAND no time"},
+		{"max-hold without unit", []string{"run", redis, "--max-hold", "5", "x", "--", "true"}, "needs a unit"},
 		{"flag needs value", []string{"run", redis, "--ttl"}, "--ttl needs a value"},
 		{"flag after name without --", []string{"run", redis, "x", "--ttl", "5s", "true"}, "starts with a dash"},
 		{"brace in name", []string{"run", redis, "a{b}", "--", "true"}, "brace"},

@@ -169,6 +169,7 @@ type LockOptions struct {
 	Kind    string
 	Permits int           // for KindSemaphore
 	TTL     time.Duration // lease time; renewed while held
+	MaxHold time.Duration // the longest hold (WithMaxHold); 0: no cap
 }
 
 // CheckName returns a UsageError if name cannot name a lock on this kind
@@ -243,7 +244,7 @@ func ZKPath(name string) string {
 func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 	switch {
 	case t.single != nil:
-		opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+		opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {
 		case KindMutex:
 			return t.single.NewMutex(name, opts...), nil
@@ -260,9 +261,9 @@ func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 		if o.Kind != KindMutex {
 			return nil, cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", o.Kind, len(t.spec.Redis))
 		}
-		return t.quorum.NewMutex(name, redlock.WithTTL(o.TTL)), nil
+		return t.quorum.NewMutex(name, redlock.WithTTL(o.TTL), redlock.WithMaxHold(o.MaxHold)), nil
 	case t.zk != nil:
-		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL)}
+		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {
 		case KindMutex, KindFair: // a ZooKeeper mutex is a FIFO queue: always fair
 			return t.zk.NewMutex(p, opts...), nil

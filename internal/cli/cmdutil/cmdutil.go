@@ -26,6 +26,7 @@ const (
 	ExitOSErr       = 71 // EX_OSERR: the operating system refused (listen, fork)
 	ExitConflict    = 75 // EX_TEMPFAIL: the lock is held by another owner
 	ExitLost        = 76 // the lock was lost while the command ran
+	ExitMaxHold     = 79 // the command was stopped at the lock's --max-hold
 	ExitCannotExec  = 126
 	ExitNotFound    = 127
 )

@@ -55,15 +55,17 @@ exits with 76 once none is left. If the lock cannot be renewed, the same
 stop starts early, SIGTERM --grace + ttl/20 before the lock ends and
 SIGKILL ttl/20 before, so that COMMAND is gone before another owner can
 take the lock. The price: renewals failing for about ttl - grace stop
-COMMAND, even if a later one would have got through. If dlock itself
+COMMAND, even if a later one would have got through. With --max-hold D,
+the lock is not renewed past D after it was granted: COMMAND gets the same
+early stop, so as to be gone by then, and dlock exits 79. If dlock itself
 dies (kill -9, the OOM killer), everything of COMMAND's is killed at once.
 
 Exit codes: COMMAND's own; 64 bad usage, a NAME the backend cannot take,
 or (ZooKeeper) a name held by another kind of lock; 69 lock service
-unreachable or failed, and nothing else;
-71 cannot listen on --metrics-addr, or cannot supervise COMMAND;
-75 lock held by another (see --conflict-exit-code); 76 lock lost, or
-COMMAND stopped because the lock could not be renewed; 126 COMMAND not
+unreachable or failed, and nothing else; 71 cannot listen on
+--metrics-addr, or cannot supervise COMMAND; 75 lock held by another (see
+--conflict-exit-code); 76 lock lost, or COMMAND stopped because the lock
+could not be renewed; 79 COMMAND stopped at --max-hold; 126 COMMAND not
 executable; 127 COMMAND not found; 128+n COMMAND killed by signal n.
 
 Flags:
@@ -81,6 +83,8 @@ type Options struct {
 	Permits      int
 	ConflictExit int
 	Grace        time.Duration // after Parse, GraceFor(TTL) if not given
+	// MaxHold caps how long the lock is held (WithMaxHold); 0: no cap.
+	MaxHold time.Duration
 	// LeaveChildren releases the lock when COMMAND's own process exits,
 	// leaving what it started running, unsupervised.
 	LeaveChildren bool
@@ -147,6 +151,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits")
 	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255)")
 	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
+	fs.Var(durationFlag{d: &o.MaxHold}, "max-hold", "the longest COMMAND may hold the lock; it is stopped so as to be gone by then, and dlock exits 79 (default 0: no cap; without --grace, the grace is at most a third of it)")
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
@@ -193,6 +198,9 @@ func Parse(args []string, getenv func(string) string) (Options, error) {
 func (o *Options) check() error {
 	if o.graceGiven = o.Grace != unsetGrace; !o.graceGiven {
 		o.Grace = GraceFor(o.TTL)
+		if o.MaxHold > 0 {
+			o.Grace = min(o.Grace, o.MaxHold/3)
+		}
 	}
 	switch {
 	case o.TTL < MinTTL:
@@ -200,6 +208,9 @@ func (o *Options) check() error {
 	case o.Grace > MaxGrace(o.TTL):
 		return cmdutil.Usagef("dlock run: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
 			o.Grace, o.TTL, MaxGrace(o.TTL).Round(time.Millisecond), 3*o.Grace)
+	case o.MaxHold > 0 && o.MaxHold <= o.Grace+KillLead(o.TTL):
+		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it is stopped --grace %v + ttl/20 before the cap; use --max-hold %v or more, or a shorter --grace",
+			o.MaxHold, o.Grace, (2 * (o.Grace + KillLead(o.TTL))).Round(time.Millisecond))
 	case !slices.Contains(backend.Kinds, o.Kind):
 		return cmdutil.Usagef("dlock run: --kind %q is not one of %s", o.Kind, strings.Join(backend.Kinds, ", "))
 	case o.Kind == backend.KindSemaphore && o.Permits < 1:

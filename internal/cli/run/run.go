@@ -54,6 +54,7 @@ type runner struct {
 	// Set once the lock is held:
 	leaseTime time.Duration // the lease time in force: --ttl, or less on ZooKeeper
 	grace     time.Duration // --grace, or less if the lease time is less than --ttl
+	capAt     time.Time     // with --max-hold: when the hold ends, at the latest
 }
 
 // say writes one line to stderr, prefixed with "dlock: ", with a long
@@ -144,6 +145,11 @@ func (r *runner) run() int {
 		r.say("holding lock %q (fence %d) on %s after %v", r.o.Name, a.lease.Fence(), a.target.Describe(), a.waited.Round(time.Millisecond))
 	}
 	r.setGrace(a.target.LeaseTime(r.o.TTL))
+	if r.o.MaxHold > 0 {
+		// The library counts from the grant, a little before now: its
+		// cap is at most this one.
+		r.capAt = time.Now().Add(r.o.MaxHold)
+	}
 	return r.supervise(a.lease, sigs)
 }
 
@@ -175,7 +181,7 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 		return acquired{err: &unreachable{err}}
 	}
 	a.target = t
-	l, err := t.Locker(r.o.Name, backend.LockOptions{Kind: r.o.Kind, Permits: r.o.Permits, TTL: r.o.TTL})
+	l, err := t.Locker(r.o.Name, backend.LockOptions{Kind: r.o.Kind, Permits: r.o.Permits, TTL: r.o.TTL, MaxHold: r.o.MaxHold})
 	if err != nil {
 		a.err = err
 		return a
