@@ -227,14 +227,17 @@ func conflictAndInterrupt(t *testing.T, d deployment) {
 	if r.code != 75 {
 		t.Fatalf("--wait 0 against a holder: exit %d, want 75; stderr: %s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "held by another") && !strings.Contains(r.stderr, "not obtained") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-		t.Errorf("conflict message %q: want one line saying the lock is held", r.stderr)
+	// One message for every backend, Redlock included, with no wait
+	// reported for --wait 0.
+	if want := fmt.Sprintf("dlock: lock %q is held by another owner; use --wait to wait for it\n", name); r.stderr != want {
+		t.Errorf("conflict message %q, want %q", r.stderr, want)
 	}
 	if r := dlock(t, nil, runArgs(d, "--conflict-exit-code", "9", name, "--", "true")...); r.code != 9 {
 		t.Errorf("--conflict-exit-code 9: exit %d", r.code)
 	}
-	if r := dlock(t, nil, runArgs(d, "--wait", "400ms", name, "--", "true")...); r.code != 75 || r.took < 400*time.Millisecond {
-		t.Errorf("--wait 400ms: exit %d after %v, want 75 after at least 400ms", r.code, r.took)
+	if r := dlock(t, nil, runArgs(d, "--wait", "400ms", name, "--", "true")...); r.code != 75 || r.took < 400*time.Millisecond ||
+		!strings.Contains(r.stderr, "is held by another owner (waited 4") {
+		t.Errorf("--wait 400ms: exit %d after %v, %q; want 75 after at least 400ms, saying how long it waited", r.code, r.took, r.stderr)
 	}
 	// SIGINT to dlock reaches the command; the lock is released when it
 	// exits, long before its 30s TTL.
@@ -276,6 +279,7 @@ func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
 	if !strings.Contains(r.stderr, "lost lock") {
 		t.Errorf("stderr does not say the lock was lost: %s", r.stderr)
 	}
+	noRepeatedPrefix(t, r.stderr)
 	limit := ttl/3 + 1500*time.Millisecond // renewal period, plus slack for a loaded machine
 	if stubborn {
 		limit += grace
@@ -327,6 +331,17 @@ func maxHoldStopsCommand(t *testing.T, d deployment) {
 		t.Errorf("lock still held after --max-hold")
 	}
 	t.Logf("--max-hold %v: exit 79 %v after COMMAND started", maxHold, held.Round(time.Millisecond))
+}
+
+// noRepeatedPrefix fails t if a line of stderr says "dlock: " more than
+// once, or names a sentinel the line has said already.
+func noRepeatedPrefix(t *testing.T, stderr string) {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Count(line, "dlock: ") > 1 || strings.Contains(line, "lock lost:") || strings.Contains(line, "lock not obtained:") {
+			t.Errorf("a repeated prefix in %q", line)
+		}
+	}
 }
 
 func commandNotFound(t *testing.T, d deployment) {

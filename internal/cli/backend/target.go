@@ -81,6 +81,10 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 			t.nodes = append(t.nodes, c)
 		}
 	}
+	if err := refusedCredentials(errs); err != nil {
+		t.Close()
+		return nil, err
+	}
 	if len(spec.Redis) == 1 {
 		if len(errs) > 0 {
 			t.Close()
@@ -105,6 +109,22 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	t.quorum = redlock.New(conns, opts...)
 	t.closers = append([]func(){func() { t.quorum.Close() }}, t.closers...)
 	return t, nil
+}
+
+// refusedCredentials returns a UsageError if one of errs, the failures to
+// reach Redis servers, is a server refusing dlock's password: a mistake in
+// the URL or the environment, which no retry fixes.
+func refusedCredentials(errs []error) error {
+	for _, err := range errs {
+		msg := strings.TrimSuffix(err.Error(), ".")
+		switch {
+		case strings.Contains(msg, "NOAUTH"):
+			return cmdutil.Usagef("%s: the server wants a password; give it in the URL (redis://:PASSWORD@host:port) or in %s", msg, EnvRedisPassword)
+		case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
+			return cmdutil.Usagef("%s: the server refused the password; check the URL's, or %s", msg, EnvRedisPassword)
+		}
+	}
+	return nil
 }
 
 // ClientName is how this process names itself to the lock service (Redis

@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -34,3 +35,18 @@ func Shorten(msg, name string) string {
 	msg = strings.ReplaceAll(msg, strconv.Quote(name), Quote(name))
 	return strings.ReplaceAll(msg, name, Quote(name))
 }
+
+// Reason returns err's message for a line that already says what failed
+// ("dlock: lost lock "x": …"): without the "dlock: " that every error of
+// the library starts with, and without the sentinels' own words that the
+// line says already (lock lost, lock not obtained, lock not held).
+func Reason(err error) string {
+	msg := libraryPrefix.ReplaceAllString(err.Error(), "$1")
+	for _, said := range []string{"lock lost: ", "lock not obtained: ", "lock not held: "} {
+		msg = strings.TrimPrefix(msg, said)
+	}
+	return msg
+}
+
+// libraryPrefix matches "dlock: " as a word, not the end of "redlock: ".
+var libraryPrefix = regexp.MustCompile(`(^|[^A-Za-z0-9_])dlock: `)

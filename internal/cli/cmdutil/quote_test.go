@@ -1,6 +1,9 @@
 package cmdutil
 
 import (
+	"errors"
+
+	"github.com/dlock-go/dlock"
 	"strings"
 	"testing"
 )
@@ -22,5 +25,23 @@ func TestQuote(t *testing.T) {
 	msg := Shorten(`lib: lock "`+long+`" and dlock:{`+long+`}`, long)
 	if len(msg) > 400 || strings.Count(msg, "(10000 bytes)") != 2 {
 		t.Errorf("Shorten left %d bytes: %.300s", len(msg), msg)
+	}
+}
+
+func TestReason(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{dlock.Lost(dlock.ErrTakenOver), "lock deleted or taken over by another owner"},
+		{dlock.NotObtained(errors.New("redislock: a Mutex cannot take the name")), "redislock: a Mutex cannot take the name"},
+		{dlock.ErrLost, "lock lost"},
+		{dlock.NotObtained(errors.New("redlock: acquire of x: dlock: y")), "redlock: acquire of x: y"},
+		{errors.New(`redis: key "dlock:{x}" gone`), `redis: key "dlock:{x}" gone`},
+	}
+	for _, c := range cases {
+		if got := Reason(c.err); got != c.want {
+			t.Errorf("Reason(%q) = %q, want %q", c.err, got, c.want)
+		}
 	}
 }

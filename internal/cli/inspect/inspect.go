@@ -85,8 +85,11 @@ func connect(ctx context.Context, f *backend.Flags, name string, streams cmdutil
 		return nil, err
 	}
 	t, err := backend.Connect(ctx, spec, nil)
+	if err != nil && !cmdutil.IsUsage(err) {
+		return nil, fmt.Errorf("cannot reach the lock service: %s", cmdutil.Reason(err))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the lock service: %w", err)
+		return nil, err
 	}
 	return t, nil
 }

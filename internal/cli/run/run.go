@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/redlock"
+	"golang.org/x/sys/unix"
 )
 
 // ConnectTimeout bounds connecting to the lock service, apart from --wait.
@@ -105,7 +108,7 @@ func (r *runner) run() int {
 		if a.lease != nil {
 			r.release(a.lease)
 		}
-		r.say("interrupted by %v while waiting for lock %q", sig, r.o.Name)
+		r.say("interrupted by %s while waiting for lock %q", signame(sig), r.o.Name)
 		return 128 + signum(sig)
 	}
 	if a.target != nil {
@@ -113,15 +116,7 @@ func (r *runner) run() int {
 	}
 	if a.err != nil {
 		if errors.Is(a.err, dlock.ErrNotObtained) {
-			hint := ""
-			if r.o.Wait == 0 && !r.o.WaitForever {
-				hint = "; use --wait to wait for it"
-			}
-			why := "is held by another owner"
-			if msg := a.err.Error(); msg != dlock.ErrNotObtained.Error() {
-				why = "was not obtained: " + msg
-			}
-			r.say("lock %q %s (waited %v)%s", r.o.Name, why, a.waited.Round(time.Millisecond), hint)
+			r.sayNotObtained(a)
 			return r.o.ConflictExit
 		}
 		if cmdutil.IsUsage(a.err) {
@@ -130,14 +125,14 @@ func (r *runner) run() int {
 		if errors.Is(a.err, dlock.ErrKindMismatch) {
 			// Another kind of lock holds the name, and the library does
 			// not wait for it (ZooKeeper): the name is the mistake.
-			r.say("lock %q: %v; use another name, or the --kind that holds it", r.o.Name, a.err)
+			r.say("lock %q: %s; use another name, or the --kind that holds it", r.o.Name, cmdutil.Reason(a.err))
 			return cmdutil.ExitUsage
 		}
 		var u *unreachable
 		if errors.As(a.err, &u) {
-			r.say("cannot reach the lock service: %v", u.err)
+			r.say("cannot reach the lock service: %s", cmdutil.Reason(u.err))
 		} else {
-			r.say("lock %q: %v", r.o.Name, a.err)
+			r.say("lock %q: %s", r.o.Name, cmdutil.Reason(a.err))
 		}
 		return cmdutil.ExitUnavailable
 	}
@@ -151,6 +146,38 @@ func (r *runner) run() int {
 		r.capAt = time.Now().Add(r.o.MaxHold)
 	}
 	return r.supervise(a.lease, sigs)
+}
+
+// sayNotObtained says why the lock was not obtained: held by another
+// owner, or what the service said, and how long dlock waited, if it did.
+func (r *runner) sayNotObtained(a acquired) {
+	why := "is held by another owner"
+	if !plainConflict(a.err) {
+		why = "was not obtained: " + cmdutil.Reason(a.err)
+	}
+	switch {
+	case r.o.Wait == 0 && !r.o.WaitForever:
+		r.say("lock %q %s; use --wait to wait for it", r.o.Name, why)
+	default:
+		r.say("lock %q %s (waited %v)", r.o.Name, why, a.waited.Round(time.Millisecond))
+	}
+}
+
+// plainConflict reports whether err, which matches dlock.ErrNotObtained,
+// means only that another owner holds the lock: no cause, the end of the
+// wait, or (Redlock) every node that answered holding it for another,
+// rather than nodes failing or not voting yet.
+func plainConflict(err error) bool {
+	var nodeErr *redlock.NodeError
+	switch {
+	case err.Error() == dlock.ErrNotObtained.Error():
+		return true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return true
+	case errors.As(err, &nodeErr), strings.Contains(err.Error(), "may not vote"):
+		return false
+	}
+	return strings.HasPrefix(cmdutil.Reason(err), "redlock: acquire of ")
 }
 
 // setGrace sets the lease time in force and the grace that goes with it.
@@ -211,7 +238,7 @@ func (u *unreachable) Unwrap() error { return u.err }
 func (r *runner) release(lease dlock.Lease) error {
 	err := r.releaseQuietly(lease)
 	if err != nil && !errors.Is(err, dlock.ErrNotHeld) {
-		r.say("releasing lock %q: %v; it expires by itself within --ttl %v", r.o.Name, err, r.o.TTL)
+		r.say("releasing lock %q: %s; it expires by itself within --ttl %v", r.o.Name, cmdutil.Reason(err), r.o.TTL)
 	}
 	return err
 }
@@ -226,6 +253,16 @@ func (r *runner) releaseQuietly(lease dlock.Lease) error {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	return lease.Release(ctx)
+}
+
+// signame names s as kill(1) does: SIGTERM, not "terminated".
+func signame(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok {
+		if name := unix.SignalName(n); name != "" {
+			return name
+		}
+	}
+	return s.String()
 }
 
 func signum(s os.Signal) int {

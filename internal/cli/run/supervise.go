@@ -83,7 +83,7 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 				capped = true
 				stop(fmt.Sprintf("lock %q reached --max-hold %v", r.o.Name, r.o.MaxHold), r.grace)
 			} else if !stopping {
-				stop(fmt.Sprintf("lost lock %q: %v", r.o.Name, lost), r.grace)
+				stop(fmt.Sprintf("lost lock %q: %s", r.o.Name, cmdutil.Reason(lost)), r.grace)
 			}
 		case <-renewBy.C:
 			if stopping || lease.Err() != nil {
@@ -134,7 +134,7 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 		return cmdutil.ExitLost
 	}
 	if err := r.release(lease); err != nil && errors.Is(err, dlock.ErrNotHeld) {
-		r.say("lock %q was lost as %q exited (%v); its last moments may have overlapped another holder", r.o.Name, r.o.Command[0], err)
+		r.say("lock %q was lost as %q exited (%s); its last moments may have overlapped another holder", r.o.Name, r.o.Command[0], cmdutil.Reason(err))
 		return cmdutil.ExitLost
 	}
 	return code
