@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -54,7 +55,10 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	t := &Target{spec: spec}
 	switch spec.Kind() {
 	case "zookeeper":
-		s, err := zklock.New(ctx, spec.ZK, zklock.WithObserver(obs))
+		if err := dialAny(ctx, spec.ZK); err != nil {
+			return nil, err
+		}
+		s, err := connectZK(ctx, spec.ZK, zklock.WithObserver(obs))
 		if err != nil {
 			return nil, err
 		}
@@ -125,6 +129,69 @@ func refusedCredentials(errs []error) error {
 		}
 	}
 	return nil
+}
+
+// connectZK is zklock.New, returning when ctx is done even if zklock.New
+// does not: with a server that accepts connections but
+// never answers, it returns only when the server closes them. A session
+// made after that is closed.
+func connectZK(ctx context.Context, servers []string, opts ...zklock.ClientOption) (*zklock.Client, error) {
+	type result struct {
+		s   *zklock.Client
+		err error
+	}
+	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		s, err := zklock.New(ctx, servers, opts...)
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.s != nil {
+				r.s.Close()
+			}
+		}()
+		return nil, fmt.Errorf("no session with ZooKeeper %s: %w", strings.Join(servers, ","), ctx.Err())
+	}
+}
+
+// AnswerTimeout bounds a TCP connection to a ZooKeeper server, and then
+// the making of a session, as go-redis's defaults bound a connection to
+// Redis and its first answer (about 5s).
+const AnswerTimeout = 5 * time.Second
+
+// dialAny returns nil once one of servers accepts a TCP connection, or an
+// error naming every server's failure. The ZooKeeper client retries
+// unreachable servers until its context ends; this makes a service that
+// is down fail as fast as Redis does.
+func dialAny(ctx context.Context, servers []string) error {
+	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	errs := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", srv)
+			if err == nil {
+				c.Close()
+			}
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range servers {
+		err := <-errs
+		if err == nil {
+			return nil
+		}
+		failed = append(failed, err)
+	}
+	return fmt.Errorf("no ZooKeeper server accepts connections: %w", errors.Join(failed...))
 }
 
 // ClientName is how this process names itself to the lock service (Redis

@@ -19,7 +19,13 @@ import (
 )
 
 // ConnectTimeout bounds connecting to the lock service, apart from --wait.
+// A server that refuses connections fails at once, and one that does not
+// answer within backend.AnswerTimeout.
 const ConnectTimeout = 15 * time.Second
+
+// MinConnectTimeout is the least time a connection is given when --wait
+// is shorter.
+const MinConnectTimeout = time.Second
 
 // ReleaseTimeout bounds the release after COMMAND exits.
 const ReleaseTimeout = 10 * time.Second
@@ -198,7 +204,7 @@ func (r *runner) setGrace(leaseTime time.Duration) {
 
 // acquire connects and takes the lock as the flags say.
 func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
-	cctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, r.connectTimeout())
 	t, err := backend.Connect(cctx, r.spec, obs)
 	cancel()
 	if err != nil {
@@ -226,6 +232,16 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 	}
 	a.waited = time.Since(start)
 	return a
+}
+
+// connectTimeout bounds connecting: ConnectTimeout, or a finite --wait if
+// that is shorter (but at least MinConnectTimeout, for a session to be
+// made), so that a service that does not answer fails within --wait.
+func (r *runner) connectTimeout() time.Duration {
+	if r.o.Wait > 0 && !r.o.WaitForever {
+		return min(ConnectTimeout, max(r.o.Wait, MinConnectTimeout))
+	}
+	return ConnectTimeout
 }
 
 // unreachable is a failure to connect to the lock service.
