@@ -47,3 +47,31 @@ func TestIntegrationZooKeeperKindMismatchIsUsage(t *testing.T) {
 	holder.signal(t, syscall.SIGINT)
 	holder.wait(t, 10*time.Second)
 }
+
+// --permits that disagrees with the size of a semaphore in use is a usage
+// error naming both sizes, on every backend with semaphores; the same size
+// gets a permit.
+func TestIntegrationPermitsDisagree(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    func(testing.TB) deployment
+	}{
+		{"Redis", func(t testing.TB) deployment { return redisDeployment(t, 1) }},
+		{"ZooKeeper", zkDeployment},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.d(t)
+			name := lockName(t)
+			holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")
+			r := dlock(t, nil, runArgs(d, "--kind", "semaphore", "--permits", "3", name, "--", "true")...)
+			if r.code != 64 || !strings.Contains(r.stderr, "--permits 3") || !strings.Contains(r.stderr, "has 2 permits") {
+				t.Errorf("--permits 3 on a semaphore of 2: exit %d, %q; want 64 naming both sizes", r.code, r.stderr)
+			}
+			if r := dlock(t, nil, runArgs(d, "--kind", "semaphore", "--permits", "2", name, "--", "true")...); r.code != 0 {
+				t.Errorf("--permits 2 on a semaphore of 2 with one holder: exit %d, %q", r.code, r.stderr)
+			}
+			holder.signal(t, syscall.SIGINT)
+			holder.wait(t, 10*time.Second)
+		})
+	}
+}

@@ -60,13 +60,15 @@ the lock is not renewed past D after it was granted: COMMAND gets the same
 early stop, so as to be gone by then, and dlock exits 79. If dlock itself
 dies (kill -9, the OOM killer), everything of COMMAND's is killed at once.
 
-Exit codes: COMMAND's own; 64 bad usage, a NAME the backend cannot take,
-or (ZooKeeper) a name held by another kind of lock; 69 lock service
-unreachable or failed, and nothing else; 71 cannot listen on
---metrics-addr, or cannot supervise COMMAND; 75 lock held by another (see
---conflict-exit-code); 76 lock lost, or COMMAND stopped because the lock
-could not be renewed; 79 COMMAND stopped at --max-hold; 126 COMMAND not
-executable; 127 COMMAND not found; 128+n COMMAND killed by signal n.
+Exit codes: COMMAND's own; 64 bad usage: a flag, a URL, a password the
+server refuses, a NAME the backend cannot take, --permits other than the
+size of the semaphore in use, or (ZooKeeper) a name held by another kind
+of lock; 69 lock service unreachable or failed, and nothing else; 71
+cannot listen on --metrics-addr, or cannot supervise COMMAND; 75 lock
+held by another (see --conflict-exit-code); 76 lock lost, or COMMAND
+stopped because the lock could not be renewed; 79 COMMAND stopped at
+--max-hold; 126 COMMAND not executable; 127 COMMAND not found; 128+n
+COMMAND killed by signal n.
 
 Flags:
 `
@@ -148,7 +150,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time, renewed every ttl/3 while COMMAND runs")
 	fs.Var(durationFlag{d: &o.Wait, forever: &o.WaitForever}, "wait", "how long to wait for the lock: 0 fails at once, a duration such as 5m, or forever")
 	fs.StringVar(&o.Kind, "kind", o.Kind, "lock kind: "+strings.Join(backend.Kinds, ", "))
-	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits")
+	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits; must match the size of a semaphore in use")
 	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255)")
 	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
 	fs.Var(durationFlag{d: &o.MaxHold}, "max-hold", "the longest COMMAND may hold the lock; it is stopped so as to be gone by then, and dlock exits 79 (default 0: no cap; without --grace, the grace is at most a third of it)")

@@ -128,6 +128,12 @@ func (r *runner) run() int {
 		if cmdutil.IsUsage(a.err) {
 			return cmdutil.Fail(r.io, fmt.Errorf("dlock run: %w", a.err), cmdutil.ExitUsage)
 		}
+		if r.o.Kind == backend.KindSemaphore && strings.Contains(a.err.Error(), "this Semaphore was made with") {
+			// zklock's refusal of another size, met after checkPermits
+			// (a holder came meanwhile).
+			r.say("lock %q: %s", r.o.Name, cmdutil.Reason(a.err))
+			return cmdutil.ExitUsage
+		}
 		if errors.Is(a.err, dlock.ErrKindMismatch) {
 			// Another kind of lock holds the name, and the library does
 			// not wait for it (ZooKeeper): the name is the mistake.
@@ -219,6 +225,11 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 		a.err = err
 		return a
 	}
+	if r.o.Kind == backend.KindSemaphore {
+		if a.err = r.checkPermits(ctx, t); a.err != nil {
+			return a
+		}
+	}
 	start := time.Now()
 	switch {
 	case r.o.WaitForever:
@@ -232,6 +243,28 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 	}
 	a.waited = time.Since(start)
 	return a
+}
+
+// checkPermits returns a UsageError if the semaphore NAME exists with
+// another number of permits than --permits: the libraries would use the
+// stored number (Redis) or refuse (ZooKeeper), and neither says so
+// clearly.
+func (r *runner) checkPermits(ctx context.Context, t *backend.Target) error {
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	rep, err := t.Inspect(ctx, r.o.Name)
+	if err != nil {
+		return err
+	}
+	if rep.PermitLimit > 0 && rep.PermitLimit != r.o.Permits {
+		return permitsMismatch(r.o.Name, r.o.Permits, rep.PermitLimit)
+	}
+	return nil
+}
+
+func permitsMismatch(name string, given, stored int) error {
+	return cmdutil.Usagef("--permits %d disagrees with the semaphore %s, which has %d permits while it is in use: use --permits %d, or another name",
+		given, cmdutil.Quote(name), stored, stored)
 }
 
 // connectTimeout bounds connecting: ConnectTimeout, or a finite --wait if
