@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -94,7 +95,16 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("dlock help run does not mention %s", flag)
 		}
 	}
-	if r := dlock(t, nil, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "dlock ") {
-		t.Errorf("dlock version: exit %d, %q", r.code, r.stdout)
+	// The commit is there when the binary was built in a git checkout
+	// with VCS stamping (not in a git worktree, where go build finds no
+	// repository): describeVersion's unit test covers both.
+	if r := dlock(t, nil, "version"); r.code != 0 || !regexp.MustCompile(`^dlock \S+ \(commit ([0-9a-f]{40}|unknown)[,;)]`).MatchString(r.stdout) {
+		t.Errorf("dlock version: exit %d, %q; want the version and the commit", r.code, r.stdout)
+	}
+	if r := dlock(t, nil, "help", "version"); r.code != 0 || !strings.Contains(r.stdout, "Usage: dlock version") {
+		t.Errorf("dlock help version: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := dlock(t, nil, "version", "extra"); r.code != 64 {
+		t.Errorf("dlock version extra: exit %d, want 64", r.code)
 	}
 }

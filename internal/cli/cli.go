@@ -7,7 +7,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/dlock-go/dlock/internal/cli/bench"
 	"github.com/dlock-go/dlock/internal/cli/chaos"
@@ -16,11 +15,6 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/inspect"
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
-
-// Version is the dlock version, set at build time with
-// -ldflags "-X github.com/dlock-go/dlock/internal/cli.Version=v1.2.3".
-// Without it, the module version from the build information is used.
-var Version = ""
 
 const usage = `dlock: distributed locks on Redis, Redlock and ZooKeeper.
 
@@ -32,7 +26,7 @@ Usage:
   dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend
   dlock completion bash|zsh|fish                print a shell completion script
-  dlock version                                 print the version
+  dlock version                                 print the version and the commit it was built from
   dlock help [COMMAND]                          print this help, or a command's
 
 The lock service comes from --redis URL (once: one Redis; three or more
@@ -56,6 +50,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"chaos":      chaos.Main,
 	"demo":       demo.Main,
 	"completion": completionMain,
+	"version":    versionMain,
 }
 
 // Main runs the dlock command with args (without the program name) and
@@ -67,9 +62,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		return cmdutil.ExitUsage
 	}
 	switch name := args[0]; name {
-	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "dlock", version())
-		return cmdutil.ExitOK
+	case "--version", "-version":
+		return versionMain(nil, streams)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			if cmd, ok := commands[args[1]]; ok {
@@ -87,14 +81,4 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		fmt.Fprintf(stderr, "dlock: unknown command %q; run 'dlock help' for the list\n", name)
 		return cmdutil.ExitUsage
 	}
-}
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
