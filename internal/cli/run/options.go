@@ -68,10 +68,18 @@ cannot listen on --metrics-addr, or cannot supervise COMMAND; 75 lock
 held by another (see --conflict-exit-code); 76 lock lost, or COMMAND
 stopped because the lock could not be renewed; 79 COMMAND stopped at
 --max-hold; 126 COMMAND not executable; 127 COMMAND not found; 128+n
-COMMAND killed by signal n.
+COMMAND killed by signal n. COMMAND's own code passes through as it is:
+a COMMAND that exits 75 or 76 itself cannot be told from a conflict or a
+lost lock, so check stderr, or give --conflict-exit-code a code COMMAND
+never uses (dlock's own codes are refused).
 
 Flags:
 `
+
+// ownExitCodes are the exit codes with which dlock run reports something
+// of its own, which --conflict-exit-code may not take: a conflict would
+// read as, say, a lost lock.
+var ownExitCodes = []int{cmdutil.ExitUsage, cmdutil.ExitUnavailable, cmdutil.ExitOSErr, cmdutil.ExitLost, cmdutil.ExitMaxHold, cmdutil.ExitCannotExec, cmdutil.ExitNotFound}
 
 // Options are the parsed flags and arguments of "dlock run".
 type Options struct {
@@ -151,7 +159,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.Var(durationFlag{d: &o.Wait, forever: &o.WaitForever}, "wait", "how long to wait for the lock: 0 fails at once, a duration such as 5m, or forever")
 	fs.StringVar(&o.Kind, "kind", o.Kind, "lock kind: "+strings.Join(backend.Kinds, ", "))
 	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits; must match the size of a semaphore in use")
-	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255)")
+	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255, except dlock's own: 64 69 71 76 79 126 127)")
 	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
 	fs.Var(durationFlag{d: &o.MaxHold}, "max-hold", "the longest COMMAND may hold the lock; it is stopped so as to be gone by then, and dlock exits 79 (default 0: no cap; without --grace, the grace is at most a third of it)")
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
@@ -221,6 +229,9 @@ func (o *Options) check() error {
 		return cmdutil.Usagef("dlock run: --permits is only for --kind semaphore")
 	case o.ConflictExit < 1 || o.ConflictExit > 255:
 		return cmdutil.Usagef("dlock run: --conflict-exit-code %d is out of range; use 1 to 255", o.ConflictExit)
+	case slices.Contains(ownExitCodes, o.ConflictExit):
+		return cmdutil.Usagef("dlock run: --conflict-exit-code %d is one of dlock's own exit codes (%s); pick another, such as 75 (the default) or 3",
+			o.ConflictExit, strings.Trim(fmt.Sprint(ownExitCodes), "[]"))
 	case o.Command[0] == "":
 		return cmdutil.Usagef("dlock run: COMMAND is empty")
 	case strings.HasPrefix(o.Command[0], "-"):
