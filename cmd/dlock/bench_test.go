@@ -92,6 +92,11 @@ func TestIntegrationBenchZooKeeper(t *testing.T) {
 	benchSuite(t, zkDeployment(t), "zookeeper", 1)
 }
 
+func TestIntegrationBenchPostgres(t *testing.T) {
+	t.Run("Lease", func(t *testing.T) { benchSuite(t, pgDeployment(t, false), "postgres", 1) })
+	t.Run("Session", func(t *testing.T) { benchSuite(t, pgDeployment(t, true), "postgres", 1) })
+}
+
 // The table names every scenario and the deployment.
 func TestIntegrationBenchTable(t *testing.T) {
 	d := redisDeployment(t, 1)

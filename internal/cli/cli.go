@@ -16,7 +16,7 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
 
-const usage = `dlock: distributed locks on Redis, Redlock and ZooKeeper.
+const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper and PostgreSQL.
 
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
@@ -30,9 +30,10 @@ Usage:
   dlock help [COMMAND]                          print this help, or a command's
 
 The lock service comes from --redis URL (once: one Redis; three or more
-times: Redlock over independent masters) or --zk host:port[,host:port...],
-or from DLOCK_REDIS or DLOCK_ZK. DLOCK_REDIS_PASSWORD supplies the password
-of Redis URLs without one.
+times: Redlock over independent masters), --zk host:port[,host:port...] or
+--postgres URL (run and bench; --session for session mode), or from
+DLOCK_REDIS, DLOCK_ZK or DLOCK_POSTGRES. DLOCK_REDIS_PASSWORD supplies the
+password of Redis URLs without one.
 
 Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
 69 the lock service cannot be reached or failed; each command's others

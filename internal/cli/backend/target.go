@@ -13,6 +13,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redlock"
@@ -31,6 +32,7 @@ type Target struct {
 	nodes   []*redislock.Client // Redlock: one client per master, for inspect and release
 	quorum  *redlock.Client     // Redlock
 	zk      *zklock.Client      // ZooKeeper
+	pg      *pglock.Client      // PostgreSQL
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	closers []func()
 }
@@ -54,6 +56,12 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	QuietRedisLogs()
 	t := &Target{spec: spec}
 	switch spec.Kind() {
+	case "postgres":
+		if err := t.connectPostgres(ctx, obs); err != nil {
+			t.Close()
+			return nil, err
+		}
+		return t, nil
 	case "zookeeper":
 		if err := dialAny(ctx, spec.ZK); err != nil {
 			return nil, err
@@ -218,13 +226,16 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// Kind names the backend: "redis", "redlock" or "zookeeper".
+// Kind names the backend: "redis", "redlock", "zookeeper" or "postgres".
 func (t *Target) Kind() string { return t.spec.Kind() }
 
 // Describe says what the target is, for messages: "redis 127.0.0.1:6379".
 func (t *Target) Describe() string {
 	if t.zk != nil {
 		return "zookeeper " + strings.Join(t.spec.ZK, ",")
+	}
+	if t.spec.Postgres != nil {
+		return "postgres " + describePostgres(t.spec.Postgres)
 	}
 	addrs := make([]string, len(t.spec.Redis))
 	for i, o := range t.spec.Redis {
@@ -274,6 +285,8 @@ func CheckName(kind, name string) error {
 		return cmdutil.Usagef("lock name %s has a control character", q)
 	case kind == "zookeeper":
 		return checkZKName(name)
+	case kind == "postgres":
+		return checkPGName(name)
 	case strings.ContainsAny(name, "{}"):
 		return cmdutil.Usagef("lock name %s contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", q)
 	case len(name) > rediskeys.MaxName:
@@ -349,6 +362,15 @@ func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 			return nil, cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", o.Kind, len(t.spec.Redis))
 		}
 		return t.quorum.NewMutex(name, redlock.WithTTL(o.TTL), redlock.WithMaxHold(o.MaxHold)), nil
+	case t.pg != nil:
+		if o.Kind != KindMutex {
+			return nil, cmdutil.Usagef("--kind %s is not available with PostgreSQL; it has only --kind mutex (with --session for session mode)", o.Kind)
+		}
+		opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
+		if t.spec.Session {
+			return t.pg.NewSessionMutex(name, opts...), nil
+		}
+		return t.pg.NewMutex(name, opts...), nil
 	case t.zk != nil:
 		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {

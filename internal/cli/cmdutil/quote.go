@@ -37,7 +37,7 @@ func Shorten(msg, name string) string {
 }
 
 // Reason returns err's message for a line that already says what failed
-// ("dlock: lost lock "x": …"): without the "dlock: " that every error of
+// ("dlock: lost lock "x": …"), on one line: without the "dlock: " that every error of
 // the library starts with, and without the sentinels' own words that the
 // line says already (lock lost, lock not obtained, lock not held).
 func Reason(err error) string {
@@ -45,7 +45,7 @@ func Reason(err error) string {
 	for _, said := range []string{"lock lost: ", "lock not obtained: ", "lock not held: "} {
 		msg = strings.TrimPrefix(msg, said)
 	}
-	return msg
+	return oneLine(msg)
 }
 
 // libraryPrefix matches "dlock: " as a word, not the end of "redlock: ".

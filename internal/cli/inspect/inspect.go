@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/pglock"
 )
 
 // Timeout bounds connecting and inspecting.
@@ -28,7 +29,8 @@ const Usage = `Usage: dlock inspect [flags] NAME
 Shows who holds the lock NAME: its kind, holders (owner token, hold count,
 mode), fence, remaining TTL, waiters, readers or permits. With Redlock it
 shows each master's view and the majority's; with ZooKeeper, each holder's
-node and session. It only reads.
+node and session. It only reads. PostgreSQL (--postgres) is not
+supported yet: exit 64.
 
 Exit codes: 0 shown; 64 bad usage or a NAME the backend cannot take;
 69 lock service unreachable or failed.
@@ -83,6 +85,9 @@ func connect(ctx context.Context, f *backend.Flags, name string, streams cmdutil
 	}
 	if err := backend.CheckName(spec.Kind(), name); err != nil {
 		return nil, err
+	}
+	if spec.Kind() == "postgres" {
+		return nil, cmdutil.Usagef("PostgreSQL is not supported by inspect and release yet; query pglock's table (%s) for the row named %s", pglock.DefaultTable, cmdutil.Quote(name))
 	}
 	t, err := backend.Connect(ctx, spec, nil)
 	if err != nil && !cmdutil.IsUsage(err) {

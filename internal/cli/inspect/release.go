@@ -23,6 +23,7 @@ is gone or stuck, not to hurry a live one.
 
 It shows the lock and asks for confirmation on a terminal; --yes skips the
 question, and is required when standard input is not a terminal.
+PostgreSQL (--postgres) is not supported yet: exit 64.
 
 Exit codes: 0 released (or nothing was held); 1 not confirmed; 64 bad
 usage or a NAME the backend cannot take; 69 lock service unreachable

@@ -154,6 +154,7 @@ func (f durationFlag) Set(s string) error {
 func FlagSet(o *Options) *flag.FlagSet {
 	fs := cmdutil.NewFlagSet("dlock run")
 	o.Backend.Register(fs)
+	o.Backend.RegisterSession(fs)
 	o.TTL, o.Grace, o.Kind, o.ConflictExit = DefaultTTL, unsetGrace, backend.KindMutex, cmdutil.ExitConflict
 	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time, renewed every ttl/3 while COMMAND runs")
 	fs.Var(durationFlag{d: &o.Wait, forever: &o.WaitForever}, "wait", "how long to wait for the lock: 0 fails at once, a duration such as 5m, or forever")

@@ -1,0 +1,80 @@
+package main_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/pglock"
+	"github.com/jackc/pgx/v5"
+)
+
+func pgDeployment(t testing.TB, session bool) deployment {
+	srv := testenv.StartPostgres(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	d := deployment{flags: []string{"--postgres", srv.URL()}}
+	if session {
+		d.runFlags = []string{"--session"}
+	}
+	d.held = func(t testing.TB, name string) bool {
+		var n int
+		err := conn.QueryRow(ctx, "SELECT count(*) FROM "+pglock.DefaultTable+" WHERE name = $1 AND token <> '' AND expires_at > now()", name).Scan(&n)
+		if err != nil && !strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("reading the lock's row: %v", err)
+		}
+		return n > 0
+	}
+	d.sabotage = func(t testing.TB, name string) {
+		if _, err := conn.Exec(ctx, "DELETE FROM "+pglock.DefaultTable+" WHERE name = $1", name); err != nil {
+			t.Fatalf("deleting the lock's row: %v", err)
+		}
+	}
+	return d
+}
+
+// dlock run on PostgreSQL, in lease mode and in session mode, passes what
+// it passes on the other backends; inspect and release refuse it, for now,
+// with exit 64.
+func TestIntegrationPostgres(t *testing.T) {
+	for _, mode := range []struct {
+		name    string
+		session bool
+	}{{"Lease", false}, {"Session", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			d := pgDeployment(t, mode.session)
+			t.Run("SerialisedAppends", func(t *testing.T) { serialisedAppends(t, d) })
+			t.Run("ExitCodeAndEnvironment", func(t *testing.T) { exitCodeAndEnvironment(t, d) })
+			t.Run("ConflictAndInterrupt", func(t *testing.T) { conflictAndInterrupt(t, d) })
+			t.Run("LossKillsCommand", func(t *testing.T) { lossKillsCommand(t, d, false) })
+			t.Run("MaxHoldStopsCommand", func(t *testing.T) { maxHoldStopsCommand(t, d) })
+			t.Run("CommandNotFound", func(t *testing.T) { commandNotFound(t, d) })
+		})
+	}
+	t.Run("Refusals", func(t *testing.T) {
+		d := pgDeployment(t, false)
+		for _, args := range [][]string{
+			append(append([]string{"inspect"}, d.flags...), "x"),
+			append(append([]string{"release", "--force", "--yes"}, d.flags...), "x"),
+			runArgs(d, "--kind", "fair", "x", "--", "true"),
+		} {
+			if r := dlock(t, nil, args...); r.code != 64 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("dlock %v: exit %d, %q; want 64 on one line", args[0], r.code, r.stderr)
+			}
+		}
+		wrong := strings.Replace(d.flags[1], "postgres://"+testenv.PostgresUser+"@", "postgres://nobody@", 1)
+		if r := dlock(t, nil, "run", "--postgres", wrong, "x", "--", "true"); r.code != 64 || !strings.Contains(r.stderr, "DLOCK_POSTGRES") {
+			t.Errorf("an unknown role: exit %d, %q; want 64 naming DLOCK_POSTGRES", r.code, r.stderr)
+		}
+		// DLOCK_POSTGRES alone names the service, and COMMAND does not see it.
+		r := dlock(t, []string{"DLOCK_POSTGRES=" + d.flags[1]}, "run", "env-"+lockName(t), "--", "sh", "-c", `echo "[$DLOCK_POSTGRES]"`)
+		if r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+			t.Errorf("DLOCK_POSTGRES: exit %d, stdout %q, stderr %q; want 0 and COMMAND without it", r.code, r.stdout, r.stderr)
+		}
+	})
+}
