@@ -50,6 +50,11 @@ func TestUsageErrors(t *testing.T) {
 		{"conflict code out of range", []string{"run", redis, "--conflict-exit-code", "300", "x", "--", "true"}, "1 to 255"},
 		{"max-hold shorter than the stop", []string{"run", redis, "--ttl", "10s", "--grace", "3s", "--max-hold", "3s", "x", "--", "true"}, "--max-hold 3s leaves COMMAND no time"},
 		{"max-hold without unit", []string{"run", redis, "--max-hold", "5", "x", "--", "true"}, "needs a unit"},
+		{"session without postgres", []string{"run", redis, "--session", "x", "--", "true"}, "--session is PostgreSQL's session mode"},
+		{"postgres and redis", []string{"run", redis, "--postgres", "postgres://127.0.0.1:1/x", "x", "--", "true"}, "choose one"},
+		{"postgres bad scheme", []string{"run", "--postgres", "mysql://u:hunter2@127.0.0.1:1/x", "x", "--", "true"}, `scheme "mysql"`},
+		{"postgres bad port", []string{"run", "--postgres", "postgres://u:hunter2@127.0.0.1:99999/x", "x", "--", "true"}, "--postgres"},
+		{"postgres kind", []string{"run", "--postgres", "postgres://127.0.0.1:1/x", "--kind", "read", "x", "--", "true"}, "only --kind mutex"},
 		{"flag needs value", []string{"run", redis, "--ttl"}, "--ttl needs a value"},
 		{"flag after name without --", []string{"run", redis, "x", "--ttl", "5s", "true"}, "starts with a dash"},
 		{"brace in name", []string{"run", redis, "a{b}", "--", "true"}, "brace"},
@@ -68,6 +73,9 @@ func TestUsageErrors(t *testing.T) {
 			r := dlock(t, nil, tc.args...)
 			if r.code != 64 {
 				t.Fatalf("exit code %d, want 64; stderr:\n%s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, "hunter2") {
+				t.Errorf("stderr shows the password: %q", r.stderr)
 			}
 			if !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("stderr %q does not mention %q", r.stderr, tc.want)

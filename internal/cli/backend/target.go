@@ -295,6 +295,19 @@ func CheckName(kind, name string) error {
 	return nil
 }
 
+// CheckKind returns a UsageError if the lock kind is not available on the
+// backend spec describes, before anything is contacted.
+func CheckKind(spec Spec, kind string) error {
+	switch {
+	case kind == KindMutex:
+	case spec.Kind() == "redlock":
+		return cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", kind, len(spec.Redis))
+	case spec.Kind() == "postgres":
+		return cmdutil.Usagef("--kind %s is not available with PostgreSQL; it has only --kind mutex (with --session for session mode)", kind)
+	}
+	return nil
+}
+
 // MaxZKPath is the longest ZooKeeper path of a lock, in bytes (zklock's
 // limit).
 const MaxZKPath = 1024

@@ -44,6 +44,9 @@ func Main(args []string, io cmdutil.IO) int {
 	if err == nil {
 		err = backend.CheckName(spec.Kind(), o.Name)
 	}
+	if err == nil {
+		err = backend.CheckKind(spec, o.Kind)
+	}
 	for _, w := range spec.Warnings {
 		fmt.Fprintln(io.Err, "dlock:", w)
 	}
