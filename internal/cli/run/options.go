@@ -57,7 +57,10 @@ SIGKILL ttl/20 before, so that COMMAND is gone before another owner can
 take the lock. The price: renewals failing for about ttl - grace stop
 COMMAND, even if a later one would have got through. With --max-hold D,
 the lock is not renewed past D after it was granted: COMMAND gets the same
-early stop, so as to be gone by then, and dlock exits 79. If dlock itself
+early stop, so as to be gone by then, and dlock exits 79. With
+--once-per D, dlock skips COMMAND and exits 0 if the last run of NAME that
+exited 0 finished less than D ago (checked while holding the lock, and
+recorded before releasing it). If dlock itself
 dies (kill -9, the OOM killer), everything of COMMAND's is killed at once.
 
 Exit codes: COMMAND's own; 64 bad usage: a flag, a URL, a password the
@@ -95,6 +98,9 @@ type Options struct {
 	Grace        time.Duration // after Parse, GraceFor(TTL) if not given
 	// MaxHold caps how long the lock is held (WithMaxHold); 0: no cap.
 	MaxHold time.Duration
+	// OncePer skips COMMAND if the last successful run of NAME finished
+	// less than this long ago; 0: always run.
+	OncePer time.Duration
 	// LeaveChildren releases the lock when COMMAND's own process exits,
 	// leaving what it started running, unsupervised.
 	LeaveChildren bool
@@ -163,6 +169,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255, except dlock's own: 64 69 71 76 79 126 127)")
 	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
 	fs.Var(durationFlag{d: &o.MaxHold}, "max-hold", "the longest COMMAND may hold the lock; it is stopped so as to be gone by then, and dlock exits 79 (default 0: no cap; without --grace, the grace is at most a third of it)")
+	fs.Var(durationFlag{d: &o.OncePer}, "once-per", "run COMMAND at most once per this long: skip it, exiting 0, if the last run of NAME that exited 0 finished less than this long ago (Redis and Redlock)")
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
@@ -222,6 +229,8 @@ func (o *Options) check() error {
 	case o.MaxHold > 0 && o.MaxHold <= o.Grace+KillLead(o.TTL):
 		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it is stopped --grace %v + ttl/20 before the cap; use --max-hold %v or more, or a shorter --grace",
 			o.MaxHold, o.Grace, (2 * (o.Grace + KillLead(o.TTL))).Round(time.Millisecond))
+	case o.OncePer > 0 && o.OncePer < time.Millisecond:
+		return cmdutil.Usagef("dlock run: --once-per %v is too short; use at least 1ms", o.OncePer)
 	case !slices.Contains(backend.Kinds, o.Kind):
 		return cmdutil.Usagef("dlock run: --kind %q is not one of %s", o.Kind, strings.Join(backend.Kinds, ", "))
 	case o.Kind == backend.KindSemaphore && o.Permits < 1:

@@ -47,6 +47,9 @@ func Main(args []string, io cmdutil.IO) int {
 	if err == nil {
 		err = backend.CheckKind(spec, o.Kind)
 	}
+	if err == nil && o.OncePer > 0 {
+		err = backend.CheckOncePer(spec)
+	}
 	for _, w := range spec.Warnings {
 		fmt.Fprintln(io.Err, "dlock:", w)
 	}
@@ -67,6 +70,7 @@ type runner struct {
 	leaseTime time.Duration // the lease time in force: --ttl, or less on ZooKeeper
 	grace     time.Duration // --grace, or less if the lease time is less than --ttl
 	capAt     time.Time     // with --max-hold: when the hold ends, at the latest
+	target    *backend.Target
 }
 
 // say writes one line to stderr, prefixed with "dlock: ", with a long
@@ -154,6 +158,12 @@ func (r *runner) run() int {
 	if r.o.Verbose {
 		r.say("holding lock %q (fence %d) on %s after %v", r.o.Name, a.lease.Fence(), a.target.Describe(), a.waited.Round(time.Millisecond))
 	}
+	r.target = a.target
+	if r.o.OncePer > 0 {
+		if code, skip := r.skipRecentRun(a.lease); skip {
+			return code
+		}
+	}
 	r.setGrace(a.target.LeaseTime(r.o.TTL))
 	if r.o.MaxHold > 0 {
 		// The library counts from the grant, a little before now: its
@@ -161,6 +171,40 @@ func (r *runner) run() int {
 		r.capAt = time.Now().Add(r.o.MaxHold)
 	}
 	return r.supervise(a.lease, sigs)
+}
+
+// skipRecentRun reports whether COMMAND is to be skipped, having released
+// lease, because the last successful run of NAME finished less than
+// --once-per ago, and with which exit code.
+func (r *runner) skipRecentRun(lease dlock.Lease) (int, bool) {
+	ctx, cancel := context.WithDeadline(context.Background(), lease.Until())
+	defer cancel()
+	ago, found, err := r.target.LastRun(ctx, r.o.Name)
+	if err != nil {
+		r.release(lease)
+		r.say("lock %q: %s", r.o.Name, cmdutil.Reason(err))
+		return cmdutil.ExitUnavailable, true
+	}
+	if !found || ago >= r.o.OncePer {
+		return 0, false
+	}
+	r.release(lease)
+	r.say("skipping %q: the last successful run of %q finished %v ago, less than --once-per %v", r.o.Command[0], r.o.Name, ago.Round(time.Millisecond), r.o.OncePer)
+	return cmdutil.ExitOK, true
+}
+
+// recordRun records, with --once-per, that COMMAND succeeded, while the
+// lock is still held.
+func (r *runner) recordRun(lease dlock.Lease) {
+	deadline := time.Now().Add(ReleaseTimeout)
+	if u := lease.Until(); u.Before(deadline) {
+		deadline = u
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if err := r.target.RecordRun(ctx, r.o.Name, r.o.OncePer); err != nil {
+		r.say("lock %q: %s; the next run within --once-per %v will not be skipped", r.o.Name, cmdutil.Reason(err), r.o.OncePer)
+	}
 }
 
 // sayNotObtained says why the lock was not obtained: held by another

@@ -133,6 +133,9 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 		}
 		return cmdutil.ExitLost
 	}
+	if code == 0 && r.o.OncePer > 0 && lease.Err() == nil {
+		r.recordRun(lease)
+	}
 	if err := r.release(lease); err != nil && errors.Is(err, dlock.ErrNotHeld) {
 		r.say("lock %q was lost as %q exited (%s); its last moments may have overlapped another holder", r.o.Name, r.o.Command[0], cmdutil.Reason(err))
 		return cmdutil.ExitLost
