@@ -17,7 +17,6 @@ import (
 
 	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
-	"github.com/dlock-go/dlock/pglock"
 )
 
 // Timeout bounds connecting and inspecting.
@@ -29,8 +28,8 @@ const Usage = `Usage: dlock inspect [flags] NAME
 Shows who holds the lock NAME: its kind, holders (owner token, hold count,
 mode), fence, remaining TTL, waiters, readers or permits. With Redlock it
 shows each master's view and the majority's; with ZooKeeper, each holder's
-node and session. It only reads. PostgreSQL (--postgres) is not
-supported yet: exit 64.
+node and session; with PostgreSQL, a session-mode holder's backend. It
+only reads.
 
 Exit codes: 0 shown; 64 bad usage or a NAME the backend cannot take;
 69 lock service unreachable or failed.
@@ -85,9 +84,6 @@ func connect(ctx context.Context, f *backend.Flags, name string, streams cmdutil
 	}
 	if err := backend.CheckName(spec.Kind(), name); err != nil {
 		return nil, err
-	}
-	if spec.Kind() == "postgres" {
-		return nil, cmdutil.Usagef("PostgreSQL is not supported by inspect and release yet; query pglock's table (%s) for the row named %s", pglock.DefaultTable, cmdutil.Quote(name))
 	}
 	t, err := backend.Connect(ctx, spec, nil)
 	if err != nil && !cmdutil.IsUsage(err) {
@@ -164,7 +160,7 @@ func writeTable(out io.Writer, r backend.Report) {
 	}
 	if r.Fence != 0 {
 		what := "latest granted"
-		if r.Backend != "zookeeper" {
+		if r.Backend == "redis" || r.Backend == "redlock" {
 			what = "latest granted to a name of this slot; the holder's is at most that"
 		}
 		row("fence", "%d (%s)", r.Fence, what)
