@@ -7,15 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
-	"github.com/dlock-go/dlock/redlock"
-	"golang.org/x/sys/unix"
 )
 
 // ConnectTimeout bounds connecting to the lock service, apart from --wait.
@@ -128,35 +125,15 @@ func (r *runner) run() int {
 		defer a.target.Close()
 	}
 	if a.err != nil {
-		if errors.Is(a.err, dlock.ErrNotObtained) {
-			r.sayNotObtained(a)
-			return r.o.ConflictExit
-		}
-		if cmdutil.IsUsage(a.err) {
-			return cmdutil.Fail(r.io, fmt.Errorf("dlock run: %w", a.err), cmdutil.ExitUsage)
-		}
-		if r.o.Kind == backend.KindSemaphore && strings.Contains(a.err.Error(), "this Semaphore was made with") {
-			// zklock's refusal of another size, met after checkPermits
-			// (a holder came meanwhile).
-			r.say("lock %q: %s", r.o.Name, cmdutil.Reason(a.err))
-			return cmdutil.ExitUsage
-		}
-		if errors.Is(a.err, dlock.ErrKindMismatch) {
-			// Another kind of lock holds the name, and the library does
-			// not wait for it (ZooKeeper): the name is the mistake.
-			r.say("lock %q: %s; use another name, or the --kind that holds it", r.o.Name, cmdutil.Reason(a.err))
-			return cmdutil.ExitUsage
-		}
-		var u *unreachable
-		if errors.As(a.err, &u) {
-			r.say("cannot reach the lock service: %s", cmdutil.Reason(u.err))
-		} else {
-			r.say("lock %q: %s", r.o.Name, cmdutil.Reason(a.err))
-		}
-		return cmdutil.ExitUnavailable
+		return r.failed(a)
 	}
 	if r.o.Verbose {
 		r.say("holding lock %q (fence %d) on %s after %v", r.o.Name, a.lease.Fence(), a.target.Describe(), a.waited.Round(time.Millisecond))
+	}
+	if r.o.MaxHold > 0 {
+		// The library counts from the grant, a little before now: its
+		// cap is at most this one.
+		r.capAt = time.Now().Add(r.o.MaxHold)
 	}
 	r.target = a.target
 	if r.o.OncePer > 0 {
@@ -165,78 +142,7 @@ func (r *runner) run() int {
 		}
 	}
 	r.setGrace(a.target.LeaseTime(r.o.TTL))
-	if r.o.MaxHold > 0 {
-		// The library counts from the grant, a little before now: its
-		// cap is at most this one.
-		r.capAt = time.Now().Add(r.o.MaxHold)
-	}
 	return r.supervise(a.lease, sigs)
-}
-
-// skipRecentRun reports whether COMMAND is to be skipped, having released
-// lease, because the last successful run of NAME finished less than
-// --once-per ago, and with which exit code.
-func (r *runner) skipRecentRun(lease dlock.Lease) (int, bool) {
-	ctx, cancel := context.WithDeadline(context.Background(), lease.Until())
-	defer cancel()
-	ago, found, err := r.target.LastRun(ctx, r.o.Name)
-	if err != nil {
-		r.release(lease)
-		r.say("lock %q: %s", r.o.Name, cmdutil.Reason(err))
-		return cmdutil.ExitUnavailable, true
-	}
-	if !found || ago >= r.o.OncePer {
-		return 0, false
-	}
-	r.release(lease)
-	r.say("skipping %q: the last successful run of %q finished %v ago, less than --once-per %v", r.o.Command[0], r.o.Name, ago.Round(time.Millisecond), r.o.OncePer)
-	return cmdutil.ExitOK, true
-}
-
-// recordRun records, with --once-per, that COMMAND succeeded, while the
-// lock is still held.
-func (r *runner) recordRun(lease dlock.Lease) {
-	deadline := time.Now().Add(ReleaseTimeout)
-	if u := lease.Until(); u.Before(deadline) {
-		deadline = u
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	if err := r.target.RecordRun(ctx, r.o.Name, r.o.OncePer); err != nil {
-		r.say("lock %q: %s; the next run within --once-per %v will not be skipped", r.o.Name, cmdutil.Reason(err), r.o.OncePer)
-	}
-}
-
-// sayNotObtained says why the lock was not obtained: held by another
-// owner, or what the service said, and how long dlock waited, if it did.
-func (r *runner) sayNotObtained(a acquired) {
-	why := "is held by another owner"
-	if !plainConflict(a.err) {
-		why = "was not obtained: " + cmdutil.Reason(a.err)
-	}
-	switch {
-	case r.o.Wait == 0 && !r.o.WaitForever:
-		r.say("lock %q %s; use --wait to wait for it", r.o.Name, why)
-	default:
-		r.say("lock %q %s (waited %v)", r.o.Name, why, a.waited.Round(time.Millisecond))
-	}
-}
-
-// plainConflict reports whether err, which matches dlock.ErrNotObtained,
-// means only that another owner holds the lock: no cause, the end of the
-// wait, or (Redlock) every node that answered holding it for another,
-// rather than nodes failing or not voting yet.
-func plainConflict(err error) bool {
-	var nodeErr *redlock.NodeError
-	switch {
-	case err.Error() == dlock.ErrNotObtained.Error():
-		return true
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return true
-	case errors.As(err, &nodeErr), strings.Contains(err.Error(), "may not vote"):
-		return false
-	}
-	return strings.HasPrefix(cmdutil.Reason(err), "redlock: acquire of ")
 }
 
 // setGrace sets the lease time in force and the grace that goes with it.
@@ -349,16 +255,6 @@ func (r *runner) releaseQuietly(lease dlock.Lease) error {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	return lease.Release(ctx)
-}
-
-// signame names s as kill(1) does: SIGTERM, not "terminated".
-func signame(s os.Signal) string {
-	if n, ok := s.(syscall.Signal); ok {
-		if name := unix.SignalName(n); name != "" {
-			return name
-		}
-	}
-	return s.String()
 }
 
 func signum(s os.Signal) int {
