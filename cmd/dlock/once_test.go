@@ -18,6 +18,7 @@ func TestIntegrationOncePer(t *testing.T) {
 		d    func(testing.TB) deployment
 	}{
 		{"Redis", func(t testing.TB) deployment { return redisDeployment(t, 1) }},
+		{"PostgreSQL", func(t testing.TB) deployment { return pgDeployment(t, false) }},
 		{"Redlock", func(t testing.TB) deployment {
 			d := redisDeployment(t, 3)
 			d.runFlags = []string{"--ttl", "1s", "--restart-window", "1s"}

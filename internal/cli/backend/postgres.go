@@ -43,6 +43,7 @@ func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error 
 	if err := pool.Ping(ctx); err != nil {
 		return pgRefused(err)
 	}
+	t.pool = pool
 	c := pglock.New(pool, pglock.WithObserver(obs))
 	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
 	if err := c.Migrate(ctx); err != nil {

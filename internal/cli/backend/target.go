@@ -18,6 +18,7 @@ import (
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/dlock-go/dlock/zklock"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,6 +34,7 @@ type Target struct {
 	quorum  *redlock.Client     // Redlock
 	zk      *zklock.Client      // ZooKeeper
 	pg      *pglock.Client      // PostgreSQL
+	pool    *pgxpool.Pool       // PostgreSQL, for the records of --once-per
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	closers []func()
 }
