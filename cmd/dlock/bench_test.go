@@ -16,13 +16,14 @@ type benchDoc struct {
 		Addresses []string `json:"addresses"`
 	} `json:"backend"`
 	Scenarios []struct {
-		ID               string `json:"id"`
-		Node             string `json:"node"`
-		Ops              int64  `json:"ops"`
-		Errors           int64  `json:"errors"`
-		ExclusionChecked bool   `json:"mutual_exclusion_checked"`
-		Overlaps         int64  `json:"overlaps"`
-		FenceRegressions int64  `json:"fence_regressions"`
+		ID               string   `json:"id"`
+		Node             string   `json:"node"`
+		Ops              int64    `json:"ops"`
+		Errors           int64    `json:"errors"`
+		FirstErrors      []string `json:"first_errors"`
+		ExclusionChecked bool     `json:"mutual_exclusion_checked"`
+		Overlaps         int64    `json:"overlaps"`
+		FenceRegressions int64    `json:"fence_regressions"`
 		Latency          struct {
 			P50NS int64 `json:"p50_ns"`
 			MaxNS int64 `json:"max_ns"`
@@ -51,8 +52,8 @@ func benchSuite(t *testing.T, d deployment, kind string, nodes int) {
 	for _, s := range doc.Scenarios {
 		ids = append(ids, s.ID)
 		if s.Ops == 0 || s.Errors != 0 || s.Overlaps != 0 || s.FenceRegressions != 0 {
-			t.Errorf("scenario %s %s: %d ops, %d errors, %d overlaps, %d fence regressions; want ops and nothing else",
-				s.ID, s.Node, s.Ops, s.Errors, s.Overlaps, s.FenceRegressions)
+			t.Errorf("scenario %s %s: %d ops, %d errors %q, %d overlaps, %d fence regressions; want ops and nothing else",
+				s.ID, s.Node, s.Ops, s.Errors, s.FirstErrors, s.Overlaps, s.FenceRegressions)
 		}
 		if s.Latency.P50NS <= 0 || s.Latency.MaxNS < s.Latency.P50NS {
 			t.Errorf("scenario %s %s: latency %+v", s.ID, s.Node, s.Latency)
@@ -90,6 +91,11 @@ func TestIntegrationBenchRedlock(t *testing.T) {
 
 func TestIntegrationBenchZooKeeper(t *testing.T) {
 	benchSuite(t, zkDeployment(t), "zookeeper", 1)
+}
+
+func TestIntegrationBenchPostgres(t *testing.T) {
+	t.Run("Lease", func(t *testing.T) { benchSuite(t, pgDeployment(t, false), "postgres", 1) })
+	t.Run("Session", func(t *testing.T) { benchSuite(t, pgDeployment(t, true), "postgres", 1) })
 }
 
 // The table names every scenario and the deployment.

@@ -112,6 +112,7 @@ func runSuite(t *testing.T, d deployment) {
 	t.Run("ConflictAndInterrupt", func(t *testing.T) { conflictAndInterrupt(t, d) })
 	t.Run("LossKillsCommand", func(t *testing.T) { lossKillsCommand(t, d, false) })
 	t.Run("LossKillsStubbornCommand", func(t *testing.T) { lossKillsCommand(t, d, true) })
+	t.Run("MaxHoldStopsCommand", func(t *testing.T) { maxHoldStopsCommand(t, d) })
 	t.Run("CommandNotFound", func(t *testing.T) { commandNotFound(t, d) })
 	t.Run("InspectAndForceRelease", func(t *testing.T) { inspectAndForceRelease(t, d) })
 	t.Run("Metrics", func(t *testing.T) { metricsWhileRunning(t, d) })
@@ -226,14 +227,17 @@ func conflictAndInterrupt(t *testing.T, d deployment) {
 	if r.code != 75 {
 		t.Fatalf("--wait 0 against a holder: exit %d, want 75; stderr: %s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "held by another") && !strings.Contains(r.stderr, "not obtained") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-		t.Errorf("conflict message %q: want one line saying the lock is held", r.stderr)
+	// One message for every backend, Redlock included, with no wait
+	// reported for --wait 0.
+	if want := fmt.Sprintf("dlock: lock %q is held by another owner; use --wait to wait for it\n", name); r.stderr != want {
+		t.Errorf("conflict message %q, want %q", r.stderr, want)
 	}
 	if r := dlock(t, nil, runArgs(d, "--conflict-exit-code", "9", name, "--", "true")...); r.code != 9 {
 		t.Errorf("--conflict-exit-code 9: exit %d", r.code)
 	}
-	if r := dlock(t, nil, runArgs(d, "--wait", "400ms", name, "--", "true")...); r.code != 75 || r.took < 400*time.Millisecond {
-		t.Errorf("--wait 400ms: exit %d after %v, want 75 after at least 400ms", r.code, r.took)
+	if r := dlock(t, nil, runArgs(d, "--wait", "400ms", name, "--", "true")...); r.code != 75 || r.took < 400*time.Millisecond ||
+		!strings.Contains(r.stderr, "is held by another owner (waited 4") {
+		t.Errorf("--wait 400ms: exit %d after %v, %q; want 75 after at least 400ms, saying how long it waited", r.code, r.took, r.stderr)
 	}
 	// SIGINT to dlock reaches the command; the lock is released when it
 	// exits, long before its 30s TTL.
@@ -275,6 +279,7 @@ func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
 	if !strings.Contains(r.stderr, "lost lock") {
 		t.Errorf("stderr does not say the lock was lost: %s", r.stderr)
 	}
+	noRepeatedPrefix(t, r.stderr)
 	limit := ttl/3 + 1500*time.Millisecond // renewal period, plus slack for a loaded machine
 	if stubborn {
 		limit += grace
@@ -291,6 +296,52 @@ func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
 		t.Errorf("command (pid %d) still running after dlock exited", pid)
 	}
 	t.Logf("lock deleted → dlock exit 76 in %v (stubborn=%v)", took.Round(time.Millisecond), stubborn)
+}
+
+// --max-hold stops COMMAND so that it is gone by the cap, SIGKILL after
+// --grace for one that ignores SIGTERM, and dlock exits 79, whether or not
+// the renewals work.
+func maxHoldStopsCommand(t *testing.T, d deployment) {
+	name, dir := lockName(t), t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	const ttl, maxHold, grace = time.Second, 2 * time.Second, 200 * time.Millisecond
+	// --wait: a new Redlock's nodes may not vote yet.
+	r := dlock(t, []string{"PIDFILE=" + pidFile}, runArgs(d, "--wait", "30s", "--ttl", ttl.String(), "--max-hold", maxHold.String(),
+		"--grace", grace.String(), name, "--", "sh", "-c", `trap "" TERM; echo $$ $(date +%s%N) > "$PIDFILE"; sleep 60`)...)
+	exited := time.Now()
+	if r.code != 79 || !strings.Contains(r.stderr, "--max-hold 2s") || !strings.Contains(r.stderr, "SIGKILL") {
+		t.Fatalf("exit %d, want 79 with a message naming --max-hold and SIGKILL; stderr: %s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(pidFile)
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("pid file %q", b)
+	}
+	if processAlive(f[0]) {
+		t.Errorf("command (pid %s) still running after dlock exited", f[0])
+	}
+	// Renewals every ttl/3 go on until the cap: the stop is near it, not
+	// at the first TTL.
+	ns, _ := strconv.ParseInt(f[1], 10, 64)
+	held := exited.Sub(time.Unix(0, ns))
+	if held < maxHold-grace-ttl/20-300*time.Millisecond || held > maxHold+3*time.Second {
+		t.Errorf("dlock exited %v after COMMAND started; want about --max-hold %v", held, maxHold)
+	}
+	if d.held(t, name) {
+		t.Errorf("lock still held after --max-hold")
+	}
+	t.Logf("--max-hold %v: exit 79 %v after COMMAND started", maxHold, held.Round(time.Millisecond))
+}
+
+// noRepeatedPrefix fails t if a line of stderr says "dlock: " more than
+// once, or names a sentinel the line has said already.
+func noRepeatedPrefix(t *testing.T, stderr string) {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Count(line, "dlock: ") > 1 || strings.Contains(line, "lock lost:") || strings.Contains(line, "lock not obtained:") {
+			t.Errorf("a repeated prefix in %q", line)
+		}
+	}
 }
 
 func commandNotFound(t *testing.T, d deployment) {

@@ -1,14 +1,19 @@
 package main_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // Every mistake in how dlock is called gets exit code 64 and one line on
 // stderr that names the mistake, before any server is contacted.
+//
+// Bad names are usage errors too, whatever the backend would say of them,
+// and a name is echoed cut short, not whole.
 func TestUsageErrors(t *testing.T) {
 	redis := "--redis=redis://127.0.0.1:1"
+	longName := strings.Repeat("n", 10000)
 	cases := []struct {
 		name string
 		args []string
@@ -39,11 +44,29 @@ func TestUsageErrors(t *testing.T) {
 		{"bad kind", []string{"run", redis, "--kind", "spin", "x", "--", "true"}, `--kind "spin"`},
 		{"semaphore without permits", []string{"run", redis, "--kind", "semaphore", "x", "--", "true"}, "--permits"},
 		{"permits without semaphore", []string{"run", redis, "--permits", "2", "x", "--", "true"}, "only for --kind semaphore"},
+		{"conflict code of a lost lock", []string{"run", redis, "--conflict-exit-code", "76", "x", "--", "true"}, "--conflict-exit-code 76 is one of dlock's own exit codes"},
+		{"conflict code of bad usage", []string{"run", redis, "--conflict-exit-code", "64", "x", "--", "true"}, "one of dlock's own"},
+		{"conflict code of max-hold", []string{"run", redis, "--conflict-exit-code", "79", "x", "--", "true"}, "one of dlock's own"},
 		{"conflict code out of range", []string{"run", redis, "--conflict-exit-code", "300", "x", "--", "true"}, "1 to 255"},
+		{"max-hold shorter than the stop", []string{"run", redis, "--ttl", "10s", "--grace", "3s", "--max-hold", "3s", "x", "--", "true"}, "--max-hold 3s leaves COMMAND no time"},
+		{"max-hold without unit", []string{"run", redis, "--max-hold", "5", "x", "--", "true"}, "needs a unit"},
+		{"session without postgres", []string{"run", redis, "--session", "x", "--", "true"}, "--session is PostgreSQL's session mode"},
+		{"postgres and redis", []string{"run", redis, "--postgres", "postgres://127.0.0.1:1/x", "x", "--", "true"}, "choose one"},
+		{"postgres bad scheme", []string{"run", "--postgres", "mysql://u:hunter2@127.0.0.1:1/x", "x", "--", "true"}, `scheme "mysql"`},
+		{"postgres bad port", []string{"run", "--postgres", "postgres://u:hunter2@127.0.0.1:99999/x", "x", "--", "true"}, "--postgres"},
+		{"postgres kind", []string{"run", "--postgres", "postgres://127.0.0.1:1/x", "--kind", "read", "x", "--", "true"}, "only --kind mutex"},
+		{"once-per on ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", "--once-per", "1h", "x", "--", "true"}, "--once-per is available with Redis, Redlock and PostgreSQL"},
 		{"flag needs value", []string{"run", redis, "--ttl"}, "--ttl needs a value"},
 		{"flag after name without --", []string{"run", redis, "x", "--ttl", "5s", "true"}, "starts with a dash"},
 		{"brace in name", []string{"run", redis, "a{b}", "--", "true"}, "brace"},
 		{"empty name", []string{"run", redis, "", "--", "true"}, "empty lock name"},
+		{"name too long for Redis", []string{"run", redis, longName, "--", "true"}, "(10000 bytes) is too long"},
+		{"name too long for ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", longName, "--", "true"}, "(10000 bytes) is too long"},
+		{"inspect name too long", []string{"inspect", redis, longName}, "(10000 bytes) is too long"},
+		{"emoji on ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", "🔒", "--", "true"}, "U+1F512"},
+		{"reserved ZooKeeper path", []string{"run", "--zk", "127.0.0.1:1", "/zookeeper", "--", "true"}, "reserves"},
+		{"reserved ZooKeeper subpath", []string{"release", "--force", "--yes", "--zk", "127.0.0.1:1", "/zookeeper/quota"}, "reserves"},
+		{"dot-dot on ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", "a/../b", "--", "true"}, `".."`},
 		{"help unknown", []string{"help", "frob"}, "unknown command"},
 	}
 	for _, tc := range cases {
@@ -52,11 +75,17 @@ func TestUsageErrors(t *testing.T) {
 			if r.code != 64 {
 				t.Fatalf("exit code %d, want 64; stderr:\n%s", r.code, r.stderr)
 			}
+			if strings.Contains(r.stderr, "hunter2") {
+				t.Errorf("stderr shows the password: %q", r.stderr)
+			}
 			if !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("stderr %q does not mention %q", r.stderr, tc.want)
 			}
 			if tc.args != nil && strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 				t.Errorf("stderr has more than one line:\n%s", r.stderr)
+			}
+			if tc.args != nil && len(r.stderr) > 500 {
+				t.Errorf("stderr is %d bytes; want a name cut short", len(r.stderr))
 			}
 			if r.stdout != "" {
 				t.Errorf("stdout = %q, want nothing", r.stdout)
@@ -78,7 +107,16 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("dlock help run does not mention %s", flag)
 		}
 	}
-	if r := dlock(t, nil, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "dlock ") {
-		t.Errorf("dlock version: exit %d, %q", r.code, r.stdout)
+	// The commit is there when the binary was built in a git checkout
+	// with VCS stamping (not in a git worktree, where go build finds no
+	// repository): describeVersion's unit test covers both.
+	if r := dlock(t, nil, "version"); r.code != 0 || !regexp.MustCompile(`^dlock \S+ \(commit ([0-9a-f]{40}|unknown)[,;)]`).MatchString(r.stdout) {
+		t.Errorf("dlock version: exit %d, %q; want the version and the commit", r.code, r.stdout)
+	}
+	if r := dlock(t, nil, "help", "version"); r.code != 0 || !strings.Contains(r.stdout, "Usage: dlock version") {
+		t.Errorf("dlock help version: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := dlock(t, nil, "version", "extra"); r.code != 64 {
+		t.Errorf("dlock version extra: exit %d, want 64", r.code)
 	}
 }

@@ -7,7 +7,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/dlock-go/dlock/internal/cli/bench"
 	"github.com/dlock-go/dlock/internal/cli/chaos"
@@ -17,12 +16,7 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
 
-// Version is the dlock version, set at build time with
-// -ldflags "-X github.com/dlock-go/dlock/internal/cli.Version=v1.2.3".
-// Without it, the module version from the build information is used.
-var Version = ""
-
-const usage = `dlock: distributed locks on Redis, Redlock and ZooKeeper.
+const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper and PostgreSQL.
 
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
@@ -32,13 +26,18 @@ Usage:
   dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend
   dlock completion bash|zsh|fish                print a shell completion script
-  dlock version                                 print the version
+  dlock version                                 print the version and the commit it was built from
   dlock help [COMMAND]                          print this help, or a command's
 
 The lock service comes from --redis URL (once: one Redis; three or more
-times: Redlock over independent masters) or --zk host:port[,host:port...],
-or from DLOCK_REDIS or DLOCK_ZK. DLOCK_REDIS_PASSWORD supplies the password
-of Redis URLs without one.
+times: Redlock over independent masters), --zk host:port[,host:port...] or
+--postgres URL (run and bench; --session for session mode), or from
+DLOCK_REDIS, DLOCK_ZK or DLOCK_POSTGRES. DLOCK_REDIS_PASSWORD supplies the
+password of Redis URLs without one.
+
+Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
+69 the lock service cannot be reached or failed; each command's others
+are in its help.
 
 Run 'dlock help COMMAND' for a command's flags and exit codes.
 `
@@ -52,6 +51,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"chaos":      chaos.Main,
 	"demo":       demo.Main,
 	"completion": completionMain,
+	"version":    versionMain,
 }
 
 // Main runs the dlock command with args (without the program name) and
@@ -63,9 +63,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		return cmdutil.ExitUsage
 	}
 	switch name := args[0]; name {
-	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "dlock", version())
-		return cmdutil.ExitOK
+	case "--version", "-version":
+		return versionMain(nil, streams)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			if cmd, ok := commands[args[1]]; ok {
@@ -83,14 +82,4 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		fmt.Fprintf(stderr, "dlock: unknown command %q; run 'dlock help' for the list\n", name)
 		return cmdutil.ExitUsage
 	}
-}
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

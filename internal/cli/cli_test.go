@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os/exec"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -57,5 +58,23 @@ func TestCompletionScripts(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := Main([]string{"completion", "tcsh"}, nil, &out, &errb, func(string) string { return "" }); code != 64 {
 		t.Errorf("completion tcsh: exit %d, want 64", code)
+	}
+}
+
+func TestDescribeVersion(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.25.0", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.time", Value: "2026-11-25T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	cases := []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{bi, "dlock v1.2.3 (commit 0123456789abcdef, 2026-11-25T10:00:00Z, modified; go1.25.0)"},
+		{&debug.BuildInfo{GoVersion: "go1.25.0"}, "dlock (devel) (commit unknown; go1.25.0)"},
+		{nil, "dlock (devel) (commit unknown)"},
+	}
+	for _, c := range cases {
+		if got := describeVersion(c.bi); got != c.want {
+			t.Errorf("describeVersion = %q, want %q", got, c.want)
+		}
 	}
 }

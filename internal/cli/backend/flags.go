@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,7 +28,7 @@ const (
 // ConnectionEnv lists the environment variables that tell dlock how to
 // reach the lock service, credentials included: dlock run removes them
 // from COMMAND's environment.
-var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
 
 // IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
 // sets one of ConnectionEnv.
@@ -38,8 +39,12 @@ func IsConnectionEnv(kv string) bool {
 
 // Flags are the backend flags that run, inspect, release and bench share.
 type Flags struct {
-	Redis         urlList
-	ZK            string
+	Redis    urlList
+	ZK       string
+	Postgres string
+	// Session asks PostgreSQL for session mode (pglock.SessionMutex);
+	// only commands that take locks register it.
+	Session       bool
 	TLS           TLSFlags
 	RestartWindow time.Duration // Redlock; 0: redlock's default
 }
@@ -48,8 +53,14 @@ type Flags struct {
 func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
 	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
+	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db; lease mode, or session mode with --session (env "+EnvPostgres+")")
 	f.TLS.register(fs)
 	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s, or --ttl if longer")
+}
+
+// RegisterSession adds --session, for the commands that take locks.
+func (f *Flags) RegisterSession(fs *flag.FlagSet) {
+	fs.BoolVar(&f.Session, "session", false, "PostgreSQL: session mode (pglock.SessionMutex), in which the holder also keeps a connection with an advisory lock and learns at once when the database ends its session")
 }
 
 // urlList is a repeatable flag.
@@ -66,8 +77,10 @@ func (l *urlList) Set(s string) error {
 
 // A Spec is a checked choice of backend.
 type Spec struct {
-	Redis []*redis.Options // one: a single instance; three or more: Redlock
-	ZK    []string         // ZooKeeper servers
+	Redis    []*redis.Options // one: a single instance; three or more: Redlock
+	ZK       []string         // ZooKeeper servers
+	Postgres *pgxpool.Config  // PostgreSQL
+	Session  bool             // PostgreSQL session mode
 	// Warnings are what the command must tell the user before it goes on
 	// (a TLS connection that does not verify the server).
 	Warnings []string
@@ -80,9 +93,11 @@ type Spec struct {
 	RestartWindow time.Duration
 }
 
-// Kind names the backend: "redis", "redlock" or "zookeeper".
+// Kind names the backend: "redis", "redlock", "zookeeper" or "postgres".
 func (s Spec) Kind() string {
 	switch {
+	case s.Postgres != nil:
+		return "postgres"
 	case len(s.ZK) > 0:
 		return "zookeeper"
 	case len(s.Redis) == 1:
@@ -95,26 +110,45 @@ func (s Spec) Kind() string {
 // environment, and returns the backend they describe. Its errors are
 // UsageErrors that say what to change.
 func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
-	urls, zkList := []string(f.Redis), f.ZK
-	if len(urls) == 0 && zkList == "" {
+	urls, zkList, pg := []string(f.Redis), f.ZK, f.Postgres
+	if len(urls) == 0 && zkList == "" && pg == "" {
 		if v := getenv(EnvRedis); v != "" {
 			urls = splitURLs(v)
 		}
-		zkList = getenv(EnvZK)
+		zkList, pg = getenv(EnvZK), getenv(EnvPostgres)
+	}
+	given := 0
+	for _, g := range []bool{len(urls) > 0, zkList != "", pg != ""} {
+		if g {
+			given++
+		}
 	}
 	switch {
-	case len(urls) == 0 && zkList == "":
-		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port or --zk host:port (or set %s or %s)", EnvRedis, EnvZK)
-	case len(urls) > 0 && zkList != "":
-		return Spec{}, cmdutil.Usagef("both Redis and ZooKeeper were given (flags or %s/%s); choose one", EnvRedis, EnvZK)
+	case given == 0:
+		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port, --zk host:port or --postgres postgres://host:port/db (or set %s, %s or %s)", EnvRedis, EnvZK, EnvPostgres)
+	case given > 1:
+		return Spec{}, cmdutil.Usagef("more than one lock service was given (Redis, ZooKeeper, PostgreSQL, by flags or %s/%s/%s); choose one", EnvRedis, EnvZK, EnvPostgres)
 	case len(urls) == 2:
 		return Spec{}, cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
+	case f.Session && pg == "":
+		return Spec{}, cmdutil.Usagef("--session is PostgreSQL's session mode; it needs --postgres")
 	}
 	if f.RestartWindow < 0 {
 		return Spec{}, cmdutil.Usagef("--restart-window %v is negative", f.RestartWindow)
 	}
 	spec := Spec{RestartWindow: f.RestartWindow}
 	f.TLS.resolve(getenv)
+	if pg != "" {
+		if f.TLS.given() {
+			return Spec{}, cmdutil.Usagef("the TLS flags apply to Redis; for PostgreSQL, use sslmode, sslrootcert, sslcert and sslkey in the URL")
+		}
+		cfg, err := parsePostgres(pg)
+		if err != nil {
+			return Spec{}, err
+		}
+		spec.Postgres, spec.Session = cfg, f.Session
+		return spec, nil
+	}
 	if zkList != "" {
 		if f.TLS.given() {
 			return Spec{}, cmdutil.Usagef("the TLS flags apply to Redis; ZooKeeper over TLS is not supported by the command yet")

@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/dlock-go/dlock/zklock"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,6 +33,8 @@ type Target struct {
 	nodes   []*redislock.Client // Redlock: one client per master, for inspect and release
 	quorum  *redlock.Client     // Redlock
 	zk      *zklock.Client      // ZooKeeper
+	pg      *pglock.Client      // PostgreSQL
+	pool    *pgxpool.Pool       // PostgreSQL, for the records of --once-per
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	closers []func()
 }
@@ -51,8 +58,17 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	QuietRedisLogs()
 	t := &Target{spec: spec}
 	switch spec.Kind() {
+	case "postgres":
+		if err := t.connectPostgres(ctx, obs); err != nil {
+			t.Close()
+			return nil, err
+		}
+		return t, nil
 	case "zookeeper":
-		s, err := zklock.New(ctx, spec.ZK, zklock.WithObserver(obs))
+		if err := dialAny(ctx, spec.ZK); err != nil {
+			return nil, err
+		}
+		s, err := connectZK(ctx, spec.ZK, zklock.WithObserver(obs))
 		if err != nil {
 			return nil, err
 		}
@@ -78,6 +94,10 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 			t.closers = append(t.closers, func() { c.Close() })
 			t.nodes = append(t.nodes, c)
 		}
+	}
+	if err := refusedCredentials(errs); err != nil {
+		t.Close()
+		return nil, err
 	}
 	if len(spec.Redis) == 1 {
 		if len(errs) > 0 {
@@ -105,6 +125,85 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	return t, nil
 }
 
+// refusedCredentials returns a UsageError if one of errs, the failures to
+// reach Redis servers, is a server refusing dlock's password: a mistake in
+// the URL or the environment, which no retry fixes.
+func refusedCredentials(errs []error) error {
+	for _, err := range errs {
+		msg := strings.TrimSuffix(err.Error(), ".")
+		switch {
+		case strings.Contains(msg, "NOAUTH"):
+			return cmdutil.Usagef("%s: the server wants a password; give it in the URL (redis://:PASSWORD@host:port) or in %s", msg, EnvRedisPassword)
+		case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
+			return cmdutil.Usagef("%s: the server refused the password; check the URL's, or %s", msg, EnvRedisPassword)
+		}
+	}
+	return nil
+}
+
+// connectZK is zklock.New, returning when ctx is done even if zklock.New
+// does not: with a server that accepts connections but
+// never answers, it returns only when the server closes them. A session
+// made after that is closed.
+func connectZK(ctx context.Context, servers []string, opts ...zklock.ClientOption) (*zklock.Client, error) {
+	type result struct {
+		s   *zklock.Client
+		err error
+	}
+	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		s, err := zklock.New(ctx, servers, opts...)
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.s != nil {
+				r.s.Close()
+			}
+		}()
+		return nil, fmt.Errorf("no session with ZooKeeper %s: %w", strings.Join(servers, ","), ctx.Err())
+	}
+}
+
+// AnswerTimeout bounds a TCP connection to a ZooKeeper server, and then
+// the making of a session, as go-redis's defaults bound a connection to
+// Redis and its first answer (about 5s).
+const AnswerTimeout = 5 * time.Second
+
+// dialAny returns nil once one of servers accepts a TCP connection, or an
+// error naming every server's failure. The ZooKeeper client retries
+// unreachable servers until its context ends; this makes a service that
+// is down fail as fast as Redis does.
+func dialAny(ctx context.Context, servers []string) error {
+	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	errs := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", srv)
+			if err == nil {
+				c.Close()
+			}
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range servers {
+		err := <-errs
+		if err == nil {
+			return nil
+		}
+		failed = append(failed, err)
+	}
+	return fmt.Errorf("no ZooKeeper server accepts connections: %w", errors.Join(failed...))
+}
+
 // ClientName is how this process names itself to the lock service (Redis
 // CLIENT SETNAME, notes of forced releases): dlock/<host>/<pid>, with any
 // character Redis does not allow in a name replaced by '-'.
@@ -129,13 +228,16 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// Kind names the backend: "redis", "redlock" or "zookeeper".
+// Kind names the backend: "redis", "redlock", "zookeeper" or "postgres".
 func (t *Target) Kind() string { return t.spec.Kind() }
 
 // Describe says what the target is, for messages: "redis 127.0.0.1:6379".
 func (t *Target) Describe() string {
 	if t.zk != nil {
 		return "zookeeper " + strings.Join(t.spec.ZK, ",")
+	}
+	if t.spec.Postgres != nil {
+		return "postgres " + describePostgres(t.spec.Postgres)
 	}
 	addrs := make([]string, len(t.spec.Redis))
 	for i, o := range t.spec.Redis {
@@ -167,22 +269,82 @@ type LockOptions struct {
 	Kind    string
 	Permits int           // for KindSemaphore
 	TTL     time.Duration // lease time; renewed while held
+	MaxHold time.Duration // the longest hold (WithMaxHold); 0: no cap
 }
 
 // CheckName returns a UsageError if name cannot name a lock on this kind
-// of backend.
+// of backend ("redis", "redlock" or "zookeeper"): every limit the
+// libraries and servers put on a name is checked here, so that a bad name
+// is a usage error (exit 64), never a failure of the service.
 func CheckName(kind, name string) error {
+	q := cmdutil.Quote(name)
 	switch {
 	case name == "":
 		return cmdutil.Usagef("empty lock name; give a name such as nightly-report")
+	case !utf8.ValidString(name):
+		return cmdutil.Usagef("lock name %s is not valid UTF-8", q)
 	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return cmdutil.Usagef("lock name %q has a control character", name)
-	case kind != "zookeeper" && strings.ContainsAny(name, "{}"):
-		return cmdutil.Usagef("lock name %q contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", name)
-	case kind == "zookeeper" && (strings.HasSuffix(name, "/") || strings.Contains(name, "//")):
-		return cmdutil.Usagef("lock name %q has an empty path segment; remove the extra slash", name)
+		return cmdutil.Usagef("lock name %s has a control character", q)
+	case kind == "zookeeper":
+		return checkZKName(name)
+	case kind == "postgres":
+		return checkPGName(name)
+	case strings.ContainsAny(name, "{}"):
+		return cmdutil.Usagef("lock name %s contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", q)
+	case len(name) > rediskeys.MaxName:
+		return cmdutil.Usagef("lock name %s is too long: Redis lock names are at most %d bytes", q, rediskeys.MaxName)
 	}
 	return nil
+}
+
+// CheckKind returns a UsageError if the lock kind is not available on the
+// backend spec describes, before anything is contacted.
+func CheckKind(spec Spec, kind string) error {
+	switch {
+	case kind == KindMutex:
+	case spec.Kind() == "redlock":
+		return cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", kind, len(spec.Redis))
+	case spec.Kind() == "postgres":
+		return cmdutil.Usagef("--kind %s is not available with PostgreSQL; it has only --kind mutex (with --session for session mode)", kind)
+	}
+	return nil
+}
+
+// MaxZKPath is the longest ZooKeeper path of a lock, in bytes (zklock's
+// limit).
+const MaxZKPath = 1024
+
+// checkZKName checks what ZooKeeper and zklock refuse in a path.
+func checkZKName(name string) error {
+	q, p := cmdutil.Quote(name), ZKPath(name)
+	switch {
+	case strings.HasSuffix(name, "/") || strings.Contains(name, "//"):
+		return cmdutil.Usagef("lock name %s has an empty path segment; remove the extra slash", q)
+	case name == "/":
+		return cmdutil.Usagef("the root / cannot be a lock; give a name such as nightly-report or a path such as /locks/nightly")
+	case len(p) > MaxZKPath:
+		return cmdutil.Usagef("lock name %s is too long: its ZooKeeper path would be %d bytes, and the limit is %d", q, len(p), MaxZKPath)
+	case p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/"):
+		return cmdutil.Usagef("lock name %s is under /zookeeper, which ZooKeeper reserves for itself; use another path, or a name without a leading /", q)
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return cmdutil.Usagef("lock name %s has a path segment %q, which ZooKeeper does not allow", q, seg)
+		}
+	}
+	for _, r := range name {
+		if zkIllegal(r) {
+			return cmdutil.Usagef("lock name %s has the character %U (%c), which ZooKeeper does not allow in a path (no emoji, control or private-use characters)", q, r, r)
+		}
+	}
+	return nil
+}
+
+// zkIllegal reports whether ZooKeeper refuses r in a path. Its server
+// checks UTF-16 code units: every character beyond U+FFFF, such as an
+// emoji, is a surrogate pair, which falls in a refused range.
+func zkIllegal(r rune) bool {
+	return r <= 0x1f || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0
 }
 
 // ZKPath is the ZooKeeper path of the lock called name.
@@ -197,7 +359,7 @@ func ZKPath(name string) string {
 func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 	switch {
 	case t.single != nil:
-		opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+		opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {
 		case KindMutex:
 			return t.single.NewMutex(name, opts...), nil
@@ -214,9 +376,18 @@ func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 		if o.Kind != KindMutex {
 			return nil, cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", o.Kind, len(t.spec.Redis))
 		}
-		return t.quorum.NewMutex(name, redlock.WithTTL(o.TTL)), nil
+		return t.quorum.NewMutex(name, redlock.WithTTL(o.TTL), redlock.WithMaxHold(o.MaxHold)), nil
+	case t.pg != nil:
+		if o.Kind != KindMutex {
+			return nil, cmdutil.Usagef("--kind %s is not available with PostgreSQL; it has only --kind mutex (with --session for session mode)", o.Kind)
+		}
+		opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
+		if t.spec.Session {
+			return t.pg.NewSessionMutex(name, opts...), nil
+		}
+		return t.pg.NewMutex(name, opts...), nil
 	case t.zk != nil:
-		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL)}
+		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {
 		case KindMutex, KindFair: // a ZooKeeper mutex is a FIFO queue: always fair
 			return t.zk.NewMutex(p, opts...), nil

@@ -54,8 +54,8 @@ func checkTarget(o *Options, spec backend.Spec) error {
 	if err := backend.CheckName(spec.Kind(), o.name("S1")); err != nil {
 		return cmdutil.Usagef("--prefix %q: %v", o.Prefix, err)
 	}
-	if spec.Kind() == "redlock" && o.Kind != backend.KindMutex {
-		return cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", o.Kind, len(spec.Redis))
+	if err := backend.CheckKind(spec, o.Kind); err != nil {
+		return err
 	}
 	if o.Chart != "" {
 		f, err := os.CreateTemp(filepath.Dir(o.Chart), ".dlock-bench-*.svg")

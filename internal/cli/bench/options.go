@@ -122,6 +122,7 @@ type Options struct {
 func FlagSet(o *Options) *flag.FlagSet {
 	fs := cmdutil.NewFlagSet("dlock bench")
 	o.Backend.Register(fs)
+	o.Backend.RegisterSession(fs)
 	o.Scenarios = slices.Clone(Scenarios)
 	o.Duration, o.Clients, o.Goroutines, o.Hold = DefaultDuration, DefaultClients, DefaultGoroutines, DefaultHold
 	o.Kind, o.TTL, o.Format = backend.KindMutex, DefaultTTL, FormatTable

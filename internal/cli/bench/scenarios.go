@@ -456,6 +456,9 @@ func (r *runner) connectClients(ctx context.Context, n int) ([]*backend.Target, 
 // s4: S1 through each server of the deployment alone.
 func (r *runner) s4(ctx context.Context) []*Result {
 	nodes := r.nodeSpecs()
+	if len(nodes) == 0 {
+		return nil
+	}
 	per := max(r.o.Duration/time.Duration(len(nodes)), s4MinPerNode)
 	var out []*Result
 	for i, n := range nodes {
@@ -512,6 +515,10 @@ func (r *runner) nodeSpecs() []nodeSpec {
 	}
 	for _, s := range r.spec.ZK {
 		out = append(out, nodeSpec{addr: s, spec: backend.Spec{ZK: []string{s}}})
+	}
+	if pg := r.spec.Postgres; pg != nil {
+		addr := fmt.Sprintf("%s:%d", pg.ConnConfig.Host, pg.ConnConfig.Port)
+		out = append(out, nodeSpec{addr: addr, spec: backend.Spec{Postgres: pg.Copy(), Session: r.spec.Session}})
 	}
 	return out
 }

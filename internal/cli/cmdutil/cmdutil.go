@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +25,7 @@ const (
 	ExitOSErr       = 71 // EX_OSERR: the operating system refused (listen, fork)
 	ExitConflict    = 75 // EX_TEMPFAIL: the lock is held by another owner
 	ExitLost        = 76 // the lock was lost while the command ran
+	ExitMaxHold     = 79 // the command was stopped at the lock's --max-hold
 	ExitCannotExec  = 126
 	ExitNotFound    = 127
 )
@@ -151,16 +151,61 @@ func Fail(io IO, err error, code int) int {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // PrintUsage writes a command's help to w: its usage text, then its flags
-// with their defaults.
+// as the README writes them (--name, or -v for a one-letter flag), each
+// with its default once: from its usage text if that names it, otherwise
+// from its value, unless that is the zero value.
 func PrintUsage(w io.Writer, usage string, fs *flag.FlagSet) {
 	fmt.Fprint(w, usage)
-	var b strings.Builder
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	fs.SetOutput(w)
-	// A flag whose usage names its default, and whose value is not the
-	// zero value, gets it named twice by PrintDefaults: keep the first.
-	fmt.Fprint(w, doubledDefault.ReplaceAllString(b.String(), "$1"))
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(w, "  %s%s\n    \t%s\n", FlagName(f.Name), argName(f), strings.ReplaceAll(flagUsage(f), "\n", "\n    \t"))
+	})
 }
 
-var doubledDefault = regexp.MustCompile(`(\(default [^)\n]*\)) \(default [^)\n]*\)`)
+// FlagName returns how the help and the README write the flag called
+// name: -v for one letter, --name otherwise.
+func FlagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// argName returns " TYPE" for a flag that takes a value, "" for a switch.
+func argName(f *flag.Flag) string {
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return ""
+	}
+	name, _ := flag.UnquoteUsage(f)
+	if name != "value" {
+		return " " + name
+	}
+	switch t := strings.ToLower(fmt.Sprintf("%T", f.Value)); {
+	case strings.Contains(t, "duration"):
+		return " duration"
+	case strings.Contains(t, "int"):
+		return " int"
+	case strings.Contains(t, "url"):
+		return " URL"
+	case strings.Contains(t, "list"):
+		return " list"
+	}
+	return " string"
+}
+
+// flagUsage returns the flag's usage with its default, named once.
+func flagUsage(f *flag.Flag) string {
+	_, usage := flag.UnquoteUsage(f)
+	if strings.Contains(usage, "(default ") || strings.Contains(usage, "; default ") {
+		return usage
+	}
+	switch f.DefValue {
+	case "", "0", "0s", "false", "[]":
+		return usage
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		if _, isString := g.Get().(string); isString {
+			return fmt.Sprintf("%s (default %q)", usage, f.DefValue)
+		}
+	}
+	return fmt.Sprintf("%s (default %s)", usage, f.DefValue)
+}

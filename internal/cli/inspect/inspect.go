@@ -28,9 +28,11 @@ const Usage = `Usage: dlock inspect [flags] NAME
 Shows who holds the lock NAME: its kind, holders (owner token, hold count,
 mode), fence, remaining TTL, waiters, readers or permits. With Redlock it
 shows each master's view and the majority's; with ZooKeeper, each holder's
-node and session. It only reads.
+node and session; with PostgreSQL, a session-mode holder's backend. It
+only reads.
 
-Exit codes: 0 shown; 64 bad usage; 69 lock service unavailable.
+Exit codes: 0 shown; 64 bad usage or a NAME the backend cannot take;
+69 lock service unreachable or failed.
 
 Flags:
 `
@@ -84,8 +86,11 @@ func connect(ctx context.Context, f *backend.Flags, name string, streams cmdutil
 		return nil, err
 	}
 	t, err := backend.Connect(ctx, spec, nil)
+	if err != nil && !cmdutil.IsUsage(err) {
+		return nil, fmt.Errorf("cannot reach the lock service: %s", cmdutil.Reason(err))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the lock service: %w", err)
+		return nil, err
 	}
 	return t, nil
 }
@@ -155,7 +160,7 @@ func writeTable(out io.Writer, r backend.Report) {
 	}
 	if r.Fence != 0 {
 		what := "latest granted"
-		if r.Backend != "zookeeper" {
+		if r.Backend == "redis" || r.Backend == "redlock" {
 			what = "latest granted to a name of this slot; the holder's is at most that"
 		}
 		row("fence", "%d (%s)", r.Fence, what)

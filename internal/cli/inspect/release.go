@@ -23,9 +23,12 @@ is gone or stuck, not to hurry a live one.
 
 It shows the lock and asks for confirmation on a terminal; --yes skips the
 question, and is required when standard input is not a terminal.
+On PostgreSQL, a session-mode holder's session is ended
+(pg_terminate_backend), so it learns at once.
 
 Exit codes: 0 released (or nothing was held); 1 not confirmed; 64 bad
-usage; 69 lock service unavailable.
+usage or a NAME the backend cannot take; 69 lock service unreachable
+or failed.
 
 Flags:
 `

@@ -55,17 +55,34 @@ exits with 76 once none is left. If the lock cannot be renewed, the same
 stop starts early, SIGTERM --grace + ttl/20 before the lock ends and
 SIGKILL ttl/20 before, so that COMMAND is gone before another owner can
 take the lock. The price: renewals failing for about ttl - grace stop
-COMMAND, even if a later one would have got through. If dlock itself
+COMMAND, even if a later one would have got through. With --max-hold D,
+the lock is not renewed past D after it was granted: COMMAND gets the same
+early stop, so as to be gone by then, and dlock exits 79. With
+--once-per D, dlock skips COMMAND and exits 0 if the last run of NAME that
+exited 0 finished less than D ago (checked while holding the lock, and
+recorded before releasing it). If dlock itself
 dies (kill -9, the OOM killer), everything of COMMAND's is killed at once.
 
-Exit codes: COMMAND's own; 64 bad usage; 69 lock service unavailable;
-71 cannot listen on --metrics-addr, or cannot supervise COMMAND;
-75 lock held by another (see --conflict-exit-code); 76 lock lost, or
-COMMAND stopped because the lock could not be renewed; 126 COMMAND not
-executable; 127 COMMAND not found; 128+n COMMAND killed by signal n.
+Exit codes: COMMAND's own; 64 bad usage: a flag, a URL, a password the
+server refuses, a NAME the backend cannot take, --permits other than the
+size of the semaphore in use, or (ZooKeeper) a name held by another kind
+of lock; 69 lock service unreachable or failed, and nothing else; 71
+cannot listen on --metrics-addr, or cannot supervise COMMAND; 75 lock
+held by another (see --conflict-exit-code); 76 lock lost, or COMMAND
+stopped because the lock could not be renewed; 79 COMMAND stopped at
+--max-hold; 126 COMMAND not executable; 127 COMMAND not found; 128+n
+COMMAND killed by signal n. COMMAND's own code passes through as it is:
+a COMMAND that exits 75 or 76 itself cannot be told from a conflict or a
+lost lock, so check stderr, or give --conflict-exit-code a code COMMAND
+never uses (dlock's own codes are refused).
 
 Flags:
 `
+
+// ownExitCodes are the exit codes with which dlock run reports something
+// of its own, which --conflict-exit-code may not take: a conflict would
+// read as, say, a lost lock.
+var ownExitCodes = []int{cmdutil.ExitUsage, cmdutil.ExitUnavailable, cmdutil.ExitOSErr, cmdutil.ExitLost, cmdutil.ExitMaxHold, cmdutil.ExitCannotExec, cmdutil.ExitNotFound}
 
 // Options are the parsed flags and arguments of "dlock run".
 type Options struct {
@@ -79,6 +96,11 @@ type Options struct {
 	Permits      int
 	ConflictExit int
 	Grace        time.Duration // after Parse, GraceFor(TTL) if not given
+	// MaxHold caps how long the lock is held (WithMaxHold); 0: no cap.
+	MaxHold time.Duration
+	// OncePer skips COMMAND if the last successful run of NAME finished
+	// less than this long ago; 0: always run.
+	OncePer time.Duration
 	// LeaveChildren releases the lock when COMMAND's own process exits,
 	// leaving what it started running, unsupervised.
 	LeaveChildren bool
@@ -138,13 +160,16 @@ func (f durationFlag) Set(s string) error {
 func FlagSet(o *Options) *flag.FlagSet {
 	fs := cmdutil.NewFlagSet("dlock run")
 	o.Backend.Register(fs)
+	o.Backend.RegisterSession(fs)
 	o.TTL, o.Grace, o.Kind, o.ConflictExit = DefaultTTL, unsetGrace, backend.KindMutex, cmdutil.ExitConflict
 	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time, renewed every ttl/3 while COMMAND runs")
 	fs.Var(durationFlag{d: &o.Wait, forever: &o.WaitForever}, "wait", "how long to wait for the lock: 0 fails at once, a duration such as 5m, or forever")
 	fs.StringVar(&o.Kind, "kind", o.Kind, "lock kind: "+strings.Join(backend.Kinds, ", "))
-	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits")
-	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255)")
+	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits; must match the size of a semaphore in use")
+	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255, except dlock's own: 64 69 71 76 79 126 127)")
 	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
+	fs.Var(durationFlag{d: &o.MaxHold}, "max-hold", "the longest COMMAND may hold the lock; it is stopped so as to be gone by then, and dlock exits 79 (default 0: no cap; without --grace, the grace is at most a third of it)")
+	fs.Var(durationFlag{d: &o.OncePer}, "once-per", "run COMMAND at most once per this long: skip it, exiting 0, if the last run of NAME that exited 0 finished less than this long ago (Redis, Redlock, PostgreSQL)")
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
@@ -182,7 +207,7 @@ func Parse(args []string, getenv func(string) string) (Options, error) {
 	case len(pos) > 1:
 		return o, cmdutil.Usagef("dlock run: %d arguments before --, want only NAME (got %q); put COMMAND after --", len(pos), pos)
 	case len(command) == 0:
-		return o, cmdutil.Usagef("dlock run: missing COMMAND; usage: dlock run [flags] %s -- COMMAND [ARGS...]", pos[0])
+		return o, cmdutil.Usagef("dlock run: missing COMMAND; usage: dlock run [flags] %s -- COMMAND [ARGS...]", cmdutil.Quote(pos[0]))
 	}
 	o.Name, o.Command = pos[0], command
 	return o, o.check()
@@ -191,6 +216,9 @@ func Parse(args []string, getenv func(string) string) (Options, error) {
 func (o *Options) check() error {
 	if o.graceGiven = o.Grace != unsetGrace; !o.graceGiven {
 		o.Grace = GraceFor(o.TTL)
+		if o.MaxHold > 0 {
+			o.Grace = min(o.Grace, o.MaxHold/3)
+		}
 	}
 	switch {
 	case o.TTL < MinTTL:
@@ -198,6 +226,11 @@ func (o *Options) check() error {
 	case o.Grace > MaxGrace(o.TTL):
 		return cmdutil.Usagef("dlock run: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
 			o.Grace, o.TTL, MaxGrace(o.TTL).Round(time.Millisecond), 3*o.Grace)
+	case o.MaxHold > 0 && o.MaxHold <= o.Grace+KillLead(o.TTL):
+		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it is stopped --grace %v + ttl/20 before the cap; use --max-hold %v or more, or a shorter --grace",
+			o.MaxHold, o.Grace, (2 * (o.Grace + KillLead(o.TTL))).Round(time.Millisecond))
+	case o.OncePer > 0 && o.OncePer < time.Millisecond:
+		return cmdutil.Usagef("dlock run: --once-per %v is too short; use at least 1ms", o.OncePer)
 	case !slices.Contains(backend.Kinds, o.Kind):
 		return cmdutil.Usagef("dlock run: --kind %q is not one of %s", o.Kind, strings.Join(backend.Kinds, ", "))
 	case o.Kind == backend.KindSemaphore && o.Permits < 1:
@@ -206,6 +239,9 @@ func (o *Options) check() error {
 		return cmdutil.Usagef("dlock run: --permits is only for --kind semaphore")
 	case o.ConflictExit < 1 || o.ConflictExit > 255:
 		return cmdutil.Usagef("dlock run: --conflict-exit-code %d is out of range; use 1 to 255", o.ConflictExit)
+	case slices.Contains(ownExitCodes, o.ConflictExit):
+		return cmdutil.Usagef("dlock run: --conflict-exit-code %d is one of dlock's own exit codes (%s); pick another, such as 75 (the default) or 3",
+			o.ConflictExit, strings.Trim(fmt.Sprint(ownExitCodes), "[]"))
 	case o.Command[0] == "":
 		return cmdutil.Usagef("dlock run: COMMAND is empty")
 	case strings.HasPrefix(o.Command[0], "-"):

@@ -16,7 +16,13 @@ import (
 )
 
 // ConnectTimeout bounds connecting to the lock service, apart from --wait.
+// A server that refuses connections fails at once, and one that does not
+// answer within backend.AnswerTimeout.
 const ConnectTimeout = 15 * time.Second
+
+// MinConnectTimeout is the least time a connection is given when --wait
+// is shorter.
+const MinConnectTimeout = time.Second
 
 // ReleaseTimeout bounds the release after COMMAND exits.
 const ReleaseTimeout = 10 * time.Second
@@ -34,6 +40,12 @@ func Main(args []string, io cmdutil.IO) int {
 	spec, err := o.Backend.Resolve(io.Getenv)
 	if err == nil {
 		err = backend.CheckName(spec.Kind(), o.Name)
+	}
+	if err == nil {
+		err = backend.CheckKind(spec, o.Kind)
+	}
+	if err == nil && o.OncePer > 0 {
+		err = backend.CheckOncePer(spec)
 	}
 	for _, w := range spec.Warnings {
 		fmt.Fprintln(io.Err, "dlock:", w)
@@ -54,11 +66,14 @@ type runner struct {
 	// Set once the lock is held:
 	leaseTime time.Duration // the lease time in force: --ttl, or less on ZooKeeper
 	grace     time.Duration // --grace, or less if the lease time is less than --ttl
+	capAt     time.Time     // with --max-hold: when the hold ends, at the latest
+	target    *backend.Target
 }
 
-// say writes one line to stderr, prefixed with "dlock: ".
+// say writes one line to stderr, prefixed with "dlock: ", with a long
+// lock name cut short wherever it appears (see cmdutil.Shorten).
 func (r *runner) say(format string, args ...any) {
-	fmt.Fprintf(r.io.Err, "dlock: "+format+"\n", args...)
+	fmt.Fprintln(r.io.Err, cmdutil.Shorten("dlock: "+fmt.Sprintf(format, args...), r.o.Name))
 }
 
 type acquired struct {
@@ -103,38 +118,28 @@ func (r *runner) run() int {
 		if a.lease != nil {
 			r.release(a.lease)
 		}
-		r.say("interrupted by %v while waiting for lock %q", sig, r.o.Name)
+		r.say("interrupted by %s while waiting for lock %q", signame(sig), r.o.Name)
 		return 128 + signum(sig)
 	}
 	if a.target != nil {
 		defer a.target.Close()
 	}
 	if a.err != nil {
-		if errors.Is(a.err, dlock.ErrNotObtained) {
-			hint := ""
-			if r.o.Wait == 0 && !r.o.WaitForever {
-				hint = "; use --wait to wait for it"
-			}
-			why := "is held by another owner"
-			if msg := a.err.Error(); msg != dlock.ErrNotObtained.Error() {
-				why = "was not obtained: " + msg
-			}
-			r.say("lock %q %s (waited %v)%s", r.o.Name, why, a.waited.Round(time.Millisecond), hint)
-			return r.o.ConflictExit
-		}
-		if cmdutil.IsUsage(a.err) {
-			return cmdutil.Fail(r.io, fmt.Errorf("dlock run: %w", a.err), cmdutil.ExitUsage)
-		}
-		var u *unreachable
-		if errors.As(a.err, &u) {
-			r.say("cannot reach the lock service: %v", u.err)
-		} else {
-			r.say("lock %q: %v", r.o.Name, a.err)
-		}
-		return cmdutil.ExitUnavailable
+		return r.failed(a)
 	}
 	if r.o.Verbose {
 		r.say("holding lock %q (fence %d) on %s after %v", r.o.Name, a.lease.Fence(), a.target.Describe(), a.waited.Round(time.Millisecond))
+	}
+	if r.o.MaxHold > 0 {
+		// The library counts from the grant, a little before now: its
+		// cap is at most this one.
+		r.capAt = time.Now().Add(r.o.MaxHold)
+	}
+	r.target = a.target
+	if r.o.OncePer > 0 {
+		if code, skip := r.skipRecentRun(a.lease); skip {
+			return code
+		}
 	}
 	r.setGrace(a.target.LeaseTime(r.o.TTL))
 	return r.supervise(a.lease, sigs)
@@ -158,7 +163,7 @@ func (r *runner) setGrace(leaseTime time.Duration) {
 
 // acquire connects and takes the lock as the flags say.
 func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
-	cctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, r.connectTimeout())
 	t, err := backend.Connect(cctx, r.spec, obs)
 	cancel()
 	if err != nil {
@@ -168,10 +173,15 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 		return acquired{err: &unreachable{err}}
 	}
 	a.target = t
-	l, err := t.Locker(r.o.Name, backend.LockOptions{Kind: r.o.Kind, Permits: r.o.Permits, TTL: r.o.TTL})
+	l, err := t.Locker(r.o.Name, backend.LockOptions{Kind: r.o.Kind, Permits: r.o.Permits, TTL: r.o.TTL, MaxHold: r.o.MaxHold})
 	if err != nil {
 		a.err = err
 		return a
+	}
+	if r.o.Kind == backend.KindSemaphore {
+		if a.err = r.checkPermits(ctx, t); a.err != nil {
+			return a
+		}
 	}
 	start := time.Now()
 	switch {
@@ -188,6 +198,38 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 	return a
 }
 
+// checkPermits returns a UsageError if the semaphore NAME exists with
+// another number of permits than --permits: the libraries would use the
+// stored number (Redis) or refuse (ZooKeeper), and neither says so
+// clearly.
+func (r *runner) checkPermits(ctx context.Context, t *backend.Target) error {
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	rep, err := t.Inspect(ctx, r.o.Name)
+	if err != nil {
+		return err
+	}
+	if rep.PermitLimit > 0 && rep.PermitLimit != r.o.Permits {
+		return permitsMismatch(r.o.Name, r.o.Permits, rep.PermitLimit)
+	}
+	return nil
+}
+
+func permitsMismatch(name string, given, stored int) error {
+	return cmdutil.Usagef("--permits %d disagrees with the semaphore %s, which has %d permits while it is in use: use --permits %d, or another name",
+		given, cmdutil.Quote(name), stored, stored)
+}
+
+// connectTimeout bounds connecting: ConnectTimeout, or a finite --wait if
+// that is shorter (but at least MinConnectTimeout, for a session to be
+// made), so that a service that does not answer fails within --wait.
+func (r *runner) connectTimeout() time.Duration {
+	if r.o.Wait > 0 && !r.o.WaitForever {
+		return min(ConnectTimeout, max(r.o.Wait, MinConnectTimeout))
+	}
+	return ConnectTimeout
+}
+
 // unreachable is a failure to connect to the lock service.
 type unreachable struct{ err error }
 
@@ -198,7 +240,7 @@ func (u *unreachable) Unwrap() error { return u.err }
 func (r *runner) release(lease dlock.Lease) error {
 	err := r.releaseQuietly(lease)
 	if err != nil && !errors.Is(err, dlock.ErrNotHeld) {
-		r.say("releasing lock %q: %v; it expires by itself within --ttl %v", r.o.Name, err, r.o.TTL)
+		r.say("releasing lock %q: %s; it expires by itself within --ttl %v", r.o.Name, cmdutil.Reason(err), r.o.TTL)
 	}
 	return err
 }

@@ -38,6 +38,7 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 	var (
 		lost     error // the lease was lost
 		stopping bool  // COMMAND was told to stop: lost, or about to be
+		capped   bool  // ... because the lease reached --max-hold
 		done     = lease.Done()
 		renewBy  = time.NewTimer(time.Until(r.stopAt(lease)))
 		killAt   <-chan time.Time
@@ -78,8 +79,11 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 		case <-done:
 			done = nil
 			lost = lease.Err()
-			if !stopping {
-				stop(fmt.Sprintf("lost lock %q: %v", r.o.Name, lost), r.grace)
+			if errors.Is(lost, dlock.ErrMaxHold) && !stopping {
+				capped = true
+				stop(fmt.Sprintf("lock %q reached --max-hold %v", r.o.Name, r.o.MaxHold), r.grace)
+			} else if !stopping {
+				stop(fmt.Sprintf("lost lock %q: %s", r.o.Name, cmdutil.Reason(lost)), r.grace)
 			}
 		case <-renewBy.C:
 			if stopping || lease.Err() != nil {
@@ -90,8 +94,12 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 				break
 			}
 			left := time.Until(lease.Until())
-			stop(fmt.Sprintf("lock %q was not renewed and ends in %v", r.o.Name, left.Round(time.Millisecond)),
-				max(0, left-KillLead(r.leaseTime)))
+			why := fmt.Sprintf("lock %q was not renewed and ends in %v", r.o.Name, left.Round(time.Millisecond))
+			if r.atCap(lease) {
+				capped = true
+				why = fmt.Sprintf("lock %q reaches --max-hold %v in %v", r.o.Name, r.o.MaxHold, left.Round(time.Millisecond))
+			}
+			stop(why, max(0, left-KillLead(r.leaseTime)))
 		case <-killAt:
 			killAt = nil
 			r.say("processes of %q still running after SIGTERM; sending SIGKILL", r.o.Command[0])
@@ -120,10 +128,16 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 			// failed, and so will a release, most likely. Try quietly.
 			r.releaseQuietly(lease)
 		}
+		if capped {
+			return cmdutil.ExitMaxHold
+		}
 		return cmdutil.ExitLost
 	}
+	if code == 0 && r.o.OncePer > 0 && lease.Err() == nil {
+		r.recordRun(lease)
+	}
 	if err := r.release(lease); err != nil && errors.Is(err, dlock.ErrNotHeld) {
-		r.say("lock %q was lost as %q exited (%v); its last moments may have overlapped another holder", r.o.Name, r.o.Command[0], err)
+		r.say("lock %q was lost as %q exited (%s); its last moments may have overlapped another holder", r.o.Name, r.o.Command[0], cmdutil.Reason(err))
 		return cmdutil.ExitLost
 	}
 	return code
@@ -133,6 +147,13 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 // then: the grace, then KillLead, before its Until.
 func (r *runner) stopAt(lease dlock.Lease) time.Time {
 	return lease.Until().Add(-r.grace - KillLead(r.leaseTime))
+}
+
+// atCap reports whether lease was not renewed because of --max-hold: its
+// Until is so close to the cap that the next renewal, due every third of
+// the lease time, would have passed it.
+func (r *runner) atCap(lease dlock.Lease) bool {
+	return !r.capAt.IsZero() && r.capAt.Sub(lease.Until()) < r.leaseTime/3
 }
 
 // A supervisorProcess is dlock's side of a running supervisor.

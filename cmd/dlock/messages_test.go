@@ -1,0 +1,73 @@
+package main_test
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// A server that wants another password is a mistake in the URL or the
+// environment: exit 64, and the message says so and names the variable
+// that holds the password.
+func TestIntegrationWrongRedisPassword(t *testing.T) {
+	srv := testenv.StartRedis(t, testenv.RedisConfig{Args: []string{"--requirepass", "s3cret"}})
+	for _, tc := range []struct {
+		name, url, want string
+	}{
+		{"none", "redis://" + srv.Addr(), "NOAUTH"},
+		{"wrong", "redis://:wrong@" + srv.Addr(), "WRONGPASS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, cmd := range [][]string{{"run", "--redis", tc.url, "x", "--", "true"}, {"inspect", "--redis", tc.url, "x"}} {
+				r := dlock(t, nil, cmd...)
+				if r.code != 64 || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "DLOCK_REDIS_PASSWORD") || strings.Contains(r.stderr, "cannot reach") {
+					t.Errorf("dlock %s with password %s: exit %d, %q; want 64 naming %s and DLOCK_REDIS_PASSWORD", cmd[0], tc.name, r.code, r.stderr, tc.want)
+				}
+				if strings.Contains(r.stderr, "wrong") {
+					t.Errorf("the password is shown: %q", r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// A signal while waiting is named as kill(1) names it.
+func TestIntegrationInterruptedWhileWaiting(t *testing.T) {
+	d := redisDeployment(t, 1)
+	name := lockName(t)
+	holder := holdInBackground(t, d, name)
+	waiter := startDlock(t, nil, runArgs(d, "--wait", "1m", name, "--", "true")...)
+	time.Sleep(300 * time.Millisecond) // connected and waiting, most likely; either way the message names the signal
+	waiter.signal(t, syscall.SIGTERM)
+	r := waiter.wait(t, 10*time.Second)
+	if r.code != 128+int(syscall.SIGTERM) || !strings.Contains(r.stderr, "interrupted by SIGTERM") {
+		t.Errorf("waiter after SIGTERM: exit %d, %q; want 143 and 'interrupted by SIGTERM'", r.code, r.stderr)
+	}
+	holder.signal(t, syscall.SIGINT)
+	holder.wait(t, 10*time.Second)
+}
+
+// Help writes flags as the README does, each default once.
+func TestHelpWritesFlagsOnce(t *testing.T) {
+	for _, cmd := range []string{"run", "inspect", "release", "bench"} {
+		r := dlock(t, nil, "help", cmd)
+		if r.code != 0 {
+			t.Fatalf("dlock help %s: exit %d", cmd, r.code)
+		}
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(line, "  -") && !strings.HasPrefix(line, "  --") && len(strings.Fields(line)[0]) > 2 {
+				t.Errorf("dlock help %s: %q has a single dash", cmd, line)
+			}
+			if strings.Count(line, "(default ") > 1 || strings.Count(line, "default ") > 1 {
+				t.Errorf("dlock help %s: %q names its default twice", cmd, line)
+			}
+		}
+	}
+	r := dlock(t, nil, "help", "run")
+	if !strings.Contains(r.stdout, "  --ttl duration\n") || !strings.Contains(r.stdout, "(default 30s)") {
+		t.Errorf("dlock help run lacks --ttl and its default:\n%s", r.stdout)
+	}
+}

@@ -1,0 +1,80 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/pglock"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// EnvPostgres is read when no backend flag is given.
+const EnvPostgres = "DLOCK_POSTGRES" // a PostgreSQL URL, postgres://user:password@host:port/db
+
+// parsePostgres checks a PostgreSQL URL (or key=value connection string)
+// the way pgxpool reads it.
+func parsePostgres(raw string) (*pgxpool.Config, error) {
+	shown := redact(raw)
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return nil, cmdutil.Usagef("--postgres %q: scheme %q is not supported; use postgres://user:password@host:port/db", shown, u.Scheme)
+	}
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		return nil, cmdutil.Usagef("--postgres %q: %v", shown, redactErr(err, raw))
+	}
+	return cfg, nil
+}
+
+// connectPostgres opens a pool, checks that the database answers, and
+// creates pglock's table if it does not exist (pglock.Client.Migrate).
+func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error {
+	pool, err := pgxpool.NewWithConfig(ctx, t.spec.Postgres)
+	if err != nil {
+		return err
+	}
+	t.closers = append(t.closers, pool.Close)
+	if err := pool.Ping(ctx); err != nil {
+		return pgRefused(err)
+	}
+	t.pool = pool
+	c := pglock.New(pool, pglock.WithObserver(obs))
+	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
+	if err := c.Migrate(ctx); err != nil {
+		return err
+	}
+	t.pg = c
+	return nil
+}
+
+// pgRefused turns a refused login into a UsageError: a mistake in the URL,
+// which no retry fixes.
+func pgRefused(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000") {
+		return cmdutil.Usagef("%s (SQLSTATE %s); check the user, password and database of --postgres or %s", pe.Message, pe.Code, EnvPostgres)
+	}
+	return err
+}
+
+// describePostgres names the database for messages: "host:port/db".
+func describePostgres(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+}
+
+// checkPGName checks what pglock refuses in a lock name.
+func checkPGName(name string) error {
+	if len(name) > pglock.MaxNameBytes {
+		return cmdutil.Usagef("lock name %s is too long: PostgreSQL lock names are at most %d bytes", cmdutil.Quote(name), pglock.MaxNameBytes)
+	}
+	if !utf8.ValidString(name) {
+		return cmdutil.Usagef("lock name %s is not valid UTF-8", cmdutil.Quote(name))
+	}
+	return nil
+}

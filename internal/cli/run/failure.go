@@ -1,0 +1,90 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/cli/backend"
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/redlock"
+	"golang.org/x/sys/unix"
+)
+
+// failed reports why the lock was not held, and returns the exit code
+// that goes with it.
+func (r *runner) failed(a acquired) int {
+	if errors.Is(a.err, dlock.ErrNotObtained) {
+		r.sayNotObtained(a)
+		return r.o.ConflictExit
+	}
+	if cmdutil.IsUsage(a.err) {
+		return cmdutil.Fail(r.io, fmt.Errorf("dlock run: %w", a.err), cmdutil.ExitUsage)
+	}
+	if r.o.Kind == backend.KindSemaphore && strings.Contains(a.err.Error(), "this Semaphore was made with") {
+		// zklock's refusal of another size, met after checkPermits
+		// (a holder came meanwhile).
+		r.say("lock %q: %s", r.o.Name, cmdutil.Reason(a.err))
+		return cmdutil.ExitUsage
+	}
+	if errors.Is(a.err, dlock.ErrKindMismatch) {
+		// Another kind of lock holds the name, and the library does
+		// not wait for it (ZooKeeper): the name is the mistake.
+		r.say("lock %q: %s; use another name, or the --kind that holds it", r.o.Name, cmdutil.Reason(a.err))
+		return cmdutil.ExitUsage
+	}
+	var u *unreachable
+	if errors.As(a.err, &u) {
+		r.say("cannot reach the lock service: %s", cmdutil.Reason(u.err))
+	} else {
+		r.say("lock %q: %s", r.o.Name, cmdutil.Reason(a.err))
+	}
+	return cmdutil.ExitUnavailable
+}
+
+// sayNotObtained says why the lock was not obtained: held by another
+// owner, or what the service said, and how long dlock waited, if it did.
+func (r *runner) sayNotObtained(a acquired) {
+	why := "is held by another owner"
+	if !plainConflict(a.err) {
+		why = "was not obtained: " + cmdutil.Reason(a.err)
+	}
+	switch {
+	case r.o.Wait == 0 && !r.o.WaitForever:
+		r.say("lock %q %s; use --wait to wait for it", r.o.Name, why)
+	default:
+		r.say("lock %q %s (waited %v)", r.o.Name, why, a.waited.Round(time.Millisecond))
+	}
+}
+
+// plainConflict reports whether err, which matches dlock.ErrNotObtained,
+// means only that another owner holds the lock: no cause, the end of the
+// wait, or (Redlock) every node that answered holding it for another,
+// rather than nodes failing or not voting yet.
+func plainConflict(err error) bool {
+	var nodeErr *redlock.NodeError
+	switch {
+	case err.Error() == dlock.ErrNotObtained.Error():
+		return true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return true
+	case errors.As(err, &nodeErr), strings.Contains(err.Error(), "may not vote"):
+		return false
+	}
+	return strings.HasPrefix(cmdutil.Reason(err), "redlock: acquire of ")
+}
+
+// signame names s as kill(1) does: SIGTERM, not "terminated".
+func signame(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok {
+		if name := unix.SignalName(n); name != "" {
+			return name
+		}
+	}
+	return s.String()
+}
