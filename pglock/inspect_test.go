@@ -88,6 +88,13 @@ func TestIntegrationInspectAndForceUnlock(t *testing.T) {
 			if info, err := op.Inspect(ctx, name); err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != l.Token() {
 				t.Errorf("Inspect after the hand-over = %+v, %v; want the waiter holding", info, err)
 			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// A released row keeps its fence; its expiry is -infinity.
+			if info, err := op.Inspect(ctx, name); err != nil || info.Kind != dlock.KindFree || info.Fence != l.Fence() || info.TTL != 0 {
+				t.Errorf("Inspect of a released lock = %+v, %v; want free with the last fence %d", info, err, l.Fence())
+			}
 		})
 	}
 }

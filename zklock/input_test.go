@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,28 @@ func TestIntegrationNegotiatedTimeout(t *testing.T) {
 		if got := s.Timeout(); got != tt.want {
 			t.Errorf("asked for %v: Timeout() = %v; want %v", tt.ask, got, tt.want)
 		}
+	}
+}
+
+// The server refuses the characters checkPath refuses, and accepts the
+// last one below them: checkPath is no stricter than ZooKeeper.
+func TestIntegrationServerRefusesWhatCheckPathRefuses(t *testing.T) {
+	adm := admin(t, []string{sharedZK(t).Addr()})
+	base := fmt.Sprintf("/checkpath-%d", time.Now().UnixNano())
+	if _, err := adm.Create(base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adm.Delete(base, -1) })
+	for _, name := range []string{"🔒", "\U00010000"} {
+		if _, err := adm.Create(base+"/"+name, nil, 0, zk.WorldACL(zk.PermAll)); err == nil {
+			adm.Delete(base+"/"+name, -1)
+			t.Errorf("ZooKeeper accepted %q, which checkPath refuses", name)
+		}
+	}
+	ok := base + "/\uf900"
+	if _, err := adm.Create(ok, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Errorf("ZooKeeper refused %q, which checkPath accepts: %v", ok, err)
+	} else {
+		adm.Delete(ok, -1)
 	}
 }

@@ -51,9 +51,11 @@ func checkPath(p string) error {
 }
 
 // illegal reports whether ZooKeeper refuses r in a path: control
-// characters and the ranges its documentation reserves.
+// characters and the ranges its documentation reserves. ZooKeeper checks
+// Java's UTF-16 characters, in which a character above U+FFFF (an emoji)
+// is two surrogates, U+D800 to U+DFFF: refused too.
 func illegal(r rune) bool {
-	return r <= 0x1f || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0 && r <= 0xffff
+	return r <= 0x1f || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0
 }
 
 // Node names. Every node dlock creates is named

@@ -73,9 +73,16 @@ func TestFenceOf(t *testing.T) {
 }
 
 func TestCheckPath(t *testing.T) {
-	for _, ok := range []string{"/a", "/locks/nightly-report", "/a/b.c/d..e", "/日本/ロック"} {
+	for _, ok := range []string{"/a", "/locks/nightly-report", "/a/b.c/d..e", "/日本/ロック", "/locks/\uf900"} {
 		if err := checkPath(ok); err != nil {
 			t.Errorf("checkPath(%q) = %v", ok, err)
+		}
+	}
+	// Characters above U+FFFF are surrogate pairs in ZooKeeper's Java, which
+	// it refuses (TestIntegrationServerRefusesWhatCheckPathRefuses).
+	for _, bad := range []string{"/locks/🔒", "/locks/\U00010000", "/locks/\ufff0", "/locks/\x7f"} {
+		if err := checkPath(bad); err == nil || !strings.Contains(err.Error(), "does not allow") {
+			t.Errorf("checkPath(%q) = %v; want a refusal naming the character", bad, err)
 		}
 	}
 }

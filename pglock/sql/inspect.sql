@@ -4,7 +4,9 @@
 -- backend that holds its advisory lock $2 in session mode, or 0. No row:
 -- the name was never locked. Reads only.
 SELECT l.token, l.fence,
-       greatest(ceil(extract(epoch FROM l.expires_at - now()) * 1000), 0)::bigint,
+       CASE WHEN l.expires_at > now()
+            THEN ceil(extract(epoch FROM l.expires_at - now()) * 1000)::bigint
+            ELSE 0 END, -- a freed row's expiry is -infinity
        coalesce((SELECT k.pid FROM pg_locks k
                  WHERE k.locktype = 'advisory' AND k.objsubid = 1 AND k.granted
                    AND ((k.classid::bigint << 32) | k.objid::bigint) = $2::bigint
