@@ -53,3 +53,33 @@ func TestIntegrationRedisTLS(t *testing.T) {
 		t.Errorf("skip_verify=true: exit %d, stderr %q; want a warning", r.code, r.stderr)
 	}
 }
+
+// The command reaches ZooKeeper's secure client port when given the TLS
+// flags: the right CA and client certificate run COMMAND under the lock
+// and inspect it; a wrong CA or no client certificate fails closed, exit
+// 69, with a message about the certificate.
+func TestIntegrationZooKeeperTLS(t *testing.T) {
+	certs := testenv.NewCerts(t)
+	zk := testenv.StartZooKeeperTLS(t, certs, true)
+	client := []string{"--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey}
+	right := append([]string{"--zk", zk.TLSAddr(), "--tls-ca", certs.CA}, client...)
+	if r := dlock(t, nil, append(append([]string{"run"}, right...), "zk-tls", "--", "true")...); r.code != 0 {
+		t.Fatalf("run with the right CA and client certificate: exit %d, %s", r.code, r.stderr)
+	}
+	if r := dlock(t, nil, append(append([]string{"inspect"}, right...), "zk-tls")...); r.code != 0 || !strings.Contains(r.stdout, "free") {
+		t.Errorf("inspect over TLS: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
+	other := testenv.NewCerts(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"wrong CA", append([]string{"--zk", zk.TLSAddr(), "--tls-ca", other.CA}, client...)},
+		{"no client certificate", []string{"--zk", zk.TLSAddr(), "--tls-ca", certs.CA}},
+	} {
+		r := dlock(t, nil, append(append([]string{"inspect"}, tc.args...), "zk-tls")...)
+		if r.code != 69 || !strings.Contains(r.stderr, "certificate") {
+			t.Errorf("%s: exit %d, %q; want 69 and a message about the certificate", tc.name, r.code, r.stderr)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package backend
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -79,6 +80,7 @@ func (l *urlList) Set(s string) error {
 type Spec struct {
 	Redis    []*redis.Options // one: a single instance; three or more: Redlock
 	ZK       []string         // ZooKeeper servers
+	ZKTLS    *tls.Config      // ZooKeeper over TLS (its secureClientPort); nil for plain TCP
 	Postgres *pgxpool.Config  // PostgreSQL
 	Session  bool             // PostgreSQL session mode
 	// Warnings are what the command must tell the user before it goes on
@@ -139,25 +141,29 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	spec := Spec{RestartWindow: f.RestartWindow}
 	f.TLS.resolve(getenv)
 	if pg != "" {
-		if f.TLS.given() {
-			return Spec{}, cmdutil.Usagef("the TLS flags apply to Redis; for PostgreSQL, use sslmode, sslrootcert, sslcert and sslkey in the URL")
-		}
 		cfg, err := parsePostgres(pg)
 		if err != nil {
 			return Spec{}, err
+		}
+		if f.TLS.given() {
+			if err := f.TLS.applyPostgres(cfg); err != nil {
+				return Spec{}, err
+			}
 		}
 		spec.Postgres, spec.Session = cfg, f.Session
 		return spec, nil
 	}
 	if zkList != "" {
-		if f.TLS.given() {
-			return Spec{}, cmdutil.Usagef("the TLS flags apply to Redis; ZooKeeper over TLS is not supported by the command yet")
-		}
 		servers, err := parseZK(zkList)
 		if err != nil {
 			return Spec{}, err
 		}
 		spec.ZK = servers
+		if f.TLS.given() { // any TLS flag: the servers are secure client ports
+			if spec.ZKTLS, err = f.TLS.config(nil); err != nil {
+				return Spec{}, err
+			}
+		}
 		return spec, nil
 	}
 	seen := map[string]bool{}

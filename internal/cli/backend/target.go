@@ -68,7 +68,11 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		if err := dialAny(ctx, spec.ZK); err != nil {
 			return nil, err
 		}
-		s, err := connectZK(ctx, spec.ZK, zklock.WithObserver(obs))
+		opts := []zklock.ClientOption{zklock.WithObserver(obs)}
+		if spec.ZKTLS != nil {
+			opts = append(opts, zklock.WithTLS(spec.ZKTLS))
+		}
+		s, err := connectZK(ctx, spec.ZK, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -161,6 +165,13 @@ func connectZK(ctx context.Context, servers []string, opts ...zklock.ClientOptio
 	case r := <-done:
 		return r.s, r.err
 	case <-ctx.Done():
+		// zklock.New, which ends with the same ctx, usually returns at
+		// once with the reason (a TLS error, a refused connection).
+		select {
+		case r := <-done:
+			return r.s, r.err
+		case <-time.After(200 * time.Millisecond):
+		}
 		go func() {
 			if r := <-done; r.s != nil {
 				r.s.Close()

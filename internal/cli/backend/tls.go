@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,7 +26,7 @@ type TLSFlags struct {
 }
 
 func (f *TLSFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.CA, "tls-ca", "", "PEM file of the CA that signed the server's certificate, instead of the system's (env "+EnvTLSCA+"); needs rediss://")
+	fs.StringVar(&f.CA, "tls-ca", "", "PEM file of the CA that signed the server's certificate, instead of the system's (env "+EnvTLSCA+"); Redis needs rediss://, and any TLS flag turns TLS on for ZooKeeper (its secure client port) and PostgreSQL (verify-full)")
 	fs.StringVar(&f.Cert, "tls-cert", "", "PEM file of a client certificate, for servers that require one (env "+EnvTLSCert+"); with --tls-key")
 	fs.StringVar(&f.Key, "tls-key", "", "PEM file of the client certificate's private key (env "+EnvTLSKey+")")
 	fs.StringVar(&f.ServerName, "tls-server-name", "", "the name the server's certificate must carry, when it is not the URL's host (env "+EnvTLSServerName+")")
@@ -82,6 +83,23 @@ func (f *TLSFlags) config(base *tls.Config) (*tls.Config, error) {
 		c.ServerName = f.ServerName
 	}
 	return c, nil
+}
+
+// applyPostgres makes every connection of cfg use TLS as the flags say,
+// verifying the server's certificate and host name (libpq's
+// sslmode=verify-full), with no fallback to plain TCP, whatever the URL's
+// sslmode said.
+func (f *TLSFlags) applyPostgres(cfg *pgxpool.Config) error {
+	c, err := f.config(nil)
+	if err != nil {
+		return err
+	}
+	if c.ServerName == "" {
+		c.ServerName = cfg.ConnConfig.Host
+	}
+	cfg.ConnConfig.TLSConfig = c
+	cfg.ConnConfig.Fallbacks = nil
+	return nil
 }
 
 // applyTLS sets up TLS for one Redis URL's options: the flags apply to
