@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -44,6 +45,7 @@ func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error 
 		return pgRefused(err)
 	}
 	t.pool = pool
+	t.pgTLS = negotiated(ctx, pool)
 	c := pglock.New(pool, pglock.WithObserver(obs))
 	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
 	if err := c.Migrate(ctx); err != nil {
@@ -77,4 +79,26 @@ func checkPGName(name string) error {
 		return cmdutil.Usagef("lock name %s is not valid UTF-8", cmdutil.Quote(name))
 	}
 	return nil
+}
+
+// negotiated says what TLS a connection of pool has: "TLS 1.3, certificate
+// verified", "TLS 1.3, certificate NOT verified" (sslmode=require or
+// prefer), or "no TLS".
+func negotiated(ctx context.Context, pool *pgxpool.Pool) string {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return "TLS unknown"
+	}
+	defer c.Release()
+	tc, ok := c.Conn().PgConn().Conn().(*tls.Conn)
+	if !ok {
+		return "no TLS"
+	}
+	verified := "certificate verified"
+	// pgx verifies sslmode=verify-ca and verify-full itself, with
+	// InsecureSkipVerify set and a function of its own.
+	if cfg := c.Conn().Config().TLSConfig; cfg == nil || cfg.InsecureSkipVerify && cfg.VerifyPeerCertificate == nil && cfg.VerifyConnection == nil {
+		verified = "certificate NOT verified"
+	}
+	return tls.VersionName(tc.ConnectionState().Version) + ", " + verified
 }

@@ -36,6 +36,7 @@ type Target struct {
 	pg      *pglock.Client      // PostgreSQL
 	pool    *pgxpool.Pool       // PostgreSQL, for the records of --once-per
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
+	pgTLS   string              // PostgreSQL: what TLS the connection negotiated
 	closers []func()
 }
 
@@ -248,7 +249,7 @@ func (t *Target) Describe() string {
 		return "zookeeper " + strings.Join(t.spec.ZK, ",")
 	}
 	if t.spec.Postgres != nil {
-		return "postgres " + describePostgres(t.spec.Postgres)
+		return "postgres " + describePostgres(t.spec.Postgres) + " (" + t.pgTLS + ")"
 	}
 	addrs := make([]string, len(t.spec.Redis))
 	for i, o := range t.spec.Redis {
