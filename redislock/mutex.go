@@ -57,10 +57,13 @@ type flavor struct {
 	// reentrant: the owner comes from the context (dlock.WithOwner, or a
 	// lease's Context), and an owner may hold the lock more than once.
 	reentrant bool
+	// lined: waiting clients stand in a line (see acquire.lua), and a
+	// release wakes the first of them alone.
+	lined bool
 }
 
 var (
-	plain     = &flavor{kind: "Mutex", acquire: acquireScript, release: releaseScript, refresh: refreshScript}
+	plain     = &flavor{kind: "Mutex", acquire: acquireScript, release: releaseScript, refresh: refreshScript, lined: true}
 	reentrant = &flavor{kind: "ReentrantMutex", acquire: redisscript.ReentrantAcquire, release: redisscript.ReentrantRelease,
 		refresh: redisscript.ReentrantRefresh, reentrant: true}
 )
@@ -97,7 +100,7 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	l, _, err := m.attempt(ctx, false)
+	l, _, err := m.attempt(ctx, false, nil)
 	switch {
 	case l != nil && err == nil:
 		return l, nil
@@ -110,7 +113,11 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // Lock takes the lock, waiting until it is free, ctx is done or the retry
 // strategy gives up. A waiter is woken at once when the holder releases;
 // otherwise it retries when the holder's TTL runs out or the retry strategy
-// says so, whichever is first. If ctx is done first, the error matches both
+// says so, whichever is first. Waiting clients stand in a line kept next to
+// the lock, and a release wakes the one that has waited longest, and one of
+// its waiters, alone; while a client stands in line, its waiters retry on
+// their own no sooner than 50ms apart (or the holder's TTL), since the
+// release will tell them. If ctx is done first, the error matches both
 // dlock.ErrNotObtained and ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
@@ -124,12 +131,17 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	yield := time.Unix(0, m.yieldUntil.Load())
 	polite := time.Now().Before(yield)
 	if !polite {
-		if l, _, err := m.attempt(ctx, false); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if l, _, err := m.attempt(ctx, false, nil); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 			return asLease(l, err)
 		}
 	}
 	a.Waiting()
-	w := m.c.subs.wait(ctx, m.keys.channel, true)
+	var w *waiter
+	if m.f.lined {
+		w = m.c.subs.waitQueued(ctx, m.keys.wake+m.c.id, m.leaveLine)
+	} else {
+		w = m.c.subs.wait(ctx, m.keys.channel, true)
+	}
 	won := false
 	defer func() { w.close(won) }()
 	if polite {
@@ -149,13 +161,17 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		}
 		// Retry at once on the first round: a release may have come
 		// between the first attempt and the subscription.
-		l, ttl, err := m.attempt(ctx, true)
+		wait, ok := m.cfg.retry.Backoff(n)
+		ln := &line{w: w, life: max(wait, linePoll) + lineMargin}
+		l, ttl, err := m.attempt(ctx, true, ln)
 		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 			won = l != nil
 			return asLease(l, err)
 		}
 		why = err
-		wait, ok := m.cfg.retry.Backoff(n)
+		if ln.in { // a release will say when it is this client's turn
+			wait = max(wait, linePoll)
+		}
 		if !ok {
 			if why != nil {
 				return nil, why
@@ -202,7 +218,7 @@ func (m *Mutex) check(ctx context.Context) error {
 // takes the lock marked as awaited, so that its release wakes the next
 // waiter: a release wakes one waiter per client, and the others, which
 // did not try again, have not marked it.
-func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration, error) {
+func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, time.Duration, error) {
 	token := dlock.NewToken()
 	hold := token // a reentrant lock tells its holds apart by their own ids
 	if m.f.reentrant {
@@ -219,8 +235,14 @@ func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration
 	if waited {
 		mark = "*"
 	}
-	m.c.conn.Eval(ctx, []Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
-		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
+	call := Call{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
+		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}
+	if m.f.lined && ln != nil {
+		since, onWin := ln.w.line()
+		call.Keys = append(call.Keys, m.keys.waiting)
+		call.Args = append(call.Args, m.c.id, strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(ln.life), 10), onWin)
+	}
+	m.c.conn.Eval(ctx, []Call{call}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
 		// The script may have run without its reply reaching us: give
@@ -238,6 +260,10 @@ func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration
 		return nil, 0, fmt.Errorf("redislock: acquire on %q: unexpected reply %T %v", m.keys.lock, v, v)
 	}
 	if n <= 0 { // -n is the holder's remaining TTL in ms, rounded down
+		if m.f.lined && ln != nil && n < 0 {
+			ln.w.lined(true) // the script put the client in the line
+			ln.in = true
+		}
 		return nil, time.Duration(-n+1) * time.Millisecond, nil
 	}
 	if m.cfg.replicas > 0 && res[0].Replicas < int64(m.cfg.replicas) {
@@ -275,7 +301,41 @@ func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration
 
 // releaseCall is the call that gives up the hold hold of owner token.
 func (m *Mutex) releaseCall(token, hold string) Call {
+	if m.f.lined {
+		return Call{Script: m.f.release, Keys: []string{m.keys.lock, m.keys.waiting}, Args: []string{token, m.keys.channel, hold, m.keys.wake}}
+	}
 	return Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
+}
+
+// A line is what a waiting attempt needs to stand in the lock's line of
+// waiting clients: its waiter, and how long the line is kept for it (until
+// a while after its next attempt).
+type line struct {
+	w    *waiter
+	life time.Duration
+	in   bool // the attempt failed and put the client in the line
+}
+
+// linePoll is the shortest time a waiter standing in the line waits
+// before it tries again on its own: a release tells the first client in
+// the line when the lock is free, so the retry strategy's poll is only a
+// safety net for a notice that was lost. It is still cut short by the
+// holder's TTL.
+
+// lineMargin is how long a client's place in the line outlasts the time to
+// its next attempt.
+const lineMargin = time.Second
+
+const linePoll = 50 * time.Millisecond
+
+// leaveLine takes this client out of the lock's line of waiting clients,
+// once: the last of its waiters gave up. If this fails, the next release
+// may wake this client in vain, and the other waiters find the lock free
+// at their next poll.
+func (m *Mutex) leaveLine() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	m.c.eval(ctx, redisscript.LeaveLine, []string{m.keys.waiting}, m.c.id)
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

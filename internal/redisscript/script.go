@@ -86,6 +86,7 @@ var (
 	Release       = load("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
+	LeaveLine     = load("leave_line.lua")
 
 	ReentrantAcquire = loadHolding("reentrant_acquire.lua")
 	ReentrantRelease = load("reentrant_release.lua")
