@@ -80,7 +80,10 @@
 // channel alone (passing over, up to three times, a client that no longer
 // listens), and that client wakes one of its waiters: one attempt per
 // hand-over, not one per waiting client. A woken client that loses the race
-// to a newcomer goes back to its old place. A waiter also retries when the
+// to a newcomer goes back to its old place; one that has no waiter left
+// passes its turn to the next client. A client whose release woke another
+// joins the line at the back at once when it asks again, without trying
+// first, so that it does not race the client it woke. A waiter also retries when the
 // holder's TTL runs out, and after a backoff from its RetryStrategy (at
 // least 50ms apart while its Client stands in line), in case a notice is
 // lost. A Mutex is not strictly fair: a newcomer can take a free lock

@@ -138,22 +138,30 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	a.Waiting()
 	var w *waiter
 	if m.f.lined {
-		w = m.c.subs.waitQueued(ctx, m.keys.wake+m.c.id, m.leaveLine)
+		w = m.c.subs.waitQueued(ctx, m.keys.wake+m.c.id, m.leaveLine, m.passTurn)
 	} else {
 		w = m.c.subs.wait(ctx, m.keys.channel, true)
 	}
 	won := false
 	defer func() { w.close(won) }()
-	if polite {
-		select {
-		case <-ctx.Done():
-			return nil, dlock.NotObtained(ctx.Err())
-		case <-w.c:
-		case <-time.After(time.Until(yield)):
-		}
-	}
 	var idle pause.Timer
 	defer idle.Stop()
+	if polite {
+		if wait, ok := m.join(ctx, w); ok {
+			// In line behind the client this one's release woke, and
+			// those before it: wait for the turn.
+			if !idle.Wait(ctx, w.c, wait) {
+				return nil, dlock.NotObtained(ctx.Err())
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+				return nil, dlock.NotObtained(ctx.Err())
+			case <-w.c:
+			case <-time.After(time.Until(yield)):
+			}
+		}
+	}
 	var why error // the last attempt's reason for not obtaining
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
@@ -327,6 +335,39 @@ type line struct {
 const lineMargin = time.Second
 
 const linePoll = 50 * time.Millisecond
+
+// join puts this client in the lock's line of waiting clients without
+// trying to take the lock, for a Lock that follows a release of this
+// client that woke another: it returns how long to wait for this client's
+// turn before trying on its own (linePoll, or less if the holder's key
+// expires first), and false if the line is not in use or could not be
+// reached.
+func (m *Mutex) join(ctx context.Context, w *waiter) (time.Duration, bool) {
+	if !m.f.lined {
+		return 0, false
+	}
+	since, _ := w.line()
+	wait := linePoll
+	v, err := m.c.eval(ctx, redisscript.JoinLine, []string{m.keys.lock, m.keys.waiting}, m.c.id,
+		strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(wait+lineMargin), 10))
+	pttl, ok := v.(int64)
+	if err != nil || !ok {
+		return 0, false
+	}
+	w.lined(true)
+	if pttl > 0 {
+		wait = min(wait, time.Duration(pttl+1)*time.Millisecond)
+	}
+	return wait, true
+}
+
+// passTurn wakes the next client in the lock's line, for a notice that
+// found none of this client's waiters left to take the lock.
+func (m *Mutex) passTurn() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	m.c.eval(ctx, redisscript.PassTurn, []string{m.keys.lock, m.keys.waiting}, m.keys.wake)
+}
 
 // leaveLine takes this client out of the lock's line of waiting clients,
 // once: the last of its waiters gave up. If this fails, the next release

@@ -45,6 +45,7 @@ type channel struct {
 	since  int64  // the client's score in the line: when its waiting began (Unix µs); 0 while no exclusive waiter
 	queued bool   // the client is in the line, as far as it knows
 	leaveQ func() // takes the client out of the line, for its last waiter leaving without the lock
+	passQ  func() // wakes the next client in line, for a notice that found no waiter here
 }
 
 // A waiter receives a value on c for a release notice of its channel:
@@ -66,7 +67,7 @@ func newSubscriber(conn Conn) *subscriber {
 // woken only by its caller's fallback poll. An exclusive waiter is woken
 // only in its turn (see deliver).
 func (s *subscriber) wait(ctx context.Context, name string, exclusive bool) *waiter {
-	return s.waitIn(ctx, name, exclusive, nil)
+	return s.waitIn(ctx, name, exclusive, nil, nil)
 }
 
 // waitQueued is wait for an exclusive waiter on a queue channel: this
@@ -74,11 +75,11 @@ func (s *subscriber) wait(ctx context.Context, name string, exclusive bool) *wai
 // it is first in the lock's line of waiting clients. leave takes the
 // client out of the line; it runs when the channel's last waiter leaves
 // without the lock while the client is in the line.
-func (s *subscriber) waitQueued(ctx context.Context, name string, leave func()) *waiter {
-	return s.waitIn(ctx, name, true, leave)
+func (s *subscriber) waitQueued(ctx context.Context, name string, leave, pass func()) *waiter {
+	return s.waitIn(ctx, name, true, leave, pass)
 }
 
-func (s *subscriber) waitIn(ctx context.Context, name string, exclusive bool, leaveQ func()) *waiter {
+func (s *subscriber) waitIn(ctx context.Context, name string, exclusive bool, leaveQ, passQ func()) *waiter {
 	w := &waiter{c: make(chan struct{}, 1), s: s, exclusive: exclusive}
 	for {
 		s.mu.Lock()
@@ -105,7 +106,7 @@ func (s *subscriber) waitIn(ctx context.Context, name string, exclusive bool, le
 			}
 		}
 		if leaveQ != nil {
-			ch.queue, ch.leaveQ = true, leaveQ
+			ch.queue, ch.leaveQ, ch.passQ = true, leaveQ, passQ
 			if ch.since == 0 {
 				ch.since = time.Now().UnixMicro()
 			}
@@ -208,6 +209,11 @@ func (s *subscriber) deliver(name string) {
 			}
 		}
 		ch.wakeExclusive()
+		if ch.queue && !ch.exclusiveWaiters() && !s.closed {
+			// This client's turn came when none of its waiters is left
+			// to take it: pass it on.
+			s.tasks.Go(ch.passQ)
+		}
 	}
 }
 

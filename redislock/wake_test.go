@@ -2,6 +2,7 @@ package redislock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -165,5 +166,62 @@ func TestIntegrationReleasePassesOverVanishedClient(t *testing.T) {
 	}
 	if n, _ := d.admin(t).Exists(ctx, line).Result(); n != 0 {
 		t.Errorf("the line is still there after its clients left")
+	}
+}
+
+// A client woken when none of its waiters is left to take the lock (its
+// waiter gave up as the notice came) passes the turn on to the next client
+// in line at once, although that one's fallback poll is a minute away.
+func TestIntegrationWokenClientWithoutWaiterPassesTurn(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	const name = "wake-pass"
+	first, err := newClient(t, d, goRedis).NewMutex(name, redislock.WithTTL(time.Minute)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gone waits a moment and gives up; it keeps listening on its channel
+	// for a while (subscriptions linger), with no waiter.
+	gone := newClient(t, d, goRedis)
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = gone.NewMutex(name, redislock.WithTTL(time.Minute)).Lock(wctx)
+	cancel()
+	if !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("the waiter that gives up got %v", err)
+	}
+	slowPoll := redislock.WithRetry(dlock.LinearBackoff(time.Minute, time.Minute))
+	got := make(chan error, 1)
+	go func() {
+		l, err := newClient(t, d, goRedis).NewMutex(name, redislock.WithTTL(time.Minute), slowPoll).Lock(ctx)
+		if err == nil {
+			l.Release(context.Background())
+		}
+		got <- err
+	}()
+	line := "dlock:{" + name + "}:waiting"
+	for n := int64(0); n != 1; time.Sleep(10 * time.Millisecond) { // until the waiter stands in line
+		if n, err = d.admin(t).ZCard(ctx, line).Result(); err != nil || n > 1 {
+			t.Fatalf("the line holds %d clients (%v); want the waiter", n, err)
+		}
+	}
+	// gone stands first in line, as if its notice had crossed its waiter
+	// giving up.
+	if err := d.admin(t).ZAdd(ctx, line, redis.Z{Score: 0, Member: redislock.ClientID(gone)}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the turn was not passed on")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the waiter took %v to get the lock; want a notice, not a poll", took)
 	}
 }
