@@ -23,6 +23,7 @@ import (
 // concurrent use.
 type Client struct {
 	conn  Conn
+	id    string // this client's name in lines of waiting clients (see Mutex.lock)
 	err   error
 	subs  *subscriber
 	renew *renewal.Scheduler
@@ -54,7 +55,7 @@ func (c *Client) yieldFor(name string) *atomic.Int64 {
 // that needs it.
 func New(conn Conn, opts ...ClientOption) *Client {
 	cfg := newClientConfig(opts)
-	c := &Client{conn: conn, obs: lease.Observer(cfg.obs, cfg.log)}
+	c := &Client{conn: conn, id: dlock.NewToken(), obs: lease.Observer(cfg.obs, cfg.log)}
 	if conn == nil {
 		c.err = errors.New("redislock: New was given a nil Conn; wrap your client with goredisconn.New or rueidisconn.New")
 		return c

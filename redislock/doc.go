@@ -6,8 +6,8 @@
 // The lock is a key, dlock:{name}, set with SET NX PX to a random 128-bit
 // owner token. Acquiring it is one Lua script that also increments the
 // fence counter of the name's Cluster slot (below). Releasing is a
-// compare-and-delete that also publishes on dlock:{name}:released, which
-// wakes waiters at once; refreshing is a compare-and-pexpire. Scripts run
+// compare-and-delete that also wakes the client that has waited longest
+// (see Waiting); refreshing is a compare-and-pexpire. Scripts run
 // by EVALSHA, falling back to EVAL when the server's script cache is empty.
 // Uncontended, an acquire runs two commands on the server (SET, INCR) and a
 // release two (GET, DEL): an acquire that finds the lock held marks its
@@ -24,6 +24,9 @@
 //     waiter's wait after the last waiter left;
 //   - an RWMutex's queue of waiting writers: at most min(TTL, 2s) after the
 //     last one left;
+//   - a Mutex's line of waiting clients, dlock:{name}:waiting: one second
+//     plus the longest wait of the retry strategy (at least 50ms) after a
+//     client last joined it, and at once when the last one leaves;
 //   - a Semaphore's limit set by SetPermits or AddPermits: one TTL after
 //     the last permit (NewSemaphore's n applies again after that);
 //   - a Latch's count: 24 hours after it was last set or counted down;
@@ -68,11 +71,25 @@
 //
 // # Waiting
 //
-// Lock first tries once. If the lock is held, the waiter subscribes to the
-// lock's channel (one pub/sub connection per Client, shared by all its
-// waiters) and retries at once when a release is published. It also retries
-// when the holder's TTL runs out, and after a backoff from its
-// RetryStrategy, in case a notice is lost. A Mutex is not fair; waiters race.
+// Lock first tries once. If the lock is held, the waiter subscribes to its
+// Client's own channel for the lock, dlock:{name}:wake:<client id> (one
+// pub/sub connection per Client, shared by all its waiters), and tries
+// again; that attempt, if it fails, puts the Client in the lock's line of
+// waiting clients, a sorted set ordered by when each began to wait. A
+// release takes the first client out of the line and publishes on its
+// channel alone (passing over, up to three times, a client that no longer
+// listens), and that client wakes one of its waiters: one attempt per
+// hand-over, not one per waiting client. A woken client that loses the race
+// to a newcomer goes back to its old place; one that has no waiter left
+// passes its turn to the next client. A client whose release woke another
+// joins the line at the back at once when it asks again, without trying
+// first, so that it does not race the client it woke. A waiter also retries when the
+// holder's TTL runs out, and after a backoff from its RetryStrategy (at
+// least 50ms apart while its Client stands in line), in case a notice is
+// lost. A Mutex is not strictly fair: a newcomer can take a free lock
+// before the woken client; see FairMutex. ReentrantMutex waiters share the
+// lock's channel dlock:{name}:released instead, and every waiting client
+// wakes.
 //
 // # Observing
 //

@@ -16,3 +16,6 @@ func SetRequestMemory(d time.Duration) (restore func()) {
 	requestMemory = d
 	return func() { requestMemory = old }
 }
+
+// ClientID is c's name in lines of waiting clients, for tests.
+func ClientID(c *Client) string { return c.id }

@@ -58,10 +58,13 @@ type flavor struct {
 	// reentrant: the owner comes from the context (dlock.WithOwner, or a
 	// lease's Context), and an owner may hold the lock more than once.
 	reentrant bool
+	// lined: waiting clients stand in a line (see acquire.lua), and a
+	// release wakes the first of them alone.
+	lined bool
 }
 
 var (
-	plain     = &flavor{kind: "Mutex", acquire: acquireScript, release: releaseScript, refresh: refreshScript}
+	plain     = &flavor{kind: "Mutex", acquire: acquireScript, release: releaseScript, refresh: refreshScript, lined: true}
 	reentrant = &flavor{kind: "ReentrantMutex", acquire: redisscript.ReentrantAcquire, release: redisscript.ReentrantRelease,
 		refresh: redisscript.ReentrantRefresh, reentrant: true}
 )
@@ -98,7 +101,7 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	l, _, err := m.attempt(ctx, false)
+	l, _, err := m.attempt(ctx, false, nil)
 	switch {
 	case l != nil && err == nil:
 		return l, nil
@@ -111,7 +114,11 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // Lock takes the lock, waiting until it is free, ctx is done or the retry
 // strategy gives up. A waiter is woken at once when the holder releases;
 // otherwise it retries when the holder's TTL runs out or the retry strategy
-// says so, whichever is first. If ctx is done first, the error matches both
+// says so, whichever is first. Waiting clients stand in a line kept next to
+// the lock, and a release wakes the one that has waited longest, and one of
+// its waiters, alone; while a client stands in line, its waiters retry on
+// their own no sooner than 50ms apart (or the holder's TTL), since the
+// release will tell them. If ctx is done first, the error matches both
 // dlock.ErrNotObtained and ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
@@ -125,24 +132,37 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	yield := time.Unix(0, m.yieldUntil.Load())
 	polite := time.Now().Before(yield)
 	if !polite {
-		if l, _, err := m.attempt(ctx, false); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if l, _, err := m.attempt(ctx, false, nil); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 			return asLease(l, err)
 		}
 	}
 	a.Waiting()
-	w := m.c.subs.wait(ctx, m.keys.channel, true)
+	var w *waiter
+	if m.f.lined {
+		w = m.c.subs.waitQueued(ctx, m.keys.wake+m.c.id, m.leaveLine, m.passTurn)
+	} else {
+		w = m.c.subs.wait(ctx, m.keys.channel, true)
+	}
 	won := false
 	defer func() { w.close(won) }()
-	if polite {
-		select {
-		case <-ctx.Done():
-			return nil, dlock.NotObtained(ctx.Err())
-		case <-w.c:
-		case <-time.After(time.Until(yield)):
-		}
-	}
 	var idle pause.Timer
 	defer idle.Stop()
+	if polite {
+		if wait, ok := m.join(ctx, w); ok {
+			// In line behind the client this one's release woke, and
+			// those before it: wait for the turn.
+			if !idle.Wait(ctx, w.c, wait) {
+				return nil, dlock.NotObtained(ctx.Err())
+			}
+		} else {
+			select {
+			case <-ctx.Done():
+				return nil, dlock.NotObtained(ctx.Err())
+			case <-w.c:
+			case <-time.After(time.Until(yield)):
+			}
+		}
+	}
 	var why error // the last attempt's reason for not obtaining
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
@@ -150,13 +170,17 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		}
 		// Retry at once on the first round: a release may have come
 		// between the first attempt and the subscription.
-		l, ttl, err := m.attempt(ctx, true)
+		wait, ok := m.cfg.retry.Backoff(n)
+		ln := &line{w: w, life: max(wait, linePoll) + lineMargin}
+		l, ttl, err := m.attempt(ctx, true, ln)
 		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 			won = l != nil
 			return asLease(l, err)
 		}
 		why = err
-		wait, ok := m.cfg.retry.Backoff(n)
+		if ln.in { // a release will say when it is this client's turn
+			wait = max(wait, linePoll)
+		}
 		if !ok {
 			if why != nil {
 				return nil, why
@@ -203,7 +227,7 @@ func (m *Mutex) check(ctx context.Context) error {
 // takes the lock marked as awaited, so that its release wakes the next
 // waiter: a release wakes one waiter per client, and the others, which
 // did not try again, have not marked it.
-func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration, error) {
+func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, time.Duration, error) {
 	token := dlock.NewToken()
 	hold := token // a reentrant lock tells its holds apart by their own ids
 	if m.f.reentrant {
@@ -220,8 +244,14 @@ func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration
 	if waited {
 		mark = "*"
 	}
-	m.c.conn.Eval(ctx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
-		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
+	call := transport.Call{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
+		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}
+	if m.f.lined && ln != nil {
+		since, onWin := ln.w.line()
+		call.Keys = append(call.Keys, m.keys.waiting)
+		call.Args = append(call.Args, m.c.id, strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(ln.life), 10), onWin)
+	}
+	m.c.conn.Eval(ctx, []transport.Call{call}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
 		// The script may have run without its reply reaching us: give
@@ -239,6 +269,10 @@ func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration
 		return nil, 0, fmt.Errorf("redislock: acquire on %q: unexpected reply %T %v", m.keys.lock, v, v)
 	}
 	if n <= 0 { // -n is the holder's remaining TTL in ms, rounded down
+		if m.f.lined && ln != nil && n < 0 {
+			ln.w.lined(true) // the script put the client in the line
+			ln.in = true
+		}
 		return nil, time.Duration(-n+1) * time.Millisecond, nil
 	}
 	if m.cfg.replicas > 0 && res[0].Replicas < int64(m.cfg.replicas) {
@@ -276,7 +310,74 @@ func (m *Mutex) attempt(ctx context.Context, waited bool) (*grant, time.Duration
 
 // releaseCall is the call that gives up the hold hold of owner token.
 func (m *Mutex) releaseCall(token, hold string) transport.Call {
+	if m.f.lined {
+		return transport.Call{Script: m.f.release, Keys: []string{m.keys.lock, m.keys.waiting}, Args: []string{token, m.keys.channel, hold, m.keys.wake}}
+	}
 	return transport.Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
+}
+
+// A line is what a waiting attempt needs to stand in the lock's line of
+// waiting clients: its waiter, and how long the line is kept for it (until
+// a while after its next attempt).
+type line struct {
+	w    *waiter
+	life time.Duration
+	in   bool // the attempt failed and put the client in the line
+}
+
+// linePoll is the shortest time a waiter standing in the line waits
+// before it tries again on its own: a release tells the first client in
+// the line when the lock is free, so the retry strategy's poll is only a
+// safety net for a notice that was lost. It is still cut short by the
+// holder's TTL.
+
+// lineMargin is how long a client's place in the line outlasts the time to
+// its next attempt.
+const lineMargin = time.Second
+
+const linePoll = 50 * time.Millisecond
+
+// join puts this client in the lock's line of waiting clients without
+// trying to take the lock, for a Lock that follows a release of this
+// client that woke another: it returns how long to wait for this client's
+// turn before trying on its own (linePoll, or less if the holder's key
+// expires first), and false if the line is not in use or could not be
+// reached.
+func (m *Mutex) join(ctx context.Context, w *waiter) (time.Duration, bool) {
+	if !m.f.lined {
+		return 0, false
+	}
+	since, _ := w.line()
+	wait := linePoll
+	v, err := m.c.eval(ctx, redisscript.JoinLine, []string{m.keys.lock, m.keys.waiting}, m.c.id,
+		strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(wait+lineMargin), 10))
+	pttl, ok := v.(int64)
+	if err != nil || !ok {
+		return 0, false
+	}
+	w.lined(true)
+	if pttl > 0 {
+		wait = min(wait, time.Duration(pttl+1)*time.Millisecond)
+	}
+	return wait, true
+}
+
+// passTurn wakes the next client in the lock's line, for a notice that
+// found none of this client's waiters left to take the lock.
+func (m *Mutex) passTurn() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	m.c.eval(ctx, redisscript.PassTurn, []string{m.keys.lock, m.keys.waiting}, m.keys.wake)
+}
+
+// leaveLine takes this client out of the lock's line of waiting clients,
+// once: the last of its waiters gave up. If this fails, the next release
+// may wake this client in vain, and the other waiters find the lock free
+// at their next poll.
+func (m *Mutex) leaveLine() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	m.c.eval(ctx, redisscript.LeaveLine, []string{m.keys.waiting}, m.c.id)
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

@@ -39,6 +39,15 @@ type channel struct {
 	leaving bool          // an UNSUBSCRIBE is on its way
 	gone    chan struct{} // closed when the entry has left the map
 	idle    time.Time     // when the last waiter left
+
+	// A queue channel is this client's own for one lock (see
+	// Mutex.lock): releases notify it only when the client is first in
+	// the lock's line of waiting clients, and take it out of the line.
+	queue  bool
+	since  int64  // the client's score in the line: when its waiting began (Unix µs); 0 while no exclusive waiter
+	queued bool   // the client is in the line, as far as it knows
+	leaveQ func() // takes the client out of the line, for its last waiter leaving without the lock
+	passQ  func() // wakes the next client in line, for a notice that found no waiter here
 }
 
 // A waiter receives a value on c for a release notice of its channel:
@@ -60,6 +69,19 @@ func newSubscriber(conn Conn) *subscriber {
 // woken only by its caller's fallback poll. An exclusive waiter is woken
 // only in its turn (see deliver).
 func (s *subscriber) wait(ctx context.Context, name string, exclusive bool) *waiter {
+	return s.waitIn(ctx, name, exclusive, nil, nil)
+}
+
+// waitQueued is wait for an exclusive waiter on a queue channel: this
+// client's own channel for one lock, on which a release notifies it when
+// it is first in the lock's line of waiting clients. leave takes the
+// client out of the line; it runs when the channel's last waiter leaves
+// without the lock while the client is in the line.
+func (s *subscriber) waitQueued(ctx context.Context, name string, leave, pass func()) *waiter {
+	return s.waitIn(ctx, name, true, leave, pass)
+}
+
+func (s *subscriber) waitIn(ctx context.Context, name string, exclusive bool, leaveQ, passQ func()) *waiter {
 	w := &waiter{c: make(chan struct{}, 1), s: s, exclusive: exclusive}
 	for {
 		s.mu.Lock()
@@ -83,6 +105,12 @@ func (s *subscriber) wait(ctx context.Context, name string, exclusive bool) *wai
 			s.chans[name] = ch
 			if s.l == nil {
 				s.l = s.conn.Listen(s.deliver)
+			}
+		}
+		if leaveQ != nil {
+			ch.queue, ch.leaveQ, ch.passQ = true, leaveQ, passQ
+			if ch.since == 0 {
+				ch.since = time.Now().UnixMicro()
 			}
 		}
 		ch.waiters[w] = struct{}{}
@@ -152,7 +180,13 @@ func (w *waiter) close(won bool) {
 		// It was woken but leaves without trying: the turn passes on.
 		ch.wakeExclusive()
 	}
-	if len(ch.waiters) == 0 && won && ch.ok && !ch.leaving {
+	if ch.queue && !ch.exclusiveWaiters() {
+		if ch.queued && !won && !s.closed {
+			s.tasks.Go(ch.leaveQ)
+		}
+		ch.since, ch.queued = 0, false
+	}
+	if len(ch.waiters) == 0 && won && ch.ok && !ch.leaving && !ch.queue {
 		s.leave(ch.name, ch)
 		return
 	}
@@ -170,12 +204,18 @@ func (s *subscriber) deliver(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ch := s.chans[name]; ch != nil {
+		ch.queued = false // the release took this client out of the line
 		for w := range ch.waiters {
 			if !w.exclusive {
 				w.wake()
 			}
 		}
 		ch.wakeExclusive()
+		if ch.queue && !ch.exclusiveWaiters() && !s.closed {
+			// This client's turn came when none of its waiters is left
+			// to take it: pass it on.
+			s.tasks.Go(ch.passQ)
+		}
 	}
 }
 
@@ -191,6 +231,50 @@ func (ch *channel) wakeExclusive() {
 	if next != nil {
 		next.wake()
 	}
+}
+
+// exclusiveWaiters reports whether ch has an exclusive waiter. s.mu must
+// be held.
+func (ch *channel) exclusiveWaiters() bool {
+	for w := range ch.waiters {
+		if w.exclusive {
+			return true
+		}
+	}
+	return false
+}
+
+// line returns what an attempt of w, on a queue channel, tells the
+// acquire script: the client's score in the line, and what to do if the
+// attempt takes the lock: "stay" in the line (other waiters of this client
+// remain), "leave" it, or nothing.
+func (w *waiter) line() (since int64, onWin string) {
+	s, ch := w.s, w.ch
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch == nil || !ch.queue {
+		return time.Now().UnixMicro(), ""
+	}
+	for o := range ch.waiters {
+		if o != w && o.exclusive {
+			return ch.since, "stay"
+		}
+	}
+	if ch.queued {
+		return ch.since, "leave"
+	}
+	return ch.since, ""
+}
+
+// lined records that an attempt of w has put the client in the line (in,
+// the attempt failed) or, with others waiting, kept it there.
+func (w *waiter) lined(in bool) {
+	if w.ch == nil {
+		return
+	}
+	w.s.mu.Lock()
+	w.ch.queued = in
+	w.s.mu.Unlock()
 }
 
 func (w *waiter) wake() {

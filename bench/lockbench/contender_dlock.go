@@ -12,8 +12,9 @@ import (
 )
 
 // dlockLuaInternal are the commands dlock's acquire, release and refresh
-// scripts run inside Redis (incr: the acquire script's fence).
-var dlockLuaInternal = []string{"set", "time", "get", "type", "pttl", "del", "publish", "pexpire", "incr"}
+// scripts run inside Redis (incr: the acquire script's fence; zadd, zpopmin, zrem: the
+// line of waiting clients).
+var dlockLuaInternal = []string{"set", "time", "get", "type", "pttl", "del", "publish", "pexpire", "incr", "zadd", "zpopmin", "zrem"}
 
 func dlockGoRedis() Contender {
 	return Contender{
@@ -76,7 +77,7 @@ func openDlock(addr, transport string, wrap func(redislock.Conn) redislock.Conn,
 }
 
 func openDlockClient(addr, transport string) (Client, error) {
-	d, err := openDlock(addr, transport, nil)
+	d, err := openDlock(addr, transport, func(c redislock.Conn) redislock.Conn { return &pollConn{Conn: c} })
 	if err != nil {
 		return nil, err
 	}

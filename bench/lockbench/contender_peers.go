@@ -3,6 +3,7 @@ package lockbench
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	bsm "github.com/bsm/redislock"
@@ -121,3 +122,62 @@ func (r *rueidislockClient) Lock(ctx context.Context, key string) (Release, erro
 }
 
 func (r *rueidislockClient) Close() error { r.l.Close(); return nil }
+
+// rueidislockSharedContender is rueidislock with one Locker shared by
+// every client the benchmark opens against one address: the setup in
+// which rueidislock wakes one waiter per release (its waiters of a name
+// share the Locker's client-side cache invalidation).
+func rueidislockSharedContender() Contender {
+	c := rueidislockContender()
+	c.Name = "rueidislock-shared"
+	c.Open = openSharedRueidislock
+	c.Config = "as rueidislock, but the 8 S3 clients share one Locker (one rueidis client); S1 and S2 are unchanged (one client)."
+	return c
+}
+
+var sharedLockers struct {
+	sync.Mutex
+	by map[string]*sharedLocker
+}
+
+type sharedLocker struct {
+	l    rueidislock.Locker
+	refs int
+}
+
+// openSharedRueidislock returns a Client on the Locker shared by every
+// open client of addr; the last Close closes it.
+func openSharedRueidislock(addr string) (Client, error) {
+	sharedLockers.Lock()
+	defer sharedLockers.Unlock()
+	if sharedLockers.by == nil {
+		sharedLockers.by = map[string]*sharedLocker{}
+	}
+	s := sharedLockers.by[addr]
+	if s == nil {
+		c, err := openRueidislock(addr)
+		if err != nil {
+			return nil, err
+		}
+		s = &sharedLocker{l: c.(*rueidislockClient).l}
+		sharedLockers.by[addr] = s
+	}
+	s.refs++
+	return &sharedRueidislockClient{rueidislockClient{l: s.l}, addr}, nil
+}
+
+type sharedRueidislockClient struct {
+	rueidislockClient
+	addr string
+}
+
+func (c *sharedRueidislockClient) Close() error {
+	sharedLockers.Lock()
+	defer sharedLockers.Unlock()
+	s := sharedLockers.by[c.addr]
+	if s.refs--; s.refs == 0 {
+		delete(sharedLockers.by, c.addr)
+		s.l.Close()
+	}
+	return nil
+}

@@ -11,6 +11,7 @@ import (
 // holding is one acquisition in S3, timed in this process.
 type holding struct {
 	client   int
+	asked    time.Time // Lock called
 	acquired time.Time // Lock returned
 	relStart time.Time // Release called
 	relEnd   time.Time // Release returned
@@ -36,6 +37,7 @@ func runS3(c Contender, srv *server, cfg Config, rep int) (Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	cpu0, waits0 := srv.cpu(), readWaits()
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
 	defer cancel()
 	start := time.Now()
@@ -55,6 +57,7 @@ func runS3(c Contender, srv *server, cfg Config, rep int) (Metrics, error) {
 			// The deadline check stops a client whose Lock failed because
 			// a transport saw the deadline pass before ctx.Err was set.
 			for ctx.Err() == nil && time.Now().Before(end) {
+				asked := time.Now()
 				rel, err := cl.Lock(ctx, key)
 				acquired := time.Now()
 				if err != nil {
@@ -64,7 +67,7 @@ func runS3(c Contender, srv *server, cfg Config, rep int) (Metrics, error) {
 					continue
 				}
 				spin(cfg.Hold)
-				h := holding{client: id, acquired: acquired, relStart: time.Now()}
+				h := holding{client: id, asked: asked, acquired: acquired, relStart: time.Now()}
 				if err := rel(context.Background()); err != nil {
 					fail(id, "Release", err)
 				}
@@ -76,6 +79,7 @@ func runS3(c Contender, srv *server, cfg Config, rep int) (Metrics, error) {
 		})
 	}
 	wg.Wait()
+	cpu1, waits1 := srv.cpu(), readWaits()
 	after, err := srv.snapshot()
 	if err != nil {
 		return nil, err
@@ -86,6 +90,12 @@ func runS3(c Contender, srv *server, cfg Config, rep int) (Metrics, error) {
 	n := m["acquisitions"]
 	m["cmds_all"] = ratio(float64(all), n)
 	m["cmds_client"] = ratio(float64(sent), n)
+	m["srv_cpu_acq"] = ratio(float64(cpu1-cpu0), n)
+	if c.DlockTransport != "" {
+		m["waited_acq"] = ratio(float64(waits1.waited-waits0.waited), n)
+		m["notices_acq"] = ratio(float64(waits1.notices-waits0.notices), n)
+		m["polls"] = float64(waits1.polls - waits0.polls)
+	}
 	total := 0
 	for _, f := range fails {
 		total += f
@@ -119,8 +129,10 @@ func analyzeS3(hs []holding, clients int, d time.Duration) Metrics {
 		}
 	}
 	per := make([]int, clients)
+	waits := make([]time.Duration, 0, len(hs))
 	for _, h := range hs {
 		per[h.client]++
+		waits = append(waits, h.acquired.Sub(h.asked))
 	}
 	n := float64(len(hs))
 	fair := n / float64(clients)
@@ -135,5 +147,9 @@ func analyzeS3(hs []holding, clients int, d time.Duration) Metrics {
 		"share_min":     ratio(float64(minShare), fair),
 		"share_max":     ratio(float64(maxShare), fair),
 		"overlaps":      float64(overlaps),
+		"wait_p99":      float64(percentile(waits, 0.99)),
+		// Under a strict rotation every Lock waits for the other
+		// clients' holds: clients-1 acquisitions' time.
+		"wait_fair": ratio(float64(clients-1)*float64(d), n),
 	}
 }

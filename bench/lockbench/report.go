@@ -191,12 +191,26 @@ func (r *Results) s3(b *strings.Builder) []check {
 			fmtDur(call), fmtX(xCall), fmtF(100*r.med("S3", c.Name, "handoff_share"), 0) + "%",
 			fmtInt(r.med("S3", c.Name, "acq_s")), fmtF(cmds, 1), fmtF(r.med("S3", c.Name, "cmds_client"), 1),
 			fmtF(lo, 2) + "–" + fmtF(hi, 2), fmtInt(r.med("S3", c.Name, "overlaps")), fmtInt(r.med("S3", c.Name, "failures")),
+			fmtDur(r.med("S3", c.Name, "srv_cpu_acq")),
+			fmtDur(r.med("S3", c.Name, "wait_p99")) + " (" + fmtX(r.med("S3", c.Name, "wait_p99")/r.med("S3", c.Name, "wait_fair")) + ")",
+			r.waitCol(c),
 			strings.Join(t, "<br>")})
 	}
 	fmt.Fprintf(b, "### S3 — %d independent clients contending for one key (blocking Lock, hold %s busy work)\n\n", r.cfg.Clients, r.cfg.Hold)
 	table(b, []string{"contender", "handoff p50", "× raw", "handoff p99", "p50 from Release call", "× raw", "hand-overs",
-		"acq/s", "server cmds/acq (all)", "client-sent cmds/acq", "share min–max (× fair)", "overlaps", "failed Lock/Release", "targets"}, rows)
+		"acq/s", "server cmds/acq (all)", "client-sent cmds/acq", "share min–max (× fair)", "overlaps", "failed Lock/Release",
+		"server CPU/acq", "wait p99 (× fair)", "waiting attempts / notices per acq, fallback polls", "targets"}, rows)
 	return checks
+}
+
+// waitCol is S3's count of dlock's waiting attempts, release notices and
+// fallback polls (see pollConn); empty for other contenders.
+func (r *Results) waitCol(c Contender) string {
+	if c.DlockTransport == "" {
+		return ""
+	}
+	return fmtF(r.med("S3", c.Name, "waited_acq"), 2) + " / " + fmtF(r.med("S3", c.Name, "notices_acq"), 2) + ", " +
+		fmtInt(r.med("S3", c.Name, "polls"))
 }
 
 func (r *Results) r1(b *strings.Builder) []check {

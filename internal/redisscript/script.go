@@ -86,6 +86,9 @@ var (
 	Release       = load("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
+	LeaveLine     = load("leave_line.lua")
+	JoinLine      = load("join_line.lua")
+	PassTurn      = load("pass_turn.lua")
 
 	ReentrantAcquire = loadHolding("reentrant_acquire.lua")
 	ReentrantRelease = load("reentrant_release.lua")

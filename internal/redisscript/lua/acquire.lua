@@ -1,9 +1,16 @@
 -- acquire: take a free lock and bump its fencing counter.
 -- KEYS[1] lock key          KEYS[2] fence counter (of the lock's slot)
+-- KEYS[3] the waiting clients (optional): a sorted set of client ids,
+--         scored by when each began to wait, that release.lua wakes one
+--         at a time
 -- ARGV[1] owner token       ARGV[2] TTL in milliseconds
 -- ARGV[3] unused (a reentrant hold id)
 -- ARGV[4] '*' to take the lock already marked as awaited (see below), when
 --         the caller has waited and others may still wait
+-- ARGV[5] the calling client's id in KEYS[3], or '' not to wait in it
+-- ARGV[6] its score there        ARGV[7] how long KEYS[3] is kept, in ms
+-- ARGV[8] when the lock is taken: 'stay' to stay in KEYS[3] (the client
+--         has other waiters of the lock), 'leave' to leave it, or ''
 -- Returns the new fence (> 0) when the lock was taken, or minus the lock's
 -- remaining TTL in milliseconds (<= 0) when another owner holds it. An
 -- error DLOCKKIND says another kind of lock holds the name.
@@ -14,7 +21,10 @@
 -- key set just before is deleted again before the error is returned.
 -- Uncontended, it runs two commands: SET and INCR. A failed attempt marks
 -- the holder's value with a trailing '*' (once), so that the holder's
--- release publishes a notice only when someone may be waiting for it.
+-- release publishes a notice only when someone may be waiting for it, and,
+-- given ARGV[5], puts the client in KEYS[3], so that the notice goes to
+-- one waiting client, not to all. Whatever the client does, KEYS[3] goes
+-- ARGV[7] ms after its last waiter joined.
 if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] or ''), 'NX', 'PX', ARGV[2]) then
   local fence = redis.pcall('INCR', KEYS[2])
   if type(fence) == 'table' and fence.err then
@@ -28,6 +38,12 @@ if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] or ''), 'NX', 'PX', ARGV[2]) t
     local t = redis.call('TIME')
     fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
     redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  end
+  if ARGV[8] == 'stay' then
+    redis.call('ZADD', KEYS[3], 'NX', ARGV[6], ARGV[5])
+    redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  elseif ARGV[8] == 'leave' then
+    redis.call('ZREM', KEYS[3], ARGV[5])
   end
   return fence
 end
@@ -47,7 +63,17 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl < 0 then
   return redis.error_reply('DLOCKNOTTL dlock lock key ' .. KEYS[1] .. ' exists without an expiry: it was not set by dlock')
 end
-if pttl > 0 and string.sub(holder, -1) ~= '*' then -- tell the holder's release that someone waits
+-- The same request sent twice finds its own token: it neither marks the
+-- lock nor waits for it.
+local own = holder == ARGV[1] or holder == ARGV[1] .. '*'
+if pttl > 0 and not own and string.sub(holder, -1) ~= '*' then -- tell the holder's release that someone waits
   redis.call('SET', KEYS[1], holder .. '*', 'XX', 'PX', pttl)
+end
+if pttl > 0 and not own and KEYS[3] and ARGV[5] and ARGV[5] ~= '' then
+  -- Wait in line: NX keeps the place of a client already there, and gives
+  -- one that was woken but lost the race its old place back. Every step
+  -- here can run twice with the same outcome.
+  redis.call('ZADD', KEYS[3], 'NX', ARGV[6], ARGV[5])
+  redis.call('PEXPIRE', KEYS[3], ARGV[7])
 end
 return -pttl
