@@ -1,6 +1,7 @@
 package redislock_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -245,5 +246,61 @@ func TestIntegrationMultiLockMemberLostWhileWaiting(t *testing.T) {
 	defer r.lease.Release(ctx)
 	if r.at.Before(released) || r.lease.Err() != nil || !time.Now().Before(r.lease.Until()) {
 		t.Errorf("Lock returned %v after \"a\" was free, with Err %v and Until %v from now", r.at.Sub(released), r.lease.Err(), time.Until(r.lease.Until()))
+	}
+}
+
+// Inspect counts the clients waiting for a Mutex, and ForceUnlock wakes
+// the first of them at once: it does not wait for its next poll.
+func TestIntegrationForceUnlockWakesMutexWaiter(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 30*time.Second)
+	op := newClient(t, d, goRedis)
+	held, err := op.NewMutex("forced-mutex", redislock.WithTTL(20*time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	got := make(chan time.Time, 2)
+	wctx, stop := context.WithCancel(ctx)
+	var waiters sync.WaitGroup
+	defer waiters.Wait()
+	defer stop() // the second waiter is still waiting when the test ends
+	for range 2 {
+		c := newClient(t, d, goRedis)
+		waiters.Go(func() {
+			// Polls 10s apart: only a notice gets it in sooner.
+			l, err := c.NewMutex("forced-mutex", redislock.WithTTL(20*time.Second),
+				redislock.WithRetry(dlock.LinearBackoff(10*time.Second, 10*time.Second))).Lock(wctx)
+			if err != nil {
+				if wctx.Err() == nil {
+					t.Errorf("waiter: %v", err)
+				}
+				got <- time.Time{}
+				return
+			}
+			got <- time.Now()
+			l.Release(context.WithoutCancel(ctx))
+		})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, err := op.Inspect(ctx, "forced-mutex")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Waiters == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Inspect with two clients waiting: %+v; want Waiters 2", info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	forced := time.Now()
+	if ok, err := op.ForceUnlock(ctx, "forced-mutex"); !ok || err != nil {
+		t.Fatalf("ForceUnlock = %v, %v", ok, err)
+	}
+	if at := <-got; at.IsZero() || at.Sub(forced) > 2*time.Second {
+		t.Errorf("the first waiter was granted %v after ForceUnlock; want it woken at once", at.Sub(forced))
 	}
 }
