@@ -97,7 +97,7 @@ func (m *FairMutex) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if m.c.leases.Holds(ctx, m.keys.lock) {
+	if m.c.leases.Holds(ctx, m.name) {
 		return ErrNotReentrant
 	}
 	return nil

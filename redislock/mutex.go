@@ -215,7 +215,7 @@ func (m *Mutex) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if !m.f.reentrant && m.c.leases.Holds(ctx, m.keys.lock) {
+	if !m.f.reentrant && m.c.leases.Holds(ctx, m.name) {
 		return ErrNotReentrant
 	}
 	return nil

@@ -272,13 +272,10 @@ func (s rwSide) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if rw.c.leases.Holds(ctx, rw.readers) {
-		if s.read {
-			return ErrNotReentrant
+	if l, ok := rw.c.leases.Held(ctx).(*rwLease); ok && l.Key() == rw.name {
+		if l.read && !s.read {
+			return ErrUpgrade
 		}
-		return ErrUpgrade
-	}
-	if rw.c.leases.Holds(ctx, rw.writer) {
 		return ErrNotReentrant
 	}
 	return nil

@@ -64,6 +64,17 @@ func (r *Registry) Remove(l Releasable) {
 	}
 }
 
+// Held returns the held lease whose owner token ctx carries, or nil.
+func (r *Registry) Held(ctx context.Context) Releasable {
+	owner, ok := dlock.OwnerFrom(ctx)
+	if !ok {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byToken[owner]
+}
+
 // Holds reports whether ctx carries the owner token of a held lease on key.
 func (r *Registry) Holds(ctx context.Context, key string) bool {
 	owner, ok := dlock.OwnerFrom(ctx)

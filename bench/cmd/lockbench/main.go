@@ -28,6 +28,7 @@ func main() {
 	reps := flag.Int("reps", def.Reps, "repetitions; medians are reported")
 	hold := flag.Duration("hold", def.Hold, "S3, S5, Z2, P2: busy work while holding the lock")
 	leases := flag.Int("leases", def.Leases, "R1: leases held by one client")
+	r1TTL := flag.Duration("r1-ttl", 0, "R1: the leases' TTL; renewal every TTL/3 (default 3s; 1.5s with -short)")
 	out := flag.String("out", "", "write the markdown report to this file (default: stdout only)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()
@@ -42,6 +43,9 @@ func main() {
 	cfg.Scenarios = split(*scenarios)
 	cfg.Contenders = split(*contenders)
 	cfg.Reps, cfg.Hold, cfg.Leases = max(1, *reps), *hold, *leases
+	if *r1TTL > 0 {
+		cfg.R1TTL = *r1TTL
+	}
 	if !*quiet {
 		cfg.Progress = os.Stderr
 	}
