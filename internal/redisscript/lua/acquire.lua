@@ -14,12 +14,18 @@
 -- Returns the new fence (> 0) when the lock was taken, or minus the lock's
 -- remaining TTL in milliseconds (<= 0) when another owner holds it. An
 -- error DLOCKKIND says another kind of lock holds the name.
--- The fence is the counter plus one; a missing counter (a slot's first
--- grant, or a restart that lost the data) starts again from the server's
--- TIME in microseconds, so fences keep increasing across such a loss.
+-- The fence is the counter plus one, lifted to the server's TIME in
+-- microseconds when the counter is more than 100ms behind it (a slot's
+-- first grant, a restart that lost the data, a replica promoted with a
+-- counter that had not caught up, or simply 100ms since the last lift).
+-- The counter never goes down, whatever the clock does; and since it keeps
+-- within 100ms of the clock, a replica promoted after a failover longer
+-- than 100ms (every automatic one) gives fences above every fence its old
+-- master gave.
 -- Redis does not roll scripts back: if the counter cannot be used, the lock
 -- key set just before is deleted again before the error is returned.
--- Uncontended, it runs two commands: SET and INCR. A failed attempt marks
+-- Uncontended, it runs three commands: SET, INCR and TIME (and a SET of
+-- the counter once per 100ms). A failed attempt marks
 -- the holder's value with a trailing '*' (once), so that the holder's
 -- release publishes a notice only when someone may be waiting for it, and,
 -- given ARGV[5], puts the client in KEYS[3], so that the notice goes to
@@ -34,9 +40,10 @@ if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] or ''), 'NX', 'PX', ARGV[2]) t
     end
     return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[2] .. ' does not hold a number')
   end
-  if fence == 1 then
-    local t = redis.call('TIME')
-    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local t = redis.call('TIME')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if fence < clock - 100000 then -- lifted to the clock when 100ms behind it
+    fence = clock
     redis.call('SET', KEYS[2], string.format('%.0f', fence))
   end
   if ARGV[8] == 'stay' then

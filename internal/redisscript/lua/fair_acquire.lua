@@ -62,8 +62,9 @@ if pttl == -2 and (not head or head == token) then
   end
   redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
   local fence = redis.call('INCR', KEYS[4])
-  if fence == 1 then
-    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if fence < clock - 100000 then -- see acquire.lua: lifted to the clock when 100ms behind it
+    fence = clock
     redis.call('SET', KEYS[4], string.format('%.0f', fence))
   end
   return fence

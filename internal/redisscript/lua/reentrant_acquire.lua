@@ -25,9 +25,10 @@ if kind == 'none' then
     end
     return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[2] .. ' does not hold a number')
   end
-  if fence == 1 then
-    local t = redis.call('TIME')
-    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local t = redis.call('TIME')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if fence < clock - 100000 then -- lifted to the clock when 100ms behind it
+    fence = clock
     redis.call('SET', KEYS[2], string.format('%.0f', fence))
   end
   redis.call('HSET', KEYS[1], owner, 1, hold, 1, 'fence', string.format('%.0f', fence))

@@ -27,8 +27,9 @@ redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[2])
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 redis.call('PEXPIRE', KEYS[2], math.max(1, tonumber(last[2]) - now))
 local fence = redis.call('INCR', KEYS[3])
-if fence == 1 then
-  fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if fence < clock - 100000 then -- see acquire.lua: lifted to the clock when 100ms behind it
+  fence = clock
   redis.call('SET', KEYS[3], string.format('%.0f', fence))
 end
 if redis.call('PTTL', KEYS[4]) < tonumber(ARGV[3]) then

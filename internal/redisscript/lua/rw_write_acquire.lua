@@ -68,8 +68,9 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
 end
 redis.call('ZREM', KEYS[4], ARGV[4])
 local fence = redis.call('INCR', KEYS[5])
-if fence == 1 then
-  fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if fence < clock - 100000 then -- see acquire.lua: lifted to the clock when 100ms behind it
+  fence = clock
   redis.call('SET', KEYS[5], string.format('%.0f', fence))
 end
 return fence

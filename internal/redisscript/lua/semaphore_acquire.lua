@@ -50,8 +50,9 @@ if type(fence) == 'table' and fence.err then
   end
   return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[3] .. ' does not hold a number')
 end
-if fence == 1 then
-  fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if fence < clock - 100000 then -- see acquire.lua: lifted to the clock when 100ms behind it
+  fence = clock
   redis.call('SET', KEYS[3], string.format('%.0f', fence))
 end
 local ttl = tonumber(ARGV[2])
