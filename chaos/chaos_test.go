@@ -42,8 +42,10 @@ func TestIntegrationChaos(t *testing.T) {
 		// A failover takes Sentinel 2-3s, and making the old master a
 		// replica again 8-20s more, which the fault waits for (or for the
 		// end of the run): one fault, two if the machine is quick.
-		{BackendSentinel, 10 * time.Second, 1, false, []string{FaultMasterKill, FaultMasterPause}},
-		{BackendSentinelReplicas, 10 * time.Second, 1, false, []string{FaultMasterPartition, FaultMasterKill}},
+		// Not master-partition and master-pause on sentinel: the old
+		// master's grants there regress fences (docs/SAFETY.md, Sentinel).
+		{BackendSentinel, 10 * time.Second, 1, false, []string{FaultMasterKill}},
+		{BackendSentinelReplicas, 10 * time.Second, 1, false, []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause}},
 	}
 	for _, tc := range cases {
 		name := tc.backend
