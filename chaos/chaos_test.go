@@ -39,6 +39,13 @@ func TestIntegrationChaos(t *testing.T) {
 		{BackendZK3, 12 * time.Second, 1, false, []string{FaultKillEmptyAll}},
 		{BackendPostgres, 12 * time.Second, 4, false, nil},
 		{BackendPostgresSession, 12 * time.Second, 4, false, nil},
+		// A failover takes Sentinel 2-3s, and making the old master a
+		// replica again 8-20s more, which the fault waits for (or for the
+		// end of the run): one fault, two if the machine is quick.
+		// Not master-partition and master-pause on sentinel: the old
+		// master's grants there regress fences (docs/SAFETY.md, Sentinel).
+		{BackendSentinel, 10 * time.Second, 1, false, []string{FaultMasterKill}},
+		{BackendSentinelReplicas, 10 * time.Second, 1, false, []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause}},
 	}
 	for _, tc := range cases {
 		name := tc.backend
@@ -93,8 +100,12 @@ func TestIntegrationChaos(t *testing.T) {
 			if slices.Contains(res.Options.Faults, FaultKillEmptyAll) && (len(v.Recoveries) == 0 || v.Recoveries[0].FromStart < 0) {
 				t.Errorf("no grant after the ensemble restarted empty: the old Sessions did not give their sessions up")
 			}
-			terminates, ended := 0, 0
+			terminates, ended, failovers := 0, 0, 0
 			for _, e := range res.History.Events() {
+				if e.Op == OpLog && strings.HasPrefix(e.Value, "failover:") {
+					t.Log(e.Value)
+					failovers++
+				}
 				if e.Op == OpLog && strings.Contains(e.Value, "chaos:") {
 					t.Errorf("fault failed: %s", e.Value)
 				}
@@ -103,6 +114,9 @@ func TestIntegrationChaos(t *testing.T) {
 					terminates++
 					ended += n
 				}
+			}
+			if slices.Contains(res.Options.Faults, FaultMasterKill) && failovers == 0 {
+				t.Errorf("no failover seen; want Sentinel to promote a replica")
 			}
 			if slices.Contains(res.Options.Faults, FaultTerminate) && (terminates == 0 || ended == 0) {
 				t.Errorf("%d terminate faults ended %d backends; want some of each", terminates, ended)

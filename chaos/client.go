@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -34,7 +35,7 @@ const ClientEnv = "DLOCK_CHAOS_CLIENT"
 // clientConfig is what the harness tells a client process.
 type clientConfig struct {
 	ID             int           `json:"id"`
-	Kind           string        `json:"kind"` // "redis", "redlock", "zookeeper", "postgres" or "postgres-session"
+	Kind           string        `json:"kind"` // "redis", "redlock", "zookeeper", a PostgreSQL or a Sentinel backend
 	Addrs          []string      `json:"addrs"`
 	Name           string        `json:"name"`
 	TTL            time.Duration `json:"ttl"`
@@ -44,6 +45,9 @@ type clientConfig struct {
 	Seed           uint64        `json:"seed"`
 	// LibraryDefaults: see Options.LibraryDefaults.
 	LibraryDefaults bool `json:"library_defaults"`
+	// Via maps the addresses the Sentinels hand out to the client's
+	// proxies to those servers (Sentinel only; Addrs are the Sentinels').
+	Via map[string]string `json:"via,omitempty"`
 }
 
 // RunClientIfChild runs a chaos client and exits, if this process was
@@ -213,6 +217,8 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 		return s.NewMutex("/dlock-chaos/"+cfg.Name, zklock.WithTTL(cfg.TTL)), func() { s.Close() }, nil
 	case BackendPostgres, BackendPostgresSession:
 		return c.connectPostgres(ctx)
+	case BackendSentinel, BackendSentinelReplicas:
+		return c.connectSentinel()
 	case "redis", "redlock":
 	default:
 		return nil, nil, fmt.Errorf("unknown kind %q", cfg.Kind)
@@ -268,6 +274,30 @@ func (c *client) connectPostgres(ctx context.Context) (dlock.Locker, func(), err
 		return pc.NewSessionMutex(c.cfg.Name, pglock.WithTTL(c.cfg.TTL)), stop, nil
 	}
 	return pc.NewMutex(c.cfg.Name, pglock.WithTTL(c.cfg.TTL)), stop, nil
+}
+
+// connectSentinel makes the redislock Mutex the client contends for, on
+// go-redis's failover client as users build it (library defaults and
+// ContextTimeoutEnabled), asking the Sentinels for the master. Its dialer
+// only reroutes each address through the client's proxy to that server.
+func (c *client) connectSentinel() (dlock.Locker, func(), error) {
+	redis.SetLogger(quietRedis{})
+	via := c.cfg.Via
+	var d net.Dialer
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sentinelMaster, SentinelAddrs: c.cfg.Addrs,
+		ContextTimeoutEnabled: true,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if p, ok := via[addr]; ok {
+				addr = p
+			}
+			return d.DialContext(ctx, network, addr)
+		}})
+	rc := redislock.New(goredisconn.New(rdb), redislock.WithObserver(c))
+	opts := []redislock.Option{redislock.WithTTL(c.cfg.TTL)}
+	if c.cfg.Kind == BackendSentinelReplicas {
+		opts = append(opts, redislock.WithReplicas(1, sentinelReplicaTimeout(c.cfg.TTL)))
+	}
+	return rc.NewMutex(c.cfg.Name, opts...), func() { rc.Close(); rdb.Close() }, nil
 }
 
 // closeWithin runs stop and waits for it at most d.

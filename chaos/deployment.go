@@ -18,6 +18,7 @@ type deployment struct {
 	redis   []*testenv.Redis
 	zk      *testenv.Ensemble
 	pg      *testenv.Postgres
+	links   []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
 	proxies [][]*testenv.Proxy // [client][server]
 }
 
@@ -41,6 +42,8 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 		}
 	case BackendPostgres, BackendPostgresSession:
 		err = d.startPostgres()
+	case BackendSentinel, BackendSentinelReplicas:
+		err = d.startSentinel()
 	default:
 		return nil, fmt.Errorf("chaos: unknown backend %q; use one of %v", backend, Backends)
 	}
@@ -80,7 +83,7 @@ func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
 // kind is the kind of lock service, as clients know it.
 func (d *deployment) kind() string {
 	switch {
-	case d.pg != nil:
+	case d.pg != nil, d.links != nil:
 		return d.backend
 	case d.zk != nil:
 		return "zookeeper"
@@ -113,11 +116,15 @@ func (d *deployment) addr(i int) string {
 // name names server i for reports: "node 2 (127.0.0.1:41234)".
 func (d *deployment) name(i int) string { return fmt.Sprintf("node %d (%s)", i+1, d.addr(i)) }
 
-// clientAddrs returns the proxy addresses client c (0-based) connects to.
+// clientAddrs returns the proxy addresses client c (0-based) connects to:
+// on Sentinel, those of the Sentinels (see via for the rest).
 func (d *deployment) clientAddrs(c int) []string {
 	addrs := make([]string, len(d.proxies[c]))
 	for i, p := range d.proxies[c] {
 		addrs[i] = p.Addr()
+	}
+	if d.links != nil {
+		return addrs[sentinelData:]
 	}
 	return addrs
 }
@@ -203,6 +210,9 @@ func (d *deployment) close() error {
 	for _, r := range d.redis {
 		r.Resume() // a paused server cannot be stopped gracefully
 		errs = append(errs, r.Close())
+	}
+	for _, l := range d.links {
+		errs = append(errs, l.Close())
 	}
 	if d.zk != nil {
 		for _, z := range d.zk.Servers {

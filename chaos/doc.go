@@ -6,7 +6,9 @@
 // or without an fsync'd append-only file; Redlock over 3 or 5 Redis
 // servers without persistence, or over 3 that save an RDB snapshot every
 // second; a ZooKeeper ensemble of 3; one PostgreSQL server, for pglock's
-// lease mode or its session mode), a Store (the protected resource),
+// lease mode or its session mode; a master, two replicas and three
+// Sentinels, for redislock without and with WithReplicas), a Store (the
+// protected resource),
 // and client processes, each reaching each server through a TCP proxy of
 // its own. Every client loops: Lock, enter its critical section, read the
 // Store's set, work, write the set back with one more element, write the
@@ -22,8 +24,11 @@
 // Redis server (standing in for a forward jump of its clock); SIGSTOP of
 // the holder's process past its TTL (a GC pause) and a partition of the
 // holder; on ZooKeeper, the leader's death, the expiry of the holder's
-// session and the whole ensemble restarted without its data; and, on
-// PostgreSQL, pg_terminate_backend of the holder's backends.
+// session and the whole ensemble restarted without its data; on
+// PostgreSQL, pg_terminate_backend of the holder's backends; and, on
+// Sentinel, the master killed, paused or cut off from its replicas and the
+// Sentinels (not from the clients) until Sentinel promotes a replica, and
+// then restored until Sentinel has made it a replica.
 //
 // Check reads the History and reports overlapping valid leases,
 // overlapping critical sections, stale fenced writes accepted, fence

@@ -13,6 +13,9 @@ const (
 
 	BackendPostgres        = "postgres"         // one PostgreSQL server, pglock's lease mode (Mutex)
 	BackendPostgresSession = "postgres-session" // one PostgreSQL server, pglock's session mode (SessionMutex)
+
+	BackendSentinel         = "sentinel"          // a master, two replicas and three Sentinels; redislock.Mutex
+	BackendSentinelReplicas = "sentinel-replicas" // the same; redislock.Mutex WithReplicas(1, …)
 )
 
 // On BackendRedlock3RDB each server saves an RDB snapshot every second
@@ -23,7 +26,7 @@ const (
 
 // Backends lists the backends in the order reports show them.
 var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3,
-	BackendPostgres, BackendPostgresSession}
+	BackendPostgres, BackendPostgresSession, BackendSentinel, BackendSentinelReplicas}
 
 // The faults the scheduler injects. Node faults pick one server; holder
 // faults pick the client holding the lock.
@@ -41,6 +44,12 @@ const (
 	FaultSession      = "session-expiry" // ZooKeeper: cut the holder off past its session timeout
 	FaultKillEmptyAll = "kill-empty-all" // ZooKeeper: kill -9 every member; restart them all with their data deleted
 	FaultTerminate    = "terminate"      // PostgreSQL: pg_terminate_backend of every backend of the holder
+
+	// Sentinel: the master fails, a replica is promoted, the old master
+	// comes back as a replica.
+	FaultMasterKill      = "master-kill"      // kill -9 the master; restart it, empty, once a replica is promoted
+	FaultMasterPause     = "master-pause"     // SIGSTOP the master until a replica is promoted; SIGCONT
+	FaultMasterPartition = "master-partition" // cut the master off from its replicas and the Sentinels, not the clients
 )
 
 // FaultsFor returns the faults that apply to backend, the most telling
@@ -55,6 +64,9 @@ func FaultsFor(backend string) []string {
 			FaultLatency, FaultReset}
 	case BackendRedlock3RDB: // its point: a server back from an old snapshot
 		return []string{FaultKill, FaultKillEmpty, FaultClientPause, FaultExpire, FaultPause, FaultPartition,
+			FaultBlackhole, FaultLatency, FaultReset}
+	case BackendSentinel, BackendSentinelReplicas:
+		return []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause, FaultClientPause, FaultPartition,
 			FaultBlackhole, FaultLatency, FaultReset}
 	case BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock5:
 		return []string{FaultKillEmpty, FaultClientPause, FaultExpire, FaultKill, FaultPause, FaultPartition,
@@ -71,6 +83,13 @@ const (
 		"the old holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
 	limitExpire = "the key expired early on the only server (a forward jump of its clock); another client takes the " +
 		"lock while the holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
+
+	limitFailover = "replication is asynchronous: a replica promoted by Sentinel may lack the latest grant or " +
+		"renewal, and an isolated old master keeps serving the clients still connected to it, so the new master " +
+		"grants the lock while the old holder's lease is still valid (redislock.WithReplicas closes most of this)"
+	limitRenewal = "WithReplicas waits for a replica on acquire, not on renewal: a master cut off from its replicas " +
+		"still renews its holder's lease, while the promoted replica's copy of the key expires on the older deadline " +
+		"and the new master grants the lock before the old holder's Until"
 )
 
 // Expect returns why fault on backend may cause a violation of kind k (a
@@ -90,6 +109,15 @@ func Expect(backend, fault string, k Kind) string {
 	}
 	if fault == FaultClientPause && (k == SectionOverlap || k == LostUpdate) {
 		return limitClientPause
+	}
+	if failover := fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition; failover {
+		switch {
+		case backend == BackendSentinel:
+			return limitFailover
+		case backend == BackendSentinelReplicas && fault == FaultMasterPartition:
+			return limitRenewal
+		}
+		return ""
 	}
 	single := backend == BackendRedis || backend == BackendRedisAOF
 	if !single {

@@ -87,6 +87,17 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 			return err
 		}
 		heal = func() error { return nil }
+	case FaultMasterKill, FaultMasterPause, FaultMasterPartition:
+		if in.d.links == nil {
+			return fmt.Errorf("chaos: %s is a Sentinel fault", kind)
+		}
+		var err error
+		if target, apply, heal, err = in.failoverFault(ctx, kind); err != nil {
+			return fmt.Errorf("chaos: %s: %w", kind, err)
+		}
+		// apply lasts until a replica is promoted; the old master stays
+		// out a little longer, while the clients move on.
+		hold = in.between(0, in.ttl)
 	case FaultLeaderKill:
 		i, err := in.d.leader()
 		if err != nil {

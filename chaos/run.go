@@ -179,7 +179,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for i := range o.Clients {
 		cfg := clientConfig{ID: i + 1, Kind: d.kind(), Addrs: d.clientAddrs(i), Name: name, TTL: o.TTL,
 			Work: o.Work, Store: store.Addr(), SessionTimeout: o.SessionTimeout, Seed: o.Seed,
-			LibraryDefaults: o.LibraryDefaults}
+			LibraryDefaults: o.LibraryDefaults, Via: d.via(i)}
 		p, err := startClient(o.Command, cfg, h, r.observe)
 		if err != nil {
 			r.stopClients()

@@ -277,3 +277,17 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+func TestLaunchSentinelConfigBadInput(t *testing.T) {
+	for _, cfg := range []SentinelConfig{
+		{MasterAddr: "127.0.0.1:6379"},                           // no name
+		{MasterName: "m", MasterAddr: "127.0.0.1"},               // no port
+		{MasterName: "m", MasterAddr: "127.0.0.1:x"},             // bad port
+		{MasterName: "m", MasterAddr: "127.0.0.1:1", Quorum: -1}, // bad quorum
+	} {
+		if s, err := LaunchSentinelConfig(cfg); err == nil {
+			s.Close()
+			t.Errorf("LaunchSentinelConfig(%+v) = nil error", cfg)
+		}
+	}
+}

@@ -52,7 +52,10 @@ always), redlock3, redlock5 (Redlock over 3 or 5 servers), redlock3-rdb
 (Redlock over 3 servers that save an RDB snapshot every second: kill
 restarts one from its last snapshot), zk3 (a ZooKeeper ensemble of 3),
 postgres (one PostgreSQL server, pglock's lease mode), postgres-session
-(pglock's session mode, with an advisory lock), or all.
+(pglock's session mode, with an advisory lock), sentinel (a master, two
+replicas and three Sentinels; redislock through go-redis's failover
+client), sentinel-replicas (the same, with WithReplicas(1, TTL/10)), or
+all.
 
 Faults: kill, kill-empty (restart without data), pause (SIGSTOP a
 server), latency, blackhole, reset (connections), expire (the lock key,
@@ -60,7 +63,9 @@ early: a clock jump; Redis), client-pause (SIGSTOP the holder past its
 TTL), partition (cut the holder off; Redis, PostgreSQL), leader-kill,
 session-expiry and kill-empty-all (every member restarted without data;
 ZooKeeper), terminate (pg_terminate_backend of the holder's backends;
-PostgreSQL), or all, or none. Faults that do not apply to a backend are
+PostgreSQL), master-kill, master-pause and master-partition (the
+master killed, paused or cut off from its replicas and the Sentinels
+until Sentinel fails over; Sentinel), or all, or none. Faults that do not apply to a backend are
 left out for it.
 
 Exit codes: 0 no violation outside the documented limits; 1 violations
@@ -201,6 +206,12 @@ func Parse(args []string) (Options, error) {
 		return o, cmdutil.Usagef("dlock chaos: --work %v is more than a quarter of --ttl %v; use a shorter --work or a longer --ttl", o.Work, o.TTL)
 	case o.Timeline != "" && !strings.EqualFold(filepath.Ext(o.Timeline), ".html"):
 		return o, cmdutil.Usagef("dlock chaos: --timeline %q: the timeline is an HTML page; give a file name ending in .html", o.Timeline)
+	}
+	if o.AllBackends && len(o.Faults) > 0 { // every backend: leave out those none of the faults applies to
+		o.Backends = slices.DeleteFunc(o.Backends, func(b string) bool { return len(o.faultsFor(b)) == 0 })
+		if len(o.Backends) == 0 {
+			return o, cmdutil.Usagef("dlock chaos: none of --faults %s applies to any backend", strings.Join(o.Faults, ","))
+		}
 	}
 	for _, b := range o.Backends {
 		if o.Faults != nil && len(o.Faults) > 0 && len(o.faultsFor(b)) == 0 {

@@ -40,6 +40,9 @@ func TestParse(t *testing.T) {
 			if got := o.faultsFor("zk3"); !slices.Equal(got, []string{"leader-kill", "kill"}) {
 				t.Errorf("for zk3 %v", got)
 			}
+			if slices.Contains(o.Backends, "sentinel") || !slices.Contains(o.Backends, "redis") {
+				t.Errorf("backends %v; want those the faults apply to, redis but not sentinel", o.Backends)
+			}
 		}, ""},
 		{"postgres backends", []string{"--backend", "postgres-session,postgres"}, func(t *testing.T, o Options) {
 			if !slices.Equal(o.Backends, []string{"postgres", "postgres-session"}) || o.AllBackends {

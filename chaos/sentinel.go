@@ -1,0 +1,249 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+)
+
+// A Sentinel deployment: a master and two replicas (the data servers,
+// d.redis[0:3]) and three Sentinels (d.redis[3:6]) that monitor the master
+// under sentinelMaster, with a quorum of two.
+//
+// Every data server announces, and the Sentinels monitor it at, the
+// address of a link proxy in front of it, through which replication and
+// the Sentinels reach it: blackholing a server's link cuts it off from the
+// replicas and the Sentinels but not from the clients. Clients ask the
+// Sentinels for the master's (link) address, and reach it through a proxy
+// of their own, as they reach the Sentinels.
+const (
+	sentinelMaster    = "dlock-chaos"
+	sentinelData      = 3 // a master and two replicas
+	sentinelCount     = 3
+	sentinelQuorum    = 2
+	sentinelDownAfter = time.Second
+	// sentinelFailoverTimeout is Sentinel's failover-timeout: a failover
+	// that stalls is retried after twice that.
+	sentinelFailoverTimeout = 3 * time.Second
+	// failoverBound is how long a fault waits for Sentinel to promote a
+	// replica, or for the old master to rejoin as a replica, before it
+	// gives up and heals: generous, for a loaded machine.
+	failoverBound = 30 * time.Second
+)
+
+// sentinelReplicaTimeout is how long sentinel-replicas's acquires wait
+// for a replica's acknowledgement: WithReplicas(1, sentinelReplicaTimeout).
+func sentinelReplicaTimeout(ttl time.Duration) time.Duration { return ttl / 10 }
+
+// startSentinel starts the servers, their link proxies and the Sentinels,
+// and waits until the replicas have synchronised and every Sentinel knows
+// the replicas and the other Sentinels, so that a failover can happen.
+func (d *deployment) startSentinel() error {
+	if _, err := testenv.LookBinary("redis-server"); err != nil {
+		return err
+	}
+	for range sentinelData {
+		port, err := testenv.FreePort()
+		if err != nil {
+			return err
+		}
+		link, err := testenv.NewProxy(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return fmt.Errorf("chaos: proxy: %w", err)
+		}
+		d.links = append(d.links, link)
+		_, linkPort, _ := net.SplitHostPort(link.Addr())
+		args := []string{"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", linkPort}
+		if len(d.redis) > 0 {
+			_, masterPort, _ := net.SplitHostPort(d.links[0].Addr())
+			args = append(args, "--replicaof", "127.0.0.1", masterPort)
+		}
+		r, err := testenv.LaunchRedis(testenv.RedisConfig{Port: port, Args: args})
+		if err != nil {
+			return err
+		}
+		d.redis = append(d.redis, r)
+	}
+	for i := 1; i < sentinelData; i++ {
+		if err := waitFor(failoverBound, func() bool { return d.replicating(i) }); err != nil {
+			return fmt.Errorf("chaos: replica %s did not synchronise with the master: %w", d.name(i), err)
+		}
+	}
+	for range sentinelCount {
+		s, err := testenv.LaunchSentinelConfig(testenv.SentinelConfig{MasterName: sentinelMaster,
+			MasterAddr: d.links[0].Addr(), Quorum: sentinelQuorum, DownAfter: sentinelDownAfter,
+			FailoverTimeout: sentinelFailoverTimeout})
+		if err != nil {
+			return err
+		}
+		d.redis = append(d.redis, s)
+	}
+	want := func(s *testenv.Redis, what string, n int) bool {
+		out, err := s.Do("SENTINEL", what, sentinelMaster)
+		return err == nil && strings.Count(out, "\nname\n")+boolInt(strings.HasPrefix(out, "name\n")) >= n
+	}
+	for _, s := range d.redis[sentinelData:] {
+		if err := waitFor(failoverBound, func() bool {
+			return want(s, "REPLICAS", sentinelData-1) && want(s, "SENTINELS", sentinelCount-1)
+		}); err != nil {
+			return fmt.Errorf("chaos: Sentinel %s did not discover the replicas and the other Sentinels: %w", s.Addr(), err)
+		}
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// replicating reports whether data server i is a replica whose link to its
+// master is up.
+func (d *deployment) replicating(i int) bool {
+	info, err := d.redis[i].Do("INFO", "replication")
+	return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up")
+}
+
+// hasReplica reports whether data server i is a master with a replica
+// online.
+func (d *deployment) hasReplica(i int) bool {
+	info, err := d.redis[i].Do("INFO", "replication")
+	return err == nil && strings.Contains(info, "role:master") && strings.Contains(info, "state=online")
+}
+
+// master returns the index of the data server that a majority of the
+// Sentinels name as the master.
+func (d *deployment) master() (int, error) {
+	votes := map[int]int{}
+	for _, s := range d.redis[sentinelData:] {
+		out, err := s.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", sentinelMaster)
+		if err != nil {
+			continue
+		}
+		addr := strings.Join(strings.Fields(out), ":")
+		for i, l := range d.links {
+			if l.Addr() == addr {
+				votes[i]++
+			}
+		}
+	}
+	for i, n := range votes {
+		if n > sentinelCount/2 {
+			return i, nil
+		}
+	}
+	return 0, errors.New("chaos: the Sentinels do not agree on a master")
+}
+
+// failedOver waits until the Sentinels name a master other than old, and
+// returns it.
+func (d *deployment) failedOver(old int) (int, error) {
+	m := old
+	err := waitFor(failoverBound, func() bool {
+		var err error
+		m, err = d.master()
+		return err == nil && m != old
+	})
+	if err != nil {
+		return 0, fmt.Errorf("chaos: Sentinel did not fail over from %s: %w", d.name(old), err)
+	}
+	return m, nil
+}
+
+// waitFor polls ok every 50ms until it holds or d has passed.
+func waitFor(d time.Duration, ok func() bool) error {
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", d)
+		}
+	}
+	return nil
+}
+
+// via maps the addresses Sentinel hands out (the data servers' links and
+// the Sentinels' own) to client c's proxies to those servers; nil but on
+// Sentinel.
+func (d *deployment) via(c int) map[string]string {
+	if d.links == nil {
+		return nil
+	}
+	m := map[string]string{}
+	for i, p := range d.proxies[c] {
+		if i < sentinelData {
+			m[d.links[i].Addr()] = p.Addr()
+		} else {
+			m[d.redis[i].Addr()] = p.Addr()
+		}
+	}
+	return m
+}
+
+// failoverFault makes the master fail: apply does it to the master and
+// lasts until the Sentinels have promoted a replica; heal undoes it and
+// lasts until Sentinel has made the old master a replica of the new one
+// (Sentinel waits 8 to 20 seconds before it does) or ctx is done.
+func (in *injector) failoverFault(ctx context.Context, kind string) (target string, apply, heal func() error, err error) {
+	d := in.d
+	// Sentinel takes seconds to make an old master a replica again
+	// (it waits for the instance to report its role for a while), so
+	// the next fault does not wait for that: only for a master with a
+	// replica to promote.
+	m := -1
+	if err := waitFor(failoverBound, func() bool {
+		var err error
+		m, err = d.master()
+		return err == nil && d.hasReplica(m)
+	}); err != nil {
+		return "", nil, nil, fmt.Errorf("no master with a replica online: %w", err)
+	}
+	target = d.name(m) + ", the master"
+	r := d.redis[m]
+	var do, undo func() error
+	switch kind {
+	case FaultMasterKill:
+		// Back without its data once a replica has taken over: Sentinel
+		// makes it a replica of the new master.
+		do, undo = r.Kill, r.Restart
+	case FaultMasterPause:
+		do, undo = r.Pause, r.Resume
+	case FaultMasterPartition:
+		l := d.links[m]
+		do = func() error { l.Blackhole(true); return nil }
+		undo = func() error { l.Blackhole(false); return nil }
+	}
+	apply = func() error {
+		start := time.Now()
+		if err := do(); err != nil {
+			return err
+		}
+		n, err := d.failedOver(m)
+		if err != nil {
+			return err
+		}
+		in.hist.Add(Event{Op: OpLog, Value: fmt.Sprintf("failover: Sentinel promoted %s %v after the fault",
+			d.name(n), time.Since(start).Round(time.Millisecond))})
+		return nil
+	}
+	heal = func() error {
+		if err := undo(); err != nil {
+			return err
+		}
+		// Until Sentinel has made the old master a replica, clients that
+		// missed the switch may still use it: the fault lasts that long,
+		// or until the run ends.
+		rejoined := func() bool { return ctx.Err() != nil || d.replicating(m) }
+		if err := waitFor(failoverBound, rejoined); err != nil {
+			return fmt.Errorf("chaos: the old master %s did not rejoin as a replica: %w", d.name(m), err)
+		}
+		return nil
+	}
+	return target, apply, heal, nil
+}
