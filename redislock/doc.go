@@ -40,14 +40,20 @@
 //
 // # Why fences strictly increase
 //
-// A fence is the slot's counter plus one. A missing counter (the slot's
-// first grant, or a restart that lost the data) starts again from the
-// server's clock in microseconds. Fences therefore strictly increase for
-// every name, also across such a loss: every fence drawn before the loss
-// was at most the server's clock at the time, because a counter starts at
-// the clock and grows by one per grant, and one server grants less than one
-// lock per microsecond. This holds as long as the clock of the server (or
-// of the replica that replaces it) does not go backwards.
+// A fence is the slot's counter plus one, lifted to the server's clock in
+// microseconds whenever the counter is more than 100ms behind it (the
+// slot's first grant, a restart that lost the data, a replica promoted
+// with a counter that had not caught up, or 100ms since the last lift).
+// The counter never goes down. It also stays within 100ms of the clock,
+// and one server grants less than one lock per microsecond, so every fence
+// a server drew is at most its clock at the time plus a few: after a loss
+// of the counter, or a failover that takes longer than 100ms (every
+// automatic one does), the next fence is above every earlier one, as long
+// as the clocks of the old and the new server agree to within the
+// failover's time. While two masters grant at once (an isolated old master
+// during a failover, without WithReplicas), their fences interleave; the
+// resource that checks them refuses the lower, and so never takes a stale
+// write.
 //
 // One name serves one kind of lock at a time: the main key tells which
 // kind holds it, and a lock of another kind gets an error matching
