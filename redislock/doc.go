@@ -9,9 +9,11 @@
 // compare-and-delete that also wakes the client that has waited longest
 // (see Waiting); refreshing is a compare-and-pexpire. Scripts run
 // by EVALSHA, falling back to EVAL when the server's script cache is empty.
-// Uncontended, an acquire runs two commands on the server (SET, INCR) and a
-// release two (GET, DEL): an acquire that finds the lock held marks its
-// value (a trailing '*'), and only a marked lock's release publishes.
+// Uncontended, an acquire runs three commands on the server (SET, INCR,
+// TIME; and a SET of the fence counter once per 100ms, see Why fences
+// strictly increase) and a release two (GET, DEL): an acquire that finds
+// the lock held marks its value (a trailing '*'), and only a marked lock's
+// release publishes.
 //
 // # Keys, and how long they last
 //
