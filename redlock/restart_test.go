@@ -28,7 +28,7 @@ func TestIntegrationSnapshotRestartDoesNotVote(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, servers[1:2])
-	age(t, servers[1:2]) // SAVE moved LASTSAVE: the server's uptime is read again at the new one, and faked again
+	age(t, servers[1:2])                        // SAVE moved LASTSAVE: the server's uptime is read again at the new one, and faked again
 	ttl, window := 5*time.Second, 5*time.Second // room for a slow restart of B before H2 tries
 	ctx := timeout(t, 30*time.Second)
 
