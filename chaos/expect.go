@@ -87,9 +87,10 @@ const (
 	limitFailover = "replication is asynchronous: a replica promoted by Sentinel may lack the latest grant or " +
 		"renewal, and an isolated old master keeps serving the clients still connected to it, so the new master " +
 		"grants the lock while the old holder's lease is still valid (redislock.WithReplicas closes most of this)"
-	limitSplitBrain = "while an isolated old master and the promoted replica both grant the lock, each draws fences " +
-		"from its own counter, lifted to its own clock: their fences interleave, and the fenced resource refuses " +
-		"the lower ones, the current holder's included; it never accepts a stale write"
+	limitSplitBrain = "while the old master (isolated, or back before Sentinel demotes it) and the promoted replica " +
+		"both grant the lock, each draws fences from its own counter, lifted to its own clock: their fences " +
+		"interleave, so fence order is not grant order; the fenced resource still never takes a lower fence " +
+		"after a higher one, but it may refuse the newer holder and take the older one's writes"
 	limitRenewal = "WithReplicas waits for a replica on acquire, not on renewal: a master cut off from its replicas " +
 		"still renews its holder's lease, while the promoted replica's copy of the key expires on the older deadline " +
 		"and the new master grants the lock before the old holder's Until"
@@ -97,9 +98,9 @@ const (
 
 // Expect returns why fault on backend may cause a violation of kind k (a
 // documented physical limit), or "" if the violation is a failure.
-// A stale write accepted is never expected; a fence regression or a
-// refused holder only where two masters grant at once (Sentinel without
-// WithReplicas, during a failover).
+// A stale write accepted, a fence regression or a refused holder is
+// expected only where two masters grant at once (Sentinel without
+// WithReplicas, during a failover); never anywhere else.
 //
 // A ZooKeeper ensemble restarted empty (FaultKillEmptyAll) is a limit of
 // zklock only for a Session created after the loss, which the blank
@@ -111,11 +112,9 @@ const (
 func Expect(backend, fault string, k Kind) string {
 	failover := fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition
 	switch {
-	case k == StaleWrite:
-		return ""
-	case failover && backend == BackendSentinel && (k == FenceRegression || k == HolderRefused):
+	case failover && backend == BackendSentinel && (k == FenceRegression || k == HolderRefused || k == StaleWrite):
 		return limitSplitBrain
-	case k == FenceRegression || k == HolderRefused:
+	case k == StaleWrite || k == FenceRegression || k == HolderRefused:
 		return ""
 	}
 	if fault == FaultClientPause && (k == SectionOverlap || k == LostUpdate) {

@@ -9,7 +9,7 @@ import (
 
 // short names of the kinds of violation, for the matrix.
 var shortKind = map[Kind]string{LeaseOverlap: "lease overlaps", SectionOverlap: "section overlaps", LostUpdate: "lost updates",
-	FenceRegression: "fence regressions", HolderRefused: "refused holders"}
+	FenceRegression: "fence regressions", HolderRefused: "refused holders", StaleWrite: "stale writes accepted"}
 
 // expectationMatrix renders Expect as the Markdown table docs/SAFETY.md
 // holds: a row per fault, a column per backend, and in each cell what the
