@@ -210,7 +210,7 @@ func runS4f(transport string, addrs []string, cfg Config) (Metrics, error) {
 		sum      = map[string]time.Duration{}
 		evalSum  [scCount]time.Duration
 		evalN    [scCount]int
-		complete int // cycles whose Evals were all seen
+		complete int // cycles whose acquire quorum and release were seen
 	)
 	if len(cycles) == 0 {
 		return nil, fmt.Errorf("S4f: no cycle completed in %v", cfg.s4Duration())
@@ -243,7 +243,10 @@ func runS4f(transport string, addrs []string, cfg Config) (Metrics, error) {
 		sum["cycle"] += c.t2 - c.t0
 		sum["lock"] += c.t1 - c.t0
 		sum["release"] += c.t2 - c.t1
-		if len(ends[scAcquire]) < quorum || !firstSeen[scFence] || !firstSeen[scRelease] {
+		// A cycle needs no fence round when the nodes' counters agree
+		// (the grant then takes one round trip): it counts, with a fence
+		// span of 0.
+		if len(ends[scAcquire]) < quorum || !firstSeen[scRelease] {
 			continue
 		}
 		complete++
@@ -253,8 +256,12 @@ func runS4f(transport string, addrs []string, cfg Config) (Metrics, error) {
 		sum["pre_acq"] += first[scAcquire] - c.t0
 		sum["acq_quorum"] += qEnd - first[scAcquire]
 		sum["after_quorum"] += c.t1 - qEnd
-		sum["fence_span"] += last[scFence] - first[scFence]
-		sum["fence_to_lock"] += c.t1 - last[scFence]
+		if firstSeen[scFence] {
+			sum["fence_span"] += last[scFence] - first[scFence]
+			sum["fence_to_lock"] += c.t1 - last[scFence]
+		} else {
+			sum["fence_to_lock"] += c.t1 - qEnd
+		}
 		sum["release_span"] += last[scRelease] - first[scRelease]
 	}
 	if complete == 0 {
