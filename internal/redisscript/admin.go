@@ -13,7 +13,7 @@ import (
 // Scripts for operators: inspection and forced release.
 var (
 	Inspect     = loadHolding("inspect.lua")
-	ForceUnlock = loadHolding("force_unlock.lua")
+	ForceUnlock = New("force_unlock", wakePrologue+loadHolding("force_unlock.lua").Src)
 )
 
 // InspectKeys returns the keys Inspect reads for the lock called name.

@@ -73,6 +73,28 @@ local function dlock_refuse(holder)
 end
 `
 
+// wakePrologue runs before the scripts that hand a free Mutex to its line
+// of waiting clients (see acquire.lua): dlock_wake_next(line, prefix) pops
+// the client that has waited longest and publishes on its own channel,
+// prefix .. its id, passing over up to three that no longer listen. It
+// returns the number of subscribers woken, 0 if none was.
+const wakePrologue = `local function dlock_wake_next(line, prefix)
+  for _ = 1, 3 do
+    local next = redis.call('ZPOPMIN', line)
+    if not next[1] then return 0 end
+    local n = redis.call('PUBLISH', prefix .. next[1], 'released')
+    if n > 0 then return n end
+  end
+  return 0
+end
+`
+
+// loadWaking loads a script behind wakePrologue.
+func loadWaking(name string) *Script {
+	s := load(name)
+	return New(s.Name, wakePrologue+s.Src)
+}
+
 // loadHolding loads a script behind holderPrologue.
 func loadHolding(name string) *Script {
 	s := load(name)
@@ -83,12 +105,12 @@ func loadHolding(name string) *Script {
 // with loadHolding may call the functions of holderPrologue.
 var (
 	Acquire       = load("acquire.lua")
-	Release       = load("release.lua")
+	Release       = loadWaking("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
 	LeaveLine     = load("leave_line.lua")
 	JoinLine      = load("join_line.lua")
-	PassTurn      = load("pass_turn.lua")
+	PassTurn      = loadWaking("pass_turn.lua")
 
 	ReentrantAcquire = loadHolding("reentrant_acquire.lua")
 	ReentrantRelease = load("reentrant_release.lua")

@@ -15,10 +15,7 @@ end
 local n = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 redis.call('PUBLISH', ARGV[1], 'released')
 if KEYS[7] and redis.call('TYPE', KEYS[7])['ok'] == 'zset' then
-  for _ = 1, 3 do -- as release.lua: the first waiting client that listens
-    local next = redis.call('ZPOPMIN', KEYS[7])
-    if not next[1] or redis.call('PUBLISH', ARGV[3] .. next[1], 'released') > 0 then break end
-  end
+  dlock_wake_next(KEYS[7], ARGV[3])
 end
 if redis.call('TYPE', KEYS[6])['ok'] == 'list' then
   local head = redis.call('LINDEX', KEYS[6], 0)

@@ -8,14 +8,4 @@
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
-for _ = 1, 3 do
-  local next = redis.call('ZPOPMIN', KEYS[2])
-  if not next[1] then
-    return 0
-  end
-  local n = redis.call('PUBLISH', ARGV[1] .. next[1], 'released')
-  if n > 0 then
-    return n
-  end
-end
-return 0
+return dlock_wake_next(KEYS[2], ARGV[1])

@@ -22,17 +22,7 @@ end
 if v == ARGV[1] .. '*' then
   redis.call('DEL', KEYS[1])
   if KEYS[2] then
-    for _ = 1, 3 do
-      local next = redis.call('ZPOPMIN', KEYS[2])
-      if not next[1] then
-        return 1
-      end
-      local n = redis.call('PUBLISH', ARGV[4] .. next[1], 'released')
-      if n > 0 then
-        return 1 + n
-      end
-    end
-    return 1
+    return 1 + dlock_wake_next(KEYS[2], ARGV[4])
   end
   return 1 + redis.call('PUBLISH', ARGV[2], 'released')
 end
