@@ -8,7 +8,7 @@ BENCHTIME ?= 3s
 all: test
 
 deps:
-	@./scripts/ensure-deps redis zookeeper postgres
+	@./scripts/ensure-deps redis zookeeper postgres mariadb etcd
 
 ## test: gofmt check, go vet, and every test (real servers) under -race
 test: deps lint
