@@ -12,6 +12,7 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/chaos"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/cli/demo"
+	"github.com/dlock-go/dlock/internal/cli/fencecmd"
 	"github.com/dlock-go/dlock/internal/cli/inspect"
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
@@ -22,6 +23,7 @@ Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
+  dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
   dlock bench [flags]                           measure lock throughput and latency on a deployment
   dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend
@@ -50,6 +52,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"bench":      bench.Main,
 	"chaos":      chaos.Main,
 	"demo":       demo.Main,
+	"fence":      fencecmd.Main,
 	"completion": completionMain,
 	"version":    versionMain,
 }

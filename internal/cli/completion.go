@@ -15,9 +15,10 @@ var completionFlags = map[string]string{
 	"bench":   "--redis --zk --postgres --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
 	"chaos":   "--backend --faults --duration --clients --ttl --work --session-timeout --schedule --seed -o --timeline --library-defaults --help",
 	"demo":    "--workers --rounds --no-zk --help",
+	"fence":   "--fence --file --postgres --redis --resource --table --help",
 }
 
-const completionCommands = "run inspect release bench chaos demo completion version help"
+const completionCommands = "run inspect release fence bench chaos demo completion version help"
 
 const bashCompletion = `# bash completion for dlock; load with: source <(dlock completion bash)
 _dlock() {
@@ -81,7 +82,7 @@ func completionMain(args []string, streams cmdutil.IO) int {
 	if len(args) != 1 {
 		return cmdutil.Fail(streams, cmdutil.Usagef("dlock completion: name one shell: bash, zsh or fish"), cmdutil.ExitUsage)
 	}
-	names := []string{"run", "inspect", "release", "bench", "chaos", "demo"}
+	names := []string{"run", "inspect", "release", "fence", "bench", "chaos", "demo"}
 	var cases strings.Builder
 	switch args[0] {
 	case "bash":
