@@ -17,6 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(holderEnv); spec != "" {
+		os.Exit(holderMain(spec))
+	}
 	code := m.Run()
 	if err := testenv.StopAll(); err != nil {
 		fmt.Fprintln(os.Stderr, "fence tests: stopping servers:", err)

@@ -23,8 +23,8 @@ var databases = []struct {
 	{"SQLite", fence.SQLite, sqliteDB},
 }
 
-// exec runs statements on db and fails t on an error.
-func exec(t testing.TB, db *sql.DB, query string, args ...any) {
+// execSQL runs a statement on db and fails t on an error.
+func execSQL(t testing.TB, db *sql.DB, query string, args ...any) {
 	t.Helper()
 	if _, err := db.Exec(query, args...); err != nil {
 		t.Fatalf("%s: %v", query, err)
@@ -56,8 +56,8 @@ func TestIntegrationSQLWriteFenced(t *testing.T) {
 			if err := g.Migrate(ctx, db); err != nil {
 				t.Fatalf("Migrate again: %v", err)
 			}
-			exec(t, db, "CREATE TABLE "+accounts+" (id varchar(10) PRIMARY KEY, balance int NOT NULL)")
-			exec(t, db, "INSERT INTO "+accounts+" VALUES ('a', 0)")
+			execSQL(t, db, "CREATE TABLE "+accounts+" (id varchar(10) PRIMARY KEY, balance int NOT NULL)")
+			execSQL(t, db, "INSERT INTO "+accounts+" VALUES ('a', 0)")
 			set := func(v int) func(context.Context, *sql.Tx) error {
 				return func(ctx context.Context, tx *sql.Tx) error {
 					_, err := tx.ExecContext(ctx, fmt.Sprintf("UPDATE %s SET balance = %d WHERE id = 'a'", accounts, v))
@@ -136,7 +136,7 @@ func TestIntegrationSQLConcurrentChecks(t *testing.T) {
 			if err := g.Migrate(ctx, db); err != nil {
 				t.Fatal(err)
 			}
-			exec(t, db, "CREATE TABLE "+log+" (seq int PRIMARY KEY, fence bigint NOT NULL)")
+			execSQL(t, db, "CREATE TABLE "+log+" (seq int PRIMARY KEY, fence bigint NOT NULL)")
 			const n = 24
 			var wg sync.WaitGroup
 			errs := make(chan error, n)
@@ -192,8 +192,8 @@ func TestIntegrationSQLRow(t *testing.T) {
 			db := d.open(t)
 			ctx := ctxFor(t, time.Minute)
 			items := unique("items")
-			exec(t, db, "CREATE TABLE "+items+" (id varchar(10) PRIMARY KEY, qty int NOT NULL, fence bigint NOT NULL DEFAULT 0)")
-			exec(t, db, "INSERT INTO "+items+" (id, qty) VALUES ('x', 0)")
+			execSQL(t, db, "CREATE TABLE "+items+" (id varchar(10) PRIMARY KEY, qty int NOT NULL, fence bigint NOT NULL DEFAULT 0)")
+			execSQL(t, db, "INSERT INTO "+items+" (id, qty) VALUES ('x', 0)")
 			row := fence.Row{Dialect: d.dialect, Table: items}
 			set := "qty = ?"
 			if d.dialect == fence.Postgres {
