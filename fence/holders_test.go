@@ -193,7 +193,7 @@ func TestIntegrationPausedHolder(t *testing.T) {
 				execSQL(t, db, "CREATE TABLE "+r.Table+"_data (v varchar(10))")
 				execSQL(t, db, "INSERT INTO "+r.Table+"_data VALUES ('')")
 			}
-			dataRedis.Do("DEL", "ledger", "dlock:fence:{ledger}")
+			dataRedis.Do("DEL", "ledger", "dlock:guard:{ledger}")
 			mu.Lock()
 			written = nil
 			mu.Unlock()

@@ -32,8 +32,11 @@ type Redis struct {
 func NewRedis(conn transport.Conn) *Redis { return &Redis{conn: conn} }
 
 // FenceKey returns the key in which the guard keeps the fence of key:
-// "dlock:fence:" followed by key if key has a hash tag ({tag}), else by
-// key in braces, so that both hash to the same Cluster slot. It returns an
+// "dlock:guard:" followed by key if key has a hash tag ({tag}), else by
+// key in braces, so that both hash to the same Cluster slot. (The
+// prefix is not redislock's "dlock:fence:", so that guarded keys and
+// locks may share a deployment.) The fence key stays after key is
+// deleted or expires, so that a stale holder cannot write it again. It returns an
 // error for a key that has no hash tag but contains a '}', which no key
 // of the same slot can be built for: give such a key a hash tag.
 func FenceKey(key string) (string, error) {
@@ -42,13 +45,13 @@ func FenceKey(key string) (string, error) {
 	}
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return "dlock:fence:" + key, nil
+			return "dlock:guard:" + key, nil
 		}
 	}
 	if strings.ContainsRune(key, '}') {
 		return "", fmt.Errorf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))
 	}
-	return "dlock:fence:{" + key + "}", nil
+	return "dlock:guard:{" + key + "}", nil
 }
 
 // Set sets key to value, as SET does (removing any expiry), unless a
@@ -115,7 +118,7 @@ func (r *Redis) eval(ctx context.Context, resource string, fence uint64, keys, a
 }
 
 // Store returns the guard as a Store for Handler: Advance records the
-// fence of a resource in the key "dlock:fence:{resource}" (resource in a
+// fence of a resource in the key "dlock:guard:{resource}" (resource in a
 // hash tag, or as it is if it has one).
 func (r *Redis) Store() Store { return redisStore{r} }
 

@@ -159,7 +159,7 @@ func TestRedisInput(t *testing.T) {
 			t.Errorf("%v; want an error about %q", c.err, c.want)
 		}
 	}
-	for key, want := range map[string]string{"a": "dlock:fence:{a}", "x{t}y": "dlock:fence:x{t}y", "a{b": "dlock:fence:{a{b}"} {
+	for key, want := range map[string]string{"a": "dlock:guard:{a}", "x{t}y": "dlock:guard:x{t}y", "a{b": "dlock:guard:{a{b}"} {
 		if got, err := fence.FenceKey(key); err != nil || got != want {
 			t.Errorf("FenceKey(%q) = %q, %v; want %q", key, got, err, want)
 		}
