@@ -24,12 +24,16 @@ var writeScript = transport.NewScript("write", writeSrc)
 // safe for concurrent use.
 type Redis struct {
 	conn transport.Conn
+	config
 }
 
 // NewRedis returns a guard for the keys of the deployment that conn
 // reaches: goredisconn.New(rdb) for a go-redis client, rueidisconn.New(c)
-// for a rueidis one, as for redislock.
-func NewRedis(conn transport.Conn) *Redis { return &Redis{conn: conn} }
+// for a rueidis one, as for redislock. Of the options, it takes
+// WithObserver.
+func NewRedis(conn transport.Conn, opts ...Option) *Redis {
+	return &Redis{conn: conn, config: newConfig(opts)}
+}
 
 // FenceKey returns the key in which the guard keeps the fence of key:
 // "dlock:guard:" followed by key if key has a hash tag ({tag}), else by
@@ -91,7 +95,9 @@ func (r *Redis) write(ctx context.Context, key string, fence uint64, op string, 
 	if op == "advance" {
 		keys = keys[:1]
 	}
-	return r.eval(ctx, key, fence, keys, append([]string{strconv.FormatUint(fence, 10), op}, args...))
+	err = r.eval(ctx, key, fence, keys, append([]string{strconv.FormatUint(fence, 10), op}, args...))
+	observe(r.observer, "Redis", key, fence, err)
+	return err
 }
 
 // eval runs the write script and interprets its reply.

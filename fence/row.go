@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/dlock-go/dlock"
 )
 
 // A Querier runs statements: a *sql.DB, *sql.Conn or *sql.Tx.
@@ -29,6 +31,10 @@ type Row struct {
 	Table   string // the table, which must need no quoting
 	Key     string // the key column; "id" if empty
 	Fence   string // the fence column; "fence" if empty
+
+	// Observer, if not nil, is told of each update accepted or refused,
+	// as with WithObserver, under the resource name "Table/id".
+	Observer dlock.Observer
 }
 
 // ErrNoRow is returned by Row.Update when no row has the key.
@@ -70,13 +76,23 @@ func (r Row) Update(ctx context.Context, q Querier, id any, fence uint64, set st
 		return fmt.Errorf("fence: updating %s: %w", resource, err)
 	}
 	if changed, err := res.RowsAffected(); err == nil && changed > 0 {
+		observe(r.Observer, "Row", resource, fence, nil)
 		return nil
 	}
+	err = r.classify(ctx, q, id, resource, fence)
+	observe(r.Observer, "Row", resource, fence, err)
+	return err
+}
+
+// classify returns the error of an update of the row id with fence that
+// changed nothing.
+func (r Row) classify(ctx context.Context, q Querier, id any, resource string, fence uint64) error {
+	key, col, ph := cmp.Or(r.Key, "id"), cmp.Or(r.Fence, "fence"), r.Dialect.placeholder
 	// Nothing changed: the fence is stale, or no row has the key, or (in
 	// MySQL, which counts changed rows only) the row already held these
 	// values and this fence.
 	var newest int64
-	err = q.QueryRowContext(ctx, "SELECT "+col+" FROM "+r.Table+" WHERE "+key+" = "+ph(1), id).Scan(&newest)
+	err := q.QueryRowContext(ctx, "SELECT "+col+" FROM "+r.Table+" WHERE "+key+" = "+ph(1), id).Scan(&newest)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("%w: %s", ErrNoRow, resource)

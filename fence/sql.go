@@ -74,40 +74,18 @@ const maxSQLResource = 255
 // is safe for concurrent use; it holds no connection of its own.
 type SQL struct {
 	dialect Dialect
-	table   string
-	err     error // from NewSQL's options, returned by every call
+	config
 }
-
-// An SQLOption configures an SQL guard.
-type SQLOption func(*SQL)
 
 // identifier is a table name that needs no quoting in any dialect, with an
 // optional schema (or database) name before a dot.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
-// WithTable sets the table in which the guard keeps its fences. The
-// default is DefaultTable. The name may be qualified by a schema
-// ("app.fences") and must need no quoting: letters, digits and
-// underscores. pglock's Client keeps its fences in a table of the same
-// layout, named after its lock table with "_fences" appended: an SQL
-// guard given that name shares pglock's records.
-func WithTable(name string) SQLOption {
-	return func(g *SQL) {
-		if !identifier.MatchString(name) {
-			g.err = fmt.Errorf("fence: table name %q is not letters, digits and underscores, with at most one dot", name)
-			return
-		}
-		g.table = name
-	}
-}
-
-// NewSQL returns a guard for a database of the given dialect. An invalid
-// option is reported by the guard's first call.
-func NewSQL(dialect Dialect, opts ...SQLOption) *SQL {
-	g := &SQL{dialect: dialect, table: DefaultTable}
-	for _, o := range opts {
-		o(g)
-	}
+// NewSQL returns a guard for a database of the given dialect, configured
+// by WithTable and WithObserver. An invalid option is reported by the
+// guard's first call.
+func NewSQL(dialect Dialect, opts ...Option) *SQL {
+	g := &SQL{dialect: dialect, config: newConfig(opts)}
 	if g.dialect.upsert == "" && g.err == nil {
 		g.err = errors.New("fence: NewSQL needs a Dialect: fence.Postgres, fence.MySQL or fence.SQLite")
 	}
@@ -154,7 +132,9 @@ func (g *SQL) Check(ctx context.Context, tx *sql.Tx, resource string, fence uint
 	if err := checkInput(resource, fence, maxSQLResource); err != nil {
 		return err
 	}
-	return g.advance(ctx, tx, resource, fence)
+	err := g.advance(ctx, tx, resource, fence)
+	observe(g.observer, "SQL", resource, fence, err)
+	return err
 }
 
 // advance is Check after its input is checked.
@@ -196,7 +176,9 @@ func (g *SQL) WriteFenced(ctx context.Context, db *sql.DB, resource string, fenc
 		return fmt.Errorf("fence: beginning a fenced write to %q: %w", resource, err)
 	}
 	defer tx.Rollback() // after a Commit, it does nothing
-	if err := g.advance(ctx, tx, resource, fence); err != nil {
+	err = g.advance(ctx, tx, resource, fence)
+	observe(g.observer, "SQL", resource, fence, err)
+	if err != nil {
 		return err
 	}
 	if err := write(ctx, tx); err != nil {

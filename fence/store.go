@@ -3,6 +3,8 @@ package fence
 import (
 	"context"
 	"sync"
+
+	"github.com/dlock-go/dlock"
 )
 
 // A Store keeps the highest fence accepted for each resource, for Handler.
@@ -21,12 +23,16 @@ type Store interface {
 // memory: right for a service with one instance, and lost when it
 // restarts (which a restart of the service makes safe only if the lock
 // it guards is also held across it; use a Redis or SQL store otherwise).
-// It keeps one entry per resource it has seen.
-func NewMemory() Store { return &memory{newest: map[string]uint64{}} }
+// It keeps one entry per resource it has seen. Of the options, it takes
+// WithObserver.
+func NewMemory(opts ...Option) Store {
+	return &memory{newest: map[string]uint64{}, observer: newConfig(opts).observer}
+}
 
 type memory struct {
-	mu     sync.Mutex
-	newest map[string]uint64
+	observer dlock.Observer
+	mu       sync.Mutex
+	newest   map[string]uint64
 }
 
 func (m *memory) Advance(_ context.Context, resource string, fence uint64) error {
@@ -34,10 +40,13 @@ func (m *memory) Advance(_ context.Context, resource string, fence uint64) error
 		return err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	var err error
 	if newest := m.newest[resource]; newest > fence {
-		return &StaleError{Resource: resource, Fence: fence, Newest: newest}
+		err = &StaleError{Resource: resource, Fence: fence, Newest: newest}
+	} else {
+		m.newest[resource] = fence
 	}
-	m.newest[resource] = fence
-	return nil
+	m.mu.Unlock()
+	observe(m.observer, "Memory", resource, fence, err)
+	return err
 }
