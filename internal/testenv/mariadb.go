@@ -202,7 +202,8 @@ func (m *MariaDB) installLocked() error {
 	cmd := m.command(m.install, "--no-defaults",
 		"--datadir="+filepath.Join(m.dir, mdbDataDir),
 		"--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve")
+		"--skip-test-db", "--skip-name-resolve",
+		"--tmpdir="+m.dir) // not /tmp: concurrent bootstraps trip over each other's temporary tables there
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("testenv: mariadb-install-db in %s: %v\n%s", m.dir, err, out)
 	}
