@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -189,7 +190,7 @@ func (s *Client) describeHolders(ctx context.Context, sn snapshot, last bool) (i
 		case err != nil:
 			return dlock.Info{}, false, failure("inspect", info.Name, "reading "+c.name, err)
 		}
-		h := dlock.Holder{Owner: string(n.data), Holds: 1, Fence: fenceOf(sn.parent.Ctime, c.seq),
+		h := dlock.Holder{Owner: string(n.data), Label: lease.Label(string(n.data)), Holds: 1, Fence: fenceOf(sn.parent.Ctime, c.seq),
 			Where: fmt.Sprintf("node %s of session 0x%x", c.name, n.stat.EphemeralOwner)}
 		switch c.kind {
 		case kindLock:

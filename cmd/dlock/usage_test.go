@@ -61,7 +61,7 @@ func TestUsageErrors(t *testing.T) {
 		{"brace in name", []string{"run", redis, "a{b}", "--", "true"}, "brace"},
 		{"empty name", []string{"run", redis, "", "--", "true"}, "empty lock name"},
 		{"name too long for Redis", []string{"run", redis, longName, "--", "true"}, "(10000 bytes) is too long"},
-		{"name too long for ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", longName, "--", "true"}, "(10000 bytes) is too long"},
+		{"name too long for ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", longName, "--", "true"}, "(10000 bytes) would be a ZooKeeper path that is too long"},
 		{"inspect name too long", []string{"inspect", redis, longName}, "(10000 bytes) is too long"},
 		{"emoji on ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", "🔒", "--", "true"}, "U+1F512"},
 		{"reserved ZooKeeper path", []string{"run", "--zk", "127.0.0.1:1", "/zookeeper", "--", "true"}, "reserves"},

@@ -13,6 +13,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/internal/zkpath"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
@@ -322,41 +323,20 @@ func CheckKind(spec Spec, kind string) error {
 	return nil
 }
 
-// MaxZKPath is the longest ZooKeeper path of a lock, in bytes (zklock's
-// limit).
-const MaxZKPath = 1024
-
-// checkZKName checks what ZooKeeper and zklock refuse in a path.
+// checkZKName checks what ZooKeeper and zklock refuse in the path of a
+// lock name.
 func checkZKName(name string) error {
-	q, p := cmdutil.Quote(name), ZKPath(name)
-	switch {
-	case strings.HasSuffix(name, "/") || strings.Contains(name, "//"):
-		return cmdutil.Usagef("lock name %s has an empty path segment; remove the extra slash", q)
-	case name == "/":
+	p := ZKPath(name)
+	if name == "/" {
 		return cmdutil.Usagef("the root / cannot be a lock; give a name such as nightly-report or a path such as /locks/nightly")
-	case len(p) > MaxZKPath:
-		return cmdutil.Usagef("lock name %s is too long: its ZooKeeper path would be %d bytes, and the limit is %d", q, len(p), MaxZKPath)
-	case p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/"):
-		return cmdutil.Usagef("lock name %s is under /zookeeper, which ZooKeeper reserves for itself; use another path, or a name without a leading /", q)
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "." || seg == ".." {
-			return cmdutil.Usagef("lock name %s has a path segment %q, which ZooKeeper does not allow", q, seg)
+	if reason := zkpath.Check(p); reason != "" {
+		if p != name && strings.HasPrefix(reason, "is ") {
+			reason = strings.Replace(reason, "is ", "would be a ZooKeeper path that is ", 1)
 		}
-	}
-	for _, r := range name {
-		if zkIllegal(r) {
-			return cmdutil.Usagef("lock name %s has the character %U (%c), which ZooKeeper does not allow in a path (no emoji, control or private-use characters)", q, r, r)
-		}
+		return cmdutil.Usagef("lock name %s %s", cmdutil.Quote(name), reason)
 	}
 	return nil
-}
-
-// zkIllegal reports whether ZooKeeper refuses r in a path. Its server
-// checks UTF-16 code units: every character beyond U+FFFF, such as an
-// emoji, is a surrogate pair, which falls in a refused range.
-func zkIllegal(r rune) bool {
-	return r <= 0x1f || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0
 }
 
 // ZKPath is the ZooKeeper path of the lock called name.

@@ -153,7 +153,12 @@ func writeTable(out io.Writer, r backend.Report) {
 		if h.Where != "" {
 			extra = append(extra, printable(h.Where))
 		}
-		row("holder", "%s (%s)", printable(h.Owner), strings.Join(extra, ", "))
+		who := printable(h.Owner)
+		if h.Label != "" {
+			who = printable(h.Label)
+			extra = append([]string{"token " + printable(strings.TrimSuffix(h.Owner, "~"+h.Label))}, extra...)
+		}
+		row("holder", "%s (%s)", who, strings.Join(extra, ", "))
 	}
 	if r.PermitLimit > 0 {
 		row("permits", "%d of %d in use", len(r.Holders), r.PermitLimit)
