@@ -36,6 +36,7 @@ type resources struct {
 	LockURL   string // the lock's Redis address or PostgreSQL URL
 	Name      string // the lock's name
 	Postgres  string // a PostgreSQL URL, for the SQL guard
+	MariaDB   string // a MariaDB DSN, for the SQL guard
 	Table     string // the SQL guard's table, and the data's table + "_data"
 	SQLite    string // a SQLite file
 	Redis     string // the resource Redis's address
@@ -121,7 +122,7 @@ func writeAll(ctx context.Context, r resources, f uint64, value string) map[stri
 	for _, d := range []struct {
 		name, driver, dsn string
 		dialect           fence.Dialect
-	}{{"sql-postgres", "pgx", r.Postgres, fence.Postgres}, {"sql-sqlite", "sqlite", r.SQLite, fence.SQLite}} {
+	}{{"sql-postgres", "pgx", r.Postgres, fence.Postgres}, {"sql-mariadb", "mysql", r.MariaDB, fence.MySQL}, {"sql-sqlite", "sqlite", r.SQLite, fence.SQLite}} {
 		db, err := sql.Open(d.driver, d.dsn)
 		if err != nil {
 			out[d.name] = err
@@ -161,6 +162,7 @@ func writeAll(ctx context.Context, r resources, f uint64, value string) map[stri
 // Redis lock and with a PostgreSQL one.
 func TestIntegrationPausedHolder(t *testing.T) {
 	pg := sharedPostgres(t)
+	mariaDB(t) // started
 	lockRedis := testenv.StartRedis(t, testenv.RedisConfig{})
 	dataRedis := testenv.StartRedis(t, testenv.RedisConfig{})
 	sqliteFile := filepath.Join(t.TempDir(), "data.db")
@@ -184,10 +186,10 @@ func TestIntegrationPausedHolder(t *testing.T) {
 			ctx := ctxFor(t, 2*time.Minute)
 			dir := t.TempDir()
 			name := unique("ledger")
-			r := resources{Lock: lock.kind, LockURL: lock.url, Name: name, Postgres: pg.URL(),
+			r := resources{Lock: lock.kind, LockURL: lock.url, Name: name, Postgres: pg.URL(), MariaDB: mariaSrv.DSN(),
 				Table: unique("fences"), SQLite: sqliteDSN, Redis: dataRedis.Addr(), HTTP: srv.URL + "/" + name,
 				File: filepath.Join(dir, "ledger.txt"), Go: filepath.Join(dir, "go"), TTLMillis: 500}
-			for _, d := range []struct{ driver, dsn string }{{"pgx", r.Postgres}, {"sqlite", r.SQLite}} {
+			for _, d := range []struct{ driver, dsn string }{{"pgx", r.Postgres}, {"mysql", r.MariaDB}, {"sqlite", r.SQLite}} {
 				db := openDB(t, d.driver, d.dsn)
 				execSQL(t, db, "CREATE TABLE "+r.Table+" (resource varchar(255) PRIMARY KEY, fence bigint NOT NULL)")
 				execSQL(t, db, "CREATE TABLE "+r.Table+"_data (v varchar(10))")
@@ -253,14 +255,14 @@ func TestIntegrationPausedHolder(t *testing.T) {
 			}
 			a.Wait()
 			t.Logf("the stale holder's writes: %v", verdicts)
-			for _, guard := range []string{"sql-postgres", "sql-sqlite", "redis", "http", "file"} {
+			for _, guard := range []string{"sql-postgres", "sql-mariadb", "sql-sqlite", "redis", "http", "file"} {
 				if verdicts[guard] != "stale" {
 					t.Errorf("%s: the stale holder's write was %q; want stale", guard, verdicts[guard])
 				}
 			}
 
 			// Every resource holds the second holder's data.
-			for _, d := range []struct{ driver, dsn string }{{"pgx", r.Postgres}, {"sqlite", r.SQLite}} {
+			for _, d := range []struct{ driver, dsn string }{{"pgx", r.Postgres}, {"mysql", r.MariaDB}, {"sqlite", r.SQLite}} {
 				var v string
 				openDB(t, d.driver, d.dsn).QueryRow("SELECT v FROM " + r.Table + "_data").Scan(&v)
 				if v != "B" {

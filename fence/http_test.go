@@ -43,6 +43,11 @@ func stores(t *testing.T) []struct {
 		if err := pg.Migrate(context.Background(), pdb); err != nil {
 			t.Fatal(err)
 		}
+		mdb := mariaDB(t)
+		my := fence.NewSQL(fence.MySQL, fence.WithTable(unique("fences")))
+		if err := my.Migrate(context.Background(), mdb); err != nil {
+			t.Fatal(err)
+		}
 		srv := testenv.StartRedis(t, testenv.RedisConfig{})
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 		t.Cleanup(func() { rdb.Close() })
@@ -50,6 +55,9 @@ func stores(t *testing.T) []struct {
 			name  string
 			store fence.Store
 		}{"postgres", pg.Store(pdb)}, struct {
+			name  string
+			store fence.Store
+		}{"mariadb", my.Store(mdb)}, struct {
 			name  string
 			store fence.Store
 		}{"redis", fence.NewRedis(goredisconn.New(rdb)).Store()})

@@ -12,8 +12,8 @@ import (
 	"github.com/dlock-go/dlock/fence"
 )
 
-// databases are the SQL databases under test. MariaDB joins them when
-// testenv can start it.
+// databases are the SQL databases under test; mariadb_test.go adds
+// MariaDB.
 var databases = []struct {
 	name    string
 	dialect fence.Dialect
