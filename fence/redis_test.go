@@ -165,3 +165,22 @@ func TestRedisInput(t *testing.T) {
 		}
 	}
 }
+
+// A write to a key of another type is an error that writes nothing, not
+// even the fence.
+func TestIntegrationRedisWrongType(t *testing.T) {
+	g, srv := redisGuard(t)
+	ctx := ctxFor(t, 10*time.Second)
+	key := unique("typed")
+	if err := g.HSet(ctx, key, 5, "f", "v"); err != nil {
+		t.Fatal(err)
+	}
+	err := g.Set(ctx, key, 6, "v")
+	if err == nil || errors.Is(err, fence.ErrStale) || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("Set of a hash: %v; want WRONGTYPE", err)
+	}
+	fk, _ := fence.FenceKey(key)
+	if v, _ := srv.Do("GET", fk); v != "5" {
+		t.Fatalf("the fence after a refused write: %q; want 5", v)
+	}
+}

@@ -30,7 +30,10 @@ var (
 		upsert: `INSERT INTO {{table}} AS f (resource, fence) VALUES ($1, $2)
 ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= excluded.fence`,
 	}
-	// MySQL is the dialect of MySQL and MariaDB (InnoDB tables).
+	// MySQL is the dialect of MySQL and MariaDB (InnoDB tables). The first
+	// writers of a new resource may meet in a deadlock that InnoDB breaks
+	// by failing one of them (error 1213): nothing is written, and the
+	// write may be retried.
 	MySQL = Dialect{
 		name:       "MySQL",
 		column:     "varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
@@ -40,7 +43,9 @@ ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`,
 	}
 	// SQLite is the dialect of SQLite 3.24 or later. SQLite has one writer
 	// at a time: open the database with a busy timeout, so that writers
-	// wait for each other rather than fail with SQLITE_BUSY.
+	// wait for each other rather than fail with SQLITE_BUSY, and call Check
+	// before the transaction's first read (or begin it IMMEDIATE): a
+	// transaction that has read cannot wait to become the writer.
 	SQLite = Dialect{
 		name:   "SQLite",
 		column: "text",
