@@ -26,14 +26,15 @@ import (
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/dlock-go/dlock/zklock"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
 // resources are what the holders write to, one of each kind of guard.
 type resources struct {
-	Lock      string // "redis" or "postgres"
-	LockURL   string // the lock's Redis address or PostgreSQL URL
+	Lock      string // "redis", "postgres" or "zookeeper"
+	LockURL   string // the lock's Redis or ZooKeeper address, or PostgreSQL URL
 	Name      string // the lock's name
 	Postgres  string // a PostgreSQL URL, for the SQL guard
 	MariaDB   string // a MariaDB DSN, for the SQL guard
@@ -101,6 +102,13 @@ func takeLock(ctx context.Context, r resources) (dlock.Lease, func(), error) {
 		c := redislock.New(goredisconn.New(rdb))
 		lease, err := c.NewMutex(r.Name, redislock.WithTTL(ttl)).Lock(ctx)
 		return lease, func() { c.Close(); rdb.Close() }, err
+	case "zookeeper":
+		c, err := zklock.New(ctx, []string{r.LockURL}, zklock.WithSessionTimeout(ttl))
+		if err != nil {
+			return nil, nil, err
+		}
+		lease, err := c.NewMutex("/fence-test/" + r.Name).Lock(ctx)
+		return lease, func() { c.Close() }, err
 	default:
 		pool, err := pgxpool.New(ctx, r.LockURL)
 		if err != nil {
@@ -159,7 +167,8 @@ func writeAll(ctx context.Context, r resources, f uint64, value string) map[stri
 // lease, as a garbage collector might stop it: the second takes the lock
 // and writes through every guard, and when the first wakes up and writes
 // anyway, every guard refuses it and keeps the second's data. With a
-// Redis lock and with a PostgreSQL one.
+// Redis lock, a PostgreSQL one and a ZooKeeper one (whose session, not
+// renewed while the holder is stopped, expires).
 func TestIntegrationPausedHolder(t *testing.T) {
 	pg := sharedPostgres(t)
 	mariaDB(t) // started
@@ -181,7 +190,8 @@ func TestIntegrationPausedHolder(t *testing.T) {
 		})))
 	defer srv.Close()
 
-	for _, lock := range []struct{ kind, url string }{{"redis", lockRedis.Addr()}, {"postgres", pg.URL()}} {
+	zk := testenv.StartZooKeeper(t)
+	for _, lock := range []struct{ kind, url string }{{"redis", lockRedis.Addr()}, {"postgres", pg.URL()}, {"zookeeper", zk.Addr()}} {
 		t.Run(lock.kind+"-lock", func(t *testing.T) {
 			ctx := ctxFor(t, 2*time.Minute)
 			dir := t.TempDir()
