@@ -10,13 +10,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlock-go/dlock/fence"
+	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -116,6 +119,9 @@ func parse(args []string, getenv func(string) string) (options, uint64, error) {
 	case o.verb == "write" && o.postgres != "":
 		return o, 0, cmdutil.Usagef("dlock fence write: takes --file or --redis; with PostgreSQL, write in SQL after check in one transaction, or use package fence")
 	}
+	if err := o.checkResource(); err != nil {
+		return o, 0, err
+	}
 	src, what := o.fence, "--fence"
 	if src == "" {
 		src, what = getenv(EnvFence), "$"+EnvFence
@@ -141,9 +147,15 @@ func Main(args []string, streams cmdutil.IO) int {
 	if err != nil {
 		return cmdutil.Fail(streams, err, cmdutil.ExitUsage)
 	}
+	var spec backend.Spec
+	if o.file == "" {
+		if spec, err = o.resolve(streams.Getenv); err != nil {
+			return cmdutil.Fail(streams, fmt.Errorf("dlock fence %s: %w", o.verb, err), cmdutil.ExitUsage)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	code, err := o.run(ctx, f, streams.In)
+	code, err := o.run(ctx, f, streams.In, spec)
 	var stale *fence.StaleError
 	if errors.As(err, &stale) {
 		fmt.Fprintf(streams.Err, "dlock fence %s: %v\n", o.verb, err)
@@ -156,7 +168,7 @@ func Main(args []string, streams cmdutil.IO) int {
 }
 
 // run checks or writes, and returns the exit code of its error.
-func (o options) run(ctx context.Context, f uint64, in io.Reader) (int, error) {
+func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.Spec) (int, error) {
 	switch {
 	case o.file != "":
 		if o.verb == "check" {
@@ -172,41 +184,42 @@ func (o options) run(ctx context.Context, f uint64, in io.Reader) (int, error) {
 		}
 		return cmdutil.ExitError, fence.WriteFile(o.file, f, data, perm)
 	case o.postgres != "":
-		return o.checkPostgres(ctx, f)
+		return o.checkPostgres(ctx, f, spec)
 	default:
-		return o.redisWrite(ctx, f, in)
+		return o.redisWrite(ctx, f, in, spec)
 	}
 }
 
-func (o options) checkPostgres(ctx context.Context, f uint64) (int, error) {
-	g := fence.NewSQL(fence.Postgres, fence.WithTable(o.table))
-	db, err := sql.Open("pgx", o.postgres)
-	if err != nil {
-		return cmdutil.ExitUsage, cmdutil.Usagef("--postgres: %v", err)
+// resolve checks the --redis or --postgres URL as the other commands do
+// (their messages hide the password), with $DLOCK_REDIS_PASSWORD for a
+// Redis URL without one; the other connection variables do not apply.
+func (o options) resolve(getenv func(string) string) (backend.Spec, error) {
+	var bf backend.Flags
+	bf.Postgres = o.postgres
+	if o.redis != "" {
+		bf.Redis.Set(o.redis)
 	}
+	return bf.Resolve(func(k string) string {
+		if k == backend.EnvRedisPassword {
+			return getenv(k)
+		}
+		return ""
+	})
+}
+
+func (o options) checkPostgres(ctx context.Context, f uint64, spec backend.Spec) (int, error) {
+	g := fence.NewSQL(fence.Postgres, fence.WithTable(o.table))
+	db := stdlib.OpenDB(*spec.Postgres.ConnConfig)
 	defer db.Close()
 	if err := g.Migrate(ctx, db); err != nil {
-		if strings.Contains(err.Error(), "not letters") {
-			return cmdutil.ExitUsage, cmdutil.Usagef("--table: %v", err)
-		}
 		return cmdutil.ExitUnavailable, err
 	}
-	err = g.WriteFenced(ctx, db, o.resource, f, func(context.Context, *sql.Tx) error { return nil })
-	if err != nil && strings.Contains(err.Error(), "resource name") {
-		return cmdutil.ExitUsage, cmdutil.Usagef("--resource: %v", err)
-	}
-	return cmdutil.ExitUnavailable, err
+	return cmdutil.ExitUnavailable, g.WriteFenced(ctx, db, o.resource, f, func(context.Context, *sql.Tx) error { return nil })
 }
 
-func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader) (int, error) {
-	opts, err := redis.ParseURL(o.redis)
-	if err != nil {
-		return cmdutil.ExitUsage, cmdutil.Usagef("--redis: %v", err)
-	}
-	if _, err := fence.FenceKey(o.resource); err != nil {
-		return cmdutil.ExitUsage, cmdutil.Usagef("--resource: %v", err)
-	}
-	rdb := redis.NewClient(opts)
+func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec backend.Spec) (int, error) {
+	backend.QuietRedisLogs()
+	rdb := redis.NewClient(spec.Redis[0])
 	defer rdb.Close()
 	g := fence.NewRedis(goredisconn.New(rdb))
 	if o.verb == "check" {
@@ -217,4 +230,23 @@ func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader) (int, e
 		return cmdutil.ExitError, fmt.Errorf("reading standard input: %w", err)
 	}
 	return cmdutil.ExitUnavailable, g.Set(ctx, o.resource, f, string(data))
+}
+
+// table is a table name that package fence takes: no quoting needed.
+var table = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+
+// checkResource returns a usage error if --resource or --table is not one
+// the guard takes.
+func (o options) checkResource() error {
+	switch {
+	case o.postgres != "" && !table.MatchString(o.table):
+		return cmdutil.Usagef("dlock fence %s: --table %q is not letters, digits and underscores, with at most one dot", o.verb, o.table)
+	case o.postgres != "" && (len(o.resource) > 255 || !utf8.ValidString(o.resource)):
+		return cmdutil.Usagef("dlock fence %s: --resource must be valid UTF-8 of at most 255 bytes", o.verb)
+	case o.redis != "":
+		if _, err := fence.FenceKey(o.resource); err != nil {
+			return cmdutil.Usagef("dlock fence %s: --resource: %v", o.verb, err)
+		}
+	}
+	return nil
 }

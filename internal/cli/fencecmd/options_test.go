@@ -49,3 +49,23 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// The connection URLs are checked as the other commands check them, and
+// their messages hide the password.
+func TestResolve(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"check --postgres notaurl --resource r", "cannot parse"},
+		{"check --postgres mysql://u:s3cret@h/db --resource r", `scheme "mysql"`},
+		{"check --redis http://u:s3cret@h --resource r", `scheme "http"`},
+		{"check --redis redis://u:s3cret@h:99999 --resource r", "port"},
+	} {
+		o, _, err := parse(strings.Fields(c.args+" --fence 1"), func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		_, err = o.resolve(func(string) string { return "" })
+		if !cmdutil.IsUsage(err) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: %v; want a usage error with %q and no password", c.args, err, c.want)
+		}
+	}
+}
