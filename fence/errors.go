@@ -42,16 +42,22 @@ const maxResource = 4096
 func checkInput(resource string, fence uint64, maxLen int) error {
 	switch {
 	case resource == "":
-		return errors.New("fence: empty resource name")
+		return badInput{"fence: empty resource name"}
 	case len(resource) > maxLen:
-		return fmt.Errorf("fence: resource name is %d bytes long; the limit is %d", len(resource), maxLen)
+		return badInput{fmt.Sprintf("fence: resource name is %d bytes long; the limit is %d", len(resource), maxLen)}
 	case !utf8.ValidString(resource):
-		return fmt.Errorf("fence: resource name %q is not valid UTF-8", resource)
+		return badInput{fmt.Sprintf("fence: resource name %q is not valid UTF-8", resource)}
 	case fence == 0 || fence > math.MaxInt64:
-		return fmt.Errorf("fence: fence %d for %q is not one a lease gives: want 1 to 2^63-1", fence, resource)
+		return badInput{fmt.Sprintf("fence: fence %d for %q is not one a lease gives: want 1 to 2^63-1", fence, resource)}
 	}
 	return nil
 }
+
+// badInput is the error of a resource name or fence that no guard takes,
+// which Handler answers with 400 Bad Request.
+type badInput struct{ msg string }
+
+func (e badInput) Error() string { return e.msg }
 
 // Parse returns the fence written in decimal in s, as a lease's Fence
 // prints it (and as dlock run puts it in DLOCK_FENCE), or an error that

@@ -18,7 +18,8 @@ const Header = "Dlock-Fence"
 // atomic step with the decision. Otherwise Handler answers itself:
 //
 //   - 400 Bad Request if the header is missing or not a fence (a decimal
-//     from 1 to 2^63-1), or resource returns "";
+//     from 1 to 2^63-1), or resource returns "" or a name the store does
+//     not take (an SQL store's are at most 255 bytes);
 //   - 409 Conflict if a higher fence has been accepted for the resource: a
 //     later holder of the lock has written, and this request's lease is
 //     no longer current;
@@ -70,9 +71,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.leave(res, t)
 	err = h.store.Advance(r.Context(), res, f)
 	var stale *StaleError
+	var bad badInput
 	switch {
 	case errors.As(err, &stale):
 		http.Error(w, stale.Error(), http.StatusConflict)
+	case errors.As(err, &bad):
+		http.Error(w, bad.Error(), http.StatusBadRequest)
 	case err != nil:
 		http.Error(w, "fence: checking the fence: "+err.Error(), http.StatusServiceUnavailable)
 	default:

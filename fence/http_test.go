@@ -228,3 +228,19 @@ func TestTransport(t *testing.T) {
 		t.Fatalf("Transport without a fence: %v; want an error about fence 0", err)
 	}
 }
+
+// A resource name the store does not take is the client's mistake: 400.
+func TestHandlerResourceTooLong(t *testing.T) {
+	db := sqliteDB(t)
+	g := fence.NewSQL(fence.SQLite)
+	if err := g.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(fence.Handler(g.Store(db), func(r *http.Request) string { return r.URL.Path },
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	defer srv.Close()
+	code, body := send(t, srv.URL+"/"+strings.Repeat("x", 300), "5")
+	if code != 400 || !strings.Contains(body, "bytes long") {
+		t.Fatalf("a 301-byte resource: %d %q; want 400 saying it is too long", code, body)
+	}
+}

@@ -52,7 +52,8 @@ write where it fits.
 
 write reads DATA from standard input and, unless the fence is stale,
 replaces the file PATH with it (through a temporary file and a rename) or
-sets the Redis string KEY to it, in one step with the check.
+sets the Redis string KEY to it, in one step with the check. A Redis URL
+without a password takes $DLOCK_REDIS_PASSWORD.
 
 Exit codes: 0 the fence is current (and DATA written); 77 the fence is
 stale, nothing written; 64 bad usage or a missing or malformed fence;
