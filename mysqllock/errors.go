@@ -37,14 +37,14 @@ func init() {
 
 // MySQL error numbers that say what to do.
 const (
-	errDupEntry       = 1062
-	errNoSuchTable    = 1146
-	errBadField       = 1054
-	errTableAccess    = 1142
-	errDBAccess       = 1044
-	errAccessDenied   = 1045
-	errBadDB          = 1049
-	errWrongValueType = 1366
+	errDupEntry     = 1062
+	errNoSuchTable  = 1146
+	errBadField     = 1054
+	errTableAccess  = 1142
+	errDBAccess     = 1044
+	errAccessDenied = 1045
+	errBadDB        = 1049
+	errNoSuchThread = 1094
 )
 
 // describe turns the failure of doing what to the lock called name into
@@ -79,7 +79,6 @@ func isServerError(err error) bool {
 // Error numbers with which the server reports that it ended the session.
 const (
 	errConnKilled   = 1927 // MariaDB: connection was killed
-	errQueryKilled  = 1317 // query execution was interrupted
 	errShutdown     = 1053 // server shutdown in progress
 	errClientIdle   = 4031 // MySQL 8: disconnected for inactivity (wait_timeout)
 	errServerGone   = 2006

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/go-sql-driver/mysql"
 )
 
 // Inspect reports who holds the lock called name, in either mode, and for
@@ -72,7 +73,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, c.describe("force unlock", name, err)
 	}
 	if who != 0 {
-		if _, err := c.db.ExecContext(ctx, fill("KILL CONNECTION ?", who)); err != nil {
+		if _, err := c.db.ExecContext(ctx, fill("KILL CONNECTION ?", who)); err != nil && !isUnknownThread(err) {
 			return false, fmt.Errorf("mysqllock: force unlock %q: ending connection %d, which holds its GET_LOCK lock: %w (the account needs to be the holder's, or to have the CONNECTION ADMIN or SUPER privilege)", name, who, err)
 		}
 	}
@@ -85,4 +86,11 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		c.waiters.wake(name)
 	}
 	return n == 1 || who != 0, nil
+}
+
+// isUnknownThread reports whether err says that the connection to kill
+// has gone already.
+func isUnknownThread(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && my.Number == errNoSuchThread
 }
