@@ -24,10 +24,17 @@ type locker struct {
 }
 
 // An attemptFunc makes one attempt at a lock. It returns a lease; or nil,
-// how long the holder's claim has left if it is known (0 if not), and
-// possibly an error matching dlock.ErrNotObtained that says why; or a hard
-// error.
-type attemptFunc func(ctx context.Context) (dlock.Lease, time.Duration, error)
+// how long the holder's claim has left if it is known (0 if not, or
+// sessionBusy), and possibly an error matching dlock.ErrNotObtained that
+// says why; or a hard error. A session-mode attempt waits on the server,
+// up to block, for the holder's GET_LOCK lock to be released; a lease-mode
+// attempt ignores block.
+type attemptFunc func(ctx context.Context, block time.Duration) (dlock.Lease, time.Duration, error)
+
+// sessionBusy is the left of an attempt that found the lock's GET_LOCK
+// lock held by another session: the next attempt can wait on the server
+// for its release, which wakes it at once.
+const sessionBusy = -1
 
 func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option, attempt attemptFunc) locker {
 	l := locker{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, kind), held: held, attempt: attempt}
@@ -45,7 +52,7 @@ func (l *locker) TryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := l.check(ctx); err != nil {
 		return a.End(nil, err)
 	}
-	got, _, err := l.attempt(ctx)
+	got, _, err := l.attempt(ctx, 0)
 	if got == nil && err == nil {
 		err = dlock.ErrNotObtained
 	}
@@ -93,9 +100,11 @@ func obtained(l dlock.Lease, err error) bool {
 // wait tries once; if the lock is held, it waits for a local release, for
 // the holder's claim to run out, or for the retry strategy's backoff,
 // whichever comes first, and tries again, until it obtains the lock, ctx
-// is done, or the strategy gives up.
+// is done, or the strategy gives up. While a session holds the lock's
+// GET_LOCK lock, the wait is a GET_LOCK with that timeout on the server,
+// which the holder's release (or the end of its session) ends at once.
 func (l *locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
-	if got, _, err := l.attempt(ctx); obtained(got, err) {
+	if got, _, err := l.attempt(ctx, 0); obtained(got, err) {
 		return got, err
 	}
 	a.Waiting()
@@ -103,13 +112,15 @@ func (l *locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 	defer w.close()
 	var idle pause.Timer
 	defer idle.Stop()
+	var block time.Duration
 	for n := 1; ; n++ {
 		if err := l.c.usable(); err != nil {
 			return nil, err
 		}
 		// Try again at once on the first round: a release may have come
 		// between the first attempt and the waiter's registration.
-		got, left, err := l.attempt(ctx)
+		got, left, err := l.attempt(ctx, block)
+		block = 0
 		if obtained(got, err) {
 			return got, err
 		}
@@ -119,6 +130,10 @@ func (l *locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 				return nil, err
 			}
 			return nil, dlock.ErrNotObtained
+		}
+		if left == sessionBusy { // wait on the server, for its release
+			block = wait
+			continue
 		}
 		if left > 0 && left < wait { // the holder's lease runs out first
 			wait = left

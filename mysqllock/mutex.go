@@ -38,7 +38,7 @@ const maxFence = 1 << 53
 // attempt runs the acquire statements once, with a fresh token, on a
 // connection of its own so that a clean-up can tell when what it sent
 // can no longer land.
-func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
+func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
 	conn, id, err := m.c.pin(ctx)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil {

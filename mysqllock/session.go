@@ -55,9 +55,9 @@ func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
 // connection that holds it.
 func (m *SessionMutex) LockName() string { return m.lockName }
 
-// attempt takes a connection and tries the GET_LOCK lock and the row on
-// it once, with a fresh token.
-func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
+// attempt takes a connection and tries the GET_LOCK lock, waiting up to
+// block for it on the server, and the row on it once, with a fresh token.
+func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.Lease, time.Duration, error) {
 	conn, err := m.c.db.Conn(ctx)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil {
@@ -66,20 +66,21 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 		return nil, 0, m.c.describe("connecting to take", m.name, err)
 	}
 	token := dlock.NewToken()
-	start := time.Now()
 	var got sql.NullInt64
 	var id, before int64
-	err = conn.QueryRowContext(ctx, fill(m.c.sql.sessionGet, m.lockName)).Scan(&got, &id, &before)
+	err = conn.QueryRowContext(ctx, fill(m.c.sql.sessionGet, m.lockName, seconds(block))).Scan(&got, &id, &before)
 	var fence uint64
 	var left time.Duration
+	var start time.Time
 	switch {
 	case err != nil:
 	case !got.Valid:
 		err = fmt.Errorf("GET_LOCK(%q) returned NULL", m.lockName)
 	case got.Int64 != 1:
 		conn.Close() // held by another session
-		return nil, 0, nil
+		return nil, sessionBusy, nil
 	default:
+		start = time.Now() // after the wait for GET_LOCK
 		fence, left, err = m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
 		if err == nil && fence == 0 { // the row is held: let go of GET_LOCK
 			if _, err := conn.ExecContext(ctx, fill(m.c.sql.sessionDrop, m.lockName)); err != nil {

@@ -32,7 +32,8 @@ type session struct {
 	before int64 // the wait_timeout to restore on release
 
 	mu      sync.Mutex // held while the connection is in use
-	conn    *sql.Conn  // nil once given back to the pool
+	conn    *sql.Conn  // nil once given back to the pool, or closed
+	dropped bool       // the connection was closed at Until by a check or renewal that got no answer
 	stop    chan struct{}
 	stopped sync.Once
 }
@@ -100,7 +101,10 @@ func (s *session) dispose(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
 	defer cancel()
 	_, err := s.unlock(ctx)
-	return err == nil || errors.Is(err, errEnded) || errors.Is(s.Err(), ErrSessionLost)
+	s.mu.Lock()
+	dropped := s.dropped
+	s.mu.Unlock()
+	return err == nil || errors.Is(err, errEnded) && !dropped || errors.Is(s.Err(), ErrSessionLost)
 }
 
 // watch starts the goroutine that checks the connection every check
@@ -140,6 +144,13 @@ func (s *session) check() error {
 	if err != nil {
 		discard(s.conn)
 		s.conn = nil
+		if ctx.Err() != nil {
+			// No answer by Until: the lease ends then by itself, for
+			// whatever reason it does (expiry, its maximum hold), and
+			// its row is freed through the pool (see dispose).
+			s.dropped = true
+			return errEnded
+		}
 	}
 	return err
 }
@@ -176,6 +187,7 @@ func (s *session) confirm(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		discard(s.conn)
 		s.conn = nil
+		s.dropped = ctx.Err() != nil
 		return start, err
 	}
 	return start, nil
@@ -188,6 +200,15 @@ func (s *session) extend(ctx context.Context) bool {
 	defer cancel()
 	start, err := s.confirm(ctx)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// No answer by Until (or the Client is closing): the lease ends
+		// at Until by itself, as expired, and its row is freed through
+		// the pool (see dispose). Wait for that, so that a Refresh
+		// reports it.
+		select {
+		case <-s.Done():
+		case <-time.After(time.Until(s.Until()) + 50*time.Millisecond):
+		}
 	case err == nil:
 		return s.Extend(lease.Validity(start, s.m.cfg.ttl))
 	case errors.Is(err, errNotHeld):

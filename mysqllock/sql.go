@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The statements live in sql/*.sql, each with a header comment that says
@@ -102,6 +103,10 @@ func fill(stmt string, args ...any) string {
 	}
 }
 
+// seconds is a duration that a statement takes in seconds, such as
+// GET_LOCK's timeout, written with millisecond precision.
+type seconds time.Duration
+
 // literal writes v as SQL: strings as hexadecimal literals (X'…'), which
 // reach the server as the bytes given whatever the connection's character
 // set and sql_mode, with nothing to escape; lists of strings as such
@@ -122,6 +127,8 @@ func literal(v any) string {
 		return strconv.FormatUint(v, 10)
 	case int:
 		return strconv.Itoa(v)
+	case seconds:
+		return strconv.FormatFloat(time.Duration(v).Seconds(), 'f', 3, 64)
 	}
 	panic(fmt.Sprintf("mysqllock: no literal for %T", v))
 }
