@@ -24,12 +24,13 @@ const (
 	MaxTTL = 24 * time.Hour
 )
 
-// DefaultRetry is the retry strategy of Lock when WithRetry is not given.
-// MySQL has no LISTEN/NOTIFY, so a waiter polls: with exponential backoff
-// and full jitter, between 2ms and 64ms, so that a release by another
-// Client is seen within 64ms (32ms on average once the backoff is at its
-// cap); a release by the same Client wakes its waiters at once, and a
-// holder's expiry wakes them when it is due.
+// DefaultRetry is the retry strategy of Lock when WithRetry is not given:
+// exponential backoff with full jitter, between 2ms and 64ms. MySQL has no
+// LISTEN/NOTIFY, so a lease-mode waiter polls at that pace, and sees a
+// release by another Client within 64ms; a session-mode waiter spends
+// each backoff in GET_LOCK on the server, which a session holder's release
+// ends at once. A release by the same Client wakes its waiters at once,
+// and a holder's expiry wakes them when it is due.
 var DefaultRetry = dlock.ExponentialBackoff(2*time.Millisecond, 64*time.Millisecond)
 
 // A ClientOption configures a Client.
