@@ -21,9 +21,9 @@
 // needs the database reports a bad argument. Migrate creates the Client's
 // table if it does not exist (see WithTable); SchemaSQL returns the same
 // SQL for those who run their migrations themselves. The account needs
-// SELECT, INSERT and UPDATE on the table. It works with MySQL 5.7 and
-// later and MariaDB 10.3 and later (tested on MariaDB 10.11), whatever
-// the DSN's options: every statement is one round trip of plain SQL
+// SELECT, INSERT and UPDATE on the table. It is written for MySQL 5.7
+// and later and MariaDB 10.3 and later, and tested on MariaDB 10.11 only,
+// whatever the DSN's options: every statement is one round trip of plain SQL
 // (COM_QUERY) in which mysqllock writes each value itself, names and
 // tokens as hexadecimal literals (X'…'), so that nothing a caller passes
 // is parsed as SQL and interpolateParams, the connection's character set
