@@ -50,7 +50,7 @@ func TestUsageErrors(t *testing.T) {
 		{"conflict code out of range", []string{"run", redis, "--conflict-exit-code", "300", "x", "--", "true"}, "1 to 255"},
 		{"max-hold shorter than the stop", []string{"run", redis, "--ttl", "10s", "--grace", "3s", "--max-hold", "3s", "x", "--", "true"}, "--max-hold 3s leaves COMMAND no time"},
 		{"max-hold without unit", []string{"run", redis, "--max-hold", "5", "x", "--", "true"}, "needs a unit"},
-		{"session without postgres", []string{"run", redis, "--session", "x", "--", "true"}, "--session is PostgreSQL's session mode"},
+		{"session without postgres", []string{"run", redis, "--session", "x", "--", "true"}, "--session is PostgreSQL's and MySQL's session mode; it needs --postgres or --mysql"},
 		{"postgres and redis", []string{"run", redis, "--postgres", "postgres://127.0.0.1:1/x", "x", "--", "true"}, "choose one"},
 		{"postgres bad scheme", []string{"run", "--postgres", "mysql://u:hunter2@127.0.0.1:1/x", "x", "--", "true"}, `scheme "mysql"`},
 		{"postgres bad port", []string{"run", "--postgres", "postgres://u:hunter2@127.0.0.1:99999/x", "x", "--", "true"}, "--postgres"},

@@ -17,7 +17,7 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
 
-const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper and PostgreSQL.
+const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper, PostgreSQL and MySQL.
 
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
@@ -33,8 +33,9 @@ Usage:
 
 The lock service comes from --redis URL (once: one Redis; three or more
 times: Redlock over independent masters), --zk host:port[,host:port...] or
---postgres URL (run and bench; --session for session mode), or from
-DLOCK_REDIS, DLOCK_ZK or DLOCK_POSTGRES. DLOCK_REDIS_PASSWORD supplies the
+--postgres URL or --mysql DSN (run and bench; --session for session
+mode), or from DLOCK_REDIS, DLOCK_ZK, DLOCK_POSTGRES or DLOCK_MYSQL.
+DLOCK_REDIS_PASSWORD supplies the
 password of Redis URLs without one.
 
 Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);

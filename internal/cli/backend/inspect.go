@@ -16,7 +16,7 @@ import (
 // digits in many readers.
 type Report struct {
 	Name    string `json:"name"`
-	Backend string `json:"backend"`                // "redis", "redlock", "zookeeper" or "postgres"
+	Backend string `json:"backend"`                // "redis", "redlock", "zookeeper", "postgres" or "mysql"
 	Where   string `json:"where"`                  // addresses, or the ZooKeeper path
 	Kind    string `json:"kind"`                   // a dlock.Kind: "free", "mutex", "fair-mutex", "reentrant-mutex", "rwmutex", "semaphore", "unknown"; "split" for Redlock keys on a minority
 	Held    bool   `json:"held"`                   // anyone holds it
@@ -97,6 +97,13 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		r.Name = name
 	case t.pg != nil:
 		info, err := t.pg.Inspect(ctx, name)
+		if err != nil {
+			return r, err
+		}
+		r.fill(info)
+		r.Name = name
+	case t.my != nil:
+		info, err := t.my.Inspect(ctx, name)
 		if err != nil {
 			return r, err
 		}
@@ -209,6 +216,9 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 		return b2i(held), err
 	case t.pg != nil:
 		held, err := t.pg.ForceUnlock(ctx, name)
+		return b2i(held), err
+	case t.my != nil:
+		held, err := t.my.ForceUnlock(ctx, name)
 		return b2i(held), err
 	}
 	return 0, errors.New("not connected")

@@ -14,6 +14,7 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/zkpath"
+	"github.com/dlock-go/dlock/mysqllock"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
@@ -35,6 +36,7 @@ type Target struct {
 	quorum  *redlock.Client     // Redlock
 	zk      *zklock.Client      // ZooKeeper
 	pg      *pglock.Client      // PostgreSQL
+	my      *mysqllock.Client   // MySQL or MariaDB
 	pool    *pgxpool.Pool       // PostgreSQL, for the records of --once-per
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	pgTLS   string              // PostgreSQL: what TLS the connection negotiated
@@ -60,6 +62,12 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	QuietRedisLogs()
 	t := &Target{spec: spec}
 	switch spec.Kind() {
+	case "mysql":
+		if err := t.connectMySQL(ctx, obs); err != nil {
+			t.Close()
+			return nil, err
+		}
+		return t, nil
 	case "postgres":
 		if err := t.connectPostgres(ctx, obs); err != nil {
 			t.Close()
@@ -252,6 +260,9 @@ func (t *Target) Describe() string {
 	if t.spec.Postgres != nil {
 		return "postgres " + describePostgres(t.spec.Postgres) + " (" + t.pgTLS + ")"
 	}
+	if t.spec.MySQL != nil {
+		return "mysql " + describeMySQL(t.spec.MySQL)
+	}
 	addrs := make([]string, len(t.spec.Redis))
 	for i, o := range t.spec.Redis {
 		addrs[i] = o.Addr
@@ -302,6 +313,8 @@ func CheckName(kind, name string) error {
 		return checkZKName(name)
 	case kind == "postgres":
 		return checkPGName(name)
+	case kind == "mysql":
+		return checkMySQLName(name)
 	case strings.ContainsAny(name, "{}"):
 		return cmdutil.Usagef("lock name %s contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", q)
 	case len(name) > rediskeys.MaxName:
@@ -319,6 +332,8 @@ func CheckKind(spec Spec, kind string) error {
 		return cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", kind, len(spec.Redis))
 	case spec.Kind() == "postgres":
 		return cmdutil.Usagef("--kind %s is not available with PostgreSQL; it has only --kind mutex (with --session for session mode)", kind)
+	case spec.Kind() == "mysql":
+		return cmdutil.Usagef("--kind %s is not available with MySQL; it has only --kind mutex (with --session for session mode)", kind)
 	}
 	return nil
 }
@@ -378,6 +393,15 @@ func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 			return t.pg.NewSessionMutex(name, opts...), nil
 		}
 		return t.pg.NewMutex(name, opts...), nil
+	case t.my != nil:
+		if o.Kind != KindMutex {
+			return nil, cmdutil.Usagef("--kind %s is not available with MySQL; it has only --kind mutex (with --session for session mode)", o.Kind)
+		}
+		opts := []mysqllock.Option{mysqllock.WithTTL(o.TTL), mysqllock.WithMaxHold(o.MaxHold)}
+		if t.spec.Session {
+			return t.my.NewSessionMutex(name, opts...), nil
+		}
+		return t.my.NewMutex(name, opts...), nil
 	case t.zk != nil:
 		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {
