@@ -45,17 +45,18 @@ func runS4Part(part string, c Contender, ns *nodes, cfg Config) (Metrics, error)
 			return nil, err
 		}
 		defer closeQuietly(cl)
-		if _, err := hammer(cl, cfg.RedlockGoroutines, "s4bw:", time.Now().Add(cfg.Warmup)); err != nil {
+		var warmTo, to timeouts // the warm-up's are not the run's
+		if _, err := hammer(cl, cfg.RedlockGoroutines, "s4bw:", time.Now().Add(cfg.Warmup), &warmTo); err != nil {
 			return nil, err
 		}
 		c0 := takeCPU(ns)
 		start := time.Now()
-		n, err := hammer(cl, cfg.RedlockGoroutines, "s4b:", start.Add(cfg.s4Duration()))
+		n, err := hammer(cl, cfg.RedlockGoroutines, "s4b:", start.Add(cfg.s4Duration()), &to)
 		elapsed := time.Since(start)
 		if err != nil {
 			return nil, err
 		}
-		return c0.add(Metrics{"ops": float64(n) / elapsed.Seconds()}, float64(n), ns), nil
+		return c0.add(to.put(Metrics{"ops": float64(n) / elapsed.Seconds()}), float64(n), ns), nil
 	default:
 		return runS4f(c.DlockTransport, ns.addrs(), cfg)
 	}

@@ -252,10 +252,19 @@ func (r *Results) errors(b *strings.Builder) {
 					lines = append(lines, fmt.Sprintf("- %s %s rep %d: %s", sc, c.Name, rep+1, e))
 				}
 			}
+			for rep, m := range r.runs[sc][c.Name] {
+				if n := m["timeouts"]; n > 0 {
+					lines = append(lines, fmt.Sprintf("- %s %s rep %d: %.0f Lock or Release calls were still running at their %s deadline "+
+						"(counted here, left out of the figures; the run went on)", sc, c.Name, rep+1, n, CallTimeout))
+				}
+			}
 		}
 	}
+	if r.abandoned > 0 {
+		lines = append(lines, fmt.Sprintf("- %d runs were abandoned at their bound (a call ignored its deadline)", r.abandoned))
+	}
 	if len(lines) > 0 {
-		b.WriteString("### Errors\n\n" + strings.Join(lines, "\n") + "\n\n")
+		b.WriteString("### Errors and timeouts\n\n" + strings.Join(lines, "\n") + "\n\n")
 	}
 }
 

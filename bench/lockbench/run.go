@@ -32,7 +32,11 @@ type Config struct {
 	RedlockGoroutines int           // S4b
 	RedlockDuration   time.Duration // per S4 part, contender and repetition; 0 means Duration
 	Short             bool          // recorded in the report only
-	Progress          io.Writer     // progress lines; nil for none
+	// Limit bounds the whole benchmark: no run starts after it (0: none).
+	// Each run is bounded too (see runBound), so the benchmark ends by
+	// about Limit plus one run's bound.
+	Limit    time.Duration
+	Progress io.Writer // progress lines; nil for none
 }
 
 // DefaultConfig is the full run; ShortConfig a quick smoke run.
@@ -76,6 +80,7 @@ type Results struct {
 	elapsed          time.Duration
 	runs             map[string]map[string][]Metrics
 	errs             map[string]map[string][]string
+	abandoned        int // runs abandoned at their bound (see bounded)
 }
 
 // Run starts a redis-server (for S4, RedlockNodes more; for Z1 and Z2, a
@@ -143,7 +148,7 @@ func (res *Results) runSingle(srv *server) {
 			group = []Contender{r2Contender()}
 		}
 		if sc != "R1" && sc != "R2" { // an untimed, discarded run first, so that no contender runs on a cold process
-			_, err := runOne(sc, group[0], srv, cfg, -1)
+			_, err := res.bounded(func() (Metrics, error) { return runOne(sc, group[0], srv, cfg, -1) })
 			progress(cfg, "%s warm-up run (discarded) %s", sc, brief(nil, err))
 		}
 		reps := cfg.Reps
@@ -153,7 +158,7 @@ func (res *Results) runSingle(srv *server) {
 		for rep := range reps {
 			for i := range group {
 				c := group[(i+rep)%len(group)]
-				m, err := runOne(sc, c, srv, cfg, rep)
+				m, err := res.bounded(func() (Metrics, error) { return runOne(sc, c, srv, cfg, rep) })
 				res.record(sc, c.Name, rep, m, err)
 				progress(cfg, "%s rep %d/%d %-14s %s", sc, rep+1, reps, c.Name, brief(m, err))
 			}
@@ -174,7 +179,7 @@ func (res *Results) runS4(ns *nodes) {
 	for _, part := range s4Parts {
 		res.runs[part], res.errs[part] = map[string][]Metrics{}, map[string][]string{}
 		if part != "S4f" && len(groups[part]) > 0 { // no contender on cold processes
-			_, err := runS4Part(part, groups[part][0], ns, cfg)
+			_, err := res.bounded(func() (Metrics, error) { return runS4Part(part, groups[part][0], ns, cfg) })
 			progress(cfg, "%s warm-up run (discarded) %s", part, brief(nil, err))
 		}
 	}
@@ -184,7 +189,7 @@ func (res *Results) runS4(ns *nodes) {
 			for i := range group {
 				c := group[(i+rep)%len(group)]
 				runtime.GC()
-				m, err := runS4Part(part, c, ns, cfg)
+				m, err := res.bounded(func() (Metrics, error) { return runS4Part(part, c, ns, cfg) })
 				res.record(part, c.Name, rep, m, err)
 				progress(cfg, "%s rep %d/%d %-22s %s", part, rep+1, cfg.Reps, c.Name, brief(m, err))
 			}
