@@ -75,10 +75,11 @@ func closeQuietly(cl Client) {
 type cpuSample struct {
 	at                     time.Time
 	process, nodes, system time.Duration
+	commands               int64 // run by the nodes (see nodes.commands)
 }
 
 func takeCPU(ns *nodes) cpuSample {
-	return cpuSample{at: time.Now(), process: processCPU(), nodes: ns.cpu(), system: systemCPU()}
+	return cpuSample{at: time.Now(), process: processCPU(), nodes: ns.cpu(), system: systemCPU(), commands: ns.commands()}
 }
 
 // add stores in m, since s: this process's and the nodes' CPU time per
@@ -90,6 +91,7 @@ func (s cpuSample) add(m Metrics, cycles float64, ns *nodes) Metrics {
 	if cycles > 0 {
 		m["cpu_client"] = float64(e.process-s.process) / cycles
 		m["cpu_redis"] = float64(e.nodes-s.nodes) / cycles
+		m["redis_cmds_all"] = float64(e.commands-s.commands-int64(len(ns.rs))) / cycles // less the first sample's INFOs
 	}
 	if s.system > 0 {
 		other := (e.system - s.system) - (e.process - s.process) - (e.nodes - s.nodes)

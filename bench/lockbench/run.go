@@ -204,9 +204,9 @@ func runOne(sc string, c Contender, srv *server, cfg Config, rep int) (Metrics, 
 	runtime.GC()
 	switch sc {
 	case "S1":
-		return runS1(c, srv.addr(), cfg)
+		return runS1(c, srv, cfg)
 	case "S2":
-		return runS2(c, srv.addr(), cfg)
+		return runS2(c, srv, cfg)
 	case "S3":
 		return runS3(c, srv, cfg, rep)
 	case "S5":

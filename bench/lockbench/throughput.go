@@ -59,9 +59,10 @@ func warm(cl Client, prefix string, d time.Duration) error {
 	return nil
 }
 
-// runS1: one goroutine, uncontended, a fresh key each cycle.
-func runS1(c Contender, addr string, cfg Config) (Metrics, error) {
-	cl, err := c.Open(addr)
+// runS1: one goroutine, uncontended, a fresh key each cycle, with the
+// server's commands and CPU time per cycle.
+func runS1(c Contender, srv *server, cfg Config) (Metrics, error) {
+	cl, err := c.Open(srv.addr())
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,15 @@ func runS1(c Contender, addr string, cfg Config) (Metrics, error) {
 	if err := warm(cl, "s1w:", cfg.Warmup); err != nil {
 		return nil, err
 	}
-	return serialCycles(cl, "s1:", cfg.Duration)
+	u0, err := srv.use()
+	if err != nil {
+		return nil, err
+	}
+	m, err := serialCycles(cl, "s1:", cfg.Duration)
+	if err != nil {
+		return nil, err
+	}
+	return m, srv.addUse(u0, c.LuaInternal, m["cycles"], m)
 }
 
 // serialCycles runs lock + release cycles on fresh keys prefix0, prefix1, …
@@ -105,9 +114,10 @@ func serialCycles(cl Client, prefix string, d time.Duration) (Metrics, error) {
 }
 
 // runS2: cfg.Goroutines goroutines on one shared client, each on its own
-// sequence of fresh keys. A concurrent warm-up opens the pool first.
-func runS2(c Contender, addr string, cfg Config) (Metrics, error) {
-	cl, err := c.Open(addr)
+// sequence of fresh keys, with the server's commands and CPU time per
+// cycle. A concurrent warm-up opens the pool first.
+func runS2(c Contender, srv *server, cfg Config) (Metrics, error) {
+	cl, err := c.Open(srv.addr())
 	if err != nil {
 		return nil, err
 	}
@@ -116,13 +126,18 @@ func runS2(c Contender, addr string, cfg Config) (Metrics, error) {
 	if _, err := hammer(cl, cfg.Goroutines, "s2w:", time.Now().Add(cfg.Warmup), &warmTo); err != nil {
 		return nil, err
 	}
+	u0, err := srv.use()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	n, err := hammer(cl, cfg.Goroutines, "s2:", start.Add(cfg.Duration), &to)
 	elapsed := time.Since(start)
 	if err != nil {
 		return nil, err
 	}
-	return to.put(Metrics{"ops": float64(n) / elapsed.Seconds()}), nil
+	m := to.put(Metrics{"ops": float64(n) / elapsed.Seconds(), "cycles": float64(n)})
+	return m, srv.addUse(u0, c.LuaInternal, float64(n), m)
 }
 
 // hammer runs lock cycles from n goroutines until end and returns how many
