@@ -97,9 +97,9 @@
 // holder's TTL runs out, and after a backoff from its RetryStrategy (at
 // least 50ms apart while its Client stands in line), in case a notice is
 // lost. A Mutex is not strictly fair: a newcomer can take a free lock
-// before the woken client; see FairMutex. ReentrantMutex waiters share the
-// lock's channel dlock:{name}:released instead, and every waiting client
-// wakes.
+// before the woken client; see FairMutex. A ReentrantMutex's waiters wait
+// in the same way, and the release of its owner's last hold wakes the first
+// client in the line.
 //
 // # Observing
 //
