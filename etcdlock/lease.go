@@ -1,0 +1,112 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A Lease is one hold on an etcd lock. It implements dlock.Lease; Lock and
+// TryLock return it as one. Its Key is the lock's name; its Fence is the
+// create revision of its etcd key.
+type Lease struct {
+	*lease.State
+	g *grant
+}
+
+var _ dlock.Lease = (*Lease)(nil)
+
+// EtcdKey returns the etcd key that holds the lock, such as
+// "locks/report/694d9ab3c8f1e20b".
+func (h *Lease) EtcdKey() string { return h.g.key }
+
+// LeaseID returns the etcd lease the key lives on, which the lease alone
+// uses.
+func (h *Lease) LeaseID() clientv3.LeaseID { return h.g.id }
+
+// IsOwner returns the comparison that holds in an etcd transaction only
+// while this lease's key is still there: put it in the If of a
+// transaction on the same cluster to make a write that is refused once the
+// lock is lost, as concurrency.Mutex.IsOwner does.
+func (h *Lease) IsOwner() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(h.g.key), "=", h.g.rev)
+}
+
+// Refresh renews the etcd lease now and checks that the key is still
+// there, extending the lease from now: to a full TTL for a fixed lease. It
+// returns an error matching dlock.ErrLost (and ErrLeaseNotFound or
+// dlock.ErrTakenOver) if the lease had been lost, and dlock.ErrReleased if
+// it had been released.
+func (h *Lease) Refresh(ctx context.Context) error {
+	if ended, err := h.Ended(false); ended {
+		return err
+	}
+	g := h.g
+	start := time.Now()
+	until, err := g.check(ctx, start)
+	switch {
+	case errors.Is(err, ErrLeaseNotFound) || errors.Is(err, dlock.ErrTakenOver):
+		h.Lose(dlock.Lost(err))
+		_, err := h.Ended(false)
+		return err
+	case err != nil:
+		h.RenewFailed(err)
+		return err
+	}
+	g.mu.Lock()
+	if !g.fixedEnd.IsZero() {
+		g.fixedEnd = lease.Validity(start, g.lk.cfg.ttl)
+	}
+	g.mu.Unlock()
+	g.extend(until)
+	if ended, err := h.Ended(false); ended {
+		return err
+	}
+	return nil
+}
+
+// Release deletes the lease's key, if it is still the lease's, which wakes
+// the next waiter, and then revokes the etcd lease. It is idempotent. It
+// returns an error matching dlock.ErrNotHeld and dlock.ErrLost if the
+// lease had already been lost: its key was gone (deleted, or its etcd lease
+// expired). If the outcome is unknown (ctx ended, or the cluster did not
+// answer), the lease ends as lost and its etcd lease is revoked in the
+// background.
+func (h *Lease) Release(ctx context.Context) error {
+	if ended, err := h.BeginRelease(); ended {
+		return err
+	}
+	g := h.g
+	resp, err := g.lk.c.cli.Txn(ctx).If(h.IsOwner()).Then(clientv3.OpDelete(g.key)).Commit()
+	if err != nil {
+		err = fmt.Errorf("etcdlock: releasing %q: %w", h.Key(), err)
+		h.End(dlock.Lost(err))
+		return err
+	}
+	if !resp.Succeeded {
+		h.End(dlock.Lost(fmt.Errorf("%w: key %s deleted", dlock.ErrTakenOver, g.key)))
+		return lease.NotHeld(h.Err())
+	}
+	err = h.Released()
+	if _, rerr := g.lk.c.cli.Revoke(ctx, g.id); rerr != nil && !leaseNotFound(rerr) {
+		g.lk.c.revokeLater(g.id)
+	}
+	return err
+}
+
+// onEnd runs once the lease has ended: it stops the watchdog and, unless
+// the lease was released, revokes the etcd lease so that the next waiter
+// need not wait for it to expire.
+func (h *Lease) onEnd() {
+	c := h.g.lk.c
+	c.reg.Remove(h)
+	c.sched.Remove(&h.g.entry)
+	if !errors.Is(h.Err(), dlock.ErrReleased) {
+		c.revokeLater(h.g.id)
+	}
+}
