@@ -23,6 +23,13 @@
 //
 // # Leases
 //
+// Every request of a wait, a renewal or a release has a third of the
+// renewal period (at least 100ms) to answer; one that does not is made
+// again, and goes to the next endpoint of the client's round robin, so a
+// member that stops answering (paused, cut off from its peers) holds up an
+// attempt, not the lease. A waiter whose watch is on such a member asks
+// again once per lease time.
+//
 // Each grant has an etcd lease of its own, granted for WithTTL rounded up
 // to whole seconds (etcd's unit; the cluster raises a TTL below its minimum,
 // one and a half election timeouts, to that minimum). The Client's watchdog
@@ -57,18 +64,18 @@
 // name, whose key was created after the earlier holder's, has a larger
 // fence: fences strictly increase across the holders of a name, even
 // across a leader kill or a restart of every member. Revisions stay below
-// 2^53 for any cluster that does not write a million keys a second for
-// three centuries, so JSON and JavaScript consumers read them exactly.
+// 2^53 until a cluster has made a million writes a second for 285 years, so
+// JSON and JavaScript consumers read them exactly.
 //
 // The revision lives in the cluster's data and goes with it. A cluster
 // restored from a backup (etcdctl snapshot restore) starts again at the
 // snapshot's revision, and one that lost every member's data at 1: fences
 // granted afterwards repeat, or fall below, fences granted before, and a
 // fenced resource would refuse the new holders until it forgot the old
-// fences. Restore with etcdutl snapshot restore --bump-revision (etcd 3.5.6
-// and later) by more than the revisions written since the snapshot, with
-// --mark-compacted, and fences keep increasing; or reset the resource's
-// fence when the cluster is restored. The conformance suite checks that the
+// fences. Restore with etcdutl snapshot restore --bump-revision (etcdutl
+// of etcd 3.6, and of the later 3.5 releases) by more than the revisions
+// written since the snapshot, with --mark-compacted, and fences keep
+// increasing; or reset the resource's fence when the cluster is restored. The conformance suite checks that the
 // fences do start again after a restart without data
 // (dlocktest.Backend.FencesRestartWithData).
 //

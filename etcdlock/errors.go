@@ -8,6 +8,8 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 var (
@@ -44,6 +46,26 @@ func init() {
 // leaseNotFound reports whether err is etcd's answer for an unknown lease.
 func leaseNotFound(err error) bool {
 	return errors.Is(err, rpctypes.ErrLeaseNotFound) || errors.Is(err, rpctypes.ErrGRPCLeaseNotFound)
+}
+
+// transient reports whether err may go away if the request is made again,
+// perhaps through another endpoint: no answer in time, no connection, no
+// leader, an election.
+func transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	switch rpctypes.Error(err) {
+	case rpctypes.ErrNoLeader, rpctypes.ErrLeaderChanged, rpctypes.ErrNotCapable, rpctypes.ErrStopped,
+		rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost,
+		rpctypes.ErrTimeoutWaitAppliedIndex, rpctypes.ErrUnhealthy, rpctypes.ErrTooManyRequests:
+		return true
+	}
+	return false
 }
 
 // failed describes a failed etcd request made for what on the lock name:

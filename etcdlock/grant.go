@@ -54,19 +54,27 @@ type grant struct {
 // period returns how often the watchdog confirms the grant.
 func (g *grant) period() time.Duration { return max(g.span/3, time.Millisecond) }
 
+// attempt returns the context of one request of the grant's waits,
+// renewals and release: a third of the period, and at least 100ms. A member
+// that stopped answering (paused, cut off from the others) then holds up
+// one attempt, and the next goes to the next endpoint.
+func (g *grant) attempt(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(g.period()/3, 100*time.Millisecond))
+}
+
 // acquire is Lock (try false) and TryLock (try true) of every kind.
 func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dlock.Lease, error) {
 	if err := lk.check(ctx); err != nil {
 		return nil, err
 	}
-	g, resp, err := lk.enqueue(ctx)
+	g, rs, err := lk.enqueue(ctx)
 	if err != nil {
 		return nil, err
 	}
-	held, err := g.decideFirst(resp)
-	if err == nil && !held {
+	v, err := g.judge(rs)
+	if err == nil && !v.held {
 		if try {
-			err = g.busy(resp)
+			err = g.busy(rs)
 		} else {
 			a.Waiting()
 			err = g.wait(ctx)
@@ -109,12 +117,18 @@ func (lk *locker) check(ctx context.Context) error {
 }
 
 // enqueue grants an etcd lease and puts the grant's key on it, in one
-// transaction with the reads that say whether it holds at once.
-func (lk *locker) enqueue(ctx context.Context) (*grant, *clientv3.TxnResponse, error) {
+// transaction with the reads that say whether it holds at once, which it
+// returns. Each request is an attempt (see retry).
+func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error) {
 	cli := lk.c.cli
 	secs := max(int64(math.Ceil(lk.cfg.ttl.Seconds())), 1)
-	start := time.Now()
-	gr, err := cli.Grant(ctx, secs)
+	var start time.Time
+	var gr *clientv3.LeaseGrantResponse
+	err := lk.retry(ctx, func(actx context.Context) (err error) {
+		start = time.Now()
+		gr, err = cli.Grant(actx, secs)
+		return err
+	})
 	if err != nil {
 		return nil, nil, failed(ctx, "granting an etcd lease for", lk.name, err)
 	}
@@ -124,20 +138,71 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, *clientv3.TxnResponse, e
 	g.entry.Value = g
 	lk.c.sched.Add(&g.entry, g.period())
 
+	// A put whose answer was lost is found again by the Else branch.
 	ops := append([]clientv3.Op{clientv3.OpPut(g.key, g.token, clientv3.WithLease(g.id))}, lk.probe(0)...)
-	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", 0)).Then(ops...).Commit()
+	var resp *clientv3.TxnResponse
+	err = lk.retry(ctx, func(actx context.Context) (err error) {
+		start = time.Now()
+		resp, err = cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", 0)).
+			Then(ops...).Else(clientv3.OpGet(g.key)).Commit()
+		return err
+	})
+	if err != nil {
+		g.abandon(ctx)
+		return nil, nil, failed(ctx, "queueing for", lk.name, err)
+	}
+	g.mu.Lock()
+	g.fixedEnd = lease.Validity(start, lk.cfg.ttl)
+	g.mu.Unlock()
+	if resp.Succeeded {
+		g.rev = resp.Header.Revision
+		return g, resp.Responses[1:], nil
+	}
+	// Created by an attempt whose answer was lost: ask again, knowing its
+	// revision.
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 || string(kvs[0].Value) != g.token {
+		g.abandon(ctx)
+		return nil, nil, fmt.Errorf("etcdlock: queueing for %q: key %s is not this attempt's", lk.name, g.key)
+	}
+	g.rev = kvs[0].CreateRevision
+	err = lk.retry(ctx, func(actx context.Context) (err error) {
+		resp, err = cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Then(lk.probe(g.rev)...).Commit()
+		return err
+	})
 	if err == nil && !resp.Succeeded {
-		err = fmt.Errorf("key %s exists already", g.key) // a new lease's key cannot
+		err = ErrLeaseNotFound
 	}
 	if err != nil {
 		g.abandon(ctx)
 		return nil, nil, failed(ctx, "queueing for", lk.name, err)
 	}
-	g.rev = resp.Header.Revision
-	g.mu.Lock()
-	g.fixedEnd = lease.Validity(start, lk.cfg.ttl)
-	g.mu.Unlock()
-	return g, resp, nil
+	return g, resp.Responses, nil
+}
+
+// retry runs f, each time with a context of its own for one attempt (an
+// etcd lease time's ninth, at least 100ms), until it succeeds, fails with
+// an error that is not transient, ctx is done, or the retry strategy gives
+// up. A member that stopped answering (paused, cut off from the others)
+// holds up one attempt, and the next goes to the next endpoint.
+func (lk *locker) retry(ctx context.Context, f func(context.Context) error) error {
+	for failures := 1; ; failures++ {
+		actx, cancel := context.WithTimeout(ctx, max(lk.cfg.ttl/9, 100*time.Millisecond))
+		err := f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !transient(err) {
+			return err
+		}
+		d, ok := lk.cfg.retry.Backoff(failures)
+		if !ok {
+			return dlock.NotObtained(fmt.Errorf("the retry strategy gave up: %w", err))
+		}
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // probe returns the reads that tell whether the key created at rev holds
@@ -227,17 +292,11 @@ func (g *grant) judge(rs []*pb.ResponseOp) (verdict, error) {
 	}
 }
 
-// decideFirst reads the answers of the transaction that queued the key.
-func (g *grant) decideFirst(resp *clientv3.TxnResponse) (bool, error) {
-	v, err := g.judge(resp.Responses[1:])
-	return v.held, err
-}
-
 // busy is TryLock's error when the key does not hold at once: it matches
 // dlock.ErrNotObtained, and dlock.ErrKindMismatch when the holder is
 // another kind of lock.
-func (g *grant) busy(resp *clientv3.TxnResponse) error {
-	oldest := resp.Responses[1].GetResponseRange().Kvs
+func (g *grant) busy(rs []*pb.ResponseOp) error {
+	oldest := rs[0].GetResponseRange().Kvs
 	if len(oldest) > 0 {
 		k, _ := parseKey(g.lk.name, string(oldest[0].Key))
 		if k.lockKind() != g.lk.kind.lockKind() {
@@ -287,7 +346,9 @@ func (g *grant) wait(ctx context.Context) error {
 	}
 	for {
 		start := time.Now()
-		resp, err := lk.c.cli.Txn(wctx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Then(lk.probe(g.rev)...).Commit()
+		actx, cancel := g.attempt(wctx)
+		resp, err := lk.c.cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Then(lk.probe(g.rev)...).Commit()
+		cancel()
 		if err != nil {
 			if err := retry(err); err != nil {
 				return err
@@ -317,7 +378,10 @@ func (g *grant) wait(ctx context.Context) error {
 	}
 }
 
-// waitDelete watches v's key, from revision rev on, until it is deleted.
+// waitDelete watches v's key, from revision rev on, until it is deleted,
+// or for one lease time at most: a watch on a member that stopped
+// answering (paused, cut off from the others) may never deliver, and the
+// caller asks again.
 func (g *grant) waitDelete(ctx context.Context, v verdict, rev int64) error {
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -325,20 +389,30 @@ func (g *grant) waitDelete(ctx context.Context, v verdict, rev int64) error {
 	if v.prefix {
 		opts = append(opts, clientv3.WithPrefix())
 	}
-	for wr := range g.lk.c.cli.Watch(ctx, v.key, opts...) {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		for _, ev := range wr.Events {
-			if ev.Type == mvccpb.DELETE {
-				return nil
+	poll := time.NewTimer(g.span)
+	defer poll.Stop()
+	wch := g.lk.c.cli.Watch(ctx, v.key, opts...)
+	for {
+		select {
+		case <-poll.C:
+			return nil
+		case wr, ok := <-wch:
+			if !ok {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return errors.New("etcdlock: watch closed")
+			}
+			if err := wr.Err(); err != nil {
+				return err
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE {
+					return nil
+				}
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return errors.New("etcdlock: watch closed")
 }
 
 // abandon gives up a grant that will not hold: it stops its renewal and
@@ -361,8 +435,9 @@ func (g *grant) grantLease(ctx context.Context) (dlock.Lease, error) {
 	l := &Lease{g: g}
 	g.mu.Lock()
 	until := g.confirmed
-	if !lk.cfg.renew {
-		until = minTime(until, g.fixedEnd)
+	if !lk.cfg.renew { // the end is fixed from now on, but by Refresh
+		g.fixedEnd = minTime(g.fixedEnd, until)
+		until = g.fixedEnd
 	} else {
 		g.fixedEnd = time.Time{}
 	}
@@ -381,28 +456,38 @@ func (g *grant) grantLease(ctx context.Context) (dlock.Lease, error) {
 
 // confirm is the watchdog's work for one grant: it keeps the etcd lease
 // alive and checks that the key is still there, and returns when to do so
-// again (zero: never).
+// again (zero: never). Attempts (see attempt) go on until one gets through
+// or the grant's Until has passed.
 func (g *grant) confirm(ctx context.Context) time.Time {
-	g.mu.Lock()
-	l := g.held
-	g.mu.Unlock()
-	if l != nil && l.Releasing() {
-		return time.Now().Add(g.period())
+	for {
+		g.mu.Lock()
+		l, until := g.held, g.confirmed
+		g.mu.Unlock()
+		if l != nil && (l.Releasing() || l.Err() != nil) {
+			return time.Now().Add(g.period())
+		}
+		start := time.Now()
+		rctx, cancel := g.attempt(ctx)
+		next, err := g.check(rctx, start)
+		cancel()
+		switch {
+		case err == nil:
+			g.extend(next)
+			return start.Add(g.period())
+		case errors.Is(err, ErrLeaseNotFound) || errors.Is(err, dlock.ErrTakenOver):
+			g.lose(err)
+			return time.Time{}
+		case l != nil:
+			l.RenewFailed(err)
+		}
+		if ctx.Err() != nil || time.Now().After(until) {
+			return time.Now().Add(g.period())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, max(g.span-g.period(), g.period()))
-	defer cancel()
-	until, err := g.check(rctx, start)
-	switch {
-	case err == nil:
-		g.extend(until)
-	case errors.Is(err, ErrLeaseNotFound) || errors.Is(err, dlock.ErrTakenOver):
-		g.lose(err)
-		return time.Time{}
-	case l != nil:
-		l.RenewFailed(err)
-	}
-	return start.Add(g.period())
 }
 
 // check renews the etcd lease, by a request sent at start, and checks that

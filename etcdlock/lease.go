@@ -74,28 +74,45 @@ func (h *Lease) Refresh(ctx context.Context) error {
 // the next waiter, and then revokes the etcd lease. It is idempotent. It
 // returns an error matching dlock.ErrNotHeld and dlock.ErrLost if the
 // lease had already been lost: its key was gone (deleted, or its etcd lease
-// expired). If the outcome is unknown (ctx ended, or the cluster did not
-// answer), the lease ends as lost and its etcd lease is revoked in the
-// background.
+// expired). A delete that gets no answer in time (a member that stopped
+// answering) is followed by revokes, through the next endpoints, until one
+// answers or ctx is done: a revoke that succeeds releases the lease. If no
+// request gets through, the lease ends as lost and the revoke is tried
+// again in the background.
 func (h *Lease) Release(ctx context.Context) error {
 	if ended, err := h.BeginRelease(); ended {
 		return err
 	}
 	g := h.g
-	resp, err := g.lk.c.cli.Txn(ctx).If(h.IsOwner()).Then(clientv3.OpDelete(g.key)).Commit()
-	if err != nil {
-		err = fmt.Errorf("etcdlock: releasing %q: %w", h.Key(), err)
-		h.End(dlock.Lost(err))
-		return err
-	}
-	if !resp.Succeeded {
+	cli := g.lk.c.cli
+	actx, cancel := g.attempt(ctx)
+	resp, err := cli.Txn(actx).If(h.IsOwner()).Then(clientv3.OpDelete(g.key)).Commit()
+	cancel()
+	if err == nil && !resp.Succeeded {
 		h.End(dlock.Lost(fmt.Errorf("%w: key %s deleted", dlock.ErrTakenOver, g.key)))
 		return lease.NotHeld(h.Err())
 	}
-	err = h.Released()
-	if _, rerr := g.lk.c.cli.Revoke(ctx, g.id); rerr != nil && !leaseNotFound(rerr) {
-		g.lk.c.revokeLater(g.id)
+	if err == nil {
+		err = h.Released()
+		if _, rerr := cli.Revoke(ctx, g.id); rerr != nil && !leaseNotFound(rerr) {
+			g.lk.c.revokeLater(g.id)
+		}
+		return err
 	}
+	for ctx.Err() == nil {
+		actx, cancel := g.attempt(ctx)
+		_, err = cli.Revoke(actx, g.id)
+		cancel()
+		switch {
+		case err == nil:
+			return h.Released()
+		case leaseNotFound(err):
+			h.End(dlock.Lost(ErrLeaseNotFound))
+			return lease.NotHeld(h.Err())
+		}
+	}
+	err = fmt.Errorf("etcdlock: releasing %q: %w", h.Key(), err)
+	h.End(dlock.Lost(err))
 	return err
 }
 
