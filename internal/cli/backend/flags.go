@@ -1,4 +1,5 @@
-// Package backend turns the dlock command's backend flags (--redis, --zk)
+// Package backend turns the dlock command's backend flags (--redis, --zk,
+// --postgres, --etcd)
 // and their environment variables into a connected lock service.
 package backend
 
@@ -29,7 +30,7 @@ const (
 // ConnectionEnv lists the environment variables that tell dlock how to
 // reach the lock service, credentials included: dlock run removes them
 // from COMMAND's environment.
-var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvEtcd, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
 
 // IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
 // sets one of ConnectionEnv.
@@ -43,6 +44,7 @@ type Flags struct {
 	Redis    urlList
 	ZK       string
 	Postgres string
+	Etcd     string
 	// Session asks PostgreSQL for session mode (pglock.SessionMutex);
 	// only commands that take locks register it.
 	Session       bool
@@ -54,6 +56,7 @@ type Flags struct {
 func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
 	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
+	fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
 	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db; lease mode, or session mode with --session (env "+EnvPostgres+")")
 	f.TLS.register(fs)
 	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s, or --ttl if longer")
@@ -82,6 +85,8 @@ type Spec struct {
 	ZK       []string         // ZooKeeper servers
 	ZKTLS    *tls.Config      // ZooKeeper over TLS (its secureClientPort); nil for plain TCP
 	Postgres *pgxpool.Config  // PostgreSQL
+	Etcd     []string         // etcd endpoints
+	EtcdTLS  *tls.Config      // etcd over TLS; nil for plain TCP
 	Session  bool             // PostgreSQL session mode
 	// Warnings are what the command must tell the user before it goes on
 	// (a TLS connection that does not verify the server).
@@ -95,9 +100,12 @@ type Spec struct {
 	RestartWindow time.Duration
 }
 
-// Kind names the backend: "redis", "redlock", "zookeeper" or "postgres".
+// Kind names the backend: "redis", "redlock", "zookeeper", "postgres" or
+// "etcd".
 func (s Spec) Kind() string {
 	switch {
+	case len(s.Etcd) > 0:
+		return "etcd"
 	case s.Postgres != nil:
 		return "postgres"
 	case len(s.ZK) > 0:
@@ -112,24 +120,24 @@ func (s Spec) Kind() string {
 // environment, and returns the backend they describe. Its errors are
 // UsageErrors that say what to change.
 func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
-	urls, zkList, pg := []string(f.Redis), f.ZK, f.Postgres
-	if len(urls) == 0 && zkList == "" && pg == "" {
+	urls, zkList, pg, etcdList := []string(f.Redis), f.ZK, f.Postgres, f.Etcd
+	if len(urls) == 0 && zkList == "" && pg == "" && etcdList == "" {
 		if v := getenv(EnvRedis); v != "" {
 			urls = splitURLs(v)
 		}
-		zkList, pg = getenv(EnvZK), getenv(EnvPostgres)
+		zkList, pg, etcdList = getenv(EnvZK), getenv(EnvPostgres), getenv(EnvEtcd)
 	}
 	given := 0
-	for _, g := range []bool{len(urls) > 0, zkList != "", pg != ""} {
+	for _, g := range []bool{len(urls) > 0, zkList != "", pg != "", etcdList != ""} {
 		if g {
 			given++
 		}
 	}
 	switch {
 	case given == 0:
-		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port, --zk host:port or --postgres postgres://host:port/db (or set %s, %s or %s)", EnvRedis, EnvZK, EnvPostgres)
+		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port, --zk host:port, --postgres postgres://host:port/db or --etcd host:port (or set %s, %s, %s or %s)", EnvRedis, EnvZK, EnvPostgres, EnvEtcd)
 	case given > 1:
-		return Spec{}, cmdutil.Usagef("more than one lock service was given (Redis, ZooKeeper, PostgreSQL, by flags or %s/%s/%s); choose one", EnvRedis, EnvZK, EnvPostgres)
+		return Spec{}, cmdutil.Usagef("more than one lock service was given (Redis, ZooKeeper, PostgreSQL, etcd, by flags or %s/%s/%s/%s); choose one", EnvRedis, EnvZK, EnvPostgres, EnvEtcd)
 	case len(urls) == 2:
 		return Spec{}, cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
 	case f.Session && pg == "":
@@ -151,6 +159,19 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 			}
 		}
 		spec.Postgres, spec.Session = cfg, f.Session
+		return spec, nil
+	}
+	if etcdList != "" {
+		endpoints, err := parseEtcd(etcdList)
+		if err != nil {
+			return Spec{}, err
+		}
+		spec.Etcd = endpoints
+		if f.TLS.given() {
+			if spec.EtcdTLS, err = f.TLS.config(nil); err != nil {
+				return Spec{}, err
+			}
+		}
 		return spec, nil
 	}
 	if zkList != "" {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/pglock"
@@ -34,6 +35,7 @@ type Target struct {
 	quorum  *redlock.Client     // Redlock
 	zk      *zklock.Client      // ZooKeeper
 	pg      *pglock.Client      // PostgreSQL
+	etcd    *etcdlock.Client    // etcd
 	pool    *pgxpool.Pool       // PostgreSQL, for the records of --once-per
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	pgTLS   string              // PostgreSQL: what TLS the connection negotiated
@@ -59,6 +61,12 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	QuietRedisLogs()
 	t := &Target{spec: spec}
 	switch spec.Kind() {
+	case "etcd":
+		if err := t.connectEtcd(ctx, obs); err != nil {
+			t.Close()
+			return nil, err
+		}
+		return t, nil
 	case "postgres":
 		if err := t.connectPostgres(ctx, obs); err != nil {
 			t.Close()
@@ -248,6 +256,9 @@ func (t *Target) Describe() string {
 	if t.zk != nil {
 		return "zookeeper " + strings.Join(t.spec.ZK, ",")
 	}
+	if t.etcd != nil {
+		return "etcd " + strings.Join(t.spec.Etcd, ",")
+	}
 	if t.spec.Postgres != nil {
 		return "postgres " + describePostgres(t.spec.Postgres) + " (" + t.pgTLS + ")"
 	}
@@ -301,6 +312,8 @@ func CheckName(kind, name string) error {
 		return checkZKName(name)
 	case kind == "postgres":
 		return checkPGName(name)
+	case kind == "etcd":
+		return checkEtcdName(name)
 	case strings.ContainsAny(name, "{}"):
 		return cmdutil.Usagef("lock name %s contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", q)
 	case len(name) > rediskeys.MaxName:
@@ -398,6 +411,10 @@ func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 			return t.pg.NewSessionMutex(name, opts...), nil
 		}
 		return t.pg.NewMutex(name, opts...), nil
+	case t.etcd != nil:
+		if l, ok := t.etcdLocker(name, o); ok {
+			return l, nil
+		}
 	case t.zk != nil:
 		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {
