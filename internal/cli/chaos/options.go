@@ -51,7 +51,7 @@ Backends: redis (one server, no persistence), redis-aof (appendfsync
 always), redlock3, redlock5 (Redlock over 3 or 5 servers), redlock3-rdb
 (Redlock over 3 servers that save an RDB snapshot every second: kill
 restarts one from its last snapshot), zk3 (a ZooKeeper ensemble of 3),
-postgres (one PostgreSQL server, pglock's lease mode), postgres-session
+etcd3 (an etcd cluster of 3; etcdlock), postgres (one PostgreSQL server, pglock's lease mode), postgres-session
 (pglock's session mode, with an advisory lock), sentinel (a master, two
 replicas and three Sentinels; redislock through go-redis's failover
 client), sentinel-replicas (the same, with WithReplicas(1, TTL/10)), or
@@ -60,9 +60,9 @@ all.
 Faults: kill, kill-empty (restart without data), pause (SIGSTOP a
 server), latency, blackhole, reset (connections), expire (the lock key,
 early: a clock jump; Redis), client-pause (SIGSTOP the holder past its
-TTL), partition (cut the holder off; Redis, PostgreSQL), leader-kill,
-session-expiry and kill-empty-all (every member restarted without data;
-ZooKeeper), terminate (pg_terminate_backend of the holder's backends;
+TTL), partition (cut the holder off; Redis, PostgreSQL, etcd),
+leader-kill (ZooKeeper, etcd), session-expiry and kill-empty-all (every
+member restarted without data; ZooKeeper), terminate (pg_terminate_backend of the holder's backends;
 PostgreSQL), master-kill, master-pause and master-partition (the
 master killed, paused or cut off from its replicas and the Sentinels
 until Sentinel fails over; Sentinel), or all, or none. Faults that do not apply to a backend are
