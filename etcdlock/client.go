@@ -27,7 +27,10 @@ type Client struct {
 
 	ctx    context.Context // cancelled by Close, with ErrClosed: ends waits
 	cancel context.CancelCauseFunc
-	bg     sync.WaitGroup // background clean-ups (revokes)
+
+	bgMu     sync.Mutex
+	bg       sync.WaitGroup // background clean-ups (revokes)
+	bgClosed bool           // Close waits for bg: later clean-ups are not counted
 }
 
 // New returns a Client that makes locks through cli. It never fails and
@@ -65,6 +68,9 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.sched.Close()
+	c.bgMu.Lock()
+	c.bgClosed = true
+	c.bgMu.Unlock()
 	done := make(chan struct{})
 	go func() { c.bg.Wait(); close(done) }()
 	select {
@@ -78,13 +84,24 @@ func (c *Client) Close() error {
 // revokeLater revokes the etcd lease id in the background, for Close to
 // wait for: the clean-up of an attempt that failed, or of a lease that
 // ended without a release.
+// Once Close has stopped counting them, a clean-up runs on a goroutine
+// that nothing waits for.
 func (c *Client) revokeLater(id clientv3.LeaseID) {
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
+	revoke := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		c.cli.Revoke(ctx, id) // a lease it cannot revoke expires by its TTL
+	}
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bgClosed {
+		go revoke()
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		revoke()
 	}()
 }
 
