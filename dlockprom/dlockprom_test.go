@@ -11,9 +11,9 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlockprom"
+	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redlock"
-	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/zklock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
