@@ -121,7 +121,7 @@ func TestIntegrationMemberPaused(t *testing.T) {
 		resumed.Stop()
 		leader.Resume()
 	}()
-	wctx, cancel := context.WithTimeout(ctx, 4*ttl)
+	wctx, cancel := context.WithTimeout(ctx, 8*ttl)
 	defer cancel()
 	type result struct {
 		l   dlock.Lease

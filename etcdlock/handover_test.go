@@ -146,7 +146,18 @@ func TestIntegrationHandOverNotifications(t *testing.T) {
 		}()
 		waitKeys(t, cli, name+"/", i+1) // queued in order
 	}
-	time.Sleep(100 * time.Millisecond) // every waiter has set its watch
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) { // every waiter watches
+		w, err := e.Metric("etcd_debugging_mvcc_watcher_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v watchers on the server; want one per waiter, %d", w, n)
+		}
+	}
 	events0, err := e.Metric("etcd_debugging_mvcc_events_total")
 	if err != nil {
 		t.Fatal(err)
