@@ -51,10 +51,17 @@
 // long as it waits.
 //
 // Release deletes the key if it is still the lease's (one transaction: the
-// next waiter's notification) and then revokes the etcd lease. A lease that
-// ends without a release (expired, lost, capped by WithMaxHold) revokes its
-// etcd lease in the background, so the next waiter does not wait for the
-// cluster to expire it.
+// next waiter's notification) and then revokes the etcd lease. A lease
+// ended by its holder's own deadline (a fixed lease's end, WithMaxHold), or
+// found gone, revokes its etcd lease in the background, so the next waiter
+// does not wait for the cluster to expire it. A renewed lease that reached
+// its Until because no renewal got through (an election longer than the
+// lease time, a holder cut off) is not revoked: the cluster expires it one
+// etcd lease TTL after the last renewal it received, and a new leader only
+// ever extends that, so the next holder comes in no earlier than the old
+// Until, and usually later by the rest of the etcd lease TTL. A holder
+// still in its critical section when Done closed (it has not looked yet)
+// has that margin, as on the other backends; only fences make it safe.
 //
 // # Fencing
 //

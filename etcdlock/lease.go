@@ -116,14 +116,24 @@ func (h *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-// onEnd runs once the lease has ended: it stops the watchdog and, unless
-// the lease was released, revokes the etcd lease so that the next waiter
-// need not wait for it to expire.
+// onEnd runs once the lease has ended: it stops the watchdog and, when the
+// holder's own deadline ended the lease (a fixed lease's end, WithMaxHold)
+// or the server said it is gone, revokes the etcd lease so that the next
+// waiter need not wait for it to expire. A renewed lease that reached its
+// Until because no renewal got through is left to expire on the server: it
+// does so no earlier than Until, so a holder that missed Done (or is still
+// finishing its critical section) keeps the margin it has on every other
+// backend, rather than the next holder being let in the moment the cluster
+// answers again.
 func (h *Lease) onEnd() {
 	c := h.g.lk.c
 	c.reg.Remove(h)
 	c.sched.Remove(&h.g.entry)
-	if !errors.Is(h.Err(), dlock.ErrReleased) {
+	err := h.Err()
+	switch {
+	case errors.Is(err, dlock.ErrReleased):
+	case errors.Is(err, dlock.ErrExpired) && h.g.lk.cfg.renew && !h.MaxHoldReached():
+	default:
 		c.revokeLater(h.g.id)
 	}
 }
