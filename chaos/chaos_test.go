@@ -46,6 +46,10 @@ func TestIntegrationChaos(t *testing.T) {
 		// master's grants there regress fences (docs/SAFETY.md, Sentinel).
 		{BackendSentinel, 10 * time.Second, 1, false, []string{FaultMasterKill}},
 		{BackendSentinelReplicas, 10 * time.Second, 1, false, []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause}},
+		// A Cluster fails over in 2-3s (node timeout 1s, then the
+		// election) and the old master rejoins within seconds.
+		{BackendCluster, 12 * time.Second, 2, false, []string{FaultMigrate, FaultMasterKill, FaultMasterPause}},
+		{BackendClusterReplicas, 12 * time.Second, 2, false, []string{FaultMigrate, FaultMasterPartition, FaultMasterKill, FaultMasterPause}},
 	}
 	for _, tc := range cases {
 		name := tc.backend

@@ -18,6 +18,7 @@ type deployment struct {
 	redis   []*testenv.Redis
 	zk      *testenv.Ensemble
 	pg      *testenv.Postgres
+	cluster *testenv.Cluster
 	links   []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
 	proxies [][]*testenv.Proxy // [client][server]
 }
@@ -44,6 +45,8 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 		err = d.startPostgres()
 	case BackendSentinel, BackendSentinelReplicas:
 		err = d.startSentinel()
+	case BackendCluster, BackendClusterReplicas:
+		err = d.startCluster()
 	default:
 		return nil, fmt.Errorf("chaos: unknown backend %q; use one of %v", backend, Backends)
 	}
@@ -83,7 +86,7 @@ func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
 // kind is the kind of lock service, as clients know it.
 func (d *deployment) kind() string {
 	switch {
-	case d.pg != nil, d.links != nil:
+	case d.pg != nil, d.links != nil, d.cluster != nil:
 		return d.backend
 	case d.zk != nil:
 		return "zookeeper"
@@ -97,6 +100,9 @@ func (d *deployment) servers() int {
 	if d.pg != nil {
 		return 1
 	}
+	if d.cluster != nil {
+		return len(d.cluster.Nodes)
+	}
 	if d.zk != nil {
 		return len(d.zk.Servers)
 	}
@@ -106,6 +112,9 @@ func (d *deployment) servers() int {
 func (d *deployment) addr(i int) string {
 	if d.pg != nil {
 		return d.pg.Addr()
+	}
+	if d.cluster != nil {
+		return d.cluster.Nodes[i].Addr()
 	}
 	if d.zk != nil {
 		return d.zk.Servers[i].Addr()
@@ -140,6 +149,9 @@ type server interface {
 func (d *deployment) server(i int) server {
 	if d.pg != nil {
 		return d.pg
+	}
+	if d.cluster != nil {
+		return d.cluster.Nodes[i]
 	}
 	if d.zk != nil {
 		return d.zk.Servers[i]
@@ -222,6 +234,9 @@ func (d *deployment) close() error {
 	}
 	if d.pg != nil {
 		errs = append(errs, d.pg.Close()) // resumes a paused server
+	}
+	if d.cluster != nil {
+		errs = append(errs, d.cluster.Close()) // resumes paused nodes
 	}
 	return errors.Join(errs...)
 }

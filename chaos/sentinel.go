@@ -169,9 +169,16 @@ func waitFor(d time.Duration, ok func() bool) error {
 }
 
 // via maps the addresses Sentinel hands out (the data servers' links and
-// the Sentinels' own) to client c's proxies to those servers; nil but on
-// Sentinel.
+// the Sentinels' own), or those a Cluster's nodes announce, to client c's
+// proxies to those servers; nil but on Sentinel and Cluster.
 func (d *deployment) via(c int) map[string]string {
+	if d.cluster != nil {
+		m := map[string]string{}
+		for i, p := range d.proxies[c] {
+			m[d.cluster.Announced(i)] = p.Addr()
+		}
+		return m
+	}
 	if d.links == nil {
 		return nil
 	}

@@ -54,8 +54,10 @@ restarts one from its last snapshot), zk3 (a ZooKeeper ensemble of 3),
 postgres (one PostgreSQL server, pglock's lease mode), postgres-session
 (pglock's session mode, with an advisory lock), sentinel (a master, two
 replicas and three Sentinels; redislock through go-redis's failover
-client), sentinel-replicas (the same, with WithReplicas(1, TTL/10)), or
-all.
+client), sentinel-replicas (the same, with WithReplicas(1, TTL/10)),
+cluster (a Redis Cluster of 3 masters with a replica each; redislock
+through go-redis's cluster client), cluster-replicas (the same, with
+WithReplicas(1, TTL/10)), or all.
 
 Faults: kill, kill-empty (restart without data), pause (SIGSTOP a
 server), latency, blackhole, reset (connections), expire (the lock key,
@@ -65,7 +67,10 @@ session-expiry and kill-empty-all (every member restarted without data;
 ZooKeeper), terminate (pg_terminate_backend of the holder's backends;
 PostgreSQL), master-kill, master-pause and master-partition (the
 master killed, paused or cut off from its replicas and the Sentinels
-until Sentinel fails over; Sentinel), or all, or none. Faults that do not apply to a backend are
+until Sentinel fails over; on Cluster, the master of the lock's slot, cut
+off from the other nodes, until its replica takes over), migrate (the
+lock's slot moved to another master, one key at a time; Cluster), or
+all, or none. Faults that do not apply to a backend are
 left out for it.
 
 Exit codes: 0 no violation outside the documented limits; 1 violations
