@@ -49,6 +49,8 @@ type clientConfig struct {
 	// nodes announce, to the client's proxies to those servers (Sentinel
 	// and Cluster only; on Sentinel, Addrs are the Sentinels').
 	Via map[string]string `json:"via,omitempty"`
+	// TLS, if set, is how to reach the servers through TLS.
+	TLS *clientTLS `json:"tls,omitempty"`
 }
 
 // RunClientIfChild runs a chaos client and exits, if this process was
@@ -211,7 +213,15 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 	opTimeout := min(cfg.TTL/4, time.Second)
 	switch cfg.Kind {
 	case "zookeeper":
-		s, err := zklock.New(ctx, cfg.Addrs, zklock.WithSessionTimeout(cfg.SessionTimeout), zklock.WithObserver(c))
+		opts := []zklock.ClientOption{zklock.WithSessionTimeout(cfg.SessionTimeout), zklock.WithObserver(c)}
+		if cfg.TLS != nil {
+			tc, err := cfg.TLS.config()
+			if err != nil {
+				return nil, nil, fmt.Errorf("TLS: %w", err)
+			}
+			opts = append(opts, zklock.WithTLS(tc), zklock.WithDigestAuth(cfg.TLS.User, cfg.TLS.Password))
+		}
+		s, err := zklock.New(ctx, cfg.Addrs, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -235,6 +245,13 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 			DisableIdentity: true}
 		if cfg.LibraryDefaults {
 			o = &redis.Options{Addr: addr, ContextTimeoutEnabled: true}
+		}
+		if cfg.TLS != nil {
+			tc, err := cfg.TLS.config()
+			if err != nil {
+				return nil, nil, fmt.Errorf("TLS: %w", err)
+			}
+			o.TLSConfig, o.Username, o.Password = tc, cfg.TLS.User, cfg.TLS.Password
 		}
 		rdb := redis.NewClient(o)
 		conns = append(conns, goredisconn.New(rdb))

@@ -3,8 +3,11 @@ package chaos
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"github.com/dlock-go/dlock/internal/testenv"
 )
@@ -19,15 +22,27 @@ type deployment struct {
 	zk      *testenv.Ensemble
 	pg      *testenv.Postgres
 	cluster *testenv.Cluster
-	links   []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
-	proxies [][]*testenv.Proxy // [client][server]
+	// With TLS: the certificates, and the TLS address of each Redis
+	// server, which clients reach instead of its plain one.
+	certs    *testenv.Certs
+	certsDir string
+	tlsAddrs []string
+	links    []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
+	proxies  [][]*testenv.Proxy // [client][server]
 }
 
 // startDeployment starts the servers of backend and the proxies of the
-// given number of clients.
-func startDeployment(backend string, clients int) (*deployment, error) {
+// given number of clients; with useTLS, servers that clients reach
+// through TLS only (see TLSBackend).
+func startDeployment(backend string, clients int, useTLS bool) (*deployment, error) {
 	d := &deployment{backend: backend}
 	var err error
+	if useTLS {
+		if err := d.startTLS(); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
 	switch backend {
 	case BackendRedis, BackendRedisAOF:
 		err = d.startRedis(1, testenv.RedisConfig{Persistence: backend == BackendRedisAOF})
@@ -38,7 +53,9 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 	case BackendRedlock5:
 		err = d.startRedis(5, testenv.RedisConfig{})
 	case BackendZK3:
-		if err = testenv.LookZooKeeper(); err == nil {
+		if err = testenv.LookZooKeeper(); err == nil && d.certs != nil {
+			d.zk, err = testenv.LaunchEnsembleTLS(3, d.certs, true)
+		} else if err == nil {
 			d.zk, err = testenv.LaunchEnsemble(3)
 		}
 	case BackendPostgres, BackendPostgresSession:
@@ -73,7 +90,16 @@ func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
 	if _, err := testenv.LookBinary("redis-server"); err != nil {
 		return err
 	}
+	base := cfg.Args
 	for range n {
+		if d.certs != nil {
+			args, port, err := d.redisTLSArgs()
+			if err != nil {
+				return err
+			}
+			cfg.Args = append(slices.Clone(base), args...)
+			d.tlsAddrs = append(d.tlsAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		}
 		r, err := testenv.LaunchRedis(cfg)
 		if err != nil {
 			return err
@@ -117,7 +143,13 @@ func (d *deployment) addr(i int) string {
 		return d.cluster.Nodes[i].Addr()
 	}
 	if d.zk != nil {
+		if d.certs != nil {
+			return d.zk.Servers[i].TLSAddr()
+		}
 		return d.zk.Servers[i].Addr()
+	}
+	if d.tlsAddrs != nil {
+		return d.tlsAddrs[i]
 	}
 	return d.redis[i].Addr()
 }
@@ -237,6 +269,9 @@ func (d *deployment) close() error {
 	}
 	if d.cluster != nil {
 		errs = append(errs, d.cluster.Close()) // resumes paused nodes
+	}
+	if d.certsDir != "" {
+		errs = append(errs, os.RemoveAll(d.certsDir))
 	}
 	return errors.Join(errs...)
 }

@@ -125,7 +125,7 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 func (o Options) runOptions(b string, tty bool, io cmdutil.IO) chaos.Options {
 	ro := chaos.Options{Backend: b, Duration: o.Duration, Clients: o.Clients, TTL: o.TTL, Work: o.Work,
 		SessionTimeout: o.SessionTimeout, Faults: o.faultsFor(b), Random: o.Schedule == "random", Seed: o.Seed,
-		LibraryDefaults: o.Defaults}
+		LibraryDefaults: o.Defaults, TLS: o.TLS}
 	if tty {
 		ro.Progress = func(p chaos.Progress) {
 			fault := ""
