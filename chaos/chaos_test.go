@@ -47,6 +47,9 @@ func TestIntegrationChaos(t *testing.T) {
 		// master's grants there regress fences (docs/SAFETY.md, Sentinel).
 		{BackendSentinel, 10 * time.Second, 1, false, false, []string{FaultMasterKill}},
 		{BackendSentinelReplicas, 10 * time.Second, 1, false, false, []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause}},
+		// With replication cut, WithReplicas refuses every acquire until
+		// it is healed (checked below); without, nothing shows.
+		{BackendSentinelReplicas, 8 * time.Second, 2, false, false, []string{FaultReplicationCut}},
 		// A Cluster fails over in 2-3s (node timeout 1s, then the
 		// election) and the old master rejoins within seconds.
 		{BackendCluster, 12 * time.Second, 2, false, false, []string{FaultMigrate, FaultMasterKill, FaultMasterPause}},
@@ -113,6 +116,14 @@ func TestIntegrationChaos(t *testing.T) {
 			for i, r := range v.Recoveries[:max(len(v.Recoveries)-1, 0)] {
 				if r.FromStart < 0 {
 					t.Errorf("no grant after fault %d (%s) although another fault followed", i+1, r.Fault)
+				}
+			}
+			if tc.backend == BackendSentinelReplicas && slices.Equal(tc.only, []string{FaultReplicationCut}) {
+				for i, r := range v.Recoveries[:max(len(v.Recoveries)-1, 0)] {
+					if r.FromStart < o.TTL*9/10 {
+						t.Errorf("a grant %v after replication-cut %d, which lasted %v; want none before it healed (at least a TTL, %v)",
+							r.FromStart, i+1, r.Lasted, o.TTL)
+					}
 				}
 			}
 			if slices.Contains(res.Options.Faults, FaultKillEmptyAll) && (len(v.Recoveries) == 0 || v.Recoveries[0].FromStart < 0) {

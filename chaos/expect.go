@@ -55,7 +55,8 @@ const (
 	FaultMasterPause     = "master-pause"     // SIGSTOP the master until a replica is promoted; SIGCONT
 	FaultMasterPartition = "master-partition" // cut the master off from its replicas and the Sentinels (Cluster: every other node), not the clients
 
-	FaultMigrate = "migrate" // Cluster: move the lock's slot, keys and fence counter, to another master while it is held
+	FaultMigrate        = "migrate"         // Cluster: move the lock's slot, keys and fence counter, to another master while it is held
+	FaultReplicationCut = "replication-cut" // Sentinel: cut the master off from its replicas (not the Sentinels, nor the clients) for 1-3 TTL
 )
 
 // FaultsFor returns the faults that apply to backend, the most telling
@@ -72,8 +73,8 @@ func FaultsFor(backend string) []string {
 		return []string{FaultKill, FaultKillEmpty, FaultClientPause, FaultExpire, FaultPause, FaultPartition,
 			FaultBlackhole, FaultLatency, FaultReset}
 	case BackendSentinel, BackendSentinelReplicas:
-		return []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause, FaultClientPause, FaultPartition,
-			FaultBlackhole, FaultLatency, FaultReset}
+		return []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause, FaultReplicationCut, FaultClientPause,
+			FaultPartition, FaultBlackhole, FaultLatency, FaultReset}
 	case BackendCluster, BackendClusterReplicas:
 		return []string{FaultMigrate, FaultMasterKill, FaultMasterPartition, FaultMasterPause, FaultClientPause,
 			FaultPartition, FaultBlackhole, FaultLatency, FaultReset}

@@ -102,6 +102,15 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		// apply lasts until a replica is promoted; the old master stays
 		// out a little longer, while the clients move on.
 		hold = in.between(0, in.ttl)
+	case FaultReplicationCut:
+		if in.d.links == nil {
+			return fmt.Errorf("chaos: %s is a Sentinel fault", kind)
+		}
+		var err error
+		if target, apply, heal, err = in.replicationCut(ctx); err != nil {
+			return fmt.Errorf("chaos: %s: %w", kind, err)
+		}
+		hold = in.between(in.ttl, 3*in.ttl)
 	case FaultMigrate:
 		if in.d.cluster == nil {
 			return fmt.Errorf("chaos: %s is a Cluster fault", kind)

@@ -117,12 +117,22 @@ func (p *Proxy) Blackhole(on bool) { p.blackhole.Store(on) }
 // Cut controls whether the proxy drops the traffic of connections from
 // the IP address ip, as Blackhole does for all of them: a way to cut one
 // peer off when each peer connects from an address of its own
-// (127.0.0.2, 127.0.0.3, …). Other connections are not affected.
+// (127.0.0.2, 127.0.0.3, …). Other connections are not affected. Turning
+// it off resets the connections from ip, since the bytes dropped would
+// leave their two ends out of step (a stream with a hole in it), as a
+// real connection would not be; their peers connect again.
 func (p *Proxy) Cut(ip string, on bool) {
 	if on {
 		p.cut.Store(ip, true)
-	} else {
-		p.cut.Delete(ip)
+		return
+	}
+	if _, was := p.cut.LoadAndDelete(ip); !was {
+		return
+	}
+	for _, l := range p.snapshot() {
+		if l.from == ip {
+			l.teardown(true)
+		}
 	}
 }
 

@@ -68,7 +68,9 @@ ZooKeeper), terminate (pg_terminate_backend of the holder's backends;
 PostgreSQL), master-kill, master-pause and master-partition (the
 master killed, paused or cut off from its replicas and the Sentinels
 until Sentinel fails over; on Cluster, the master of the lock's slot, cut
-off from the other nodes, until its replica takes over), migrate (the
+off from the other nodes, until its replica takes over),
+replication-cut (the master cut off from its replicas only; Sentinel),
+migrate (the
 lock's slot moved to another master, one key at a time; Cluster), or
 all, or none. Faults that do not apply to a backend are
 left out for it.
