@@ -156,18 +156,19 @@ func Expect(backend, fault string, k Kind) string {
 // splitBrain reports whether fault on backend can leave two masters
 // granting the lock at once, each drawing fences from its own counter.
 // Sentinel without WithReplicas: under every failover fault. Cluster
-// without WithReplicas: when the old master comes back (killed and
-// restarted, or paused and resumed) and serves the commands waiting for it
-// before it hears that its replica took over; not when it is cut off from
-// the other nodes, as it then refuses writes once it has missed the
-// majority of masters for the node timeout, before its replica can be
-// elected.
+// without WithReplicas: only when the old master is paused and resumed,
+// as it then serves the commands that waited for it before it hears that
+// its replica took over. Not when it is cut off from the other nodes (it
+// refuses writes once it has missed the majority of masters for the node
+// timeout, before its replica can be elected), nor when it is killed and
+// restarted (a master that starts refuses writes for two seconds, until
+// it has heard the Cluster's configuration).
 func splitBrain(backend, fault string) bool {
 	switch backend {
 	case BackendSentinel:
 		return fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition
 	case BackendCluster:
-		return fault == FaultMasterKill || fault == FaultMasterPause
+		return fault == FaultMasterPause
 	}
 	return false
 }
