@@ -24,36 +24,54 @@ func TestIntegrationChaos(t *testing.T) {
 		duration time.Duration
 		faults   int      // at least
 		defaults bool     // clients built as the README says (library timeouts and retries)
+		tls      bool     // through TLS, with passwords (Options.TLS)
 		only     []string // the faults to inject; all that apply if nil
 	}{
-		{BackendRedis, 12 * time.Second, 4, false, nil},
-		{BackendRedis, 8 * time.Second, 2, true, nil},
-		{BackendRedisAOF, 8 * time.Second, 2, false, nil},
-		{BackendRedlock3, 12 * time.Second, 4, false, nil},
-		{BackendRedlock3, 8 * time.Second, 2, true, nil},
-		{BackendRedlock3RDB, 8 * time.Second, 3, false, []string{FaultKill}},
-		{BackendRedlock5, 8 * time.Second, 2, false, nil},
-		{BackendZK3, 16 * time.Second, 3, false, nil},
+		{BackendRedis, 12 * time.Second, 4, false, false, nil},
+		{BackendRedis, 8 * time.Second, 2, true, false, nil},
+		{BackendRedisAOF, 8 * time.Second, 2, false, false, nil},
+		{BackendRedlock3, 12 * time.Second, 4, false, false, nil},
+		{BackendRedlock3, 8 * time.Second, 2, true, false, nil},
+		{BackendRedlock3RDB, 8 * time.Second, 3, false, false, []string{FaultKill}},
+		{BackendRedlock5, 8 * time.Second, 2, false, false, nil},
+		{BackendZK3, 16 * time.Second, 3, false, false, nil},
 		// An empty ensemble takes seconds to form and the old Sessions a
 		// session timeout to give up: one fault, and a grant after it.
-		{BackendZK3, 12 * time.Second, 1, false, []string{FaultKillEmptyAll}},
-		{BackendEtcd3, 16 * time.Second, 3, false, nil},
-		{BackendPostgres, 12 * time.Second, 4, false, nil},
-		{BackendPostgresSession, 12 * time.Second, 4, false, nil},
-		{BackendMariaDB, 12 * time.Second, 4, false, nil},
-		{BackendMariaDBSession, 12 * time.Second, 4, false, nil},
+		{BackendZK3, 12 * time.Second, 1, false, false, []string{FaultKillEmptyAll}},
+		{BackendEtcd3, 16 * time.Second, 3, false, false, nil},
+		{BackendPostgres, 12 * time.Second, 4, false, false, nil},
+		{BackendPostgresSession, 12 * time.Second, 4, false, false, nil},
+		{BackendMariaDB, 12 * time.Second, 4, false, false, nil},
+		{BackendMariaDBSession, 12 * time.Second, 4, false, false, nil},
 		// A failover takes Sentinel 2-3s, and making the old master a
 		// replica again 8-20s more, which the fault waits for (or for the
 		// end of the run): one fault, two if the machine is quick.
 		// Not master-partition and master-pause on sentinel: the old
 		// master's grants there regress fences (docs/SAFETY.md, Sentinel).
-		{BackendSentinel, 10 * time.Second, 1, false, []string{FaultMasterKill}},
-		{BackendSentinelReplicas, 10 * time.Second, 1, false, []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause}},
+		{BackendSentinel, 10 * time.Second, 1, false, false, []string{FaultMasterKill}},
+		{BackendSentinelReplicas, 10 * time.Second, 1, false, false, []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause}},
+		// With replication cut, WithReplicas refuses every acquire until
+		// it is healed (checked below); without, nothing shows.
+		{BackendSentinelReplicas, 8 * time.Second, 2, false, false, []string{FaultReplicationCut}},
+		// A Cluster fails over in 2-3s (node timeout 1s, then the
+		// election) and the old master rejoins within seconds.
+		{BackendCluster, 12 * time.Second, 2, false, false, []string{FaultMigrate, FaultMasterKill, FaultMasterPause}},
+		{BackendClusterReplicas, 12 * time.Second, 2, false, false, []string{FaultMigrate, FaultMasterPartition, FaultMasterKill, FaultMasterPause}},
+		// TLS with client certificates, and passwords: an ACL user on
+		// Redis, digest authentication on ZooKeeper's secure client port.
+		// A TTL of 2s: Redlock's node timeout (TTL/10 in the harness) must
+		// hold a TLS handshake and the login on a new connection, which
+		// under -race on a loaded machine can take longer than 50ms.
+		{BackendRedlock3, 12 * time.Second, 1, false, true, nil},
+		{BackendZK3, 12 * time.Second, 2, false, true, nil},
 	}
 	for _, tc := range cases {
 		name := tc.backend
 		if tc.defaults {
 			name += "/library-defaults"
+		}
+		if tc.tls {
+			name += "/tls"
 		}
 		if tc.only != nil {
 			name += "/" + strings.Join(tc.only, ",")
@@ -78,7 +96,10 @@ func TestIntegrationChaos(t *testing.T) {
 				}
 			}
 			o := Options{Backend: tc.backend, Duration: tc.duration, TTL: 500 * time.Millisecond,
-				Work: 10 * time.Millisecond, SessionTimeout: time.Second, LibraryDefaults: tc.defaults, Faults: tc.only}
+				Work: 10 * time.Millisecond, SessionTimeout: time.Second, LibraryDefaults: tc.defaults, Faults: tc.only, TLS: tc.tls}
+			if tc.tls && tc.backend != BackendZK3 {
+				o.TTL = 2 * time.Second
+			}
 			res, err := Run(context.Background(), o)
 			if err != nil {
 				t.Fatal(err)
@@ -106,6 +127,14 @@ func TestIntegrationChaos(t *testing.T) {
 			for i, r := range v.Recoveries[:max(len(v.Recoveries)-1, 0)] {
 				if r.FromStart < 0 {
 					t.Errorf("no grant after fault %d (%s) although another fault followed", i+1, r.Fault)
+				}
+			}
+			if tc.backend == BackendSentinelReplicas && slices.Equal(tc.only, []string{FaultReplicationCut}) {
+				for i, r := range v.Recoveries[:max(len(v.Recoveries)-1, 0)] {
+					if r.FromStart < o.TTL*9/10 {
+						t.Errorf("a grant %v after replication-cut %d, which lasted %v; want none before it healed (at least a TTL, %v)",
+							r.FromStart, i+1, r.Lasted, o.TTL)
+					}
 				}
 			}
 			if slices.Contains(res.Options.Faults, FaultKillEmptyAll) && (len(v.Recoveries) == 0 || v.Recoveries[0].FromStart < 0) {

@@ -231,12 +231,13 @@ func TestCheckCrashedClientEndsItsSection(t *testing.T) {
 }
 
 // A stale write accepted, a fence regression or a refused holder is
-// excused only where two masters grant at once: Sentinel without
-// WithReplicas, during a failover.
+// excused only where two masters grant at once: Sentinel or Cluster
+// without WithReplicas, during a failover (on Cluster, not a partition).
 func TestExpectNeverExcusesFencing(t *testing.T) {
 	for _, backend := range Backends {
 		for _, f := range FaultsFor(backend) {
-			splitBrain := backend == BackendSentinel && (f == FaultMasterKill || f == FaultMasterPause || f == FaultMasterPartition)
+			failover := f == FaultMasterKill || f == FaultMasterPause || f == FaultMasterPartition
+			splitBrain := failover && backend == BackendSentinel || backend == BackendCluster && f == FaultMasterPause
 			for _, k := range []Kind{StaleWrite, FenceRegression, HolderRefused} {
 				if excused := Expect(backend, f, k) != ""; excused != splitBrain {
 					t.Errorf("Expect(%s, %s, %s) excuses it: %v", backend, f, k, excused)

@@ -45,9 +45,12 @@ type clientConfig struct {
 	Seed           uint64        `json:"seed"`
 	// LibraryDefaults: see Options.LibraryDefaults.
 	LibraryDefaults bool `json:"library_defaults"`
-	// Via maps the addresses the Sentinels hand out to the client's
-	// proxies to those servers (Sentinel only; Addrs are the Sentinels').
+	// Via maps the addresses the Sentinels hand out, or the Cluster's
+	// nodes announce, to the client's proxies to those servers (Sentinel
+	// and Cluster only; on Sentinel, Addrs are the Sentinels').
 	Via map[string]string `json:"via,omitempty"`
+	// TLS, if set, is how to reach the servers through TLS.
+	TLS *clientTLS `json:"tls,omitempty"`
 }
 
 // RunClientIfChild runs a chaos client and exits, if this process was
@@ -210,7 +213,15 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 	opTimeout := min(cfg.TTL/4, time.Second)
 	switch cfg.Kind {
 	case "zookeeper":
-		s, err := zklock.New(ctx, cfg.Addrs, zklock.WithSessionTimeout(cfg.SessionTimeout), zklock.WithObserver(c))
+		opts := []zklock.ClientOption{zklock.WithSessionTimeout(cfg.SessionTimeout), zklock.WithObserver(c)}
+		if cfg.TLS != nil {
+			tc, err := cfg.TLS.config()
+			if err != nil {
+				return nil, nil, fmt.Errorf("TLS: %w", err)
+			}
+			opts = append(opts, zklock.WithTLS(tc), zklock.WithDigestAuth(cfg.TLS.User, cfg.TLS.Password))
+		}
+		s, err := zklock.New(ctx, cfg.Addrs, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -223,6 +234,8 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 		return c.connectMariaDB()
 	case BackendSentinel, BackendSentinelReplicas:
 		return c.connectSentinel()
+	case BackendCluster, BackendClusterReplicas:
+		return c.connectCluster()
 	case "redis", "redlock":
 	default:
 		return nil, nil, fmt.Errorf("unknown kind %q", cfg.Kind)
@@ -236,6 +249,13 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 			DisableIdentity: true}
 		if cfg.LibraryDefaults {
 			o = &redis.Options{Addr: addr, ContextTimeoutEnabled: true}
+		}
+		if cfg.TLS != nil {
+			tc, err := cfg.TLS.config()
+			if err != nil {
+				return nil, nil, fmt.Errorf("TLS: %w", err)
+			}
+			o.TLSConfig, o.Username, o.Password = tc, cfg.TLS.User, cfg.TLS.Password
 		}
 		rdb := redis.NewClient(o)
 		conns = append(conns, goredisconn.New(rdb))
@@ -286,22 +306,45 @@ func (c *client) connectPostgres(ctx context.Context) (dlock.Locker, func(), err
 // only reroutes each address through the client's proxy to that server.
 func (c *client) connectSentinel() (dlock.Locker, func(), error) {
 	redis.SetLogger(quietRedis{})
-	via := c.cfg.Via
 	var d net.Dialer
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: sentinelMaster, SentinelAddrs: c.cfg.Addrs,
-		ContextTimeoutEnabled: true,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if p, ok := via[addr]; ok {
-				addr = p
-			}
-			return d.DialContext(ctx, network, addr)
-		}})
+		ContextTimeoutEnabled: true, Dialer: c.dialVia(&d)})
 	rc := redislock.New(goredisconn.New(rdb), redislock.WithObserver(c))
 	opts := []redislock.Option{redislock.WithTTL(c.cfg.TTL)}
 	if c.cfg.Kind == BackendSentinelReplicas {
 		opts = append(opts, redislock.WithReplicas(1, sentinelReplicaTimeout(c.cfg.TTL)))
 	}
 	return rc.NewMutex(c.cfg.Name, opts...), func() { rc.Close(); rdb.Close() }, nil
+}
+
+// connectCluster makes the redislock Mutex the client contends for, on
+// go-redis's cluster client as the README builds it (library defaults and
+// ContextTimeoutEnabled), seeded with the client's proxies to the nodes.
+// Its dialer only reroutes the addresses the nodes announce through the
+// client's proxy to each.
+func (c *client) connectCluster() (dlock.Locker, func(), error) {
+	redis.SetLogger(quietRedis{})
+	var d net.Dialer
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.cfg.Addrs, ContextTimeoutEnabled: true,
+		Dialer: c.dialVia(&d)})
+	rc := redislock.New(goredisconn.New(rdb), redislock.WithObserver(c))
+	opts := []redislock.Option{redislock.WithTTL(c.cfg.TTL)}
+	if c.cfg.Kind == BackendClusterReplicas {
+		opts = append(opts, redislock.WithReplicas(1, clusterReplicaTimeout(c.cfg.TTL)))
+	}
+	return rc.NewMutex(c.cfg.Name, opts...), func() { rc.Close(); rdb.Close() }, nil
+}
+
+// dialVia returns a dialer that reaches each address in Via through the
+// client's proxy to that server.
+func (c *client) dialVia(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	via := c.cfg.Via
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := via[addr]; ok {
+			addr = p
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 // closeWithin runs stop and waits for it at most d.

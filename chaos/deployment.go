@@ -3,8 +3,11 @@ package chaos
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"github.com/dlock-go/dlock/internal/testenv"
 )
@@ -19,16 +22,29 @@ type deployment struct {
 	zk      *testenv.Ensemble
 	etcd    *testenv.EtcdCluster
 	pg      *testenv.Postgres
-	my      *testenv.MariaDB
-	links   []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
-	proxies [][]*testenv.Proxy // [client][server]
+	my       *testenv.MariaDB
+	cluster *testenv.Cluster
+	// With TLS: the certificates, and the TLS address of each Redis
+	// server, which clients reach instead of its plain one.
+	certs    *testenv.Certs
+	certsDir string
+	tlsAddrs []string
+	links    []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
+	proxies  [][]*testenv.Proxy // [client][server]
 }
 
 // startDeployment starts the servers of backend and the proxies of the
-// given number of clients.
-func startDeployment(backend string, clients int) (*deployment, error) {
+// given number of clients; with useTLS, servers that clients reach
+// through TLS only (see TLSBackend).
+func startDeployment(backend string, clients int, useTLS bool) (*deployment, error) {
 	d := &deployment{backend: backend}
 	var err error
+	if useTLS {
+		if err := d.startTLS(); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
 	switch backend {
 	case BackendRedis, BackendRedisAOF:
 		err = d.startRedis(1, testenv.RedisConfig{Persistence: backend == BackendRedisAOF})
@@ -39,7 +55,9 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 	case BackendRedlock5:
 		err = d.startRedis(5, testenv.RedisConfig{})
 	case BackendZK3:
-		if err = testenv.LookZooKeeper(); err == nil {
+		if err = testenv.LookZooKeeper(); err == nil && d.certs != nil {
+			d.zk, err = testenv.LaunchEnsembleTLS(3, d.certs, true)
+		} else if err == nil {
 			d.zk, err = testenv.LaunchEnsemble(3)
 		}
 	case BackendEtcd3:
@@ -50,6 +68,8 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 		err = d.startMariaDB(clients)
 	case BackendSentinel, BackendSentinelReplicas:
 		err = d.startSentinel()
+	case BackendCluster, BackendClusterReplicas:
+		err = d.startCluster()
 	default:
 		return nil, fmt.Errorf("chaos: unknown backend %q; use one of %v", backend, Backends)
 	}
@@ -76,7 +96,16 @@ func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
 	if _, err := testenv.LookBinary("redis-server"); err != nil {
 		return err
 	}
+	base := cfg.Args
 	for range n {
+		if d.certs != nil {
+			args, port, err := d.redisTLSArgs()
+			if err != nil {
+				return err
+			}
+			cfg.Args = append(slices.Clone(base), args...)
+			d.tlsAddrs = append(d.tlsAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		}
 		r, err := testenv.LaunchRedis(cfg)
 		if err != nil {
 			return err
@@ -89,7 +118,7 @@ func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
 // kind is the kind of lock service, as clients know it.
 func (d *deployment) kind() string {
 	switch {
-	case d.pg != nil, d.my != nil, d.links != nil:
+	case d.pg != nil, d.my != nil, d.links != nil, d.cluster != nil:
 		return d.backend
 	case d.zk != nil:
 		return "zookeeper"
@@ -104,6 +133,9 @@ func (d *deployment) kind() string {
 func (d *deployment) servers() int {
 	if d.pg != nil || d.my != nil {
 		return 1
+	}
+	if d.cluster != nil {
+		return len(d.cluster.Nodes)
 	}
 	if d.zk != nil {
 		return len(d.zk.Servers)
@@ -121,8 +153,17 @@ func (d *deployment) addr(i int) string {
 	if d.my != nil {
 		return d.my.Addr()
 	}
+	if d.cluster != nil {
+		return d.cluster.Nodes[i].Addr()
+	}
 	if d.zk != nil {
+		if d.certs != nil {
+			return d.zk.Servers[i].TLSAddr()
+		}
 		return d.zk.Servers[i].Addr()
+	}
+	if d.tlsAddrs != nil {
+		return d.tlsAddrs[i]
 	}
 	if d.etcd != nil {
 		return d.etcd.Members[i].Addr()
@@ -160,6 +201,9 @@ func (d *deployment) server(i int) server {
 	}
 	if d.my != nil {
 		return d.my
+	}
+	if d.cluster != nil {
+		return d.cluster.Nodes[i]
 	}
 	if d.zk != nil {
 		return d.zk.Servers[i]
@@ -257,6 +301,12 @@ func (d *deployment) close() error {
 	}
 	if d.etcd != nil {
 		errs = append(errs, d.etcd.Close()) // resumes a paused member
+	}
+	if d.cluster != nil {
+		errs = append(errs, d.cluster.Close()) // resumes paused nodes
+	}
+	if d.certsDir != "" {
+		errs = append(errs, os.RemoveAll(d.certsDir))
 	}
 	return errors.Join(errs...)
 }

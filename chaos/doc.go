@@ -7,10 +7,11 @@
 // servers without persistence, or over 3 that save an RDB snapshot every
 // second; a ZooKeeper ensemble of 3; one PostgreSQL server, for pglock's
 // lease mode or its session mode; a master, two replicas and three
-// Sentinels, for redislock without and with WithReplicas), a Store (the
-// protected resource),
-// and client processes, each reaching each server through a TCP proxy of
-// its own. Every client loops: Lock, enter its critical section, read the
+// Sentinels, for redislock without and with WithReplicas; a Redis Cluster
+// of three masters with a replica each, likewise), a Store (the
+// protected resource), and client processes, each reaching each server
+// through a TCP proxy of its own; with Options.TLS, through TLS with a
+// client certificate and a password. Every client loops: Lock, enter its critical section, read the
 // Store's set, work, write the set back with one more element, write the
 // fenced register with its lease's fence, leave, Release. The clients are
 // deliberately naive: they do not look at Done inside the critical
@@ -28,7 +29,10 @@
 // PostgreSQL, pg_terminate_backend of the holder's backends; and, on
 // Sentinel, the master killed, paused or cut off from its replicas and the
 // Sentinels (not from the clients) until Sentinel promotes a replica, and
-// then restored until Sentinel has made it a replica.
+// then restored until Sentinel has made it a replica, or cut off from its
+// replicas alone for a while; on Cluster, the same
+// to the master of the lock's slot (cut off from every other node), and the
+// slot moved to another master, key by key, while the lock is held.
 //
 // Check reads the History and reports overlapping valid leases,
 // overlapping critical sections, stale fenced writes accepted, fence

@@ -20,6 +20,9 @@ const (
 
 	BackendSentinel         = "sentinel"          // a master, two replicas and three Sentinels; redislock.Mutex
 	BackendSentinelReplicas = "sentinel-replicas" // the same; redislock.Mutex WithReplicas(1, …)
+
+	BackendCluster         = "cluster"          // a Redis Cluster of 3 masters with a replica each; redislock.Mutex
+	BackendClusterReplicas = "cluster-replicas" // the same; redislock.Mutex WithReplicas(1, …)
 )
 
 // On BackendRedlock3RDB each server saves an RDB snapshot every second
@@ -30,7 +33,8 @@ const (
 
 // Backends lists the backends in the order reports show them.
 var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3,
-	BackendEtcd3, BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession, BackendSentinel, BackendSentinelReplicas}
+	BackendEtcd3, BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession, BackendSentinel, BackendSentinelReplicas,
+	BackendCluster, BackendClusterReplicas}
 
 // The faults the scheduler injects. Node faults pick one server; holder
 // faults pick the client holding the lock.
@@ -49,11 +53,15 @@ const (
 	FaultKillEmptyAll = "kill-empty-all" // ZooKeeper: kill -9 every member; restart them all with their data deleted
 	FaultTerminate    = "terminate"      // PostgreSQL, MariaDB: end every session of the holder (pg_terminate_backend, KILL CONNECTION)
 
-	// Sentinel: the master fails, a replica is promoted, the old master
-	// comes back as a replica.
+	// Sentinel and Cluster: the master (on Cluster, the master of the
+	// lock's slot) fails, a replica is promoted, the old master comes back
+	// as a replica.
 	FaultMasterKill      = "master-kill"      // kill -9 the master; restart it, empty, once a replica is promoted
 	FaultMasterPause     = "master-pause"     // SIGSTOP the master until a replica is promoted; SIGCONT
-	FaultMasterPartition = "master-partition" // cut the master off from its replicas and the Sentinels, not the clients
+	FaultMasterPartition = "master-partition" // cut the master off from its replicas and the Sentinels (Cluster: every other node), not the clients
+
+	FaultMigrate        = "migrate"         // Cluster: move the lock's slot, keys and fence counter, to another master while it is held
+	FaultReplicationCut = "replication-cut" // Sentinel: cut the master off from its replicas (not the Sentinels, nor the clients) for 1-3 TTL
 )
 
 // FaultsFor returns the faults that apply to backend, the most telling
@@ -73,8 +81,11 @@ func FaultsFor(backend string) []string {
 		return []string{FaultKill, FaultKillEmpty, FaultClientPause, FaultExpire, FaultPause, FaultPartition,
 			FaultBlackhole, FaultLatency, FaultReset}
 	case BackendSentinel, BackendSentinelReplicas:
-		return []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause, FaultClientPause, FaultPartition,
-			FaultBlackhole, FaultLatency, FaultReset}
+		return []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause, FaultReplicationCut, FaultClientPause,
+			FaultPartition, FaultBlackhole, FaultLatency, FaultReset}
+	case BackendCluster, BackendClusterReplicas:
+		return []string{FaultMigrate, FaultMasterKill, FaultMasterPartition, FaultMasterPause, FaultClientPause,
+			FaultPartition, FaultBlackhole, FaultLatency, FaultReset}
 	case BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock5:
 		return []string{FaultKillEmpty, FaultClientPause, FaultExpire, FaultKill, FaultPause, FaultPartition,
 			FaultBlackhole, FaultLatency, FaultReset}
@@ -91,10 +102,10 @@ const (
 	limitExpire = "the key expired early on the only server (a forward jump of its clock); another client takes the " +
 		"lock while the holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
 
-	limitFailover = "replication is asynchronous: a replica promoted by Sentinel may lack the latest grant or " +
+	limitFailover = "replication is asynchronous: a replica promoted by Sentinel or by the Cluster may lack the latest grant or " +
 		"renewal, and an isolated old master keeps serving the clients still connected to it, so the new master " +
 		"grants the lock while the old holder's lease is still valid (redislock.WithReplicas closes most of this)"
-	limitSplitBrain = "while the old master (isolated, or back before Sentinel demotes it) and the promoted replica " +
+	limitSplitBrain = "while the old master (isolated, or back before Sentinel or the Cluster demotes it) and the promoted replica " +
 		"both grant the lock, each draws fences from its own counter, lifted to its own clock: their fences " +
 		"interleave, so fence order is not grant order; the fenced resource still never takes a lower fence " +
 		"after a higher one, but it may refuse the newer holder and take the older one's writes"
@@ -106,8 +117,9 @@ const (
 // Expect returns why fault on backend may cause a violation of kind k (a
 // documented physical limit), or "" if the violation is a failure.
 // A stale write accepted, a fence regression or a refused holder is
-// expected only where two masters grant at once (Sentinel without
-// WithReplicas, during a failover); never anywhere else.
+// expected only where two masters grant at once (Sentinel or Cluster
+// without WithReplicas, during a failover; see splitBrain); never anywhere
+// else.
 //
 // A ZooKeeper ensemble restarted empty (FaultKillEmptyAll) is a limit of
 // zklock only for a Session created after the loss, which the blank
@@ -119,7 +131,7 @@ const (
 func Expect(backend, fault string, k Kind) string {
 	failover := fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition
 	switch {
-	case failover && backend == BackendSentinel && (k == FenceRegression || k == HolderRefused || k == StaleWrite):
+	case splitBrain(backend, fault) && (k == FenceRegression || k == HolderRefused || k == StaleWrite):
 		return limitSplitBrain
 	case k == StaleWrite || k == FenceRegression || k == HolderRefused:
 		return ""
@@ -129,9 +141,9 @@ func Expect(backend, fault string, k Kind) string {
 	}
 	if failover {
 		switch {
-		case backend == BackendSentinel:
+		case backend == BackendSentinel, backend == BackendCluster:
 			return limitFailover
-		case backend == BackendSentinelReplicas && fault == FaultMasterPartition:
+		case (backend == BackendSentinelReplicas || backend == BackendClusterReplicas) && fault == FaultMasterPartition:
 			return limitRenewal
 		}
 		return ""
@@ -147,6 +159,26 @@ func Expect(backend, fault string, k Kind) string {
 		return limitForgot
 	}
 	return ""
+}
+
+// splitBrain reports whether fault on backend can leave two masters
+// granting the lock at once, each drawing fences from its own counter.
+// Sentinel without WithReplicas: under every failover fault. Cluster
+// without WithReplicas: only when the old master is paused and resumed,
+// as it then serves the commands that waited for it before it hears that
+// its replica took over. Not when it is cut off from the other nodes (it
+// refuses writes once it has missed the majority of masters for the node
+// timeout, before its replica can be elected), nor when it is killed and
+// restarted (a master that starts refuses writes for two seconds, until
+// it has heard the Cluster's configuration).
+func splitBrain(backend, fault string) bool {
+	switch backend {
+	case BackendSentinel:
+		return fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition
+	case BackendCluster:
+		return fault == FaultMasterPause
+	}
+	return false
 }
 
 // Allowed returns the kinds of violation fault may cause on backend.

@@ -92,16 +92,39 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		}
 		heal = func() error { return nil }
 	case FaultMasterKill, FaultMasterPause, FaultMasterPartition:
-		if in.d.links == nil {
-			return fmt.Errorf("chaos: %s is a Sentinel fault", kind)
+		failover := in.failoverFault
+		switch {
+		case in.d.cluster != nil:
+			failover = in.clusterFailoverFault
+		case in.d.links == nil:
+			return fmt.Errorf("chaos: %s is a Sentinel or Cluster fault", kind)
 		}
 		var err error
-		if target, apply, heal, err = in.failoverFault(ctx, kind); err != nil {
+		if target, apply, heal, err = failover(ctx, kind); err != nil {
 			return fmt.Errorf("chaos: %s: %w", kind, err)
 		}
 		// apply lasts until a replica is promoted; the old master stays
 		// out a little longer, while the clients move on.
 		hold = in.between(0, in.ttl)
+	case FaultReplicationCut:
+		if in.d.links == nil {
+			return fmt.Errorf("chaos: %s is a Sentinel fault", kind)
+		}
+		var err error
+		if target, apply, heal, err = in.replicationCut(ctx); err != nil {
+			return fmt.Errorf("chaos: %s: %w", kind, err)
+		}
+		hold = in.between(in.ttl, 3*in.ttl)
+	case FaultMigrate:
+		if in.d.cluster == nil {
+			return fmt.Errorf("chaos: %s is a Cluster fault", kind)
+		}
+		in.awaitHolder(ctx) // moving a free lock shows less
+		var err error
+		if target, apply, err = in.migrate(); err != nil {
+			return fmt.Errorf("chaos: %s: %w", kind, err)
+		}
+		hold, heal = 0, func() error { return nil }
 	case FaultLeaderKill:
 		i, err := in.d.leader()
 		if err != nil {

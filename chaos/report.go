@@ -32,7 +32,11 @@ func WriteSummary(w io.Writer, results []*Result) error {
 		if r.Interrupted {
 			verdict += ", interrupted"
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", v.Backend, v.Duration.Round(time.Second),
+		name := v.Backend
+		if r.Options.TLS {
+			name += " (TLS)"
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, v.Duration.Round(time.Second),
 			v.Faults, v.Grants, v.Losses, cell(LeaseOverlap), cell(SectionOverlap), cell(LostUpdate),
 			cell(StaleWrite), v.StaleRefused, cell(FenceRegression), verdict)
 	}
@@ -117,6 +121,7 @@ const JSONFormat = "dlock-chaos/v1"
 
 type jsonRun struct {
 	Backend     string             `json:"backend"`
+	TLS         bool               `json:"tls"`
 	Seed        uint64             `json:"seed"`
 	Clients     int                `json:"clients"`
 	TTLNS       int64              `json:"ttl_ns"`
@@ -155,7 +160,7 @@ func WriteJSON(w io.Writer, results []*Result) error {
 		if v.Violations == nil {
 			v.Violations = []Violation{}
 		}
-		doc.Runs = append(doc.Runs, jsonRun{Backend: o.Backend, Seed: o.Seed, Clients: o.Clients, TTLNS: int64(o.TTL),
+		doc.Runs = append(doc.Runs, jsonRun{Backend: o.Backend, TLS: o.TLS, Seed: o.Seed, Clients: o.Clients, TTLNS: int64(o.TTL),
 			DurationNS: int64(v.Duration), Faults: o.Faults, Random: o.Random, Interrupted: r.Interrupted, OK: v.OK(),
 			Counts: counts, Verdict: v, ClientNotes: notes})
 	}

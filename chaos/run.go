@@ -64,6 +64,12 @@ type Options struct {
 	// ContextTimeoutEnabled. Otherwise they are tuned for the run: every
 	// timeout a quarter of the TTL (at most a second) and no retries.
 	LibraryDefaults bool
+	// TLS makes the clients reach the servers through TLS, with a client
+	// certificate, and log in with a password: on Redis as an ACL user
+	// with the least rights the README gives, on ZooKeeper (its secure
+	// client port) with digest authentication. Only for the backends
+	// TLSBackend accepts.
+	TLS bool
 	// Command starts a client: a program that calls RunClientIfChild first
 	// thing. The default is this process's own executable.
 	Command []string
@@ -130,6 +136,8 @@ func (o Options) resolve() (Options, error) {
 		return o, fmt.Errorf("chaos: session timeout %v is under ZooKeeper's minimum of 400ms (two ticks)", o.SessionTimeout)
 	case o.Gap < 0:
 		return o, fmt.Errorf("chaos: negative gap %v", o.Gap)
+	case o.TLS && !TLSBackend(o.Backend):
+		return o, fmt.Errorf("chaos: backend %s does not run with TLS; those that do: %v", o.Backend, tlsBackends)
 	}
 	return o, checkFaults(o.Backend, o.Faults)
 }
@@ -163,7 +171,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	h := &History{}
-	d, err := startDeployment(o.Backend, o.Clients)
+	d, err := startDeployment(o.Backend, o.Clients, o.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -179,7 +187,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for i := range o.Clients {
 		cfg := clientConfig{ID: i + 1, Kind: d.kind(), Addrs: d.clientAddrs(i), Name: name, TTL: o.TTL,
 			Work: o.Work, Store: store.Addr(), SessionTimeout: o.SessionTimeout, Seed: o.Seed,
-			LibraryDefaults: o.LibraryDefaults, Via: d.via(i)}
+			LibraryDefaults: o.LibraryDefaults, Via: d.via(i), TLS: d.clientTLS()}
 		p, err := startClient(o.Command, cfg, h, r.observe)
 		if err != nil {
 			r.stopClients()
@@ -188,7 +196,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.clients = append(r.clients, p)
 		go r.watch(p)
 	}
-	h.Add(Event{Op: OpStart, Value: fmt.Sprintf("%s, %d clients, seed %d", o.Backend, o.Clients, o.Seed)})
+	tlsNote := ""
+	if o.TLS {
+		tlsNote = ", TLS"
+	}
+	h.Add(Event{Op: OpStart, Value: fmt.Sprintf("%s%s, %d clients, seed %d", o.Backend, tlsNote, o.Clients, o.Seed)})
 
 	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()

@@ -59,7 +59,10 @@ func (d *deployment) startSentinel() error {
 		}
 		d.links = append(d.links, link)
 		_, linkPort, _ := net.SplitHostPort(link.Addr())
-		args := []string{"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", linkPort}
+		// Each data server connects to its master from an address of its
+		// own, so that replicationCut can cut replication alone.
+		args := []string{"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", linkPort,
+			"--bind-source-addr", sentinelSource(len(d.redis))}
 		if len(d.redis) > 0 {
 			_, masterPort, _ := net.SplitHostPort(d.links[0].Addr())
 			args = append(args, "--replicaof", "127.0.0.1", masterPort)
@@ -96,6 +99,55 @@ func (d *deployment) startSentinel() error {
 		}
 	}
 	return nil
+}
+
+// sentinelSource is the address data server i connects to others from.
+func sentinelSource(i int) string { return fmt.Sprintf("127.0.0.%d", i+2) }
+
+// replicationCut cuts the master off from its replicas, not from the
+// Sentinels or the clients: apply drops the replicas' traffic at the
+// master's link and ends their replication connections (CLIENT KILL TYPE
+// replica), so that their new ones stall; heal lets traffic through again
+// (which resets the stalled connections) and lasts until the replicas are
+// in sync again, or ctx is done.
+func (in *injector) replicationCut(ctx context.Context) (target string, apply, heal func() error, err error) {
+	d := in.d
+	m, err := d.master()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var replicas []int
+	for i := range sentinelData {
+		if i != m {
+			replicas = append(replicas, i)
+		}
+	}
+	cut := func(on bool) {
+		for _, r := range replicas {
+			d.links[m].Cut(sentinelSource(r), on)
+		}
+	}
+	target = d.name(m) + ", the master, from its replicas"
+	apply = func() error {
+		cut(true)
+		_, err := d.redis[m].Do("CLIENT", "KILL", "TYPE", "replica")
+		return err
+	}
+	heal = func() error {
+		cut(false)
+		return waitFor(failoverBound, func() bool {
+			if ctx.Err() != nil {
+				return true
+			}
+			for _, r := range replicas {
+				if !d.replicating(r) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	return target, apply, heal, nil
 }
 
 func boolInt(b bool) int {
@@ -169,9 +221,16 @@ func waitFor(d time.Duration, ok func() bool) error {
 }
 
 // via maps the addresses Sentinel hands out (the data servers' links and
-// the Sentinels' own) to client c's proxies to those servers; nil but on
-// Sentinel.
+// the Sentinels' own), or those a Cluster's nodes announce, to client c's
+// proxies to those servers; nil but on Sentinel and Cluster.
 func (d *deployment) via(c int) map[string]string {
+	if d.cluster != nil {
+		m := map[string]string{}
+		for i, p := range d.proxies[c] {
+			m[d.cluster.Announced(i)] = p.Addr()
+		}
+		return m
+	}
 	if d.links == nil {
 		return nil
 	}

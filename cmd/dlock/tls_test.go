@@ -83,3 +83,38 @@ func TestIntegrationZooKeeperTLS(t *testing.T) {
 		}
 	}
 }
+
+// dlock run reaches a Redis that requires TLS with client certificates and
+// a password (an ACL user with the README's least rights) through a
+// rediss:// URL carrying the user and password, and runs the command
+// under the lock. A wrong password fails before the command runs with exit
+// 64 (bad usage, as run's help says: fix the URL) and a message about the
+// password; a wrong CA with exit 69 and a message about the certificate.
+func TestIntegrationRunRedisTLSPassword(t *testing.T) {
+	certs := testenv.NewCerts(t)
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acl := strings.Fields("on >s3cret resetkeys ~dlock:* resetchannels &dlock:* -@all +@read +@write +eval " +
+		"+evalsha +script|load +time +publish +subscribe +unsubscribe +ping +hello +client|setname")
+	testenv.StartRedis(t, testenv.RedisConfig{Args: append(append(certs.RedisTLSArgs(port), "--user", "locker"), acl...)})
+	client := []string{"--tls-ca", certs.CA, "--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey}
+	run := func(url string, tlsArgs []string) result {
+		args := append(append([]string{"run", "--redis", url}, tlsArgs...), "tls-run", "--", "sh", "-c", "echo ran under the lock")
+		return dlock(t, nil, args...)
+	}
+	url := fmt.Sprintf("rediss://locker:s3cret@127.0.0.1:%d", port)
+	if r := run(url, client); r.code != 0 || !strings.Contains(r.stdout, "ran under the lock") {
+		t.Fatalf("run over TLS with the password: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r := run(fmt.Sprintf("rediss://locker:wrong@127.0.0.1:%d", port), client)
+	if r.code != 64 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "refused the password") {
+		t.Errorf("wrong password: exit %d, stdout %q, stderr %q; want 64, no run, and a message about the password", r.code, r.stdout, r.stderr)
+	}
+	other := testenv.NewCerts(t)
+	r = run(url, []string{"--tls-ca", other.CA, "--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey})
+	if r.code != 69 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "certificate") {
+		t.Errorf("wrong CA: exit %d, stdout %q, stderr %q; want 69, no run, and a message about the certificate", r.code, r.stdout, r.stderr)
+	}
+}

@@ -150,11 +150,29 @@ func Describe(pkg, key string, s *Script, err error) error {
 		return dlock.NotObtained(fmt.Errorf("%s: %s%q is held by a %s; one name serves one kind of lock at a time, so wait for it to be free or pick another name: %w", pkg, asking(s), key, holder, dlock.ErrKindMismatch))
 	case strings.Contains(msg, "DLOCKFENCE"):
 		return fmt.Errorf("%s: the fence counter of %q does not hold a number; something other than dlock wrote it: %w", pkg, key, err)
+	case clusterBusy(msg) && strings.Contains(s.Name, "acquire"):
+		// The command did not run: Lock tries again, TryLock reports
+		// the lock as not obtained.
+		return dlock.NotObtained(fmt.Errorf("%s: the Redis Cluster is moving the slot of %q to another node, or failing it over (%s); the %s did not run: %w",
+			pkg, key, msg, strings.TrimSuffix(s.Name, ".lua"), err))
 	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
 		strings.Contains(msg, "NOSCRIPT") || strings.Contains(msg, "scripting"):
 		return fmt.Errorf("%s: the server refused to run a Lua script (%s); dlock needs EVALSHA and EVAL to be allowed: %w", pkg, msg, err)
 	}
 	return fmt.Errorf("%s: %s on %q: server replied: %w", pkg, s.Name, key, err)
+}
+
+// clusterBusy reports whether a reply says that a Redis Cluster did not
+// run a command because the command's slot is moving between nodes
+// (TRYAGAIN, or a redirect the client did not follow) or has no master
+// that can serve it (CLUSTERDOWN): the command may be sent again.
+func clusterBusy(msg string) bool {
+	for _, p := range []string{"TRYAGAIN", "MOVED ", "ASK ", "CLUSTERDOWN"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // asking names the kind of lock whose script s is, as the start of a

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -30,8 +31,20 @@ type Certs struct {
 // directory that t removes.
 func NewCerts(t testing.TB) *Certs {
 	t.Helper()
-	dir := t.TempDir()
-	caKey := newKey(t)
+	c, err := WriteCerts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// WriteCerts writes a new CA and the certificates it signs into dir, which
+// must exist.
+func WriteCerts(dir string) (*Certs, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
 	caTmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "dlock test CA"},
@@ -43,16 +56,21 @@ func NewCerts(t testing.TB) *Certs {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("testenv: %w", err)
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("testenv: %w", err)
 	}
 	c := &Certs{Dir: dir, CA: filepath.Join(dir, "ca.pem")}
-	writePEM(t, c.CA, "CERTIFICATE", caDER)
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (certFile, keyFile string) {
-		key := newKey(t)
+	if err := writePEM(c.CA, "CERTIFICATE", caDER); err != nil {
+		return nil, err
+	}
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (certFile, keyFile string, err error) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return "", "", fmt.Errorf("testenv: %w", err)
+		}
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial),
 			Subject:      pkix.Name{CommonName: name},
@@ -67,34 +85,32 @@ func NewCerts(t testing.TB) *Certs {
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 		if err != nil {
-			t.Fatal(err)
+			return "", "", fmt.Errorf("testenv: %w", err)
 		}
 		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 		if err != nil {
-			t.Fatal(err)
+			return "", "", fmt.Errorf("testenv: %w", err)
 		}
 		certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-		writePEM(t, certFile, "CERTIFICATE", der)
-		writePEM(t, keyFile, "PRIVATE KEY", keyDER)
-		return certFile, keyFile
+		if err := writePEM(certFile, "CERTIFICATE", der); err != nil {
+			return "", "", err
+		}
+		return certFile, keyFile, writePEM(keyFile, "PRIVATE KEY", keyDER)
 	}
-	c.ServerCert, c.ServerKey = leaf("server", 2, x509.ExtKeyUsageServerAuth)
-	c.ClientCert, c.ClientKey = leaf("client", 3, x509.ExtKeyUsageClientAuth)
-	return c
+	if c.ServerCert, c.ServerKey, err = leaf("server", 2, x509.ExtKeyUsageServerAuth); err != nil {
+		return nil, err
+	}
+	if c.ClientCert, c.ClientKey, err = leaf("client", 3, x509.ExtKeyUsageClientAuth); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func writePEM(t testing.TB, path, kind string, der []byte) {
+func writePEM(path, kind string, der []byte) error {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("testenv: %w", err)
 	}
+	return nil
 }
 
 // RedisTLSArgs are the redis-server arguments that add a TLS port using c,

@@ -20,6 +20,7 @@ type Proxy struct {
 	latency   atomic.Int64 // time.Duration
 	blackhole atomic.Bool
 	refuse    atomic.Bool
+	cut       sync.Map // client IP -> true: traffic of its connections is dropped
 
 	mu     sync.Mutex
 	links  map[*link]struct{}
@@ -31,6 +32,7 @@ type Proxy struct {
 // target.
 type link struct {
 	client, server net.Conn
+	from           string        // the client's IP
 	dead           chan struct{} // closed when the link is torn down
 	once           sync.Once
 }
@@ -112,6 +114,37 @@ func (p *Proxy) SetLatency(d time.Duration) {
 // dropped data is lost.
 func (p *Proxy) Blackhole(on bool) { p.blackhole.Store(on) }
 
+// Cut controls whether the proxy drops the traffic of connections from
+// the IP address ip, as Blackhole does for all of them: a way to cut one
+// peer off when each peer connects from an address of its own
+// (127.0.0.2, 127.0.0.3, …). Other connections are not affected. Turning
+// it off resets the connections from ip, since the bytes dropped would
+// leave their two ends out of step (a stream with a hole in it), as a
+// real connection would not be; their peers connect again.
+func (p *Proxy) Cut(ip string, on bool) {
+	if on {
+		p.cut.Store(ip, true)
+		return
+	}
+	if _, was := p.cut.LoadAndDelete(ip); !was {
+		return
+	}
+	for _, l := range p.snapshot() {
+		if l.from == ip {
+			l.teardown(true)
+		}
+	}
+}
+
+// dropping reports whether traffic on l is dropped now.
+func (p *Proxy) dropping(l *link) bool {
+	if p.blackhole.Load() {
+		return true
+	}
+	_, cut := p.cut.Load(l.from)
+	return cut
+}
+
 // SetRefuse controls whether the proxy closes new connections as soon as
 // it accepts them. Existing connections are not affected.
 func (p *Proxy) SetRefuse(on bool) { p.refuse.Store(on) }
@@ -188,7 +221,8 @@ func (p *Proxy) serve(client net.Conn) {
 		client.Close()
 		return
 	}
-	l := &link{client: client, server: server, dead: make(chan struct{})}
+	from, _, _ := net.SplitHostPort(client.RemoteAddr().String())
+	l := &link{client: client, server: server, from: from, dead: make(chan struct{})}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -227,7 +261,7 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.blackhole.Load() {
+		if n > 0 && !p.dropping(l) {
 			c := chunk{
 				data: append([]byte(nil), buf[:n]...),
 				due:  time.Now().Add(time.Duration(p.latency.Load())),
@@ -265,7 +299,7 @@ func (p *Proxy) write(l *link, dst net.Conn, queue <-chan chunk) {
 				return
 			}
 		}
-		if p.blackhole.Load() {
+		if p.dropping(l) {
 			continue
 		}
 		if _, err := dst.Write(c.data); err != nil {

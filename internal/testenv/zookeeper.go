@@ -182,14 +182,7 @@ func launchZooKeeper(tls *zkTLS) (*ZooKeeper, error) {
 			return nil, err
 		}
 		if tls != nil {
-			z.tls = tls
-			extra, err := zkTLSClassPath()
-			if err != nil {
-				z.Close()
-				return nil, err
-			}
-			z.classpath += ":" + extra
-			if z.tlsPort, err = FreePort(); err != nil {
+			if err := z.addTLS(tls); err != nil {
 				z.Close()
 				return nil, err
 			}
@@ -523,7 +516,11 @@ type Ensemble struct {
 // seconds, LaunchEnsemble stops every server and returns an error that
 // includes the tails of their logs. The caller must Close the returned
 // Ensemble.
-func LaunchEnsemble(n int) (*Ensemble, error) {
+func LaunchEnsemble(n int) (*Ensemble, error) { return launchEnsemble(n, nil) }
+
+// launchEnsemble is LaunchEnsemble, with a secure client port on every
+// server too if tls is not nil.
+func launchEnsemble(n int, tls *zkTLS) (*Ensemble, error) {
 	if n < 3 || n%2 == 0 {
 		return nil, fmt.Errorf("testenv: LaunchEnsemble: an ensemble needs an odd number of servers, at least 3; got %d", n)
 	}
@@ -535,6 +532,9 @@ func LaunchEnsemble(n int) (*Ensemble, error) {
 			z.id = i + 1
 			if z.peerPort, err = FreePort(); err == nil {
 				z.elecPort, err = FreePort()
+			}
+			if err == nil && tls != nil {
+				err = z.addTLS(tls)
 			}
 		}
 		if z != nil {
@@ -568,6 +568,17 @@ func LaunchEnsemble(n int) (*Ensemble, error) {
 	}
 	for _, z := range e.Servers {
 		zookeepers.add(z)
+	}
+	if tls != nil {
+		for _, z := range e.Servers {
+			z.mu.Lock()
+			err := z.waitTLSPortLocked()
+			z.mu.Unlock()
+			if err != nil {
+				e.Close()
+				return nil, err
+			}
+		}
 	}
 	if err := e.waitFormed(zkQuorumTimeout); err != nil {
 		e.Close()

@@ -83,6 +83,28 @@ func LaunchZooKeeperTLS(certs *Certs, requireClientCert bool) (*ZooKeeper, error
 	return launchZooKeeper(&zkTLS{certs: certs, requireClientCert: requireClientCert})
 }
 
+// LaunchEnsembleTLS starts an ensemble as LaunchEnsemble does, every
+// server of which also serves TLS on a secure client port, as
+// LaunchZooKeeperTLS's does.
+func LaunchEnsembleTLS(n int, certs *Certs, requireClientCert bool) (*Ensemble, error) {
+	if certs == nil {
+		return nil, fmt.Errorf("testenv: LaunchEnsembleTLS: no certificates; make them with NewCerts or WriteCerts")
+	}
+	return launchEnsemble(n, &zkTLS{certs: certs, requireClientCert: requireClientCert})
+}
+
+// addTLS gives a server that has not started a secure client port.
+func (z *ZooKeeper) addTLS(tls *zkTLS) error {
+	extra, err := zkTLSClassPath()
+	if err != nil {
+		return err
+	}
+	z.tls = tls
+	z.classpath += ":" + extra
+	z.tlsPort, err = FreePort()
+	return err
+}
+
 // StartZooKeeperTLS starts a server as LaunchZooKeeperTLS does, and
 // skips, fails and closes it as StartZooKeeper does.
 func StartZooKeeperTLS(t testing.TB, certs *Certs, requireClientCert bool) *ZooKeeper {

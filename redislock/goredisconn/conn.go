@@ -87,10 +87,13 @@ func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transp
 // evalWait runs one script and WAIT in one pipeline, hence on one
 // connection, so that WAIT counts the script's writes. On a Cluster the
 // pipeline goes to the master of the script's first key, since WAIT has no
-// key of its own to route by.
+// key of its own to route by; a redirect (the slot moved, or is moving)
+// comes back as the script's error and makes the client reload its map of
+// the slots, for the next attempt.
 func (c conn) evalWait(ctx context.Context, call transport.Call) transport.Result {
 	pipeliner := c.c.Pipeline
-	if cc, ok := c.c.(*redis.ClusterClient); ok && len(call.Keys) > 0 {
+	cc, cluster := c.c.(*redis.ClusterClient)
+	if cluster && len(call.Keys) > 0 {
 		node, err := cc.MasterForKey(ctx, call.Keys[0])
 		if err != nil {
 			return transport.Result{Err: err, Replicas: -1}
@@ -108,6 +111,9 @@ func (c conn) evalWait(ctx context.Context, call transport.Call) transport.Resul
 		p.Exec(ctx)
 		if byHash && isNoScript(cmd.Err()) {
 			continue
+		}
+		if err := cmd.Err(); cluster && err != nil && (strings.HasPrefix(err.Error(), "MOVED ") || strings.HasPrefix(err.Error(), "ASK ")) {
+			cc.ReloadState(ctx)
 		}
 		r := result(cmd.Cmd)
 		r.Replicas = -1

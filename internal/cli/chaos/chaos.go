@@ -93,7 +93,7 @@ func Main(args []string, io cmdutil.IO) int {
 func available(o Options, io cmdutil.IO) ([]string, error) {
 	var out []string
 	for _, b := range o.Backends {
-		if strings.HasPrefix(b, "redis") || strings.HasPrefix(b, "redlock") || strings.HasPrefix(b, "sentinel") {
+		if strings.HasPrefix(b, "redis") || strings.HasPrefix(b, "redlock") || strings.HasPrefix(b, "sentinel") || strings.HasPrefix(b, "cluster") {
 			if _, err := testenv.LookBinary("redis-server"); err != nil {
 				return nil, fmt.Errorf("dlock chaos: --backend %s needs redis-server, which is not installed; run 'make deps', or 'apt-get install redis-server', and try again", b)
 			}
@@ -143,7 +143,7 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 func (o Options) runOptions(b string, tty bool, io cmdutil.IO) chaos.Options {
 	ro := chaos.Options{Backend: b, Duration: o.Duration, Clients: o.Clients, TTL: o.TTL, Work: o.Work,
 		SessionTimeout: o.SessionTimeout, Faults: o.faultsFor(b), Random: o.Schedule == "random", Seed: o.Seed,
-		LibraryDefaults: o.Defaults}
+		LibraryDefaults: o.Defaults, TLS: o.TLS}
 	if tty {
 		ro.Progress = func(p chaos.Progress) {
 			fault := ""

@@ -56,8 +56,10 @@ etcd3 (an etcd cluster of 3; etcdlock), postgres (one PostgreSQL server, pglock'
 server, mysqllock's lease mode), mariadb-session (mysqllock's session
 mode, with GET_LOCK), sentinel (a master, two
 replicas and three Sentinels; redislock through go-redis's failover
-client), sentinel-replicas (the same, with WithReplicas(1, TTL/10)), or
-all.
+client), sentinel-replicas (the same, with WithReplicas(1, TTL/10)),
+cluster (a Redis Cluster of 3 masters with a replica each; redislock
+through go-redis's cluster client), cluster-replicas (the same, with
+WithReplicas(1, TTL/10)), or all.
 
 Faults: kill, kill-empty (restart without data), pause (SIGSTOP a
 server), latency, blackhole, reset (connections), expire (the lock key,
@@ -68,7 +70,12 @@ member restarted without data; ZooKeeper), terminate (end the holder's
 sessions: pg_terminate_backend on PostgreSQL, KILL CONNECTION on
 MariaDB), master-kill, master-pause and master-partition (the
 master killed, paused or cut off from its replicas and the Sentinels
-until Sentinel fails over; Sentinel), or all, or none. Faults that do not apply to a backend are
+until Sentinel fails over; on Cluster, the master of the lock's slot, cut
+off from the other nodes, until its replica takes over),
+replication-cut (the master cut off from its replicas only; Sentinel),
+migrate (the
+lock's slot moved to another master, one key at a time; Cluster), or
+all, or none. Faults that do not apply to a backend are
 left out for it.
 
 Exit codes: 0 no violation outside the documented limits; 1 violations
@@ -93,6 +100,7 @@ type Options struct {
 	Timeline       string // HTML file, or "" for none
 	AllBackends    bool   // --backend was not given, or given as all
 	Defaults       bool   // --library-defaults
+	TLS            bool   // --tls
 }
 
 // seedFlag is a flag.Value for a seed: a whole number from 1.
@@ -191,6 +199,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.Var(seedFlag{&o.Seed}, "seed", "seed of every random choice, to repeat a run (default: a new one, printed)")
 	fs.Var(cmdutil.ChoiceFlag{S: &o.Format, Values: []string{FormatTable, FormatJSON}}, "o", "output format: table or json (default table)")
 	fs.BoolVar(&o.Defaults, "library-defaults", false, "build the Redis clients as the README does (go-redis's own timeouts and retries) rather than tuned to the TTL")
+	fs.BoolVar(&o.TLS, "tls", false, "reach the servers through TLS with client certificates, and log in with a password (Redis: an ACL user with the README's least rights; ZooKeeper: its secure client port and digest authentication); for the Redis backends but sentinel and cluster, and zk3")
 	fs.StringVar(&o.Timeline, "timeline", "", "also write an HTML timeline of holders, faults and violations to this file, such as chaos.html")
 	return fs
 }
@@ -209,6 +218,15 @@ func Parse(args []string) (Options, error) {
 		return o, cmdutil.Usagef("dlock chaos: --work %v is more than a quarter of --ttl %v; use a shorter --work or a longer --ttl", o.Work, o.TTL)
 	case o.Timeline != "" && !strings.EqualFold(filepath.Ext(o.Timeline), ".html"):
 		return o, cmdutil.Usagef("dlock chaos: --timeline %q: the timeline is an HTML page; give a file name ending in .html", o.Timeline)
+	}
+	if o.TLS && o.AllBackends { // every backend: leave out those that do not run with TLS
+		o.Backends = slices.DeleteFunc(o.Backends, func(b string) bool { return !chaos.TLSBackend(b) })
+	}
+	for _, b := range o.Backends {
+		if o.TLS && !chaos.TLSBackend(b) {
+			return o, cmdutil.Usagef("dlock chaos: --backend %s does not run with --tls; those that do: %s", b,
+				strings.Join(slices.DeleteFunc(slices.Clone(chaos.Backends), func(b string) bool { return !chaos.TLSBackend(b) }), ","))
+		}
 	}
 	if o.AllBackends && len(o.Faults) > 0 { // every backend: leave out those none of the faults applies to
 		o.Backends = slices.DeleteFunc(o.Backends, func(b string) bool { return len(o.faultsFor(b)) == 0 })
