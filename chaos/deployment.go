@@ -22,7 +22,7 @@ type deployment struct {
 	zk      *testenv.Ensemble
 	etcd    *testenv.EtcdCluster
 	pg      *testenv.Postgres
-	my       *testenv.MariaDB
+	my      *testenv.MariaDB
 	cluster *testenv.Cluster
 	// With TLS: the certificates, and the TLS address of each Redis
 	// server, which clients reach instead of its plain one.
