@@ -209,3 +209,15 @@ func TestIntegrationSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func electionBackend(d *deployment, open opener) dlocktest.ElectionBackend {
+	return dlocktest.ElectionBackend{
+		NewElection: func(t testing.TB, name string, o dlocktest.Options) dlock.Election {
+			opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+			if o.NoRenewal {
+				opts = append(opts, redislock.WithoutRenewal())
+			}
+			return newClient(t, d, open).NewElection(name, opts...)
+		},
+	}
+}
