@@ -125,6 +125,11 @@ func ExampleSchemaSQL() {
 	//     expires_at timestamptz NOT NULL  -- on the database's clock
 	// );
 	//
+	// -- The record of an election's leader (Client.NewElection): its term, token
+	// -- and value, valid while the token holds the row. Added after the table's
+	// -- first version: Migrate again to use elections.
+	// ALTER TABLE "dlock_leases" ADD COLUMN IF NOT EXISTS leader text;
+	//
 	// -- A grant's fence is at least the next value of this sequence, the
 	// -- row's last fence plus one and the database's clock in microseconds
 	// -- (acquire.sql).
