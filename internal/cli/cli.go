@@ -20,6 +20,7 @@ const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper and Postgre
 
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
+  dlock elect [flags] NAME -- COMMAND [ARGS...] run COMMAND only while leading the election NAME
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock bench [flags]                           measure lock throughput and latency on a deployment
@@ -45,6 +46,7 @@ Run 'dlock help COMMAND' for a command's flags and exit codes.
 // commands maps each subcommand to its entry point.
 var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"run":        run.Main,
+	"elect":      run.ElectMain,
 	"inspect":    inspect.Main,
 	"release":    inspect.ReleaseMain,
 	"bench":      bench.Main,
