@@ -3,7 +3,7 @@
 // renewal, loss reported on Done, cancellation that leaves nothing behind,
 // and fences that strictly increase across holders, even across a server
 // restart that lost its data. RunObserver checks the events a backend
-// reports to a dlock.Observer.
+// reports to a dlock.Observer, and RunElection a backend's dlock.Election.
 //
 // A third-party backend can run it too:
 //

@@ -352,11 +352,51 @@ func (s *electionSuite) campaignContext(t *testing.T) {
 	}
 }
 
-// campaignTwice: an Election that leads refuses a second Campaign, and
-// campaigns again once it resigned.
+// campaignTwice: an Election refuses a second Campaign while one runs or
+// while it leads, and campaigns again once it resigned.
 func (s *electionSuite) campaignTwice(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
-	e := s.elections(t, uniqueKey(t), 1, Options{})[0]
+	es := s.elections(t, uniqueKey(t), 2, Options{})
+	e := es[0]
+	other := mustCampaign(t, ctx, es[1], "other")
+	// A Campaign that waits for other, retried if it met one of the probes
+	// below; the probes, with a cancelled context, return at once, and are
+	// refused once the waiting Campaign runs.
+	waiting := make(chan error, 1)
+	go func() {
+		for {
+			l, err := e.Campaign(ctx, "a")
+			if err != nil && !errors.Is(err, dlock.ErrNotObtained) && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			if err == nil {
+				l.Release(ctx)
+			}
+			waiting <- err
+			return
+		}
+	}()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for refused := false; !refused; {
+		l, err := e.Campaign(cancelled, "probe")
+		switch {
+		case err == nil:
+			l.Release(ctx)
+			t.Fatal("Campaign with a cancelled context won against a live leader")
+		case ctx.Err() != nil:
+			t.Fatal("a second Campaign while one waits was never refused")
+		}
+		refused = !errors.Is(err, dlock.ErrNotObtained)
+		time.Sleep(time.Millisecond)
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatalf("the first Campaign: %v", err)
+	}
 	a := mustCampaign(t, ctx, e, "a")
 	if l, err := e.Campaign(ctx, "again"); err == nil {
 		l.Release(ctx)

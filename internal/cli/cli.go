@@ -1,5 +1,5 @@
 // Package cli implements the dlock command. Main dispatches to one package
-// per subcommand (run, inspect, release, bench, demo); each parses its own
+// per subcommand (run, elect, inspect, release, bench, demo); each parses its own
 // flags, writes to injected streams and returns an exit code, so that tests
 // can drive it without a process.
 package cli
@@ -21,6 +21,7 @@ const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper and Postgre
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
   dlock elect [flags] NAME -- COMMAND [ARGS...] run COMMAND only while leading the election NAME
+  dlock elect --leader [flags] NAME             print the current leader of the election NAME
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock bench [flags]                           measure lock throughput and latency on a deployment

@@ -81,8 +81,9 @@ type Config struct {
 type Election struct {
 	cfg Config
 
-	mu    sync.Mutex
-	lease *leadership // the last campaign's, nil before the first
+	mu          sync.Mutex
+	lease       *leadership // the last campaign's, nil before the first
+	campaigning bool        // a Campaign is running
 }
 
 var _ dlock.Election = (*Election)(nil)
@@ -109,11 +110,21 @@ func (e *Election) Campaign(ctx context.Context, value string) (dlock.Lease, err
 		return nil, e.cfg.Err
 	}
 	e.mu.Lock()
-	if e.lease != nil && e.lease.Err() == nil {
+	switch {
+	case e.campaigning:
+		e.mu.Unlock()
+		return nil, fmt.Errorf("dlock: election %q: Campaign while another Campaign of the same Election runs; one Election campaigns once at a time", e.cfg.Name)
+	case e.lease != nil && e.lease.Err() == nil:
 		e.mu.Unlock()
 		return nil, fmt.Errorf("dlock: election %q: Campaign of an election that leads already (term %d); Resign first", e.cfg.Name, e.lease.Fence())
 	}
+	e.campaigning = true
 	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.campaigning = false
+		e.mu.Unlock()
+	}()
 	for {
 		l, err := e.cfg.Lock.Lock(ctx)
 		if err != nil {
