@@ -17,7 +17,7 @@
 // a holder is paused past its lease.
 //
 // The backends live in sub-packages: redislock (one Redis deployment),
-// redlock (a quorum of independent Redis masters), zklock (ZooKeeper) and
-// pglock (PostgreSQL).
+// redlock (a quorum of independent Redis masters), zklock (ZooKeeper),
+// pglock (PostgreSQL) and mysqllock (MySQL and MariaDB).
 // The conformance suite in dlocktest is what each of them passes.
 package dlock

@@ -67,6 +67,10 @@ type Holder struct {
 	// Mode is ModeExclusive, ModeRead, ModeWrite or ModePermit.
 	Mode string
 
+	// Label is what the holder said about itself with dlock.WithLabel
+	// (dlock run: its host, process id and start time), or "".
+	Label string
+
 	// Holds is how many times the owner holds the lock: more than 1 only
 	// for a reentrant mutex.
 	Holds int

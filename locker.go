@@ -35,7 +35,8 @@ type Lease interface {
 	Key() string
 
 	// Token returns the random owner token that identifies this holder on
-	// the server: at least 128 bits from crypto/rand.
+	// the server: at least 128 bits from crypto/rand, followed by "~" and
+	// the label that the context of Lock or TryLock carried (WithLabel).
 	Token() string
 
 	// Fence returns the fencing token of this grant. It is strictly greater

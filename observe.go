@@ -36,17 +36,27 @@ const (
 	// EventReleased: the holder released the lease. Held is the time since
 	// EventAcquired.
 	EventReleased
+	// EventFenceAccepted: a guard of package fence accepted a write. Name
+	// is the resource written, Lock the guard ("SQL", "Row", "Redis",
+	// "Memory") and Fence the write's fence.
+	EventFenceAccepted
+	// EventFenceRefused: a guard of package fence refused a write whose
+	// fence was stale; Err is the *fence.StaleError, which gives the
+	// newest fence. A lease outlived by its holder's work shows here.
+	EventFenceRefused
 )
 
 var eventNames = [...]string{
-	EventAcquiring:   "acquiring",
-	EventWaiting:     "waiting",
-	EventAcquired:    "acquired",
-	EventNotAcquired: "not-acquired",
-	EventRenewed:     "renewed",
-	EventRenewFailed: "renew-failed",
-	EventLost:        "lost",
-	EventReleased:    "released",
+	EventAcquiring:     "acquiring",
+	EventWaiting:       "waiting",
+	EventAcquired:      "acquired",
+	EventNotAcquired:   "not-acquired",
+	EventRenewed:       "renewed",
+	EventRenewFailed:   "renew-failed",
+	EventLost:          "lost",
+	EventReleased:      "released",
+	EventFenceAccepted: "fence-accepted",
+	EventFenceRefused:  "fence-refused",
 }
 
 // String returns the kind's name in lower case, such as "acquired".
@@ -126,8 +136,8 @@ func (m multiObserver) Observe(e Event) {
 	}
 }
 
-// LogObserver returns an Observer that logs every event to l: losses at
-// Warn, failed renewals and failed acquisitions with a hard error at Info,
+// LogObserver returns an Observer that logs every event to l: losses and
+// refused stale writes at Warn, failed renewals and failed acquisitions with a hard error at Info,
 // and everything else at Debug. A nil l means slog.Default().
 func LogObserver(l *slog.Logger) Observer {
 	if l == nil {
@@ -141,7 +151,7 @@ type logObserver struct{ l *slog.Logger }
 func (o logObserver) Observe(e Event) {
 	level := slog.LevelDebug
 	switch e.Kind {
-	case EventLost:
+	case EventLost, EventFenceRefused:
 		level = slog.LevelWarn
 	case EventRenewFailed:
 		level = slog.LevelInfo

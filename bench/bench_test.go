@@ -78,8 +78,8 @@ func BenchmarkS2(b *testing.B) {
 
 // TestIntegrationShortRun runs the program in -short mode, one repetition,
 // and checks that the report has every section and no errors. Z1 and Z2
-// need ZooKeeper too, and P1 and P2 PostgreSQL (the Debian packages; make
-// deps installs them).
+// need ZooKeeper too, P1 and P2 PostgreSQL, and M1 and M2 MariaDB and
+// PostgreSQL (the Debian packages; make deps installs them).
 func TestIntegrationShortRun(t *testing.T) {
 	testenv.SkipIfShort(t, "runs the benchmarks against redis-server")
 	testenv.RequireBinary(t, "redis-server")
@@ -107,7 +107,8 @@ func TestIntegrationShortRun(t *testing.T) {
 		"#### S4a", "#### S4b", "#### S4f", "| raw-parallel |", "| dlock-redlock-goredis |", "| dlock-redlock-rueidis |",
 		"| redsync-failfast |", "### S5", "| dlock-fair-goredis |", "### S6", "| dlock-rw-goredis |",
 		"| dlock-mutex-goredis |", "### R2", "### Z1", "### Z2", "| dlock-zk |", "| zk.Lock |", "| dlock-redis |",
-		"### P1", "### P2", "| dlock-pg-lease |", "| dlock-pg-session |"} {
+		"### P1", "### P2", "| dlock-pg-lease |", "| dlock-pg-session |",
+		"### M1", "### M2", "| dlock-mysql-lease |", "| dlock-mysql-session |"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -39,6 +39,8 @@ func TestIntegrationChaos(t *testing.T) {
 		{BackendZK3, 12 * time.Second, 1, false, []string{FaultKillEmptyAll}},
 		{BackendPostgres, 12 * time.Second, 4, false, nil},
 		{BackendPostgresSession, 12 * time.Second, 4, false, nil},
+		{BackendMariaDB, 12 * time.Second, 4, false, nil},
+		{BackendMariaDBSession, 12 * time.Second, 4, false, nil},
 		// A failover takes Sentinel 2-3s, and making the old master a
 		// replica again 8-20s more, which the fault waits for (or for the
 		// end of the run): one fault, two if the machine is quick.
@@ -64,6 +66,11 @@ func TestIntegrationChaos(t *testing.T) {
 			if tc.backend == BackendPostgres || tc.backend == BackendPostgresSession {
 				if err := testenv.LookPostgres(); err != nil {
 					testenv.RequireBinary(t, "postgres") // fails in CI, skips with the hint elsewhere
+				}
+			}
+			if tc.backend == BackendMariaDB || tc.backend == BackendMariaDBSession {
+				if err := testenv.LookMariaDB(); err != nil {
+					testenv.RequireBinary(t, "mariadbd") // fails in CI, skips with the hint elsewhere
 				}
 			}
 			o := Options{Backend: tc.backend, Duration: tc.duration, TTL: 500 * time.Millisecond,
@@ -110,7 +117,7 @@ func TestIntegrationChaos(t *testing.T) {
 					t.Errorf("fault failed: %s", e.Value)
 				}
 				var n, c int
-				if _, err := fmt.Sscanf(e.Value, "terminate: %d backends of client %d ended", &n, &c); e.Op == OpLog && err == nil {
+				if _, err := fmt.Sscanf(e.Value, "terminate: %d sessions of client %d ended", &n, &c); e.Op == OpLog && err == nil {
 					terminates++
 					ended += n
 				}
@@ -119,7 +126,7 @@ func TestIntegrationChaos(t *testing.T) {
 				t.Errorf("no failover seen; want Sentinel to promote a replica")
 			}
 			if slices.Contains(res.Options.Faults, FaultTerminate) && (terminates == 0 || ended == 0) {
-				t.Errorf("%d terminate faults ended %d backends; want some of each", terminates, ended)
+				t.Errorf("%d terminate faults ended %d sessions; want some of each", terminates, ended)
 			}
 		})
 	}

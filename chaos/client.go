@@ -217,6 +217,8 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 		return s.NewMutex("/dlock-chaos/"+cfg.Name, zklock.WithTTL(cfg.TTL)), func() { s.Close() }, nil
 	case BackendPostgres, BackendPostgresSession:
 		return c.connectPostgres(ctx)
+	case BackendMariaDB, BackendMariaDBSession:
+		return c.connectMariaDB()
 	case BackendSentinel, BackendSentinelReplicas:
 		return c.connectSentinel()
 	case "redis", "redlock":

@@ -18,6 +18,7 @@ type deployment struct {
 	redis   []*testenv.Redis
 	zk      *testenv.Ensemble
 	pg      *testenv.Postgres
+	my      *testenv.MariaDB
 	links   []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
 	proxies [][]*testenv.Proxy // [client][server]
 }
@@ -42,6 +43,8 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 		}
 	case BackendPostgres, BackendPostgresSession:
 		err = d.startPostgres()
+	case BackendMariaDB, BackendMariaDBSession:
+		err = d.startMariaDB(clients)
 	case BackendSentinel, BackendSentinelReplicas:
 		err = d.startSentinel()
 	default:
@@ -83,7 +86,7 @@ func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
 // kind is the kind of lock service, as clients know it.
 func (d *deployment) kind() string {
 	switch {
-	case d.pg != nil, d.links != nil:
+	case d.pg != nil, d.my != nil, d.links != nil:
 		return d.backend
 	case d.zk != nil:
 		return "zookeeper"
@@ -94,7 +97,7 @@ func (d *deployment) kind() string {
 }
 
 func (d *deployment) servers() int {
-	if d.pg != nil {
+	if d.pg != nil || d.my != nil {
 		return 1
 	}
 	if d.zk != nil {
@@ -106,6 +109,9 @@ func (d *deployment) servers() int {
 func (d *deployment) addr(i int) string {
 	if d.pg != nil {
 		return d.pg.Addr()
+	}
+	if d.my != nil {
+		return d.my.Addr()
 	}
 	if d.zk != nil {
 		return d.zk.Servers[i].Addr()
@@ -141,6 +147,9 @@ func (d *deployment) server(i int) server {
 	if d.pg != nil {
 		return d.pg
 	}
+	if d.my != nil {
+		return d.my
+	}
 	if d.zk != nil {
 		return d.zk.Servers[i]
 	}
@@ -149,8 +158,8 @@ func (d *deployment) server(i int) server {
 
 // restartEmpty starts killed server i again without its data.
 func (d *deployment) restartEmpty(i int) error {
-	if d.pg != nil {
-		return errors.New("chaos: kill-empty is not a PostgreSQL fault")
+	if d.pg != nil || d.my != nil {
+		return errors.New("chaos: kill-empty is not a PostgreSQL or MariaDB fault")
 	}
 	if d.zk != nil {
 		return d.zk.Servers[i].RestartEmpty()
@@ -222,6 +231,9 @@ func (d *deployment) close() error {
 	}
 	if d.pg != nil {
 		errs = append(errs, d.pg.Close()) // resumes a paused server
+	}
+	if d.my != nil {
+		errs = append(errs, d.my.Close()) // resumes a paused server
 	}
 	return errors.Join(errs...)
 }

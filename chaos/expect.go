@@ -14,6 +14,9 @@ const (
 	BackendPostgres        = "postgres"         // one PostgreSQL server, pglock's lease mode (Mutex)
 	BackendPostgresSession = "postgres-session" // one PostgreSQL server, pglock's session mode (SessionMutex)
 
+	BackendMariaDB        = "mariadb"         // one MariaDB server, mysqllock's lease mode (Mutex)
+	BackendMariaDBSession = "mariadb-session" // one MariaDB server, mysqllock's session mode (SessionMutex, GET_LOCK)
+
 	BackendSentinel         = "sentinel"          // a master, two replicas and three Sentinels; redislock.Mutex
 	BackendSentinelReplicas = "sentinel-replicas" // the same; redislock.Mutex WithReplicas(1, …)
 )
@@ -26,7 +29,7 @@ const (
 
 // Backends lists the backends in the order reports show them.
 var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3,
-	BackendPostgres, BackendPostgresSession, BackendSentinel, BackendSentinelReplicas}
+	BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession, BackendSentinel, BackendSentinelReplicas}
 
 // The faults the scheduler injects. Node faults pick one server; holder
 // faults pick the client holding the lock.
@@ -39,11 +42,11 @@ const (
 	FaultReset        = "reset"          // reset every connection to one server
 	FaultExpire       = "expire"         // expire the lock key on one server now (a clock jump)
 	FaultClientPause  = "client-pause"   // SIGSTOP the holder's process past its TTL
-	FaultPartition    = "partition"      // Redis, PostgreSQL: cut the holder off from every server past its TTL
+	FaultPartition    = "partition"      // Redis, PostgreSQL, MariaDB: cut the holder off from every server past its TTL
 	FaultLeaderKill   = "leader-kill"    // ZooKeeper: kill -9 the leader; restart it
 	FaultSession      = "session-expiry" // ZooKeeper: cut the holder off past its session timeout
 	FaultKillEmptyAll = "kill-empty-all" // ZooKeeper: kill -9 every member; restart them all with their data deleted
-	FaultTerminate    = "terminate"      // PostgreSQL: pg_terminate_backend of every backend of the holder
+	FaultTerminate    = "terminate"      // PostgreSQL, MariaDB: end every session of the holder (pg_terminate_backend, KILL CONNECTION)
 
 	// Sentinel: the master fails, a replica is promoted, the old master
 	// comes back as a replica.
@@ -59,7 +62,7 @@ func FaultsFor(backend string) []string {
 	case BackendZK3:
 		return []string{FaultKillEmpty, FaultClientPause, FaultLeaderKill, FaultSession, FaultKill, FaultPause,
 			FaultBlackhole, FaultLatency, FaultReset, FaultKillEmptyAll}
-	case BackendPostgres, BackendPostgresSession:
+	case BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession:
 		return []string{FaultTerminate, FaultKill, FaultClientPause, FaultPartition, FaultPause, FaultBlackhole,
 			FaultLatency, FaultReset}
 	case BackendRedlock3RDB: // its point: a server back from an old snapshot

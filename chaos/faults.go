@@ -74,16 +74,20 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		}
 		heal = in.d.zk.RestartEmpty
 	case FaultTerminate:
-		if in.d.pg == nil {
-			return fmt.Errorf("chaos: %s is a PostgreSQL fault", kind)
+		if in.d.pg == nil && in.d.my == nil {
+			return fmt.Errorf("chaos: %s is a PostgreSQL and MariaDB fault", kind)
 		}
 		hold = 0
 		in.awaitHolder(ctx)
 		c := in.victim()
 		target = fmt.Sprintf("client %d", c+1)
 		apply = func() error {
-			n, err := in.d.terminate(c)
-			in.hist.Add(Event{Op: OpLog, Value: fmt.Sprintf("terminate: %d backends of client %d ended", n, c+1)})
+			terminate := in.d.terminate
+			if in.d.my != nil {
+				terminate = in.d.killConnections
+			}
+			n, err := terminate(c)
+			in.hist.Add(Event{Op: OpLog, Value: fmt.Sprintf("terminate: %d sessions of client %d ended", n, c+1)})
 			return err
 		}
 		heal = func() error { return nil }

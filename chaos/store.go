@@ -2,12 +2,15 @@ package chaos
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/dlock-go/dlock/fence"
 )
 
 // A Store is the resource the clients protect with the lock, served on a
@@ -15,7 +18,9 @@ import (
 //
 // The fenced register accepts a write only if its fence is at least as
 // high as every fence it has accepted before, and records each write it
-// accepts or refuses in the history, stamped when it decides. The set is
+// accepts or refuses in the history, stamped when it decides. It decides
+// through package fence's memory Store, the one fence.Handler keeps for an
+// HTTP service, so every run checks that guard's verdicts. The set is
 // read and replaced whole, with no check at all: a client that reads it,
 // adds an element and writes it back loses another client's element if
 // the two did so at once. That is Jepsen's lost-update workload.
@@ -30,10 +35,10 @@ type Store struct {
 	hist *History
 	wg   sync.WaitGroup
 
-	mu    sync.Mutex
-	max   uint64 // highest fence accepted
-	set   []string
-	conns map[net.Conn]bool
+	mu       sync.Mutex
+	register fence.Store // the fenced register's highest fence
+	set      []string
+	conns    map[net.Conn]bool
 }
 
 // NewStore starts a Store on a free loopback port, recording in h.
@@ -42,7 +47,7 @@ func NewStore(h *History) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chaos: store: %w", err)
 	}
-	s := &Store{ln: ln, hist: h, conns: map[net.Conn]bool{}}
+	s := &Store{ln: ln, hist: h, conns: map[net.Conn]bool{}, register: fence.NewMemory()}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -144,15 +149,19 @@ func (s *Store) handle(line string) string {
 
 // fencedWrite decides a write and records the decision while holding the
 // lock, so that the history orders decisions as the register made them.
-func (s *Store) fencedWrite(client int, fence uint64, value string) string {
+func (s *Store) fencedWrite(client int, f uint64, value string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if fence < s.max {
-		s.hist.Add(Event{Op: OpRefused, Client: client, Fence: fence, Max: s.max, Value: value})
-		return "REFUSED " + strconv.FormatUint(s.max, 10)
+	err := s.register.Advance(context.Background(), "register", f)
+	var stale *fence.StaleError
+	if errors.As(err, &stale) {
+		s.hist.Add(Event{Op: OpRefused, Client: client, Fence: f, Max: stale.Newest, Value: value})
+		return "REFUSED " + strconv.FormatUint(stale.Newest, 10)
 	}
-	s.max = fence
-	s.hist.Add(Event{Op: OpWrite, Client: client, Fence: fence, Value: value})
+	if err != nil {
+		return "ERR FWRITE: " + err.Error()
+	}
+	s.hist.Add(Event{Op: OpWrite, Client: client, Fence: f, Value: value})
 	return "OK"
 }
 

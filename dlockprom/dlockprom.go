@@ -65,6 +65,7 @@ type Collector struct {
 	renewals     *prometheus.CounterVec
 	losses       *prometheus.CounterVec
 	hold         *prometheus.HistogramVec
+	fenced       *prometheus.CounterVec
 }
 
 var (
@@ -110,11 +111,14 @@ func New(opts ...Option) *Collector {
 		hold: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name("hold_seconds"),
 			Help:    "How long leases were held, until released or lost.",
 			Buckets: cfg.holdBuckets}, lk),
+		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("fenced_writes_total"),
+			Help: "Writes checked by a guard of package fence, by result: accepted, or stale (refused: a later holder had written); lock is the resource, kind the guard."},
+			[]string{"lock", "kind", "result"}),
 	}
 }
 
 func (c *Collector) vecs() []prometheus.Collector {
-	return []prometheus.Collector{c.acquisitions, c.wait, c.holders, c.waiting, c.renewals, c.losses, c.hold}
+	return []prometheus.Collector{c.acquisitions, c.wait, c.holders, c.waiting, c.renewals, c.losses, c.hold, c.fenced}
 }
 
 // Describe sends the descriptions of every metric; see prometheus.Collector.
@@ -157,6 +161,10 @@ func (c *Collector) Observe(e dlock.Event) {
 		c.released(lock, e)
 	case dlock.EventReleased:
 		c.released(lock, e)
+	case dlock.EventFenceAccepted:
+		c.fenced.WithLabelValues(lock, e.Lock, "accepted").Inc()
+	case dlock.EventFenceRefused:
+		c.fenced.WithLabelValues(lock, e.Lock, "stale").Inc()
 	}
 }
 
@@ -189,6 +197,7 @@ func (c *Collector) Forget(name string) {
 	c.renewals.DeletePartialMatch(l)
 	c.losses.DeletePartialMatch(l)
 	c.hold.DeletePartialMatch(l)
+	c.fenced.DeletePartialMatch(l)
 }
 
 // Cause returns the cause label of a lease lost with err (the Err of an

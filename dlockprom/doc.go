@@ -28,6 +28,12 @@
 //	                                  closed or other (see Cause)
 //	dlock_hold_seconds                histogram: how long leases were held,
 //	                                  until released or lost
+//	dlock_fenced_writes_total{result} counter: writes checked by a guard of
+//	                                  package fence (given the Collector
+//	                                  with fence.WithObserver): accepted,
+//	                                  or stale; lock is the resource, kind
+//	                                  the guard ("SQL", "Row", "Redis",
+//	                                  "Memory")
 //
 // The gauges count the leases and waiters of the observed clients of this
 // process; sum them over processes for a whole deployment. A lease lost

@@ -1,7 +1,8 @@
 // Package dlocktest is the conformance suite that every dlock backend
 // passes: mutual exclusion, exactly one TryLock winner, expiry, refresh,
 // renewal, loss reported on Done, cancellation that leaves nothing behind,
-// and fences that strictly increase across holders, even across a server
+// Inspect naming the holder and its label, and fences that strictly
+// increase across holders, even across a server
 // restart that lost its data. RunObserver checks the events a backend
 // reports to a dlock.Observer, and RunElection a backend's dlock.Election.
 //
@@ -64,6 +65,10 @@ type Backend struct {
 	// entries, subscriptions. The fence counter is expected to stay.
 	Leftovers func(t testing.TB, key string) []string
 
+	// Inspect returns what the backend's Client.Inspect reports for the
+	// lock NewLocker makes for key, from a client of its own.
+	Inspect func(t testing.TB, key string) dlock.Info
+
 	// LockName returns the name that the events of the lock NewLocker
 	// makes for key carry (Event.Name): the name the backend was given,
 	// such as a ZooKeeper path made from key. Only RunObserver uses it; nil
@@ -77,7 +82,7 @@ var Slack = 150 * time.Millisecond
 
 // Run runs the whole suite as subtests of t.
 func Run(t *testing.T, b Backend) {
-	if b.NewLocker == nil || b.Sabotage == nil || b.Pause == nil || b.RestartEmpty == nil || b.Leftovers == nil {
+	if b.NewLocker == nil || b.Sabotage == nil || b.Pause == nil || b.RestartEmpty == nil || b.Leftovers == nil || b.Inspect == nil {
 		t.Fatalf("dlocktest: every field of Backend is required; got %+v", b)
 	}
 	s := &suite{b: b}
@@ -96,6 +101,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("FencesIncreaseAcrossRestart", s.fencesAcrossRestart)
 	t.Run("ReleaseDuringRenewal", s.releaseDuringRenewal)
 	t.Run("MaxHold", s.maxHold)
+	t.Run("InspectShowsHolder", s.inspectShowsHolder)
 }
 
 type suite struct{ b Backend }

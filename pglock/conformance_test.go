@@ -1,6 +1,7 @@
 package pglock_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -95,6 +96,9 @@ func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
 			migrate(t, pg.URL())
 		},
 		Leftovers: func(t testing.TB, key string) []string { return m.leftovers(t, pg.URL(), key) },
+		Inspect: func(t testing.TB, key string) dlock.Info {
+			return inspect(t, newClient(t, pg.URL()), key)
+		},
 	}
 }
 
@@ -114,4 +118,16 @@ func TestIntegrationObserver(t *testing.T) {
 			dlocktest.RunObserver(t, backend(startDB(t), m))
 		})
 	}
+}
+
+// inspect returns what c.Inspect reports for name, failing t on an error.
+func inspect(t testing.TB, c *pglock.Client, name string) dlock.Info {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Inspect(ctx, name)
+	if err != nil {
+		t.Fatalf("Inspect(%q): %v", name, err)
+	}
+	return info
 }

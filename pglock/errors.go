@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dlock-go/dlock/fence"
 	"strings"
 
 	"github.com/dlock-go/dlock"
@@ -28,8 +29,9 @@ var (
 	// ErrStaleFence is returned by CheckFence and WriteFenced when a higher
 	// fence than the caller's has already been written to the resource:
 	// another holder took the lock after the caller's lease ended. Nothing
-	// is written.
-	ErrStaleFence = errors.New("pglock: stale fence")
+	// is written. It is fence.ErrStale, and the error that matches it a
+	// *fence.StaleError, as from package fence's guards.
+	ErrStaleFence = fence.ErrStale
 
 	// ErrNotReentrant is returned by Lock and TryLock when ctx carries a
 	// lease (from Lease.Context) that already holds the same lock: waiting
@@ -108,4 +110,10 @@ func cancelled(ctx context.Context, err error) error {
 		return context.Canceled
 	}
 	return nil
+}
+
+// staleFence returns the error of a write to resource with fence f, refused
+// because newest has been written.
+func staleFence(resource string, f, newest uint64) error {
+	return &fence.StaleError{Resource: resource, Fence: f, Newest: newest}
 }

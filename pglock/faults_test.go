@@ -233,11 +233,15 @@ func TestIntegrationAcquireSlowerThanTTL(t *testing.T) {
 			ctx := ctxFor(t, time.Minute)
 			name := unique("slow")
 			proxy := testenv.StartProxy(t, sharedDB(t).Addr())
-			slow := m.newLocker(newClient(t, via(sharedDB(t), proxy.Addr(), unique("slow"))), name,
-				pglock.WithTTL(pglock.MinTTL))
-			if _, err := slow.TryLock(ctx); err != nil { // connections open before the latency
+			c := newClient(t, via(sharedDB(t), proxy.Addr(), unique("slow")))
+			slow := m.newLocker(c, name, pglock.WithTTL(pglock.MinTTL))
+			// Connections open before the latency, by a lock whose TTL a
+			// loaded machine cannot outlast (a 10ms one could, and fail).
+			warm, err := m.newLocker(c, unique("warm"), pglock.WithTTL(10*time.Second)).TryLock(ctx)
+			if err != nil {
 				t.Fatalf("TryLock without latency: %v", err)
 			}
+			warm.Release(ctx)
 			proxy.SetLatency(20 * time.Millisecond) // each way: every statement outlives the 10ms TTL
 			for range 20 {
 				l, err := slow.TryLock(ctx)

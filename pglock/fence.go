@@ -11,7 +11,7 @@ import (
 
 // CheckFence records fence as the newest fence written to resource, in
 // the caller's transaction tx, unless a higher one has already been
-// written: then it returns an error matching ErrStaleFence, and the caller
+// written: then it returns a *fence.StaleError matching ErrStaleFence, and the caller
 // must roll tx back so that nothing it wrote is kept. The same fence may
 // write again: a holder writes as often as it likes under one lease.
 //
@@ -42,8 +42,7 @@ func (c *Client) CheckFence(ctx context.Context, tx pgx.Tx, resource string, fen
 	if err := tx.QueryRow(ctx, "SELECT fence FROM "+c.obj.fences+" WHERE resource = $1", resource).Scan(&newest); err != nil {
 		return fmt.Errorf("%w: resource %q: %w", ErrStaleFence, resource, c.describe("reading the fence of", resource, err))
 	}
-	return fmt.Errorf("%w: resource %q has been written with fence %d, above this write's %d: a later holder of the lock has written to it",
-		ErrStaleFence, resource, newest, fence)
+	return staleFence(resource, fence, uint64(newest))
 }
 
 // WriteFenced runs write in a new transaction of the Client's pool, after

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -43,7 +44,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		return info, nil
 	}
 	info.Kind, info.TTL = dlock.KindMutex, time.Duration(ms)*time.Millisecond
-	h := dlock.Holder{Owner: token, Mode: dlock.ModeExclusive, Holds: 1, Fence: info.Fence}
+	h := dlock.Holder{Owner: token, Label: lease.Label(token), Mode: dlock.ModeExclusive, Holds: 1, Fence: info.Fence}
 	if pid != 0 {
 		h.Where = fmt.Sprintf("session mode, advisory lock held by backend %d", pid)
 	}

@@ -45,7 +45,7 @@ func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error)
 		}
 		return nil, 0, m.c.describe("connecting to take", m.name, err)
 	}
-	token := dlock.NewToken()
+	token := lease.NewToken(ctx)
 	start := time.Now()
 	var fence, left int64
 	err = m.c.take(ctx, pc, m.name, m.c.sql.acquire, []any{&fence, &left}, m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence)

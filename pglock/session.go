@@ -65,7 +65,7 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 		}
 		return nil, 0, m.c.describe("connecting to take", m.name, err)
 	}
-	token := dlock.NewToken()
+	token := lease.NewToken(ctx)
 	start := time.Now()
 	var fence, left *int64
 	var pid uint32

@@ -131,6 +131,9 @@ func backend(d *deployment, open opener) dlocktest.Backend {
 		Leftovers: func(t testing.TB, key string) []string {
 			return leftovers(t, d, key)
 		},
+		Inspect: func(t testing.TB, key string) dlock.Info {
+			return inspect(t, newClient(t, d, open), key)
+		},
 	}
 }
 
@@ -220,4 +223,16 @@ func electionBackend(d *deployment, open opener) dlocktest.ElectionBackend {
 			return newClient(t, d, open).NewElection(name, opts...)
 		},
 	}
+}
+
+// inspect returns what c.Inspect reports for name, failing t on an error.
+func inspect(t testing.TB, c *redislock.Client, name string) dlock.Info {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Inspect(ctx, name)
+	if err != nil {
+		t.Fatalf("Inspect(%q): %v", name, err)
+	}
+	return info
 }

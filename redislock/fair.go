@@ -85,7 +85,7 @@ func (m *FairMutex) Name() string { return m.name }
 // fairToken returns a fresh token for a FairMutex. Its prefix, stored with
 // it in the lock key, tells other kinds of lock that a FairMutex holds the
 // name.
-func fairToken() string { return "=FairMutex=" + dlock.NewToken() }
+func fairToken(ctx context.Context) string { return "=FairMutex=" + lease.NewToken(ctx) }
 
 func (m *FairMutex) check(ctx context.Context) error {
 	if m.err != nil {
@@ -114,7 +114,7 @@ func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	l, _, err := m.attempt(ctx, fairToken(), false)
+	l, _, err := m.attempt(ctx, fairToken(ctx), false)
 	switch {
 	case l != nil:
 		return l, nil
@@ -140,7 +140,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	token := fairToken()
+	token := fairToken(ctx)
 	if l, _, err := m.attempt(ctx, token, false); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
 		return asFair(l, err)
 	}

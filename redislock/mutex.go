@@ -228,7 +228,7 @@ func (m *Mutex) check(ctx context.Context) error {
 // waiter: a release wakes one waiter per client, and the others, which
 // did not try again, have not marked it.
 func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, time.Duration, error) {
-	token := dlock.NewToken()
+	token := lease.NewToken(ctx)
 	hold := token // a reentrant lock tells its holds apart by their own ids
 	if m.f.reentrant {
 		// The hold id is stored on the server; the owner token must not be.

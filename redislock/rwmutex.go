@@ -296,7 +296,7 @@ func (rw *RWMutex) withdraw(ctx context.Context, intent string) {
 // obtained, and withdraws it when obtained.
 func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Duration, error) {
 	rw := s.rw
-	token := dlock.NewToken()
+	token := lease.NewToken(ctx)
 	script, args := redisscript.RWReadAcquire, []string{token, rw.ttl}
 	if !s.read {
 		px := "0"

@@ -190,7 +190,7 @@ func (s *Semaphore) check(ctx context.Context) error {
 // It follows Mutex.attempt step for step.
 func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) {
 	m := s.m
-	token := dlock.NewToken()
+	token := lease.NewToken(ctx)
 	start := time.Now()
 	var res [1]transport.Result
 	m.c.conn.Eval(ctx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},

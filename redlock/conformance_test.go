@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -62,6 +63,9 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 			}
 			return left
 		},
+		Inspect: func(t testing.TB, key string) dlock.Info {
+			return inspect(t, newClient(t, addrs, open), key)
+		},
 	}
 }
 
@@ -86,4 +90,16 @@ func TestIntegrationConformance(t *testing.T) {
 			dlocktest.Run(t, b)
 		})
 	}
+}
+
+// inspect returns what c.Inspect reports for name, failing t on an error.
+func inspect(t testing.TB, c *redlock.Client, name string) dlock.Info {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Inspect(ctx, name)
+	if err != nil {
+		t.Fatalf("Inspect(%q): %v", name, err)
+	}
+	return info
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dlock-go/dlock/redislock/transport"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
@@ -67,7 +68,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	for o, votes := range owners {
 		if votes >= c.quorum {
 			info.Kind, info.TTL = dlock.KindMutex, minTTL[o]
-			info.Holders = []dlock.Holder{{Owner: o, Mode: dlock.ModeExclusive, Holds: 1}}
+			info.Holders = []dlock.Holder{{Owner: o, Label: lease.Label(o), Mode: dlock.ModeExclusive, Holds: 1}}
 			return info, nil
 		}
 	}

@@ -133,7 +133,7 @@ func (m *Mutex) check(ctx context.Context) error {
 // majority's counters disagree) and check the validity left. It returns a
 // lease, or an error matching ErrNotObtained, or a hard error.
 func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
-	token := dlock.NewToken()
+	token := lease.NewToken(ctx)
 	start := time.Now()
 	n, quorum := len(m.c.nodes), m.c.quorum
 	acquire := transport.Call{Script: redisscript.QuorumAcquire,

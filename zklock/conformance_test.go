@@ -51,6 +51,9 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 		Leftovers: func(t testing.TB, key string) []string {
 			return leftovers(t, z, lockPath(key))
 		},
+		Inspect: func(t testing.TB, key string) dlock.Info {
+			return inspect(t, connect(t, servers), lockPath(key))
+		},
 		LockName: lockPath,
 	}
 }

@@ -66,13 +66,13 @@ func TestIntegrationBadLockArguments(t *testing.T) {
 		l    dlock.Locker
 		want string
 	}{
-		{"empty path", s.NewMutex(""), "empty lock path"},
+		{"empty path", s.NewMutex(""), "lock path \"\" is empty"},
 		{"relative path", s.NewMutex("locks/a"), "not absolute"},
 		{"root", s.NewMutex("/"), "root / cannot be a lock path"},
 		{"trailing slash", s.NewMutex("/locks/a/"), "ends with a slash"},
-		{"empty segment", s.NewMutex("/locks//a"), "empty segment"},
-		{"dot segment", s.NewMutex("/locks/./a"), `relative segment "."`},
-		{"dot-dot segment", s.NewMutex("/locks/../a"), `relative segment ".."`},
+		{"empty segment", s.NewMutex("/locks//a"), "empty path segment"},
+		{"dot segment", s.NewMutex("/locks/./a"), `path segment "."`},
+		{"dot-dot segment", s.NewMutex("/locks/../a"), `path segment ".."`},
 		{"control character", s.NewMutex("/locks/a\x01b"), "U+0001"},
 		{"reserved range", s.NewMutex("/locks/a\uf000"), "U+F000"},
 		{"invalid UTF-8", s.NewMutex("/locks/\xff"), "not valid UTF-8"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/election"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -190,7 +191,8 @@ func (s *Client) describeHolders(ctx context.Context, sn snapshot, last bool) (i
 		case err != nil:
 			return dlock.Info{}, false, failure("inspect", info.Name, "reading "+c.name, err)
 		}
-		h := dlock.Holder{Owner: ownerOf(n.data), Holds: 1, Fence: fenceOf(sn.parent.Ctime, c.seq),
+		owner := ownerOf(n.data)
+		h := dlock.Holder{Owner: owner, Label: lease.Label(owner), Holds: 1, Fence: fenceOf(sn.parent.Ctime, c.seq),
 			Where: fmt.Sprintf("node %s of session 0x%x", c.name, n.stat.EphemeralOwner)}
 		switch c.kind {
 		case kindLock:

@@ -59,7 +59,7 @@ func stillWaiting(t *testing.T, ch <-chan lockResult, what string) {
 	}
 }
 
-func inspect(t *testing.T, s *zklock.Client, p string) dlock.Info {
+func inspect(t testing.TB, s *zklock.Client, p string) dlock.Info {
 	t.Helper()
 	info, err := s.Inspect(ctxFor(t, 10*time.Second), p)
 	if err != nil {

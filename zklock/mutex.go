@@ -96,7 +96,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock
 	if err := m.q.check(ctx); err != nil {
 		return nil, err
 	}
-	token := dlock.NewToken()
+	token := lease.NewToken(ctx)
 	if owner, ok := dlock.OwnerFrom(ctx); ok {
 		if n := m.q.s.heldBy(m.q.dir, owner); n != nil {
 			if n.q.kind != kindLock {

@@ -7,55 +7,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/zkpath"
 )
-
-// maxPathLen bounds a lock path; ZooKeeper itself only bounds whole packets.
-const maxPathLen = 1024
 
 // checkPath returns an error naming what is wrong with a lock path, or nil
 // if ZooKeeper will accept it and children can be created under it.
 func checkPath(p string) error {
-	switch {
-	case p == "":
-		return fmt.Errorf("zklock: empty lock path; use an absolute path such as /locks/nightly-report")
-	case p[0] != '/':
-		return fmt.Errorf("zklock: lock path %q is not absolute; it must start with /", p)
-	case p == "/":
-		return fmt.Errorf("zklock: the root / cannot be a lock path; use a path of its own, such as /locks/name")
-	case strings.HasSuffix(p, "/"):
-		return fmt.Errorf("zklock: lock path %q ends with a slash; remove it", p)
-	case len(p) > maxPathLen:
-		return fmt.Errorf("zklock: lock path is %d bytes long; the limit is %d", len(p), maxPathLen)
-	case p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/"):
-		return fmt.Errorf("zklock: lock path %q is under /zookeeper, which ZooKeeper reserves for itself", p)
-	case !utf8.ValidString(p):
-		return fmt.Errorf("zklock: lock path %q is not valid UTF-8", p)
-	}
-	for _, seg := range strings.Split(p[1:], "/") {
-		switch seg {
-		case "":
-			return fmt.Errorf("zklock: lock path %q has an empty segment (//)", p)
-		case ".", "..":
-			return fmt.Errorf("zklock: lock path %q has a relative segment %q; ZooKeeper paths are always absolute", p, seg)
+	if reason := zkpath.Check(p); reason != "" {
+		if len(p) > zkpath.MaxLen {
+			return fmt.Errorf("zklock: lock path (%d bytes) %s", len(p), reason)
 		}
-	}
-	for i, r := range p {
-		if illegal(r) {
-			return fmt.Errorf("zklock: lock path %q has the character %U at byte %d, which ZooKeeper does not allow in a path", p, r, i)
-		}
+		return fmt.Errorf("zklock: lock path %q %s", p, reason)
 	}
 	return nil
-}
-
-// illegal reports whether ZooKeeper refuses r in a path: control
-// characters and the ranges its documentation reserves. ZooKeeper checks
-// Java's UTF-16 characters, in which a character above U+FFFF (an emoji)
-// is two surrogates, U+D800 to U+DFFF: refused too.
-func illegal(r rune) bool {
-	return r <= 0x1f || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0
 }
 
 // Node names. Every node dlock creates is named

@@ -99,7 +99,7 @@ func (s rwSide) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock
 			return nil, ErrNotReentrant
 		}
 	}
-	return asLease(s.q.acquire(ctx, dlock.NewToken(), wait, a))
+	return asLease(s.q.acquire(ctx, lease.NewToken(ctx), wait, a))
 }
 
 // Downgrade turns writeLease, a held write lease of rw, into a read lease

@@ -61,5 +61,5 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool, a *lease.Attempt) 
 	if err := sem.q.check(ctx); err != nil {
 		return nil, err
 	}
-	return asLease(sem.q.acquire(ctx, dlock.NewToken(), wait, a))
+	return asLease(sem.q.acquire(ctx, lease.NewToken(ctx), wait, a))
 }

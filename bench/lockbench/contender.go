@@ -41,6 +41,9 @@ type Contender struct {
 	// OpenPG connects a new, independent Client to the PostgreSQL
 	// database at url (P1, P2 contenders, see PGContenders).
 	OpenPG func(url string) (Client, error)
+	// OpenMySQL connects a new, independent Client to the MySQL database
+	// at dsn (M1, M2 contenders, see MContenders).
+	OpenMySQL func(dsn string) (Client, error)
 	// LuaInternal lists the commands (commandstats names) that the
 	// contender's Lua scripts run inside Redis and that it never sends
 	// itself; they are subtracted to count client-issued commands.

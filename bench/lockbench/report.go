@@ -52,6 +52,10 @@ func (r *Results) Markdown() string {
 			r.p1(&b)
 		case "P2":
 			r.p2(&b)
+		case "M1":
+			r.m1(&b)
+		case "M2":
+			r.m2(&b)
 		}
 	}
 	if len(checks) > 0 {
@@ -67,6 +71,7 @@ func (r *Results) Markdown() string {
 	r.issue4Notes(&b)
 	r.zkNotes(&b)
 	r.pgNotes(&b)
+	r.myNotes(&b)
 	return b.String()
 }
 
@@ -88,6 +93,7 @@ func (r *Results) header(b *strings.Builder) {
 	}
 	r.zkHeader(b)
 	r.pgHeader(b)
+	r.myHeader(b)
 	fmt.Fprintf(b, "- Library: %s\n", r.library)
 	durations := r.cfg.Duration.String()
 	if r.runs["S4a"] != nil && r.cfg.s4Duration() != r.cfg.Duration {

@@ -13,7 +13,7 @@ import (
 )
 
 // Scenario names, in run order.
-var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4", "S5", "S6", "R2", "Z1", "Z2", "P1", "P2"}
+var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4", "S5", "S6", "R2", "Z1", "Z2", "P1", "P2", "M1", "M2"}
 
 // Config is one benchmark run.
 type Config struct {
@@ -67,9 +67,11 @@ type Results struct {
 	issue4           []Contender // S5, S6, R2 (always all of them)
 	zk               []Contender // Z1, Z2 (always all of them)
 	pg               []Contender // P1, P2 (always all of them)
+	my               []Contender // M1, M2 (always all of them)
 	redis            string
 	zookeeper        string // the Z ensemble's version
 	postgres         string // the P server's version
+	mariadb          string // the M server's version
 	library          string
 	rueidislockProbe string // why rueidislock is not an S4 contender
 	start            time.Time
@@ -93,7 +95,7 @@ func Run(cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Results{cfg: cfg, contenders: cs, redlock: rs, issue4: issue4Contenders(), zk: ZKContenders(), pg: PGContenders(), library: libraryState(), start: time.Now(),
+	res := &Results{cfg: cfg, contenders: cs, redlock: rs, issue4: issue4Contenders(), zk: ZKContenders(), pg: PGContenders(), my: MContenders(), library: libraryState(), start: time.Now(),
 		runs: map[string]map[string][]Metrics{}, errs: map[string]map[string][]string{}}
 	if slices.ContainsFunc(cfg.Scenarios, func(s string) bool { return s != "S4" }) {
 		srv, err := startServer()
@@ -105,6 +107,7 @@ func Run(cfg Config) (*Results, error) {
 		res.runSingle(srv)
 		res.runZK(srv)
 		res.runPG(srv)
+		res.runM(srv)
 		srv.close() // not left idling next to S4's nodes
 	}
 	if slices.Contains(cfg.Scenarios, "S4") {
@@ -127,7 +130,7 @@ func Run(cfg Config) (*Results, error) {
 func (res *Results) runSingle(srv *server) {
 	cfg, cs := res.cfg, res.contenders
 	for _, sc := range AllScenarios {
-		if sc == "S4" || slices.Contains(ZKScenarios, sc) || slices.Contains(PGScenarios, sc) || !slices.Contains(cfg.Scenarios, sc) {
+		if sc == "S4" || slices.Contains(ZKScenarios, sc) || slices.Contains(PGScenarios, sc) || slices.Contains(MScenarios, sc) || !slices.Contains(cfg.Scenarios, sc) {
 			continue
 		}
 		res.runs[sc], res.errs[sc] = map[string][]Metrics{}, map[string][]string{}

@@ -184,7 +184,9 @@ func serialisedAppends(t *testing.T, d deployment) {
 	}
 }
 
-var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22,}$`) // 128 bits or more, base64url
+// tokenRE matches the token of a dlock run: 128 bits or more in base64url,
+// then the label that says who holds the lock.
+var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22,}~host=[^,\s]+,pid=[0-9]+,start=[0-9TZ:-]+$`)
 
 func exitCodeAndEnvironment(t *testing.T, d deployment) {
 	name := lockName(t)
@@ -362,6 +364,7 @@ type report struct {
 	Fence   uint64 `json:"fence,string"`
 	Holders []struct {
 		Owner string `json:"owner"`
+		Label string `json:"label"`
 	} `json:"holders"`
 }
 
@@ -394,9 +397,13 @@ func inspectAndForceRelease(t *testing.T, d deployment) {
 	if !rep.Held || len(rep.Holders) != 1 || rep.Fence == 0 || !tokenRE.MatchString(rep.Holders[0].Owner) {
 		t.Fatalf("held lock inspected as %+v", rep)
 	}
+	host, _ := os.Hostname()
+	if label, pid := rep.Holders[0].Label, holder.cmd.Process.Pid; !strings.HasPrefix(label, fmt.Sprintf("host=%s,pid=%d,start=", host, pid)) {
+		t.Errorf("holder labelled %q, want this host and the holding dlock's pid %d", label, pid)
+	}
 	table := dlock(t, nil, append(append([]string{"inspect"}, d.flags...), name)...)
-	if table.code != 0 || !strings.Contains(table.stdout, rep.Holders[0].Owner) || !strings.Contains(table.stdout, "fence") {
-		t.Errorf("inspect table (exit %d) lacks the holder or fence:\n%s", table.code, table.stdout)
+	if table.code != 0 || !strings.Contains(table.stdout, rep.Holders[0].Label) || !strings.Contains(table.stdout, "fence") {
+		t.Errorf("inspect table (exit %d) lacks the holder's label or fence:\n%s", table.code, table.stdout)
 	}
 	release := func(args ...string) result {
 		return dlock(t, nil, append(append(append([]string{"release"}, d.flags...), args...), name)...)

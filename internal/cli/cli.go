@@ -12,11 +12,12 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/chaos"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/cli/demo"
+	"github.com/dlock-go/dlock/internal/cli/fencecmd"
 	"github.com/dlock-go/dlock/internal/cli/inspect"
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
 
-const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper and PostgreSQL.
+const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper, PostgreSQL and MySQL.
 
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
@@ -24,6 +25,7 @@ Usage:
   dlock elect --leader [flags] NAME             print the current leader of the election NAME
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
+  dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
   dlock bench [flags]                           measure lock throughput and latency on a deployment
   dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend
@@ -33,8 +35,9 @@ Usage:
 
 The lock service comes from --redis URL (once: one Redis; three or more
 times: Redlock over independent masters), --zk host:port[,host:port...] or
---postgres URL (run and bench; --session for session mode), or from
-DLOCK_REDIS, DLOCK_ZK or DLOCK_POSTGRES. DLOCK_REDIS_PASSWORD supplies the
+--postgres URL or --mysql DSN (run and bench; --session for session
+mode), or from DLOCK_REDIS, DLOCK_ZK, DLOCK_POSTGRES or DLOCK_MYSQL.
+DLOCK_REDIS_PASSWORD supplies the
 password of Redis URLs without one.
 
 Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
@@ -53,6 +56,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"bench":      bench.Main,
 	"chaos":      chaos.Main,
 	"demo":       demo.Main,
+	"fence":      fencecmd.Main,
 	"completion": completionMain,
 	"version":    versionMain,
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 )
 
@@ -65,7 +66,7 @@ func ParseInfo(name string, v any) (dlock.Info, error) {
 	writer, readers, permits := str(6), list(9), list(10)
 	holds := func(mode string, owners ...string) {
 		for _, o := range owners {
-			info.Holders = append(info.Holders, dlock.Holder{Owner: o, Mode: mode, Holds: 1})
+			info.Holders = append(info.Holders, dlock.Holder{Owner: o, Label: lease.Label(o), Mode: mode, Holds: 1})
 		}
 	}
 	switch lock := str(0); lock {
@@ -78,7 +79,7 @@ func ParseInfo(name string, v any) (dlock.Info, error) {
 			info.Kind = dlock.KindReentrantMutex
 		}
 		for i := 11; i+1 < len(a); i += 2 {
-			info.Holders = append(info.Holders, dlock.Holder{Owner: str(i), Mode: dlock.ModeExclusive, Holds: int(num(i + 1))})
+			info.Holders = append(info.Holders, dlock.Holder{Owner: str(i), Label: lease.Label(str(i)), Mode: dlock.ModeExclusive, Holds: int(num(i + 1))})
 		}
 		if pttl := num(1); pttl > 0 {
 			info.TTL = time.Duration(pttl) * time.Millisecond

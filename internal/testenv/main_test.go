@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 }
 
 // leakedPIDs returns the PIDs started by this process that still belong to
-// a live redis-server or postgres.
+// a live redis-server, postgres, mariadbd or etcd.
 func leakedPIDs() []int {
 	registry.Lock()
 	pids := append([]int(nil), registry.pids...)
@@ -34,7 +34,7 @@ func leakedPIDs() []int {
 			continue // ESRCH: gone
 		}
 		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err == nil && (strings.Contains(string(cmdline), "redis") || strings.Contains(string(cmdline), "postgres")) {
+		if err == nil && (strings.Contains(string(cmdline), "redis") || strings.Contains(string(cmdline), "postgres") || strings.Contains(string(cmdline), "mariadbd") || strings.Contains(string(cmdline), "etcd")) {
 			leaked = append(leaked, pid)
 		}
 	}

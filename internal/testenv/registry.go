@@ -48,7 +48,7 @@ func StopAll() error {
 	for _, r := range servers {
 		errs = append(errs, r.Close())
 	}
-	errs = append(errs, zookeepers.closeAll(), postgreses.closeAll())
+	errs = append(errs, zookeepers.closeAll(), postgreses.closeAll(), mariadbs.closeAll(), etcds.closeAll())
 	return errors.Join(errs...)
 }
 

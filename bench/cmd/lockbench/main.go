@@ -3,7 +3,7 @@
 // and Z2, a 3-server ZooKeeper ensemble; for P1 and P2, a PostgreSQL
 // server), and prints a markdown report.
 //
-//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-scenarios S1,S2,S3,R1,S4,Z1,Z2,P1,P2] [-out FILE]
+//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-scenarios S1,S2,S3,R1,S4,Z1,Z2,P1,P2,M1,M2] [-out FILE]
 package main
 
 import (

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
@@ -29,7 +30,7 @@ const (
 // ConnectionEnv lists the environment variables that tell dlock how to
 // reach the lock service, credentials included: dlock run removes them
 // from COMMAND's environment.
-var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvMySQL, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
 
 // IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
 // sets one of ConnectionEnv.
@@ -43,7 +44,8 @@ type Flags struct {
 	Redis    urlList
 	ZK       string
 	Postgres string
-	// Session asks PostgreSQL for session mode (pglock.SessionMutex);
+	MySQL    string
+	// Session asks PostgreSQL or MySQL for session mode (SessionMutex);
 	// only commands that take locks register it.
 	Session       bool
 	TLS           TLSFlags
@@ -55,13 +57,14 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
 	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
 	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db; lease mode, or session mode with --session (env "+EnvPostgres+")")
+	fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db; lease mode, or session mode with --session (env "+EnvMySQL+")")
 	f.TLS.register(fs)
 	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s, or --ttl if longer")
 }
 
 // RegisterSession adds --session, for the commands that take locks.
 func (f *Flags) RegisterSession(fs *flag.FlagSet) {
-	fs.BoolVar(&f.Session, "session", false, "PostgreSQL: session mode (pglock.SessionMutex), in which the holder also keeps a connection with an advisory lock and learns at once when the database ends its session")
+	fs.BoolVar(&f.Session, "session", false, "PostgreSQL or MySQL: session mode (SessionMutex), in which the holder also keeps a connection with an advisory lock (GET_LOCK on MySQL) and learns soon when the database ends its session")
 }
 
 // urlList is a repeatable flag.
@@ -82,7 +85,8 @@ type Spec struct {
 	ZK       []string         // ZooKeeper servers
 	ZKTLS    *tls.Config      // ZooKeeper over TLS (its secureClientPort); nil for plain TCP
 	Postgres *pgxpool.Config  // PostgreSQL
-	Session  bool             // PostgreSQL session mode
+	MySQL    *mysql.Config    // MySQL or MariaDB
+	Session  bool             // PostgreSQL or MySQL session mode
 	// Warnings are what the command must tell the user before it goes on
 	// (a TLS connection that does not verify the server).
 	Warnings []string
@@ -95,11 +99,14 @@ type Spec struct {
 	RestartWindow time.Duration
 }
 
-// Kind names the backend: "redis", "redlock", "zookeeper" or "postgres".
+// Kind names the backend: "redis", "redlock", "zookeeper", "postgres" or
+// "mysql".
 func (s Spec) Kind() string {
 	switch {
 	case s.Postgres != nil:
 		return "postgres"
+	case s.MySQL != nil:
+		return "mysql"
 	case len(s.ZK) > 0:
 		return "zookeeper"
 	case len(s.Redis) == 1:
@@ -112,28 +119,28 @@ func (s Spec) Kind() string {
 // environment, and returns the backend they describe. Its errors are
 // UsageErrors that say what to change.
 func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
-	urls, zkList, pg := []string(f.Redis), f.ZK, f.Postgres
-	if len(urls) == 0 && zkList == "" && pg == "" {
+	urls, zkList, pg, my := []string(f.Redis), f.ZK, f.Postgres, f.MySQL
+	if len(urls) == 0 && zkList == "" && pg == "" && my == "" {
 		if v := getenv(EnvRedis); v != "" {
 			urls = splitURLs(v)
 		}
-		zkList, pg = getenv(EnvZK), getenv(EnvPostgres)
+		zkList, pg, my = getenv(EnvZK), getenv(EnvPostgres), getenv(EnvMySQL)
 	}
 	given := 0
-	for _, g := range []bool{len(urls) > 0, zkList != "", pg != ""} {
+	for _, g := range []bool{len(urls) > 0, zkList != "", pg != "", my != ""} {
 		if g {
 			given++
 		}
 	}
 	switch {
 	case given == 0:
-		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port, --zk host:port or --postgres postgres://host:port/db (or set %s, %s or %s)", EnvRedis, EnvZK, EnvPostgres)
+		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port, --zk host:port, --postgres postgres://host:port/db or --mysql user:password@tcp(host:port)/db (or set %s, %s, %s or %s)", EnvRedis, EnvZK, EnvPostgres, EnvMySQL)
 	case given > 1:
-		return Spec{}, cmdutil.Usagef("more than one lock service was given (Redis, ZooKeeper, PostgreSQL, by flags or %s/%s/%s); choose one", EnvRedis, EnvZK, EnvPostgres)
+		return Spec{}, cmdutil.Usagef("more than one lock service was given (Redis, ZooKeeper, PostgreSQL, MySQL, by flags or %s/%s/%s/%s); choose one", EnvRedis, EnvZK, EnvPostgres, EnvMySQL)
 	case len(urls) == 2:
 		return Spec{}, cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
-	case f.Session && pg == "":
-		return Spec{}, cmdutil.Usagef("--session is PostgreSQL's session mode; it needs --postgres")
+	case f.Session && pg == "" && my == "":
+		return Spec{}, cmdutil.Usagef("--session is PostgreSQL's and MySQL's session mode; it needs --postgres or --mysql")
 	}
 	if f.RestartWindow < 0 {
 		return Spec{}, cmdutil.Usagef("--restart-window %v is negative", f.RestartWindow)
@@ -151,6 +158,17 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 			}
 		}
 		spec.Postgres, spec.Session = cfg, f.Session
+		return spec, nil
+	}
+	if my != "" {
+		if f.TLS.given() {
+			return Spec{}, cmdutil.Usagef("the TLS flags do not apply to --mysql; set TLS in the DSN (tls=true, or a registered configuration)")
+		}
+		cfg, err := parseMySQL(my)
+		if err != nil {
+			return Spec{}, err
+		}
+		spec.MySQL, spec.Session = cfg, f.Session
 		return spec, nil
 	}
 	if zkList != "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // A Report describes one lock, whatever the backend. Fences are written
@@ -15,7 +16,7 @@ import (
 // digits in many readers.
 type Report struct {
 	Name    string `json:"name"`
-	Backend string `json:"backend"`                // "redis", "redlock", "zookeeper" or "postgres"
+	Backend string `json:"backend"`                // "redis", "redlock", "zookeeper", "postgres" or "mysql"
 	Where   string `json:"where"`                  // addresses, or the ZooKeeper path
 	Kind    string `json:"kind"`                   // a dlock.Kind: "free", "mutex", "fair-mutex", "reentrant-mutex", "rwmutex", "semaphore", "unknown"; "split" for Redlock keys on a minority
 	Held    bool   `json:"held"`                   // anyone holds it
@@ -37,6 +38,7 @@ type Report struct {
 // A ReportHolder is one holder of a lock.
 type ReportHolder struct {
 	Owner string `json:"owner"`                  // the holder's token
+	Label string `json:"label,omitempty"`        // what the holder said about itself (dlock run: host, pid, start)
 	Mode  string `json:"mode"`                   // "exclusive", "read", "write" or "permit"
 	Holds int    `json:"holds,omitempty"`        // hold count (reentrant locks)
 	Fence uint64 `json:"fence,string,omitempty"` // this holder's fence, where the backend knows it
@@ -100,6 +102,13 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		}
 		r.fill(info)
 		r.Name = name
+	case t.my != nil:
+		info, err := t.my.Inspect(ctx, name)
+		if err != nil {
+			return r, err
+		}
+		r.fill(info)
+		r.Name = name
 	}
 	return r, nil
 }
@@ -110,7 +119,7 @@ func (r *Report) fill(info dlock.Info) {
 	r.Waiters, r.PermitLimit, r.Detail = info.Waiters, info.PermitLimit, info.Detail
 	r.Holders = []ReportHolder{}
 	for _, h := range info.Holders {
-		r.Holders = append(r.Holders, ReportHolder{Owner: h.Owner, Mode: h.Mode, Holds: h.Holds, Fence: h.Fence, Where: h.Where})
+		r.Holders = append(r.Holders, ReportHolder{Owner: h.Owner, Label: h.Label, Mode: h.Mode, Holds: h.Holds, Fence: h.Fence, Where: h.Where})
 	}
 }
 
@@ -133,7 +142,7 @@ func majorityView(r *Report) {
 	for owner, v := range votes {
 		if v > len(r.Nodes)/2 {
 			r.Kind, r.Held, r.TTLms = string(dlock.KindMutex), true, ttls[owner]
-			r.Holders = append(r.Holders, ReportHolder{Owner: owner, Holds: 1, Mode: dlock.ModeExclusive})
+			r.Holders = append(r.Holders, ReportHolder{Owner: owner, Label: lease.Label(owner), Holds: 1, Mode: dlock.ModeExclusive})
 		} else if r.Kind == string(dlock.KindFree) {
 			r.Kind = "split" // keys on a minority: a failed or expiring attempt
 		}
@@ -207,6 +216,9 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 		return b2i(held), err
 	case t.pg != nil:
 		held, err := t.pg.ForceUnlock(ctx, name)
+		return b2i(held), err
+	case t.my != nil:
+		held, err := t.my.ForceUnlock(ctx, name)
 		return b2i(held), err
 	}
 	return 0, errors.New("not connected")

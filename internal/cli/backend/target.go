@@ -13,6 +13,8 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/internal/zkpath"
+	"github.com/dlock-go/dlock/mysqllock"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
@@ -34,6 +36,7 @@ type Target struct {
 	quorum  *redlock.Client     // Redlock
 	zk      *zklock.Client      // ZooKeeper
 	pg      *pglock.Client      // PostgreSQL
+	my      *mysqllock.Client   // MySQL or MariaDB
 	pool    *pgxpool.Pool       // PostgreSQL, for the records of --once-per
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	pgTLS   string              // PostgreSQL: what TLS the connection negotiated
@@ -59,6 +62,12 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	QuietRedisLogs()
 	t := &Target{spec: spec}
 	switch spec.Kind() {
+	case "mysql":
+		if err := t.connectMySQL(ctx, obs); err != nil {
+			t.Close()
+			return nil, err
+		}
+		return t, nil
 	case "postgres":
 		if err := t.connectPostgres(ctx, obs); err != nil {
 			t.Close()
@@ -251,6 +260,9 @@ func (t *Target) Describe() string {
 	if t.spec.Postgres != nil {
 		return "postgres " + describePostgres(t.spec.Postgres) + " (" + t.pgTLS + ")"
 	}
+	if t.spec.MySQL != nil {
+		return "mysql " + describeMySQL(t.spec.MySQL)
+	}
 	addrs := make([]string, len(t.spec.Redis))
 	for i, o := range t.spec.Redis {
 		addrs[i] = o.Addr
@@ -301,6 +313,8 @@ func CheckName(kind, name string) error {
 		return checkZKName(name)
 	case kind == "postgres":
 		return checkPGName(name)
+	case kind == "mysql":
+		return checkMySQLName(name)
 	case strings.ContainsAny(name, "{}"):
 		return cmdutil.Usagef("lock name %s contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", q)
 	case len(name) > rediskeys.MaxName:
@@ -318,45 +332,26 @@ func CheckKind(spec Spec, kind string) error {
 		return cmdutil.Usagef("--kind %s is not available with Redlock (%d Redis URLs); Redlock has only --kind mutex", kind, len(spec.Redis))
 	case spec.Kind() == "postgres":
 		return cmdutil.Usagef("--kind %s is not available with PostgreSQL; it has only --kind mutex (with --session for session mode)", kind)
+	case spec.Kind() == "mysql":
+		return cmdutil.Usagef("--kind %s is not available with MySQL; it has only --kind mutex (with --session for session mode)", kind)
 	}
 	return nil
 }
 
-// MaxZKPath is the longest ZooKeeper path of a lock, in bytes (zklock's
-// limit).
-const MaxZKPath = 1024
-
-// checkZKName checks what ZooKeeper and zklock refuse in a path.
+// checkZKName checks what ZooKeeper and zklock refuse in the path of a
+// lock name.
 func checkZKName(name string) error {
-	q, p := cmdutil.Quote(name), ZKPath(name)
-	switch {
-	case strings.HasSuffix(name, "/") || strings.Contains(name, "//"):
-		return cmdutil.Usagef("lock name %s has an empty path segment; remove the extra slash", q)
-	case name == "/":
+	p := ZKPath(name)
+	if name == "/" {
 		return cmdutil.Usagef("the root / cannot be a lock; give a name such as nightly-report or a path such as /locks/nightly")
-	case len(p) > MaxZKPath:
-		return cmdutil.Usagef("lock name %s is too long: its ZooKeeper path would be %d bytes, and the limit is %d", q, len(p), MaxZKPath)
-	case p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/"):
-		return cmdutil.Usagef("lock name %s is under /zookeeper, which ZooKeeper reserves for itself; use another path, or a name without a leading /", q)
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "." || seg == ".." {
-			return cmdutil.Usagef("lock name %s has a path segment %q, which ZooKeeper does not allow", q, seg)
+	if reason := zkpath.Check(p); reason != "" {
+		if p != name && strings.HasPrefix(reason, "is ") {
+			reason = strings.Replace(reason, "is ", "would be a ZooKeeper path that is ", 1)
 		}
-	}
-	for _, r := range name {
-		if zkIllegal(r) {
-			return cmdutil.Usagef("lock name %s has the character %U (%c), which ZooKeeper does not allow in a path (no emoji, control or private-use characters)", q, r, r)
-		}
+		return cmdutil.Usagef("lock name %s %s", cmdutil.Quote(name), reason)
 	}
 	return nil
-}
-
-// zkIllegal reports whether ZooKeeper refuses r in a path. Its server
-// checks UTF-16 code units: every character beyond U+FFFF, such as an
-// emoji, is a surrogate pair, which falls in a refused range.
-func zkIllegal(r rune) bool {
-	return r <= 0x1f || r >= 0x7f && r <= 0x9f || r >= 0xd800 && r <= 0xf8ff || r >= 0xfff0
 }
 
 // ZKPath is the ZooKeeper path of the lock called name.
@@ -398,6 +393,15 @@ func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 			return t.pg.NewSessionMutex(name, opts...), nil
 		}
 		return t.pg.NewMutex(name, opts...), nil
+	case t.my != nil:
+		if o.Kind != KindMutex {
+			return nil, cmdutil.Usagef("--kind %s is not available with MySQL; it has only --kind mutex (with --session for session mode)", o.Kind)
+		}
+		opts := []mysqllock.Option{mysqllock.WithTTL(o.TTL), mysqllock.WithMaxHold(o.MaxHold)}
+		if t.spec.Session {
+			return t.my.NewSessionMutex(name, opts...), nil
+		}
+		return t.my.NewMutex(name, opts...), nil
 	case t.zk != nil:
 		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {

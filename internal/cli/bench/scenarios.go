@@ -520,6 +520,9 @@ func (r *runner) nodeSpecs() []nodeSpec {
 		addr := fmt.Sprintf("%s:%d", pg.ConnConfig.Host, pg.ConnConfig.Port)
 		out = append(out, nodeSpec{addr: addr, spec: backend.Spec{Postgres: pg.Copy(), Session: r.spec.Session}})
 	}
+	if my := r.spec.MySQL; my != nil {
+		out = append(out, nodeSpec{addr: my.Addr, spec: backend.Spec{MySQL: my.Clone(), Session: r.spec.Session}})
+	}
 	return out
 }
 

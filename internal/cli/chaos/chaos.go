@@ -116,6 +116,15 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 				continue
 			}
 		}
+		if b == chaos.BackendMariaDB || b == chaos.BackendMariaDBSession {
+			if err := testenv.LookMariaDB(); err != nil {
+				if !o.AllBackends {
+					return nil, fmt.Errorf("dlock chaos: --backend %s needs MariaDB: %v", b, err)
+				}
+				fmt.Fprintf(io.Err, "dlock chaos: MariaDB is not installed; skipping %s (apt-get install mariadb-server)\n", b)
+				continue
+			}
+		}
 		out = append(out, b)
 	}
 	return out, nil

@@ -3,9 +3,10 @@ package cmdutil
 import (
 	"errors"
 
-	"github.com/dlock-go/dlock"
 	"strings"
 	"testing"
+
+	"github.com/dlock-go/dlock"
 )
 
 func TestQuote(t *testing.T) {

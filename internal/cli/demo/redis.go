@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dlock-go/dlock/fence"
 	"sync"
 	"time"
 
@@ -97,21 +98,18 @@ func (b *board) verdict() string {
 	return "At most one holder at any time, and every fence larger than the one before: exclusivity checked in-process, fences strictly increasing."
 }
 
-// fencedStore accepts a write only with a fence at least as high as any it
-// has accepted: the check a protected resource makes.
-type fencedStore struct {
-	mu      sync.Mutex
-	highest uint64
-}
+// fencedStore is the protected resource: it accepts a write only with a
+// fence at least as high as any it has accepted, through package fence's
+// in-memory Store (the one fence.Handler keeps for an HTTP service).
+type fencedStore struct{ fence.Store }
 
-func (s *fencedStore) write(fence uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if fence < s.highest {
-		return fmt.Errorf("refused: fence %d is older than %d", fence, s.highest)
+func (s fencedStore) write(f uint64) error {
+	var stale *fence.StaleError
+	err := s.Advance(context.Background(), "ledger", f)
+	if errors.As(err, &stale) {
+		return fmt.Errorf("refused: fence %d is older than %d (fence.ErrStale)", f, stale.Newest)
 	}
-	s.highest = fence
-	return nil
+	return err
 }
 
 func result(err error) string {
@@ -129,7 +127,7 @@ func (d *demo) staleHolder(ctx context.Context, addr string) error {
 	defer closeSlow()
 	fastLocks, closeFast := newLocks(addr)
 	defer closeFast()
-	store := &fencedStore{}
+	store := fencedStore{fence.NewMemory()}
 
 	const ttl = 300 * time.Millisecond
 	start := time.Now()

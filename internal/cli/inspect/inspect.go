@@ -28,8 +28,8 @@ const Usage = `Usage: dlock inspect [flags] NAME
 Shows who holds the lock NAME: its kind, holders (owner token, hold count,
 mode), fence, remaining TTL, waiters, readers or permits. With Redlock it
 shows each master's view and the majority's; with ZooKeeper, each holder's
-node and session; with PostgreSQL, a session-mode holder's backend. It
-only reads.
+node and session; with PostgreSQL, a session-mode holder's backend; with
+MySQL, a session-mode holder's connection. It only reads.
 
 Exit codes: 0 shown; 64 bad usage or a NAME the backend cannot take;
 69 lock service unreachable or failed.
@@ -153,7 +153,12 @@ func writeTable(out io.Writer, r backend.Report) {
 		if h.Where != "" {
 			extra = append(extra, printable(h.Where))
 		}
-		row("holder", "%s (%s)", printable(h.Owner), strings.Join(extra, ", "))
+		who := printable(h.Owner)
+		if h.Label != "" {
+			who = printable(h.Label)
+			extra = append([]string{"token " + printable(strings.TrimSuffix(h.Owner, "~"+h.Label))}, extra...)
+		}
+		row("holder", "%s (%s)", who, strings.Join(extra, ", "))
 	}
 	if r.PermitLimit > 0 {
 		row("permits", "%d of %d in use", len(r.Holders), r.PermitLimit)

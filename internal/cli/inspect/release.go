@@ -24,7 +24,8 @@ is gone or stuck, not to hurry a live one.
 It shows the lock and asks for confirmation on a terminal; --yes skips the
 question, and is required when standard input is not a terminal.
 On PostgreSQL, a session-mode holder's session is ended
-(pg_terminate_backend), so it learns at once.
+(pg_terminate_backend), so it learns at once; on MySQL, its connection
+is killed (KILL CONNECTION), so it learns within its check interval.
 
 Exit codes: 0 released (or nothing was held); 1 not confirmed; 64 bad
 usage or a NAME the backend cannot take; 69 lock service unreachable

@@ -213,6 +213,7 @@ func (r *runner) campaign(e dlock.Election, value string, sigs <-chan os.Signal)
 	}
 	got := make(chan result, 1)
 	start := time.Now()
+	ctx = dlock.WithLabel(ctx, holderLabel(start)) // as dlock run labels its grants: inspect shows who leads
 	go func() {
 		l, err := e.Campaign(ctx, value)
 		got <- result{l, err}

@@ -189,6 +189,7 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 		}
 	}
 	start := time.Now()
+	ctx = dlock.WithLabel(ctx, holderLabel(start))
 	switch {
 	case r.o.WaitForever:
 		a.lease, a.err = l.Lock(ctx)
@@ -267,4 +268,12 @@ func signum(s os.Signal) int {
 		return int(n)
 	}
 	return 1
+}
+
+// holderLabel is what dlock run says about itself with every grant, for
+// dlock inspect to show: host, process id and the time it asked, without
+// spaces, since the label ends the token that COMMAND gets in DLOCK_TOKEN.
+func holderLabel(asked time.Time) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("host=%s,pid=%d,start=%s", host, os.Getpid(), asked.UTC().Format(time.RFC3339))
 }

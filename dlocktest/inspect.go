@@ -1,0 +1,47 @@
+package dlocktest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// inspectShowsHolder checks that Inspect names the holder by its token,
+// with the label its context carried, and the free lock after release.
+func (s *suite) inspectShowsHolder(t *testing.T) {
+	key := uniqueKey(t)
+	l := s.lockers(t, key, 1, Options{TTL: 5 * time.Second})[0]
+	label := "host=conformance pid=42 start=2026-11-25T00:00:00Z ünïcode"
+	ctx := dlock.WithLabel(ctxFor(t, 10*time.Second), label+"\n")
+	lease := mustLock(t, ctx, l)
+	if !strings.HasSuffix(lease.Token(), label) {
+		t.Errorf("Token() = %q, want it to end with the label %q", lease.Token(), label)
+	}
+
+	info := s.b.Inspect(t, key)
+	if !info.Held() || len(info.Holders) != 1 {
+		t.Fatalf("Inspect while held: %+v, want one holder", info)
+	}
+	h := info.Holders[0]
+	if h.Owner != lease.Token() || h.Label != label {
+		t.Errorf("holder %q labelled %q, want %q labelled %q", h.Owner, h.Label, lease.Token(), label)
+	}
+	if info.Kind != dlock.KindMutex || h.Mode != dlock.ModeExclusive {
+		t.Errorf("kind %q mode %q, want %q %q", info.Kind, h.Mode, dlock.KindMutex, dlock.ModeExclusive)
+	}
+	if info.Fence != 0 && info.Fence < lease.Fence() {
+		t.Errorf("Inspect's fence %d is below the holder's %d", info.Fence, lease.Fence())
+	}
+	if info.TTL > 5*time.Second {
+		t.Errorf("TTL %v exceeds the lease's 5s", info.TTL)
+	}
+
+	if err := lease.Release(ctxFor(t, 5*time.Second)); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if info := s.b.Inspect(t, key); info.Held() || info.Kind != dlock.KindFree {
+		t.Errorf("Inspect after release: %+v, want free", info)
+	}
+}

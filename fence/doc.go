@@ -1,0 +1,26 @@
+// Package fence is the resource's half of a safe lock: guards that take
+// the fence of a lease, from any dlock backend, and refuse a write whose
+// fence is lower than one the resource has already accepted.
+//
+// A lock alone cannot keep a paused holder from writing: a process stopped
+// past its lease (by a garbage collector, a full disk, SIGSTOP) wakes up
+// believing it still holds the lock while another holder writes. Every
+// grant carries a fence that is higher than every earlier grant's of the
+// same lock; a resource that remembers the highest fence it has accepted
+// and refuses lower ones turns the late write into an error, ErrStale,
+// instead of lost data.
+//
+// One guard per kind of resource:
+//
+//   - SQL, for any database/sql driver (PostgreSQL, MySQL or MariaDB,
+//     SQLite): Check inside the caller's transaction, or WriteFenced;
+//     Row for a table whose rows carry their own fence column.
+//   - Redis, for a user's own keys: Set and HSet that refuse a stale fence.
+//   - HTTP: Handler, middleware that reads the fence from the Dlock-Fence
+//     header, and Transport, which puts it on every request.
+//   - Files: WriteFile replaces a file only if its fence is not stale.
+//
+// All guards accept an equal fence: one holder may write many times under
+// one lease. A resource must be guarded by one lock, whose fences alone it
+// compares.
+package fence

@@ -1,0 +1,91 @@
+package fence_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/dlock-go/dlock/fence"
+)
+
+// WriteFile replaces the file with the newest fence and the same again,
+// refuses a lower one leaving the file as it was, and leaves no temporary
+// file behind.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "report.csv")
+	for _, step := range []struct {
+		fence uint64
+		data  string
+		stale bool
+	}{{7, "a", false}, {7, "b", false}, {9, "c", false}, {8, "d", true}, {1, "e", true}} {
+		err := fence.WriteFile(name, step.fence, []byte(step.data), 0o640)
+		if step.stale != errors.Is(err, fence.ErrStale) || !step.stale && err != nil {
+			t.Fatalf("WriteFile with fence %d: %v; want stale: %v", step.fence, err, step.stale)
+		}
+	}
+	if b, _ := os.ReadFile(name); string(b) != "c" {
+		t.Fatalf("file holds %q; want c", b)
+	}
+	if fi, _ := os.Stat(name); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v; want 0640", fi.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(name + fence.FileSuffix); string(b) != "9\n" {
+		t.Errorf("fence file holds %q; want 9", b)
+	}
+	if err := fence.CheckFile(name, 8); !errors.Is(err, fence.ErrStale) {
+		t.Errorf("CheckFile with fence 8 after 9: %v; want ErrStale", err)
+	}
+	if err := fence.CheckFile(name, 10); err != nil {
+		t.Errorf("CheckFile with fence 10: %v", err)
+	}
+	if err := fence.WriteFile(name, 9, []byte("f"), 0o640); !errors.Is(err, fence.ErrStale) {
+		t.Errorf("WriteFile with fence 9 after CheckFile with 10: %v; want ErrStale", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("the directory holds %d files; want the file and its fence", len(entries))
+	}
+}
+
+// Writers race with fences 1 to n, each writing its fence: the file ends
+// with n's data, and the data of every write that returned nil was
+// there until a higher fence wrote.
+func TestWriteFileConcurrent(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "out")
+	const n = 50
+	var wg sync.WaitGroup
+	for f := range uint64(n) {
+		wg.Go(func() {
+			if err := fence.WriteFile(name, f+1, []byte(strconv.FormatUint(f+1, 10)), 0o644); err != nil && !errors.Is(err, fence.ErrStale) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if b, _ := os.ReadFile(name); string(b) != fmt.Sprint(n) {
+		t.Fatalf("file holds %q; want %d", b, n)
+	}
+}
+
+// A fence file that does not hold a fence is an error that names it, and
+// bad input is refused.
+func TestWriteFileInput(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "x")
+	if err := os.WriteFile(name+fence.FileSuffix, []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := fence.WriteFile(name, 5, nil, 0o644); err == nil || errors.Is(err, fence.ErrStale) {
+		t.Errorf("WriteFile beside a garbled fence file: %v; want an error naming it", err)
+	}
+	if err := fence.WriteFile(name, 0, nil, 0o644); err == nil {
+		t.Error("WriteFile with fence 0 succeeded")
+	}
+	if err := fence.WriteFile(filepath.Join(t.TempDir(), "no", "dir"), 5, nil, 0o644); err == nil {
+		t.Error("WriteFile in a missing directory succeeded")
+	}
+}

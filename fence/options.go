@@ -1,0 +1,69 @@
+package fence
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dlock-go/dlock"
+)
+
+// An Option configures a guard made by NewSQL, NewRedis or NewMemory.
+type Option func(*config)
+
+type config struct {
+	table    string         // NewSQL's table
+	observer dlock.Observer // nil: none
+	err      error          // from an invalid option, returned by every call
+}
+
+// newConfig returns the configuration of opts, with the defaults.
+func newConfig(opts []Option) config {
+	c := config{table: DefaultTable}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// WithTable sets the table in which an SQL guard keeps its fences; other
+// guards ignore it. The default is DefaultTable. The name may be qualified
+// by a schema ("app.fences") and must need no quoting: letters, digits
+// and underscores. pglock's Client keeps its fences in a table of the
+// same layout, named after its lock table with "_fences" appended: an SQL
+// guard given that name shares pglock's records.
+func WithTable(name string) Option {
+	return func(c *config) {
+		if !identifier.MatchString(name) {
+			c.err = fmt.Errorf("fence: table name %q is not letters, digits and underscores, with at most one dot", name)
+			return
+		}
+		c.table = name
+	}
+}
+
+// WithObserver has the guard report each write it accepts or refuses to
+// o, as dlock.EventFenceAccepted or dlock.EventFenceRefused events, named
+// after the resource; dlockprom's Collector counts them. The default is
+// no observer.
+func WithObserver(o dlock.Observer) Option {
+	return func(c *config) { c.observer = o }
+}
+
+// observe reports the outcome err of guard's check of fence for resource:
+// nil for accepted, a *StaleError for refused, and nothing for other
+// errors, which decided nothing.
+func observe(o dlock.Observer, guard, resource string, fence uint64, err error) {
+	if o == nil {
+		return
+	}
+	e := dlock.Event{Kind: dlock.EventFenceAccepted, Name: resource, Lock: guard, Fence: fence}
+	if err != nil {
+		if !errors.Is(err, ErrStale) {
+			return
+		}
+		e.Kind, e.Err = dlock.EventFenceRefused, err
+	}
+	o.Observe(e)
+}

@@ -1,0 +1,105 @@
+package fence
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dlock-go/dlock"
+)
+
+// A Querier runs statements: a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// A Row guards the rows of a table that carry their own fence, in a
+// column beside the data: the variant that needs no table of fences. Its
+// Update is one statement,
+//
+//	UPDATE table SET <set>, fence = <fence> WHERE id = <id> AND fence <= <fence>
+//
+// which changes the row only if the fence is not stale, and records it in
+// the same write. The fence column is a bigint, NOT NULL, that starts at 0
+// in a new row. The zero Row is not usable: set Dialect and Table.
+type Row struct {
+	Dialect Dialect
+	Table   string // the table, which must need no quoting
+	Key     string // the key column; "id" if empty
+	Fence   string // the fence column; "fence" if empty
+
+	// Observer, if not nil, is told of each update accepted or refused,
+	// as with WithObserver, under the resource name "Table/id".
+	Observer dlock.Observer
+}
+
+// ErrNoRow is returned by Row.Update when no row has the key.
+var ErrNoRow = errors.New("fence: no row with that key")
+
+// Update sets, in the row whose key is id, the columns of set, an SQL
+// assignment list with placeholders ("balance = ?, note = ?" in MySQL and
+// SQLite, "balance = $1, note = $2" in PostgreSQL) whose values are args,
+// and the fence column to fence, unless the row's fence is higher: then it
+// changes nothing and returns a *StaleError, matching ErrStale. An equal
+// fence passes. It returns an error matching ErrNoRow if no row has the
+// key.
+//
+// q may be the caller's transaction or the database itself: the check and
+// the write are one statement.
+func (r Row) Update(ctx context.Context, q Querier, id any, fence uint64, set string, args ...any) error {
+	if r.Dialect.upsert == "" || !identifier.MatchString(r.Table) {
+		return fmt.Errorf("fence: Row needs a Dialect and a Table that needs no quoting; have %v and %q", r.Dialect, r.Table)
+	}
+	key, col := cmp.Or(r.Key, "id"), cmp.Or(r.Fence, "fence")
+	for _, c := range []string{key, col} {
+		if !identifier.MatchString(c) || strings.Contains(c, ".") {
+			return fmt.Errorf("fence: Row column %q is not letters, digits and underscores", c)
+		}
+	}
+	if strings.TrimSpace(set) == "" {
+		return errors.New("fence: Row.Update needs the columns to set")
+	}
+	resource := r.Table + "/" + fmt.Sprint(id)
+	if err := checkInput(resource, fence, maxResource); err != nil {
+		return err
+	}
+	n := len(args)
+	ph := r.Dialect.placeholder
+	query := fmt.Sprintf("UPDATE %s SET %s, %s = %s WHERE %s = %s AND %s <= %s",
+		r.Table, set, col, ph(n+1), key, ph(n+2), col, ph(n+3))
+	res, err := q.ExecContext(ctx, query, append(args, int64(fence), id, int64(fence))...)
+	if err != nil {
+		return fmt.Errorf("fence: updating %s: %w", resource, err)
+	}
+	if changed, err := res.RowsAffected(); err == nil && changed > 0 {
+		observe(r.Observer, "Row", resource, fence, nil)
+		return nil
+	}
+	err = r.classify(ctx, q, id, resource, fence)
+	observe(r.Observer, "Row", resource, fence, err)
+	return err
+}
+
+// classify returns the error of an update of the row id with fence that
+// changed nothing.
+func (r Row) classify(ctx context.Context, q Querier, id any, resource string, fence uint64) error {
+	key, col, ph := cmp.Or(r.Key, "id"), cmp.Or(r.Fence, "fence"), r.Dialect.placeholder
+	// Nothing changed: the fence is stale, or no row has the key, or (in
+	// MySQL, which counts changed rows only) the row already held these
+	// values and this fence.
+	var newest int64
+	err := q.QueryRowContext(ctx, "SELECT "+col+" FROM "+r.Table+" WHERE "+key+" = "+ph(1), id).Scan(&newest)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: %s", ErrNoRow, resource)
+	case err != nil:
+		return fmt.Errorf("fence: reading the fence of %s: %w", resource, err)
+	case uint64(newest) > fence:
+		return &StaleError{Resource: resource, Fence: fence, Newest: uint64(newest)}
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package fence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// A Dialect is the SQL of one database: Postgres, MySQL (which covers
+// MariaDB) or SQLite.
+type Dialect struct {
+	name       string
+	column     string // the type of the resource column
+	lockSuffix string // what makes a SELECT read the newest row and lock it
+	numbered   bool   // placeholders are $1, $2, … rather than ?
+	upsert     string // records $2 for $1 unless higher: {{table}} is the table
+}
+
+var (
+	// Postgres is the dialect of PostgreSQL.
+	Postgres = Dialect{
+		name:       "PostgreSQL",
+		column:     "text",
+		lockSuffix: " FOR UPDATE",
+		numbered:   true,
+		upsert: `INSERT INTO {{table}} AS f (resource, fence) VALUES ($1, $2)
+ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= excluded.fence`,
+	}
+	// MySQL is the dialect of MySQL and MariaDB (InnoDB tables). The first
+	// writers of a new resource may meet in a deadlock that InnoDB breaks
+	// by failing one of them (error 1213): nothing is written, and the
+	// write may be retried.
+	MySQL = Dialect{
+		name:       "MySQL",
+		column:     "varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+		lockSuffix: " FOR UPDATE",
+		upsert: `INSERT INTO {{table}} (resource, fence) VALUES (?, ?)
+ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`,
+	}
+	// SQLite is the dialect of SQLite 3.24 or later. SQLite has one writer
+	// at a time: open the database with a busy timeout, so that writers
+	// wait for each other rather than fail with SQLITE_BUSY, and call Check
+	// before the transaction's first read (or begin it IMMEDIATE): a
+	// transaction that has read cannot wait to become the writer.
+	SQLite = Dialect{
+		name:   "SQLite",
+		column: "text",
+		upsert: `INSERT INTO {{table}} (resource, fence) VALUES (?, ?)
+ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE fence <= excluded.fence`,
+	}
+)
+
+// String returns the name of the database, such as "PostgreSQL".
+func (d Dialect) String() string { return d.name }
+
+// placeholder returns the placeholder of the nth argument (from 1).
+func (d Dialect) placeholder(n int) string {
+	if d.numbered {
+		return "$" + strconv.Itoa(n)
+	}
+	return "?"
+}
+
+// DefaultTable is the table in which an SQL guard keeps its fences unless
+// told otherwise with WithTable.
+const DefaultTable = "dlock_fences"
+
+// maxSQLResource is the longest resource name, in bytes, that an SQL
+// guard accepts: what a MySQL primary key column can hold.
+const maxSQLResource = 255
+
+// An SQL guards resources kept in a database reached through
+// database/sql: it keeps, in a table with a row per resource, the highest
+// fence written to each, and refuses a write whose fence is lower. An SQL
+// is safe for concurrent use; it holds no connection of its own.
+type SQL struct {
+	dialect Dialect
+	config
+}
+
+// identifier is a table name that needs no quoting in any dialect, with an
+// optional schema (or database) name before a dot.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+
+// NewSQL returns a guard for a database of the given dialect, configured
+// by WithTable and WithObserver. An invalid option is reported by the
+// guard's first call.
+func NewSQL(dialect Dialect, opts ...Option) *SQL {
+	g := &SQL{dialect: dialect, config: newConfig(opts)}
+	if g.dialect.upsert == "" && g.err == nil {
+		g.err = errors.New("fence: NewSQL needs a Dialect: fence.Postgres, fence.MySQL or fence.SQLite")
+	}
+	return g
+}
+
+// Schema returns the statement that creates the guard's table if it does
+// not exist, for a migration tool.
+func (g *SQL) Schema() string {
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n    resource %s NOT NULL PRIMARY KEY,\n    fence    bigint NOT NULL\n)",
+		g.table, g.dialect.column)
+}
+
+// Migrate creates the guard's table, if it does not exist, in db.
+func (g *SQL) Migrate(ctx context.Context, db *sql.DB) error {
+	if g.err != nil {
+		return g.err
+	}
+	if _, err := db.ExecContext(ctx, g.Schema()); err != nil {
+		return fmt.Errorf("fence: creating table %s: %w", g.table, err)
+	}
+	return nil
+}
+
+// Check records fence as the newest written to resource, in the caller's
+// transaction tx, unless a higher one has been recorded: then it returns a
+// *StaleError, matching ErrStale, and the caller must roll tx back, so
+// that nothing it wrote is kept. An equal fence passes: a holder may
+// write as often as it likes under one lease.
+//
+// resource names what the writes touch (a row, a table, an account); fence
+// is the Fence of the lease under which the caller writes, from any dlock
+// backend, so long as one resource is always guarded by one lock.
+//
+// Check leaves the resource's row locked until tx ends, so the writers of
+// one resource take turns: a later holder's Check waits for an earlier
+// transaction to end, and a stale holder's Check after the later one's
+// commit fails. Put Check first in the transaction and the writes it
+// guards after it.
+func (g *SQL) Check(ctx context.Context, tx *sql.Tx, resource string, fence uint64) error {
+	if g.err != nil {
+		return g.err
+	}
+	if err := checkInput(resource, fence, maxSQLResource); err != nil {
+		return err
+	}
+	err := g.advance(ctx, tx, resource, fence)
+	observe(g.observer, "SQL", resource, fence, err)
+	return err
+}
+
+// advance is Check after its input is checked.
+func (g *SQL) advance(ctx context.Context, tx *sql.Tx, resource string, fence uint64) error {
+	upsert := strings.ReplaceAll(g.dialect.upsert, "{{table}}", g.table)
+	if _, err := tx.ExecContext(ctx, upsert, resource, int64(fence)); err != nil {
+		return fmt.Errorf("fence: recording fence %d for %q in table %s: %w", fence, resource, g.table, err)
+	}
+	// The row is ours until tx ends; a locking read sees its newest value
+	// even under REPEATABLE READ.
+	query := "SELECT fence FROM " + g.table + " WHERE resource = " + g.dialect.placeholder(1) + g.dialect.lockSuffix
+	var newest int64
+	if err := tx.QueryRowContext(ctx, query, resource).Scan(&newest); err != nil {
+		return fmt.Errorf("fence: reading the fence of %q in table %s: %w", resource, g.table, err)
+	}
+	if uint64(newest) > fence {
+		return &StaleError{Resource: resource, Fence: fence, Newest: uint64(newest)}
+	}
+	return nil
+}
+
+// WriteFenced runs write in a new transaction of db, after Check(ctx, tx,
+// resource, fence), and commits it if write returns nil. If the fence is
+// stale it returns a *StaleError without calling write; if write returns
+// an error, it returns that error. Either way nothing is written.
+//
+// The check of the fence and the writes it guards commit together, or not
+// at all, in the database that holds the data: this is what a lock
+// service alone cannot give.
+func (g *SQL) WriteFenced(ctx context.Context, db *sql.DB, resource string, fence uint64, write func(ctx context.Context, tx *sql.Tx) error) error {
+	if g.err != nil {
+		return g.err
+	}
+	if err := checkInput(resource, fence, maxSQLResource); err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("fence: beginning a fenced write to %q: %w", resource, err)
+	}
+	defer tx.Rollback() // after a Commit, it does nothing
+	err = g.advance(ctx, tx, resource, fence)
+	observe(g.observer, "SQL", resource, fence, err)
+	if err != nil {
+		return err
+	}
+	if err := write(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("fence: committing a fenced write to %q: %w", resource, err)
+	}
+	return nil
+}
+
+// Store returns the guard as a Store for Handler, on database db: its
+// Advance records a fence in a transaction of its own.
+func (g *SQL) Store(db *sql.DB) Store { return sqlStore{g, db} }
+
+// sqlStore is an SQL guard as a Store.
+type sqlStore struct {
+	g  *SQL
+	db *sql.DB
+}
+
+func (s sqlStore) Advance(ctx context.Context, resource string, fence uint64) error {
+	return s.g.WriteFenced(ctx, s.db, resource, fence, func(context.Context, *sql.Tx) error { return nil })
+}

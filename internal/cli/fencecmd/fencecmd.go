@@ -1,0 +1,253 @@
+// Package fencecmd implements "dlock fence": the fence checks of package
+// fence, for shell scripts that write under "dlock run".
+package fencecmd
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dlock-go/dlock/fence"
+	"github.com/dlock-go/dlock/internal/cli/backend"
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
+)
+
+// ExitStale is the exit code of a stale fence: a later holder of the lock
+// has written to the resource. It is EX_NOPERM of sysexits.h.
+const ExitStale = 77
+
+// Timeout bounds one check or write.
+const Timeout = 30 * time.Second
+
+// EnvFence is where the fence comes from without --fence: "dlock run"
+// sets it for its COMMAND.
+const EnvFence = "DLOCK_FENCE"
+
+// Usage is the help text of "dlock fence".
+const Usage = `Usage: dlock fence check [flags]     (--file PATH | --postgres URL --resource R | --redis URL --resource KEY)
+       dlock fence write [flags] < DATA  (--file PATH | --redis URL --resource KEY)
+
+Guards a resource with the fence of the lease under which a script
+writes: the fence from --fence, or from $DLOCK_FENCE, which "dlock run"
+sets for its COMMAND. A fence lower than one the resource has accepted is
+stale: a later holder of the lock has written, and this one must not.
+
+check records the fence as the resource's newest, unless a higher one is
+recorded: for a file in PATH.fence, beside it (under an exclusive flock);
+for PostgreSQL in the table dlock_fences (created if missing; --table
+names another), row R; for Redis in the key that package fence keeps
+beside KEY. Writes made after a check are not guarded by it: prefer
+write where it fits.
+
+write reads DATA from standard input and, unless the fence is stale,
+replaces the file PATH with it (through a temporary file and a rename) or
+sets the Redis string KEY to it, in one step with the check. A Redis URL
+without a password takes $DLOCK_REDIS_PASSWORD.
+
+Exit codes: 0 the fence is current (and DATA written); 77 the fence is
+stale, nothing written; 64 bad usage or a missing or malformed fence;
+69 the database or Redis cannot be reached or failed; 1 the file could
+not be written.
+
+Flags:
+`
+
+type options struct {
+	verb     string
+	fence    string
+	file     string
+	postgres string
+	redis    string
+	resource string
+	table    string
+}
+
+func flagSet(o *options) *flag.FlagSet {
+	fs := cmdutil.NewFlagSet("dlock fence")
+	fs.StringVar(&o.fence, "fence", "", "the fence, a decimal number (default $"+EnvFence+")")
+	fs.StringVar(&o.file, "file", "", "the file to guard")
+	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL of the database that keeps the fences")
+	fs.StringVar(&o.redis, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://")
+	fs.StringVar(&o.resource, "resource", "", "the resource: a name for --postgres, a key for --redis")
+	fs.StringVar(&o.table, "table", fence.DefaultTable, "the table of fences, with --postgres")
+	return fs
+}
+
+// parse returns the options of args, with the fence resolved from
+// getenv.
+func parse(args []string, getenv func(string) string) (options, uint64, error) {
+	var o options
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		o.verb, args = args[0], args[1:]
+	}
+	fs := flagSet(&o)
+	pos, err := cmdutil.Parse(fs, args)
+	if err != nil {
+		return o, 0, err
+	}
+	switch {
+	case o.verb == "":
+		return o, 0, cmdutil.Usagef("dlock fence: missing check or write")
+	case o.verb != "check" && o.verb != "write":
+		return o, 0, cmdutil.Usagef("dlock fence: %q is not check or write", o.verb)
+	case len(pos) > 0:
+		return o, 0, cmdutil.Usagef("dlock fence %s: unexpected argument %q; the resource comes from --file, or --resource with --postgres or --redis", o.verb, pos[0])
+	}
+	n := 0
+	for _, s := range []string{o.file, o.postgres, o.redis} {
+		if s != "" {
+			n++
+		}
+	}
+	switch {
+	case n != 1:
+		return o, 0, cmdutil.Usagef("dlock fence %s: give one of --file PATH, --postgres URL or --redis URL", o.verb)
+	case o.file != "" && o.resource != "":
+		return o, 0, cmdutil.Usagef("dlock fence %s: --resource goes with --postgres or --redis, not --file", o.verb)
+	case o.file == "" && o.resource == "":
+		return o, 0, cmdutil.Usagef("dlock fence %s: missing --resource", o.verb)
+	case o.verb == "write" && o.postgres != "":
+		return o, 0, cmdutil.Usagef("dlock fence write: takes --file or --redis; with PostgreSQL, write in SQL after check in one transaction, or use package fence")
+	}
+	if err := o.checkResource(); err != nil {
+		return o, 0, err
+	}
+	src, what := o.fence, "--fence"
+	if src == "" {
+		src, what = getenv(EnvFence), "$"+EnvFence
+	}
+	if src == "" {
+		return o, 0, cmdutil.Usagef("dlock fence %s: no fence: give --fence N or run under dlock run, which sets $%s", o.verb, EnvFence)
+	}
+	f, err := fence.Parse(src)
+	if err != nil {
+		return o, 0, cmdutil.Usagef("dlock fence %s: %s is %q: want the lease's fence, a decimal number from 1 to 2^63-1", o.verb, what, src)
+	}
+	return o, f, nil
+}
+
+// Main runs "dlock fence" with args and returns the exit code.
+func Main(args []string, streams cmdutil.IO) int {
+	o, f, err := parse(args, streams.Getenv)
+	if errors.Is(err, cmdutil.ErrHelp) {
+		var o options
+		cmdutil.PrintUsage(streams.Out, Usage, flagSet(&o))
+		return cmdutil.ExitOK
+	}
+	if err != nil {
+		return cmdutil.Fail(streams, err, cmdutil.ExitUsage)
+	}
+	var spec backend.Spec
+	if o.file == "" {
+		if spec, err = o.resolve(streams.Getenv); err != nil {
+			return cmdutil.Fail(streams, fmt.Errorf("dlock fence %s: %w", o.verb, err), cmdutil.ExitUsage)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	code, err := o.run(ctx, f, streams.In, spec)
+	var stale *fence.StaleError
+	if errors.As(err, &stale) {
+		fmt.Fprintf(streams.Err, "dlock fence %s: %v\n", o.verb, err)
+		return ExitStale
+	}
+	if err != nil {
+		return cmdutil.Fail(streams, fmt.Errorf("dlock fence %s: %w", o.verb, err), code)
+	}
+	return cmdutil.ExitOK
+}
+
+// run checks or writes, and returns the exit code of its error.
+func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.Spec) (int, error) {
+	switch {
+	case o.file != "":
+		if o.verb == "check" {
+			return cmdutil.ExitError, fence.CheckFile(o.file, f)
+		}
+		data, err := io.ReadAll(in)
+		if err != nil {
+			return cmdutil.ExitError, fmt.Errorf("reading standard input: %w", err)
+		}
+		perm := os.FileMode(0o644)
+		if fi, err := os.Stat(o.file); err == nil {
+			perm = fi.Mode().Perm()
+		}
+		return cmdutil.ExitError, fence.WriteFile(o.file, f, data, perm)
+	case o.postgres != "":
+		return o.checkPostgres(ctx, f, spec)
+	default:
+		return o.redisWrite(ctx, f, in, spec)
+	}
+}
+
+// resolve checks the --redis or --postgres URL as the other commands do
+// (their messages hide the password), with $DLOCK_REDIS_PASSWORD for a
+// Redis URL without one; the other connection variables do not apply.
+func (o options) resolve(getenv func(string) string) (backend.Spec, error) {
+	var bf backend.Flags
+	bf.Postgres = o.postgres
+	if o.redis != "" {
+		bf.Redis.Set(o.redis)
+	}
+	return bf.Resolve(func(k string) string {
+		if k == backend.EnvRedisPassword {
+			return getenv(k)
+		}
+		return ""
+	})
+}
+
+func (o options) checkPostgres(ctx context.Context, f uint64, spec backend.Spec) (int, error) {
+	g := fence.NewSQL(fence.Postgres, fence.WithTable(o.table))
+	db := stdlib.OpenDB(*spec.Postgres.ConnConfig)
+	defer db.Close()
+	if err := g.Migrate(ctx, db); err != nil {
+		return cmdutil.ExitUnavailable, err
+	}
+	return cmdutil.ExitUnavailable, g.WriteFenced(ctx, db, o.resource, f, func(context.Context, *sql.Tx) error { return nil })
+}
+
+func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec backend.Spec) (int, error) {
+	backend.QuietRedisLogs()
+	rdb := redis.NewClient(spec.Redis[0])
+	defer rdb.Close()
+	g := fence.NewRedis(goredisconn.New(rdb))
+	if o.verb == "check" {
+		return cmdutil.ExitUnavailable, g.Check(ctx, o.resource, f)
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return cmdutil.ExitError, fmt.Errorf("reading standard input: %w", err)
+	}
+	return cmdutil.ExitUnavailable, g.Set(ctx, o.resource, f, string(data))
+}
+
+// table is a table name that package fence takes: no quoting needed.
+var table = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+
+// checkResource returns a usage error if --resource or --table is not one
+// the guard takes.
+func (o options) checkResource() error {
+	switch {
+	case o.postgres != "" && !table.MatchString(o.table):
+		return cmdutil.Usagef("dlock fence %s: --table %q is not letters, digits and underscores, with at most one dot", o.verb, o.table)
+	case o.postgres != "" && (len(o.resource) > 255 || !utf8.ValidString(o.resource)):
+		return cmdutil.Usagef("dlock fence %s: --resource must be valid UTF-8 of at most 255 bytes", o.verb)
+	case o.redis != "":
+		if _, err := fence.FenceKey(o.resource); err != nil {
+			return cmdutil.Usagef("dlock fence %s: --resource: %v", o.verb, err)
+		}
+	}
+	return nil
+}

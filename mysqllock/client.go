@@ -1,0 +1,182 @@
+package mysqllock
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/background"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+)
+
+// A Client makes locks on one MySQL or MariaDB database, in one table (see
+// WithTable). It owns what its locks share: one renewal scheduler that
+// renews every held lease, lease mode in one statement per batch, and the
+// wake-ups of its own waiters. Create one Client per database and share
+// it; it is safe for concurrent use.
+//
+// A Client borrows connections from the caller's *sql.DB and never closes
+// it. A session-mode lease holds one of its connections for as long as it
+// lasts, so size the pool (SetMaxOpenConns) for them. Close the Client
+// before the *sql.DB.
+type Client struct {
+	db  *sql.DB
+	cfg clientConfig
+	err error // a nil db or a bad table name, reported by every call
+	sql statements
+	obs dlock.Observer // from WithObserver and WithLogger; nil for none
+
+	renew    *renewal.Scheduler
+	waiters  waiters
+	leases   lease.Registry // lease mode
+	sessions lease.Registry // session mode
+	ids      connIDs
+
+	bg background.Group // clean-ups after interrupted calls
+}
+
+// New returns a Client that locks through db, a pool of connections
+// opened with github.com/go-sql-driver/mysql (or a driver that speaks the
+// same SQL), configured by opts (WithTable, WithObserver, WithLogger).
+// New never fails: a nil db or a bad table name is reported by the first
+// call that needs them. Call Migrate, or run the SQL of SchemaSQL, before
+// the first lock.
+func New(db *sql.DB, opts ...ClientOption) *Client {
+	cfg := newClientConfig(opts)
+	c := &Client{db: db, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.log)}
+	switch table, err := quoteTable(cfg.table); {
+	case db == nil:
+		c.err = errors.New("mysqllock: New was given a nil *sql.DB")
+	case err != nil:
+		c.err = err
+	default:
+		c.sql = newStatements(table)
+	}
+	c.renew = renewal.New(c.renewBatch)
+	return c
+}
+
+// SchemaSQL returns the SQL that creates the table of a Client whose
+// WithTable is table ("" for DefaultTable), if it does not exist yet.
+// Client.Migrate runs it; use it to run your migrations yourself. There
+// is no sequence to keep: every grant lifts its fence to the database's
+// clock (see Fencing in the package doc).
+func SchemaSQL(table string) (string, error) {
+	if table == "" {
+		table = DefaultTable
+	}
+	quoted, err := quoteTable(table)
+	if err != nil {
+		return "", err
+	}
+	return newStatements(quoted).schema, nil
+}
+
+// Migrate creates the Client's table if it does not exist: the SQL of
+// SchemaSQL. It is idempotent; call it when your program starts.
+func (c *Client) Migrate(ctx context.Context) error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if _, err := c.db.ExecContext(ctx, c.sql.schema); err != nil {
+		return c.describe("migrating table", c.cfg.table, err)
+	}
+	return nil
+}
+
+// closeTimeout bounds each of Close's two waits: for the releases of the
+// leases still held, and for the clean-ups of interrupted calls.
+const closeTimeout = 5 * time.Second
+
+// Close releases every lease the Client still holds, stops renewing,
+// finishes the clean-ups of interrupted calls and of leases that ended
+// (freeing the row and the GET_LOCK lock that a failed or abandoned
+// attempt, or a release that did not complete, may have left held), and
+// gives back the connections it took from the pool. It waits at most five
+// seconds for the releases and five more for the clean-ups; a lock the
+// database could not be reached to free in that time expires within its
+// TTL (a GET_LOCK lock goes with its connection), and Close reports the
+// failure. It does not close the *sql.DB. Every held lease ends with
+// dlock.ErrReleased.
+func (c *Client) Close() error {
+	var serr error
+	done := make(chan struct{})
+	go func() { _, serr = c.sessions.Close(closeTimeout, ErrClosed); close(done) }()
+	first, err := c.leases.Close(closeTimeout, ErrClosed)
+	<-done
+	if !first {
+		return nil
+	}
+	c.renew.Close()
+	c.waiters.wakeAll()
+	if !c.bg.Finish(closeTimeout) {
+		err = errors.Join(err, fmt.Errorf("mysqllock: Close: clean-ups of interrupted calls did not finish within %v; a row they had to free expires within its TTL", closeTimeout))
+	}
+	return errors.Join(err, serr)
+}
+
+// usable returns the error every call on an unusable Client returns.
+func (c *Client) usable() error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.leases.Closed() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// connIDs remembers the server's ID of each driver connection that an
+// attempt has used, so that the clean-up of an interrupted attempt can
+// tell when the statement it sent can no longer land (see abandon).
+// It forgets them all when it holds too many: connections come and go.
+type connIDs struct {
+	mu  sync.Mutex
+	ids map[any]int64
+}
+
+const maxConnIDs = 4096
+
+// pin takes a connection of the pool for one attempt, and returns it with
+// its server-side ID.
+func (c *Client) pin(ctx context.Context) (*sql.Conn, int64, error) {
+	conn, err := c.db.Conn(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var key any
+	conn.Raw(func(dc any) error { key = dc; return nil })
+	c.ids.mu.Lock()
+	id, ok := c.ids.ids[key]
+	c.ids.mu.Unlock()
+	if ok {
+		return conn, id, nil
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		discard(conn)
+		return nil, 0, err
+	}
+	c.ids.mu.Lock()
+	if c.ids.ids == nil || len(c.ids.ids) >= maxConnIDs {
+		c.ids.ids = make(map[any]int64)
+	}
+	c.ids.ids[key] = id
+	c.ids.mu.Unlock()
+	return conn, id, nil
+}
+
+// discard closes a connection that may hold a GET_LOCK lock, or may run a
+// statement that takes a lock's row, instead of handing it back to the
+// pool: a driver connection that reports driver.ErrBadConn is closed.
+// The server then ends the session, and frees its GET_LOCK lock, once it
+// reads the end of the connection (after what was sent before it).
+func discard(conn *sql.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
+}

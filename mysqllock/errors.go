@@ -1,0 +1,118 @@
+package mysqllock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/go-sql-driver/mysql"
+)
+
+var (
+	// ErrClosed is returned by every call on a closed Client, and is the
+	// cause wrapped in dlock.ErrLost for leases still held when it was
+	// closed.
+	ErrClosed = errors.New("mysqllock: client closed")
+
+	// ErrSessionLost is the cause wrapped in dlock.ErrLost when the
+	// connection that held a session-mode lock failed, or the database
+	// ended its session (KILL CONNECTION, wait_timeout, a restart): the
+	// GET_LOCK lock went with the session. The lock's row stays held until
+	// it expires, no sooner than the lease's Until, or until the holder
+	// calls Release.
+	ErrSessionLost = errors.New("mysqllock: the session holding the GET_LOCK lock ended")
+
+	// ErrNotReentrant is returned by Lock and TryLock when ctx carries a
+	// lease (from Lease.Context) that already holds the same lock: waiting
+	// would deadlock. It is dlock.ErrNotReentrant.
+	ErrNotReentrant = dlock.ErrNotReentrant
+)
+
+func init() {
+	lease.RegisterCause(ErrClosed, "closed")
+	lease.RegisterCause(ErrSessionLost, "session_lost")
+}
+
+// MySQL error numbers that say what to do.
+const (
+	errDupEntry     = 1062
+	errNoSuchTable  = 1146
+	errBadField     = 1054
+	errTableAccess  = 1142
+	errDBAccess     = 1044
+	errAccessDenied = 1045
+	errBadDB        = 1049
+	errNoSuchThread = 1094
+)
+
+// describe turns the failure of doing what to the lock called name into
+// an error that says what to do about it.
+func (c *Client) describe(what, name string, err error) error {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		switch my.Number {
+		case errNoSuchTable:
+			return fmt.Errorf("mysqllock: %s %q: %w (table %s is missing: call Client.Migrate, or run the SQL of SchemaSQL)", what, name, err, c.cfg.table)
+		case errBadField:
+			return fmt.Errorf("mysqllock: %s %q: %w (table %s is not mysqllock's: give WithTable another name)", what, name, err, c.cfg.table)
+		case errTableAccess, errDBAccess:
+			return fmt.Errorf("mysqllock: %s %q: %w (grant the account SELECT, INSERT and UPDATE on %s)", what, name, err, c.cfg.table)
+		case errAccessDenied:
+			return fmt.Errorf("mysqllock: %s %q: %w (check the user and password of the DSN)", what, name, err)
+		case errBadDB:
+			return fmt.Errorf("mysqllock: %s %q: %w (check the database name of the DSN)", what, name, err)
+		}
+	}
+	return fmt.Errorf("mysqllock: %s %q: %w", what, name, err)
+}
+
+// isServerError reports whether err is an error the database returned for
+// a statement, as opposed to a failure to reach it: the statement did not
+// run. A session the server ended is not one: see endedByServer.
+func isServerError(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && !endedByServer(err)
+}
+
+// Error numbers with which the server reports that it ended the session.
+const (
+	errConnKilled   = 1927 // MariaDB: connection was killed
+	errShutdown     = 1053 // server shutdown in progress
+	errClientIdle   = 4031 // MySQL 8: disconnected for inactivity (wait_timeout)
+	errServerGone   = 2006
+	errServerLostIn = 2013
+)
+
+// endedByServer reports whether err is the database's word that it ended
+// the session, so that whatever the session held is gone.
+func endedByServer(err error) bool {
+	var my *mysql.MySQLError
+	if !errors.As(err, &my) {
+		return false
+	}
+	switch my.Number {
+	case errConnKilled, errShutdown, errClientIdle, errServerGone, errServerLostIn:
+		return true
+	}
+	return false
+}
+
+// cancelled returns the context error behind a failed call, or nil.
+func cancelled(ctx context.Context, err error) error {
+	if e := ctx.Err(); e != nil {
+		return e
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return context.Canceled
+	}
+	return nil
+}
+
+// sessionLost returns the cause of a loss of the session: ErrSessionLost
+// and the connection's error.
+func sessionLost(err error) error { return fmt.Errorf("%w: %w", ErrSessionLost, err) }

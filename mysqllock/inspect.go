@@ -1,0 +1,97 @@
+package mysqllock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/go-sql-driver/mysql"
+)
+
+// Inspect reports who holds the lock called name, in either mode, and for
+// how long, in one statement on the database's clock. Info.Kind is
+// dlock.KindMutex while the row is held and dlock.KindFree otherwise (a
+// name never locked included); Info.Fence is the fence of the latest
+// grant, which is the holder's own; Info.TTL is the time left on the row.
+// A holder in session mode has Where naming the connection that holds its
+// GET_LOCK lock. Waiters poll, not in a queue, so Info.Waiters is always
+// 0. Inspect writes nothing.
+func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
+	if err := checkName(name); err != nil {
+		return dlock.Info{}, err
+	}
+	if err := c.usable(); err != nil {
+		return dlock.Info{}, err
+	}
+	info := dlock.Info{Name: name, Kind: dlock.KindFree}
+	var (
+		token   []byte
+		fence   uint64
+		us, who int64
+	)
+	err := c.db.QueryRowContext(ctx, fill(c.sql.inspect, name, sessionLockName(c.cfg.table, name))).Scan(&token, &fence, &us, &who)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return info, nil
+	case err != nil:
+		return dlock.Info{}, c.describe("inspect", name, err)
+	}
+	info.Fence = fence
+	if len(token) == 0 || us <= 0 {
+		return info, nil
+	}
+	info.Kind, info.TTL = dlock.KindMutex, time.Duration(us)*time.Microsecond
+	h := dlock.Holder{Owner: string(token), Label: lease.Label(string(token)), Mode: dlock.ModeExclusive, Holds: 1, Fence: info.Fence}
+	if who != 0 {
+		h.Where = fmt.Sprintf("session mode, GET_LOCK lock held by connection %d", who)
+	}
+	info.Holders = []dlock.Holder{h}
+	return info, nil
+}
+
+// ForceUnlock is an operator's override: it frees the lock called name
+// whoever holds it, and reports whether it was held. A holder in session
+// mode loses its connection first (KILL CONNECTION, which needs the same
+// account as the holder's, or the CONNECTION ADMIN or SUPER privilege),
+// so that it learns within its check interval, with an error matching
+// ErrSessionLost, and its GET_LOCK lock is free for the next holder. A
+// holder in lease mode learns at its next renewal, when its lease ends
+// with an error matching dlock.ErrTakenOver; until then, only fences tell
+// the old holder and the new one apart.
+func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
+	if err := checkName(name); err != nil {
+		return false, err
+	}
+	if err := c.usable(); err != nil {
+		return false, err
+	}
+	var who int64
+	if err := c.db.QueryRowContext(ctx, fill("SELECT COALESCE(IS_USED_LOCK(?), 0)", sessionLockName(c.cfg.table, name))).Scan(&who); err != nil {
+		return false, c.describe("force unlock", name, err)
+	}
+	if who != 0 {
+		if _, err := c.db.ExecContext(ctx, fill("KILL CONNECTION ?", who)); err != nil && !isUnknownThread(err) {
+			return false, fmt.Errorf("mysqllock: force unlock %q: ending connection %d, which holds its GET_LOCK lock: %w (the account needs to be the holder's, or to have the CONNECTION ADMIN or SUPER privilege)", name, who, err)
+		}
+	}
+	res, err := c.db.ExecContext(ctx, fill(c.sql.forceUnlock, name))
+	if err != nil {
+		return who != 0, c.describe("force unlock", name, err)
+	}
+	n, _ := res.RowsAffected()
+	if n == 1 {
+		c.waiters.wake(name)
+	}
+	return n == 1 || who != 0, nil
+}
+
+// isUnknownThread reports whether err says that the connection to kill
+// has gone already.
+func isUnknownThread(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && my.Number == errNoSuchThread
+}

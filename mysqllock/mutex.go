@@ -1,0 +1,103 @@
+package mysqllock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+)
+
+// A Mutex is an exclusive lock in lease mode: a row of the Client's table,
+// named for the lock, that holds the owner token, the fence and an expiry
+// on the database's clock. It is not reentrant: a goroutine that holds it
+// and asks again through its lease's Context gets ErrNotReentrant, and one
+// that asks through an unrelated context waits like anyone else. It is not
+// fair: waiters poll, and the first to try after a release wins.
+//
+// A Mutex holds no state of its own beyond its configuration; it is safe
+// for concurrent use, and each Lock returns an independent Lease.
+type Mutex struct{ locker }
+
+var _ dlock.Locker = (*Mutex)(nil)
+
+// NewMutex returns the lease-mode mutex called name: any non-empty UTF-8
+// text up to MaxNameBytes, compared byte for byte. It never fails: a bad
+// name or option is reported by Lock and TryLock.
+func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	m := &Mutex{}
+	m.locker = newLocker(c, name, "Mutex", &c.leases, opts, m.attempt)
+	return m
+}
+
+// maxFence is the largest fence handed out: 2^53, below which JSON and
+// JavaScript read integers exactly.
+const maxFence = 1 << 53
+
+// attempt runs the acquire statements once, with a fresh token, on a
+// connection of its own so that a clean-up can tell when what it sent
+// can no longer land.
+func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+	conn, id, err := m.c.pin(ctx)
+	if err != nil {
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("connecting to take", m.name, err)
+	}
+	token := lease.NewToken(ctx)
+	start := time.Now()
+	fence, left, err := m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
+	if err == nil || isServerError(err) {
+		conn.Close() // the outcome is known: taken, held, or not run
+	} else {
+		// The statements may have run, or may yet run, without their
+		// outcome reaching us: free the row if it holds our token, once
+		// the connection that ran them has ended.
+		discard(conn)
+		m.c.abandon(m.name, token, id)
+	}
+	switch {
+	case err != nil:
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("acquiring", m.name, err)
+	case fence == 0:
+		return nil, left, nil
+	case fence > maxFence:
+		m.c.free(ctx, m.name, token)
+		return nil, 0, fenceOutOfRange(m.name, fence)
+	}
+	if cause := cancelled(ctx, nil); cause != nil {
+		// Do not hand a lock to a caller that has stopped waiting for it.
+		m.c.free(ctx, m.name, token)
+		return nil, 0, dlock.NotObtained(cause)
+	}
+	until := lease.Validity(start, m.cfg.ttl)
+	if !time.Now().Before(until) {
+		m.c.free(ctx, m.name, token)
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("mysqllock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+			m.name, time.Since(start), m.cfg.ttl))
+	}
+	g := newGrant(ctx, m, token, fence, until)
+	if !m.c.leases.Add(g) {
+		m.c.free(ctx, m.name, token)
+		g.End(dlock.Lost(ErrClosed))
+		return nil, 0, ErrClosed
+	}
+	if m.cfg.renew {
+		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
+	}
+	if g.Err() != nil { // ended already: make sure it is forgotten
+		g.forget()
+	}
+	return g, 0, nil
+}
+
+// fenceOutOfRange is the error of a grant whose fence is past maxFence:
+// the database's clock is wrong, or a row's fence was set by hand.
+func fenceOutOfRange(name string, fence uint64) error {
+	return fmt.Errorf("mysqllock: the fence of %q would be %d, past 2^53; the database's clock or the row's fence is wrong (the lock was not taken)", name, fence)
+}

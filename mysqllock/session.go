@@ -1,0 +1,148 @@
+package mysqllock
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+)
+
+// A SessionMutex is an exclusive lock in session mode: the lock's row, as
+// a Mutex takes it, and a GET_LOCK lock that the lease takes on a
+// connection of the pool and keeps, with that connection, for as long as
+// it lasts. When the session ends, for any reason other than a release
+// (the connection broken or killed, see ErrSessionLost; the database
+// restarted; silent for the TTL, since the lease sets the session's
+// wait_timeout to it), the holder learns within its check interval (a
+// tenth of the TTL, between 20ms and 1s) if it can hear the database, and
+// the lease ends; the row stays held until it expires, no sooner than the
+// lease's Until, so that a holder that cannot hear is still safe until
+// then. The fence comes from the row, as in lease mode.
+//
+// It needs a direct connection to the database, or a proxy that pins a
+// client's session to one server connection: behind one that does not,
+// the connection's session is not the lock's, which the watchdog
+// detects and reports as a loss.
+//
+// A SessionMutex is not reentrant and not fair, like a Mutex. It holds no
+// state of its own beyond its configuration; it is safe for concurrent
+// use, and each Lock returns an independent Lease.
+type SessionMutex struct {
+	locker
+	lockName string
+}
+
+var _ dlock.Locker = (*SessionMutex)(nil)
+
+// NewSessionMutex returns the session-mode mutex called name, with the
+// same rules for names as NewMutex. A name is one lock in both modes: a
+// Mutex and a SessionMutex of the same name exclude each other. It never
+// fails: a bad name or option is reported by Lock and TryLock.
+func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
+	m := &SessionMutex{lockName: sessionLockName(c.cfg.table, name)}
+	m.locker = newLocker(c, name, "SessionMutex", &c.sessions, opts, m.attempt)
+	return m
+}
+
+// LockName returns the name of the lock's GET_LOCK lock, made from the
+// Client's table and the lock's name, since GET_LOCK names are limited to
+// 64 characters and compared without regard to case: "dlock:" and the
+// first 20 bytes of the SHA-256 of "mysqllock", the table and the name,
+// separated by NUL bytes, in hex. IS_USED_LOCK(LockName()) is the
+// connection that holds it.
+func (m *SessionMutex) LockName() string { return m.lockName }
+
+// attempt takes a connection and tries the GET_LOCK lock, waiting up to
+// block for it on the server, and the row on it once, with a fresh token.
+func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.Lease, time.Duration, error) {
+	conn, err := m.c.db.Conn(ctx)
+	if err != nil {
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("connecting to take", m.name, err)
+	}
+	token := lease.NewToken(ctx)
+	var got sql.NullInt64
+	var id, before int64
+	err = conn.QueryRowContext(ctx, fill(m.c.sql.sessionGet, m.lockName, seconds(block))).Scan(&got, &id, &before)
+	var fence uint64
+	var left time.Duration
+	var start time.Time
+	switch {
+	case err != nil:
+	case !got.Valid:
+		err = fmt.Errorf("GET_LOCK(%q) returned NULL", m.lockName)
+	case got.Int64 != 1:
+		conn.Close() // held by another session
+		return nil, sessionBusy, nil
+	default:
+		start = time.Now() // after the wait for GET_LOCK
+		fence, left, err = m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
+		if err == nil && fence == 0 { // the row is held: let go of GET_LOCK
+			if _, err := conn.ExecContext(ctx, fill(m.c.sql.sessionDrop, m.lockName)); err != nil {
+				discard(conn)
+			} else {
+				conn.Close()
+			}
+			return nil, left, nil
+		}
+		if err == nil {
+			_, err = conn.ExecContext(ctx, fill(m.c.sql.sessionKeep, m.cfg.waitTimeout()))
+			if err != nil {
+				discard(conn)
+				m.c.free(ctx, m.name, token)
+				return nil, 0, m.c.describe("acquiring", m.name, err)
+			}
+		}
+	}
+	if err != nil {
+		// The GET_LOCK lock may be the session's all the same, and the
+		// statements may have run, or may yet run, without their outcome
+		// reaching us. Closing the connection frees the GET_LOCK lock
+		// once the server has read what was sent; the row is freed in
+		// the background.
+		discard(conn)
+		if !isServerError(err) {
+			m.c.abandon(m.name, token, id)
+		}
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("acquiring", m.name, err)
+	}
+	until := lease.Validity(start, m.cfg.ttl)
+	if !time.Now().Before(until) {
+		// Too slow to be a lease. Closing the connection frees the
+		// GET_LOCK lock; the row is freed too.
+		discard(conn)
+		m.c.free(ctx, m.name, token)
+		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("mysqllock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+			m.name, time.Since(start), m.cfg.ttl))
+	}
+	s := newSession(ctx, m, conn, id, before, token, fence, until)
+	if fence > maxFence {
+		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the GET_LOCK lock
+		return nil, 0, fenceOutOfRange(m.name, fence)
+	}
+	if cause := cancelled(ctx, nil); cause != nil {
+		// Do not hand a lock to a caller that has stopped waiting for it.
+		s.End(dlock.Lost(cause))
+		return nil, 0, dlock.NotObtained(cause)
+	}
+	if !m.c.sessions.Add(s) {
+		s.End(dlock.Lost(ErrClosed))
+		return nil, 0, ErrClosed
+	}
+	s.watch()
+	if m.cfg.renew {
+		m.c.renew.Add(&s.entry, m.cfg.ttl/3)
+	}
+	if s.Err() != nil { // ended already: make sure it is forgotten
+		s.forget()
+	}
+	return s, 0, nil
+}

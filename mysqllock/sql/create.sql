@@ -1,0 +1,7 @@
+-- create.sql: take lock ?1, which has no row yet, for owner token ?2 for
+-- ?3 microseconds, by making its row, with the database's clock in
+-- microseconds as its fence, which is also the OK packet's insert id. It
+-- fails with a duplicate-key error (1062) if another attempt made the row
+-- first.
+INSERT INTO {{table}} (name, token, fence, expires_at)
+VALUES (?, ?, LAST_INSERT_ID({{now}}), {{now}} + ?)
