@@ -5,6 +5,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/mysqllock"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redlock"
@@ -24,6 +25,11 @@ func (t *Target) Election(name string, ttl time.Duration) (dlock.Election, error
 			return nil, cmdutil.Usagef("--session is not available for elections; a PostgreSQL election uses a lease-mode mutex")
 		}
 		return t.pg.NewElection(name, pglock.WithTTL(ttl)), nil
+	case t.my != nil:
+		if t.spec.Session {
+			return nil, cmdutil.Usagef("--session is not available for elections; a MySQL election uses a lease-mode mutex")
+		}
+		return t.my.NewElection(name, mysqllock.WithTTL(ttl)), nil
 	case t.zk != nil:
 		return t.zk.NewElection(ZKPath(name), zklock.WithTTL(ttl)), nil
 	}
