@@ -18,6 +18,6 @@
 //
 // The backends live in sub-packages: redislock (one Redis deployment),
 // redlock (a quorum of independent Redis masters), zklock (ZooKeeper),
-// pglock (PostgreSQL) and mysqllock (MySQL and MariaDB).
+// pglock (PostgreSQL), mysqllock (MySQL and MariaDB) and etcdlock (etcd).
 // The conformance suite in dlocktest is what each of them passes.
 package dlock

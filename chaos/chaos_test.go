@@ -37,6 +37,7 @@ func TestIntegrationChaos(t *testing.T) {
 		// An empty ensemble takes seconds to form and the old Sessions a
 		// session timeout to give up: one fault, and a grant after it.
 		{BackendZK3, 12 * time.Second, 1, false, []string{FaultKillEmptyAll}},
+		{BackendEtcd3, 16 * time.Second, 3, false, nil},
 		{BackendPostgres, 12 * time.Second, 4, false, nil},
 		{BackendPostgresSession, 12 * time.Second, 4, false, nil},
 		{BackendMariaDB, 12 * time.Second, 4, false, nil},
@@ -62,6 +63,9 @@ func TestIntegrationChaos(t *testing.T) {
 				if err := testenv.LookZooKeeper(); err != nil {
 					testenv.RequireBinary(t, "zookeeper") // fails in CI, skips with the hint elsewhere
 				}
+			}
+			if tc.backend == BackendEtcd3 {
+				testenv.RequireBinary(t, "etcd") // fails in CI, skips with the hint elsewhere
 			}
 			if tc.backend == BackendPostgres || tc.backend == BackendPostgresSession {
 				if err := testenv.LookPostgres(); err != nil {

@@ -35,7 +35,7 @@ const ClientEnv = "DLOCK_CHAOS_CLIENT"
 // clientConfig is what the harness tells a client process.
 type clientConfig struct {
 	ID             int           `json:"id"`
-	Kind           string        `json:"kind"` // "redis", "redlock", "zookeeper", a PostgreSQL or a Sentinel backend
+	Kind           string        `json:"kind"` // "redis", "redlock", "zookeeper", "etcd", a PostgreSQL or a Sentinel backend
 	Addrs          []string      `json:"addrs"`
 	Name           string        `json:"name"`
 	TTL            time.Duration `json:"ttl"`
@@ -215,6 +215,8 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 			return nil, nil, err
 		}
 		return s.NewMutex("/dlock-chaos/"+cfg.Name, zklock.WithTTL(cfg.TTL)), func() { s.Close() }, nil
+	case "etcd":
+		return c.connectEtcd(opTimeout)
 	case BackendPostgres, BackendPostgresSession:
 		return c.connectPostgres(ctx)
 	case BackendMariaDB, BackendMariaDBSession:

@@ -17,6 +17,7 @@ type deployment struct {
 	backend string
 	redis   []*testenv.Redis
 	zk      *testenv.Ensemble
+	etcd    *testenv.EtcdCluster
 	pg      *testenv.Postgres
 	my      *testenv.MariaDB
 	links   []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
@@ -41,6 +42,8 @@ func startDeployment(backend string, clients int) (*deployment, error) {
 		if err = testenv.LookZooKeeper(); err == nil {
 			d.zk, err = testenv.LaunchEnsemble(3)
 		}
+	case BackendEtcd3:
+		err = d.startEtcd()
 	case BackendPostgres, BackendPostgresSession:
 		err = d.startPostgres()
 	case BackendMariaDB, BackendMariaDBSession:
@@ -90,6 +93,8 @@ func (d *deployment) kind() string {
 		return d.backend
 	case d.zk != nil:
 		return "zookeeper"
+	case d.etcd != nil:
+		return "etcd"
 	case len(d.redis) == 1:
 		return "redis"
 	}
@@ -103,6 +108,9 @@ func (d *deployment) servers() int {
 	if d.zk != nil {
 		return len(d.zk.Servers)
 	}
+	if d.etcd != nil {
+		return len(d.etcd.Members)
+	}
 	return len(d.redis)
 }
 
@@ -115,6 +123,9 @@ func (d *deployment) addr(i int) string {
 	}
 	if d.zk != nil {
 		return d.zk.Servers[i].Addr()
+	}
+	if d.etcd != nil {
+		return d.etcd.Members[i].Addr()
 	}
 	return d.redis[i].Addr()
 }
@@ -153,6 +164,9 @@ func (d *deployment) server(i int) server {
 	if d.zk != nil {
 		return d.zk.Servers[i]
 	}
+	if d.etcd != nil {
+		return d.etcd.Members[i]
+	}
 	return d.redis[i]
 }
 
@@ -160,6 +174,9 @@ func (d *deployment) server(i int) server {
 func (d *deployment) restartEmpty(i int) error {
 	if d.pg != nil || d.my != nil {
 		return errors.New("chaos: kill-empty is not a PostgreSQL or MariaDB fault")
+	}
+	if d.etcd != nil {
+		return errors.New("chaos: kill-empty is not an etcd fault (a member without its data cannot rejoin)")
 	}
 	if d.zk != nil {
 		return d.zk.Servers[i].RestartEmpty()
@@ -182,10 +199,13 @@ func (d *deployment) expire(i int, name string) error {
 	return err
 }
 
-// leader returns the index of the ZooKeeper leader.
+// leader returns the index of the ZooKeeper or etcd leader.
 func (d *deployment) leader() (int, error) {
+	if d.etcd != nil {
+		return d.etcdLeader()
+	}
 	if d.zk == nil {
-		return 0, errors.New("chaos: leader-kill is a ZooKeeper fault")
+		return 0, errors.New("chaos: leader-kill is a ZooKeeper and etcd fault")
 	}
 	l, err := d.zk.Leader()
 	if err != nil {
@@ -234,6 +254,9 @@ func (d *deployment) close() error {
 	}
 	if d.my != nil {
 		errs = append(errs, d.my.Close()) // resumes a paused server
+	}
+	if d.etcd != nil {
+		errs = append(errs, d.etcd.Close()) // resumes a paused member
 	}
 	return errors.Join(errs...)
 }

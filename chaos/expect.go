@@ -10,6 +10,7 @@ const (
 	BackendRedlock3RDB = "redlock3-rdb" // Redlock over 3 redis-servers with RDB snapshots (see below)
 	BackendRedlock5    = "redlock5"     // Redlock over 5
 	BackendZK3         = "zk3"          // a ZooKeeper ensemble of 3
+	BackendEtcd3       = "etcd3"        // an etcd cluster of 3; etcdlock.Mutex
 
 	BackendPostgres        = "postgres"         // one PostgreSQL server, pglock's lease mode (Mutex)
 	BackendPostgresSession = "postgres-session" // one PostgreSQL server, pglock's session mode (SessionMutex)
@@ -29,7 +30,7 @@ const (
 
 // Backends lists the backends in the order reports show them.
 var Backends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3,
-	BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession, BackendSentinel, BackendSentinelReplicas}
+	BackendEtcd3, BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession, BackendSentinel, BackendSentinelReplicas}
 
 // The faults the scheduler injects. Node faults pick one server; holder
 // faults pick the client holding the lock.
@@ -42,8 +43,8 @@ const (
 	FaultReset        = "reset"          // reset every connection to one server
 	FaultExpire       = "expire"         // expire the lock key on one server now (a clock jump)
 	FaultClientPause  = "client-pause"   // SIGSTOP the holder's process past its TTL
-	FaultPartition    = "partition"      // Redis, PostgreSQL, MariaDB: cut the holder off from every server past its TTL
-	FaultLeaderKill   = "leader-kill"    // ZooKeeper: kill -9 the leader; restart it
+	FaultPartition    = "partition"      // Redis, PostgreSQL, MariaDB, etcd: cut the holder off from every server past its TTL
+	FaultLeaderKill   = "leader-kill"    // ZooKeeper, etcd: kill -9 the leader; restart it
 	FaultSession      = "session-expiry" // ZooKeeper: cut the holder off past its session timeout
 	FaultKillEmptyAll = "kill-empty-all" // ZooKeeper: kill -9 every member; restart them all with their data deleted
 	FaultTerminate    = "terminate"      // PostgreSQL, MariaDB: end every session of the holder (pg_terminate_backend, KILL CONNECTION)
@@ -62,6 +63,9 @@ func FaultsFor(backend string) []string {
 	case BackendZK3:
 		return []string{FaultKillEmpty, FaultClientPause, FaultLeaderKill, FaultSession, FaultKill, FaultPause,
 			FaultBlackhole, FaultLatency, FaultReset, FaultKillEmptyAll}
+	case BackendEtcd3: // a member restarted without its data could not rejoin: no kill-empty
+		return []string{FaultLeaderKill, FaultClientPause, FaultPartition, FaultKill, FaultPause, FaultBlackhole,
+			FaultLatency, FaultReset}
 	case BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession:
 		return []string{FaultTerminate, FaultKill, FaultClientPause, FaultPartition, FaultPause, FaultBlackhole,
 			FaultLatency, FaultReset}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlockprom"
+	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/dlock-go/dlock/zklock"
@@ -212,6 +213,8 @@ func TestLossCauses(t *testing.T) {
 		{dlock.Lost(redislock.ErrClosed), "closed"},
 		{dlock.Lost(redlock.ErrClosed), "closed"},
 		{dlock.Lost(zklock.ErrClosed), "closed"},
+		{dlock.Lost(etcdlock.ErrClosed), "closed"},
+		{dlock.Lost(etcdlock.ErrLeaseNotFound), "lease_not_found"},
 		{dlock.Lost(fmt.Errorf("redislock: refreshing: %w", errors.New("WRONGTYPE"))), "other"},
 	} {
 		if got := dlockprom.Cause(tc.err); got != tc.want {

@@ -57,8 +57,15 @@ type Backend struct {
 	// SplitVotes is true for quorum backends (Redlock): attempts that
 	// collide can split the nodes' votes so that none of them wins. A
 	// TryLock race must then have at most one winner, rather than exactly
-	// one. It is the only optional field.
+	// one. It is optional, as is FencesRestartWithData.
 	SplitVotes bool
+
+	// FencesRestartWithData is true for a backend whose fences are the
+	// server's own counter and start again when every server loses its
+	// data (etcd's revisions), as its package documents. The suite then
+	// checks that the lock works after RestartEmpty and that its fences
+	// did start again, so that the declaration stays true.
+	FencesRestartWithData bool
 
 	// Leftovers describes any server-side state left for key that a
 	// released, uncontended lock should not leave: lock keys, queue

@@ -1,5 +1,5 @@
 // Package redislock implements dlock's locks on one Redis deployment:
-// standalone, Sentinel or Cluster.
+// standalone, Sentinel or Cluster, Redis 6.2 or later.
 //
 // # How a Mutex works
 //
@@ -9,9 +9,9 @@
 // compare-and-delete that also wakes the client that has waited longest
 // (see Waiting); refreshing is a compare-and-pexpire. Scripts run
 // by EVALSHA, falling back to EVAL when the server's script cache is empty.
-// Uncontended, an acquire runs three commands on the server (SET, INCR,
-// TIME; and a SET of the fence counter once per 100ms, see Why fences
-// strictly increase) and a release two (GET, DEL): an acquire that finds
+// Uncontended, an acquire runs three commands on the server (SET, TIME,
+// and SET ... GET of the fence counter, see Why fences strictly increase)
+// and a release two (GET, DEL): an acquire that finds
 // the lock held marks its value (a trailing '*'), and only a marked lock's
 // release publishes.
 //
@@ -42,17 +42,19 @@
 //
 // # Why fences strictly increase
 //
-// A fence is the slot's counter plus one, lifted to the server's clock in
-// microseconds whenever the counter is more than 100ms behind it (the
-// slot's first grant, a restart that lost the data, a replica promoted
-// with a counter that had not caught up, or 100ms since the last lift).
+// A Mutex's fence is the server's clock in microseconds (TIME), or the
+// slot's counter plus one if the counter is not behind the clock (two
+// grants within a microsecond, or a clock stepped back); the counter is
+// set to the fence in the same step. The other kinds add one to the
+// counter, and lift it to the clock whenever it is more than 100ms behind.
 // The counter never goes down. It also stays within 100ms of the clock,
 // and one server grants less than one lock per microsecond, so every fence
 // a server drew is at most its clock at the time plus a few: after a loss
-// of the counter, or a failover that takes longer than 100ms (every
-// automatic one does), the next fence is above every earlier one, as long
-// as the clocks of the old and the new server agree to within the
-// failover's time. While two masters grant at once (an isolated old master
+// of the counter (a restart without the data, or a replica promoted with
+// a counter that had not caught up), if the failover takes longer than
+// 100ms (every automatic one does), the next fence is above every earlier
+// one, as long as the clocks of the old and the new server agree to within
+// the failover's time. While two masters grant at once (an isolated old master
 // during a failover, without WithReplicas), their fences interleave; the
 // resource that checks them refuses the lower, and so never takes a stale
 // write.
@@ -95,9 +97,9 @@
 // holder's TTL runs out, and after a backoff from its RetryStrategy (at
 // least 50ms apart while its Client stands in line), in case a notice is
 // lost. A Mutex is not strictly fair: a newcomer can take a free lock
-// before the woken client; see FairMutex. ReentrantMutex waiters share the
-// lock's channel dlock:{name}:released instead, and every waiting client
-// wakes.
+// before the woken client; see FairMutex. A ReentrantMutex's waiters wait
+// in the same way, and the release of its owner's last hold wakes the first
+// client in the line.
 //
 // # Observing
 //

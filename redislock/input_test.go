@@ -74,6 +74,9 @@ func TestIntegrationServerSideProblemsAreNamed(t *testing.T) {
 			srv.Do("SET", redislock.FenceKey(tr.name+"-nan"), "abc")
 			defer srv.Do("DEL", redislock.FenceKey(tr.name+"-nan"))
 			check(tr.name+"-nan", "does not hold a number")
+			if out, _ := srv.Do("GET", redislock.FenceKey(tr.name+"-nan")); out != "abc" {
+				t.Errorf("the counter that did not hold a number holds %q after a failed acquire; want it left as it was", out)
+			}
 			srv.Do("SET", lockKey(tr.name+"-forever"), "someone")
 			check(tr.name+"-forever", "without an expiry")
 			for _, name := range []string{"-fence", "-nan"} {

@@ -12,8 +12,8 @@ import (
 // the fence counter of the name's Cluster slot, which other names of the
 // slot share: at least the holder's fence. Info.Waiters counts a
 // FairMutex's queue, the writers waiting for an RWMutex, and the clients
-// waiting for a Mutex (each Client once, however many of its goroutines
-// wait; readers and semaphore waiters keep no place and are not counted).
+// waiting for a Mutex or a ReentrantMutex (each Client once, however many
+// of its goroutines wait; readers and semaphore waiters keep no place and are not counted).
 // Holders
 // have no Fence of their own, and at most 1000 of each mode are listed.
 func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {

@@ -66,7 +66,7 @@ type flavor struct {
 var (
 	plain     = &flavor{kind: "Mutex", acquire: acquireScript, release: releaseScript, refresh: refreshScript, lined: true}
 	reentrant = &flavor{kind: "ReentrantMutex", acquire: redisscript.ReentrantAcquire, release: redisscript.ReentrantRelease,
-		refresh: redisscript.ReentrantRefresh, reentrant: true}
+		refresh: redisscript.ReentrantRefresh, reentrant: true, lined: true}
 )
 
 // NewMutex returns the mutex called name. It never fails: a bad name or

@@ -17,7 +17,9 @@ import (
 // and the lock is free when the owner has released every hold. Re-entering
 // takes one round trip and never waits. All holds of an owner share the
 // fence of its first hold: the holder has not changed. Another owner's
-// Release is refused with dlock.ErrNotHeld. It is not fair.
+// Release is refused with dlock.ErrNotHeld. Waiting clients stand in a line
+// as a Mutex's do (see Waiting in the package doc): the release of the
+// last hold wakes the one that has waited longest. It is not fair.
 //
 // The owner token is a secret: a Lock whose ctx carries it joins the hold.
 // The server keeps only its SHA-1, which is what Inspect shows, so reading

@@ -65,57 +65,71 @@ func TestIntegrationReleaseWakesOneWaiterPerClient(t *testing.T) {
 // the lock in turn with one acquire attempt per hand-over beyond the one
 // that put each client in line. Waking every client costs up to 8 attempts
 // per hand-over instead. The line is gone once every client has had the
-// lock.
+// lock. Mutex and ReentrantMutex alike.
 func TestIntegrationReleaseWakesOneClient(t *testing.T) {
 	d := standalone(t)
-	ctx := timeout(t, time.Minute)
-	const name, clients = "wake-one-client", 8
-	holder := newClient(t, d, goRedis).NewMutex(name, redislock.WithTTL(time.Minute))
-	first, err := holder.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slowPoll := redislock.WithRetry(dlock.LinearBackoff(time.Minute, time.Minute))
-	counters := make([]*countingConn, clients)
-	got := make(chan dlock.Lease)
-	var wg sync.WaitGroup
-	for i := range clients {
-		counters[i] = &countingConn{Conn: goRedis(t, d)}
-		c := redislock.New(counters[i])
-		t.Cleanup(func() { c.Close() })
-		wg.Go(func() {
-			l, err := c.NewMutex(name, redislock.WithTTL(time.Minute), slowPoll).Lock(ctx)
+	for _, kind := range []struct {
+		name string
+		lock func(c *redislock.Client, name string, opts ...redislock.Option) dlock.Locker
+	}{
+		{"Mutex", func(c *redislock.Client, name string, opts ...redislock.Option) dlock.Locker {
+			return c.NewMutex(name, opts...)
+		}},
+		{"ReentrantMutex", func(c *redislock.Client, name string, opts ...redislock.Option) dlock.Locker {
+			return c.NewReentrantMutex(name, opts...)
+		}},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := timeout(t, time.Minute)
+			name, clients := "wake-one-client-"+kind.name, 8
+			holder := kind.lock(newClient(t, d, goRedis), name, redislock.WithTTL(time.Minute))
+			first, err := holder.Lock(ctx)
 			if err != nil {
-				t.Error(err)
-				return
+				t.Fatal(err)
 			}
-			got <- l
+			slowPoll := redislock.WithRetry(dlock.LinearBackoff(time.Minute, time.Minute))
+			counters := make([]*countingConn, clients)
+			got := make(chan dlock.Lease)
+			var wg sync.WaitGroup
+			for i := range clients {
+				counters[i] = &countingConn{Conn: goRedis(t, d)}
+				c := redislock.New(counters[i])
+				t.Cleanup(func() { c.Close() })
+				wg.Go(func() {
+					l, err := kind.lock(c, name, redislock.WithTTL(time.Minute), slowPoll).Lock(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got <- l
+				})
+			}
+			time.Sleep(500 * time.Millisecond) // every client has tried and stands in line
+			calls := func() (n int64) {
+				for _, c := range counters {
+					n += c.calls.Load()
+				}
+				return n
+			}
+			before := calls()
+			first.Release(ctx)
+			for i := range clients {
+				select {
+				case l := <-got:
+					l.Release(context.Background())
+				case <-time.After(10 * time.Second):
+					t.Fatalf("client %d of %d was not woken", i+1, clients)
+				}
+			}
+			wg.Wait()
+			// Per hand-over: the woken client's acquire and its release.
+			if n := calls() - before; n > 2*int64(clients)+2 {
+				t.Errorf("%d script calls for %d hand-overs; want about %d (one acquire and one release each)", n, clients, 2*clients)
+			}
+			if n, _ := d.admin(t).Exists(ctx, "dlock:{"+name+"}:waiting").Result(); n != 0 {
+				t.Errorf("the line of waiting clients is still there after every client had the lock")
+			}
 		})
-	}
-	time.Sleep(500 * time.Millisecond) // every client has tried and stands in line
-	calls := func() (n int64) {
-		for _, c := range counters {
-			n += c.calls.Load()
-		}
-		return n
-	}
-	before := calls()
-	first.Release(ctx)
-	for i := range clients {
-		select {
-		case l := <-got:
-			l.Release(context.Background())
-		case <-time.After(10 * time.Second):
-			t.Fatalf("client %d of %d was not woken", i+1, clients)
-		}
-	}
-	wg.Wait()
-	// Per hand-over: the woken client's acquire and its release.
-	if n := calls() - before; n > 2*clients+2 {
-		t.Errorf("%d script calls for %d hand-overs; want about %d (one acquire and one release each)", n, clients, 2*clients)
-	}
-	if n, _ := d.admin(t).Exists(ctx, "dlock:{"+name+"}:waiting").Result(); n != 0 {
-		t.Errorf("the line of waiting clients is still there after every client had the lock")
 	}
 }
 

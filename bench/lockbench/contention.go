@@ -68,7 +68,7 @@ func runS3(c Contender, srv *server, cfg Config, rep int) (Metrics, error) {
 				}
 				spin(cfg.Hold)
 				h := holding{client: id, asked: asked, acquired: acquired, relStart: time.Now()}
-				if err := rel(context.Background()); err != nil {
+				if err := release(context.Background(), rel); err != nil {
 					fail(id, "Release", err)
 				}
 				h.relEnd = time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,7 +42,7 @@ type scriptClient struct {
 
 func (s *scriptClient) Lock(ctx context.Context, key string) (Release, error) {
 	tok, k := dlock.NewToken(), "dlock:{"+key+"}"
-	if err := s.rdb.EvalSha(ctx, s.acq, []string{k, k + ":fence"}, tok, "10000").Err(); err != nil {
+	if err := s.rdb.EvalSha(ctx, s.acq, []string{k, "dlock:fence:{" + key + "}"}, tok, "10000").Err(); err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context) error {
@@ -89,21 +91,33 @@ func TestDiagnoseThroughput(t *testing.T) {
 	noRenew := Contender{Name: "dlock-goredis WithoutRenewal", Open: func(addr string) (Client, error) {
 		return openDlock(addr, "goredis", nil, redislock.WithTTL(LockTTL), redislock.WithoutRenewal())
 	}}
-	cs := []Contender{rawContender(), dlockGoRedis(), noRenew, dlockRueidis(),
+	// Is go-redis's pool (10 per GOMAXPROCS) S2's limit? The floor and
+	// dlock, each with a connection per goroutine.
+	raw64 := Contender{Name: "raw-goredis PoolSize 64", Open: func(addr string) (Client, error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+		sha, err := rdb.ScriptLoad(context.Background(), rawReleaseSrc).Result()
+		return &rawClient{rdb: rdb, sha: sha, ttlMs: "10000"}, err
+	}}
+	dlock64 := Contender{Name: "dlock-goredis PoolSize 64", Open: func(addr string) (Client, error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+		return &dlockClient{c: redislock.New(goredisconn.New(rdb)), closeRdb: func() { rdb.Close() },
+			opts: []redislock.Option{redislock.WithTTL(LockTTL)}, transport: "goredis"}, nil
+	}}
+	cs := []Contender{rawContender(), dlockGoRedis(), noRenew, dlockRueidis(), raw64, dlock64,
 		scripted("go-redis + dlock's scripts", acq, rel),
 		scripted("go-redis + acquire w/o fence", acquireNoFence, rel)}
 	for _, sc := range []string{"S1", "S2"} {
-		run := map[string]func(Contender, string, Config) (Metrics, error){"S1": runS1, "S2": runS2}[sc]
+		run := map[string]func(Contender, *server, Config) (Metrics, error){"S1": runS1, "S2": runS2}[sc]
 		cfg := DefaultConfig()
 		cfg.Duration, cfg.Warmup = 300*time.Millisecond, 50*time.Millisecond
 		ratios, client, server := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
-		for rep := range 15 {
+		for rep := range diagReps() {
 			ops := map[string]float64{}
 			for i := range cs {
 				c := cs[(i+rep)%len(cs)]
 				srv.flush()
 				c0, s0 := processCPU(), srv.cpu()
-				m, err := run(c, srv.addr(), cfg)
+				m, err := run(c, srv, cfg)
 				if err != nil {
 					t.Fatal(c.Name, err)
 				}
@@ -121,6 +135,15 @@ func TestDiagnoseThroughput(t *testing.T) {
 				median(ratios[c.Name]), median(client[c.Name])/1e3, median(server[c.Name])/1e3)
 		}
 	}
+}
+
+// diagReps is how many repetitions TestDiagnoseThroughput runs:
+// LOCKBENCH_DIAG_REPS, or 15.
+func diagReps() int {
+	if n, err := strconv.Atoi(os.Getenv("LOCKBENCH_DIAG_REPS")); err == nil && n > 0 {
+		return n
+	}
+	return 15
 }
 
 // TestDiagnoseS3Commands prints the commands per acquisition in S3 by name.

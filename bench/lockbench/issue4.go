@@ -87,7 +87,7 @@ func runS6Once(c Contender, srv *server, cfg Config, rep int, sleep bool) (Metri
 			if err != nil {
 				return nil, err
 			}
-			if err := rel(context.Background()); err != nil {
+			if err := release(context.Background(), rel); err != nil {
 				return nil, err
 			}
 		}
@@ -122,7 +122,7 @@ func runS6Once(c Contender, srv *server, cfg Config, rep int, sleep bool) (Metri
 					spin(S6Hold)
 				}
 				held := time.Since(acquired)
-				if err := rel(context.Background()); err != nil {
+				if err := release(context.Background(), rel); err != nil {
 					fails[id]++
 				}
 				if acquired.Before(end) {

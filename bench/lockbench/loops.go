@@ -44,12 +44,12 @@ func (res *Results) runGroup(scenarios []string, group []Contender, what string,
 	}
 	defer stop()
 	for _, sc := range selected {
-		_, err := run(sc, group[0], -1)
+		_, err := res.bounded(func() (Metrics, error) { return run(sc, group[0], -1) })
 		progress(cfg, "%s warm-up run (discarded) %s", sc, brief(nil, err))
 		for rep := range cfg.Reps {
 			for i := range group {
 				c := group[(i+rep)%len(group)]
-				m, err := run(sc, c, rep)
+				m, err := res.bounded(func() (Metrics, error) { return run(sc, c, rep) })
 				res.record(sc, c.Name, rep, m, err)
 				progress(cfg, "%s rep %d/%d %-16s %s", sc, rep+1, cfg.Reps, c.Name, brief(m, err))
 			}
@@ -149,7 +149,7 @@ func handOver(c Contender, clients []Client, name, sc string, cfg Config, mark f
 				}
 				spin(cfg.Hold)
 				h := holding{client: id, acquired: acquired, relStart: time.Now()}
-				if err := rel(context.Background()); err != nil {
+				if err := release(context.Background(), rel); err != nil {
 					fail(id, "Release", err)
 				}
 				h.relEnd = time.Now()

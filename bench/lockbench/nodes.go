@@ -91,3 +91,18 @@ func (ns *nodes) cpu() time.Duration {
 	}
 	return t
 }
+
+// commands returns total_commands_processed summed over the nodes; each
+// node counts the INFO that reads it after replying to it.
+func (ns *nodes) commands() int64 {
+	var n int64
+	for _, r := range ns.rs {
+		info, err := r.Do("INFO", "stats")
+		if err != nil {
+			return 0
+		}
+		c, _ := strconv.ParseInt(infoFields(info)["total_commands_processed"], 10, 64)
+		n += c
+	}
+	return n
+}

@@ -45,17 +45,18 @@ func runS4Part(part string, c Contender, ns *nodes, cfg Config) (Metrics, error)
 			return nil, err
 		}
 		defer closeQuietly(cl)
-		if _, err := hammer(cl, cfg.RedlockGoroutines, "s4bw:", time.Now().Add(cfg.Warmup)); err != nil {
+		var warmTo, to timeouts // the warm-up's are not the run's
+		if _, err := hammer(cl, cfg.RedlockGoroutines, "s4bw:", time.Now().Add(cfg.Warmup), &warmTo); err != nil {
 			return nil, err
 		}
 		c0 := takeCPU(ns)
 		start := time.Now()
-		n, err := hammer(cl, cfg.RedlockGoroutines, "s4b:", start.Add(cfg.s4Duration()))
+		n, err := hammer(cl, cfg.RedlockGoroutines, "s4b:", start.Add(cfg.s4Duration()), &to)
 		elapsed := time.Since(start)
 		if err != nil {
 			return nil, err
 		}
-		return c0.add(Metrics{"ops": float64(n) / elapsed.Seconds()}, float64(n), ns), nil
+		return c0.add(to.put(Metrics{"ops": float64(n) / elapsed.Seconds()}), float64(n), ns), nil
 	default:
 		return runS4f(c.DlockTransport, ns.addrs(), cfg)
 	}
@@ -74,10 +75,11 @@ func closeQuietly(cl Client) {
 type cpuSample struct {
 	at                     time.Time
 	process, nodes, system time.Duration
+	commands               int64 // run by the nodes (see nodes.commands)
 }
 
 func takeCPU(ns *nodes) cpuSample {
-	return cpuSample{at: time.Now(), process: processCPU(), nodes: ns.cpu(), system: systemCPU()}
+	return cpuSample{at: time.Now(), process: processCPU(), nodes: ns.cpu(), system: systemCPU(), commands: ns.commands()}
 }
 
 // add stores in m, since s: this process's and the nodes' CPU time per
@@ -89,6 +91,7 @@ func (s cpuSample) add(m Metrics, cycles float64, ns *nodes) Metrics {
 	if cycles > 0 {
 		m["cpu_client"] = float64(e.process-s.process) / cycles
 		m["cpu_redis"] = float64(e.nodes-s.nodes) / cycles
+		m["redis_cmds_all"] = float64(e.commands-s.commands-int64(len(ns.rs))) / cycles // less the first sample's INFOs
 	}
 	if s.system > 0 {
 		other := (e.system - s.system) - (e.process - s.process) - (e.nodes - s.nodes)

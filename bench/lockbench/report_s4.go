@@ -119,7 +119,7 @@ func (r *Results) s4(b *strings.Builder) []check {
 	}
 	b.WriteString("#### S4a — 1 goroutine, fresh key per cycle (lock + release)\n\n")
 	table(b, []string{"contender", "cycles/s", "× raw-parallel", "p50 cycle", "p99 cycle", "process CPU/cycle",
-		"redis CPU/cycle (5 nodes)", "CPU/cycle total → cores busy", "target"}, rows)
+		"redis CPU, commands/cycle (5 nodes, incl. Lua)", "CPU/cycle total → cores busy", "target"}, rows)
 
 	// S4b
 	rows = nil
@@ -153,7 +153,7 @@ func (r *Results) s4(b *strings.Builder) []check {
 			append(r.cpuCols("S4b", c.Name), strings.Join(t, "<br>"))...))
 	}
 	fmt.Fprintf(b, "#### S4b — %d goroutines, one shared client (per node), distinct keys\n\n", r.cfg.RedlockGoroutines)
-	table(b, []string{"contender", "cycles/s", "× raw-parallel", "process CPU/cycle", "redis CPU/cycle (5 nodes)",
+	table(b, []string{"contender", "cycles/s", "× raw-parallel", "process CPU/cycle", "redis CPU, commands/cycle (5 nodes, incl. Lua)",
 		"CPU/cycle total → cores busy", "target"}, rows)
 
 	r.s4f(b, floor)
@@ -170,8 +170,8 @@ func (r *Results) cpuCols(sc, name string) []string {
 			busy = append(busy, (m["cpu_client"]+m["cpu_redis"])*m["ops"]/1e9)
 		}
 	}
-	return []string{fmtDur(cl), fmtDur(rd), fmtDur(cl+rd) + " → " + fmtF(median(busy), 2) +
-		" (other processes: " + fmtF(r.med(sc, name, "cpu_other"), 2) + ")"}
+	return []string{fmtDur(cl), fmtDur(rd) + ", " + fmtF(r.med(sc, name, "redis_cmds_all"), 1) + " cmds",
+		fmtDur(cl+rd) + " → " + fmtF(median(busy), 2) + " (other processes: " + fmtF(r.med(sc, name, "cpu_other"), 2) + ")"}
 }
 
 // s4f renders the fencing-cost breakdown: one column per dlock transport.

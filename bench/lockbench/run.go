@@ -32,7 +32,11 @@ type Config struct {
 	RedlockGoroutines int           // S4b
 	RedlockDuration   time.Duration // per S4 part, contender and repetition; 0 means Duration
 	Short             bool          // recorded in the report only
-	Progress          io.Writer     // progress lines; nil for none
+	// Limit bounds the whole benchmark: no run starts after it (0: none).
+	// Each run is bounded too (see runBound), so the benchmark ends by
+	// about Limit plus one run's bound.
+	Limit    time.Duration
+	Progress io.Writer // progress lines; nil for none
 }
 
 // DefaultConfig is the full run; ShortConfig a quick smoke run.
@@ -78,6 +82,7 @@ type Results struct {
 	elapsed          time.Duration
 	runs             map[string]map[string][]Metrics
 	errs             map[string]map[string][]string
+	abandoned        int // runs abandoned at their bound (see bounded)
 }
 
 // Run starts a redis-server (for S4, RedlockNodes more; for Z1 and Z2, a
@@ -146,7 +151,7 @@ func (res *Results) runSingle(srv *server) {
 			group = []Contender{r2Contender()}
 		}
 		if sc != "R1" && sc != "R2" { // an untimed, discarded run first, so that no contender runs on a cold process
-			_, err := runOne(sc, group[0], srv, cfg, -1)
+			_, err := res.bounded(func() (Metrics, error) { return runOne(sc, group[0], srv, cfg, -1) })
 			progress(cfg, "%s warm-up run (discarded) %s", sc, brief(nil, err))
 		}
 		reps := cfg.Reps
@@ -156,7 +161,7 @@ func (res *Results) runSingle(srv *server) {
 		for rep := range reps {
 			for i := range group {
 				c := group[(i+rep)%len(group)]
-				m, err := runOne(sc, c, srv, cfg, rep)
+				m, err := res.bounded(func() (Metrics, error) { return runOne(sc, c, srv, cfg, rep) })
 				res.record(sc, c.Name, rep, m, err)
 				progress(cfg, "%s rep %d/%d %-14s %s", sc, rep+1, reps, c.Name, brief(m, err))
 			}
@@ -177,7 +182,7 @@ func (res *Results) runS4(ns *nodes) {
 	for _, part := range s4Parts {
 		res.runs[part], res.errs[part] = map[string][]Metrics{}, map[string][]string{}
 		if part != "S4f" && len(groups[part]) > 0 { // no contender on cold processes
-			_, err := runS4Part(part, groups[part][0], ns, cfg)
+			_, err := res.bounded(func() (Metrics, error) { return runS4Part(part, groups[part][0], ns, cfg) })
 			progress(cfg, "%s warm-up run (discarded) %s", part, brief(nil, err))
 		}
 	}
@@ -187,7 +192,7 @@ func (res *Results) runS4(ns *nodes) {
 			for i := range group {
 				c := group[(i+rep)%len(group)]
 				runtime.GC()
-				m, err := runS4Part(part, c, ns, cfg)
+				m, err := res.bounded(func() (Metrics, error) { return runS4Part(part, c, ns, cfg) })
 				res.record(part, c.Name, rep, m, err)
 				progress(cfg, "%s rep %d/%d %-22s %s", part, rep+1, cfg.Reps, c.Name, brief(m, err))
 			}
@@ -202,9 +207,9 @@ func runOne(sc string, c Contender, srv *server, cfg Config, rep int) (Metrics, 
 	runtime.GC()
 	switch sc {
 	case "S1":
-		return runS1(c, srv.addr(), cfg)
+		return runS1(c, srv, cfg)
 	case "S2":
-		return runS2(c, srv.addr(), cfg)
+		return runS2(c, srv, cfg)
 	case "S3":
 		return runS3(c, srv, cfg, rep)
 	case "S5":

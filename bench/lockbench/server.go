@@ -96,6 +96,30 @@ func (after stats) addPer(before stats, luaInternal []string, n float64, m Metri
 	m["redis_cmds_all"] = ratio(float64(all), n)
 }
 
+// serverUse is one reading of the server's command counters and CPU time.
+type serverUse struct {
+	st  stats
+	cpu time.Duration
+}
+
+func (s *server) use() (serverUse, error) {
+	st, err := s.snapshot()
+	return serverUse{st, s.cpu()}, err
+}
+
+// addUse adds to m the server's use since before, per n cycles: commands
+// (see addPer) and CPU time ("srv_cpu", read from /proc in 10ms ticks).
+func (s *server) addUse(before serverUse, luaInternal []string, n float64, m Metrics) error {
+	cpu := s.cpu()
+	after, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	after.addPer(before.st, luaInternal, n, m)
+	m["srv_cpu"] = ratio(float64(cpu-before.cpu), n)
+	return nil
+}
+
 // cpu returns the server process's user+system CPU time.
 func (s *server) cpu() time.Duration { return pidCPU(s.r.PID()) }
 

@@ -113,7 +113,7 @@ var (
 	PassTurn      = loadWaking("pass_turn.lua")
 
 	ReentrantAcquire = loadHolding("reentrant_acquire.lua")
-	ReentrantRelease = load("reentrant_release.lua")
+	ReentrantRelease = loadWaking("reentrant_release.lua")
 	ReentrantRefresh = load("reentrant_refresh.lua")
 	QuorumFence      = load("quorum_fence.lua")
 )

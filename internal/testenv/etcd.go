@@ -287,6 +287,29 @@ func (e *Etcd) restartLocked(wait bool) error {
 	}
 }
 
+// RestartEmpty stops the server, deletes its data and starts it again as
+// Restart does: like a machine replaced with a blank disk. Only a
+// standalone server can: a cluster member with no data could not rejoin.
+// The new server knows no key and no lease, and its revisions start again
+// from 1.
+func (e *Etcd) RestartEmpty() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return fmt.Errorf("testenv: RestartEmpty of closed etcd %s", e.Addr())
+	}
+	if strings.Contains(e.cluster, ",") {
+		return fmt.Errorf("testenv: RestartEmpty of etcd %s, a cluster member", e.Addr())
+	}
+	if err := e.stopLocked(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(e.dir, "data")); err != nil {
+		return fmt.Errorf("testenv: wiping etcd %s: %w", e.Addr(), err)
+	}
+	return e.restartLocked(true)
+}
+
 // Close stops the server and removes its directory. Close is idempotent.
 func (e *Etcd) Close() error {
 	e.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // etcdHTTP is the client of the probes; its timeout bounds each probe.
@@ -85,4 +86,49 @@ func parseUintOrZero(s string) (uint64, error) {
 		return 0, nil
 	}
 	return strconv.ParseUint(s, 10, 64)
+}
+
+// Metric reads the server's Prometheus metrics (/metrics) and returns the
+// sum of the series of the metric called name whose labels include each of
+// labels, given as they appear there (`grpc_method="Txn"`). The series of
+// a metric with no match count as 0; so does a metric the server does not
+// have.
+func (e *Etcd) Metric(name string, labels ...string) (float64, error) {
+	resp, err := etcdHTTP.Get(e.clientURL() + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("testenv: etcd %s: %w", e.Addr(), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("testenv: etcd %s: /metrics answered %s: %v", e.Addr(), resp.Status, err)
+	}
+	return sumMetric(string(body), name, labels), nil
+}
+
+// sumMetric sums, in Prometheus text exposition, the series of name whose
+// labels include each of labels.
+func sumMetric(text, name string, labels []string) float64 {
+	var sum float64
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		metric, lbls, _ := strings.Cut(series, "{")
+		if metric != name {
+			continue
+		}
+		match := true
+		for _, l := range labels {
+			if !strings.Contains(lbls, l) {
+				match = false
+			}
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); match && err == nil {
+			sum += v
+		}
+	}
+	return sum
 }

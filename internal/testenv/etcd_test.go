@@ -178,3 +178,28 @@ func TestIntegrationEtcdCluster(t *testing.T) {
 		}
 	})
 }
+
+func TestEtcdSumMetric(t *testing.T) {
+	text := `# HELP grpc_server_handled_total Total number of RPCs completed.
+# TYPE grpc_server_handled_total counter
+grpc_server_handled_total{grpc_code="OK",grpc_method="Txn",grpc_service="etcdserverpb.KV",grpc_type="unary"} 7
+grpc_server_handled_total{grpc_code="OK",grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"} 3
+grpc_server_handled_total_other 100
+etcd_debugging_mvcc_events_total 5
+`
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"grpc_server_handled_total", nil, 10},
+		{"grpc_server_handled_total", []string{`grpc_method="Txn"`}, 7},
+		{"grpc_server_handled_total", []string{`grpc_method="Put"`}, 0},
+		{"etcd_debugging_mvcc_events_total", nil, 5},
+		{"missing", nil, 0},
+	} {
+		if got := sumMetric(text, c.name, c.labels); got != c.want {
+			t.Errorf("sumMetric(%s, %v) = %v; want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}

@@ -29,6 +29,7 @@ func main() {
 	hold := flag.Duration("hold", def.Hold, "S3, S5, Z2, P2: busy work while holding the lock")
 	leases := flag.Int("leases", def.Leases, "R1: leases held by one client")
 	r1TTL := flag.Duration("r1-ttl", 0, "R1: the leases' TTL; renewal every TTL/3 (default 3s; 1.5s with -short)")
+	limit := flag.Duration("limit", 2*time.Hour, "start no run after this long; the benchmark then ends within one run's bound (0: no limit)")
 	out := flag.String("out", "", "write the markdown report to this file (default: stdout only)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()
@@ -42,7 +43,7 @@ func main() {
 	}
 	cfg.Scenarios = split(*scenarios)
 	cfg.Contenders = split(*contenders)
-	cfg.Reps, cfg.Hold, cfg.Leases = max(1, *reps), *hold, *leases
+	cfg.Reps, cfg.Hold, cfg.Leases, cfg.Limit = max(1, *reps), *hold, *leases, *limit
 	if *r1TTL > 0 {
 		cfg.R1TTL = *r1TTL
 	}
@@ -59,6 +60,20 @@ func main() {
 		os.Exit(130)
 	}()
 
+	if *limit < 0 {
+		fmt.Fprintln(os.Stderr, "lockbench: -limit must not be negative")
+		os.Exit(2)
+	}
+	if *limit > 0 {
+		// Runs are bounded one by one; this is the last resort if
+		// something outside them (starting or stopping a server) hangs.
+		hard := *limit + 2*lockbench.RunBound(cfg)
+		time.AfterFunc(hard, func() {
+			fmt.Fprintf(os.Stderr, "lockbench: still running %s after start (-limit %s): giving up\n", hard, *limit)
+			testenv.StopAll()
+			os.Exit(1)
+		})
+	}
 	start := time.Now()
 	res, err := lockbench.Run(cfg)
 	if err != nil {

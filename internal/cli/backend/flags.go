@@ -1,4 +1,5 @@
-// Package backend turns the dlock command's backend flags (--redis, --zk)
+// Package backend turns the dlock command's backend flags (--redis, --zk,
+// --postgres, --etcd)
 // and their environment variables into a connected lock service.
 package backend
 
@@ -30,7 +31,7 @@ const (
 // ConnectionEnv lists the environment variables that tell dlock how to
 // reach the lock service, credentials included: dlock run removes them
 // from COMMAND's environment.
-var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvMySQL, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvMySQL, EnvEtcd, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
 
 // IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
 // sets one of ConnectionEnv.
@@ -45,6 +46,7 @@ type Flags struct {
 	ZK       string
 	Postgres string
 	MySQL    string
+	Etcd     string
 	// Session asks PostgreSQL or MySQL for session mode (SessionMutex);
 	// only commands that take locks register it.
 	Session       bool
@@ -56,6 +58,7 @@ type Flags struct {
 func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
 	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
+	fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
 	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db; lease mode, or session mode with --session (env "+EnvPostgres+")")
 	fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db; lease mode, or session mode with --session (env "+EnvMySQL+")")
 	f.TLS.register(fs)
@@ -86,6 +89,8 @@ type Spec struct {
 	ZKTLS    *tls.Config      // ZooKeeper over TLS (its secureClientPort); nil for plain TCP
 	Postgres *pgxpool.Config  // PostgreSQL
 	MySQL    *mysql.Config    // MySQL or MariaDB
+	Etcd     []string         // etcd endpoints
+	EtcdTLS  *tls.Config      // etcd over TLS; nil for plain TCP
 	Session  bool             // PostgreSQL or MySQL session mode
 	// Warnings are what the command must tell the user before it goes on
 	// (a TLS connection that does not verify the server).
@@ -100,9 +105,11 @@ type Spec struct {
 }
 
 // Kind names the backend: "redis", "redlock", "zookeeper", "postgres" or
-// "mysql".
+// "mysql" or "etcd".
 func (s Spec) Kind() string {
 	switch {
+	case len(s.Etcd) > 0:
+		return "etcd"
 	case s.Postgres != nil:
 		return "postgres"
 	case s.MySQL != nil:
@@ -119,24 +126,24 @@ func (s Spec) Kind() string {
 // environment, and returns the backend they describe. Its errors are
 // UsageErrors that say what to change.
 func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
-	urls, zkList, pg, my := []string(f.Redis), f.ZK, f.Postgres, f.MySQL
-	if len(urls) == 0 && zkList == "" && pg == "" && my == "" {
+	urls, zkList, pg, my, etcdList := []string(f.Redis), f.ZK, f.Postgres, f.MySQL, f.Etcd
+	if len(urls) == 0 && zkList == "" && pg == "" && my == "" && etcdList == "" {
 		if v := getenv(EnvRedis); v != "" {
 			urls = splitURLs(v)
 		}
-		zkList, pg, my = getenv(EnvZK), getenv(EnvPostgres), getenv(EnvMySQL)
+		zkList, pg, my, etcdList = getenv(EnvZK), getenv(EnvPostgres), getenv(EnvMySQL), getenv(EnvEtcd)
 	}
 	given := 0
-	for _, g := range []bool{len(urls) > 0, zkList != "", pg != "", my != ""} {
+	for _, g := range []bool{len(urls) > 0, zkList != "", pg != "", my != "", etcdList != ""} {
 		if g {
 			given++
 		}
 	}
 	switch {
 	case given == 0:
-		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port, --zk host:port, --postgres postgres://host:port/db or --mysql user:password@tcp(host:port)/db (or set %s, %s, %s or %s)", EnvRedis, EnvZK, EnvPostgres, EnvMySQL)
+		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port, --zk host:port, --postgres postgres://host:port/db, --mysql user:password@tcp(host:port)/db or --etcd host:port (or set %s, %s, %s, %s or %s)", EnvRedis, EnvZK, EnvPostgres, EnvMySQL, EnvEtcd)
 	case given > 1:
-		return Spec{}, cmdutil.Usagef("more than one lock service was given (Redis, ZooKeeper, PostgreSQL, MySQL, by flags or %s/%s/%s/%s); choose one", EnvRedis, EnvZK, EnvPostgres, EnvMySQL)
+		return Spec{}, cmdutil.Usagef("more than one lock service was given (Redis, ZooKeeper, PostgreSQL, MySQL, etcd, by flags or %s/%s/%s/%s/%s); choose one", EnvRedis, EnvZK, EnvPostgres, EnvMySQL, EnvEtcd)
 	case len(urls) == 2:
 		return Spec{}, cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
 	case f.Session && pg == "" && my == "":
@@ -169,6 +176,19 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 			return Spec{}, err
 		}
 		spec.MySQL, spec.Session = cfg, f.Session
+		return spec, nil
+	}
+	if etcdList != "" {
+		endpoints, err := parseEtcd(etcdList)
+		if err != nil {
+			return Spec{}, err
+		}
+		spec.Etcd = endpoints
+		if f.TLS.given() {
+			if spec.EtcdTLS, err = f.TLS.config(nil); err != nil {
+				return Spec{}, err
+			}
+		}
 		return spec, nil
 	}
 	if zkList != "" {

@@ -95,6 +95,14 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		}
 		r.fill(info)
 		r.Name = name
+	case t.etcd != nil:
+		r.Where = EtcdName(name) + "/"
+		info, err := t.etcd.Inspect(ctx, EtcdName(name))
+		if err != nil {
+			return r, err
+		}
+		r.fill(info)
+		r.Name = name
 	case t.pg != nil:
 		info, err := t.pg.Inspect(ctx, name)
 		if err != nil {
@@ -219,6 +227,9 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 		return b2i(held), err
 	case t.my != nil:
 		held, err := t.my.ForceUnlock(ctx, name)
+		return b2i(held), err
+	case t.etcd != nil:
+		held, err := t.etcd.ForceUnlock(ctx, EtcdName(name))
 		return b2i(held), err
 	}
 	return 0, errors.New("not connected")

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/zkpath"
@@ -37,6 +38,7 @@ type Target struct {
 	zk      *zklock.Client      // ZooKeeper
 	pg      *pglock.Client      // PostgreSQL
 	my      *mysqllock.Client   // MySQL or MariaDB
+	etcd    *etcdlock.Client    // etcd
 	pool    *pgxpool.Pool       // PostgreSQL, for the records of --once-per
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	pgTLS   string              // PostgreSQL: what TLS the connection negotiated
@@ -64,6 +66,12 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	switch spec.Kind() {
 	case "mysql":
 		if err := t.connectMySQL(ctx, obs); err != nil {
+			t.Close()
+			return nil, err
+		}
+		return t, nil
+	case "etcd":
+		if err := t.connectEtcd(ctx, obs); err != nil {
 			t.Close()
 			return nil, err
 		}
@@ -257,6 +265,9 @@ func (t *Target) Describe() string {
 	if t.zk != nil {
 		return "zookeeper " + strings.Join(t.spec.ZK, ",")
 	}
+	if t.etcd != nil {
+		return "etcd " + strings.Join(t.spec.Etcd, ",")
+	}
 	if t.spec.Postgres != nil {
 		return "postgres " + describePostgres(t.spec.Postgres) + " (" + t.pgTLS + ")"
 	}
@@ -315,6 +326,8 @@ func CheckName(kind, name string) error {
 		return checkPGName(name)
 	case kind == "mysql":
 		return checkMySQLName(name)
+	case kind == "etcd":
+		return checkEtcdName(name)
 	case strings.ContainsAny(name, "{}"):
 		return cmdutil.Usagef("lock name %s contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", q)
 	case len(name) > rediskeys.MaxName:
@@ -402,6 +415,10 @@ func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 			return t.my.NewSessionMutex(name, opts...), nil
 		}
 		return t.my.NewMutex(name, opts...), nil
+	case t.etcd != nil:
+		if l, ok := t.etcdLocker(name, o); ok {
+			return l, nil
+		}
 	case t.zk != nil:
 		p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 		switch o.Kind {

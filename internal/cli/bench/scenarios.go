@@ -516,6 +516,9 @@ func (r *runner) nodeSpecs() []nodeSpec {
 	for _, s := range r.spec.ZK {
 		out = append(out, nodeSpec{addr: s, spec: backend.Spec{ZK: []string{s}}})
 	}
+	for _, s := range r.spec.Etcd { // a member alone still forwards writes to its leader
+		out = append(out, nodeSpec{addr: s, spec: backend.Spec{Etcd: []string{s}, EtcdTLS: r.spec.EtcdTLS}})
+	}
 	if pg := r.spec.Postgres; pg != nil {
 		addr := fmt.Sprintf("%s:%d", pg.ConnConfig.Host, pg.ConnConfig.Port)
 		out = append(out, nodeSpec{addr: addr, spec: backend.Spec{Postgres: pg.Copy(), Session: r.spec.Session}})

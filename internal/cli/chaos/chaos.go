@@ -107,6 +107,15 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 				continue
 			}
 		}
+		if b == chaos.BackendEtcd3 {
+			if _, err := testenv.LookEtcd(); err != nil {
+				if !o.AllBackends {
+					return nil, fmt.Errorf("dlock chaos: --backend etcd3 needs etcd: %v", err)
+				}
+				fmt.Fprintln(io.Err, "dlock chaos: etcd is not installed; skipping etcd3 (apt-get install etcd-server)")
+				continue
+			}
+		}
 		if b == chaos.BackendPostgres || b == chaos.BackendPostgresSession {
 			if err := testenv.LookPostgres(); err != nil {
 				if !o.AllBackends {

@@ -51,7 +51,7 @@ Backends: redis (one server, no persistence), redis-aof (appendfsync
 always), redlock3, redlock5 (Redlock over 3 or 5 servers), redlock3-rdb
 (Redlock over 3 servers that save an RDB snapshot every second: kill
 restarts one from its last snapshot), zk3 (a ZooKeeper ensemble of 3),
-postgres (one PostgreSQL server, pglock's lease mode), postgres-session
+etcd3 (an etcd cluster of 3; etcdlock), postgres (one PostgreSQL server, pglock's lease mode), postgres-session
 (pglock's session mode, with an advisory lock), mariadb (one MariaDB
 server, mysqllock's lease mode), mariadb-session (mysqllock's session
 mode, with GET_LOCK), sentinel (a master, two
@@ -62,11 +62,11 @@ all.
 Faults: kill, kill-empty (restart without data), pause (SIGSTOP a
 server), latency, blackhole, reset (connections), expire (the lock key,
 early: a clock jump; Redis), client-pause (SIGSTOP the holder past its
-TTL), partition (cut the holder off; Redis, PostgreSQL, MariaDB),
-leader-kill,
-session-expiry and kill-empty-all (every member restarted without data;
-ZooKeeper), terminate (end the holder's sessions: pg_terminate_backend
-on PostgreSQL, KILL CONNECTION on MariaDB), master-kill, master-pause and master-partition (the
+TTL), partition (cut the holder off; Redis, PostgreSQL, MariaDB, etcd),
+leader-kill (ZooKeeper, etcd), session-expiry and kill-empty-all (every
+member restarted without data; ZooKeeper), terminate (end the holder's
+sessions: pg_terminate_backend on PostgreSQL, KILL CONNECTION on
+MariaDB), master-kill, master-pause and master-partition (the
 master killed, paused or cut off from its replicas and the Sentinels
 until Sentinel fails over; Sentinel), or all, or none. Faults that do not apply to a backend are
 left out for it.

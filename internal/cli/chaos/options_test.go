@@ -67,7 +67,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("got %+v\nwant %+v", o, want)
 			}
 		}, ""},
-		{"unknown backend", []string{"--backend", "etcd"}, nil, `invalid value "etcd" for --backend: unknown backend etcd; choose from redis,redis-aof,redlock3,redlock3-rdb,redlock5,zk3,postgres,postgres-session`},
+		{"unknown backend", []string{"--backend", "etcd"}, nil, `invalid value "etcd" for --backend: unknown backend etcd; choose from redis,redis-aof,redlock3,redlock3-rdb,redlock5,zk3,etcd3,postgres,postgres-session`},
 		{"unknown fault", []string{"--faults", "meteor"}, nil, "unknown fault meteor; choose from"},
 		{"fault for no backend", []string{"--backend", "zk3", "--faults", "expire"}, nil, "none of --faults expire applies to zk3"},
 		{"terminate on redis", []string{"--backend", "redis", "--faults", "terminate"}, nil, "none of --faults terminate applies to redis"},

@@ -14,37 +14,46 @@
 -- Returns the new fence (> 0) when the lock was taken, or minus the lock's
 -- remaining TTL in milliseconds (<= 0) when another owner holds it. An
 -- error DLOCKKIND says another kind of lock holds the name.
--- The fence is the counter plus one, lifted to the server's TIME in
--- microseconds when the counter is more than 100ms behind it (a slot's
--- first grant, a restart that lost the data, a replica promoted with a
--- counter that had not caught up, or simply 100ms since the last lift).
--- The counter never goes down, whatever the clock does; and since it keeps
--- within 100ms of the clock, a replica promoted after a failover longer
--- than 100ms (every automatic one) gives fences above every fence its old
--- master gave.
+-- The fence is the server's TIME in microseconds, or the counter plus one
+-- when the counter is not behind the clock (two grants in one microsecond,
+-- or a clock stepped back): the counter never goes down, whatever the
+-- clock does. Since every grant puts the counter at the clock or above it,
+-- a replica promoted after a failover (which takes longer than the
+-- replication lag) gives fences above every fence its old master gave;
+-- so does a server restarted without its data. One SET ... GET writes the
+-- counter and reads what it held (Redis 6.2 or later).
 -- Redis does not roll scripts back: if the counter cannot be used, the lock
--- key set just before is deleted again before the error is returned.
--- Uncontended, it runs three commands: SET, INCR and TIME (and a SET of
--- the counter once per 100ms). A failed attempt marks
+-- key set just before is deleted again (and the counter put back) before
+-- the error is returned.
+-- Uncontended, it runs three commands: SET, TIME and SET ... GET. A
+-- failed attempt marks
 -- the holder's value with a trailing '*' (once), so that the holder's
 -- release publishes a notice only when someone may be waiting for it, and,
 -- given ARGV[5], puts the client in KEYS[3], so that the notice goes to
 -- one waiting client, not to all. Whatever the client does, KEYS[3] goes
 -- ARGV[7] ms after its last waiter joined.
 if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] or ''), 'NX', 'PX', ARGV[2]) then
-  local fence = redis.pcall('INCR', KEYS[2])
-  if type(fence) == 'table' and fence.err then
+  local t = redis.call('TIME')
+  local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local was = redis.pcall('SET', KEYS[2], string.format('%.0f', fence), 'KEEPTTL', 'GET')
+  if type(was) == 'table' and was.err then -- not a string: nothing was written
     redis.call('DEL', KEYS[1])
-    if string.find(fence.err, 'WRONGTYPE') then
-      return redis.error_reply(fence.err)
+    if string.find(was.err, 'WRONGTYPE') then
+      return redis.error_reply(was.err)
     end
     return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[2] .. ' does not hold a number')
   end
-  local t = redis.call('TIME')
-  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if fence < clock - 100000 then -- lifted to the clock when 100ms behind it
-    fence = clock
-    redis.call('SET', KEYS[2], string.format('%.0f', fence))
+  if was then
+    local n = string.match(was, '^-?%d+$') and tonumber(was) -- what INCR would take
+    if not n then -- put it back as it was
+      redis.call('SET', KEYS[2], was, 'KEEPTTL')
+      redis.call('DEL', KEYS[1])
+      return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[2] .. ' does not hold a number')
+    end
+    if n >= fence then -- not behind the clock: count on from it
+      fence = n + 1
+      redis.call('SET', KEYS[2], string.format('%.0f', fence), 'KEEPTTL')
+    end
   end
   if ARGV[8] == 'stay' then
     redis.call('ZADD', KEYS[3], 'NX', ARGV[6], ARGV[5])

@@ -6,6 +6,9 @@
 -- ARGV[1] owner             ARGV[2] TTL in milliseconds
 -- ARGV[3] hold: a fresh id for this hold, so that the call, sent twice,
 --         takes one hold
+-- KEYS[3], ARGV[4] to ARGV[8]: the line of waiting clients, as in
+--         acquire.lua (ARGV[4] is unused: reentrant_release.lua wakes the
+--         line on every last release)
 -- Returns the owner's fence (> 0) when taken or re-entered, or minus the
 -- lock's remaining TTL in milliseconds (<= 0) when another owner holds it.
 -- A new hold bumps the counter as acquire.lua does; a re-entry keeps the
@@ -14,6 +17,17 @@
 -- it. The owner is stored as the SHA-1 of its token: whoever reads the
 -- keys (inspect, a replica, a dump) sees only the hash, which cannot
 -- be used to join the owner's hold.
+-- A failed attempt puts the client in KEYS[3] (given ARGV[5]), and a
+-- successful one takes it out or keeps it there as ARGV[8] says, as
+-- acquire.lua does.
+local function lined(won)
+  if won and ARGV[8] == 'stay' or not won and KEYS[3] and ARGV[5] and ARGV[5] ~= '' then
+    redis.call('ZADD', KEYS[3], 'NX', ARGV[6], ARGV[5])
+    redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  elseif won and ARGV[8] == 'leave' then
+    redis.call('ZREM', KEYS[3], ARGV[5])
+  end
+end
 local owner, hold = 'o:' .. redis.sha1hex(ARGV[1]), 'h:' .. ARGV[3]
 local ttl = tonumber(ARGV[2])
 local kind = redis.call('TYPE', KEYS[1])['ok']
@@ -33,6 +47,7 @@ if kind == 'none' then
   end
   redis.call('HSET', KEYS[1], owner, 1, hold, 1, 'fence', string.format('%.0f', fence))
   redis.call('PEXPIRE', KEYS[1], ttl)
+  lined(true)
   return fence
 end
 if kind ~= 'hash' then
@@ -45,10 +60,14 @@ if redis.call('HEXISTS', KEYS[1], owner) == 1 then
   if redis.call('PTTL', KEYS[1]) < ttl then
     redis.call('PEXPIRE', KEYS[1], ttl)
   end
+  lined(true)
   return tonumber(redis.call('HGET', KEYS[1], 'fence'))
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl < 0 then
   return redis.error_reply('DLOCKNOTTL dlock lock key ' .. KEYS[1] .. ' exists without an expiry: it was not set by dlock')
+end
+if pttl > 0 then
+  lined(false)
 end
 return -pttl

@@ -1,0 +1,105 @@
+package main_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+func etcdDeployment(t testing.TB) deployment {
+	srv := testenv.StartEtcd(t)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	prefix := func(name string) string { return "dlock/" + name + "/" }
+	d := deployment{flags: []string{"--etcd", srv.Addr()}}
+	d.held = func(t testing.TB, name string) bool {
+		resp, err := cli.Get(context.Background(), prefix(name), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatalf("counting the lock's keys: %v", err)
+		}
+		return resp.Count > 0
+	}
+	d.sabotage = func(t testing.TB, name string) {
+		if _, err := cli.Delete(context.Background(), prefix(name), clientv3.WithPrefix()); err != nil {
+			t.Fatalf("deleting the lock's keys: %v", err)
+		}
+	}
+	return d
+}
+
+// dlock run, inspect and release --force on etcd pass what they pass on
+// the other backends.
+func TestIntegrationEtcd(t *testing.T) {
+	runSuite(t, etcdDeployment(t))
+}
+
+func TestIntegrationBenchEtcd(t *testing.T) {
+	benchSuite(t, etcdDeployment(t), "etcd", 1)
+}
+
+func TestIntegrationEtcdKindsAndRefusals(t *testing.T) {
+	d := etcdDeployment(t)
+	t.Run("PermitsDisagree", func(t *testing.T) {
+		name := lockName(t)
+		holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")
+		r := dlock(t, nil, runArgs(d, "--kind", "semaphore", "--permits", "3", name, "--", "true")...)
+		if r.code != 64 || !strings.Contains(r.stderr, "--permits 3") || !strings.Contains(r.stderr, "has 2 permits") {
+			t.Errorf("--permits 3 on a semaphore of 2: exit %d, %q; want 64 naming both sizes", r.code, r.stderr)
+		}
+		if r := dlock(t, nil, runArgs(d, "--kind", "semaphore", "--permits", "2", name, "--", "true")...); r.code != 0 {
+			t.Errorf("--permits 2 on a semaphore of 2 with one holder: exit %d, %q", r.code, r.stderr)
+		}
+		holder.signal(t, syscall.SIGINT)
+		holder.wait(t, 10*time.Second)
+	})
+	t.Run("ReadersShare", func(t *testing.T) {
+		name := lockName(t)
+		holder := holdInBackground(t, d, name, "--kind", "read")
+		if r := dlock(t, nil, runArgs(d, "--kind", "read", name, "--", "true")...); r.code != 0 {
+			t.Errorf("a second reader: exit %d, %q", r.code, r.stderr)
+		}
+		if r := dlock(t, nil, runArgs(d, "--kind", "write", name, "--", "true")...); r.code != 75 {
+			t.Errorf("a writer while a reader holds: exit %d, %q; want 75", r.code, r.stderr)
+		}
+		holder.signal(t, syscall.SIGINT)
+		holder.wait(t, 10*time.Second)
+	})
+	t.Run("Refusals", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"run", "--etcd", "127.0.0.1", "x", "--", "true"},
+			{"run", "--etcd", "http://127.0.0.1:2379", "x", "--", "true"},
+			{"run", "--etcd", "127.0.0.1:0", "x", "--", "true"},
+			{"run", "--etcd", "127.0.0.1:2379,", "x", "--", "true"},
+			{"run", "--etcd", d.flags[1], "--zk", "127.0.0.1:2181", "x", "--", "true"},
+			{"run", "--etcd", d.flags[1], "x/", "--", "true"},
+			{"inspect", "--etcd", d.flags[1], "/"},
+		} {
+			if r := dlock(t, nil, args...); r.code != 64 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+				t.Errorf("dlock %v: exit %d, %q; want 64 on one line", args, r.code, r.stderr)
+			}
+		}
+		// DLOCK_ETCD alone names the service, and COMMAND does not see it.
+		r := dlock(t, []string{"DLOCK_ETCD=" + d.flags[1]}, "run", "env-"+lockName(t), "--", "sh", "-c", `echo "[$DLOCK_ETCD]"`)
+		if r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+			t.Errorf("DLOCK_ETCD: exit %d, stdout %q, stderr %q; want 0 and COMMAND without it", r.code, r.stdout, r.stderr)
+		}
+		// A cluster that does not answer is exit 69.
+		port, err := testenv.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := dlock(t, nil, "run", "--etcd", "127.0.0.1:"+strconv.Itoa(port), "x", "--", "true"); r.code != 69 {
+			t.Errorf("an etcd that is not there: exit %d, %q; want 69", r.code, r.stderr)
+		}
+	})
+}

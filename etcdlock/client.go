@@ -1,0 +1,118 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// closeTimeout bounds each stage of Close: the releases, then the
+// clean-ups.
+const closeTimeout = 5 * time.Second
+
+// A Client makes locks on one etcd cluster through the caller's
+// clientv3.Client. Each lease it grants is an etcd lease of its own, kept
+// alive by one watchdog per Client. It is safe for concurrent use.
+type Client struct {
+	cli   *clientv3.Client
+	obs   dlock.Observer
+	reg   lease.Registry
+	sched *renewal.Scheduler
+
+	ctx    context.Context // cancelled by Close, with ErrClosed: ends waits
+	cancel context.CancelCauseFunc
+
+	bgMu     sync.Mutex
+	bg       sync.WaitGroup // background clean-ups (revokes)
+	bgClosed bool           // Close waits for bg: later clean-ups are not counted
+}
+
+// New returns a Client that makes locks through cli. It never fails and
+// makes no request: the first error comes from the first Lock or TryLock.
+// The caller keeps cli, and closes it after closing the Client.
+func New(cli *clientv3.Client, opts ...ClientOption) *Client {
+	var cc clientConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cc)
+		}
+	}
+	c := &Client{cli: cli, obs: lease.Observer(cc.obs, cc.log)}
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.sched = renewal.New(c.renew)
+	return c
+}
+
+// Close releases every lease the Client still holds (revoking their etcd
+// leases), ends the Locks still waiting with ErrClosed, stops renewing,
+// and waits for the clean-ups of failed and abandoned attempts. It waits at
+// most five seconds for the releases and five more for the clean-ups; an
+// etcd lease it could not revoke in that time expires on the server one
+// TTL after its last renewal. Every held lease ends with dlock.ErrReleased
+// or, if its release failed, dlock.ErrLost wrapping ErrClosed; Close
+// returns the errors of the releases that did not complete. It does not
+// close the clientv3.Client.
+func (c *Client) Close() error {
+	if c.reg.Closed() {
+		return nil
+	}
+	c.cancel(ErrClosed)
+	ok, err := c.reg.Close(closeTimeout, ErrClosed)
+	if !ok {
+		return nil
+	}
+	c.sched.Close()
+	c.bgMu.Lock()
+	c.bgClosed = true
+	c.bgMu.Unlock()
+	done := make(chan struct{})
+	go func() { c.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeTimeout):
+		err = errors.Join(err, errors.New("etcdlock: Close: clean-ups still running after 5s"))
+	}
+	return err
+}
+
+// revokeLater revokes the etcd lease id in the background, for Close to
+// wait for: the clean-up of an attempt that failed, or of a lease that
+// ended without a release.
+// Once Close has stopped counting them, a clean-up runs on a goroutine
+// that nothing waits for.
+func (c *Client) revokeLater(id clientv3.LeaseID) {
+	revoke := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		c.cli.Revoke(ctx, id) // a lease it cannot revoke expires by its TTL
+	}
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bgClosed {
+		go revoke()
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		revoke()
+	}()
+}
+
+// renew is the watchdog's RenewFunc: it confirms each grant of the batch
+// in parallel.
+func (c *Client) renew(ctx context.Context, batch []*renewal.Entry) []time.Time {
+	next := make([]time.Time, len(batch))
+	var wg sync.WaitGroup
+	for i, e := range batch {
+		wg.Go(func() { next[i] = e.Value.(*grant).confirm(ctx) })
+	}
+	wg.Wait()
+	return next
+}

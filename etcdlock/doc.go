@@ -1,0 +1,114 @@
+// Package etcdlock implements dlock's locks on an etcd cluster, through the
+// official client (go.etcd.io/etcd/client/v3): a Mutex whose keys are those
+// of etcd's own concurrency.Mutex, an RWMutex and a Semaphore, all made
+// from one Client.
+//
+// # How a Mutex works
+//
+// Each contender grants itself an etcd lease and, in one transaction, puts
+// the key name/<lease ID in hex> on it, holding its owner token, and reads
+// the oldest key under name/. The key with the lowest create revision holds
+// the lock: an uncontended Lock is two requests (the grant and the
+// transaction). Every other contender watches only the key created just
+// before its own, so a release (a delete of the holder's key) wakes exactly
+// one waiter, which asks once more, in a transaction that also checks its own
+// key is still there, whether any older key is left: a hand-over costs one
+// notification and one request, and waiters are served in the order they
+// arrived.
+//
+// The keys are laid out as concurrency.Mutex lays out its keys on the same
+// prefix (it takes name and appends "/"), so a Mutex and a concurrency.Mutex
+// exclude each other: each waits for the older keys of both. A
+// concurrency.Mutex's key holds "" rather than a token.
+//
+// # Leases
+//
+// Every request of a wait, a renewal or a release has a third of the
+// renewal period (at least 100ms) to answer; one that does not is made
+// again, and goes to the next endpoint of the client's round robin, so a
+// member that stops answering (paused, cut off from its peers) holds up an
+// attempt, not the lease. A waiter whose watch is on such a member asks
+// again once per lease time.
+//
+// Each grant has an etcd lease of its own, granted for WithTTL rounded up
+// to whole seconds (etcd's unit; the cluster raises a TTL below its minimum,
+// one and a half election timeouts, to that minimum). The Client's watchdog
+// renews it with a keep-alive every third of the lease time, and checks in
+// the same round that the key is still there. A keep-alive sent at time s
+// that the cluster answers proves that the etcd lease lives until at least
+// s plus its TTL on the leader's clock (a new leader extends every lease to
+// a full TTL, never shortens it), so the lease's Until becomes
+//
+//	s + min(TTL, etcd lease TTL) - (1% + 2ms)
+//
+// Done closes no later than Until, by a local timer, even when the cluster
+// cannot be reached: a holder cut off from the cluster learns it has lost
+// the lock before the cluster could expire its key. A lease whose etcd lease
+// is gone (it expired on the server, or was revoked) ends with an error
+// matching dlock.ErrLost and ErrLeaseNotFound; one whose key was deleted
+// (ForceUnlock, or an operator) with dlock.ErrLost and dlock.ErrTakenOver.
+// Waiters' etcd leases are renewed too, so a waiter keeps its place for as
+// long as it waits.
+//
+// Release deletes the key if it is still the lease's (one transaction: the
+// next waiter's notification) and then revokes the etcd lease. A lease
+// ended by its holder's own deadline (a fixed lease's end, WithMaxHold), or
+// found gone, revokes its etcd lease in the background, so the next waiter
+// does not wait for the cluster to expire it. A renewed lease that reached
+// its Until because no renewal got through (an election longer than the
+// lease time, a holder cut off) is not revoked: the cluster expires it one
+// etcd lease TTL after the last renewal it received, and a new leader only
+// ever extends that, so the next holder comes in no earlier than the old
+// Until, and usually later by the rest of the etcd lease TTL. A holder
+// still in its critical section when Done closed (it has not looked yet)
+// has that margin, as on the other backends; only fences make it safe.
+//
+// # Fencing
+//
+// A grant's fence is its key's create revision. etcd's revision is one
+// counter for the whole cluster, raised by every write and kept through
+// leader changes (it is part of the replicated log), so a later holder of a
+// name, whose key was created after the earlier holder's, has a larger
+// fence: fences strictly increase across the holders of a name, even
+// across a leader kill or a restart of every member. Revisions stay below
+// 2^53 until a cluster has made a million writes a second for 285 years, so
+// JSON and JavaScript consumers read them exactly.
+//
+// The revision lives in the cluster's data and goes with it. A cluster
+// restored from a backup (etcdctl snapshot restore) starts again at the
+// snapshot's revision, and one that lost every member's data at 1: fences
+// granted afterwards repeat, or fall below, fences granted before, and a
+// fenced resource would refuse the new holders until it forgot the old
+// fences. Restore with etcdutl snapshot restore --bump-revision (etcdutl
+// of etcd 3.6, and of the later 3.5 releases) by more than the revisions
+// written since the snapshot, with --mark-compacted, and fences keep
+// increasing; or reset the resource's fence when the cluster is restored. The conformance suite checks that the
+// fences do start again after a restart without data
+// (dlocktest.Backend.FencesRestartWithData).
+//
+// # Kinds
+//
+// One name serves one kind of lock. An RWMutex's keys are name/read/<lease>
+// and name/write/<lease>, a Semaphore's name/permits-<n>/<lease>; all queue
+// by create revision under name/. TryLock of a name held by another kind
+// returns an error matching dlock.ErrNotObtained and ErrKindMismatch; Lock
+// waits. A key under name/ that no lock writes is an error for both.
+//
+// What etcdlock does not offer, as the other backends do: a ReentrantMutex
+// and RWMutex.Downgrade.
+//
+// # Nothing left behind
+//
+// Every key is on its grant's etcd lease and goes with it: at the release,
+// at the clean-up of a failed or abandoned attempt (a revoke, waited for up
+// to five seconds, then retried in the background), and at the latest when
+// the cluster expires the etcd lease, one TTL (rounded up to seconds) after
+// its last renewal. Close waits for the clean-ups. Nothing is kept per name.
+//
+// # Observing
+//
+// WithObserver gives a Client a dlock.Observer (package dlockprom makes
+// Prometheus metrics of it), and WithLogger a slog.Logger, to report the
+// events of every lock of the Client. Events carry the lock's name and its
+// kind: "Mutex", "RWMutex.read", "RWMutex.write" or "Semaphore".
+package etcdlock

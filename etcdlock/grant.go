@@ -1,0 +1,555 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A locker is what every kind of lock shares: its client, name, kind and
+// options.
+type locker struct {
+	c    *Client
+	name string
+	kind kind
+	n    int // a Semaphore's permits
+	cfg  config
+	ev   *lease.Events
+}
+
+func newLocker(c *Client, name string, k kind, n int, opts []Option) *locker {
+	return &locker{c: c, name: name, kind: k, n: n, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, k.String())}
+}
+
+// A grant is one key of a lock and the etcd lease it lives on, from the
+// moment it is queued: the watchdog keeps the etcd lease alive while the
+// key waits, and while its Lease holds.
+type grant struct {
+	lk    *locker
+	id    clientv3.LeaseID
+	key   string
+	rev   int64 // the key's create revision: its place in the queue, and the fence
+	token string
+	span  time.Duration // how long a confirmation is good for
+	entry renewal.Entry
+
+	mu         sync.Mutex
+	confirmed  time.Time // the Until the last confirmation of the etcd lease gives
+	fixedEnd   time.Time // a fixed lease's end; zero when renewed
+	held       *Lease    // nil while waiting
+	stopWait   context.CancelCauseFunc
+	lostWaiter error // why the etcd lease or key was found gone while waiting
+}
+
+// period returns how often the watchdog confirms the grant.
+func (g *grant) period() time.Duration { return max(g.span/3, time.Millisecond) }
+
+// attempt returns the context of one request of the grant's waits,
+// renewals and release: a third of the period, and at least 100ms. A member
+// that stopped answering (paused, cut off from the others) then holds up
+// one attempt, and the next goes to the next endpoint.
+func (g *grant) attempt(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(g.period()/3, 100*time.Millisecond))
+}
+
+// acquire is Lock (try false) and TryLock (try true) of every kind.
+func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dlock.Lease, error) {
+	if err := lk.check(ctx); err != nil {
+		return nil, err
+	}
+	g, rs, err := lk.enqueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := g.judge(rs)
+	if err == nil && !v.held {
+		if try {
+			err = g.busy(rs)
+		} else {
+			a.Waiting()
+			err = g.wait(ctx)
+		}
+	}
+	if err != nil {
+		g.abandon(ctx)
+		return nil, err
+	}
+	return g.grantLease(ctx)
+}
+
+// check refuses an attempt that cannot be made: a closed client, a bad
+// name or option, re-entry, a done ctx.
+func (lk *locker) check(ctx context.Context) error {
+	if lk.c.reg.Closed() {
+		return ErrClosed
+	}
+	if lk.name == "" {
+		return errors.New("etcdlock: empty lock name")
+	}
+	if err := lk.cfg.check(); err != nil {
+		return err
+	}
+	if lk.kind == kindPermit && lk.n < 1 {
+		return fmt.Errorf("etcdlock: semaphore %q: NewSemaphore(n = %d): n must be at least 1", lk.name, lk.n)
+	}
+	if lk.kind != kindPermit {
+		if h, ok := lk.c.reg.Held(ctx).(*Lease); ok && h.Key() == lk.name {
+			if lk.kind == kindWrite && h.g.lk.kind == kindRead {
+				return ErrUpgrade
+			}
+			return ErrNotReentrant
+		}
+	}
+	if ctx.Err() != nil {
+		return dlock.NotObtained(context.Cause(ctx))
+	}
+	return nil
+}
+
+// enqueue grants an etcd lease and puts the grant's key on it, in one
+// transaction with the reads that say whether it holds at once, which it
+// returns. Each request is an attempt (see retry).
+func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error) {
+	cli := lk.c.cli
+	secs := max(int64(math.Ceil(lk.cfg.ttl.Seconds())), 1)
+	var start time.Time
+	var gr *clientv3.LeaseGrantResponse
+	err := lk.retry(ctx, func(actx context.Context) (err error) {
+		start = time.Now()
+		gr, err = cli.Grant(actx, secs)
+		return err
+	})
+	if err != nil {
+		return nil, nil, failed(ctx, "granting an etcd lease for", lk.name, err)
+	}
+	g := &grant{lk: lk, id: gr.ID, key: keyFor(lk.name, lk.kind, lk.n, gr.ID), token: lease.NewToken(ctx)}
+	g.span = min(lk.cfg.ttl, time.Duration(gr.TTL)*time.Second)
+	g.confirmed = lease.Validity(start, g.span)
+	g.entry.Value = g
+	lk.c.sched.Add(&g.entry, g.period())
+
+	// A put whose answer was lost is found again by the Else branch.
+	ops := append([]clientv3.Op{clientv3.OpPut(g.key, g.token, clientv3.WithLease(g.id))}, lk.probe(0)...)
+	var resp *clientv3.TxnResponse
+	err = lk.retry(ctx, func(actx context.Context) (err error) {
+		start = time.Now()
+		resp, err = cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", 0)).
+			Then(ops...).Else(clientv3.OpGet(g.key)).Commit()
+		return err
+	})
+	if err != nil {
+		g.abandon(ctx)
+		return nil, nil, failed(ctx, "queueing for", lk.name, err)
+	}
+	g.mu.Lock()
+	g.fixedEnd = lease.Validity(start, lk.cfg.ttl)
+	g.mu.Unlock()
+	if resp.Succeeded {
+		g.rev = resp.Header.Revision
+		return g, resp.Responses[1:], nil
+	}
+	// Created by an attempt whose answer was lost: ask again, knowing its
+	// revision.
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 || string(kvs[0].Value) != g.token {
+		g.abandon(ctx)
+		return nil, nil, fmt.Errorf("etcdlock: queueing for %q: key %s is not this attempt's", lk.name, g.key)
+	}
+	g.rev = kvs[0].CreateRevision
+	err = lk.retry(ctx, func(actx context.Context) (err error) {
+		resp, err = cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Then(lk.probe(g.rev)...).Commit()
+		return err
+	})
+	if err == nil && !resp.Succeeded {
+		err = ErrLeaseNotFound
+	}
+	if err != nil {
+		g.abandon(ctx)
+		return nil, nil, failed(ctx, "queueing for", lk.name, err)
+	}
+	return g, resp.Responses, nil
+}
+
+// retry runs f, each time with a context of its own for one attempt (an
+// etcd lease time's ninth, at least 100ms), until it succeeds, fails with
+// an error that is not transient, ctx is done, or the retry strategy gives
+// up. A member that stopped answering (paused, cut off from the others)
+// holds up one attempt, and the next goes to the next endpoint.
+func (lk *locker) retry(ctx context.Context, f func(context.Context) error) error {
+	for failures := 1; ; failures++ {
+		actx, cancel := context.WithTimeout(ctx, max(lk.cfg.ttl/9, 100*time.Millisecond))
+		err := f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !transient(err) {
+			return err
+		}
+		d, ok := lk.cfg.retry.Backoff(failures)
+		if !ok {
+			return dlock.NotObtained(fmt.Errorf("the retry strategy gave up: %w", err))
+		}
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// probe returns the reads that tell whether the key created at rev holds
+// the lock, and if not what to wait for; rev 0 means the key was created in
+// the same transaction, so that every other key is older. The first read
+// is always the oldest key, whose kind the caller checks.
+func (lk *locker) probe(rev int64) []clientv3.Op {
+	p := prefix(lk.name)
+	ops := []clientv3.Op{clientv3.OpGet(p, clientv3.WithFirstCreate()...)}
+	last := func(from, to string) clientv3.Op {
+		opts := []clientv3.OpOption{clientv3.WithRange(to), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithMaxCreateRev(rev-1))
+		}
+		return clientv3.OpGet(from, opts...)
+	}
+	switch lk.kind {
+	case kindMutex, kindWrite:
+		if rev > 0 { // the key just ahead; at rev 0 the oldest decides
+			ops = append(ops, last(p, clientv3.GetPrefixRangeEnd(p)))
+		}
+	case kindRead: // the last key ahead that is not a reader's
+		r := notRead(lk.name)
+		ops = append(ops, last(r[0][0], r[0][1]), last(r[1][0], r[1][1]))
+	case kindPermit: // how many keys, this one included, are not behind it
+		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithMaxCreateRev(rev))
+		}
+		ops = append(ops, clientv3.OpGet(p, opts...))
+	}
+	return ops
+}
+
+// A verdict is what a probe found: the key holds, or it waits for the
+// deletion of key (of any key under the prefix, if prefix).
+type verdict struct {
+	held   bool
+	key    string
+	prefix bool
+}
+
+// judge reads the answers of probe (after the put, if first).
+func (g *grant) judge(rs []*pb.ResponseOp) (verdict, error) {
+	lk := g.lk
+	oldest := rs[0].GetResponseRange().Kvs
+	if len(oldest) > 0 {
+		k, n := parseKey(lk.name, string(oldest[0].Key))
+		if k == kindOther {
+			return verdict{}, fmt.Errorf("etcdlock: %q: key %s is not one an etcdlock lock or a concurrency.Mutex writes; %w",
+				lk.name, oldest[0].Key, ErrKindMismatch)
+		}
+		if lk.kind == kindPermit && k == kindPermit && n != lk.n {
+			return verdict{}, fmt.Errorf("etcdlock: semaphore %q has %d permits; this one asks for %d", lk.name, n, lk.n)
+		}
+	}
+	switch lk.kind {
+	case kindMutex, kindWrite:
+		if len(rs) == 1 { // the first probe: the oldest key holds
+			if len(oldest) == 0 || oldest[0].CreateRevision == g.rev {
+				return verdict{held: true}, nil
+			}
+			return verdict{}, nil // the caller probes again for the key just ahead
+		}
+		ahead := rs[1].GetResponseRange().Kvs
+		if len(ahead) == 0 {
+			return verdict{held: true}, nil
+		}
+		return verdict{key: string(ahead[0].Key)}, nil
+	case kindRead:
+		var ahead *mvccpb.KeyValue
+		for _, r := range rs[1:] {
+			if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 && (ahead == nil || kvs[0].CreateRevision > ahead.CreateRevision) {
+				ahead = kvs[0]
+			}
+		}
+		if ahead == nil {
+			return verdict{held: true}, nil
+		}
+		return verdict{key: string(ahead.Key)}, nil
+	default: // kindPermit
+		count := rs[1].GetResponseRange().Count
+		if k, _ := parseKey(lk.name, string(oldest[0].Key)); k == kindPermit && count <= int64(lk.n) {
+			return verdict{held: true}, nil
+		}
+		return verdict{key: prefix(lk.name), prefix: true}, nil
+	}
+}
+
+// busy is TryLock's error when the key does not hold at once: it matches
+// dlock.ErrNotObtained, and dlock.ErrKindMismatch when the holder is
+// another kind of lock.
+func (g *grant) busy(rs []*pb.ResponseOp) error {
+	oldest := rs[0].GetResponseRange().Kvs
+	if len(oldest) > 0 {
+		k, _ := parseKey(g.lk.name, string(oldest[0].Key))
+		if k.lockKind() != g.lk.kind.lockKind() {
+			return fmt.Errorf("%w: %q is held by a %s, not a %s: %w", dlock.ErrNotObtained, g.lk.name, k.lockKind(), g.lk.kind.lockKind(), ErrKindMismatch)
+		}
+	}
+	return dlock.ErrNotObtained
+}
+
+// wait waits until the grant's key holds the lock: it asks which key it
+// waits for (and that its own key is still there), and watches that key
+// until it is deleted, again and again.
+func (g *grant) wait(ctx context.Context) error {
+	lk := g.lk
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(lk.c.ctx, func() { cancel(ErrClosed) })
+	defer stop()
+	g.mu.Lock()
+	if g.lostWaiter != nil {
+		cancel(g.lostWaiter)
+	}
+	g.stopWait = cancel
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.stopWait = nil
+		g.mu.Unlock()
+	}()
+
+	failures := 0
+	retry := func(err error) error {
+		if wctx.Err() != nil {
+			return dlock.NotObtained(context.Cause(wctx))
+		}
+		failures++
+		d, ok := lk.cfg.retry.Backoff(failures)
+		if !ok {
+			return dlock.NotObtained(fmt.Errorf("etcdlock: waiting for %q, the retry strategy gave up: %w", lk.name, err))
+		}
+		select {
+		case <-time.After(d):
+			return nil
+		case <-wctx.Done():
+			return dlock.NotObtained(context.Cause(wctx))
+		}
+	}
+	for {
+		start := time.Now()
+		actx, cancel := g.attempt(wctx)
+		resp, err := lk.c.cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Then(lk.probe(g.rev)...).Commit()
+		cancel()
+		if err != nil {
+			if err := retry(err); err != nil {
+				return err
+			}
+			continue
+		}
+		if !resp.Succeeded {
+			return fmt.Errorf("etcdlock: waiting for %q: the waiter's key %s is gone: %w", lk.name, g.key, ErrLeaseNotFound)
+		}
+		v, err := g.judge(resp.Responses)
+		if err != nil {
+			return err
+		}
+		if v.held {
+			g.mu.Lock()
+			g.fixedEnd = lease.Validity(start, lk.cfg.ttl)
+			g.mu.Unlock()
+			return nil
+		}
+		if err := g.waitDelete(wctx, v, resp.Header.Revision+1); err != nil {
+			if err := retry(err); err != nil {
+				return err
+			}
+			continue
+		}
+		failures = 0
+	}
+}
+
+// waitDelete watches v's key, from revision rev on, until it is deleted,
+// or for one lease time at most: a watch on a member that stopped
+// answering (paused, cut off from the others) may never deliver, and the
+// caller asks again.
+func (g *grant) waitDelete(ctx context.Context, v verdict, rev int64) error {
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRev(rev), clientv3.WithFilterPut()}
+	if v.prefix {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	poll := time.NewTimer(g.span)
+	defer poll.Stop()
+	wch := g.lk.c.cli.Watch(ctx, v.key, opts...)
+	for {
+		select {
+		case <-poll.C:
+			return nil
+		case wr, ok := <-wch:
+			if !ok {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return errors.New("etcdlock: watch closed")
+			}
+			if err := wr.Err(); err != nil {
+				return err
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// abandon gives up a grant that will not hold: it stops its renewal and
+// revokes its etcd lease, which deletes its key. It waits for the revoke
+// (at most five seconds, whatever ctx says), so that the next attempt does
+// not find the key; one that fails is tried again in the background.
+func (g *grant) abandon(ctx context.Context) {
+	c := g.lk.c
+	c.sched.Remove(&g.entry)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	if _, err := c.cli.Revoke(rctx, g.id); err != nil && !leaseNotFound(err) {
+		c.revokeLater(g.id)
+	}
+}
+
+// grantLease makes the Lease of a grant whose key holds the lock.
+func (g *grant) grantLease(ctx context.Context) (dlock.Lease, error) {
+	lk := g.lk
+	l := &Lease{g: g}
+	g.mu.Lock()
+	until := g.confirmed
+	if !lk.cfg.renew { // the end is fixed from now on, but by Refresh
+		g.fixedEnd = minTime(g.fixedEnd, until)
+		until = g.fixedEnd
+	} else {
+		g.fixedEnd = time.Time{}
+	}
+	l.State = lease.New(ctx, lk.ev, lk.name, g.token, uint64(g.rev), until, l.onEnd)
+	if lk.cfg.maxHold > 0 {
+		l.CapHold(time.Now().Add(lk.cfg.maxHold))
+	}
+	g.held = l
+	g.mu.Unlock()
+	if !lk.c.reg.Add(l) {
+		l.End(dlock.Lost(ErrClosed))
+		return nil, ErrClosed
+	}
+	return l, nil
+}
+
+// confirm is the watchdog's work for one grant: it keeps the etcd lease
+// alive and checks that the key is still there, and returns when to do so
+// again (zero: never). Attempts (see attempt) go on until one gets through
+// or the grant's Until has passed.
+func (g *grant) confirm(ctx context.Context) time.Time {
+	for {
+		g.mu.Lock()
+		l, until := g.held, g.confirmed
+		g.mu.Unlock()
+		if l != nil && (l.Releasing() || l.Err() != nil) {
+			return time.Now().Add(g.period())
+		}
+		start := time.Now()
+		rctx, cancel := g.attempt(ctx)
+		next, err := g.check(rctx, start)
+		cancel()
+		switch {
+		case err == nil:
+			g.extend(next)
+			return start.Add(g.period())
+		case errors.Is(err, ErrLeaseNotFound) || errors.Is(err, dlock.ErrTakenOver):
+			g.lose(err)
+			return time.Time{}
+		case l != nil:
+			l.RenewFailed(err)
+		}
+		if ctx.Err() != nil || time.Now().After(until) {
+			return time.Now().Add(g.period())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// check renews the etcd lease, by a request sent at start, and checks that
+// the key is still there. It returns the Until the renewal gives, or an
+// error matching ErrLeaseNotFound or dlock.ErrTakenOver when the lease or
+// the key is gone.
+func (g *grant) check(ctx context.Context, start time.Time) (time.Time, error) {
+	cli := g.lk.c.cli
+	ka, err := cli.KeepAliveOnce(ctx, g.id)
+	if leaseNotFound(err) || (err == nil && ka.TTL <= 0) {
+		return time.Time{}, ErrLeaseNotFound
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("etcdlock: renewing %q: %w", g.lk.name, err)
+	}
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Commit()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("etcdlock: checking %q: %w", g.lk.name, err)
+	}
+	if !resp.Succeeded {
+		return time.Time{}, fmt.Errorf("%w: key %s deleted", dlock.ErrTakenOver, g.key)
+	}
+	return lease.Validity(start, min(g.lk.cfg.ttl, time.Duration(ka.TTL)*time.Second)), nil
+}
+
+// extend records a confirmation good until until, and moves the Lease's
+// Until to it (no further than a fixed lease's end).
+func (g *grant) extend(until time.Time) {
+	g.mu.Lock()
+	if until.After(g.confirmed) {
+		g.confirmed = until
+	}
+	l := g.held
+	if !g.fixedEnd.IsZero() {
+		until = minTime(until, g.fixedEnd)
+	}
+	g.mu.Unlock()
+	if l != nil {
+		l.Extend(until)
+	}
+}
+
+// lose ends the grant, whose etcd lease or key is gone: its Lease with
+// dlock.ErrLost wrapping cause, or its wait.
+func (g *grant) lose(cause error) {
+	g.mu.Lock()
+	l := g.held
+	if l == nil {
+		g.lostWaiter = cause
+		if g.stopWait != nil {
+			g.stopWait(cause)
+		}
+	}
+	g.mu.Unlock()
+	if l != nil {
+		l.Lose(dlock.Lost(cause))
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,135 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A listing is the keys of one lock, oldest first, split into those that
+// hold it and those that wait.
+type listing struct {
+	kind    dlock.Kind
+	permits int
+	holders []*mvccpb.KeyValue
+	waiters int
+	detail  string // what was found, for dlock.KindUnknown
+}
+
+// list reads every key of the lock called name, in one request, and
+// decides who holds it by the rules the locks themselves use.
+func (c *Client) list(ctx context.Context, name string) (listing, error) {
+	if name == "" {
+		return listing{}, errors.New("etcdlock: empty lock name")
+	}
+	resp, err := c.cli.Get(ctx, prefix(name), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return listing{}, fmt.Errorf("etcdlock: listing %q: %w", name, err)
+	}
+	kvs := resp.Kvs
+	if len(kvs) == 0 {
+		return listing{kind: dlock.KindFree}, nil
+	}
+	for _, kv := range kvs {
+		if k, _ := parseKey(name, string(kv.Key)); k == kindOther {
+			return listing{kind: dlock.KindUnknown, detail: fmt.Sprintf("key %s is not one an etcdlock lock or a concurrency.Mutex writes (%d keys under %s)", kv.Key, len(kvs), prefix(name))}, nil
+		}
+	}
+	first, n := parseKey(name, string(kvs[0].Key))
+	l := listing{kind: first.lockKind()}
+	switch first {
+	case kindRead:
+		i := 0
+		for i < len(kvs) {
+			if k, _ := parseKey(name, string(kvs[i].Key)); k != kindRead {
+				break
+			}
+			i++
+		}
+		l.holders = kvs[:i]
+	case kindPermit:
+		l.permits = n
+		l.holders = kvs[:min(n, len(kvs))]
+	default:
+		l.holders = kvs[:1]
+	}
+	l.waiters = len(kvs) - len(l.holders)
+	return l, nil
+}
+
+// Inspect reports which kind of lock uses name, which keys hold it and how
+// many wait, deciding who holds by the rules the locks themselves use. It
+// takes one listing of the name's keys and one TimeToLive of each holder's
+// etcd lease. Info.TTL is the longest time left on a holder's etcd lease
+// (whole seconds, as etcd counts them), Info.Fence the highest holder's
+// fence (its key's create revision), and each Holder's Where names its key
+// and etcd lease. A holder that is a concurrency.Mutex has Owner "" (it
+// writes no token). Inspect writes nothing.
+func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
+	l, err := c.list(ctx, name)
+	if err != nil {
+		return dlock.Info{}, err
+	}
+	info := dlock.Info{Name: name, Kind: l.kind, Waiters: l.waiters, PermitLimit: l.permits, Detail: l.detail}
+	for _, kv := range l.holders {
+		k, _ := parseKey(name, string(kv.Key))
+		info.Holders = append(info.Holders, dlock.Holder{
+			Owner: string(kv.Value),
+			Label: lease.Label(string(kv.Value)),
+			Mode:  k.mode(),
+			Holds: 1,
+			Fence: uint64(kv.CreateRevision),
+			Where: fmt.Sprintf("key %s on etcd lease %x", kv.Key, kv.Lease),
+		})
+		info.Fence = max(info.Fence, uint64(kv.CreateRevision))
+		if kv.Lease == 0 {
+			continue
+		}
+		ttl, err := c.cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+		if err != nil {
+			return dlock.Info{}, fmt.Errorf("etcdlock: inspecting %q: lease %x: %w", name, kv.Lease, err)
+		}
+		info.TTL = max(info.TTL, time.Duration(ttl.TTL)*time.Second)
+	}
+	return info, nil
+}
+
+// ForceUnlock is an operator's override: it deletes every key that holds
+// the lock called name (a mutex's holder, an RWMutex's readers or writer,
+// a semaphore's leases), decided by the rules Inspect reports, and reports
+// whether it deleted any. Each deletion is made only if the key is still
+// the one listed, so a key that came to hold after the listing is left
+// alone. The waiters behind the deleted keys are woken by their watches
+// and take the lock in queue order. On a name of Kind dlock.KindUnknown it
+// deletes nothing and returns an error saying why.
+//
+// The holders are not told at once. Each finds its key gone at its next
+// renewal, which comes every third of its lease time, and its lease then
+// ends with an error matching both dlock.ErrLost and dlock.ErrTakenOver.
+// Until then the old holder and the new one may both believe they hold the
+// lock: only their fences tell them apart.
+func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
+	l, err := c.list(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	if l.kind == dlock.KindUnknown {
+		return false, fmt.Errorf("etcdlock: ForceUnlock %q: %s", name, l.detail)
+	}
+	deleted := false
+	for _, kv := range l.holders {
+		resp, err := c.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(string(kv.Key)), "=", kv.CreateRevision)).
+			Then(clientv3.OpDelete(string(kv.Key))).Commit()
+		if err != nil {
+			return deleted, fmt.Errorf("etcdlock: ForceUnlock %q: deleting %s: %w", name, kv.Key, err)
+		}
+		deleted = deleted || resp.Succeeded
+	}
+	return deleted, nil
+}

@@ -1,0 +1,130 @@
+package etcdlock
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dlock-go/dlock"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A kind is what one key of a lock is: a Mutex's key, an RWMutex reader's
+// or writer's, or a Semaphore permit's.
+type kind uint8
+
+const (
+	kindMutex kind = iota + 1
+	kindRead
+	kindWrite
+	kindPermit
+	kindOther // under the prefix, but not a key a lock writes
+)
+
+// Every key of the lock called name lives under prefix(name), name + "/".
+// The rest of the key says what it is, the etcd lease's ID in hex last:
+//
+//	name/<lease>               Mutex (the layout of concurrency.Mutex)
+//	name/read/<lease>          RWMutex reader
+//	name/write/<lease>         RWMutex writer
+//	name/permits-<n>/<lease>   Semaphore of n permits
+//
+// Its value is the holder's owner token ("" for a concurrency.Mutex).
+func prefix(name string) string { return name + "/" }
+
+// keyFor returns the key of the lock called name, of kind k (with n
+// permits for a Semaphore), held by the etcd lease id.
+func keyFor(name string, k kind, n int, id clientv3.LeaseID) string {
+	hex := fmt.Sprintf("%x", int64(id))
+	switch k {
+	case kindRead:
+		return prefix(name) + "read/" + hex
+	case kindWrite:
+		return prefix(name) + "write/" + hex
+	case kindPermit:
+		return prefix(name) + "permits-" + strconv.Itoa(n) + "/" + hex
+	}
+	return prefix(name) + hex
+}
+
+// parseKey tells what key, under the prefix of the lock called name, is;
+// n is a permit key's number of permits.
+func parseKey(name, key string) (k kind, n int) {
+	rest, ok := strings.CutPrefix(key, prefix(name))
+	if !ok {
+		return kindOther, 0
+	}
+	dir, id, ok := strings.Cut(rest, "/")
+	if !ok {
+		id, dir = rest, ""
+	}
+	if _, err := strconv.ParseUint(id, 16, 64); err != nil || strings.Contains(id, "/") {
+		return kindOther, 0
+	}
+	switch {
+	case dir == "":
+		return kindMutex, 0
+	case dir == "read":
+		return kindRead, 0
+	case dir == "write":
+		return kindWrite, 0
+	case strings.HasPrefix(dir, "permits-"):
+		n, err := strconv.Atoi(strings.TrimPrefix(dir, "permits-"))
+		if err == nil && n > 0 {
+			return kindPermit, n
+		}
+	}
+	return kindOther, 0
+}
+
+// lockKind is the dlock.Kind of a lock whose first key is of kind k.
+func (k kind) lockKind() dlock.Kind {
+	switch k {
+	case kindMutex:
+		return dlock.KindMutex
+	case kindRead, kindWrite:
+		return dlock.KindRWMutex
+	case kindPermit:
+		return dlock.KindSemaphore
+	}
+	return dlock.KindUnknown
+}
+
+// String names the kind as the lock's events do.
+func (k kind) String() string {
+	switch k {
+	case kindMutex:
+		return "Mutex"
+	case kindRead:
+		return "RWMutex.read"
+	case kindWrite:
+		return "RWMutex.write"
+	case kindPermit:
+		return "Semaphore"
+	}
+	return "unknown"
+}
+
+// mode is the dlock.Holder mode of a key of kind k.
+func (k kind) mode() string {
+	switch k {
+	case kindRead:
+		return dlock.ModeRead
+	case kindWrite:
+		return dlock.ModeWrite
+	case kindPermit:
+		return dlock.ModePermit
+	}
+	return dlock.ModeExclusive
+}
+
+// notRead returns the ranges of the lock's keys that are not readers' keys:
+// [prefix, prefix+"read/") and [prefix+"read0", end of prefix). A reader
+// waits for the last key of these created before its own.
+func notRead(name string) [2][2]string {
+	p := prefix(name)
+	return [2][2]string{
+		{p, p + "read/"},
+		{p + "read0", clientv3.GetPrefixRangeEnd(p)}, // '0' follows '/'
+	}
+}

@@ -1,0 +1,139 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A Lease is one hold on an etcd lock. It implements dlock.Lease; Lock and
+// TryLock return it as one. Its Key is the lock's name; its Fence is the
+// create revision of its etcd key.
+type Lease struct {
+	*lease.State
+	g *grant
+}
+
+var _ dlock.Lease = (*Lease)(nil)
+
+// EtcdKey returns the etcd key that holds the lock, such as
+// "locks/report/694d9ab3c8f1e20b".
+func (h *Lease) EtcdKey() string { return h.g.key }
+
+// LeaseID returns the etcd lease the key lives on, which the lease alone
+// uses.
+func (h *Lease) LeaseID() clientv3.LeaseID { return h.g.id }
+
+// IsOwner returns the comparison that holds in an etcd transaction only
+// while this lease's key is still there: put it in the If of a
+// transaction on the same cluster to make a write that is refused once the
+// lock is lost, as concurrency.Mutex.IsOwner does.
+func (h *Lease) IsOwner() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(h.g.key), "=", h.g.rev)
+}
+
+// Refresh renews the etcd lease now and checks that the key is still
+// there, extending the lease from now: to a full TTL for a fixed lease. It
+// returns an error matching dlock.ErrLost (and ErrLeaseNotFound or
+// dlock.ErrTakenOver) if the lease had been lost, and dlock.ErrReleased if
+// it had been released.
+func (h *Lease) Refresh(ctx context.Context) error {
+	if ended, err := h.Ended(false); ended {
+		return err
+	}
+	g := h.g
+	start := time.Now()
+	until, err := g.check(ctx, start)
+	switch {
+	case errors.Is(err, ErrLeaseNotFound) || errors.Is(err, dlock.ErrTakenOver):
+		h.Lose(dlock.Lost(err))
+		_, err := h.Ended(false)
+		return err
+	case err != nil:
+		h.RenewFailed(err)
+		return err
+	}
+	g.mu.Lock()
+	if !g.fixedEnd.IsZero() {
+		g.fixedEnd = lease.Validity(start, g.lk.cfg.ttl)
+	}
+	g.mu.Unlock()
+	g.extend(until)
+	if ended, err := h.Ended(false); ended {
+		return err
+	}
+	return nil
+}
+
+// Release deletes the lease's key, if it is still the lease's, which wakes
+// the next waiter, and then revokes the etcd lease. It is idempotent. It
+// returns an error matching dlock.ErrNotHeld and dlock.ErrLost if the
+// lease had already been lost: its key was gone (deleted, or its etcd lease
+// expired). A delete that gets no answer in time (a member that stopped
+// answering) is followed by revokes, through the next endpoints, until one
+// answers or ctx is done: a revoke that succeeds releases the lease. If no
+// request gets through, the lease ends as lost and the revoke is tried
+// again in the background.
+func (h *Lease) Release(ctx context.Context) error {
+	if ended, err := h.BeginRelease(); ended {
+		return err
+	}
+	g := h.g
+	cli := g.lk.c.cli
+	actx, cancel := g.attempt(ctx)
+	resp, err := cli.Txn(actx).If(h.IsOwner()).Then(clientv3.OpDelete(g.key)).Commit()
+	cancel()
+	if err == nil && !resp.Succeeded {
+		h.End(dlock.Lost(fmt.Errorf("%w: key %s deleted", dlock.ErrTakenOver, g.key)))
+		return lease.NotHeld(h.Err())
+	}
+	if err == nil {
+		err = h.Released()
+		if _, rerr := cli.Revoke(ctx, g.id); rerr != nil && !leaseNotFound(rerr) {
+			g.lk.c.revokeLater(g.id)
+		}
+		return err
+	}
+	for ctx.Err() == nil {
+		actx, cancel := g.attempt(ctx)
+		_, err = cli.Revoke(actx, g.id)
+		cancel()
+		switch {
+		case err == nil:
+			return h.Released()
+		case leaseNotFound(err):
+			h.End(dlock.Lost(ErrLeaseNotFound))
+			return lease.NotHeld(h.Err())
+		}
+	}
+	err = fmt.Errorf("etcdlock: releasing %q: %w", h.Key(), err)
+	h.End(dlock.Lost(err))
+	return err
+}
+
+// onEnd runs once the lease has ended: it stops the watchdog and, when the
+// holder's own deadline ended the lease (a fixed lease's end, WithMaxHold)
+// or the server said it is gone, revokes the etcd lease so that the next
+// waiter need not wait for it to expire. A renewed lease that reached its
+// Until because no renewal got through is left to expire on the server: it
+// does so no earlier than Until, so a holder that missed Done (or is still
+// finishing its critical section) keeps the margin it has on every other
+// backend, rather than the next holder being let in the moment the cluster
+// answers again.
+func (h *Lease) onEnd() {
+	c := h.g.lk.c
+	c.reg.Remove(h)
+	c.sched.Remove(&h.g.entry)
+	err := h.Err()
+	switch {
+	case errors.Is(err, dlock.ErrReleased):
+	case errors.Is(err, dlock.ErrExpired) && h.g.lk.cfg.renew && !h.MaxHoldReached():
+	default:
+		c.revokeLater(h.g.id)
+	}
+}

@@ -1,0 +1,116 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/etcdlock"
+	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// EnvEtcd is read when no backend flag is given.
+const EnvEtcd = "DLOCK_ETCD" // host:port[,host:port...]
+
+// EtcdRoot is the key prefix under which a lock name that does not start
+// with '/' lives in etcd: the name "nightly" is the prefix dlock/nightly,
+// whose keys are dlock/nightly/<lease>.
+const EtcdRoot = "dlock/"
+
+// EtcdName is the etcdlock name (the key prefix, without its trailing
+// slash) of the lock called name: a name that starts with '/' as it is,
+// any other under EtcdRoot.
+func EtcdName(name string) string {
+	if strings.HasPrefix(name, "/") {
+		return name
+	}
+	return EtcdRoot + name
+}
+
+// parseEtcd checks a comma-separated list of etcd endpoints, host:port.
+func parseEtcd(list string) ([]string, error) {
+	var endpoints []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, cmdutil.Usagef("--etcd %q has an empty endpoint; want host:port[,host:port...]", list)
+		}
+		if strings.Contains(s, "://") {
+			return nil, cmdutil.Usagef("--etcd endpoint %q: give host:port, without a scheme (the TLS flags turn TLS on)", s)
+		}
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return nil, cmdutil.Usagef("--etcd endpoint %q is not host:port (etcd's client port is usually 2379)", s)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("--etcd endpoint %q: port %q is not a number from 1 to 65535", s, port)
+		}
+		endpoints = append(endpoints, s)
+	}
+	return endpoints, nil
+}
+
+// checkEtcdName checks what makes a poor etcd key prefix.
+func checkEtcdName(name string) error {
+	q := cmdutil.Quote(name)
+	switch {
+	case name == "/":
+		return cmdutil.Usagef("the root / cannot be a lock; give a name such as nightly-report or a prefix such as /locks/nightly")
+	case strings.HasSuffix(name, "/"):
+		return cmdutil.Usagef("lock name %s ends with a slash; etcdlock adds the slash itself", q)
+	case len(EtcdName(name)) > MaxEtcdName:
+		return cmdutil.Usagef("lock name %s is too long: etcd lock names are at most %d bytes", q, MaxEtcdName)
+	}
+	return nil
+}
+
+// MaxEtcdName is the longest etcd lock name dlock accepts, in bytes: far
+// below etcd's request limit (1.5 MiB by default), and enough for any key.
+const MaxEtcdName = 4096
+
+// connectEtcd makes an etcd client of the endpoints and checks that the
+// cluster answers.
+func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   t.spec.Etcd,
+		DialTimeout: AnswerTimeout,
+		TLS:         t.spec.EtcdTLS,
+		Logger:      zap.NewNop(),
+		Context:     ctx,
+	})
+	if err != nil {
+		return err
+	}
+	t.closers = append(t.closers, func() { cli.Close() })
+	cctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	// A read of one key needs a leader that answers, as every lock does.
+	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), EtcdRoot, clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("etcd %s does not answer: %w", strings.Join(t.spec.Etcd, ","), err)
+	}
+	c := etcdlock.New(cli, etcdlock.WithObserver(obs))
+	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
+	t.etcd = c
+	return nil
+}
+
+// etcdLocker returns the etcd lock called name of the kind o asks for.
+func (t *Target) etcdLocker(name string, o LockOptions) (dlock.Locker, bool) {
+	n, opts := EtcdName(name), []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
+	switch o.Kind {
+	case KindMutex, KindFair: // an etcd mutex is a queue by revision: always fair
+		return t.etcd.NewMutex(n, opts...), true
+	case KindRead:
+		return t.etcd.NewRWMutex(n, opts...).Reader(), true
+	case KindWrite:
+		return t.etcd.NewRWMutex(n, opts...).Writer(), true
+	case KindSemaphore:
+		return t.etcd.NewSemaphore(n, o.Permits, opts...), true
+	}
+	return nil, false
+}
