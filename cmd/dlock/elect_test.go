@@ -28,6 +28,7 @@ func TestIntegrationElect(t *testing.T) {
 		{"ZooKeeper", zkDeployment},
 		{"PostgreSQL", func(t testing.TB) deployment { return pgDeployment(t, false) }},
 		{"MySQL", func(t testing.TB) deployment { return mysqlDeployment(t, false) }},
+		{"etcd", etcdDeployment},
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/mysqllock"
 	"github.com/dlock-go/dlock/pglock"
@@ -30,6 +31,8 @@ func (t *Target) Election(name string, ttl time.Duration) (dlock.Election, error
 			return nil, cmdutil.Usagef("--session is not available for elections; a MySQL election uses a lease-mode mutex")
 		}
 		return t.my.NewElection(name, mysqllock.WithTTL(ttl)), nil
+	case t.etcd != nil:
+		return t.etcd.NewElection(EtcdName(name), etcdlock.WithTTL(ttl)), nil
 	case t.zk != nil:
 		return t.zk.NewElection(ZKPath(name), zklock.WithTTL(ttl)), nil
 	}
