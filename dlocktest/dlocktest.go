@@ -4,7 +4,7 @@
 // Inspect naming the holder and its label, and fences that strictly
 // increase across holders, even across a server
 // restart that lost its data. RunObserver checks the events a backend
-// reports to a dlock.Observer.
+// reports to a dlock.Observer, and RunElection a backend's dlock.Election.
 //
 // A third-party backend can run it too:
 //

@@ -80,8 +80,8 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	for _, kv := range l.holders {
 		k, _ := parseKey(name, string(kv.Key))
 		info.Holders = append(info.Holders, dlock.Holder{
-			Owner: string(kv.Value),
-			Label: lease.Label(string(kv.Value)),
+			Owner: ownerOf(kv.Value),
+			Label: lease.Label(ownerOf(kv.Value)),
 			Mode:  k.mode(),
 			Holds: 1,
 			Fence: uint64(kv.CreateRevision),

@@ -125,6 +125,19 @@ func ExampleSchemaSQL() {
 	//     expires_at timestamptz NOT NULL  -- on the database's clock
 	// );
 	//
+	// -- The record of an election's leader (Client.NewElection): its term, token
+	// -- and value, valid while the token holds the row. Added after the table's
+	// -- first version: Migrate again to use elections. Only when it is missing:
+	// -- ALTER TABLE locks the table against every lock call, even to do nothing.
+	// DO $$
+	// BEGIN
+	//     IF NOT EXISTS (SELECT FROM pg_attribute
+	//                    WHERE attrelid = '"dlock_leases"'::regclass AND attname = 'leader' AND NOT attisdropped) THEN
+	//         ALTER TABLE "dlock_leases" ADD COLUMN leader text;
+	//     END IF;
+	// END
+	// $$;
+	//
 	// -- A grant's fence is at least the next value of this sequence, the
 	// -- row's last fence plus one and the database's clock in microseconds
 	// -- (acquire.sql).

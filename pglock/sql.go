@@ -20,6 +20,7 @@ type statements struct {
 	sessionAcquire, sessionRefresh, sessionRelease string
 	fence                                          string
 	inspect, forceUnlock, terminate                string
+	electPublish, electRead, electWithdraw         string
 }
 
 func newStatements(o objects) statements {
@@ -44,6 +45,9 @@ func newStatements(o objects) statements {
 		inspect:        load("inspect"),
 		forceUnlock:    load("force_unlock"),
 		terminate:      load("terminate"),
+		electPublish:   load("elect_publish"),
+		electRead:      load("elect_read"),
+		electWithdraw:  load("elect_withdraw"),
 	}
 }
 

@@ -213,6 +213,18 @@ func TestIntegrationSentinel(t *testing.T) {
 	}
 }
 
+func electionBackend(d *deployment, open opener) dlocktest.ElectionBackend {
+	return dlocktest.ElectionBackend{
+		NewElection: func(t testing.TB, name string, o dlocktest.Options) dlock.Election {
+			opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+			if o.NoRenewal {
+				opts = append(opts, redislock.WithoutRenewal())
+			}
+			return newClient(t, d, open).NewElection(name, opts...)
+		},
+	}
+}
+
 // inspect returns what c.Inspect reports for name, failing t on an error.
 func inspect(t testing.TB, c *redislock.Client, name string) dlock.Info {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/election"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/go-zookeeper/zk"
 )
@@ -190,7 +191,8 @@ func (s *Client) describeHolders(ctx context.Context, sn snapshot, last bool) (i
 		case err != nil:
 			return dlock.Info{}, false, failure("inspect", info.Name, "reading "+c.name, err)
 		}
-		h := dlock.Holder{Owner: string(n.data), Label: lease.Label(string(n.data)), Holds: 1, Fence: fenceOf(sn.parent.Ctime, c.seq),
+		owner := ownerOf(n.data)
+		h := dlock.Holder{Owner: owner, Label: lease.Label(owner), Holds: 1, Fence: fenceOf(sn.parent.Ctime, c.seq),
 			Where: fmt.Sprintf("node %s of session 0x%x", c.name, n.stat.EphemeralOwner)}
 		switch c.kind {
 		case kindLock:
@@ -330,4 +332,13 @@ func failure(call, path, doing string, err error) error {
 		return fmt.Errorf("zklock: %s %q: %s: %w (the node's ACL refuses this session; connect with WithDigestAuth as a user the ACL names)", call, path, doing, err)
 	}
 	return fmt.Errorf("zklock: %s %q: %s: %w", call, path, doing, err)
+}
+
+// ownerOf returns the owner token a node's data holds: the data itself,
+// or the token of the leader's record an election's leader wrote there.
+func ownerOf(data []byte) string {
+	if r, err := election.Parse(string(data)); err == nil {
+		return r.Token
+	}
+	return string(data)
 }

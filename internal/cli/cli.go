@@ -1,5 +1,5 @@
 // Package cli implements the dlock command. Main dispatches to one package
-// per subcommand (run, inspect, release, bench, demo); each parses its own
+// per subcommand (run, elect, inspect, release, bench, demo); each parses its own
 // flags, writes to injected streams and returns an exit code, so that tests
 // can drive it without a process.
 package cli
@@ -21,6 +21,8 @@ const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper, PostgreSQL
 
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
+  dlock elect [flags] NAME -- COMMAND [ARGS...] run COMMAND only while leading the election NAME
+  dlock elect --leader [flags] NAME             print the current leader of the election NAME
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
@@ -48,6 +50,7 @@ Run 'dlock help COMMAND' for a command's flags and exit codes.
 // commands maps each subcommand to its entry point.
 var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"run":        run.Main,
+	"elect":      run.ElectMain,
 	"inspect":    inspect.Main,
 	"release":    inspect.ReleaseMain,
 	"bench":      bench.Main,

@@ -19,11 +19,12 @@ import (
 func TestCompletionKnowsFlags(t *testing.T) {
 	var (
 		ro run.Options
+		eo run.ElectOptions
 		bo bench.Options
 		co chaos.Options
 		do demo.Options
 	)
-	for cmd, fs := range map[string]*flag.FlagSet{"run": run.FlagSet(&ro), "bench": bench.FlagSet(&bo),
+	for cmd, fs := range map[string]*flag.FlagSet{"run": run.FlagSet(&ro), "elect": run.ElectFlagSet(&eo), "bench": bench.FlagSet(&bo),
 		"chaos": chaos.FlagSet(&co), "demo": demo.FlagSet(&do)} {
 		offered := " " + completionFlags[cmd] + " "
 		fs.VisitAll(func(f *flag.Flag) {

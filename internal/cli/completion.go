@@ -10,6 +10,7 @@ import (
 // completionFlags lists each command's flags for the completion scripts.
 var completionFlags = map[string]string{
 	"run":     "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --ttl --wait --kind --permits --conflict-exit-code --grace --max-hold --once-per --leave-children --metrics-addr -v --help",
+	"elect":   "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --ttl --grace --value --again --leader -v --help",
 	"inspect": "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window -o --help",
 	"release": "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --force --yes --help",
 	"bench":   "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
@@ -18,7 +19,7 @@ var completionFlags = map[string]string{
 	"fence":   "--fence --file --postgres --redis --resource --table --help",
 }
 
-const completionCommands = "run inspect release fence bench chaos demo completion version help"
+const completionCommands = "run elect inspect release fence bench chaos demo completion version help"
 
 const bashCompletion = `# bash completion for dlock; load with: source <(dlock completion bash)
 _dlock() {
@@ -82,7 +83,7 @@ func completionMain(args []string, streams cmdutil.IO) int {
 	if len(args) != 1 {
 		return cmdutil.Fail(streams, cmdutil.Usagef("dlock completion: name one shell: bash, zsh or fish"), cmdutil.ExitUsage)
 	}
-	names := []string{"run", "inspect", "release", "fence", "bench", "chaos", "demo"}
+	names := []string{"run", "elect", "inspect", "release", "fence", "bench", "chaos", "demo"}
 	var cases strings.Builder
 	switch args[0] {
 	case "bash":

@@ -198,3 +198,10 @@ func asking(s *Script) string {
 	}
 	return "a " + kind + " cannot take the name: "
 }
+
+// The scripts of an election (see package election).
+var (
+	ElectPublish  = load("elect_publish.lua")
+	ElectRead     = load("elect_read.lua")
+	ElectWithdraw = load("elect_withdraw.lua")
+)

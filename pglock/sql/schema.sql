@@ -12,6 +12,19 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     expires_at timestamptz NOT NULL  -- on the database's clock
 );
 
+-- The record of an election's leader (Client.NewElection): its term, token
+-- and value, valid while the token holds the row. Added after the table's
+-- first version: Migrate again to use elections. Only when it is missing:
+-- ALTER TABLE locks the table against every lock call, even to do nothing.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_attribute
+                   WHERE attrelid = '{{table}}'::regclass AND attname = 'leader' AND NOT attisdropped) THEN
+        ALTER TABLE {{table}} ADD COLUMN leader text;
+    END IF;
+END
+$$;
+
 -- A grant's fence is at least the next value of this sequence, the
 -- row's last fence plus one and the database's clock in microseconds
 -- (acquire.sql).

@@ -68,6 +68,11 @@ type runner struct {
 	grace     time.Duration // --grace, or less if the lease time is less than --ttl
 	capAt     time.Time     // with --max-hold: when the hold ends, at the latest
 	target    *backend.Target
+
+	// stopped is set by supervise when the lease was lost, or COMMAND was
+	// stopped because it was about to be: "dlock elect --again" then
+	// campaigns again.
+	stopped bool
 }
 
 // say writes one line to stderr, prefixed with "dlock: ", with a long

@@ -123,6 +123,7 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 		}
 	}
 	if lost != nil || stopping {
+		r.stopped = true
 		if lease.Err() == nil {
 			// Stopped early: the lease is still ours, but its renewals
 			// failed, and so will a release, most likely. Try quietly.

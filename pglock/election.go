@@ -1,0 +1,96 @@
+package pglock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/election"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// NewElection returns the election called name (see dlock.Election). Its
+// leader holds the lease-mode Mutex called name, made with opts, and keeps
+// its value in the leader column of the Mutex's row, valid while it holds
+// the row; every change is notified on the Client's channel, and observers
+// read the row again at least every min(TTL/4, 1s) in case a notice is
+// missed. The column came after the table's first version: run Migrate (or
+// SchemaSQL) again on a table made before it. NewElection never fails: a
+// bad name or option is reported by every call.
+func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
+	m := c.NewMutex(name, opts...)
+	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name},
+		TTL: m.cfg.ttl, Err: m.err})
+}
+
+type electionStore struct {
+	c    *Client
+	name string
+}
+
+// describe explains err; a missing leader column asks for Migrate.
+func (s *electionStore) describe(what string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == codeUndefinedColumn {
+		return fmt.Errorf("pglock: %s %q: %w (table %s has no leader column yet: run Client.Migrate, or the SQL of SchemaSQL, again)",
+			what, s.name, err, s.c.cfg.table)
+	}
+	return s.c.describe(what, s.name, err)
+}
+
+func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.Record) error {
+	if err := s.c.usable(); err != nil {
+		return err
+	}
+	tag, err := s.c.pool.Exec(ctx, s.c.sql.electPublish, s.name, r.Token, r.String(), s.c.obj.channel)
+	if err != nil {
+		return s.describe("publishing the leader of", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return election.ErrNotHolder
+	}
+	return nil
+}
+
+func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error) {
+	if err := s.c.usable(); err != nil {
+		return election.Record{}, false, err
+	}
+	var token, rec string
+	err := s.c.pool.QueryRow(ctx, s.c.sql.electRead, s.name).Scan(&token, &rec)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return election.Record{}, false, nil
+	}
+	if err != nil {
+		return election.Record{}, false, s.describe("reading the leader of", err)
+	}
+	if rec == "" {
+		return election.Record{}, false, nil
+	}
+	r, err := election.Parse(rec)
+	if err != nil {
+		return election.Record{}, false, fmt.Errorf("pglock: election %q: %w", s.name, err)
+	}
+	if r.Token != token {
+		return election.Record{}, false, nil // the record of a deposed leader
+	}
+	return r, true, nil
+}
+
+func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {
+	if err := s.c.usable(); err != nil {
+		return err
+	}
+	_, err := s.c.pool.Exec(ctx, s.c.sql.electWithdraw, s.name, r.String(), s.c.obj.channel)
+	return err
+}
+
+func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
+	if s.c.usable() != nil {
+		return nil, func() {}
+	}
+	w := s.c.notices.wait(s.name)
+	return w.c, w.close
+}

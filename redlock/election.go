@@ -1,0 +1,154 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/election"
+	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redislock/transport"
+)
+
+// NewElection returns the election called name (see dlock.Election). Its
+// leader holds the Redlock Mutex called name, made with opts, and writes
+// its value next to the lock key on every node on which the key is its
+// own, as dlock:{name}:leader, which expires one TTL after the leader stops
+// writing it again (every TTL/3); publishing counts only on a majority.
+// Leader reports the record that a majority of nodes holds next to a lock
+// key of the same owner, and ErrNoLeader otherwise. Each change is published
+// on every node, on the channel dlock:{name}:leader; an observer subscribes
+// on every node (a pub/sub connection each) and reads the nodes again at
+// least every min(TTL/4, 1s). Campaigns wait as Lock does, polling with the
+// retry strategy: a campaign wins at most one retry sleep (500ms with
+// DefaultRetry) after the leader resigns. NewElection never fails: a bad
+// name or option is reported by every call.
+func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
+	m := c.NewMutex(name, opts...)
+	s := &electionStore{c: c, name: name, lock: m.keys.lock, record: m.keys.lock + ":leader", channel: m.keys.lock + ":leader", ttl: m.ttl}
+	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.cfg.ttl, Republish: true, Err: m.err})
+}
+
+type electionStore struct {
+	c                           *Client
+	name, lock, record, channel string
+	ttl                         string // in milliseconds
+}
+
+// Publish writes r on every node on which the lock key is r's owner's,
+// and counts on a majority.
+func (s *electionStore) Publish(ctx context.Context, _ dlock.Lease, r election.Record) error {
+	if err := s.c.usable(); err != nil {
+		return err
+	}
+	call := transport.Call{Script: redisscript.ElectPublish, Keys: []string{s.lock, s.record}, Args: []string{r.Token, r.String(), s.ttl, s.channel}}
+	replies := s.c.fanOut(ctx, call)
+	ok, refused := 0, 0
+	var errs []error
+	for range s.c.nodes {
+		rep := <-replies
+		switch {
+		case rep.res.Err != nil:
+			errs = append(errs, &NodeError{Node: s.c.nodes[rep.node].name, Err: rep.res.Err})
+		case rep.res.Val == int64(1):
+			ok++
+		default:
+			refused++
+		}
+	}
+	switch {
+	case ok >= s.c.quorum:
+		return nil
+	case refused > len(s.c.nodes)-s.c.quorum:
+		return election.ErrNotHolder
+	}
+	return errQuorum("publishing the leader", s.name, ok, s.c.quorum, len(s.c.nodes), errs)
+}
+
+// Read returns the record that a majority of nodes holds next to a lock
+// key of its owner.
+func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error) {
+	if err := s.c.usable(); err != nil {
+		return election.Record{}, false, err
+	}
+	replies := s.c.fanOut(ctx, transport.Call{Script: redisscript.ElectRead, Keys: []string{s.lock, s.record}})
+	answered := 0
+	votes := map[string]int{}
+	var errs []error
+	for range s.c.nodes {
+		rep := <-replies
+		name := s.c.nodes[rep.node].name
+		if rep.res.Err != nil {
+			errs = append(errs, &NodeError{Node: name, Err: rep.res.Err})
+			continue
+		}
+		pair, _ := rep.res.Val.([]any)
+		if len(pair) != 2 {
+			errs = append(errs, &NodeError{Node: name, Err: fmt.Errorf("elect_read: unexpected reply %v", rep.res.Val)})
+			continue
+		}
+		answered++
+		lock, _ := pair[0].(string)
+		rec, _ := pair[1].(string)
+		if r, err := election.Parse(rec); err == nil && (lock == r.Token || lock == r.Token+"*") {
+			votes[rec]++
+		}
+	}
+	for rec, n := range votes {
+		if n >= s.c.quorum {
+			r, _ := election.Parse(rec)
+			return r, true, nil
+		}
+	}
+	if answered < s.c.quorum {
+		return election.Record{}, false, errQuorum("reading the leader", s.name, answered, s.c.quorum, len(s.c.nodes), errs)
+	}
+	return election.Record{}, false, nil
+}
+
+// Withdraw deletes r on every node that has it, and tells observers.
+func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {
+	if err := s.c.usable(); err != nil {
+		return err
+	}
+	replies := s.c.fanOut(ctx, transport.Call{Script: redisscript.ElectWithdraw, Keys: []string{s.record}, Args: []string{r.String(), s.channel}})
+	var errs []error
+	for range s.c.nodes {
+		if rep := <-replies; rep.res.Err != nil {
+			errs = append(errs, &NodeError{Node: s.c.nodes[rep.node].name, Err: rep.res.Err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Changes subscribes to the change channel on every node, each on a
+// pub/sub connection of its own; a node that cannot be reached is left to
+// the observer's poll.
+func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
+	out := make(chan struct{}, 1)
+	if s.c.usable() != nil {
+		return out, func() {}
+	}
+	notify := func(string) {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	listeners := make([]transport.Listener, len(s.c.nodes))
+	for i, n := range s.c.nodes {
+		listeners[i] = n.conn.Listen(notify)
+		wg.Go(func() { listeners[i].Subscribe(ctx, s.channel) })
+	}
+	return out, func() {
+		cancel()
+		wg.Wait()
+		for _, l := range listeners {
+			l.Close()
+		}
+	}
+}
