@@ -1,6 +1,8 @@
 package dlocktest
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +27,22 @@ func (s *suite) inspectShowsHolder(t *testing.T) {
 		t.Fatalf("Inspect while held: %+v, want one holder", info)
 	}
 	h := info.Holders[0]
-	if h.Owner != lease.Token() || h.Label != label {
-		t.Errorf("holder %q labelled %q, want %q labelled %q", h.Owner, h.Label, lease.Token(), label)
+	switch info.Kind {
+	case dlock.KindMutex, dlock.KindFairMutex:
+		if h.Owner != lease.Token() || h.Label != label {
+			t.Errorf("holder %q labelled %q, want %q labelled %q", h.Owner, h.Label, lease.Token(), label)
+		}
+	case dlock.KindReentrantMutex:
+		// Its holder is shown by the SHA-1 of its token, with no label
+		// (dlock.Holder, dlock.WithLabel).
+		if sum := sha1.Sum([]byte(lease.Token())); h.Owner != hex.EncodeToString(sum[:]) || h.Label != "" {
+			t.Errorf("reentrant holder %q labelled %q, want the SHA-1 of %q, unlabelled", h.Owner, h.Label, lease.Token())
+		}
+	default:
+		t.Errorf("kind %q, want a kind of mutex", info.Kind)
 	}
-	if info.Kind != dlock.KindMutex || h.Mode != dlock.ModeExclusive {
-		t.Errorf("kind %q mode %q, want %q %q", info.Kind, h.Mode, dlock.KindMutex, dlock.ModeExclusive)
+	if h.Mode != dlock.ModeExclusive {
+		t.Errorf("mode %q, want %q", h.Mode, dlock.ModeExclusive)
 	}
 	if info.Fence != 0 && info.Fence < lease.Fence() {
 		t.Errorf("Inspect's fence %d is below the holder's %d", info.Fence, lease.Fence())

@@ -68,7 +68,7 @@ func TestIntegrationBadLockArguments(t *testing.T) {
 	}{
 		{"empty path", s.NewMutex(""), "lock path \"\" is empty"},
 		{"relative path", s.NewMutex("locks/a"), "not absolute"},
-		{"root", s.NewMutex("/"), "root / cannot be a lock path"},
+		{"root", s.NewMutex("/"), "is the root /, which cannot be a lock"},
 		{"trailing slash", s.NewMutex("/locks/a/"), "ends with a slash"},
 		{"empty segment", s.NewMutex("/locks//a"), "empty path segment"},
 		{"dot segment", s.NewMutex("/locks/./a"), `path segment "."`},
