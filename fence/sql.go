@@ -104,10 +104,17 @@ func (g *SQL) Schema() string {
 		g.table, g.dialect.column)
 }
 
-// Migrate creates the guard's table, if it does not exist, in db.
+// Migrate creates the guard's table, if it does not exist, in db. It
+// looks for the table first, with a SELECT that reads no row, so that an
+// account that may read and write the table but not create tables can
+// call it once the table exists.
 func (g *SQL) Migrate(ctx context.Context, db *sql.DB) error {
 	if g.err != nil {
 		return g.err
+	}
+	if rows, err := db.QueryContext(ctx, "SELECT 1 FROM "+g.table+" WHERE 1 = 0"); err == nil {
+		rows.Close()
+		return nil
 	}
 	if _, err := db.ExecContext(ctx, g.Schema()); err != nil {
 		return fmt.Errorf("fence: creating table %s: %w", g.table, err)

@@ -92,6 +92,9 @@ type Spec struct {
 	Etcd     []string         // etcd endpoints
 	EtcdTLS  *tls.Config      // etcd over TLS; nil for plain TCP
 	Session  bool             // PostgreSQL or MySQL session mode
+	// ReadOnly is for inspect and release: PostgreSQL's and MySQL's
+	// table is not created (a missing table holds no lock).
+	ReadOnly bool
 	// Warnings are what the command must tell the user before it goes on
 	// (a TLS connection that does not verify the server).
 	Warnings []string

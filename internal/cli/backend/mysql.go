@@ -62,7 +62,8 @@ func checkMySQL(cfg *mysql.Config, shown string) (*mysql.Config, error) {
 }
 
 // connectMySQL opens a pool, checks that the database answers, and
-// creates mysqllock's table if it does not exist (mysqllock.Client.Migrate).
+// creates mysqllock's table if it does not exist (mysqllock.Client.Migrate),
+// unless the spec is ReadOnly.
 func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
 	mysql.SetLogger(quietMySQL{})
 	conn, err := mysql.NewConnector(t.spec.MySQL)
@@ -76,8 +77,10 @@ func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
 	}
 	c := mysqllock.New(db, mysqllock.WithObserver(obs))
 	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
-	if err := c.Migrate(ctx); err != nil {
-		return err
+	if !t.spec.ReadOnly {
+		if err := c.Migrate(ctx); err != nil {
+			return mysqlDenied(err)
+		}
 	}
 	t.my = c
 	return nil
@@ -89,6 +92,16 @@ func mysqlRefused(err error) error {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) && (my.Number == 1045 || my.Number == 1044 || my.Number == 1049 || my.Number == 1698) {
 		return cmdutil.Usagef("%s (error %d); check the user, password and database of --mysql or %s", my.Message, my.Number, EnvMySQL)
+	}
+	return err
+}
+
+// mysqlDenied turns a privilege the account lacks (errors 1142 and 1044)
+// into a UsageError: the message names the grant, and no retry helps.
+func mysqlDenied(err error) error {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && (my.Number == 1142 || my.Number == 1044) {
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
 	}
 	return err
 }

@@ -213,9 +213,9 @@ func (o options) checkPostgres(ctx context.Context, f uint64, spec backend.Spec)
 	db := stdlib.OpenDB(*spec.Postgres.ConnConfig)
 	defer db.Close()
 	if err := g.Migrate(ctx, db); err != nil {
-		return cmdutil.ExitUnavailable, err
+		return cmdutil.ExitUnavailable, denied(err, o.table)
 	}
-	return cmdutil.ExitUnavailable, g.WriteFenced(ctx, db, o.resource, f, func(context.Context, *sql.Tx) error { return nil })
+	return cmdutil.ExitUnavailable, denied(g.WriteFenced(ctx, db, o.resource, f, func(context.Context, *sql.Tx) error { return nil }), o.table)
 }
 
 func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec backend.Spec) (int, error) {
@@ -231,6 +231,15 @@ func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec ba
 		return cmdutil.ExitError, fmt.Errorf("reading standard input: %w", err)
 	}
 	return cmdutil.ExitUnavailable, g.Set(ctx, o.resource, f, string(data))
+}
+
+// denied turns a privilege the database account lacks into a usage
+// error that names the grants the check needs.
+func denied(err error, table string) error {
+	if d := backend.Denied(err); cmdutil.IsUsage(d) {
+		return cmdutil.Usagef("%s (grant the account SELECT, INSERT and UPDATE on %s; creating it, if it is missing, needs CREATE)", cmdutil.Reason(err), table)
+	}
+	return err
 }
 
 // table is a table name that package fence takes: no quoting needed.

@@ -111,7 +111,7 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 	}
 	n, err := t.ForceRelease(ctx, o.name)
 	if err != nil {
-		return cmdutil.Fail(streams, fmt.Errorf("dlock release: %w", err), cmdutil.ExitUnavailable)
+		return cmdutil.Fail(streams, fmt.Errorf("dlock release: %w", backend.Denied(err)), cmdutil.ExitUnavailable)
 	}
 	if n == 0 {
 		fmt.Fprintf(streams.Out, "Lock %q was not held; nothing released.\n", o.name)

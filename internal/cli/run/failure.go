@@ -23,6 +23,9 @@ func (r *runner) failed(a acquired) int {
 		r.sayNotObtained(a)
 		return r.o.ConflictExit
 	}
+	if d := backend.Denied(a.err); cmdutil.IsUsage(d) {
+		return cmdutil.Fail(r.io, fmt.Errorf("dlock run: lock %q: %w", r.o.Name, d), cmdutil.ExitUsage)
+	}
 	if cmdutil.IsUsage(a.err) {
 		return cmdutil.Fail(r.io, fmt.Errorf("dlock run: %w", a.err), cmdutil.ExitUsage)
 	}
