@@ -52,11 +52,15 @@ write where it fits.
 
 write reads DATA from standard input and, unless the fence is stale,
 replaces the file PATH with it (through a temporary file and a rename) or
-sets the Redis string KEY to it, in one step with the check. A Redis URL
+sets the Redis string KEY to it, in one step with the check. It refuses
+empty input without --allow-empty, and a terminal on standard input: run
+the producer into a temporary file first, so that one that fails replaces
+nothing, and use "sh -e" so that a stale fence (77) stops the script. A Redis URL
 without a password takes $DLOCK_REDIS_PASSWORD.
 
 Exit codes: 0 the fence is current (and DATA written); 77 the fence is
-stale, nothing written; 64 bad usage or a missing or malformed fence;
+stale, nothing written; 64 bad usage, a missing or malformed fence, or
+empty (without --allow-empty) or terminal input;
 69 the database or Redis cannot be reached or failed; 1 the file could
 not be written.
 
@@ -71,6 +75,9 @@ type options struct {
 	redis    string
 	resource string
 	table    string
+	// allowEmpty lets write store empty input, which is otherwise
+	// refused: a producer that failed often writes nothing.
+	allowEmpty bool
 }
 
 func flagSet(o *options) *flag.FlagSet {
@@ -81,6 +88,7 @@ func flagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.redis, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://")
 	fs.StringVar(&o.resource, "resource", "", "the resource: a name for --postgres, a key for --redis")
 	fs.StringVar(&o.table, "table", fence.DefaultTable, "the table of fences, with --postgres")
+	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "write: store empty input (refused without it)")
 	return fs
 }
 
@@ -117,6 +125,8 @@ func parse(args []string, getenv func(string) string) (options, uint64, error) {
 		return o, 0, cmdutil.Usagef("dlock fence %s: --resource goes with --postgres or --redis, not --file", o.verb)
 	case o.file == "" && o.resource == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: missing --resource", o.verb)
+	case o.verb == "check" && o.allowEmpty:
+		return o, 0, cmdutil.Usagef("dlock fence check: --allow-empty goes with write")
 	case o.verb == "write" && o.postgres != "":
 		return o, 0, cmdutil.Usagef("dlock fence write: takes --file or --redis; with PostgreSQL, write in SQL after check in one transaction, or use package fence")
 	}
@@ -175,9 +185,9 @@ func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.S
 		if o.verb == "check" {
 			return cmdutil.ExitError, fence.CheckFile(o.file, f)
 		}
-		data, err := io.ReadAll(in)
+		data, err := o.readData(in)
 		if err != nil {
-			return cmdutil.ExitError, fmt.Errorf("reading standard input: %w", err)
+			return cmdutil.ExitError, err
 		}
 		perm := os.FileMode(0o644)
 		if fi, err := os.Stat(o.file); err == nil {
@@ -189,6 +199,22 @@ func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.S
 	default:
 		return o.redisWrite(ctx, f, in, spec)
 	}
+}
+
+// readData reads what write stores: all of standard input, which must
+// not be a terminal, and must not be empty without --allow-empty.
+func (o options) readData(in io.Reader) ([]byte, error) {
+	if cmdutil.IsTerminal(in) {
+		return nil, cmdutil.Usagef("standard input is a terminal: give the data on it, as in dlock fence write ... < FILE")
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if len(data) == 0 && !o.allowEmpty {
+		return nil, cmdutil.Usagef("standard input is empty, so nothing was written (a producer that failed often writes nothing); add --allow-empty to store empty data")
+	}
+	return data, nil
 }
 
 // resolve checks the --redis or --postgres URL as the other commands do
@@ -226,9 +252,9 @@ func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec ba
 	if o.verb == "check" {
 		return cmdutil.ExitUnavailable, g.Check(ctx, o.resource, f)
 	}
-	data, err := io.ReadAll(in)
+	data, err := o.readData(in)
 	if err != nil {
-		return cmdutil.ExitError, fmt.Errorf("reading standard input: %w", err)
+		return cmdutil.ExitError, err
 	}
 	return cmdutil.ExitUnavailable, g.Set(ctx, o.resource, f, string(data))
 }
