@@ -95,18 +95,22 @@ func (r *Redis) write(ctx context.Context, key string, fence uint64, op string, 
 	if op == "advance" {
 		keys = keys[:1]
 	}
-	err = r.eval(ctx, key, fence, keys, append([]string{strconv.FormatUint(fence, 10), op}, args...))
+	err = r.eval(ctx, key, fence, op, keys, append([]string{strconv.FormatUint(fence, 10), op}, args...))
 	observe(r.observer, "Redis", key, fence, err)
 	return err
 }
 
 // eval runs the write script and interprets its reply.
-func (r *Redis) eval(ctx context.Context, resource string, fence uint64, keys, args []string) error {
+func (r *Redis) eval(ctx context.Context, resource string, fence uint64, op string, keys, args []string) error {
+	what := "fenced write to"
+	if op == "advance" {
+		what = "fence check of"
+	}
 	results := make([]transport.Result, 1)
 	r.conn.Eval(ctx, []transport.Call{{Script: writeScript, Keys: keys, Args: args}}, results)
 	res := results[0]
 	if res.Err != nil {
-		return fmt.Errorf("fence: fenced write to Redis key %q: %w", resource, res.Err)
+		return fmt.Errorf("fence: %s Redis key %q: %w", what, resource, res.Err)
 	}
 	reply, ok := res.Val.([]any)
 	if ok && len(reply) == 1 && reply[0] == int64(1) {
@@ -120,7 +124,7 @@ func (r *Redis) eval(ctx context.Context, resource string, fence uint64, keys, a
 			}
 		}
 	}
-	return fmt.Errorf("fence: fenced write to Redis key %q: unexpected reply %v", resource, res.Val)
+	return fmt.Errorf("fence: %s Redis key %q: unexpected reply %v", what, resource, res.Val)
 }
 
 // Store returns the guard as a Store for Handler: Advance records the

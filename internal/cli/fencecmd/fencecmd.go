@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -55,12 +56,19 @@ replaces the file PATH with it (through a temporary file and a rename) or
 sets the Redis string KEY to it, in one step with the check. It refuses
 empty input without --allow-empty, and a terminal on standard input: run
 the producer into a temporary file first, so that one that fails replaces
-nothing, and use "sh -e" so that a stale fence (77) stops the script. A Redis URL
-without a password takes $DLOCK_REDIS_PASSWORD.
+nothing, and use "sh -e" so that a stale fence (77) stops the script.
+
+A Redis URL without a password takes one from --password-file (the
+file's first line) or $DLOCK_REDIS_PASSWORD. Under "dlock run", use
+--password-file: run keeps $DLOCK_REDIS_PASSWORD from its COMMAND, so
+that the lock server's password does not reach every process COMMAND
+starts; a file, readable only by the account that runs the script, is
+read only by the command that needs it. A refused password is exit 64.
 
 Exit codes: 0 the fence is current (and DATA written); 77 the fence is
-stale, nothing written; 64 bad usage, a missing or malformed fence, or
-empty (without --allow-empty) or terminal input;
+stale, nothing written; 64 bad usage, a missing or malformed fence,
+empty (without --allow-empty) or terminal input, a password Redis
+refuses, or a key that holds another type;
 69 the database or Redis cannot be reached or failed; 1 the file could
 not be written.
 
@@ -78,6 +86,9 @@ type options struct {
 	// allowEmpty lets write store empty input, which is otherwise
 	// refused: a producer that failed often writes nothing.
 	allowEmpty bool
+	// passwordFile holds the Redis password: "dlock run" keeps
+	// $DLOCK_REDIS_PASSWORD from its COMMAND.
+	passwordFile string
 }
 
 func flagSet(o *options) *flag.FlagSet {
@@ -88,6 +99,7 @@ func flagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.redis, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://")
 	fs.StringVar(&o.resource, "resource", "", "the resource: a name for --postgres, a key for --redis")
 	fs.StringVar(&o.table, "table", fence.DefaultTable, "the table of fences, with --postgres")
+	fs.StringVar(&o.passwordFile, "password-file", "", "with --redis: read the password from this file (its first line)")
 	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "write: store empty input (refused without it)")
 	return fs
 }
@@ -125,6 +137,8 @@ func parse(args []string, getenv func(string) string) (options, uint64, error) {
 		return o, 0, cmdutil.Usagef("dlock fence %s: --resource goes with --postgres or --redis, not --file", o.verb)
 	case o.file == "" && o.resource == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: missing --resource", o.verb)
+	case o.passwordFile != "" && o.redis == "":
+		return o, 0, cmdutil.Usagef("dlock fence %s: --password-file goes with --redis", o.verb)
 	case o.verb == "check" && o.allowEmpty:
 		return o, 0, cmdutil.Usagef("dlock fence check: --allow-empty goes with write")
 	case o.verb == "write" && o.postgres != "":
@@ -226,12 +240,47 @@ func (o options) resolve(getenv func(string) string) (backend.Spec, error) {
 	if o.redis != "" {
 		bf.Redis.Set(o.redis)
 	}
+	password := getenv(backend.EnvRedisPassword)
+	if o.passwordFile != "" {
+		if u, err := url.Parse(o.redis); err == nil && u.User != nil {
+			if _, set := u.User.Password(); set {
+				return backend.Spec{}, cmdutil.Usagef("--password-file and a password in the --redis URL: give one")
+			}
+		}
+		b, err := os.ReadFile(o.passwordFile)
+		if err != nil {
+			return backend.Spec{}, cmdutil.Usagef("--password-file: %v", err)
+		}
+		password, _, _ = strings.Cut(string(b), "\n")
+		password = strings.TrimSuffix(password, "\r")
+		if password == "" {
+			return backend.Spec{}, cmdutil.Usagef("--password-file %s: the first line is empty", o.passwordFile)
+		}
+	}
 	return bf.Resolve(func(k string) string {
 		if k == backend.EnvRedisPassword {
-			return getenv(k)
+			return password
 		}
 		return ""
 	})
+}
+
+// refused turns a Redis server's refusal of the password, or of the key
+// (another type of value), into a usage error that says what to fix.
+func refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "NOAUTH"):
+		return cmdutil.Usagef("%s: the server wants a password; give it in the URL (redis://:PASSWORD@host:port), in --password-file or in $%s (which dlock run keeps from its COMMAND)", cmdutil.Reason(err), backend.EnvRedisPassword)
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
+		return cmdutil.Usagef("%s: the server refused the password; check the URL's, --password-file's or $%s", cmdutil.Reason(err), backend.EnvRedisPassword)
+	case strings.Contains(msg, "WRONGTYPE"):
+		return cmdutil.Usagef("%s: --resource names a key that holds another type of value; write holds a string", cmdutil.Reason(err))
+	}
+	return err
 }
 
 func (o options) checkPostgres(ctx context.Context, f uint64, spec backend.Spec) (int, error) {
@@ -250,13 +299,13 @@ func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec ba
 	defer rdb.Close()
 	g := fence.NewRedis(goredisconn.New(rdb))
 	if o.verb == "check" {
-		return cmdutil.ExitUnavailable, g.Check(ctx, o.resource, f)
+		return cmdutil.ExitUnavailable, refused(g.Check(ctx, o.resource, f))
 	}
 	data, err := o.readData(in)
 	if err != nil {
 		return cmdutil.ExitError, err
 	}
-	return cmdutil.ExitUnavailable, g.Set(ctx, o.resource, f, string(data))
+	return cmdutil.ExitUnavailable, refused(g.Set(ctx, o.resource, f, string(data)))
 }
 
 // denied turns a privilege the database account lacks into a usage
