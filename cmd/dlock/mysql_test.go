@@ -69,6 +69,8 @@ func TestIntegrationMySQL(t *testing.T) {
 			{"run", "--mysql", dsn, "--postgres", "postgres://h/db", "x", "--", "true"},
 			{"run", "--mysql", dsn, "--tls-ca", "/nonexistent", "x", "--", "true"},
 			{"inspect", "--mysql", dsn, strings.Repeat("n", mysqllock.MaxNameBytes+1)},
+			{"run", "--mysql", dsn + "?bogus=1", "x", "--", "true"},
+			{"inspect", "--mysql", dsn + "?bogus=1", "x"},
 		} {
 			if r := dlock(t, nil, args...); r.code != 64 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 				t.Errorf("dlock %q: exit %d, %q; want 64 on one line", args, r.code, r.stderr)

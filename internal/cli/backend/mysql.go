@@ -86,12 +86,18 @@ func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
 	return nil
 }
 
-// mysqlRefused turns a refused login or an unknown database into a
-// UsageError: a mistake in the DSN, which no retry fixes.
+// mysqlRefused turns a refused login, an unknown database or a DSN
+// parameter the server refuses into a UsageError: a mistake in the DSN,
+// which no retry fixes.
 func mysqlRefused(err error) error {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) && (my.Number == 1045 || my.Number == 1044 || my.Number == 1049 || my.Number == 1698) {
 		return cmdutil.Usagef("%s (error %d); check the user, password and database of --mysql or %s", my.Message, my.Number, EnvMySQL)
+	}
+	if errors.As(err, &my) && (my.Number == 1193 || my.Number == 1231 || my.Number == 1232) {
+		// An unknown system variable, or a bad value for one: a DSN
+		// parameter that the driver passed on as SET.
+		return cmdutil.Usagef("%s (error %d); check the parameters of --mysql or %s", my.Message, my.Number, EnvMySQL)
 	}
 	return err
 }
