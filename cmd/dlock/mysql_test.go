@@ -70,6 +70,7 @@ func TestIntegrationMySQL(t *testing.T) {
 			{"run", "--mysql", dsn, "--tls-ca", "/nonexistent", "x", "--", "true"},
 			{"inspect", "--mysql", dsn, strings.Repeat("n", mysqllock.MaxNameBytes+1)},
 			{"run", "--mysql", dsn + "?bogus=1", "x", "--", "true"},
+			{"run", "--mysql", dsn, "--ttl", "25h", "x", "--", "true"},
 			{"inspect", "--mysql", dsn + "?bogus=1", "x"},
 		} {
 			if r := dlock(t, nil, args...); r.code != 64 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
