@@ -181,8 +181,12 @@ func writeTable(out io.Writer, r backend.Report) {
 	if r.TTLms > 0 {
 		row("ttl", "%v left", r.TTL().Round(time.Millisecond))
 	}
-	if r.Backend != "redlock" {
-		row("waiters", "%d", r.Waiters)
+	switch {
+	case r.Backend == "redlock":
+	case r.Waiters == nil:
+		row("waiters", "unknown (%s cannot count them)", r.Backend)
+	default:
+		row("waiters", "%d", *r.Waiters)
 	}
 	if r.Detail != "" {
 		row("found", "%s", printable(r.Detail))

@@ -127,7 +127,14 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 			what = "masters' keys"
 		}
 	}
-	fmt.Fprintf(streams.Out, "Released lock %q on %s: removed %d %s; waiters were woken.\n", o.name, t.Describe(), n, what)
+	woken := "waiters were woken"
+	switch t.Kind() {
+	case "mysql":
+		woken = "waiters find it free when they next try"
+	case "postgres":
+		woken = "waiters were notified"
+	}
+	fmt.Fprintf(streams.Out, "Released lock %q on %s: removed %d %s; %s.\n", o.name, t.Describe(), n, what, woken)
 	return cmdutil.ExitOK
 }
 
