@@ -3,7 +3,6 @@ package fence
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -45,7 +44,7 @@ func NewRedis(conn transport.Conn, opts ...Option) *Redis {
 // of the same slot can be built for: give such a key a hash tag.
 func FenceKey(key string) (string, error) {
 	if key == "" {
-		return "", errors.New("fence: empty Redis key")
+		return "", badInput{"fence: empty Redis key"}
 	}
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
@@ -53,7 +52,7 @@ func FenceKey(key string) (string, error) {
 		}
 	}
 	if strings.ContainsRune(key, '}') {
-		return "", fmt.Errorf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))
+		return "", badInput{fmt.Sprintf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))}
 	}
 	return "dlock:guard:{" + key + "}", nil
 }

@@ -141,7 +141,7 @@ func (g *SQL) Check(ctx context.Context, tx *sql.Tx, resource string, fence uint
 	if g.err != nil {
 		return g.err
 	}
-	if err := checkInput(resource, fence, maxSQLResource); err != nil {
+	if err := checkSQLInput(resource, fence); err != nil {
 		return err
 	}
 	err := g.advance(ctx, tx, resource, fence)
@@ -180,7 +180,7 @@ func (g *SQL) WriteFenced(ctx context.Context, db *sql.DB, resource string, fenc
 	if g.err != nil {
 		return g.err
 	}
-	if err := checkInput(resource, fence, maxSQLResource); err != nil {
+	if err := checkSQLInput(resource, fence); err != nil {
 		return err
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -214,4 +214,13 @@ type sqlStore struct {
 
 func (s sqlStore) Advance(ctx context.Context, resource string, fence uint64) error {
 	return s.g.WriteFenced(ctx, s.db, resource, fence, func(context.Context, *sql.Tx) error { return nil })
+}
+
+// checkSQLInput is checkInput for an SQL guard, which also refuses a NUL
+// byte: PostgreSQL's text cannot hold one.
+func checkSQLInput(resource string, fence uint64) error {
+	if strings.IndexByte(resource, 0) >= 0 {
+		return badInput{fmt.Sprintf("fence: resource name %q holds a NUL byte, which SQL text cannot", resource)}
+	}
+	return checkInput(resource, fence, maxSQLResource)
 }
