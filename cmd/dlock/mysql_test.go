@@ -105,3 +105,22 @@ func TestIntegrationMySQL(t *testing.T) {
 		}
 	})
 }
+
+// dlock fence check --mysql records fences in MySQL (MariaDB) as --postgres
+// does in PostgreSQL: a stale fence is exit 77, a bad DSN exit 64.
+func TestIntegrationFenceMySQL(t *testing.T) {
+	srv := testenv.StartMariaDB(t)
+	flags := []string{"--mysql", srv.DSN(), "--resource", "accounts/7"}
+	for _, s := range []struct {
+		fence string
+		code  int
+	}{{"10", 0}, {"10", 0}, {"9", 77}, {"11", 0}} {
+		code, _, stderr := fenceCmd(t, "", nil, append([]string{"check", "--fence", s.fence}, flags...)...)
+		if code != s.code {
+			t.Fatalf("fence check --mysql with fence %s: exit %d, %q; want %d", s.fence, code, stderr, s.code)
+		}
+	}
+	if code, _, stderr := fenceCmd(t, "", nil, "check", "--fence", "3", "--mysql", "not a dsn", "--resource", "r"); code != 64 {
+		t.Errorf("fence check with a bad DSN: exit %d, %q; want 64", code, stderr)
+	}
+}

@@ -65,7 +65,7 @@ func checkMySQL(cfg *mysql.Config, shown string) (*mysql.Config, error) {
 // creates mysqllock's table if it does not exist (mysqllock.Client.Migrate),
 // unless the spec is ReadOnly.
 func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
-	mysql.SetLogger(quietMySQL{})
+	QuietMySQLLogs()
 	conn, err := mysql.NewConnector(t.spec.MySQL)
 	if err != nil {
 		return cmdutil.Usagef("--mysql: %v", err)
@@ -122,6 +122,10 @@ func checkMySQLName(name string) error {
 	}
 	return nil
 }
+
+// QuietMySQLLogs silences the MySQL driver's own log lines, as
+// QuietRedisLogs does go-redis's.
+func QuietMySQLLogs() { mysql.SetLogger(quietMySQL{}) }
 
 // quietMySQL drops the driver's log lines ("unexpected EOF" on a
 // connection the server closed): the errors reach the user through

@@ -20,6 +20,7 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 )
@@ -36,7 +37,7 @@ const Timeout = 30 * time.Second
 const EnvFence = "DLOCK_FENCE"
 
 // Usage is the help text of "dlock fence".
-const Usage = `Usage: dlock fence check [flags]     (--file PATH | --postgres URL --resource R | --redis URL --resource KEY)
+const Usage = `Usage: dlock fence check [flags]     (--file PATH | --postgres URL --resource R | --mysql DSN --resource R | --redis URL --resource KEY)
        dlock fence write [flags] < DATA  (--file PATH | --redis URL --resource KEY)
 
 Guards a resource with the fence of the lease under which a script
@@ -46,8 +47,8 @@ stale: a later holder of the lock has written, and this one must not.
 
 check records the fence as the resource's newest, unless a higher one is
 recorded: for a file in PATH.fence, beside it (under an exclusive flock);
-for PostgreSQL in the table dlock_fences (created if missing; --table
-names another), row R; for Redis in the key that package fence keeps
+for PostgreSQL or MySQL/MariaDB in the table dlock_fences (created if
+missing, which needs CREATE; --table names another), row R; for Redis in the key that package fence keeps
 beside KEY. Writes made after a check are not guarded by it: prefer
 write where it fits.
 
@@ -80,6 +81,7 @@ type options struct {
 	fence    string
 	file     string
 	postgres string
+	mysql    string
 	redis    string
 	resource string
 	table    string
@@ -96,6 +98,7 @@ func flagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.fence, "fence", "", "the fence, a decimal number (default $"+EnvFence+")")
 	fs.StringVar(&o.file, "file", "", "the file to guard")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL of the database that keeps the fences")
+	fs.StringVar(&o.mysql, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, of the database that keeps the fences")
 	fs.StringVar(&o.redis, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://")
 	fs.StringVar(&o.resource, "resource", "", "the resource: a name for --postgres, a key for --redis")
 	fs.StringVar(&o.table, "table", fence.DefaultTable, "the table of fences, with --postgres")
@@ -122,27 +125,27 @@ func parse(args []string, getenv func(string) string) (options, uint64, error) {
 	case o.verb != "check" && o.verb != "write":
 		return o, 0, cmdutil.Usagef("dlock fence: %q is not check or write", o.verb)
 	case len(pos) > 0:
-		return o, 0, cmdutil.Usagef("dlock fence %s: unexpected argument %q; the resource comes from --file, or --resource with --postgres or --redis", o.verb, pos[0])
+		return o, 0, cmdutil.Usagef("dlock fence %s: unexpected argument %q; the resource comes from --file, or --resource with --postgres, --mysql or --redis", o.verb, pos[0])
 	}
 	n := 0
-	for _, s := range []string{o.file, o.postgres, o.redis} {
+	for _, s := range []string{o.file, o.postgres, o.mysql, o.redis} {
 		if s != "" {
 			n++
 		}
 	}
 	switch {
 	case n != 1:
-		return o, 0, cmdutil.Usagef("dlock fence %s: give one of --file PATH, --postgres URL or --redis URL", o.verb)
+		return o, 0, cmdutil.Usagef("dlock fence %s: give one of --file PATH, --postgres URL, --mysql DSN or --redis URL", o.verb)
 	case o.file != "" && o.resource != "":
-		return o, 0, cmdutil.Usagef("dlock fence %s: --resource goes with --postgres or --redis, not --file", o.verb)
+		return o, 0, cmdutil.Usagef("dlock fence %s: --resource goes with --postgres, --mysql or --redis, not --file", o.verb)
 	case o.file == "" && o.resource == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: missing --resource", o.verb)
 	case o.passwordFile != "" && o.redis == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: --password-file goes with --redis", o.verb)
 	case o.verb == "check" && o.allowEmpty:
 		return o, 0, cmdutil.Usagef("dlock fence check: --allow-empty goes with write")
-	case o.verb == "write" && o.postgres != "":
-		return o, 0, cmdutil.Usagef("dlock fence write: takes --file or --redis; with PostgreSQL, write in SQL after check in one transaction, or use package fence")
+	case o.verb == "write" && (o.postgres != "" || o.mysql != ""):
+		return o, 0, cmdutil.Usagef("dlock fence write: takes --file or --redis; with a database, write in SQL after check in one transaction, or use package fence")
 	}
 	if err := o.checkResource(); err != nil {
 		return o, 0, err
@@ -209,7 +212,18 @@ func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.S
 		}
 		return cmdutil.ExitError, fence.WriteFile(o.file, f, data, perm)
 	case o.postgres != "":
-		return o.checkPostgres(ctx, f, spec)
+		db := stdlib.OpenDB(*spec.Postgres.ConnConfig)
+		defer db.Close()
+		return o.checkSQL(ctx, fence.Postgres, db, f)
+	case o.mysql != "":
+		backend.QuietMySQLLogs()
+		conn, err := mysql.NewConnector(spec.MySQL)
+		if err != nil {
+			return cmdutil.ExitUsage, cmdutil.Usagef("--mysql: %v", err)
+		}
+		db := sql.OpenDB(conn)
+		defer db.Close()
+		return o.checkSQL(ctx, fence.MySQL, db, f)
 	default:
 		return o.redisWrite(ctx, f, in, spec)
 	}
@@ -237,6 +251,7 @@ func (o options) readData(in io.Reader) ([]byte, error) {
 func (o options) resolve(getenv func(string) string) (backend.Spec, error) {
 	var bf backend.Flags
 	bf.Postgres = o.postgres
+	bf.MySQL = o.mysql
 	if o.redis != "" {
 		bf.Redis.Set(o.redis)
 	}
@@ -283,10 +298,8 @@ func refused(err error) error {
 	return err
 }
 
-func (o options) checkPostgres(ctx context.Context, f uint64, spec backend.Spec) (int, error) {
-	g := fence.NewSQL(fence.Postgres, fence.WithTable(o.table))
-	db := stdlib.OpenDB(*spec.Postgres.ConnConfig)
-	defer db.Close()
+func (o options) checkSQL(ctx context.Context, dialect fence.Dialect, db *sql.DB, f uint64) (int, error) {
+	g := fence.NewSQL(dialect, fence.WithTable(o.table))
 	if err := g.Migrate(ctx, db); err != nil {
 		return cmdutil.ExitUnavailable, denied(err, o.table)
 	}
@@ -324,9 +337,9 @@ var table = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*
 // the guard takes.
 func (o options) checkResource() error {
 	switch {
-	case o.postgres != "" && !table.MatchString(o.table):
+	case (o.postgres != "" || o.mysql != "") && !table.MatchString(o.table):
 		return cmdutil.Usagef("dlock fence %s: --table %q is not letters, digits and underscores, with at most one dot", o.verb, o.table)
-	case o.postgres != "" && (len(o.resource) > 255 || !utf8.ValidString(o.resource)):
+	case (o.postgres != "" || o.mysql != "") && (len(o.resource) > 255 || !utf8.ValidString(o.resource)):
 		return cmdutil.Usagef("dlock fence %s: --resource must be valid UTF-8 of at most 255 bytes", o.verb)
 	case o.redis != "":
 		if _, err := fence.FenceKey(o.resource); err != nil {
