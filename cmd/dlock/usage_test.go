@@ -130,6 +130,9 @@ func TestHelpNamesOnlyOwnFlags(t *testing.T) {
 			t.Errorf("dlock help %s: exit %d, help names --session or --ttl:\n%s", cmd, r.code, r.stdout)
 		}
 	}
+	if r := dlock(t, nil, "help"); strings.Contains(r.stdout, "(run and bench;") {
+		t.Errorf("dlock help says only run and bench take --postgres and --mysql:\n%s", r.stdout)
+	}
 	if r := dlock(t, nil, "help", "run"); !strings.Contains(r.stdout, "--session") {
 		t.Errorf("dlock help run does not name --session:\n%s", r.stdout)
 	}
