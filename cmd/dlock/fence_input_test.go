@@ -118,3 +118,26 @@ func openTerminal(t *testing.T) (ptmx, tty *os.File) {
 	}
 	return ptmx, tty
 }
+
+// dlock fence write --file refuses a symbolic link (exit 64) rather than
+// replace it with a regular file.
+func TestFenceWriteSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "target"), filepath.Join(dir, "link")
+	if err := os.WriteFile(target, []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := fenceCmd(t, "new", nil, "write", "--file", link, "--fence", "5")
+	if code != 64 || !strings.Contains(stderr, "symbolic link") {
+		t.Errorf("write to a symlink: exit %d, %q; want 64 naming the link", code, stderr)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced (%v)", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "kept" {
+		t.Errorf("the target holds %q; want kept", b)
+	}
+}

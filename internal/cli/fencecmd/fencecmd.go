@@ -53,7 +53,8 @@ beside KEY. Writes made after a check are not guarded by it: prefer
 write where it fits.
 
 write reads DATA from standard input and, unless the fence is stale,
-replaces the file PATH with it (through a temporary file and a rename) or
+replaces the file PATH (not a symbolic link: exit 64) with it (through a
+temporary file and a rename) or
 sets the Redis string KEY to it, in one step with the check. It refuses
 empty input without --allow-empty, and a terminal on standard input: run
 the producer into a temporary file first, so that one that fails replaces
@@ -201,6 +202,12 @@ func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.S
 	case o.file != "":
 		if o.verb == "check" {
 			return cmdutil.ExitError, fence.CheckFile(o.file, f)
+		}
+		if fi, err := os.Lstat(o.file); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			// Renaming over the link would replace it with a regular
+			// file, and the fence file would guard the link, not what
+			// other writers reach through another path.
+			return cmdutil.ExitUsage, cmdutil.Usagef("--file %s is a symbolic link: give the path of the file it points to", cmdutil.Quote(o.file))
 		}
 		data, err := o.readData(in)
 		if err != nil {
