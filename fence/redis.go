@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/transport"
 )
 
@@ -18,7 +19,7 @@ var writeScript = transport.NewScript("write", writeSrc)
 // A Redis guards a user's own keys on a Redis deployment (standalone,
 // Sentinel or Cluster), which need not be the one the lock lives on. It
 // keeps the highest fence written to each key in a key beside it, on the
-// same Cluster slot (see FenceKey), and writes by a Lua script that
+// same Cluster slot (see RedisKey), and writes by a Lua script that
 // refuses a stale fence and writes otherwise, in one step. A Redis is
 // safe for concurrent use.
 type Redis struct {
@@ -30,11 +31,11 @@ type Redis struct {
 // reaches: goredisconn.New(rdb) for a go-redis client, rueidisconn.New(c)
 // for a rueidis one, as for redislock. Of the options, it takes
 // WithObserver.
-func NewRedis(conn transport.Conn, opts ...Option) *Redis {
+func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
 	return &Redis{conn: conn, config: newConfig(opts)}
 }
 
-// FenceKey returns the key in which the guard keeps the fence of key:
+// RedisKey returns the key in which the guard keeps the fence of key:
 // "dlock:guard:" followed by key if key has a hash tag ({tag}), else by
 // key in braces, so that both hash to the same Cluster slot. (The
 // prefix is not redislock's "dlock:fence:", so that guarded keys and
@@ -42,7 +43,7 @@ func NewRedis(conn transport.Conn, opts ...Option) *Redis {
 // deleted or expires, so that a stale holder cannot write it again. It returns an
 // error for a key that has no hash tag but contains a '}', which no key
 // of the same slot can be built for: give such a key a hash tag.
-func FenceKey(key string) (string, error) {
+func RedisKey(key string) (string, error) {
 	if key == "" {
 		return "", badInput{"fence: empty Redis key"}
 	}
@@ -86,7 +87,7 @@ func (r *Redis) write(ctx context.Context, key string, fence uint64, op string, 
 	if err := checkInput(key, fence, maxResource); err != nil {
 		return err
 	}
-	fk, err := FenceKey(key)
+	fk, err := RedisKey(key)
 	if err != nil {
 		return err
 	}

@@ -349,7 +349,7 @@ func (o options) checkResource() error {
 	case (o.postgres != "" || o.mysql != "") && (len(o.resource) > 255 || !utf8.ValidString(o.resource)):
 		return cmdutil.Usagef("dlock fence %s: --resource must be valid UTF-8 of at most 255 bytes", o.verb)
 	case o.redis != "":
-		if _, err := fence.FenceKey(o.resource); err != nil {
+		if _, err := fence.RedisKey(o.resource); err != nil {
 			return cmdutil.Usagef("dlock fence %s: --resource: %v", o.verb, err)
 		}
 	}
