@@ -23,7 +23,8 @@ const Header = "Dlock-Fence"
 //   - 409 Conflict if a higher fence has been accepted for the resource: a
 //     later holder of the lock has written, and this request's lease is
 //     no longer current;
-//   - 503 Service Unavailable if store fails.
+//   - 503 Service Unavailable if store fails; the body does not say how
+//     (an observer given to the store, WithObserver, sees the error).
 //
 // The body is one line of plain text saying why. Requests for one
 // resource run next one at a time in this process, in the order they
@@ -78,7 +79,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &bad):
 		http.Error(w, bad.Error(), http.StatusBadRequest)
 	case err != nil:
-		http.Error(w, "fence: checking the fence: "+err.Error(), http.StatusServiceUnavailable)
+		// The store's error (table names, addresses) is for the
+		// operator, who sees it through the store's observer.
+		http.Error(w, "fence: the fence could not be checked; try again later", http.StatusServiceUnavailable)
 	default:
 		h.next.ServeHTTP(w, r)
 	}

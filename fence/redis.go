@@ -3,11 +3,11 @@ package fence
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/transport"
 )
 
@@ -19,7 +19,7 @@ var writeScript = transport.NewScript("write", writeSrc)
 // A Redis guards a user's own keys on a Redis deployment (standalone,
 // Sentinel or Cluster), which need not be the one the lock lives on. It
 // keeps the highest fence written to each key in a key beside it, on the
-// same Cluster slot (see FenceKey), and writes by a Lua script that
+// same Cluster slot (see RedisKey), and writes by a Lua script that
 // refuses a stale fence and writes otherwise, in one step. A Redis is
 // safe for concurrent use.
 type Redis struct {
@@ -31,11 +31,11 @@ type Redis struct {
 // reaches: goredisconn.New(rdb) for a go-redis client, rueidisconn.New(c)
 // for a rueidis one, as for redislock. Of the options, it takes
 // WithObserver.
-func NewRedis(conn transport.Conn, opts ...Option) *Redis {
+func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
 	return &Redis{conn: conn, config: newConfig(opts)}
 }
 
-// FenceKey returns the key in which the guard keeps the fence of key:
+// RedisKey returns the key in which the guard keeps the fence of key:
 // "dlock:guard:" followed by key if key has a hash tag ({tag}), else by
 // key in braces, so that both hash to the same Cluster slot. (The
 // prefix is not redislock's "dlock:fence:", so that guarded keys and
@@ -43,9 +43,9 @@ func NewRedis(conn transport.Conn, opts ...Option) *Redis {
 // deleted or expires, so that a stale holder cannot write it again. It returns an
 // error for a key that has no hash tag but contains a '}', which no key
 // of the same slot can be built for: give such a key a hash tag.
-func FenceKey(key string) (string, error) {
+func RedisKey(key string) (string, error) {
 	if key == "" {
-		return "", errors.New("fence: empty Redis key")
+		return "", badInput{"fence: empty Redis key"}
 	}
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
@@ -53,7 +53,7 @@ func FenceKey(key string) (string, error) {
 		}
 	}
 	if strings.ContainsRune(key, '}') {
-		return "", fmt.Errorf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))
+		return "", badInput{fmt.Sprintf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))}
 	}
 	return "dlock:guard:{" + key + "}", nil
 }
@@ -87,7 +87,7 @@ func (r *Redis) write(ctx context.Context, key string, fence uint64, op string, 
 	if err := checkInput(key, fence, maxResource); err != nil {
 		return err
 	}
-	fk, err := FenceKey(key)
+	fk, err := RedisKey(key)
 	if err != nil {
 		return err
 	}
@@ -95,18 +95,22 @@ func (r *Redis) write(ctx context.Context, key string, fence uint64, op string, 
 	if op == "advance" {
 		keys = keys[:1]
 	}
-	err = r.eval(ctx, key, fence, keys, append([]string{strconv.FormatUint(fence, 10), op}, args...))
+	err = r.eval(ctx, key, fence, op, keys, append([]string{strconv.FormatUint(fence, 10), op}, args...))
 	observe(r.observer, "Redis", key, fence, err)
 	return err
 }
 
 // eval runs the write script and interprets its reply.
-func (r *Redis) eval(ctx context.Context, resource string, fence uint64, keys, args []string) error {
+func (r *Redis) eval(ctx context.Context, resource string, fence uint64, op string, keys, args []string) error {
+	what := "fenced write to"
+	if op == "advance" {
+		what = "fence check of"
+	}
 	results := make([]transport.Result, 1)
 	r.conn.Eval(ctx, []transport.Call{{Script: writeScript, Keys: keys, Args: args}}, results)
 	res := results[0]
 	if res.Err != nil {
-		return fmt.Errorf("fence: fenced write to Redis key %q: %w", resource, res.Err)
+		return fmt.Errorf("fence: %s Redis key %q: %w", what, resource, res.Err)
 	}
 	reply, ok := res.Val.([]any)
 	if ok && len(reply) == 1 && reply[0] == int64(1) {
@@ -120,7 +124,7 @@ func (r *Redis) eval(ctx context.Context, resource string, fence uint64, keys, a
 			}
 		}
 	}
-	return fmt.Errorf("fence: fenced write to Redis key %q: unexpected reply %v", resource, res.Val)
+	return fmt.Errorf("fence: %s Redis key %q: unexpected reply %v", what, resource, res.Val)
 }
 
 // Store returns the guard as a Store for Handler: Advance records the

@@ -160,8 +160,8 @@ func TestRedisInput(t *testing.T) {
 		}
 	}
 	for key, want := range map[string]string{"a": "dlock:guard:{a}", "x{t}y": "dlock:guard:x{t}y", "a{b": "dlock:guard:{a{b}"} {
-		if got, err := fence.FenceKey(key); err != nil || got != want {
-			t.Errorf("FenceKey(%q) = %q, %v; want %q", key, got, err, want)
+		if got, err := fence.RedisKey(key); err != nil || got != want {
+			t.Errorf("RedisKey(%q) = %q, %v; want %q", key, got, err, want)
 		}
 	}
 }
@@ -179,7 +179,7 @@ func TestIntegrationRedisWrongType(t *testing.T) {
 	if err == nil || errors.Is(err, fence.ErrStale) || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("Set of a hash: %v; want WRONGTYPE", err)
 	}
-	fk, _ := fence.FenceKey(key)
+	fk, _ := fence.RedisKey(key)
 	if v, _ := srv.Do("GET", fk); v != "5" {
 		t.Fatalf("the fence after a refused write: %q; want 5", v)
 	}

@@ -51,8 +51,11 @@ var ErrNoRow = errors.New("fence: no row with that key")
 // q may be the caller's transaction or the database itself: the check and
 // the write are one statement.
 func (r Row) Update(ctx context.Context, q Querier, id any, fence uint64, set string, args ...any) error {
-	if r.Dialect.upsert == "" || !identifier.MatchString(r.Table) {
-		return fmt.Errorf("fence: Row needs a Dialect and a Table that needs no quoting; have %v and %q", r.Dialect, r.Table)
+	if r.Dialect.upsert == "" {
+		return errors.New("fence: Row needs a Dialect: fence.Postgres, fence.MySQL or fence.SQLite")
+	}
+	if !identifier.MatchString(r.Table) {
+		return fmt.Errorf("fence: Row's Table %q is not a table name that needs no quoting (letters, digits and underscores, with at most one dot)", r.Table)
 	}
 	key, col := cmp.Or(r.Key, "id"), cmp.Or(r.Fence, "fence")
 	for _, c := range []string{key, col} {

@@ -104,10 +104,17 @@ func (g *SQL) Schema() string {
 		g.table, g.dialect.column)
 }
 
-// Migrate creates the guard's table, if it does not exist, in db.
+// Migrate creates the guard's table, if it does not exist, in db. It
+// looks for the table first, with a SELECT that reads no row, so that an
+// account that may read and write the table but not create tables can
+// call it once the table exists.
 func (g *SQL) Migrate(ctx context.Context, db *sql.DB) error {
 	if g.err != nil {
 		return g.err
+	}
+	if rows, err := db.QueryContext(ctx, "SELECT 1 FROM "+g.table+" WHERE 1 = 0"); err == nil {
+		rows.Close()
+		return nil
 	}
 	if _, err := db.ExecContext(ctx, g.Schema()); err != nil {
 		return fmt.Errorf("fence: creating table %s: %w", g.table, err)
@@ -134,7 +141,7 @@ func (g *SQL) Check(ctx context.Context, tx *sql.Tx, resource string, fence uint
 	if g.err != nil {
 		return g.err
 	}
-	if err := checkInput(resource, fence, maxSQLResource); err != nil {
+	if err := checkSQLInput(resource, fence); err != nil {
 		return err
 	}
 	err := g.advance(ctx, tx, resource, fence)
@@ -173,7 +180,7 @@ func (g *SQL) WriteFenced(ctx context.Context, db *sql.DB, resource string, fenc
 	if g.err != nil {
 		return g.err
 	}
-	if err := checkInput(resource, fence, maxSQLResource); err != nil {
+	if err := checkSQLInput(resource, fence); err != nil {
 		return err
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -207,4 +214,13 @@ type sqlStore struct {
 
 func (s sqlStore) Advance(ctx context.Context, resource string, fence uint64) error {
 	return s.g.WriteFenced(ctx, s.db, resource, fence, func(context.Context, *sql.Tx) error { return nil })
+}
+
+// checkSQLInput is checkInput for an SQL guard, which also refuses a NUL
+// byte: PostgreSQL's text cannot hold one.
+func checkSQLInput(resource string, fence uint64) error {
+	if strings.IndexByte(resource, 0) >= 0 {
+		return badInput{fmt.Sprintf("fence: resource name %q holds a NUL byte, which SQL text cannot", resource)}
+	}
+	return checkInput(resource, fence, maxSQLResource)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/go-sql-driver/mysql"
 )
 
 // A Client makes locks on one MySQL or MariaDB database, in one table (see
@@ -79,12 +80,27 @@ func SchemaSQL(table string) (string, error) {
 }
 
 // Migrate creates the Client's table if it does not exist: the SQL of
-// SchemaSQL. It is idempotent; call it when your program starts.
+// SchemaSQL. It is idempotent; call it when your program starts. It
+// looks for the table first, so that an account with only SELECT, INSERT
+// and UPDATE on an existing table can call it; creating the table needs
+// the CREATE privilege on the database.
 func (c *Client) Migrate(ctx context.Context) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
+	rows, err := c.db.QueryContext(ctx, c.sql.exists)
+	if err == nil {
+		rows.Close()
+		return nil
+	}
+	if !isNoSuchTable(err) {
+		return c.describe("migrating table", c.cfg.table, err)
+	}
 	if _, err := c.db.ExecContext(ctx, c.sql.schema); err != nil {
+		var my *mysql.MySQLError
+		if errors.As(err, &my) && (my.Number == errTableAccess || my.Number == errDBAccess) {
+			return fmt.Errorf("mysqllock: creating table %s: %w (the table is missing and the account may not create it: grant it CREATE on the database, or run the SQL of SchemaSQL as an account that may)", c.cfg.table, err)
+		}
 		return c.describe("migrating table", c.cfg.table, err)
 	}
 	return nil

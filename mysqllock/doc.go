@@ -10,7 +10,7 @@
 //
 // Choose it when the data the lock protects lives in the same MySQL or
 // MariaDB database: no new server to run, and the fence can be checked in
-// the same transaction as the write (UPDATE … WHERE fence < ?). Choose
+// the same transaction as the write (UPDATE … WHERE fence <= ?). Choose
 // Redis (redislock) when lock traffic is heavy or lease-mode waiters must
 // be woken at once across processes, and pglock on PostgreSQL, whose
 // LISTEN/NOTIFY wakes waiters on release.

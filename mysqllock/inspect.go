@@ -19,7 +19,8 @@ import (
 // grant, which is the holder's own; Info.TTL is the time left on the row.
 // A holder in session mode has Where naming the connection that holds its
 // GET_LOCK lock. Waiters poll, not in a queue, so Info.Waiters is always
-// 0. Inspect writes nothing.
+// 0: mysqllock cannot count them. A missing table reports the lock free.
+// Inspect writes nothing.
 func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := checkName(name); err != nil {
 		return dlock.Info{}, err
@@ -35,7 +36,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	)
 	err := c.db.QueryRowContext(ctx, fill(c.sql.inspect, name, sessionLockName(c.cfg.table, name))).Scan(&token, &fence, &us, &who)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case errors.Is(err, sql.ErrNoRows), isNoSuchTable(err):
 		return info, nil
 	case err != nil:
 		return dlock.Info{}, c.describe("inspect", name, err)
@@ -79,6 +80,9 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		}
 	}
 	res, err := c.db.ExecContext(ctx, fill(c.sql.forceUnlock, name))
+	if isNoSuchTable(err) {
+		return who != 0, nil
+	}
 	if err != nil {
 		return who != 0, c.describe("force unlock", name, err)
 	}
@@ -94,4 +98,11 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 func isUnknownThread(err error) bool {
 	var my *mysql.MySQLError
 	return errors.As(err, &my) && my.Number == errNoSuchThread
+}
+
+// isNoSuchTable reports whether err says that the Client's table is
+// missing: then no lock is held in it.
+func isNoSuchTable(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && my.Number == errNoSuchTable
 }

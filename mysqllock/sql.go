@@ -29,10 +29,10 @@ const nowMicros = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTA
 // statements are a Client's SQL texts, with their arguments still to
 // fill in (see fill).
 type statements struct {
-	schema, acquire, create, holder, release, refresh, still string
-	sessionGet, sessionKeep, sessionDrop                     string
-	sessionRefresh, sessionCheck, sessionUnlock              string
-	inspect, forceUnlock, alive                              string
+	schema, exists, acquire, create, holder, release, refresh, still string
+	sessionGet, sessionKeep, sessionDrop                             string
+	sessionRefresh, sessionCheck, sessionUnlock                      string
+	inspect, forceUnlock, alive                                      string
 }
 
 func newStatements(table string) statements {
@@ -46,6 +46,7 @@ func newStatements(table string) statements {
 	}
 	return statements{
 		schema:         load("schema"),
+		exists:         load("exists"),
 		acquire:        load("acquire"),
 		create:         load("create"),
 		holder:         load("holder"),

@@ -11,6 +11,7 @@ import (
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -84,10 +85,20 @@ func SchemaSQL(table string) (string, error) {
 // do not exist, and moves the sequence up to the database's clock in
 // microseconds: the SQL of SchemaSQL, in one transaction, under an
 // advisory lock so that concurrent callers take turns. It is idempotent;
-// call it when your program starts.
+// call it when your program starts. It looks for the three objects
+// first and, when they all exist, does nothing more, so that a role with
+// only the grants it needs to lock (see the package doc) can call it;
+// creating them needs CREATE on the schema.
 func (c *Client) Migrate(ctx context.Context) error {
 	if err := c.usable(); err != nil {
 		return err
+	}
+	var exists bool
+	if err := c.pool.QueryRow(ctx, c.sql.exists).Scan(&exists); err != nil {
+		return fmt.Errorf("pglock: migrating table %s: %w", c.cfg.table, err)
+	}
+	if exists {
+		return nil
 	}
 	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", advisoryKey(c.cfg.table, "\x00migrate")); err != nil {
@@ -96,6 +107,10 @@ func (c *Client) Migrate(ctx context.Context) error {
 		_, err := tx.Exec(ctx, c.sql.schema)
 		return err
 	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == codeNoPrivilege {
+		return fmt.Errorf("pglock: migrating table %s: %w (its objects are missing and the role may not create them: grant it CREATE on the schema, or run the SQL of SchemaSQL as a role that may)", c.cfg.table, err)
+	}
 	if err != nil {
 		return fmt.Errorf("pglock: migrating table %s: %w", c.cfg.table, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Inspect reports who holds the lock called name, in either mode, and for
@@ -18,7 +19,8 @@ import (
 // grant, which is the holder's own; Info.TTL is the time left on the row.
 // A holder in session mode has Where naming the backend that holds its
 // advisory lock. Waiters wait for a notice, not in a queue, so
-// Info.Waiters is always 0. Inspect writes nothing.
+// Info.Waiters is always 0: pglock cannot count them. A missing table
+// reports the lock free. Inspect writes nothing.
 func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := checkName("lock", name); err != nil {
 		return dlock.Info{}, err
@@ -34,7 +36,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	)
 	err := c.pool.QueryRow(ctx, c.sql.inspect, name, advisoryKey(c.cfg.table, name)).Scan(&token, &fence, &ms, &pid)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
 		return info, nil
 	case err != nil:
 		return dlock.Info{}, c.describe("inspect", name, err)
@@ -77,8 +79,18 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, fmt.Errorf("pglock: force unlock %q: ending the session that holds its advisory lock: %w (the role needs to be the holder's, or a member of pg_signal_backend)", name, err)
 	}
 	tag, err := c.pool.Exec(ctx, c.sql.forceUnlock, name, c.obj.channel)
+	if isUndefinedTable(err) {
+		return len(ended) > 0, nil
+	}
 	if err != nil {
 		return len(ended) > 0, c.describe("force unlock", name, err)
 	}
 	return tag.RowsAffected() == 1 || len(ended) > 0, nil
+}
+
+// isUndefinedTable reports whether err says that the Client's table is
+// missing: then no lock is held in it.
+func isUndefinedTable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeUndefinedTable
 }

@@ -15,7 +15,7 @@ var sqlFiles embed.FS
 
 // statements are a Client's SQL texts.
 type statements struct {
-	schema                                         string
+	schema, exists                                 string
 	ensure, acquire, release, refresh              string
 	sessionAcquire, sessionRefresh, sessionRelease string
 	fence                                          string
@@ -34,6 +34,7 @@ func newStatements(o objects) statements {
 	}
 	return statements{
 		schema:         load("schema"),
+		exists:         load("exists"),
 		ensure:         load("ensure"),
 		acquire:        load("acquire"),
 		release:        load("release"),

@@ -69,6 +69,9 @@ func TestIntegrationMySQL(t *testing.T) {
 			{"run", "--mysql", dsn, "--postgres", "postgres://h/db", "x", "--", "true"},
 			{"run", "--mysql", dsn, "--tls-ca", "/nonexistent", "x", "--", "true"},
 			{"inspect", "--mysql", dsn, strings.Repeat("n", mysqllock.MaxNameBytes+1)},
+			{"run", "--mysql", dsn + "?bogus=1", "x", "--", "true"},
+			{"run", "--mysql", dsn, "--ttl", "25h", "x", "--", "true"},
+			{"inspect", "--mysql", dsn + "?bogus=1", "x"},
 		} {
 			if r := dlock(t, nil, args...); r.code != 64 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 				t.Errorf("dlock %q: exit %d, %q; want 64 on one line", args, r.code, r.stderr)
@@ -101,4 +104,23 @@ func TestIntegrationMySQL(t *testing.T) {
 			t.Errorf("DLOCK_MYSQL: exit %d, stdout %q, stderr %q; want 0 and COMMAND without it", r.code, r.stdout, r.stderr)
 		}
 	})
+}
+
+// dlock fence check --mysql records fences in MySQL (MariaDB) as --postgres
+// does in PostgreSQL: a stale fence is exit 77, a bad DSN exit 64.
+func TestIntegrationFenceMySQL(t *testing.T) {
+	srv := testenv.StartMariaDB(t)
+	flags := []string{"--mysql", srv.DSN(), "--resource", "accounts/7"}
+	for _, s := range []struct {
+		fence string
+		code  int
+	}{{"10", 0}, {"10", 0}, {"9", 77}, {"11", 0}} {
+		code, _, stderr := fenceCmd(t, "", nil, append([]string{"check", "--fence", s.fence}, flags...)...)
+		if code != s.code {
+			t.Fatalf("fence check --mysql with fence %s: exit %d, %q; want %d", s.fence, code, stderr, s.code)
+		}
+	}
+	if code, _, stderr := fenceCmd(t, "", nil, "check", "--fence", "3", "--mysql", "not a dsn", "--resource", "r"); code != 64 {
+		t.Errorf("fence check with a bad DSN: exit %d, %q; want 64", code, stderr)
+	}
 }

@@ -60,6 +60,7 @@ func TestIntegrationPostgres(t *testing.T) {
 		d := pgDeployment(t, false)
 		for _, args := range [][]string{
 			runArgs(d, "--kind", "fair", "x", "--", "true"),
+			runArgs(d, "--ttl", "25h", "x", "--", "true"),
 		} {
 			if r := dlock(t, nil, args...); r.code != 64 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 				t.Errorf("dlock %v: exit %d, %q; want 64 on one line", args[0], r.code, r.stderr)

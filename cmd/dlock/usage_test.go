@@ -120,3 +120,20 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("dlock version extra: exit %d, want 64", r.code)
 	}
 }
+
+// The help of inspect and release documents only flags they take: not
+// --session, and not run's --ttl.
+func TestHelpNamesOnlyOwnFlags(t *testing.T) {
+	for _, cmd := range []string{"inspect", "release"} {
+		r := dlock(t, nil, "help", cmd)
+		if r.code != 0 || strings.Contains(r.stdout, "--session") || strings.Contains(r.stdout, "--ttl if") {
+			t.Errorf("dlock help %s: exit %d, help names --session or --ttl:\n%s", cmd, r.code, r.stdout)
+		}
+	}
+	if r := dlock(t, nil, "help"); strings.Contains(r.stdout, "(run and bench;") {
+		t.Errorf("dlock help says only run and bench take --postgres and --mysql:\n%s", r.stdout)
+	}
+	if r := dlock(t, nil, "help", "run"); !strings.Contains(r.stdout, "--session") {
+		t.Errorf("dlock help run does not name --session:\n%s", r.stdout)
+	}
+}

@@ -59,15 +59,15 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
 	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
 	fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
-	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db; lease mode, or session mode with --session (env "+EnvPostgres+")")
-	fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db; lease mode, or session mode with --session (env "+EnvMySQL+")")
+	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db (env "+EnvPostgres+")")
+	fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db (env "+EnvMySQL+")")
 	f.TLS.register(fs)
-	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s, or --ttl if longer")
+	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s (dlock run: or its --ttl, if longer)")
 }
 
 // RegisterSession adds --session, for the commands that take locks.
 func (f *Flags) RegisterSession(fs *flag.FlagSet) {
-	fs.BoolVar(&f.Session, "session", false, "PostgreSQL or MySQL: session mode (SessionMutex), in which the holder also keeps a connection with an advisory lock (GET_LOCK on MySQL) and learns soon when the database ends its session")
+	fs.BoolVar(&f.Session, "session", false, "PostgreSQL or MySQL: session mode (SessionMutex) rather than lease mode, in which the holder also keeps a connection with an advisory lock (GET_LOCK on MySQL) and learns soon when the database ends its session")
 }
 
 // urlList is a repeatable flag.
@@ -92,6 +92,9 @@ type Spec struct {
 	Etcd     []string         // etcd endpoints
 	EtcdTLS  *tls.Config      // etcd over TLS; nil for plain TCP
 	Session  bool             // PostgreSQL or MySQL session mode
+	// ReadOnly is for inspect and release: PostgreSQL's and MySQL's
+	// table is not created (a missing table holds no lock).
+	ReadOnly bool
 	// Warnings are what the command must tell the user before it goes on
 	// (a TLS connection that does not verify the server).
 	Warnings []string

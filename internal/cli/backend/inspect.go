@@ -24,7 +24,7 @@ type Report struct {
 	TTLms   int64  `json:"ttl_ms,omitempty"`       // time left on the lease (Redis)
 
 	Holders     []ReportHolder `json:"holders"`
-	Waiters     int            `json:"waiters"`
+	Waiters     *int           `json:"waiters,omitempty"` // nil where the backend cannot count them (PostgreSQL, MySQL)
 	PermitLimit int            `json:"permit_limit,omitempty"`
 	// Detail says what was found on a name of kind "unknown".
 	Detail string `json:"detail,omitempty"`
@@ -110,6 +110,7 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		}
 		r.fill(info)
 		r.Name = name
+		r.Waiters = nil // waiters wait in their own processes, uncounted
 	case t.my != nil:
 		info, err := t.my.Inspect(ctx, name)
 		if err != nil {
@@ -117,6 +118,7 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		}
 		r.fill(info)
 		r.Name = name
+		r.Waiters = nil // waiters wait in their own processes, uncounted
 	}
 	return r, nil
 }
@@ -124,7 +126,7 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 // fill copies what an Inspect found into r.
 func (r *Report) fill(info dlock.Info) {
 	r.Kind, r.Held, r.Fence, r.TTLms = string(info.Kind), info.Held(), info.Fence, info.TTL.Milliseconds()
-	r.Waiters, r.PermitLimit, r.Detail = info.Waiters, info.PermitLimit, info.Detail
+	r.Waiters, r.PermitLimit, r.Detail = &info.Waiters, info.PermitLimit, info.Detail
 	r.Holders = []ReportHolder{}
 	for _, h := range info.Holders {
 		r.Holders = append(r.Holders, ReportHolder{Owner: h.Owner, Label: h.Label, Mode: h.Mode, Holds: h.Holds, Fence: h.Fence, Where: h.Where})

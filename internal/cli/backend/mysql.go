@@ -62,9 +62,10 @@ func checkMySQL(cfg *mysql.Config, shown string) (*mysql.Config, error) {
 }
 
 // connectMySQL opens a pool, checks that the database answers, and
-// creates mysqllock's table if it does not exist (mysqllock.Client.Migrate).
+// creates mysqllock's table if it does not exist (mysqllock.Client.Migrate),
+// unless the spec is ReadOnly.
 func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
-	mysql.SetLogger(quietMySQL{})
+	QuietMySQLLogs()
 	conn, err := mysql.NewConnector(t.spec.MySQL)
 	if err != nil {
 		return cmdutil.Usagef("--mysql: %v", err)
@@ -76,19 +77,37 @@ func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
 	}
 	c := mysqllock.New(db, mysqllock.WithObserver(obs))
 	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
-	if err := c.Migrate(ctx); err != nil {
-		return err
+	if !t.spec.ReadOnly {
+		if err := c.Migrate(ctx); err != nil {
+			return mysqlDenied(err)
+		}
 	}
 	t.my = c
 	return nil
 }
 
-// mysqlRefused turns a refused login or an unknown database into a
-// UsageError: a mistake in the DSN, which no retry fixes.
+// mysqlRefused turns a refused login, an unknown database or a DSN
+// parameter the server refuses into a UsageError: a mistake in the DSN,
+// which no retry fixes.
 func mysqlRefused(err error) error {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) && (my.Number == 1045 || my.Number == 1044 || my.Number == 1049 || my.Number == 1698) {
 		return cmdutil.Usagef("%s (error %d); check the user, password and database of --mysql or %s", my.Message, my.Number, EnvMySQL)
+	}
+	if errors.As(err, &my) && (my.Number == 1193 || my.Number == 1231 || my.Number == 1232) {
+		// An unknown system variable, or a bad value for one: a DSN
+		// parameter that the driver passed on as SET.
+		return cmdutil.Usagef("%s (error %d); check the parameters of --mysql or %s", my.Message, my.Number, EnvMySQL)
+	}
+	return err
+}
+
+// mysqlDenied turns a privilege the account lacks (errors 1142 and 1044)
+// into a UsageError: the message names the grant, and no retry helps.
+func mysqlDenied(err error) error {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && (my.Number == 1142 || my.Number == 1044) {
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
 	}
 	return err
 }
@@ -103,6 +122,10 @@ func checkMySQLName(name string) error {
 	}
 	return nil
 }
+
+// QuietMySQLLogs silences the MySQL driver's own log lines, as
+// QuietRedisLogs does go-redis's.
+func QuietMySQLLogs() { mysql.SetLogger(quietMySQL{}) }
 
 // quietMySQL drops the driver's log lines ("unexpected EOF" on a
 // connection the server closed): the errors reach the user through

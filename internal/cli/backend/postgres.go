@@ -34,7 +34,8 @@ func parsePostgres(raw string) (*pgxpool.Config, error) {
 }
 
 // connectPostgres opens a pool, checks that the database answers, and
-// creates pglock's table if it does not exist (pglock.Client.Migrate).
+// creates pglock's table if it does not exist (pglock.Client.Migrate),
+// unless the spec is ReadOnly.
 func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error {
 	pool, err := pgxpool.NewWithConfig(ctx, t.spec.Postgres)
 	if err != nil {
@@ -48,8 +49,10 @@ func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error 
 	t.pgTLS = negotiated(ctx, pool)
 	c := pglock.New(pool, pglock.WithObserver(obs))
 	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
-	if err := c.Migrate(ctx); err != nil {
-		return err
+	if !t.spec.ReadOnly {
+		if err := c.Migrate(ctx); err != nil {
+			return postgresDenied(err)
+		}
 	}
 	t.pg = c
 	return nil
@@ -61,6 +64,16 @@ func pgRefused(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000") {
 		return cmdutil.Usagef("%s (SQLSTATE %s); check the user, password and database of --postgres or %s", pe.Message, pe.Code, EnvPostgres)
+	}
+	return err
+}
+
+// postgresDenied turns a privilege the role lacks (SQLSTATE 42501) into a
+// UsageError: the message names the grant, and no retry helps.
+func postgresDenied(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
 	}
 	return err
 }
@@ -102,3 +115,8 @@ func negotiated(ctx context.Context, pool *pgxpool.Pool) string {
 	}
 	return tls.VersionName(tc.ConnectionState().Version) + ", " + verified
 }
+
+// Denied turns a privilege that the database account lacks into a
+// UsageError (exit 64) that names the grant; other errors it returns as
+// they are.
+func Denied(err error) error { return postgresDenied(mysqlDenied(err)) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/mysqllock"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -147,6 +148,22 @@ func (t *Target) recordRunPG(ctx context.Context, name string, keep time.Duratio
 	})
 	if err != nil {
 		return fmt.Errorf("recording the run: %w", err)
+	}
+	return nil
+}
+
+// CheckTTL returns a UsageError if ttl is longer than the backend's
+// library takes: pglock's and mysqllock's MaxTTL (24h).
+func CheckTTL(spec Spec, ttl time.Duration) error {
+	limit := time.Duration(0)
+	switch spec.Kind() {
+	case "postgres":
+		limit = pglock.MaxTTL
+	case "mysql":
+		limit = mysqllock.MaxTTL
+	}
+	if limit > 0 && ttl > limit {
+		return cmdutil.Usagef("--ttl %v is longer than %v, the longest %s takes", ttl, limit, spec.Kind())
 	}
 	return nil
 }

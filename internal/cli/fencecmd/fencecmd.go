@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/redis/go-redis/v9"
 )
@@ -35,7 +37,7 @@ const Timeout = 30 * time.Second
 const EnvFence = "DLOCK_FENCE"
 
 // Usage is the help text of "dlock fence".
-const Usage = `Usage: dlock fence check [flags]     (--file PATH | --postgres URL --resource R | --redis URL --resource KEY)
+const Usage = `Usage: dlock fence check [flags]     (--file PATH | --postgres URL --resource R | --mysql DSN --resource R | --redis URL --resource KEY)
        dlock fence write [flags] < DATA  (--file PATH | --redis URL --resource KEY)
 
 Guards a resource with the fence of the lease under which a script
@@ -45,18 +47,30 @@ stale: a later holder of the lock has written, and this one must not.
 
 check records the fence as the resource's newest, unless a higher one is
 recorded: for a file in PATH.fence, beside it (under an exclusive flock);
-for PostgreSQL in the table dlock_fences (created if missing; --table
-names another), row R; for Redis in the key that package fence keeps
+for PostgreSQL or MySQL/MariaDB in the table dlock_fences (created if
+missing, which needs CREATE; --table names another), row R; for Redis in the key that package fence keeps
 beside KEY. Writes made after a check are not guarded by it: prefer
 write where it fits.
 
 write reads DATA from standard input and, unless the fence is stale,
-replaces the file PATH with it (through a temporary file and a rename) or
-sets the Redis string KEY to it, in one step with the check. A Redis URL
-without a password takes $DLOCK_REDIS_PASSWORD.
+replaces the file PATH (not a symbolic link: exit 64) with it (through a
+temporary file and a rename) or
+sets the Redis string KEY to it, in one step with the check. It refuses
+empty input without --allow-empty, and a terminal on standard input: run
+the producer into a temporary file first, so that one that fails replaces
+nothing, and use "sh -e" so that a stale fence (77) stops the script.
+
+A Redis URL without a password takes one from --password-file (the
+file's first line) or $DLOCK_REDIS_PASSWORD. Under "dlock run", use
+--password-file: run keeps $DLOCK_REDIS_PASSWORD from its COMMAND, so
+that the lock server's password does not reach every process COMMAND
+starts; a file, readable only by the account that runs the script, is
+read only by the command that needs it. A refused password is exit 64.
 
 Exit codes: 0 the fence is current (and DATA written); 77 the fence is
-stale, nothing written; 64 bad usage or a missing or malformed fence;
+stale, nothing written; 64 bad usage, a missing or malformed fence,
+empty (without --allow-empty) or terminal input, a password Redis
+refuses, or a key that holds another type;
 69 the database or Redis cannot be reached or failed; 1 the file could
 not be written.
 
@@ -68,9 +82,16 @@ type options struct {
 	fence    string
 	file     string
 	postgres string
+	mysql    string
 	redis    string
 	resource string
 	table    string
+	// allowEmpty lets write store empty input, which is otherwise
+	// refused: a producer that failed often writes nothing.
+	allowEmpty bool
+	// passwordFile holds the Redis password: "dlock run" keeps
+	// $DLOCK_REDIS_PASSWORD from its COMMAND.
+	passwordFile string
 }
 
 func flagSet(o *options) *flag.FlagSet {
@@ -78,9 +99,12 @@ func flagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.fence, "fence", "", "the fence, a decimal number (default $"+EnvFence+")")
 	fs.StringVar(&o.file, "file", "", "the file to guard")
 	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL of the database that keeps the fences")
+	fs.StringVar(&o.mysql, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, of the database that keeps the fences")
 	fs.StringVar(&o.redis, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://")
 	fs.StringVar(&o.resource, "resource", "", "the resource: a name for --postgres, a key for --redis")
 	fs.StringVar(&o.table, "table", fence.DefaultTable, "the table of fences, with --postgres")
+	fs.StringVar(&o.passwordFile, "password-file", "", "with --redis: read the password from this file (its first line)")
+	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "write: store empty input (refused without it)")
 	return fs
 }
 
@@ -102,23 +126,27 @@ func parse(args []string, getenv func(string) string) (options, uint64, error) {
 	case o.verb != "check" && o.verb != "write":
 		return o, 0, cmdutil.Usagef("dlock fence: %q is not check or write", o.verb)
 	case len(pos) > 0:
-		return o, 0, cmdutil.Usagef("dlock fence %s: unexpected argument %q; the resource comes from --file, or --resource with --postgres or --redis", o.verb, pos[0])
+		return o, 0, cmdutil.Usagef("dlock fence %s: unexpected argument %q; the resource comes from --file, or --resource with --postgres, --mysql or --redis", o.verb, pos[0])
 	}
 	n := 0
-	for _, s := range []string{o.file, o.postgres, o.redis} {
+	for _, s := range []string{o.file, o.postgres, o.mysql, o.redis} {
 		if s != "" {
 			n++
 		}
 	}
 	switch {
 	case n != 1:
-		return o, 0, cmdutil.Usagef("dlock fence %s: give one of --file PATH, --postgres URL or --redis URL", o.verb)
+		return o, 0, cmdutil.Usagef("dlock fence %s: give one of --file PATH, --postgres URL, --mysql DSN or --redis URL", o.verb)
 	case o.file != "" && o.resource != "":
-		return o, 0, cmdutil.Usagef("dlock fence %s: --resource goes with --postgres or --redis, not --file", o.verb)
+		return o, 0, cmdutil.Usagef("dlock fence %s: --resource goes with --postgres, --mysql or --redis, not --file", o.verb)
 	case o.file == "" && o.resource == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: missing --resource", o.verb)
-	case o.verb == "write" && o.postgres != "":
-		return o, 0, cmdutil.Usagef("dlock fence write: takes --file or --redis; with PostgreSQL, write in SQL after check in one transaction, or use package fence")
+	case o.passwordFile != "" && o.redis == "":
+		return o, 0, cmdutil.Usagef("dlock fence %s: --password-file goes with --redis", o.verb)
+	case o.verb == "check" && o.allowEmpty:
+		return o, 0, cmdutil.Usagef("dlock fence check: --allow-empty goes with write")
+	case o.verb == "write" && (o.postgres != "" || o.mysql != ""):
+		return o, 0, cmdutil.Usagef("dlock fence write: takes --file or --redis; with a database, write in SQL after check in one transaction, or use package fence")
 	}
 	if err := o.checkResource(); err != nil {
 		return o, 0, err
@@ -175,9 +203,15 @@ func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.S
 		if o.verb == "check" {
 			return cmdutil.ExitError, fence.CheckFile(o.file, f)
 		}
-		data, err := io.ReadAll(in)
+		if fi, err := os.Lstat(o.file); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			// Renaming over the link would replace it with a regular
+			// file, and the fence file would guard the link, not what
+			// other writers reach through another path.
+			return cmdutil.ExitUsage, cmdutil.Usagef("--file %s is a symbolic link: give the path of the file it points to", cmdutil.Quote(o.file))
+		}
+		data, err := o.readData(in)
 		if err != nil {
-			return cmdutil.ExitError, fmt.Errorf("reading standard input: %w", err)
+			return cmdutil.ExitError, err
 		}
 		perm := os.FileMode(0o644)
 		if fi, err := os.Stat(o.file); err == nil {
@@ -185,10 +219,37 @@ func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.S
 		}
 		return cmdutil.ExitError, fence.WriteFile(o.file, f, data, perm)
 	case o.postgres != "":
-		return o.checkPostgres(ctx, f, spec)
+		db := stdlib.OpenDB(*spec.Postgres.ConnConfig)
+		defer db.Close()
+		return o.checkSQL(ctx, fence.Postgres, db, f)
+	case o.mysql != "":
+		backend.QuietMySQLLogs()
+		conn, err := mysql.NewConnector(spec.MySQL)
+		if err != nil {
+			return cmdutil.ExitUsage, cmdutil.Usagef("--mysql: %v", err)
+		}
+		db := sql.OpenDB(conn)
+		defer db.Close()
+		return o.checkSQL(ctx, fence.MySQL, db, f)
 	default:
 		return o.redisWrite(ctx, f, in, spec)
 	}
+}
+
+// readData reads what write stores: all of standard input, which must
+// not be a terminal, and must not be empty without --allow-empty.
+func (o options) readData(in io.Reader) ([]byte, error) {
+	if cmdutil.IsTerminal(in) {
+		return nil, cmdutil.Usagef("standard input is a terminal: give the data on it, as in dlock fence write ... < FILE")
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if len(data) == 0 && !o.allowEmpty {
+		return nil, cmdutil.Usagef("standard input is empty, so nothing was written (a producer that failed often writes nothing); add --allow-empty to store empty data")
+	}
+	return data, nil
 }
 
 // resolve checks the --redis or --postgres URL as the other commands do
@@ -197,25 +258,59 @@ func (o options) run(ctx context.Context, f uint64, in io.Reader, spec backend.S
 func (o options) resolve(getenv func(string) string) (backend.Spec, error) {
 	var bf backend.Flags
 	bf.Postgres = o.postgres
+	bf.MySQL = o.mysql
 	if o.redis != "" {
 		bf.Redis.Set(o.redis)
 	}
+	password := getenv(backend.EnvRedisPassword)
+	if o.passwordFile != "" {
+		if u, err := url.Parse(o.redis); err == nil && u.User != nil {
+			if _, set := u.User.Password(); set {
+				return backend.Spec{}, cmdutil.Usagef("--password-file and a password in the --redis URL: give one")
+			}
+		}
+		b, err := os.ReadFile(o.passwordFile)
+		if err != nil {
+			return backend.Spec{}, cmdutil.Usagef("--password-file: %v", err)
+		}
+		password, _, _ = strings.Cut(string(b), "\n")
+		password = strings.TrimSuffix(password, "\r")
+		if password == "" {
+			return backend.Spec{}, cmdutil.Usagef("--password-file %s: the first line is empty", o.passwordFile)
+		}
+	}
 	return bf.Resolve(func(k string) string {
 		if k == backend.EnvRedisPassword {
-			return getenv(k)
+			return password
 		}
 		return ""
 	})
 }
 
-func (o options) checkPostgres(ctx context.Context, f uint64, spec backend.Spec) (int, error) {
-	g := fence.NewSQL(fence.Postgres, fence.WithTable(o.table))
-	db := stdlib.OpenDB(*spec.Postgres.ConnConfig)
-	defer db.Close()
-	if err := g.Migrate(ctx, db); err != nil {
-		return cmdutil.ExitUnavailable, err
+// refused turns a Redis server's refusal of the password, or of the key
+// (another type of value), into a usage error that says what to fix.
+func refused(err error) error {
+	if err == nil {
+		return nil
 	}
-	return cmdutil.ExitUnavailable, g.WriteFenced(ctx, db, o.resource, f, func(context.Context, *sql.Tx) error { return nil })
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "NOAUTH"):
+		return cmdutil.Usagef("%s: the server wants a password; give it in the URL (redis://:PASSWORD@host:port), in --password-file or in $%s (which dlock run keeps from its COMMAND)", cmdutil.Reason(err), backend.EnvRedisPassword)
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
+		return cmdutil.Usagef("%s: the server refused the password; check the URL's, --password-file's or $%s", cmdutil.Reason(err), backend.EnvRedisPassword)
+	case strings.Contains(msg, "WRONGTYPE"):
+		return cmdutil.Usagef("%s: --resource names a key that holds another type of value; write holds a string", cmdutil.Reason(err))
+	}
+	return err
+}
+
+func (o options) checkSQL(ctx context.Context, dialect fence.Dialect, db *sql.DB, f uint64) (int, error) {
+	g := fence.NewSQL(dialect, fence.WithTable(o.table))
+	if err := g.Migrate(ctx, db); err != nil {
+		return cmdutil.ExitUnavailable, denied(err, o.table)
+	}
+	return cmdutil.ExitUnavailable, denied(g.WriteFenced(ctx, db, o.resource, f, func(context.Context, *sql.Tx) error { return nil }), o.table)
 }
 
 func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec backend.Spec) (int, error) {
@@ -224,13 +319,22 @@ func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec ba
 	defer rdb.Close()
 	g := fence.NewRedis(goredisconn.New(rdb))
 	if o.verb == "check" {
-		return cmdutil.ExitUnavailable, g.Check(ctx, o.resource, f)
+		return cmdutil.ExitUnavailable, refused(g.Check(ctx, o.resource, f))
 	}
-	data, err := io.ReadAll(in)
+	data, err := o.readData(in)
 	if err != nil {
-		return cmdutil.ExitError, fmt.Errorf("reading standard input: %w", err)
+		return cmdutil.ExitError, err
 	}
-	return cmdutil.ExitUnavailable, g.Set(ctx, o.resource, f, string(data))
+	return cmdutil.ExitUnavailable, refused(g.Set(ctx, o.resource, f, string(data)))
+}
+
+// denied turns a privilege the database account lacks into a usage
+// error that names the grants the check needs.
+func denied(err error, table string) error {
+	if d := backend.Denied(err); cmdutil.IsUsage(d) {
+		return cmdutil.Usagef("%s (grant the account SELECT, INSERT and UPDATE on %s; creating it, if it is missing, needs CREATE)", cmdutil.Reason(err), table)
+	}
+	return err
 }
 
 // table is a table name that package fence takes: no quoting needed.
@@ -240,12 +344,12 @@ var table = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*
 // the guard takes.
 func (o options) checkResource() error {
 	switch {
-	case o.postgres != "" && !table.MatchString(o.table):
+	case (o.postgres != "" || o.mysql != "") && !table.MatchString(o.table):
 		return cmdutil.Usagef("dlock fence %s: --table %q is not letters, digits and underscores, with at most one dot", o.verb, o.table)
-	case o.postgres != "" && (len(o.resource) > 255 || !utf8.ValidString(o.resource)):
+	case (o.postgres != "" || o.mysql != "") && (len(o.resource) > 255 || !utf8.ValidString(o.resource)):
 		return cmdutil.Usagef("dlock fence %s: --resource must be valid UTF-8 of at most 255 bytes", o.verb)
 	case o.redis != "":
-		if _, err := fence.FenceKey(o.resource); err != nil {
+		if _, err := fence.RedisKey(o.resource); err != nil {
 			return cmdutil.Usagef("dlock fence %s: --resource: %v", o.verb, err)
 		}
 	}

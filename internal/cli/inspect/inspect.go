@@ -31,8 +31,12 @@ shows each master's view and the majority's; with ZooKeeper, each holder's
 node and session; with PostgreSQL, a session-mode holder's backend; with
 MySQL, a session-mode holder's connection. It only reads.
 
-Exit codes: 0 shown; 64 bad usage or a NAME the backend cannot take;
-69 lock service unreachable or failed.
+It creates no table: with PostgreSQL or MySQL, a missing table shows the
+lock free.
+
+Exit codes: 0 shown; 64 bad usage, a NAME the backend cannot take, or a
+database account without the privileges it needs; 69 lock service
+unreachable or failed.
 
 Flags:
 `
@@ -85,8 +89,12 @@ func connect(ctx context.Context, f *backend.Flags, name string, streams cmdutil
 	if err := backend.CheckName(spec.Kind(), name); err != nil {
 		return nil, err
 	}
+	spec.ReadOnly = true
 	t, err := backend.Connect(ctx, spec, nil)
 	if err != nil && !cmdutil.IsUsage(err) {
+		if d := backend.Denied(err); cmdutil.IsUsage(d) {
+			return nil, d
+		}
 		return nil, fmt.Errorf("cannot reach the lock service: %s", cmdutil.Reason(err))
 	}
 	if err != nil {
@@ -115,7 +123,7 @@ func Main(args []string, streams cmdutil.IO) int {
 	defer t.Close()
 	r, err := t.Inspect(ctx, o.name)
 	if err != nil {
-		return cmdutil.Fail(streams, fmt.Errorf("dlock inspect: %w", err), cmdutil.ExitUnavailable)
+		return cmdutil.Fail(streams, fmt.Errorf("dlock inspect: %w", backend.Denied(err)), cmdutil.ExitUnavailable)
 	}
 	if o.output == "json" {
 		enc := json.NewEncoder(streams.Out)
@@ -173,8 +181,12 @@ func writeTable(out io.Writer, r backend.Report) {
 	if r.TTLms > 0 {
 		row("ttl", "%v left", r.TTL().Round(time.Millisecond))
 	}
-	if r.Backend != "redlock" {
-		row("waiters", "%d", r.Waiters)
+	switch {
+	case r.Backend == "redlock":
+	case r.Waiters == nil:
+		row("waiters", "unknown (%s cannot count them)", r.Backend)
+	default:
+		row("waiters", "%d", *r.Waiters)
 	}
 	if r.Detail != "" {
 		row("found", "%s", printable(r.Detail))

@@ -111,7 +111,7 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 	}
 	n, err := t.ForceRelease(ctx, o.name)
 	if err != nil {
-		return cmdutil.Fail(streams, fmt.Errorf("dlock release: %w", err), cmdutil.ExitUnavailable)
+		return cmdutil.Fail(streams, fmt.Errorf("dlock release: %w", backend.Denied(err)), cmdutil.ExitUnavailable)
 	}
 	if n == 0 {
 		fmt.Fprintf(streams.Out, "Lock %q was not held; nothing released.\n", o.name)
@@ -127,7 +127,14 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 			what = "masters' keys"
 		}
 	}
-	fmt.Fprintf(streams.Out, "Released lock %q on %s: removed %d %s; waiters were woken.\n", o.name, t.Describe(), n, what)
+	woken := "waiters were woken"
+	switch t.Kind() {
+	case "mysql":
+		woken = "waiters find it free when they next try"
+	case "postgres":
+		woken = "waiters were notified"
+	}
+	fmt.Fprintf(streams.Out, "Released lock %q on %s: removed %d %s; %s.\n", o.name, t.Describe(), n, what, woken)
 	return cmdutil.ExitOK
 }
 

@@ -23,6 +23,9 @@ func (r *runner) failed(a acquired) int {
 		r.sayNotObtained(a)
 		return r.o.ConflictExit
 	}
+	if d := backend.Denied(a.err); cmdutil.IsUsage(d) {
+		return cmdutil.Fail(r.io, fmt.Errorf("dlock run: lock %q: %w", r.o.Name, d), cmdutil.ExitUsage)
+	}
 	if cmdutil.IsUsage(a.err) {
 		return cmdutil.Fail(r.io, fmt.Errorf("dlock run: %w", a.err), cmdutil.ExitUsage)
 	}
@@ -50,16 +53,55 @@ func (r *runner) failed(a acquired) int {
 // sayNotObtained says why the lock was not obtained: held by another
 // owner, or what the service said, and how long dlock waited, if it did.
 func (r *runner) sayNotObtained(a acquired) {
-	why := "is held by another owner"
+	why, holder := "is held by another owner", ""
 	if !plainConflict(a.err) {
 		why = "was not obtained: " + cmdutil.Reason(a.err)
+	} else {
+		holder = r.holderNote(a.target)
 	}
 	switch {
+	case r.o.Wait == 0 && !r.o.WaitForever && holder != "":
+		r.say("lock %q %s (%s); use --wait to wait for it", r.o.Name, why, holder)
 	case r.o.Wait == 0 && !r.o.WaitForever:
 		r.say("lock %q %s; use --wait to wait for it", r.o.Name, why)
+	case holder != "":
+		r.say("lock %q %s (waited %v; %s)", r.o.Name, why, a.waited.Round(time.Millisecond), holder)
 	default:
 		r.say("lock %q %s (waited %v)", r.o.Name, why, a.waited.Round(time.Millisecond))
 	}
+}
+
+// HolderTimeout bounds the look at who holds a lock that was not
+// obtained: the message goes without it if the service is slow.
+const HolderTimeout = time.Second
+
+// holderNote says who holds the lock and for how long, `holder
+// "host=…,pid=…,start=…", 12s left`, if t can tell within HolderTimeout;
+// otherwise "".
+func (r *runner) holderNote(t *backend.Target) string {
+	if t == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), HolderTimeout)
+	defer cancel()
+	rep, err := t.Inspect(ctx, r.o.Name)
+	if err != nil || len(rep.Holders) == 0 {
+		return ""
+	}
+	var parts []string
+	switch h := rep.Holders[0]; {
+	case len(rep.Holders) > 1:
+		parts = append(parts, fmt.Sprintf("%d holders", len(rep.Holders)))
+	case h.Label != "":
+		parts = append(parts, "holder "+cmdutil.Quote(h.Label))
+	}
+	if rep.TTLms > 0 {
+		parts = append(parts, fmt.Sprintf("%v left", rep.TTL().Round(time.Millisecond)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", ")
 }
 
 // plainConflict reports whether err, which matches dlock.ErrNotObtained,

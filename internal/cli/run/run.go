@@ -44,6 +44,9 @@ func Main(args []string, io cmdutil.IO) int {
 	if err == nil {
 		err = backend.CheckKind(spec, o.Kind)
 	}
+	if err == nil {
+		err = backend.CheckTTL(spec, o.TTL)
+	}
 	if err == nil && o.OncePer > 0 {
 		err = backend.CheckOncePer(spec)
 	}
