@@ -14,7 +14,7 @@ var completionFlags = map[string]string{
 	"inspect": "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window -o --help",
 	"release": "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --force --yes --help",
 	"bench":   "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
-	"chaos":   "--backend --faults --duration --clients --ttl --work --session-timeout --schedule --seed -o --timeline --library-defaults --help",
+	"chaos":   "--backend --faults --duration --clients --ttl --work --session-timeout --schedule --seed -o --timeline --library-defaults --tls --help",
 	"demo":    "--workers --rounds --no-zk --help",
 	"fence":   "--fence --file --postgres --redis --resource --table --help",
 }
