@@ -37,7 +37,22 @@ func TestIntegrationInspectAndForceUnlock(t *testing.T) {
 		t.Fatalf("Inspect of a held lock = %+v; want a mutex held by %+v, fence at least %d", info, want, lease.Fence())
 	}
 
-	// A minority's key: delete it from two nodes of three.
+	// A minority's key: delete it from two nodes of three. Lock returns
+	// on a majority, so under load the third node's SET may still be on
+	// its way: wait until every node has the key first.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, s := range servers {
+		for {
+			out, err := s.Do("EXISTS", lockKey("inspected"))
+			if err == nil && out == "1" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the lock key never reached %s (EXISTS %q, %v)", s.Addr(), out, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	for _, s := range servers[:2] {
 		if _, err := s.Do("DEL", lockKey("inspected")); err != nil {
 			t.Fatal(err)
