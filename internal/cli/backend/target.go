@@ -183,12 +183,15 @@ func connectZK(ctx context.Context, servers []string, opts ...zklock.ClientOptio
 	case r := <-done:
 		return r.s, r.err
 	case <-ctx.Done():
-		// zklock.New, which ends with the same ctx, usually returns at
-		// once with the reason (a TLS error, a refused connection).
+		// zklock.New, which ends with the same ctx, returns with the
+		// reason (a TLS error, a refused connection) once go-zookeeper's
+		// connection loop has stopped: at once on a quiet machine, but a
+		// loaded one took more than 200ms (a wrong CA was then reported as
+		// a bare deadline).
 		select {
 		case r := <-done:
 			return r.s, r.err
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(2 * time.Second):
 		}
 		go func() {
 			if r := <-done; r.s != nil {
