@@ -187,11 +187,12 @@ func connectZK(ctx context.Context, servers []string, opts ...zklock.ClientOptio
 		// reason (a TLS error, a refused connection) once go-zookeeper's
 		// connection loop has stopped: at once on a quiet machine, but a
 		// loaded one took more than 200ms (a wrong CA was then reported as
-		// a bare deadline).
+		// a bare deadline). A silent server keeps the loop in a read, so
+		// the wait is bounded: --wait 1s on one fails within about 2s.
 		select {
 		case r := <-done:
 			return r.s, r.err
-		case <-time.After(2 * time.Second):
+		case <-time.After(time.Second):
 		}
 		go func() {
 			if r := <-done; r.s != nil {
