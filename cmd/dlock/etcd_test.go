@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -20,7 +21,7 @@ func etcdDeployment(t testing.TB) deployment {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	prefix := func(name string) string { return "dlock/" + name + "/" }
+	prefix := func(name string) string { return name + "/" } // the command's name is etcdlock's
 	d := deployment{flags: []string{"--etcd", srv.Addr()}}
 	d.held = func(t testing.TB, name string) bool {
 		resp, err := cli.Get(context.Background(), prefix(name), clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -49,6 +50,29 @@ func TestIntegrationBenchEtcd(t *testing.T) {
 
 func TestIntegrationEtcdKindsAndRefusals(t *testing.T) {
 	d := etcdDeployment(t)
+	t.Run("LibrarySharesNames", func(t *testing.T) {
+		// The README's library example and the command name one lock.
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{d.flags[1]}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		for _, name := range []string{"locks/" + lockName(t), "/locks/" + lockName(t)} {
+			lease, err := etcdlock.New(cli).NewMutex(name).TryLock(context.Background())
+			if err != nil {
+				t.Fatalf("etcdlock TryLock(%q): %v", name, err)
+			}
+			if r := dlock(t, nil, runArgs(d, name, "--", "true")...); r.code != 75 {
+				t.Errorf("dlock run %q while etcdlock holds it: exit %d, %q; want 75", name, r.code, r.stderr)
+			}
+			if r := dlock(t, nil, "inspect", "--etcd", d.flags[1], name); r.code != 0 || !strings.Contains(r.stdout, "path     "+name+"/") || strings.Contains(r.stdout, "held     no") {
+				t.Errorf("dlock inspect %q while etcdlock holds it: exit %d, %q, %q; want it held, at path %s/", name, r.code, r.stdout, r.stderr, name)
+			}
+			if err := lease.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	t.Run("PermitsDisagree", func(t *testing.T) {
 		name := lockName(t)
 		holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")

@@ -17,7 +17,7 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/run"
 )
 
-const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper, PostgreSQL and MySQL.
+const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper, PostgreSQL, MySQL and etcd.
 
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME

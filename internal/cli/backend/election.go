@@ -32,7 +32,7 @@ func (t *Target) Election(name string, ttl time.Duration) (dlock.Election, error
 		}
 		return t.my.NewElection(name, mysqllock.WithTTL(ttl)), nil
 	case t.etcd != nil:
-		return t.etcd.NewElection(EtcdName(name), etcdlock.WithTTL(ttl)), nil
+		return t.etcd.NewElection(name, etcdlock.WithTTL(ttl)), nil
 	case t.zk != nil:
 		return t.zk.NewElection(ZKPath(name), zklock.WithTTL(ttl)), nil
 	}

@@ -17,20 +17,10 @@ import (
 // EnvEtcd is read when no backend flag is given.
 const EnvEtcd = "DLOCK_ETCD" // host:port[,host:port...]
 
-// EtcdRoot is the key prefix under which a lock name that does not start
-// with '/' lives in etcd: the name "nightly" is the prefix dlock/nightly,
-// whose keys are dlock/nightly/<lease>.
-const EtcdRoot = "dlock/"
-
-// EtcdName is the etcdlock name (the key prefix, without its trailing
-// slash) of the lock called name: a name that starts with '/' as it is,
-// any other under EtcdRoot.
-func EtcdName(name string) string {
-	if strings.HasPrefix(name, "/") {
-		return name
-	}
-	return EtcdRoot + name
-}
+// On etcd the command's lock name is etcdlock's name, the key prefix
+// without its trailing slash, as on Redis, PostgreSQL and MySQL: "dlock run
+// --etcd … locks/nightly" and etcdlock's NewMutex("locks/nightly") are one
+// lock, whose keys are locks/nightly/<lease>.
 
 // parseEtcd checks a comma-separated list of etcd endpoints, host:port.
 func parseEtcd(list string) ([]string, error) {
@@ -63,7 +53,7 @@ func checkEtcdName(name string) error {
 		return cmdutil.Usagef("the root / cannot be a lock; give a name such as nightly-report or a prefix such as /locks/nightly")
 	case strings.HasSuffix(name, "/"):
 		return cmdutil.Usagef("lock name %s ends with a slash; etcdlock adds the slash itself", q)
-	case len(EtcdName(name)) > MaxEtcdName:
+	case len(name) > MaxEtcdName:
 		return cmdutil.Usagef("lock name %s is too long: etcd lock names are at most %d bytes", q, MaxEtcdName)
 	}
 	return nil
@@ -90,7 +80,7 @@ func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
 	cctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	// A read of one key needs a leader that answers, as every lock does.
-	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), EtcdRoot, clientv3.WithCountOnly()); err != nil {
+	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), "dlock-probe", clientv3.WithCountOnly()); err != nil {
 		return fmt.Errorf("etcd %s does not answer: %w", strings.Join(t.spec.Etcd, ","), err)
 	}
 	c := etcdlock.New(cli, etcdlock.WithObserver(obs))
@@ -101,7 +91,7 @@ func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
 
 // etcdLocker returns the etcd lock called name of the kind o asks for.
 func (t *Target) etcdLocker(name string, o LockOptions) (dlock.Locker, bool) {
-	n, opts := EtcdName(name), []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
+	n, opts := name, []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
 	switch o.Kind {
 	case KindMutex, KindFair: // an etcd mutex is a queue by revision: always fair
 		return t.etcd.NewMutex(n, opts...), true

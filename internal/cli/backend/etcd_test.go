@@ -46,14 +46,14 @@ func TestResolveEtcd(t *testing.T) {
 }
 
 func TestEtcdNames(t *testing.T) {
-	for name, want := range map[string]string{"nightly": "dlock/nightly", "/locks/x": "/locks/x", "a/b": "dlock/a/b"} {
-		if got := EtcdName(name); got != want {
-			t.Errorf("EtcdName(%q) = %q; want %q", name, got, want)
-		}
-	}
-	for _, bad := range []string{"/", "x/", strings.Repeat("x", MaxEtcdName)} {
+	for _, bad := range []string{"/", "x/", strings.Repeat("x", MaxEtcdName+1)} {
 		if err := CheckName("etcd", bad); err == nil || !cmdutil.IsUsage(err) {
 			t.Errorf("CheckName(etcd, %.20q) = %v; want a usage error", bad, err)
+		}
+	}
+	for _, good := range []string{"ok/name", "/locks/x", strings.Repeat("x", MaxEtcdName)} {
+		if err := CheckName("etcd", good); err != nil {
+			t.Errorf("CheckName(etcd, %.20q) = %v", good, err)
 		}
 	}
 	if err := CheckName("etcd", "ok/name"); err != nil {

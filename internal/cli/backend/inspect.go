@@ -17,7 +17,8 @@ import (
 type Report struct {
 	Name    string `json:"name"`
 	Backend string `json:"backend"`                // "redis", "redlock", "zookeeper", "postgres" or "mysql"
-	Where   string `json:"where"`                  // addresses, or the ZooKeeper path
+	Where   string `json:"where"`                  // the service: its kind and addresses
+	Path    string `json:"path,omitempty"`         // the ZooKeeper path, or the etcd key prefix
 	Kind    string `json:"kind"`                   // a dlock.Kind: "free", "mutex", "fair-mutex", "reentrant-mutex", "rwmutex", "semaphore", "unknown"; "split" for Redlock keys on a minority
 	Held    bool   `json:"held"`                   // anyone holds it
 	Fence   uint64 `json:"fence,string,omitempty"` // the latest fence granted (Redis: to any name of the name's Cluster slot)
@@ -88,7 +89,7 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		}
 		majorityView(&r)
 	case t.zk != nil:
-		r.Where = ZKPath(name)
+		r.Path = ZKPath(name)
 		info, err := t.zk.Inspect(ctx, ZKPath(name))
 		if err != nil {
 			return r, err
@@ -96,8 +97,8 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 		r.fill(info)
 		r.Name = name
 	case t.etcd != nil:
-		r.Where = EtcdName(name) + "/"
-		info, err := t.etcd.Inspect(ctx, EtcdName(name))
+		r.Path = name + "/"
+		info, err := t.etcd.Inspect(ctx, name)
 		if err != nil {
 			return r, err
 		}
@@ -231,7 +232,7 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 		held, err := t.my.ForceUnlock(ctx, name)
 		return b2i(held), err
 	case t.etcd != nil:
-		held, err := t.etcd.ForceUnlock(ctx, EtcdName(name))
+		held, err := t.etcd.ForceUnlock(ctx, name)
 		return b2i(held), err
 	}
 	return 0, errors.New("not connected")

@@ -143,6 +143,9 @@ func writeTable(out io.Writer, r backend.Report) {
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	row("lock", "%s", printable(r.Name))
 	row("service", "%s", r.Where)
+	if r.Path != "" {
+		row("path", "%s", printable(r.Path))
+	}
 	row("kind", "%s", printable(r.Kind))
 	if !r.Held {
 		row("held", "no")
