@@ -34,6 +34,21 @@ func TestIntegrationWrongRedisPassword(t *testing.T) {
 	}
 }
 
+// A database number past the server's last is a mistake in the URL: exit
+// 64, not a service failure.
+func TestIntegrationRedisDatabaseOutOfRange(t *testing.T) {
+	srv := testenv.StartRedis(t, testenv.RedisConfig{})
+	for _, cmd := range [][]string{{"run", "--redis", "redis://" + srv.Addr() + "/16", "x", "--", "true"}, {"inspect", "--redis", "redis://" + srv.Addr() + "/16", "x"}} {
+		r := dlock(t, nil, cmd...)
+		if r.code != 64 || !strings.Contains(r.stderr, "database number") || strings.Contains(r.stderr, "cannot reach") {
+			t.Errorf("dlock %s on database 16 of 16: exit %d, %q; want 64 naming the database number", cmd[0], r.code, r.stderr)
+		}
+	}
+	if r := dlock(t, nil, "run", "--redis", "redis://"+srv.Addr()+"/15", "x", "--", "true"); r.code != 0 {
+		t.Errorf("dlock run on database 15: exit %d, %q", r.code, r.stderr)
+	}
+}
+
 // A signal while waiting is named as kill(1) names it.
 func TestIntegrationInterruptedWhileWaiting(t *testing.T) {
 	d := redisDeployment(t, 1)

@@ -244,6 +244,9 @@ func parseRedis(raw, password string) (*redis.Options, error) {
 			return nil, cmdutil.Usagef("--redis %q: the port is not a number from 1 to 65535 (a password with / # ? %% or @ must be percent-encoded)", shown)
 		}
 	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" && strings.Trim(db, "0123456789") != "" {
+		return nil, cmdutil.Usagef("--redis %q: the database %q is not a number from 0 up (redis://host:port/DB)", shown, db)
+	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {
 		return nil, cmdutil.Usagef("--redis %q: %v", shown, redactErr(err, raw))

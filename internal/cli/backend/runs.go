@@ -9,7 +9,6 @@ import (
 
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/rediskeys"
-	"github.com/dlock-go/dlock/mysqllock"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -152,18 +151,15 @@ func (t *Target) recordRunPG(ctx context.Context, name string, keep time.Duratio
 	return nil
 }
 
-// CheckTTL returns a UsageError if ttl is longer than the backend's
-// library takes: pglock's and mysqllock's MaxTTL (24h).
-func CheckTTL(spec Spec, ttl time.Duration) error {
-	limit := time.Duration(0)
-	switch spec.Kind() {
-	case "postgres":
-		limit = pglock.MaxTTL
-	case "mysql":
-		limit = mysqllock.MaxTTL
-	}
-	if limit > 0 && ttl > limit {
-		return cmdutil.Usagef("--ttl %v is longer than %v, the longest %s takes", ttl, limit, spec.Kind())
+// MaxTTL is the longest --ttl on every backend: pglock's and mysqllock's
+// limit. A lease is renewed while COMMAND runs, so a longer TTL would only
+// keep the lock of a dlock that died from its successors for longer.
+const MaxTTL = 24 * time.Hour
+
+// CheckTTL returns a UsageError if ttl is longer than MaxTTL.
+func CheckTTL(ttl time.Duration) error {
+	if ttl > MaxTTL {
+		return cmdutil.Usagef("--ttl %v is longer than %v, the longest dlock takes (the lease is renewed while COMMAND runs; a long TTL only delays the next holder after a crash)", ttl, MaxTTL)
 	}
 	return nil
 }

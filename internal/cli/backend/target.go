@@ -158,6 +158,8 @@ func refusedCredentials(errs []error) error {
 			return cmdutil.Usagef("%s: the server wants a password; give it in the URL (redis://:PASSWORD@host:port) or in %s", msg, EnvRedisPassword)
 		case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
 			return cmdutil.Usagef("%s: the server refused the password; check the URL's, or %s", msg, EnvRedisPassword)
+		case strings.Contains(msg, "DB index is out of range"):
+			return cmdutil.Usagef("%s: the URL's database number (redis://host:port/DB) is past the server's last database (its 'databases' setting, 16 by default)", msg)
 		}
 	}
 	return nil

@@ -147,6 +147,9 @@ func ElectMain(args []string, io cmdutil.IO) int {
 	if err == nil {
 		err = backend.CheckName(spec.Kind(), o.Name)
 	}
+	if err == nil {
+		err = backend.CheckTTL(o.TTL)
+	}
 	for _, w := range spec.Warnings {
 		fmt.Fprintln(io.Err, "dlock:", w)
 	}

@@ -45,7 +45,7 @@ func Main(args []string, io cmdutil.IO) int {
 		err = backend.CheckKind(spec, o.Kind)
 	}
 	if err == nil {
-		err = backend.CheckTTL(spec, o.TTL)
+		err = backend.CheckTTL(o.TTL)
 	}
 	if err == nil && o.OncePer > 0 {
 		err = backend.CheckOncePer(spec)
