@@ -19,6 +19,12 @@ import (
 // failed reports why the lock was not held, and returns the exit code
 // that goes with it.
 func (r *runner) failed(a acquired) int {
+	if errors.Is(a.err, dlock.ErrNotObtained) && notVoting(a.err) {
+		// Nobody holds it: the service cannot grant it yet. Exit 75
+		// would tell a fleet's cron job that another host ran it.
+		r.say("lock %q cannot be granted yet: %s; use --wait to wait for the nodes", r.o.Name, cmdutil.Reason(a.err))
+		return cmdutil.ExitUnavailable
+	}
 	if errors.Is(a.err, dlock.ErrNotObtained) {
 		r.sayNotObtained(a)
 		return r.o.ConflictExit
@@ -119,6 +125,13 @@ func plainConflict(err error) bool {
 		return false
 	}
 	return strings.HasPrefix(cmdutil.Reason(err), "redlock: acquire of ")
+}
+
+// notVoting reports whether err, which matches dlock.ErrNotObtained, is
+// Redlock's refusal by nodes that took the lock but sit out their restart
+// window: the lock is free, but too few nodes may vote for it yet.
+func notVoting(err error) bool {
+	return strings.Contains(err.Error(), "may not vote yet")
 }
 
 // signame names s as kill(1) does: SIGTERM, not "terminated".
