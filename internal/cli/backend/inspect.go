@@ -85,7 +85,7 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 			r.Nodes = append(r.Nodes, n)
 		}
 		if len(ok) <= len(t.nodes)/2 {
-			return r, fmt.Errorf("only %d of %d Redlock masters answered: %w", len(ok), len(t.nodes), errors.Join(errs...))
+			return r, fmt.Errorf("only %d of %d Redlock masters answered: %w", len(ok), len(t.nodes), joinErrs(errs))
 		}
 		majorityView(&r)
 	case t.zk != nil:
@@ -219,7 +219,7 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 		}
 		if len(errs) > 0 {
 			return n, fmt.Errorf("released on %d of %d masters; the others keep the lock until its TTL runs out: %w",
-				answered, len(t.nodes), errors.Join(errs...))
+				answered, len(t.nodes), joinErrs(errs))
 		}
 		return n, nil
 	case t.zk != nil:

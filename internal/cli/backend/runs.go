@@ -54,7 +54,7 @@ func (t *Target) LastRun(ctx context.Context, name string) (ago time.Duration, f
 		}
 	}
 	if answered <= len(t.rdbs)/2 {
-		return 0, false, fmt.Errorf("reading the record of the last run: %w", errors.Join(errs...))
+		return 0, false, fmt.Errorf("reading the record of the last run: %w", joinErrs(errs))
 	}
 	return ago, found, nil
 }
@@ -94,7 +94,7 @@ func (t *Target) RecordRun(ctx context.Context, name string, keep time.Duration)
 		}
 	}
 	if len(errs) > 0 && len(t.rdbs)-len(errs) <= len(t.rdbs)/2 {
-		return fmt.Errorf("recording the run: %w", errors.Join(errs...))
+		return fmt.Errorf("recording the run: %w", joinErrs(errs))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -99,7 +100,6 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		return t, nil
 	}
 	conns := make([]redislock.Conn, len(spec.Redis))
-	var errs []error
 	for i, o := range spec.Redis {
 		o.DisableIdentity = true // no CLIENT SETINFO: older servers and proxies refuse it
 		o.ContextTimeoutEnabled = true
@@ -108,15 +108,13 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		t.rdbs = append(t.rdbs, rdb)
 		t.closers = append(t.closers, func() { rdb.Close() })
 		conns[i] = goredisconn.New(rdb)
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			errs = append(errs, fmt.Errorf("redis %s: %w", o.Addr, err))
-		}
 		if len(spec.Redis) > 1 {
 			c := redislock.New(conns[i])
 			t.closers = append(t.closers, func() { c.Close() })
 			t.nodes = append(t.nodes, c)
 		}
 	}
+	errs := pingAll(ctx, t.rdbs)
 	if err := refusedCredentials(errs); err != nil {
 		t.Close()
 		return nil, err
@@ -133,7 +131,7 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	if len(errs) > len(spec.Redis)/2 {
 		t.Close()
 		return nil, fmt.Errorf("only %d of %d Redis masters answer; Redlock needs a majority: %w",
-			len(spec.Redis)-len(errs), len(spec.Redis), errors.Join(errs...))
+			len(spec.Redis)-len(errs), len(spec.Redis), joinErrs(errs))
 	}
 	// A node sits out the window after a restart: at least as long as
 	// the longest lease it may have granted.
@@ -145,6 +143,30 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	t.quorum = redlock.New(conns, opts...)
 	t.closers = append([]func(){func() { t.quorum.Close() }}, t.closers...)
 	return t, nil
+}
+
+// pingAll pings every server at once, so that silent Redlock masters cost
+// one timeout, not one each, and returns the failures in rdbs' order.
+func pingAll(ctx context.Context, rdbs []*redis.Client) []error {
+	found := make([]error, len(rdbs))
+	var wg sync.WaitGroup
+	for i, rdb := range rdbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				found[i] = fmt.Errorf("redis %s: %w", rdb.Options().Addr, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, err := range found {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // refusedCredentials returns a UsageError if one of errs, the failures to
@@ -440,3 +462,19 @@ func (t *Target) Locker(name string, o LockOptions) (dlock.Locker, error) {
 	}
 	return nil, cmdutil.Usagef("--kind %q is not one of %s", o.Kind, strings.Join(Kinds, ", "))
 }
+
+// joinErrs is errors.Join with the errors on one line, "; " between them:
+// the command prints one line per failure.
+func joinErrs(errs []error) error { return errList(errs) }
+
+type errList []error
+
+func (l errList) Error() string {
+	s := make([]string, len(l))
+	for i, err := range l {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+func (l errList) Unwrap() []error { return l }
