@@ -72,7 +72,14 @@ func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
 	}
 	db := sql.OpenDB(conn)
 	t.closers = append(t.closers, func() { db.Close() })
-	if err := db.PingContext(ctx); err != nil {
+	// database/sql retries a connection that fails as bad twice more:
+	// one answer timeout bounds all three.
+	pctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		if pctx.Err() != nil {
+			return fmt.Errorf("mysql %s does not answer within %v: %w", describeMySQL(t.spec.MySQL), AnswerTimeout, err)
+		}
 		return mysqlRefused(err)
 	}
 	c := mysqllock.New(db, mysqllock.WithObserver(obs))

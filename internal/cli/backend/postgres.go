@@ -42,7 +42,12 @@ func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error 
 		return err
 	}
 	t.closers = append(t.closers, pool.Close)
-	if err := pool.Ping(ctx); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		if pctx.Err() != nil {
+			return fmt.Errorf("postgres %s does not answer within %v: %w", describePostgres(t.spec.Postgres), AnswerTimeout, err)
+		}
 		return pgRefused(err)
 	}
 	t.pool = pool
