@@ -54,6 +54,7 @@ func TestUsageErrors(t *testing.T) {
 		{"conflict code of max-hold", []string{"run", redis, "--conflict-exit-code", "79", "x", "--", "true"}, "one of dlock's own"},
 		{"conflict code out of range", []string{"run", redis, "--conflict-exit-code", "300", "x", "--", "true"}, "1 to 255"},
 		{"max-hold shorter than the stop", []string{"run", redis, "--ttl", "10s", "--grace", "3s", "--max-hold", "3s", "x", "--", "true"}, "--max-hold 3s leaves COMMAND no time"},
+		{"max-hold under ttl/20 without --grace", []string{"run", redis, "--max-hold", "1s", "x", "--", "true"}, "or a shorter --ttl (ttl/20 is 1.5s)"},
 		{"max-hold without unit", []string{"run", redis, "--max-hold", "5", "x", "--", "true"}, "needs a unit"},
 		{"session without postgres", []string{"run", redis, "--session", "x", "--", "true"}, "--session is PostgreSQL's and MySQL's session mode; it needs --postgres or --mysql"},
 		{"postgres and redis", []string{"run", redis, "--postgres", "postgres://127.0.0.1:1/x", "x", "--", "true"}, "choose one"},

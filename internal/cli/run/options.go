@@ -227,8 +227,12 @@ func (o *Options) check() error {
 		return cmdutil.Usagef("dlock run: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
 			o.Grace, o.TTL, MaxGrace(o.TTL).Round(time.Millisecond), 3*o.Grace)
 	case o.MaxHold > 0 && o.MaxHold <= o.Grace+KillLead(o.TTL):
-		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it is stopped --grace %v + ttl/20 before the cap; use --max-hold %v or more, or a shorter --grace",
-			o.MaxHold, o.Grace, (2 * (o.Grace + KillLead(o.TTL))).Round(time.Millisecond))
+		shorter := "a shorter --ttl (ttl/20 is " + KillLead(o.TTL).Round(time.Millisecond).String() + ")"
+		if o.graceGiven {
+			shorter = "a shorter --grace or --ttl"
+		}
+		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it is stopped --grace %v + ttl/20 before the cap; use --max-hold %v or more, or %s",
+			o.MaxHold, o.Grace, (2 * (o.Grace + KillLead(o.TTL))).Round(time.Millisecond), shorter)
 	case o.OncePer > 0 && o.OncePer < time.Millisecond:
 		return cmdutil.Usagef("dlock run: --once-per %v is too short; use at least 1ms", o.OncePer)
 	case !slices.Contains(backend.Kinds, o.Kind):
