@@ -122,8 +122,10 @@ func TestIntegrationEtcdKindsAndRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := dlock(t, nil, "run", "--etcd", "127.0.0.1:"+strconv.Itoa(port), "x", "--", "true"); r.code != 69 {
-			t.Errorf("an etcd that is not there: exit %d, %q; want 69", r.code, r.stderr)
+		// A refusing port fails at once, saying so (the etcd client
+		// retried it until its 5s timeout, then said "does not answer").
+		if r := dlock(t, nil, "run", "--etcd", "127.0.0.1:"+strconv.Itoa(port), "x", "--", "true"); r.code != 69 || !strings.Contains(r.stderr, "no etcd server accepts connections") || r.took > 3*time.Second {
+			t.Errorf("an etcd that is not there: exit %d after %v, %q; want 69 within 3s, naming the refusal", r.code, r.took, r.stderr)
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	osuser "os/user"
+	"strconv"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -170,8 +172,11 @@ func forcedKey(name string) string { return "dlock:{" + name + "}:forced" }
 // answers, for forcedNoteLife: who, when, and what was removed.
 func (t *Target) noteForced(ctx context.Context, name string, removed int) {
 	user := os.Getenv("USER")
+	if u, err := osuser.Current(); user == "" && err == nil {
+		user = u.Username
+	}
 	if user == "" {
-		user = "?"
+		user = "uid " + strconv.Itoa(os.Getuid())
 	}
 	note := fmt.Sprintf("%s by %s (user %s): removed %d", time.Now().UTC().Format(time.RFC3339), ClientName(), user, removed)
 	for _, rdb := range t.rdbs {

@@ -2,7 +2,6 @@ package backend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -72,6 +71,9 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		}
 		return t, nil
 	case "etcd":
+		if err := dialAny(ctx, "etcd", spec.Etcd); err != nil { // the client retries a refusal until its timeout
+			return nil, err
+		}
 		if err := t.connectEtcd(ctx, obs); err != nil {
 			t.Close()
 			return nil, err
@@ -84,7 +86,7 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		}
 		return t, nil
 	case "zookeeper":
-		if err := dialAny(ctx, spec.ZK); err != nil {
+		if err := dialAny(ctx, "ZooKeeper", spec.ZK); err != nil {
 			return nil, err
 		}
 		opts := []zklock.ClientOption{zklock.WithObserver(obs)}
@@ -236,7 +238,7 @@ const AnswerTimeout = 5 * time.Second
 // error naming every server's failure. The ZooKeeper client retries
 // unreachable servers until its context ends; this makes a service that
 // is down fail as fast as Redis does.
-func dialAny(ctx context.Context, servers []string) error {
+func dialAny(ctx context.Context, service string, servers []string) error {
 	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	errs := make(chan error, len(servers))
@@ -258,7 +260,7 @@ func dialAny(ctx context.Context, servers []string) error {
 		}
 		failed = append(failed, err)
 	}
-	return fmt.Errorf("no ZooKeeper server accepts connections: %w", errors.Join(failed...))
+	return fmt.Errorf("no %s server accepts connections: %w", service, joinErrs(failed))
 }
 
 // ClientName is how this process names itself to the lock service (Redis
