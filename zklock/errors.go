@@ -13,7 +13,7 @@ import (
 var (
 	// ErrClosed is returned by every call on a closed Client, and is the
 	// cause wrapped in dlock.ErrLost for leases still held when it closed.
-	ErrClosed = errors.New("zklock: session closed")
+	ErrClosed = errors.New("zklock: client closed")
 
 	// ErrSessionExpired is the cause wrapped in dlock.ErrLost when the
 	// ZooKeeper ensemble expired the session that held a lease: every
