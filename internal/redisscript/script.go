@@ -4,29 +4,23 @@
 package redisscript
 
 import (
-	"crypto/sha1"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
 	"strings"
 
+	"github.com/dlock-go/dlock/redislock/transport"
+
 	"github.com/dlock-go/dlock"
 )
 
-// A Script is a Lua script with its SHA-1 digest.
-type Script struct {
-	Name string // the file it came from, for error messages
-	Src  string
-	SHA1 string
-}
+// A Script is a Lua script with its SHA-1 digest (defined in package
+// transport, where a user writing a Conn sees it).
+type Script = transport.Script
 
 // New returns a Script for src.
-func New(name, src string) *Script {
-	sum := sha1.Sum([]byte(src))
-	return &Script{Name: name, Src: src, SHA1: hex.EncodeToString(sum[:])}
-}
+func New(name, src string) *Script { return transport.NewScript(name, src) }
 
 //go:embed lua/*.lua
 var files embed.FS
@@ -120,9 +114,7 @@ var (
 
 // A ReplyError is an error reply from the server, as opposed to a failure
 // to reach it.
-type ReplyError struct{ Msg string }
-
-func (e *ReplyError) Error() string { return e.Msg }
+type ReplyError = transport.ReplyError
 
 // IsReply reports whether err is an error reply from the server.
 func IsReply(err error) bool {

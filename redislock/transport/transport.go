@@ -7,9 +7,9 @@ package transport
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"time"
-
-	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
 // A Conn is the transport to one Redis deployment (standalone, Sentinel or
@@ -73,12 +73,24 @@ type Result struct {
 	Replicas int64
 }
 
-// A Script is a Lua script with its SHA-1 digest.
-type Script = redisscript.Script
+// A Script is a Lua script with its SHA-1 digest. A Conn runs it with
+// EVALSHA and, when the server answers NOSCRIPT, with EVAL of Src.
+type Script struct {
+	Name string // the file it came from, for error messages
+	Src  string // the Lua source
+	SHA1 string // the hex SHA-1 digest of Src, as EVALSHA takes it
+}
 
 // NewScript returns a Script for src.
-func NewScript(name, src string) *Script { return redisscript.New(name, src) }
+func NewScript(name, src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{Name: name, Src: src, SHA1: hex.EncodeToString(sum[:])}
+}
 
 // A ReplyError is an error reply from the server, as opposed to a failure
-// to reach it.
-type ReplyError = redisscript.ReplyError
+// to reach it: a Conn returns the server's error replies as *ReplyError,
+// with the server's text in Msg, so that redislock can tell a refusal
+// (which no retry fixes) from a transport failure.
+type ReplyError struct{ Msg string }
+
+func (e *ReplyError) Error() string { return e.Msg }
