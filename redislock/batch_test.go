@@ -328,3 +328,38 @@ func TestIntegrationGoRedisServerKilledMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// go-redis never sends a batch again: calls whose batch timed out on a
+// slow link each run once on the server, however many shared the batch.
+func TestIntegrationGoRedisDoesNotResendBatches(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	c, p := slowClient(t, d)
+	if l, err := c.NewMutex("resent-batch-warm").TryLock(ctx); err == nil { // loads the script
+		l.Release(ctx)
+	} else {
+		t.Fatal(err)
+	}
+	// Each run of the acquire script that takes a lock runs TIME once; the
+	// clean-ups of the timed-out attempts run none.
+	const n = 8
+	before := commandCalls(t, d, "time")
+	p.SetLatency(slowWay)
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for i := range n {
+		wg.Go(func() {
+			if _, err := c.NewMutex(fmt.Sprintf("resent-batch-%d", i)).TryLock(ctx); err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	settle(p)
+	if failed.Load() != n {
+		t.Errorf("%d of %d TryLocks failed; want all, their replies came after the read timeout", failed.Load(), n)
+	}
+	if runs := commandCalls(t, d, "time") - before; runs != n {
+		t.Errorf("%d acquire calls ran %d times on the server; want once each", n, runs)
+	}
+}

@@ -51,9 +51,8 @@ func (b *batcher) eval(ctx context.Context, call transport.Call) transport.Resul
 	if !b.busy {
 		b.busy = true
 		b.mu.Unlock()
-		r := b.conn.evalOne(ctx, call)
-		b.handOver()
-		return r
+		defer b.handOver() // even if a hook panics
+		return b.conn.evalOne(ctx, call)
 	}
 	p := &pending{ctx: ctx, call: call, done: make(chan struct{})}
 	b.queue = append(b.queue, p)
