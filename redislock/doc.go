@@ -147,6 +147,11 @@
 // # Transports
 //
 // The Client talks to Redis through a Conn. Package goredisconn adapts a
-// go-redis v9 client, and package rueidisconn a rueidis client, whose
-// automatic pipelining gives more throughput with many goroutines.
+// go-redis v9 client, and package rueidisconn a rueidis client. Both send
+// the calls that many goroutines make at the same time together: rueidis
+// by its automatic pipelining, goredisconn by sending the calls that
+// arrive while one is in flight as one pipeline when it is answered. A
+// lone call is sent at once either way. Many calls then cost one write and
+// one read, on the client and on the server, which is most of a call's
+// cost on a local network.
 package redislock

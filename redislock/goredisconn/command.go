@@ -11,7 +11,7 @@ import (
 // Command runs one plain command, such as CONFIG GET appendfsync, and
 // returns its reply as Eval returns a script's. Package redlock reads the
 // nodes' configuration with it.
-func (c conn) Command(ctx context.Context, args ...string) transport.Result {
+func (c *conn) Command(ctx context.Context, args ...string) transport.Result {
 	a := make([]any, len(args))
 	for i, s := range args {
 		a[i] = s

@@ -10,6 +10,22 @@
 // Lock whose context runs out while the server is slow returns only when
 // the reply (or the read timeout) comes. It then still reports
 // dlock.ErrNotObtained and releases whatever the late reply granted.
+//
+// # Calls from many goroutines
+//
+// Script calls that goroutines make at the same time on one server go out
+// together, as one go-redis pipeline: a call that finds no other in flight
+// is sent at once, by itself, and calls that arrive while one is in flight
+// are sent together as soon as it is answered (there is no timer, so a
+// single goroutine waits for no one). Many calls then share one write and
+// one read on the client and on the server, as with rueidis's automatic
+// pipelining. A *redis.ClusterClient batches per master, so that a slow
+// node holds up only the calls to it; a *redis.Client (standalone or
+// Sentinel) has one batch in flight at a time; other clients (a Ring, or
+// a Client of your own) send each call by itself. Hooks see a batch as a
+// pipeline. A caller whose context ends while its call waits returns at
+// once: a call not yet sent is dropped, and one already sent is treated
+// as a call whose reply was lost (dlock gives back what it may have taken).
 package goredisconn
 
 import (
@@ -17,6 +33,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/dlock-go/dlock/redislock/transport"
 
@@ -32,7 +49,12 @@ type Client interface {
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
-type conn struct{ c Client }
+type conn struct {
+	c Client
+
+	one   *batcher // the batcher of a *redis.Client; nil otherwise
+	nodes sync.Map // of a *redis.ClusterClient: master address -> *batcher
+}
 
 // New returns a redislock.Conn that talks through c. A nil c (or a nil
 // *redis.Client inside the interface) gives a Conn whose every call fails
@@ -44,25 +66,45 @@ func New(c Client) redislock.Conn {
 	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nilConn{}
 	}
-	return conn{c}
+	cn := &conn{c: c}
+	if _, ok := c.(*redis.Client); ok {
+		cn.one = &batcher{conn: cn}
+	}
+	return cn
 }
 
-func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
-	if len(calls) == 1 && calls[0].WaitReplicas > 0 {
+// Eval runs a single call with those that other goroutines make at the
+// same time on the same server, in one pipeline (see batcher), and several
+// calls (a renewal batch) in a pipeline of their own.
+func (c *conn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+	switch {
+	case len(calls) == 1 && calls[0].WaitReplicas > 0:
 		results[0] = c.evalWait(ctx, calls[0])
-		return
-	}
-	if len(calls) == 1 { // the common case: no pipeline
-		call := calls[0]
-		cmd := script(ctx, "evalsha", call.Script.SHA1, call)
-		c.c.Process(ctx, cmd)
-		if isNoScript(cmd.Err()) {
-			cmd = script(ctx, "eval", call.Script.Src, call)
-			c.c.Process(ctx, cmd)
+	case len(calls) == 1:
+		if b := c.batcherFor(ctx, calls[0]); b != nil {
+			results[0] = b.eval(ctx, calls[0])
+		} else {
+			results[0] = c.evalOne(ctx, calls[0])
 		}
-		results[0] = result(cmd.Cmd)
-		return
+	default:
+		c.evalMany(ctx, calls, results)
 	}
+}
+
+// evalOne runs one call by itself.
+func (c *conn) evalOne(ctx context.Context, call transport.Call) transport.Result {
+	cmd := script(ctx, "evalsha", call.Script.SHA1, call)
+	c.c.Process(ctx, cmd)
+	if isNoScript(cmd.Err()) {
+		cmd = script(ctx, "eval", call.Script.Src, call)
+		c.c.Process(ctx, cmd)
+	}
+	return result(cmd.Cmd)
+}
+
+// evalMany runs calls in one pipeline, and those that failed with NOSCRIPT
+// again by EVAL in a second.
+func (c *conn) evalMany(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	cmds := c.pipeline(ctx, calls, "evalsha")
 	var retry []int
 	for i, cmd := range cmds {
@@ -90,7 +132,7 @@ func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transp
 // key of its own to route by; a redirect (the slot moved, or is moving)
 // comes back as the script's error and makes the client reload its map of
 // the slots, for the next attempt.
-func (c conn) evalWait(ctx context.Context, call transport.Call) transport.Result {
+func (c *conn) evalWait(ctx context.Context, call transport.Call) transport.Result {
 	pipeliner := c.c.Pipeline
 	cc, cluster := c.c.(*redis.ClusterClient)
 	if cluster && len(call.Keys) > 0 {
@@ -127,7 +169,7 @@ func (c conn) evalWait(ctx context.Context, call transport.Call) transport.Resul
 
 // pipeline sends every call as verb ("evalsha" or "eval") in one
 // pipeline.
-func (c conn) pipeline(ctx context.Context, calls []transport.Call, verb string) []sentOnce {
+func (c *conn) pipeline(ctx context.Context, calls []transport.Call, verb string) []sentOnce {
 	p := c.c.Pipeline()
 	cmds := make([]sentOnce, len(calls))
 	for i, call := range calls {
@@ -209,7 +251,7 @@ func (nilListener) Close() error                              { return nil }
 
 // Addr returns the server address of a single-node client, and "" for
 // Cluster, Ring and Sentinel clients.
-func (c conn) Addr() string {
+func (c *conn) Addr() string {
 	if rc, ok := c.c.(*redis.Client); ok {
 		return rc.Options().Addr
 	}

@@ -24,7 +24,7 @@ type listener struct {
 	done    chan struct{}
 }
 
-func (c conn) Listen(onMessage func(string)) transport.Listener {
+func (c *conn) Listen(onMessage func(string)) transport.Listener {
 	return &listener{c: c.c, onMessage: onMessage, pending: make(map[string][]chan struct{})}
 }
 

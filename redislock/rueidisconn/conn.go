@@ -1,6 +1,7 @@
 // Package rueidisconn connects redislock to a rueidis client, whose
-// automatic pipelining gives the highest throughput when many goroutines
-// take locks at once. Standalone, Sentinel and Cluster clients all work.
+// automatic pipelining sends the calls of many goroutines that take locks
+// at once together (goredisconn does the same for go-redis). Standalone,
+// Sentinel and Cluster clients all work.
 //
 //	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 //	locks := redislock.New(rueidisconn.New(c))
