@@ -139,7 +139,7 @@ func releaseCall(k keys, token string, s *redisscript.Script) transport.Call {
 // in the background (see abandon).
 func (c *Client) release(ctx context.Context, call transport.Call) error {
 	_, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
-	if err != nil && !isReply(err) {
+	if err != nil && mayHaveRun(err) {
 		c.abandon(call)
 	}
 	return err

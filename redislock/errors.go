@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"errors"
+	"net"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -28,6 +29,19 @@ func describe(key string, s *redisscript.Script, err error) error {
 // isReply reports whether err is an error reply from the server rather than
 // a transport failure.
 func isReply(err error) bool { return redisscript.IsReply(err) }
+
+// mayHaveRun reports whether a call that failed with err may have run on
+// the server, so that what it may have taken must be given back: not if
+// the server refused it with an error reply, nor if no connection could
+// even be made (scripts are never retried by the transport, so a dial
+// error means nothing was sent).
+func mayHaveRun(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return !isReply(err)
+}
 
 var (
 	acquireScript = redisscript.Acquire

@@ -213,7 +213,7 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 	v, err := m.c.eval(ctx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence},
 		token, m.ttl, m.waitMs, join)
 	if err != nil {
-		if !isReply(err) {
+		if mayHaveRun(err) {
 			// The script may have run: give the lock (if taken) back, and
 			// the place in the queue (if taken) up.
 			m.c.abandon(releaseCall(m.keys, token, releaseScript))
@@ -281,7 +281,7 @@ func (m *FairMutex) giveBack(ctx context.Context, token string, requeue bool) (a
 		args = append(args, m.waitMs)
 	}
 	v, err := m.c.eval(ctx, redisscript.FairRelease, []string{m.keys.lock, m.queue, m.times}, args...)
-	if err != nil && !isReply(err) {
+	if err != nil && mayHaveRun(err) {
 		m.c.abandon(releaseCall(m.keys, token, releaseScript))
 	}
 	return v, err

@@ -57,7 +57,7 @@ func (g *grant) Release(ctx context.Context) error {
 		// trying to release in the background (a hold is given up once,
 		// however often its release runs).
 		g.End(dlock.ErrReleased)
-		if !isReply(err) {
+		if mayHaveRun(err) {
 			g.m.c.abandon(call)
 		}
 		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",

@@ -256,7 +256,7 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 	if err != nil {
 		// The script may have run without its reply reaching us: give
 		// back what it may have taken (this hold only).
-		if !isReply(err) {
+		if mayHaveRun(err) {
 			m.c.abandon(giveBack)
 		}
 		if cause := cancelled(ctx, err); cause != nil {

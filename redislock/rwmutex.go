@@ -133,7 +133,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 	v, err := rw.c.eval(ctx, redisscript.RWDowngrade, []string{rw.writer, rw.readers, rw.fence, rw.base},
 		w.Token(), token, rw.ttl, rw.channel)
 	if err != nil {
-		if !isReply(err) {
+		if mayHaveRun(err) {
 			// The write lock may or may not have become a read share:
 			// give up both.
 			rw.c.abandon(rw.releaseCall(false, w.Token()))
@@ -312,7 +312,7 @@ func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Du
 		WaitReplicas: rw.cfg.replicas, WaitTimeout: rw.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
-		if !isReply(err) {
+		if mayHaveRun(err) {
 			rw.undo(s.read, token)
 		}
 		if cause := cancelled(ctx, err); cause != nil {
@@ -429,7 +429,7 @@ func (l *rwLease) Release(ctx context.Context) error {
 	v, err := l.rw.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		l.End(dlock.ErrReleased)
-		if !isReply(err) {
+		if mayHaveRun(err) {
 			l.rw.c.abandon(call)
 		}
 		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",

@@ -198,7 +198,7 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
-		if !isReply(err) { // the script may have run without its reply reaching us
+		if mayHaveRun(err) { // the script may have run without its reply reaching us
 			m.c.abandon(m.releaseCall(token, token))
 		}
 		if cause := cancelled(ctx, err); cause != nil {
