@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -33,13 +32,9 @@ type Client struct {
 	sql statements
 	obs dlock.Observer // from WithObserver and WithLogger; nil for none
 
-	renew    *renewal.Scheduler
-	waiters  waiters
-	leases   lease.Registry // lease mode
-	sessions lease.Registry // session mode
-	ids      connIDs
-
-	bg background.Group // clean-ups after interrupted calls
+	waiters sqllease.Waiters
+	leases  *sqllease.Leases // held leases, the watchdog, and (in Background) clean-ups
+	ids     connIDs
 }
 
 // New returns a Client that locks through db, a pool of connections
@@ -59,7 +54,14 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 	default:
 		c.sql = newStatements(table)
 	}
-	c.renew = renewal.New(c.renewBatch)
+	c.leases = sqllease.New(sqllease.Dialect{
+		Pkg: "mysqllock", ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
+		Release: c.release, Refresh: c.refresh, Describe: c.describe,
+		LookAgain: func(ctx context.Context, name, token string) background.Outcome {
+			return c.lookAgain(ctx, name, token, 0)
+		},
+		IsServerError: isServerError, EndedByServer: endedByServer,
+	})
 	return c
 }
 
@@ -106,10 +108,6 @@ func (c *Client) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// closeTimeout bounds each of Close's two waits: for the releases of the
-// leases still held, and for the clean-ups of interrupted calls.
-const closeTimeout = 5 * time.Second
-
 // Close releases every lease the Client still holds, stops renewing,
 // finishes the clean-ups of interrupted calls and of leases that ended
 // (freeing the row and the GET_LOCK lock that a failed or abandoned
@@ -120,33 +118,10 @@ const closeTimeout = 5 * time.Second
 // TTL (a GET_LOCK lock goes with its connection), and Close reports the
 // failure. It does not close the *sql.DB. Every held lease ends with
 // dlock.ErrReleased.
-func (c *Client) Close() error {
-	var serr error
-	done := make(chan struct{})
-	go func() { _, serr = c.sessions.Close(closeTimeout, ErrClosed); close(done) }()
-	first, err := c.leases.Close(closeTimeout, ErrClosed)
-	<-done
-	if !first {
-		return nil
-	}
-	c.renew.Close()
-	c.waiters.wakeAll()
-	if !c.bg.Finish(closeTimeout) {
-		err = errors.Join(err, fmt.Errorf("mysqllock: Close: clean-ups of interrupted calls did not finish within %v; a row they had to free expires within its TTL", closeTimeout))
-	}
-	return errors.Join(err, serr)
-}
+func (c *Client) Close() error { return c.leases.Close(c.waiters.WakeAll) }
 
 // usable returns the error every call on an unusable Client returns.
-func (c *Client) usable() error {
-	if c.err != nil {
-		return c.err
-	}
-	if c.leases.Closed() {
-		return ErrClosed
-	}
-	return nil
-}
+func (c *Client) usable() error { return c.leases.Usable(c.err) }
 
 // connIDs remembers the server's ID of each driver connection that an
 // attempt has used, so that the clean-up of an interrupted attempt can

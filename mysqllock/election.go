@@ -45,7 +45,7 @@ func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 			err = fmt.Errorf("mysqllock: election %q: the leaders' table: %w", name, err)
 		}
 	}
-	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.cfg.ttl, Err: err})
+	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.cfg.TTL, Err: err})
 }
 
 // tableOf returns the Client's quoted table name.

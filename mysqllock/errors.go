@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -100,18 +101,7 @@ func endedByServer(err error) bool {
 }
 
 // cancelled returns the context error behind a failed call, or nil.
-func cancelled(ctx context.Context, err error) error {
-	if e := ctx.Err(); e != nil {
-		return e
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return context.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		return context.Canceled
-	}
-	return nil
-}
+func cancelled(ctx context.Context, err error) error { return sqllease.Cancelled(ctx, err) }
 
 // sessionLost returns the cause of a loss of the session: ErrSessionLost
 // and the connection's error.

@@ -88,7 +88,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	}
 	n, _ := res.RowsAffected()
 	if n == 1 {
-		c.waiters.wake(name)
+		c.waiters.Wake(name)
 	}
 	return n == 1 || who != 0, nil
 }

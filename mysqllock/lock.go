@@ -3,42 +3,35 @@ package mysqllock
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/pause"
+	"github.com/dlock-go/dlock/internal/sqllease"
 )
 
 // A locker is what Mutex and SessionMutex share: the lock's name, options
-// and events, and the way Lock and TryLock go about their attempts, which
-// are the only thing the two modes do differently.
+// and events, and the way Lock and TryLock go about their attempts (see
+// sqllease.Locker), which are the only thing the two modes do differently.
+// While a session holds the lock's GET_LOCK lock, a session-mode attempt
+// waits on the server, up to its block argument, for its release, which
+// ends the wait at once (see sqllease.Busy); a lease-mode attempt ignores
+// block.
 type locker struct {
-	c       *Client
-	name    string
-	cfg     config
-	err     error           // a bad name or option, reported by every call
-	ev      *lease.Events   // nil without an observer
-	held    *lease.Registry // the Client's leases of this mode
-	attempt attemptFunc
+	c    *Client
+	name string
+	cfg  config
+	err  error         // a bad name or option, reported by every call
+	ev   *lease.Events // nil without an observer
+	core sqllease.Locker
 }
 
-// An attemptFunc makes one attempt at a lock. It returns a lease; or nil,
-// how long the holder's claim has left if it is known (0 if not, or
-// sessionBusy), and possibly an error matching dlock.ErrNotObtained that
-// says why; or a hard error. A session-mode attempt waits on the server,
-// up to block, for the holder's GET_LOCK lock to be released; a lease-mode
-// attempt ignores block.
-type attemptFunc func(ctx context.Context, block time.Duration) (dlock.Lease, time.Duration, error)
-
-// sessionBusy is the left of an attempt that found the lock's GET_LOCK
-// lock held by another session: the next attempt can wait on the server
-// for its release, which wakes it at once.
-const sessionBusy = -1
-
-func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option, attempt attemptFunc) locker {
-	l := locker{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, kind), held: held, attempt: attempt}
+func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option, attempt sqllease.AttemptFunc) locker {
+	l := locker{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, kind)}
 	l.err = errors.Join(checkName(name), l.cfg.check())
+	l.core = sqllease.Locker{
+		Name: name, Err: l.err, Events: l.ev, Held: held,
+		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.waiters.Wait, Attempt: attempt,
+	}
 	return l
 }
 
@@ -47,17 +40,7 @@ func (l *locker) Name() string { return l.name }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
 // dlock.ErrNotObtained if another owner holds it.
-func (l *locker) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := l.ev.Begin()
-	if err := l.check(ctx); err != nil {
-		return a.End(nil, err)
-	}
-	got, _, err := l.attempt(ctx, 0)
-	if got == nil && err == nil {
-		err = dlock.ErrNotObtained
-	}
-	return a.End(got, err)
-}
+func (l *locker) TryLock(ctx context.Context) (dlock.Lease, error) { return l.core.TryLock(ctx) }
 
 // Lock takes the lock, waiting until it is free, ctx is done or the retry
 // strategy gives up. A waiter tries again when the retry strategy says so
@@ -65,81 +48,4 @@ func (l *locker) TryLock(ctx context.Context) (dlock.Lease, error) {
 // lease of the same Client releases the lock. If ctx
 // is done first, the error matches both dlock.ErrNotObtained and
 // ctx.Err().
-func (l *locker) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := l.ev.Begin()
-	if err := l.check(ctx); err != nil {
-		return a.End(nil, err)
-	}
-	return a.End(l.wait(ctx, &a))
-}
-
-// check returns the error a Lock or TryLock must fail with before it
-// starts, if any.
-func (l *locker) check(ctx context.Context) error {
-	if l.err != nil {
-		return l.err
-	}
-	if err := l.c.usable(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return dlock.NotObtained(err)
-	}
-	if l.held.Holds(ctx, l.name) {
-		return ErrNotReentrant
-	}
-	return nil
-}
-
-// obtained reports whether an attempt's outcome ends a Lock: a lease, or a
-// hard error.
-func obtained(l dlock.Lease, err error) bool {
-	return l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained)
-}
-
-// wait tries once; if the lock is held, it waits for a local release, for
-// the holder's claim to run out, or for the retry strategy's backoff,
-// whichever comes first, and tries again, until it obtains the lock, ctx
-// is done, or the strategy gives up. While a session holds the lock's
-// GET_LOCK lock, the wait is a GET_LOCK with that timeout on the server,
-// which the holder's release (or the end of its session) ends at once.
-func (l *locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
-	if got, _, err := l.attempt(ctx, 0); obtained(got, err) {
-		return got, err
-	}
-	a.Waiting()
-	w := l.c.waiters.wait(l.name)
-	defer w.close()
-	var idle pause.Timer
-	defer idle.Stop()
-	var block time.Duration
-	for n := 1; ; n++ {
-		if err := l.c.usable(); err != nil {
-			return nil, err
-		}
-		// Try again at once on the first round: a release may have come
-		// between the first attempt and the waiter's registration.
-		got, left, err := l.attempt(ctx, block)
-		block = 0
-		if obtained(got, err) {
-			return got, err
-		}
-		wait, ok := l.cfg.retry.Backoff(n)
-		if !ok {
-			if err != nil {
-				return nil, err
-			}
-			return nil, dlock.ErrNotObtained
-		}
-		if left == sessionBusy { // wait on the server, for its release
-			block = wait
-			continue
-		}
-		if left > 0 && left < wait { // the holder's lease runs out first
-			wait = left
-		}
-		if !idle.Wait(ctx, w.c, wait) {
-			return nil, dlock.NotObtained(ctx.Err())
-		}
-	}
-}
+func (l *locker) Lock(ctx context.Context) (dlock.Lease, error) { return l.core.Lock(ctx) }

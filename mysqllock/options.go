@@ -1,11 +1,11 @@
 package mysqllock
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/sqllease"
 )
 
 // Defaults of the options.
@@ -44,11 +44,7 @@ type clientConfig struct {
 
 func newClientConfig(opts []ClientOption) clientConfig {
 	c := clientConfig{table: DefaultTable}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	sqllease.Apply(&c, opts)
 	return c
 }
 
@@ -83,50 +79,31 @@ func WithLogger(l *slog.Logger) ClientOption {
 // An Option configures a lock, of either mode.
 type Option func(*config)
 
-type config struct {
-	ttl     time.Duration
-	renew   bool
-	retry   dlock.RetryStrategy
-	maxHold time.Duration
-}
+type config struct{ sqllease.Config }
 
 func newConfig(opts []Option) config {
-	c := config{ttl: DefaultTTL, renew: true, retry: DefaultRetry}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := config{sqllease.NewConfig(DefaultTTL, DefaultRetry)}
+	sqllease.Apply(&c, opts)
 	return c
 }
 
-func (c config) check() error {
-	if c.ttl < MinTTL || c.ttl > MaxTTL {
-		return fmt.Errorf("mysqllock: TTL %v is outside the range %v to %v; set it with WithTTL", c.ttl, MinTTL, MaxTTL)
-	}
-	if c.maxHold < 0 {
-		return fmt.Errorf("mysqllock: WithMaxHold(%v): want a positive duration, or 0 for no cap", c.maxHold)
-	}
-	return dlock.CheckRetry(c.retry)
-}
+func (c config) check() error { return c.Check("mysqllock", MinTTL, MaxTTL) }
 
 // ttlMicros returns the TTL in whole microseconds, rounded up, so that the
 // database never holds a lease for less than the TTL.
-func (c config) ttlMicros() int64 {
-	return int64((c.ttl + time.Microsecond - 1) / time.Microsecond)
-}
+func (c config) ttlMicros() int64 { return sqllease.Units(c.TTL, time.Microsecond) }
 
 // waitTimeout returns the wait_timeout, in whole seconds, that a
 // session-mode lease sets on its connection: the TTL rounded up, and at
 // least 1, MySQL's smallest.
 func (c config) waitTimeout() int64 {
-	return max(int64((c.ttl+time.Second-1)/time.Second), 1)
+	return max(sqllease.Units(c.TTL, time.Second), 1)
 }
 
 // checkEvery returns how often a session-mode lease checks that its
 // connection is alive: a tenth of the TTL, between 20ms and one second.
 func (c config) checkEvery() time.Duration {
-	return min(max(c.ttl/10, 20*time.Millisecond), time.Second)
+	return min(max(c.TTL/10, 20*time.Millisecond), time.Second)
 }
 
 // WithTTL sets the lease time: how long the lock outlives a holder that
@@ -136,21 +113,21 @@ func (c config) checkEvery() time.Duration {
 // the wait_timeout of the holder's connection, rounded up to whole
 // seconds: the database ends a session that has been silent that long,
 // and its GET_LOCK lock with it.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
 
 // WithoutRenewal makes a fixed lease: it is never renewed by the watchdog
 // and ends, with an error matching dlock.ErrExpired, when its TTL runs out,
 // unless the holder calls Refresh. Renewal is on by default.
-func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+func WithoutRenewal() Option { return func(c *config) { c.Renew = false } }
 
 // WithMaxHold caps how long one lease can be held, in either mode: the
 // watchdog renews it until d after it was granted and no further, and the
 // lease then ends, with an error matching dlock.ErrMaxHold and
 // dlock.ErrLost, and frees the lock. Until never passes the cap, so Done
 // closes by then. The default is 0: no cap.
-func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }
+func WithMaxHold(d time.Duration) Option { return func(c *config) { c.MaxHold = d } }
 
 // WithRetry sets how Lock waits between attempts; see DefaultRetry.
 // dlock.NoRetry() makes Lock a single attempt, and dlock.MaxAttempts
 // bounds the attempts.
-func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }
+func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.Retry = s } }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/background"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -78,21 +79,15 @@ func (c *Client) release(ctx context.Context, name, token string) (bool, error) 
 	}
 	n, err := res.RowsAffected()
 	if n == 1 {
-		c.waiters.wake(name)
+		c.waiters.Wake(name)
 	}
 	return n == 1, err
 }
 
-// free releases the row now if the database answers within lookTimeout,
-// whether or not ctx is done, and otherwise in the background (see
-// abandon).
-func (c *Client) free(ctx context.Context, name, token string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookTimeout)
-	defer cancel()
-	if _, err := c.release(ctx, name, token); err != nil && !isServerError(err) {
-		c.abandon(name, token, 0)
-	}
-}
+// free releases the row now if the database answers within
+// sqllease.LookTimeout, whether or not ctx is done, and otherwise in the
+// background (see abandon).
+func (c *Client) free(ctx context.Context, name, token string) { c.leases.Free(ctx, name, token) }
 
 // abandon frees, in the background, the row of lock name that an
 // interrupted statement may have left held by token. conn is the server's
@@ -106,16 +101,12 @@ func (c *Client) free(ctx context.Context, name, token string) {
 // looks again, with a backoff: until the Client is closed, and Close
 // waits for it (see Close).
 func (c *Client) abandon(name, token string, conn int64) {
-	c.bg.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, conn) })
+	c.leases.Background.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, conn) })
 }
-
-// lookTimeout bounds each look of a clean-up: one that the database does
-// not answer gives way to the next, on another connection.
-const lookTimeout = 2 * time.Second
 
 // lookAgain is one look of a clean-up (see abandon).
 func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) background.Outcome {
-	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
+	ctx, cancel := context.WithTimeout(ctx, sqllease.LookTimeout)
 	defer cancel()
 	// The check comes first, so that a connection found ended has
 	// committed whatever it ran before the release looks.
@@ -136,7 +127,7 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) 
 		return background.Unreachable
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
-		c.waiters.wake(name)
+		c.waiters.Wake(name)
 		return background.Cleaned
 	}
 	if alive == 0 {
@@ -150,11 +141,11 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) 
 // refresh extends the leases gs to their TTL from now, in one statement
 // per TTL among them (the watchdog's batches usually share one). held[i]
 // reports whether gs[i] still holds its row.
-func (c *Client) refresh(ctx context.Context, gs []*grant) (held []bool, err error) {
+func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool, err error) {
 	held = make([]bool, len(gs))
 	byTTL := make(map[int64][]int)
 	for i, g := range gs {
-		ttl := g.m.cfg.ttlMicros()
+		ttl := sqllease.Units(g.TTL(), time.Microsecond)
 		byTTL[ttl] = append(byTTL[ttl], i)
 	}
 	for ttl, at := range byTTL {

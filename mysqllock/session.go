@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/sqllease"
 )
 
 // A SessionMutex is an exclusive lock in session mode: the lock's row, as
@@ -43,7 +44,7 @@ var _ dlock.Locker = (*SessionMutex)(nil)
 // fails: a bad name or option is reported by Lock and TryLock.
 func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
 	m := &SessionMutex{lockName: sessionLockName(c.cfg.table, name)}
-	m.locker = newLocker(c, name, "SessionMutex", &c.sessions, opts, m.attempt)
+	m.locker = newLocker(c, name, "SessionMutex", &c.leases.Sessions, opts, m.attempt)
 	return m
 }
 
@@ -78,7 +79,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		err = fmt.Errorf("GET_LOCK(%q) returned NULL", m.lockName)
 	case got.Int64 != 1:
 		conn.Close() // held by another session
-		return nil, sessionBusy, nil
+		return nil, sqllease.Busy, nil
 	default:
 		start = time.Now() // after the wait for GET_LOCK
 		fence, left, err = m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
@@ -114,16 +115,17 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		}
 		return nil, 0, m.c.describe("acquiring", m.name, err)
 	}
-	until := lease.Validity(start, m.cfg.ttl)
+	until := lease.Validity(start, m.cfg.TTL)
 	if !time.Now().Before(until) {
 		// Too slow to be a lease. Closing the connection frees the
 		// GET_LOCK lock; the row is freed too.
 		discard(conn)
 		m.c.free(ctx, m.name, token)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("mysqllock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.ttl))
+			m.name, time.Since(start), m.cfg.TTL))
 	}
-	s := newSession(ctx, m, conn, id, before, token, fence, until)
+	sc := &sessionConn{m: m, conn: conn, id: id, before: before, stop: make(chan struct{})}
+	s := sqllease.NewSession(ctx, m.c.leases, m.ev, m.name, token, fence, until, m.cfg.Config, sc)
 	if fence > maxFence {
 		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the GET_LOCK lock
 		return nil, 0, fenceOutOfRange(m.name, fence)
@@ -133,16 +135,8 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		s.End(dlock.Lost(cause))
 		return nil, 0, dlock.NotObtained(cause)
 	}
-	if !m.c.sessions.Add(s) {
-		s.End(dlock.Lost(ErrClosed))
-		return nil, 0, ErrClosed
-	}
-	s.watch()
-	if m.cfg.renew {
-		m.c.renew.Add(&s.entry, m.cfg.ttl/3)
-	}
-	if s.Err() != nil { // ended already: make sure it is forgotten
-		s.forget()
+	if err := s.Keep(); err != nil {
+		return nil, 0, err
 	}
 	return s, 0, nil
 }

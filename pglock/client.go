@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,12 +33,8 @@ type Client struct {
 	sql  statements
 	obs  dlock.Observer // from WithObserver and WithLogger; nil for none
 
-	renew    *renewal.Scheduler
-	notices  *listener
-	leases   lease.Registry // lease mode
-	sessions lease.Registry // session mode
-
-	bg background.Group // the listener, and clean-ups after interrupted calls
+	notices *listener
+	leases  *sqllease.Leases // held leases, the watchdog, and (in Background) the listener and clean-ups
 }
 
 // New returns a Client that locks through pool, configured by opts
@@ -57,7 +52,14 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 	default:
 		c.obj, c.sql = obj, newStatements(obj)
 	}
-	c.renew = renewal.New(c.renewBatch)
+	c.leases = sqllease.New(sqllease.Dialect{
+		Pkg: "pglock", ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
+		Release: c.release, Refresh: c.refresh, Describe: c.describe,
+		LookAgain: func(ctx context.Context, name, token string) background.Outcome {
+			return c.lookAgain(ctx, name, token, 0)
+		},
+		IsServerError: isServerError, EndedByServer: endedByServer,
+	})
 	c.notices = newListener(c)
 	return c
 }
@@ -117,10 +119,6 @@ func (c *Client) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// closeTimeout bounds each of Close's two waits: for the releases of the
-// leases still held, and for the clean-ups of interrupted calls.
-const closeTimeout = 5 * time.Second
-
 // Close releases every lease the Client still holds, stops renewing,
 // finishes the clean-ups of interrupted calls and of leases that ended
 // (freeing the row and the advisory lock that a failed or abandoned
@@ -136,29 +134,7 @@ const closeTimeout = 5 * time.Second
 // interrupted acquire to end, since until then the statement may still
 // take the lock: Close returns once nothing of the Client's can land
 // any more, or at its timeout.
-func (c *Client) Close() error {
-	var serr error
-	done := make(chan struct{})
-	go func() { _, serr = c.sessions.Close(closeTimeout, ErrClosed); close(done) }()
-	first, err := c.leases.Close(closeTimeout, ErrClosed)
-	<-done
-	if !first {
-		return nil
-	}
-	c.renew.Close()
-	if !c.bg.Finish(closeTimeout) {
-		err = errors.Join(err, fmt.Errorf("pglock: Close: clean-ups of interrupted calls did not finish within %v; a row they had to free expires within its TTL", closeTimeout))
-	}
-	return errors.Join(err, serr)
-}
+func (c *Client) Close() error { return c.leases.Close(nil) }
 
 // usable returns the error every call on an unusable Client returns.
-func (c *Client) usable() error {
-	if c.err != nil {
-		return c.err
-	}
-	if c.leases.Closed() {
-		return ErrClosed
-	}
-	return nil
-}
+func (c *Client) usable() error { return c.leases.Usable(c.err) }

@@ -22,7 +22,7 @@ import (
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name},
-		TTL: m.cfg.ttl, Err: m.err})
+		TTL: m.cfg.TTL, Err: m.err})
 }
 
 type electionStore struct {
@@ -92,5 +92,5 @@ func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
 		return nil, func() {}
 	}
 	w := s.c.notices.wait(s.name)
-	return w.c, w.close
+	return w.C(), w.Close
 }

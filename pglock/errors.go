@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -99,18 +100,7 @@ func endedByServer(err error) bool {
 }
 
 // cancelled returns the context error behind a failed call, or nil.
-func cancelled(ctx context.Context, err error) error {
-	if e := ctx.Err(); e != nil {
-		return e
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return context.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		return context.Canceled
-	}
-	return nil
-}
+func cancelled(ctx context.Context, err error) error { return sqllease.Cancelled(ctx, err) }
 
 // staleFence returns the error of a write to resource with fence f, refused
 // because newest has been written.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/sqllease"
 )
 
 // A listener LISTENs for the Client's release notices on one connection
@@ -15,66 +16,26 @@ import (
 // waiters rely on their fallback poll; when it gets one, it wakes them
 // all, since a release may have gone unheard.
 type listener struct {
-	c       *Client
+	c *Client
+	sqllease.Waiters
 	mu      sync.Mutex
-	waiters map[string]map[*waiter]struct{}
 	running bool
 }
 
-// A waiter is one Lock call waiting for a lock.
-type waiter struct {
-	l    *listener
-	name string
-	c    chan struct{} // receives when the lock may have been released
-}
-
-func newListener(c *Client) *listener {
-	return &listener{c: c, waiters: make(map[string]map[*waiter]struct{})}
-}
+func newListener(c *Client) *listener { return &listener{c: c} }
 
 // wait registers a waiter for the lock called name, starting the listener
 // if it is not running. The caller must close the waiter.
-func (l *listener) wait(name string) *waiter {
-	w := &waiter{l: l, name: name, c: make(chan struct{}, 1)}
+func (l *listener) wait(name string) *sqllease.Waiter {
+	w := l.Wait(name)
 	l.mu.Lock()
-	if l.waiters[name] == nil {
-		l.waiters[name] = make(map[*waiter]struct{})
-	}
-	l.waiters[name][w] = struct{}{}
 	start := !l.running
 	l.running = true
 	l.mu.Unlock()
 	if start {
-		l.c.bg.Go(l.run) // refused once the Client is closed; Lock then fails
+		l.c.leases.Background.Go(l.run) // refused once the Client is closed; Lock then fails
 	}
 	return w
-}
-
-// close unregisters w.
-func (w *waiter) close() {
-	w.l.mu.Lock()
-	defer w.l.mu.Unlock()
-	delete(w.l.waiters[w.name], w)
-	if len(w.l.waiters[w.name]) == 0 {
-		delete(w.l.waiters, w.name)
-	}
-}
-
-// wake wakes the waiters of the lock called name, or every waiter if all.
-func (l *listener) wake(name string, all bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for n, ws := range l.waiters {
-		if !all && n != name {
-			continue
-		}
-		for w := range ws {
-			select {
-			case w.c <- struct{}{}:
-			default: // already woken
-			}
-		}
-	}
 }
 
 // reconnectBackoff spaces out the listener's attempts to get a connection.
@@ -116,12 +77,12 @@ func (l *listener) listen(ctx context.Context) bool {
 	if _, err := conn.Exec(ctx, "LISTEN "+l.c.obj.listen); err != nil {
 		return false
 	}
-	l.wake("", true)
+	l.WakeAll()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true
 		}
-		l.wake(n.Payload, false)
+		l.Wake(n.Payload)
 	}
 }

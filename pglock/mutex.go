@@ -32,12 +32,12 @@ var _ dlock.Locker = (*Mutex)(nil)
 // or option is reported by Lock and TryLock.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{}
-	m.locker = newLocker(c, name, "Mutex", &c.leases, opts, m.attempt)
+	m.locker = newLocker(c, name, "Mutex", &c.leases.Grants, opts, m.attempt)
 	return m
 }
 
 // attempt runs the acquire statements once, with a fresh token.
-func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
+func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
 	pc, err := m.c.pool.Acquire(ctx)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil {
@@ -80,23 +80,15 @@ func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error)
 		m.c.free(ctx, m.name, token)
 		return nil, 0, dlock.NotObtained(cause)
 	}
-	until := lease.Validity(start, m.cfg.ttl)
+	until := lease.Validity(start, m.cfg.TTL)
 	if !time.Now().Before(until) {
 		m.c.free(ctx, m.name, token)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.ttl))
+			m.name, time.Since(start), m.cfg.TTL))
 	}
 	g := newGrant(ctx, m, token, uint64(fence), until)
-	if !m.c.leases.Add(g) {
-		m.c.free(ctx, m.name, token)
-		g.End(dlock.Lost(ErrClosed))
-		return nil, 0, ErrClosed
-	}
-	if m.cfg.renew {
-		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
-	}
-	if g.Err() != nil { // ended already: make sure it is forgotten
-		g.forget()
+	if err := g.Keep(ctx); err != nil {
+		return nil, 0, err
 	}
 	return g, 0, nil
 }

@@ -1,11 +1,11 @@
 package pglock
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/sqllease"
 )
 
 // Defaults of the options.
@@ -41,11 +41,7 @@ type clientConfig struct {
 
 func newClientConfig(opts []ClientOption) clientConfig {
 	c := clientConfig{table: DefaultTable}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	sqllease.Apply(&c, opts)
 	return c
 }
 
@@ -82,38 +78,19 @@ func WithLogger(l *slog.Logger) ClientOption {
 // An Option configures a lock, of either mode.
 type Option func(*config)
 
-type config struct {
-	ttl     time.Duration
-	renew   bool
-	retry   dlock.RetryStrategy
-	maxHold time.Duration
-}
+type config struct{ sqllease.Config }
 
 func newConfig(opts []Option) config {
-	c := config{ttl: DefaultTTL, renew: true, retry: DefaultRetry}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
+	c := config{sqllease.NewConfig(DefaultTTL, DefaultRetry)}
+	sqllease.Apply(&c, opts)
 	return c
 }
 
-func (c config) check() error {
-	if c.ttl < MinTTL || c.ttl > MaxTTL {
-		return fmt.Errorf("pglock: TTL %v is outside the range %v to %v; set it with WithTTL", c.ttl, MinTTL, MaxTTL)
-	}
-	if c.maxHold < 0 {
-		return fmt.Errorf("pglock: WithMaxHold(%v): want a positive duration, or 0 for no cap", c.maxHold)
-	}
-	return dlock.CheckRetry(c.retry)
-}
+func (c config) check() error { return c.Check("pglock", MinTTL, MaxTTL) }
 
 // ttlMillis returns the TTL in whole milliseconds, rounded up, so that the
 // database never holds a lease for less than the TTL.
-func (c config) ttlMillis() int64 {
-	return int64((c.ttl + time.Millisecond - 1) / time.Millisecond)
-}
+func (c config) ttlMillis() int64 { return sqllease.Units(c.TTL, time.Millisecond) }
 
 // WithTTL sets the lease time: how long the lock outlives a holder that
 // stops renewing it, because it crashed, paused or lost its network. The
@@ -121,21 +98,21 @@ func (c config) ttlMillis() int64 {
 // renewal on, a lease is renewed every TTL/3. In session mode it is also
 // the idle_session_timeout of the holder's connection: the database ends a
 // session that has been silent that long, and its lock with it.
-func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option { return func(c *config) { c.TTL = ttl } }
 
 // WithoutRenewal makes a fixed lease: it is never renewed by the watchdog
 // and ends, with an error matching dlock.ErrExpired, when its TTL runs out,
 // unless the holder calls Refresh. Renewal is on by default.
-func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
+func WithoutRenewal() Option { return func(c *config) { c.Renew = false } }
 
 // WithMaxHold caps how long one lease can be held, in either mode: the
 // watchdog renews it until d after it was granted and no further, and the
 // lease then ends, with an error matching dlock.ErrMaxHold and
 // dlock.ErrLost, and frees the lock. Until never passes the cap, so Done
 // closes by then. The default is 0: no cap.
-func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }
+func WithMaxHold(d time.Duration) Option { return func(c *config) { c.MaxHold = d } }
 
 // WithRetry sets how Lock waits between attempts when a release notice does
 // not arrive; see DefaultRetry. dlock.NoRetry() makes Lock a single attempt,
 // and dlock.MaxAttempts bounds the attempts.
-func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }
+func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.Retry = s } }

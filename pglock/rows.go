@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/background"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -40,16 +41,10 @@ func (c *Client) release(ctx context.Context, name, token string) (bool, error) 
 	return tag.RowsAffected() == 1, err
 }
 
-// free releases the row now if the database answers within lookTimeout,
-// whether or not ctx is done, and otherwise in the background (see
-// abandon).
-func (c *Client) free(ctx context.Context, name, token string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookTimeout)
-	defer cancel()
-	if _, err := c.release(ctx, name, token); err != nil && !isServerError(err) {
-		c.abandon(name, token, 0)
-	}
-}
+// free releases the row now if the database answers within
+// sqllease.LookTimeout, whether or not ctx is done, and otherwise in the
+// background (see abandon).
+func (c *Client) free(ctx context.Context, name, token string) { c.leases.Free(ctx, name, token) }
 
 // abandon frees, in the background, the row of lock name that an
 // interrupted statement may have left held by token. pid is the backend
@@ -64,16 +59,12 @@ func (c *Client) free(ctx context.Context, name, token string) {
 // running), the clean-up looks again, with a backoff, however long that
 // takes: until the Client is closed, and Close waits for it (see Close).
 func (c *Client) abandon(name, token string, pid uint32) {
-	c.bg.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, pid) })
+	c.leases.Background.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, pid) })
 }
-
-// lookTimeout bounds each look of a clean-up: one that the database does
-// not answer gives way to the next, on another connection.
-const lookTimeout = 2 * time.Second
 
 // lookAgain is one look of a clean-up (see abandon).
 func (c *Client) lookAgain(ctx context.Context, name, token string, pid uint32) background.Outcome {
-	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
+	ctx, cancel := context.WithTimeout(ctx, sqllease.LookTimeout)
 	defer cancel()
 	// The check comes first, in a statement of its own, so that a backend
 	// found ended has committed whatever it ran before the release looks.
@@ -104,10 +95,10 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, pid uint32) 
 
 // refresh extends the leases gs to their TTL from now, in one statement.
 // held[i] reports whether gs[i] still holds its row.
-func (c *Client) refresh(ctx context.Context, gs []*grant) (held []bool, err error) {
+func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool, err error) {
 	names, tokens, ttls := make([]string, len(gs)), make([]string, len(gs)), make([]int64, len(gs))
 	for i, g := range gs {
-		names[i], tokens[i], ttls[i] = g.Key(), g.Token(), g.m.cfg.ttlMillis()
+		names[i], tokens[i], ttls[i] = g.Key(), g.Token(), sqllease.Units(g.TTL(), time.Millisecond)
 	}
 	rows, err := c.pool.Query(ctx, c.sql.refresh, names, tokens, ttls)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -44,7 +45,7 @@ var _ dlock.Locker = (*SessionMutex)(nil)
 // fails: a bad name or option is reported by Lock and TryLock.
 func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
 	m := &SessionMutex{key: advisoryKey(c.cfg.table, name)}
-	m.locker = newLocker(c, name, "SessionMutex", &c.sessions, opts, m.attempt)
+	m.locker = newLocker(c, name, "SessionMutex", &c.leases.Sessions, opts, m.attempt)
 	return m
 }
 
@@ -57,7 +58,7 @@ func (m *SessionMutex) AdvisoryKey() int64 { return m.key }
 
 // attempt takes a connection and tries the advisory lock and the row on
 // it once, with a fresh token.
-func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error) {
+func (m *SessionMutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
 	pc, err := m.c.pool.Acquire(ctx)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil {
@@ -97,7 +98,7 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 		}
 		return nil, 0, nil
 	}
-	until := lease.Validity(start, m.cfg.ttl)
+	until := lease.Validity(start, m.cfg.TTL)
 	if !time.Now().Before(until) {
 		// Too slow to be a lease: a State made with its Until past would
 		// end, and run its clean-up, before it was fully made. Closing the
@@ -105,9 +106,10 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 		discard(pc)
 		m.c.free(ctx, m.name, token)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.ttl))
+			m.name, time.Since(start), m.cfg.TTL))
 	}
-	s := newSession(ctx, m, pc, pid, before, token, uint64(*fence), until)
+	conn := &sessionConn{m: m, conn: pc, pid: pid, before: before}
+	s := sqllease.NewSession(ctx, m.c.leases, m.ev, m.name, token, uint64(*fence), until, m.cfg.Config, conn)
 	if *fence > maxFence {
 		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the advisory lock
 		return nil, 0, m.c.fenceOutOfRange(m.name, *fence)
@@ -120,18 +122,10 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 	if !time.Now().Before(s.Until()) {
 		s.End(dlock.Lost(dlock.ErrExpired))
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.ttl))
+			m.name, time.Since(start), m.cfg.TTL))
 	}
-	if !m.c.sessions.Add(s) {
-		s.End(dlock.Lost(ErrClosed))
-		return nil, 0, ErrClosed
-	}
-	s.watch()
-	if m.cfg.renew {
-		m.c.renew.Add(&s.entry, m.cfg.ttl/3)
-	}
-	if s.Err() != nil { // ended already: make sure it is forgotten
-		s.forget()
+	if err := s.Keep(); err != nil {
+		return nil, 0, err
 	}
 	return s, 0, nil
 }

@@ -3,13 +3,11 @@ package testenv
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,17 +49,12 @@ var etcds serverSet[*Etcd]
 // Kill, Stop and Restart, and so does the data: a restarted server keeps
 // what it had written.
 type Etcd struct {
+	daemon
 	bin      string
-	dir      string
 	name     string
-	port     int    // client port
 	peerPort int    // peer (Raft) port
 	cluster  string // the --initial-cluster value
 	token    string // the --initial-cluster-token value
-
-	mu     sync.Mutex
-	proc   *process // the current or last process; nil before the first start
-	closed bool
 }
 
 // newEtcd prepares, but does not start, a server named name with a new
@@ -71,16 +64,12 @@ func newEtcd(name string) (*Etcd, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "testenv-etcd-")
-	if err != nil {
-		return nil, fmt.Errorf("testenv: %w", err)
+	e := &Etcd{bin: bin, name: name}
+	if err := e.makeDir("testenv-etcd-", nil); err != nil {
+		return nil, err
 	}
-	e := &Etcd{bin: bin, dir: dir, name: name}
-	if e.port, err = FreePort(); err == nil {
-		e.peerPort, err = FreePort()
-	}
-	if err != nil {
-		os.RemoveAll(dir)
+	if e.peerPort, err = FreePort(); err != nil {
+		os.RemoveAll(e.dir)
 		return nil, err
 	}
 	return e, nil
@@ -135,24 +124,12 @@ func (e *Etcd) startWaitLocked(wait bool) error {
 // health true. e.mu must be held.
 func (e *Etcd) waitHealthyLocked(timeout time.Duration) error {
 	p := e.proc
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		if !p.running() {
-			return e.exitError(p)
-		}
-		if last = e.health(); last == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("testenv: etcd %s (pid %d) not healthy within %v (%v); log tail:\n%s",
-				e.Addr(), p.cmd.Process.Pid, timeout, last, e.LogTail(logTailLines))
-		}
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return p.poll(timeout, 20*time.Millisecond, e.health, func() error {
+		return e.exitError(p)
+	}, func(last error) error {
+		return fmt.Errorf("testenv: etcd %s (pid %d) not healthy within %v (%v); log tail:\n%s",
+			e.Addr(), p.cmd.Process.Pid, timeout, last, e.LogTail(logTailLines))
+	})
 }
 
 // exitError describes p, which exited before it was ready, matching
@@ -168,9 +145,7 @@ func (e *Etcd) exitError(p *process) error {
 
 // Addr returns the server's client address, "127.0.0.1:port", which is
 // what an etcd client takes as an endpoint.
-func (e *Etcd) Addr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.port))
-}
+func (e *Etcd) Addr() string { return e.addr() }
 
 // Name returns the member's name, "etcd1", "etcd2", ... in a cluster and
 // "etcd" for a standalone server.
@@ -182,14 +157,7 @@ func (e *Etcd) Dir() string { return e.dir }
 
 // PID returns the process ID of the running server, or 0 if it is not
 // running.
-func (e *Etcd) PID() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.proc.running() {
-		return 0
-	}
-	return e.proc.cmd.Process.Pid
-}
+func (e *Etcd) PID() int { return e.pid() }
 
 // Health returns nil if the server answers /health with health true,
 // which it does when it is serving and its cluster has a leader.
@@ -229,19 +197,10 @@ func (e *Etcd) stopLocked() error { return e.proc.stop("etcd " + e.Addr()) }
 
 // Pause freezes the server with SIGSTOP. Connections stay open, but it
 // answers nothing, and takes no part in its cluster, until Resume.
-func (e *Etcd) Pause() error { return e.signal(syscall.SIGSTOP, true) }
+func (e *Etcd) Pause() error { return e.signalProc("etcd "+e.Addr(), syscall.SIGSTOP, true) }
 
 // Resume continues a paused server with SIGCONT.
-func (e *Etcd) Resume() error { return e.signal(syscall.SIGCONT, false) }
-
-func (e *Etcd) signal(sig syscall.Signal, wantStopped bool) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return fmt.Errorf("testenv: etcd %s is not running", e.Addr())
-	}
-	return e.proc.signal("etcd "+e.Addr(), sig, wantStopped)
-}
+func (e *Etcd) Resume() error { return e.signalProc("etcd "+e.Addr(), syscall.SIGCONT, false) }
 
 // Restart starts the server again on the same ports and directory,
 // stopping it first if it is running, and waits until it is healthy,
@@ -265,7 +224,7 @@ func (e *Etcd) Restart() error {
 // restartLocked starts a stopped server again, retrying while a port is
 // in use, and waits until it is healthy if wait. e.mu must be held.
 func (e *Etcd) restartLocked(wait bool) error {
-	for attempt := 0; ; attempt++ {
+	err := startRetrying(func() error {
 		err := e.startWaitLocked(false)
 		if err == nil {
 			// A port still held by the last process shows as an early exit.
@@ -274,17 +233,12 @@ func (e *Etcd) restartLocked(wait bool) error {
 				err = e.exitError(e.proc)
 			}
 		}
-		if err == nil {
-			if wait {
-				return e.waitHealthyLocked(etcdStartTimeout)
-			}
-			return nil
-		}
-		if !errors.Is(err, errAddrInUse) || attempt == 9 {
-			return err
-		}
-		time.Sleep(300 * time.Millisecond)
+		return err
+	})
+	if err != nil || !wait {
+		return err
 	}
+	return e.waitHealthyLocked(etcdStartTimeout)
 }
 
 // RestartEmpty stops the server, deletes its data and starts it again as
@@ -311,29 +265,10 @@ func (e *Etcd) RestartEmpty() error {
 }
 
 // Close stops the server and removes its directory. Close is idempotent.
-func (e *Etcd) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil
-	}
-	e.closed = true
-	err := e.stopLocked()
-	e.mu.Unlock()
-	etcds.remove(e)
-	if rmErr := os.RemoveAll(e.dir); rmErr != nil && err == nil {
-		err = fmt.Errorf("testenv: %w", rmErr)
-	}
-	return err
-}
+func (e *Etcd) Close() error { return e.close(e.stopLocked, func() { etcds.remove(e) }, true) }
 
 // LogTail returns the last n lines of the server's output, where it logs.
-func (e *Etcd) LogTail(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	return strings.Join(tailLines(filepath.Join(e.dir, etcdOutFileName), n), "\n")
-}
+func (e *Etcd) LogTail(n int) string { return e.logTail(etcdOutFileName, n) }
 
 // LaunchEtcd starts a standalone etcd server (a cluster of one) on free
 // client and peer ports and waits until it is healthy. If the server is
@@ -341,8 +276,7 @@ func (e *Etcd) LogTail(n int) string {
 // an error that includes the tail of its log. The caller must Close the
 // returned Etcd.
 func LaunchEtcd() (*Etcd, error) {
-	var startErr error
-	for attempt := 0; attempt < 3; attempt++ {
+	return launchRetrying(func() (*Etcd, error) {
 		e, err := newEtcd("etcd")
 		if err != nil {
 			return nil, err
@@ -350,18 +284,15 @@ func LaunchEtcd() (*Etcd, error) {
 		e.cluster = e.name + "=" + e.peerURL()
 		e.token = filepath.Base(e.dir)
 		e.mu.Lock()
-		startErr = e.startLocked()
+		err = e.startLocked()
 		e.mu.Unlock()
-		if startErr == nil {
-			etcds.add(e)
-			return e, nil
+		if err != nil {
+			e.Close()
+			return nil, err
 		}
-		e.Close()
-		if !errors.Is(startErr, errAddrInUse) {
-			break
-		}
-	}
-	return nil, startErr
+		etcds.add(e)
+		return e, nil
+	})
 }
 
 // StartEtcd starts a standalone server as LaunchEtcd does and closes it
@@ -372,20 +303,19 @@ func LaunchEtcd() (*Etcd, error) {
 // server does not start.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
-	SkipIfShort(t, "needs an etcd server")
-	requireEtcd(t)
-	e, err := LaunchEtcd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeForTest(t, "etcd", e) })
-	return e
+	return startForTest(t, "etcd", "needs an etcd server", lookEtcd, LaunchEtcd)
 }
 
 // requireEtcd skips the test if etcd is not installed, or fails it when
 // the CI environment variable is "true" or "1".
 func requireEtcd(t testing.TB) {
 	t.Helper()
+	require(t, lookEtcd())
+}
+
+// lookEtcd returns nil if etcd is installed, and otherwise LookEtcd's
+// error.
+func lookEtcd() error {
 	_, err := LookEtcd()
-	require(t, err)
+	return err
 }

@@ -2,16 +2,11 @@ package testenv
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -62,13 +57,6 @@ func LookMariaDB() error {
 	return err
 }
 
-// requireMariaDB skips the test if MariaDB is not installed, or fails it
-// when the CI environment variable is "true" or "1".
-func requireMariaDB(t testing.TB) {
-	t.Helper()
-	require(t, LookMariaDB())
-}
-
 // mariadbs holds every MariaDB that has been started and not closed, for
 // StopAll.
 var mariadbs serverSet[*MariaDB]
@@ -86,16 +74,12 @@ var mariadbs serverSet[*MariaDB]
 // directory stay the same across Kill, Stop and Restart; the data too,
 // except across RestartEmpty.
 type MariaDB struct {
-	server  string // the path of mariadbd
-	install string // the path of mariadb-install-db
-	dir     string
-	port    int
+	daemon
+	server  string              // the path of mariadbd
+	install string              // the path of mariadb-install-db
 	cred    *syscall.Credential // whom to run as; nil for the current user
 
-	mu       sync.Mutex
-	proc     *process // the current or last mariadbd; nil before the first start
-	closed   bool
-	needInit bool // the data is new: the next start runs the init file
+	needInit bool // the data is new: the next start runs the init file; under mu
 }
 
 // LaunchMariaDB creates a data directory with mariadb-install-db in a new
@@ -108,72 +92,38 @@ func LaunchMariaDB() (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	var startErr error
-	for range 3 {
+	return launchRetrying(func() (*MariaDB, error) {
 		m, err := newMariaDB(server, install)
 		if err != nil {
 			return nil, err
 		}
 		m.mu.Lock()
-		startErr = m.installLocked()
-		if startErr == nil {
-			startErr = m.startLocked()
+		err = m.installLocked()
+		if err == nil {
+			err = m.startLocked()
 		}
 		m.mu.Unlock()
-		if startErr == nil {
-			mariadbs.add(m)
-			return m, nil
+		if err != nil {
+			m.Close()
+			return nil, err
 		}
-		m.Close()
-		if !errors.Is(startErr, errAddrInUse) {
-			break
-		}
-	}
-	return nil, startErr
+		mariadbs.add(m)
+		return m, nil
+	})
 }
 
 // newMariaDB makes the directory, owned by the server's user, and picks a
 // port.
 func newMariaDB(server, install string) (*MariaDB, error) {
-	m := &MariaDB{server: server, install: install}
-	if os.Geteuid() == 0 {
-		cred, err := credentialOf(mdbRunAs)
-		if err != nil {
-			return nil, fmt.Errorf("testenv: running as root, and mariadbd should not; %w", err)
-		}
-		m.cred = cred
-	}
-	dir, err := os.MkdirTemp("", "testenv-mariadb-")
+	cred, err := runAs(mdbRunAs, "mariadbd should not")
 	if err != nil {
-		return nil, fmt.Errorf("testenv: %w", err)
+		return nil, err
 	}
-	m.dir = dir
-	if m.cred != nil {
-		if err := os.Chown(dir, int(m.cred.Uid), int(m.cred.Gid)); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("testenv: handing %s to %s: %w", dir, mdbRunAs, err)
-		}
-	}
-	if m.port, err = FreePort(); err != nil {
-		os.RemoveAll(dir)
+	m := &MariaDB{server: server, install: install, cred: cred}
+	if err := m.makeDir("testenv-mariadb-", cred); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// credentialOf returns the credential of the named user, with its primary
-// group.
-func credentialOf(name string) (*syscall.Credential, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return nil, fmt.Errorf("no user %q to run it as: %w", name, err)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("user %q: %w", name, err)
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // command returns a command that runs the program at path as the server's
@@ -259,27 +209,17 @@ func (m *MariaDB) startLocked() error {
 // its log, that it is ready for connections, and accepts TCP connections
 // on the port.
 func (m *MariaDB) waitReady(proc *process, logPath string, logStart int64) error {
-	deadline := time.Now().Add(mdbStartTimeout)
-	pid := proc.cmd.Process.Pid
-	for {
-		if !proc.running() {
-			return proc.exitError("mariadbd on "+m.Addr(), m.LogTail(logTailLines))
+	return proc.poll(mdbStartTimeout, 20*time.Millisecond, func() error {
+		if !logged(logPath, logStart, mdbReadyLine) {
+			return errNotYet
 		}
-		if logged(logPath, logStart, mdbReadyLine) {
-			if c, err := net.DialTimeout("tcp", m.Addr(), 500*time.Millisecond); err == nil {
-				c.Close()
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("testenv: mariadbd (pid %d) on %s not ready within %v; log tail:\n%s",
-				pid, m.Addr(), mdbStartTimeout, m.LogTail(logTailLines))
-		}
-		select {
-		case <-proc.done:
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return dial(m.Addr())
+	}, func() error {
+		return proc.exitError("mariadbd on "+m.Addr(), m.LogTail(logTailLines))
+	}, func(error) error {
+		return fmt.Errorf("testenv: mariadbd (pid %d) on %s not ready within %v; log tail:\n%s",
+			proc.cmd.Process.Pid, m.Addr(), mdbStartTimeout, m.LogTail(logTailLines))
+	})
 }
 
 // logged reports whether the file at path holds line past offset start.
@@ -298,20 +238,11 @@ func logged(path string, start int64, line string) bool {
 // variable is "true" or "1") and fails it if the server does not start.
 func StartMariaDB(t testing.TB) *MariaDB {
 	t.Helper()
-	SkipIfShort(t, "needs MariaDB")
-	requireMariaDB(t)
-	m, err := LaunchMariaDB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeForTest(t, "mariadb", m) })
-	return m
+	return startForTest(t, "mariadb", "needs MariaDB", LookMariaDB, LaunchMariaDB)
 }
 
 // Addr returns the server's address, "127.0.0.1:port".
-func (m *MariaDB) Addr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.port))
-}
+func (m *MariaDB) Addr() string { return m.addr() }
 
 // Port returns the server's TCP port.
 func (m *MariaDB) Port() int { return m.port }
@@ -339,14 +270,7 @@ func (m *MariaDB) Dir() string { return m.dir }
 
 // PID returns the process ID of the running mariadbd, or 0 if it is not
 // running.
-func (m *MariaDB) PID() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.proc.running() {
-		return 0
-	}
-	return m.proc.cmd.Process.Pid
-}
+func (m *MariaDB) PID() int { return m.pid() }
 
 // Kill sends SIGKILL to mariadbd, like kill -9, and waits until it is
 // gone. It does nothing if the server is not running.
@@ -367,19 +291,11 @@ func (m *MariaDB) Stop() error {
 
 // Pause freezes mariadbd with SIGSTOP. Connections stay open, but nothing
 // answers until Resume.
-func (m *MariaDB) Pause() error { return m.signal(syscall.SIGSTOP, true) }
+func (m *MariaDB) Pause() error { return m.signalProc("mariadbd on "+m.Addr(), syscall.SIGSTOP, true) }
 
 // Resume continues a paused server with SIGCONT.
-func (m *MariaDB) Resume() error { return m.signal(syscall.SIGCONT, false) }
-
-func (m *MariaDB) signal(sig syscall.Signal, wantStopped bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	what := "mariadbd on " + m.Addr()
-	if m.closed {
-		return fmt.Errorf("testenv: %s is not running", what)
-	}
-	return m.proc.signal(what, sig, wantStopped)
+func (m *MariaDB) Resume() error {
+	return m.signalProc("mariadbd on "+m.Addr(), syscall.SIGCONT, false)
 }
 
 // Restart starts the server again on the same port and data, stopping it
@@ -419,25 +335,8 @@ func (m *MariaDB) RestartEmpty() error {
 
 // Close stops the server and removes its directory. Close is idempotent.
 func (m *MariaDB) Close() error {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil
-	}
-	m.closed = true
-	err := m.proc.stop("mariadbd on " + m.Addr())
-	m.mu.Unlock()
-	mariadbs.remove(m)
-	if rmErr := os.RemoveAll(m.dir); rmErr != nil && err == nil {
-		err = fmt.Errorf("testenv: %w", rmErr)
-	}
-	return err
+	return m.close(func() error { return m.proc.stop("mariadbd on " + m.Addr()) }, func() { mariadbs.remove(m) }, true)
 }
 
 // LogTail returns the last n lines of the server's log.
-func (m *MariaDB) LogTail(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	return strings.Join(tailLines(filepath.Join(m.dir, mdbOutFileName), n), "\n")
-}
+func (m *MariaDB) LogTail(n int) string { return m.logTail(mdbOutFileName, n) }

@@ -1,17 +1,13 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -83,13 +79,6 @@ func LookPostgres() error {
 	return err
 }
 
-// requirePostgres skips the test if PostgreSQL is not installed, or fails
-// it when the CI environment variable is "true" or "1".
-func requirePostgres(t testing.TB) {
-	t.Helper()
-	require(t, LookPostgres())
-}
-
 // postgreses holds every Postgres that has been started and not closed,
 // for StopAll.
 var postgreses serverSet[*Postgres]
@@ -106,14 +95,9 @@ var postgreses serverSet[*Postgres]
 // directory stay the same across Kill, Stop and Restart; the data too,
 // except across RestartEmpty.
 type Postgres struct {
-	bin  string // the directory of postgres and initdb
-	dir  string
-	port int
-	cred *syscall.Credential // whom to run as; nil for the current user
-
-	mu     sync.Mutex
-	proc   *process // the current or last postmaster; nil before the first start
-	closed bool
+	daemon                     // its proc is the postmaster
+	bin    string              // the directory of postgres and initdb
+	cred   *syscall.Credential // whom to run as; nil for the current user
 }
 
 // LaunchPostgres creates a cluster with initdb in a new temporary
@@ -126,59 +110,35 @@ func LaunchPostgres() (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	var startErr error
-	for range 3 {
+	return launchRetrying(func() (*Postgres, error) {
 		p, err := newPostgres(bin)
 		if err != nil {
 			return nil, err
 		}
 		p.mu.Lock()
-		startErr = p.initdbLocked()
-		if startErr == nil {
-			startErr = p.startLocked()
+		err = p.initdbLocked()
+		if err == nil {
+			err = p.startLocked()
 		}
 		p.mu.Unlock()
-		if startErr == nil {
-			postgreses.add(p)
-			return p, nil
+		if err != nil {
+			p.Close()
+			return nil, err
 		}
-		p.Close()
-		if !errors.Is(startErr, errAddrInUse) {
-			break
-		}
-	}
-	return nil, startErr
+		postgreses.add(p)
+		return p, nil
+	})
 }
 
 // newPostgres makes the directory, owned by the server's user, and picks
 // a port.
 func newPostgres(bin string) (*Postgres, error) {
-	p := &Postgres{bin: bin}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup(pgRunAs)
-		if err != nil {
-			return nil, fmt.Errorf("testenv: running as root, and PostgreSQL refuses to; no user %q to run it as: %w", pgRunAs, err)
-		}
-		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("testenv: user %q: %w", pgRunAs, err)
-		}
-		p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
-	dir, err := os.MkdirTemp("", "testenv-postgres-")
+	cred, err := runAs(pgRunAs, "PostgreSQL refuses to")
 	if err != nil {
-		return nil, fmt.Errorf("testenv: %w", err)
+		return nil, err
 	}
-	p.dir = dir
-	if p.cred != nil {
-		if err := os.Chown(dir, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("testenv: handing %s to %s: %w", dir, pgRunAs, err)
-		}
-	}
-	if p.port, err = FreePort(); err != nil {
-		os.RemoveAll(dir)
+	p := &Postgres{bin: bin, cred: cred}
+	if err := p.makeDir("testenv-postgres-", cred); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -238,27 +198,19 @@ func (p *Postgres) startLocked() error {
 // postmaster.pid file, as pg_ctl does, and accepts TCP connections on the
 // port.
 func (p *Postgres) waitReady(proc *process) error {
-	deadline := time.Now().Add(pgStartTimeout)
 	pid := proc.cmd.Process.Pid
-	for {
-		if !proc.running() {
-			return proc.exitError("postgres on "+p.Addr(), p.LogTail(logTailLines))
+	return proc.poll(pgStartTimeout, 20*time.Millisecond, func() error {
+		b, err := os.ReadFile(filepath.Join(p.dir, pgDataDir, "postmaster.pid"))
+		if err != nil || !pidFileReady(string(b), pid) {
+			return errNotYet
 		}
-		if b, err := os.ReadFile(filepath.Join(p.dir, pgDataDir, "postmaster.pid")); err == nil && pidFileReady(string(b), pid) {
-			if c, err := net.DialTimeout("tcp", p.Addr(), 500*time.Millisecond); err == nil {
-				c.Close()
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("testenv: postgres (pid %d) on %s not ready within %v; log tail:\n%s",
-				pid, p.Addr(), pgStartTimeout, p.LogTail(logTailLines))
-		}
-		select {
-		case <-proc.done:
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return dial(p.Addr())
+	}, func() error {
+		return proc.exitError("postgres on "+p.Addr(), p.LogTail(logTailLines))
+	}, func(error) error {
+		return fmt.Errorf("testenv: postgres (pid %d) on %s not ready within %v; log tail:\n%s",
+			pid, p.Addr(), pgStartTimeout, p.LogTail(logTailLines))
+	})
 }
 
 // pidFileReady reports whether the text of a postmaster.pid file says that
@@ -277,20 +229,11 @@ func pidFileReady(text string, pid int) bool {
 // not start.
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
-	SkipIfShort(t, "needs PostgreSQL")
-	requirePostgres(t)
-	p, err := LaunchPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeForTest(t, "postgres", p) })
-	return p
+	return startForTest(t, "postgres", "needs PostgreSQL", LookPostgres, LaunchPostgres)
 }
 
 // Addr returns the server's address, "127.0.0.1:port".
-func (p *Postgres) Addr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
-}
+func (p *Postgres) Addr() string { return p.addr() }
 
 // Port returns the server's TCP port.
 func (p *Postgres) Port() int { return p.port }
@@ -307,14 +250,7 @@ func (p *Postgres) Dir() string { return p.dir }
 
 // PID returns the process ID of the running postmaster, or 0 if it is not
 // running.
-func (p *Postgres) PID() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.proc.running() {
-		return 0
-	}
-	return p.proc.cmd.Process.Pid
-}
+func (p *Postgres) PID() int { return p.pid() }
 
 // Restart starts the server again on the same port and data, stopping it
 // first if it is running, and waits until it accepts connections.
@@ -353,25 +289,8 @@ func (p *Postgres) RestartEmpty() error {
 
 // Close stops the server and removes its directory. Close is idempotent.
 func (p *Postgres) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	err := p.stopLocked()
-	p.mu.Unlock()
-	postgreses.remove(p)
-	if rmErr := os.RemoveAll(p.dir); rmErr != nil && err == nil {
-		err = fmt.Errorf("testenv: %w", rmErr)
-	}
-	return err
+	return p.close(p.stopLocked, func() { postgreses.remove(p) }, true)
 }
 
 // LogTail returns the last n lines of the server's log.
-func (p *Postgres) LogTail(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	return strings.Join(tailLines(filepath.Join(p.dir, pgOutFileName), n), "\n")
-}
+func (p *Postgres) LogTail(n int) string { return p.logTail(pgOutFileName, n) }

@@ -20,14 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -80,20 +78,15 @@ type RedisConfig struct {
 // are safe for concurrent use. The address, port and directory stay the
 // same across Kill, Stop and Restart.
 type Redis struct {
+	daemon
 	cfg      RedisConfig
 	bin      string
-	port     int
 	busPort  int // cluster bus port; 0 unless the server is a cluster node
-	dir      string
 	ownDir   bool
 	password string
-
-	mu     sync.Mutex
-	proc   *process // the current or last process; nil before the first start
-	closed bool
 }
 
-// process is one run of redis-server. A single goroutine waits on cmd and
+// process is one run of a server. A single goroutine waits on cmd and
 // closes done when it exits.
 type process struct {
 	cmd  *exec.Cmd
@@ -253,24 +246,18 @@ func (r *Redis) startLocked() error {
 // PID in INFO, so that another server already on the port is not
 // mistaken for it.
 func (r *Redis) waitReady(p *process) error {
-	deadline := time.Now().Add(startTimeout)
 	pid := p.cmd.Process.Pid
-	for {
-		if !p.running() {
-			return p.exitError("redis-server on "+r.Addr(), r.LogTail(logTailLines))
+	return p.poll(startTimeout, 20*time.Millisecond, func() error {
+		if !r.answers(pid) {
+			return errNotYet
 		}
-		if r.answers(pid) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("testenv: redis-server (pid %d) on %s did not answer PING within %v; log tail:\n%s",
-				pid, r.Addr(), startTimeout, r.LogTail(logTailLines))
-		}
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	}, func() error {
+		return p.exitError("redis-server on "+r.Addr(), r.LogTail(logTailLines))
+	}, func(error) error {
+		return fmt.Errorf("testenv: redis-server (pid %d) on %s did not answer PING within %v; log tail:\n%s",
+			pid, r.Addr(), startTimeout, r.LogTail(logTailLines))
+	})
 }
 
 // answers reports whether the server on r's port is ready and is the
@@ -305,9 +292,7 @@ func infoField(info, key string) string {
 }
 
 // Addr returns the server's address, "127.0.0.1:port".
-func (r *Redis) Addr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port))
-}
+func (r *Redis) Addr() string { return r.addr() }
 
 // Port returns the server's TCP port.
 func (r *Redis) Port() int { return r.port }
@@ -318,14 +303,7 @@ func (r *Redis) Dir() string { return r.dir }
 
 // PID returns the process ID of the running server, or 0 if it is not
 // running.
-func (r *Redis) PID() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.proc.running() {
-		return 0
-	}
-	return r.proc.cmd.Process.Pid
-}
+func (r *Redis) PID() int { return r.pid() }
 
 // Kill sends SIGKILL to the server and waits for it to exit, like
 // kill -9. It does nothing if the server is not running.
@@ -351,23 +329,12 @@ func (r *Redis) stopLocked() error { return r.proc.stop("redis-server " + r.Addr
 // Pause freezes the server with SIGSTOP. Connections stay open, but it
 // answers nothing until Resume.
 func (r *Redis) Pause() error {
-	return r.signal(syscall.SIGSTOP, true)
+	return r.signalProc("redis-server "+r.Addr(), syscall.SIGSTOP, true)
 }
 
 // Resume continues a paused server with SIGCONT.
 func (r *Redis) Resume() error {
-	return r.signal(syscall.SIGCONT, false)
-}
-
-// signal sends sig and waits briefly until the process state reflects
-// it: stopped if wantStopped, otherwise not stopped.
-func (r *Redis) signal(sig syscall.Signal, wantStopped bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return fmt.Errorf("testenv: %s is not running", "redis-server "+r.Addr())
-	}
-	return r.proc.signal("redis-server "+r.Addr(), sig, wantStopped)
+	return r.signalProc("redis-server "+r.Addr(), syscall.SIGCONT, false)
 }
 
 // procState returns the state letter of pid from /proc.
@@ -397,40 +364,22 @@ func (r *Redis) Restart() error {
 	if err := r.stopLocked(); err != nil {
 		return err
 	}
-	for attempt := 0; ; attempt++ {
-		err := r.startLocked()
-		if err == nil || !errors.Is(err, errAddrInUse) || attempt == 9 {
-			return err
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	return startRetrying(r.startLocked)
 }
 
 // Close stops the server, hands the tail of its log to RedisConfig.Log
 // and removes its directory if testenv created it. Close is idempotent.
 func (r *Redis) Close() error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil
-	}
-	r.closed = true
-	err := r.stopLocked()
-	r.mu.Unlock()
-	unregister(r)
-	if r.cfg.Log != nil {
-		if tail := r.LogTail(logTailLines); tail != "" {
-			for line := range strings.Lines(tail) {
-				r.cfg.Log(strings.TrimSuffix(line, "\n"))
+	return r.close(r.stopLocked, func() {
+		unregister(r)
+		if r.cfg.Log != nil {
+			if tail := r.LogTail(logTailLines); tail != "" {
+				for line := range strings.Lines(tail) {
+					r.cfg.Log(strings.TrimSuffix(line, "\n"))
+				}
 			}
 		}
-	}
-	if r.ownDir {
-		if rmErr := os.RemoveAll(r.dir); rmErr != nil && err == nil {
-			err = fmt.Errorf("testenv: %w", rmErr)
-		}
-	}
-	return err
+	}, r.ownDir)
 }
 
 // Do sends one command to the server on a new connection and returns the

@@ -3,7 +3,6 @@ package testenv
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,22 +92,18 @@ var zookeepers serverSet[*ZooKeeper]
 // across Kill, Stop and Restart, and so does the data: a restarted server
 // keeps what it had written.
 type ZooKeeper struct {
+	daemon    // its port is the client port
 	java      string
 	classpath string
-	dir       string
 	ownDir    bool
 	id        int    // myid; 0 for a standalone server
 	conf      string // text of zoo.cfg
-	port      int    // client port
 	peerPort  int    // quorum port; 0 for a standalone server
 	elecPort  int    // leader election port; 0 for a standalone server
 	tls       *zkTLS // the secure client port's settings; nil for none
 	tlsPort   int    // secure client port; 0 for none
 
-	mu     sync.Mutex
-	proc   *process // the current or last process; nil before the first start
-	pids   []int    // every PID this server has had
-	closed bool
+	pids []int // every PID this server has had; under mu
 }
 
 // newZooKeeper prepares, but does not start, a server with a new
@@ -118,13 +113,8 @@ func newZooKeeper() (*ZooKeeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "testenv-zookeeper-")
-	if err != nil {
-		return nil, fmt.Errorf("testenv: %w", err)
-	}
-	z := &ZooKeeper{java: java, classpath: cp, dir: dir, ownDir: true}
-	if z.port, err = FreePort(); err != nil {
-		os.RemoveAll(dir)
+	z := &ZooKeeper{java: java, classpath: cp, ownDir: true}
+	if err := z.makeDir("testenv-zookeeper-", nil); err != nil {
 		return nil, err
 	}
 	return z, nil
@@ -175,41 +165,35 @@ func LaunchZooKeeper() (*ZooKeeper, error) { return launchZooKeeper(nil) }
 // launchZooKeeper is LaunchZooKeeper, with a secure client port too if
 // tls is not nil.
 func launchZooKeeper(tls *zkTLS) (*ZooKeeper, error) {
-	var startErr error
-	for attempt := 0; attempt < 3; attempt++ {
+	return launchRetrying(func() (*ZooKeeper, error) {
 		z, err := newZooKeeper()
 		if err != nil {
 			return nil, err
 		}
 		if tls != nil {
-			if err := z.addTLS(tls); err != nil {
-				z.Close()
-				return nil, err
-			}
+			err = z.addTLS(tls)
 		}
-		if err := z.writeConf(nil); err != nil {
+		if err == nil {
+			err = z.writeConf(nil)
+		}
+		if err == nil {
+			z.mu.Lock()
+			err = z.startLocked()
+			if err == nil {
+				err = z.waitModeLocked(zkStartTimeout, "standalone")
+			}
+			if err == nil && tls != nil {
+				err = z.waitTLSPortLocked()
+			}
+			z.mu.Unlock()
+		}
+		if err != nil {
 			z.Close()
 			return nil, err
 		}
-		z.mu.Lock()
-		startErr = z.startLocked()
-		if startErr == nil {
-			startErr = z.waitModeLocked(zkStartTimeout, "standalone")
-		}
-		if startErr == nil && tls != nil {
-			startErr = z.waitTLSPortLocked()
-		}
-		z.mu.Unlock()
-		if startErr == nil {
-			zookeepers.add(z)
-			return z, nil
-		}
-		z.Close()
-		if !errors.Is(startErr, errAddrInUse) {
-			break
-		}
-	}
-	return nil, startErr
+		zookeepers.add(z)
+		return z, nil
+	})
 }
 
 // StartZooKeeper starts a standalone server as LaunchZooKeeper does and
@@ -220,14 +204,7 @@ func launchZooKeeper(tls *zkTLS) (*ZooKeeper, error) {
 // server does not start.
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
-	SkipIfShort(t, "needs ZooKeeper")
-	requireZooKeeper(t)
-	z, err := LaunchZooKeeper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeForTest(t, "zookeeper", z) })
-	return z
+	return startForTest(t, "zookeeper", "needs ZooKeeper", LookZooKeeper, LaunchZooKeeper)
 }
 
 // startLocked starts a new process and waits until it answers "ruok" and
@@ -268,60 +245,47 @@ func (z *ZooKeeper) startLocked() error {
 // waitUpLocked waits until the process p answers "ruok" on the client
 // port with its own configuration.
 func (z *ZooKeeper) waitUpLocked(p *process) error {
-	deadline := time.Now().Add(zkStartTimeout)
 	wantDir := filepath.Join(z.dir, "data")
-	for {
-		if !p.running() {
-			return p.exitError("zookeeper on "+z.Addr(), z.LogTail(logTailLines))
+	return p.poll(zkStartTimeout, 20*time.Millisecond, func() error {
+		if reply, err := fourLetter(z.Addr(), "ruok", zkProbeTimeout); err != nil || reply != "imok" {
+			return errNotYet
 		}
-		if reply, err := fourLetter(z.Addr(), "ruok", zkProbeTimeout); err == nil && reply == "imok" {
-			conf, err := fourLetter(z.Addr(), "conf", zkProbeTimeout)
-			if err == nil && strings.HasPrefix(confValue(conf, "dataDir"), wantDir) {
-				return nil
-			}
+		conf, err := fourLetter(z.Addr(), "conf", zkProbeTimeout)
+		if err != nil || !strings.HasPrefix(confValue(conf, "dataDir"), wantDir) {
+			return errNotYet
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("testenv: zookeeper (pid %d) on %s did not answer ruok within %v; log tail:\n%s",
-				p.cmd.Process.Pid, z.Addr(), zkStartTimeout, z.LogTail(logTailLines))
-		}
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	}, func() error {
+		return p.exitError("zookeeper on "+z.Addr(), z.LogTail(logTailLines))
+	}, func(error) error {
+		return fmt.Errorf("testenv: zookeeper (pid %d) on %s did not answer ruok within %v; log tail:\n%s",
+			p.cmd.Process.Pid, z.Addr(), zkStartTimeout, z.LogTail(logTailLines))
+	})
 }
 
 // waitModeLocked waits until srvr reports one of the modes in want, or
 // any mode if want is empty.
 func (z *ZooKeeper) waitModeLocked(timeout time.Duration, want ...string) error {
 	p := z.proc
-	deadline := time.Now().Add(timeout)
 	last := ""
-	for {
-		if !p.running() {
-			return p.exitError("zookeeper on "+z.Addr(), z.LogTail(logTailLines))
-		}
+	return p.poll(timeout, 50*time.Millisecond, func() error {
 		if reply, err := fourLetter(z.Addr(), "srvr", zkProbeTimeout); err == nil {
 			last = srvrMode(reply)
 			if last != "" && (len(want) == 0 || slices.Contains(want, last)) {
 				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("testenv: zookeeper %s not serving as %v within %v (mode %q); log tail:\n%s",
-				z.Addr(), want, timeout, last, z.LogTail(logTailLines))
-		}
-		select {
-		case <-p.done:
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return errNotYet
+	}, func() error {
+		return p.exitError("zookeeper on "+z.Addr(), z.LogTail(logTailLines))
+	}, func(error) error {
+		return fmt.Errorf("testenv: zookeeper %s not serving as %v within %v (mode %q); log tail:\n%s",
+			z.Addr(), want, timeout, last, z.LogTail(logTailLines))
+	})
 }
 
 // Addr returns the server's client address, "127.0.0.1:port".
-func (z *ZooKeeper) Addr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(z.port))
-}
+func (z *ZooKeeper) Addr() string { return z.addr() }
 
 // Dir returns the server's directory, which holds zoo.cfg, the log
 // zookeeper.out and the data directory.
@@ -329,14 +293,7 @@ func (z *ZooKeeper) Dir() string { return z.dir }
 
 // PID returns the process ID of the running server, or 0 if it is not
 // running.
-func (z *ZooKeeper) PID() int {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if !z.proc.running() {
-		return 0
-	}
-	return z.proc.cmd.Process.Pid
-}
+func (z *ZooKeeper) PID() int { return z.pid() }
 
 // Mode asks the server with "srvr" how it is serving and returns
 // "standalone", "leader" or "follower". It returns an error if the server
@@ -378,23 +335,12 @@ func (z *ZooKeeper) stopLocked() error { return z.proc.stop("zookeeper " + z.Add
 // Pause freezes the server with SIGSTOP. Connections stay open, but it
 // answers nothing, and takes no part in its ensemble, until Resume.
 func (z *ZooKeeper) Pause() error {
-	return z.signal(syscall.SIGSTOP, true)
+	return z.signalProc("zookeeper "+z.Addr(), syscall.SIGSTOP, true)
 }
 
 // Resume continues a paused server with SIGCONT.
 func (z *ZooKeeper) Resume() error {
-	return z.signal(syscall.SIGCONT, false)
-}
-
-// signal sends sig and waits briefly until the process state reflects
-// it: stopped if wantStopped, otherwise not stopped.
-func (z *ZooKeeper) signal(sig syscall.Signal, wantStopped bool) error {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if z.closed {
-		return fmt.Errorf("testenv: %s is not running", "zookeeper "+z.Addr())
-	}
-	return z.proc.signal("zookeeper "+z.Addr(), sig, wantStopped)
+	return z.signalProc("zookeeper "+z.Addr(), syscall.SIGCONT, false)
 }
 
 // Restart starts the server again on the same ports and directory,
@@ -417,16 +363,10 @@ func (z *ZooKeeper) Restart() error {
 // restartLocked starts a stopped server again and waits until it serves
 // requests. z.mu must be held.
 func (z *ZooKeeper) restartLocked() error {
-	for attempt := 0; ; attempt++ {
-		err := z.startLocked()
-		if err == nil {
-			return z.waitModeLocked(zkStartTimeout)
-		}
-		if !errors.Is(err, errAddrInUse) || attempt == 9 {
-			return err
-		}
-		time.Sleep(300 * time.Millisecond)
+	if err := startRetrying(z.startLocked); err != nil {
+		return err
 	}
+	return z.waitModeLocked(zkStartTimeout)
 }
 
 // RestartEmpty stops the server, deletes its data (snapshots and
@@ -479,30 +419,11 @@ func (z *ZooKeeper) FourLetter(cmd string) (string, error) {
 
 // Close stops the server and removes its directory. Close is idempotent.
 func (z *ZooKeeper) Close() error {
-	z.mu.Lock()
-	if z.closed {
-		z.mu.Unlock()
-		return nil
-	}
-	z.closed = true
-	err := z.stopLocked()
-	z.mu.Unlock()
-	zookeepers.remove(z)
-	if z.ownDir {
-		if rmErr := os.RemoveAll(z.dir); rmErr != nil && err == nil {
-			err = fmt.Errorf("testenv: %w", rmErr)
-		}
-	}
-	return err
+	return z.close(z.stopLocked, func() { zookeepers.remove(z) }, z.ownDir)
 }
 
 // LogTail returns the last n lines of the server's output, where it logs.
-func (z *ZooKeeper) LogTail(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	return strings.Join(tailLines(filepath.Join(z.dir, zkOutFileName), n), "\n")
-}
+func (z *ZooKeeper) LogTail(n int) string { return z.logTail(zkOutFileName, n) }
 
 // An Ensemble is a ZooKeeper ensemble of an odd number of servers, all on
 // 127.0.0.1. Servers[i] has myid i+1.

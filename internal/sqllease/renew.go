@@ -1,4 +1,4 @@
-package mysqllock
+package sqllease
 
 import (
 	"context"
@@ -14,23 +14,23 @@ import (
 // leases in one statement, and confirms each session-mode lease on its
 // own connection, all at once. It returns when each is to be renewed
 // next, or the zero time to stop.
-func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
+func (ls *Leases) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
 	next := make([]time.Time, len(batch))
-	var grants []*grant
+	var grants []*Grant
 	var at []int // the index in batch of each of grants
 	var wg sync.WaitGroup
 	for i, e := range batch {
 		switch l := e.Value.(type) {
-		case *grant:
+		case *Grant:
 			if !l.Releasing() { // a lease being released is not renewed
 				grants, at = append(grants, l), append(at, i)
 			}
-		case *session:
+		case *Session:
 			wg.Go(func() { next[i] = l.renew(ctx) })
 		}
 	}
 	if len(grants) > 0 {
-		for i, t := range c.renewGrants(ctx, grants) {
+		for i, t := range ls.renewGrants(ctx, grants) {
 			next[at[i]] = t
 		}
 	}
@@ -39,7 +39,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 }
 
 // renewGrants renews lease-mode leases in one statement.
-func (c *Client) renewGrants(ctx context.Context, gs []*grant) []time.Time {
+func (ls *Leases) renewGrants(ctx context.Context, gs []*Grant) []time.Time {
 	deadline := gs[0].Until()
 	for _, g := range gs[1:] {
 		if u := g.Until(); u.Before(deadline) {
@@ -50,11 +50,11 @@ func (c *Client) renewGrants(ctx context.Context, gs []*grant) []time.Time {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	start := time.Now()
-	held, err := c.refresh(ctx, gs)
+	held, err := ls.Refresh(ctx, gs)
 	now := time.Now()
 	next := make([]time.Time, len(gs))
 	for i, g := range gs {
-		period := g.m.cfg.ttl / 3
+		period := g.cfg.TTL / 3
 		switch {
 		case g.Releasing():
 			// Released while this renewal was on its way: whatever it
@@ -62,11 +62,11 @@ func (c *Client) renewGrants(ctx context.Context, gs []*grant) []time.Time {
 		case err != nil:
 			// Try again soon; the lease ends by itself at Until if no
 			// renewal gets through.
-			g.RenewFailed(c.describe("renewing", g.Key(), err))
+			g.RenewFailed(ls.Describe("renewing", g.Key(), err))
 			next[i] = now.Add(period / 4)
 		case !held[i]:
 			g.Lose(dlock.Lost(dlock.ErrTakenOver)) // unless Release began meanwhile
-		case g.Extend(lease.Validity(start, g.m.cfg.ttl)):
+		case g.Extend(lease.Validity(start, g.cfg.TTL)):
 			next[i] = now.Add(period)
 		}
 	}

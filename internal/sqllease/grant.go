@@ -1,0 +1,126 @@
+package sqllease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+)
+
+// A Grant is a lease-mode lease: the lock's row holds its token.
+type Grant struct {
+	*lease.State
+	ls    *Leases
+	cfg   Config
+	entry renewal.Entry
+}
+
+var _ dlock.Lease = (*Grant)(nil)
+
+// NewGrant returns the lease of lock name, held by token with fence until
+// until, under options cfg; Keep registers it with the Client.
+func NewGrant(ctx context.Context, ls *Leases, ev *lease.Events, name, token string, fence uint64, until time.Time, cfg Config) *Grant {
+	g := &Grant{ls: ls, cfg: cfg}
+	g.State = lease.New(ctx, ev, name, token, fence, until, g.forget)
+	if cfg.MaxHold > 0 {
+		g.CapHold(time.Now().Add(cfg.MaxHold))
+	}
+	g.entry.Value = g
+	return g
+}
+
+// TTL returns the lease's TTL.
+func (g *Grant) TTL() time.Duration { return g.cfg.TTL }
+
+// Keep registers g, just granted, with the Client and, unless renewal is
+// off, with the watchdog. If the Client is closed, it frees the row, ends
+// g and returns ErrClosed.
+func (g *Grant) Keep(ctx context.Context) error {
+	if !g.ls.Grants.Add(g) {
+		g.ls.Free(ctx, g.Key(), g.Token())
+		g.End(dlock.Lost(g.ls.ErrClosed))
+		return g.ls.ErrClosed
+	}
+	if g.cfg.Renew {
+		g.ls.Renew.Add(&g.entry, g.cfg.TTL/3)
+	}
+	if g.Err() != nil { // ended already: make sure it is forgotten
+		g.forget()
+	}
+	return nil
+}
+
+// forget stops renewing an ended lease and drops it from the client; a
+// lease that reached its maximum hold frees its row in the background.
+func (g *Grant) forget() {
+	g.ls.Renew.Remove(&g.entry)
+	g.ls.Grants.Remove(g)
+	if g.MaxHoldReached() {
+		g.ls.Abandon(g.Key(), g.Token())
+	}
+}
+
+// Refresh extends the lease to a full TTL from now, on the database's
+// clock.
+func (g *Grant) Refresh(ctx context.Context) error {
+	if ended, err := g.Ended(false); ended {
+		return err
+	}
+	start := time.Now()
+	held, err := g.ls.Refresh(ctx, []*Grant{g})
+	if err != nil {
+		err = g.ls.Describe("refreshing", g.Key(), err)
+		g.RenewFailed(err)
+		return err
+	}
+	switch {
+	case !held[0] && g.Releasing():
+		return dlock.ErrReleased // freed by Release while this was on its way
+	case !held[0]:
+		g.Lose(dlock.Lost(dlock.ErrTakenOver)) // unless Release began meanwhile
+	case g.Extend(lease.Validity(start, g.cfg.TTL)):
+		return nil
+	}
+	_, err = g.Ended(false)
+	return err
+}
+
+// Release frees the row if this lease still holds it, and wakes waiters.
+// From the moment it is called, the lease is not renewed, and a renewal
+// already on its way cannot end it as lost.
+func (g *Grant) Release(ctx context.Context) error {
+	if ended, err := g.BeginRelease(); ended {
+		return err
+	}
+	g.ls.Renew.Remove(&g.entry)
+	freed, err := g.ls.Release(ctx, g.Key(), g.Token())
+	if err != nil {
+		// The holder is done with it either way: stop renewing, and keep
+		// trying to free the row in the background.
+		g.End(dlock.ErrReleased)
+		if g.ls.notRun(err) { // a terminated session ran nothing
+			g.ls.Abandon(g.Key(), g.Token())
+		}
+		return fmt.Errorf("%s: release of %q did not reach the database (retrying in the background; at worst the lease expires within its TTL): %w",
+			g.ls.Pkg, g.Key(), g.ls.Describe("releasing", g.Key(), err))
+	}
+	if !freed {
+		g.End(dlock.Lost(dlock.ErrTakenOver))
+		_, err := g.Ended(true)
+		return err
+	}
+	return g.Released()
+}
+
+// lose ends a lease that a renewal or refresh found lost, reporting the
+// failed renewal first.
+func lose(st interface {
+	End(error) bool
+	RenewFailed(error)
+}, err error) {
+	st.RenewFailed(err)
+	st.End(err)
+}

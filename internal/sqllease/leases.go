@@ -1,0 +1,139 @@
+package sqllease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dlock-go/dlock/internal/background"
+	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/renewal"
+)
+
+// A Dialect is what the leases need of a package and its database.
+type Dialect struct {
+	// Pkg is the package's name, with which every error message starts:
+	// "pglock".
+	Pkg string
+
+	// ErrClosed is the package's error of a closed Client, and
+	// ErrSessionLost the cause of the loss of a session-mode lease's
+	// session.
+	ErrClosed, ErrSessionLost error
+
+	// Release frees the row of lock name if token holds it, and wakes the
+	// waiters. It reports whether it did.
+	Release func(ctx context.Context, name, token string) (bool, error)
+
+	// Refresh extends the leases gs to their TTL from now. held[i]
+	// reports whether gs[i] still holds its row.
+	Refresh func(ctx context.Context, gs []*Grant) (held []bool, err error)
+
+	// LookAgain is one look of the clean-up of a row that an interrupted
+	// release may have left held by token (see Leases.Abandon).
+	LookAgain func(ctx context.Context, name, token string) background.Outcome
+
+	// Describe turns the failure of doing what to the lock called name
+	// into an error that says what to do about it.
+	Describe func(what, name string, err error) error
+
+	// IsServerError reports whether err is an error the database returned
+	// for a statement, as opposed to a failure to reach it.
+	IsServerError func(err error) bool
+
+	// EndedByServer reports whether err is the database's word that it
+	// ended the session, so that the statement did not run and whatever
+	// the session held is gone.
+	EndedByServer func(err error) bool
+}
+
+// Leases are what a Client's leases share: the registries of the held
+// leases of each mode, the watchdog that renews them, and the background
+// clean-ups that Close waits for.
+type Leases struct {
+	Dialect
+	Grants     lease.Registry // lease mode
+	Sessions   lease.Registry // session mode
+	Renew      *renewal.Scheduler
+	Background background.Group
+}
+
+// New returns the leases of a Client of dialect d.
+func New(d Dialect) *Leases {
+	ls := &Leases{Dialect: d}
+	ls.Renew = renewal.New(ls.renewBatch)
+	return ls
+}
+
+// Usable returns the error every call on an unusable Client returns: err,
+// the Client's own if it was made with bad arguments, or ErrClosed.
+func (ls *Leases) Usable(err error) error {
+	if err != nil {
+		return err
+	}
+	if ls.Grants.Closed() {
+		return ls.ErrClosed
+	}
+	return nil
+}
+
+// notRun reports whether a failed statement did not run: the database
+// could not be reached, or it had ended the session.
+func (ls *Leases) notRun(err error) bool {
+	return !ls.IsServerError(err) || ls.EndedByServer(err)
+}
+
+// SessionLost returns the cause of a loss of the session: ErrSessionLost
+// and the connection's error.
+func (ls *Leases) SessionLost(err error) error { return fmt.Errorf("%w: %w", ls.ErrSessionLost, err) }
+
+// LookTimeout bounds each look of a clean-up: one that the database does
+// not answer gives way to the next, on another connection.
+const LookTimeout = 2 * time.Second
+
+// Free releases the row now if the database answers within LookTimeout,
+// whether or not ctx is done, and otherwise in the background (see
+// Abandon).
+func (ls *Leases) Free(ctx context.Context, name, token string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LookTimeout)
+	defer cancel()
+	if _, err := ls.Release(ctx, name, token); err != nil && !ls.IsServerError(err) {
+		ls.Abandon(name, token)
+	}
+}
+
+// Abandon frees, in the background, the row of lock name that an
+// interrupted release may have left held by token, until the database
+// answers: see LookAgain.
+func (ls *Leases) Abandon(name, token string) {
+	ls.Background.Clean(func(ctx context.Context) background.Outcome { return ls.LookAgain(ctx, name, token) })
+}
+
+// closeTimeout bounds each of Close's two waits: for the releases of the
+// leases still held, and for the clean-ups of interrupted calls.
+const closeTimeout = 5 * time.Second
+
+// Close releases every lease still held, ending it with
+// dlock.ErrReleased, stops the watchdog, calls wake if it is not nil, and
+// waits for the background clean-ups; it waits at most five seconds for
+// the releases and five more for the clean-ups. It does its work once:
+// later calls return nil.
+func (ls *Leases) Close(wake func()) error {
+	var serr error
+	done := make(chan struct{})
+	go func() { _, serr = ls.Sessions.Close(closeTimeout, ls.ErrClosed); close(done) }()
+	first, err := ls.Grants.Close(closeTimeout, ls.ErrClosed)
+	<-done
+	if !first {
+		return nil
+	}
+	ls.Renew.Close()
+	if wake != nil {
+		wake()
+	}
+	if !ls.Background.Finish(closeTimeout) {
+		err = errors.Join(err, fmt.Errorf("%s: Close: clean-ups of interrupted calls did not finish within %v; a row they had to free expires within its TTL", ls.Pkg, closeTimeout))
+	}
+	return errors.Join(err, serr)
+}
