@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
@@ -16,11 +17,16 @@ import (
 
 // For N nodes with k of them held by someone else, the lock is obtained iff
 // the free nodes are a majority; a failed attempt leaves none of our values.
+// What is counted here is votes, not speed: the node timeout is a second,
+// not the default 50ms, which a round trip on a loaded machine can outlast
+// (the node's vote, or its late SET after the grant, then missing); it is
+// still far below the 5s TTL.
 func TestIntegrationQuorumMatrix(t *testing.T) {
+	const nodeTimeout = time.Second
 	for _, n := range []int{1, 3, 4, 5} {
 		servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
 		age(t, servers)
-		c := newClient(t, addrsOf(servers), goRedis)
+		c := newClient(t, addrsOf(servers), goRedis, redlock.WithNodeTimeout(nodeTimeout))
 		for k := 0; k <= n; k++ {
 			t.Run(fmt.Sprintf("N=%d/occupied=%d", n, k), func(t *testing.T) {
 				name := fmt.Sprintf("matrix-%d-%d", n, k)
@@ -66,7 +72,7 @@ func TestIntegrationQuorumMatrix(t *testing.T) {
 				if got := mine(); got < n/2+1 {
 					t.Fatalf("%d nodes hold our token right after the grant; want a majority, %d", got, n/2+1)
 				}
-				for deadline := time.Now().Add(time.Second); mine() < n-k; time.Sleep(10 * time.Millisecond) {
+				for deadline := time.Now().Add(nodeTimeout + time.Second); mine() < n-k; time.Sleep(10 * time.Millisecond) {
 					if time.Now().After(deadline) {
 						t.Fatalf("%d of the %d free nodes hold our token", mine(), n-k)
 					}
@@ -145,14 +151,9 @@ func TestIntegrationPausedNodes(t *testing.T) {
 		t.Fatalf("lease lost with one of three nodes paused: %v", lease.Err())
 	}
 	servers[1].Pause()
-	select {
-	case <-lease.Done():
-		if late := time.Since(lease.Until()); late > 50*time.Millisecond { // scheduling noise
-			t.Errorf("Done closed %v after Until", late)
-		}
-	case <-time.After(2 * ttl):
-		t.Fatal("Done still open two TTLs after a majority paused")
-	}
+	// By Until, allowing for a loaded machine's late timers (53ms late
+	// failed a bound of 50ms).
+	dlocktest.WaitDoneByUntil(t, lease, 2*ttl, "a majority paused")
 	servers[0].Resume()
 	servers[1].Resume()
 	if !errors.Is(lease.Err(), dlock.ErrLost) {

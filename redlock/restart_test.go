@@ -181,7 +181,10 @@ func TestIntegrationFlushedNodeAbstains(t *testing.T) {
 	// Node 1 is taken by someone else throughout: every grant needs the
 	// votes of nodes 0 and 2, so the Client hears from both.
 	servers[1].Do("SET", lockKey("flushed"), "foreign", "PX", "60000")
-	c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window))
+	// What is tested is epochs, not speed: a node timeout of a second, not
+	// the default 50ms, which a loaded machine's round trip outlasted.
+	nodeTimeout := redlock.WithNodeTimeout(time.Second)
+	c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window), nodeTimeout)
 	m := c.NewMutex("flushed", redlock.WithTTL(window))
 	l, err := m.TryLock(ctx) // the client sees node 0's epoch
 	if err != nil {
@@ -199,7 +202,7 @@ func TestIntegrationFlushedNodeAbstains(t *testing.T) {
 		t.Fatalf("TryLock needing the flushed node = %v; want ErrNotObtained saying it lost its data", err)
 	}
 	gone(t, []*testenv.Redis{servers[0], servers[2]}, "flushed") // the refused attempt's keys, deleted in the background
-	other := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window)).NewMutex("flushed", redlock.WithTTL(window))
+	other := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window), nodeTimeout).NewMutex("flushed", redlock.WithTTL(window))
 	if l, err = other.TryLock(ctx); err != nil {
 		t.Fatalf("a Client that never saw the node's old epoch: %v; the documented limit is that it votes", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchDoc is the part of "dlock bench -o json" the tests read.
@@ -84,9 +85,7 @@ func TestIntegrationBenchRedis(t *testing.T) {
 }
 
 func TestIntegrationBenchRedlock(t *testing.T) {
-	d := redisDeployment(t, 3)
-	d.runFlags = []string{"--ttl", "1s", "--restart-window", "1s"} // new servers vote once up for the window
-	benchSuite(t, d, "redlock", 3)
+	benchSuite(t, redlockDeployment(t, 3, time.Second, time.Second), "redlock", 3)
 }
 
 func TestIntegrationBenchZooKeeper(t *testing.T) {

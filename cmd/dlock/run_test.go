@@ -30,7 +30,47 @@ type deployment struct {
 }
 
 func redisDeployment(t testing.TB, n int) deployment {
+	return redisDeploymentOn(testenv.StartRedisN(t, n, testenv.RedisConfig{}))
+}
+
+// redlockDeployment is redisDeployment over n servers for Redlock, with
+// "--ttl ttl --restart-window window" first on every run line. Redlock
+// lets a node vote only once its server has run for the restart window (a
+// new node cannot be told from one that lost its data): this returns when
+// every server has, as the servers of a running deployment have. Waiting
+// for a majority would not do: a run's majority would then need both
+// voting nodes, and one slow to answer on a loaded machine failed it.
+func redlockDeployment(t testing.TB, n int, ttl, window time.Duration) deployment {
 	servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
+	// quorum_acquire.lua takes the server to have started a second after
+	// now less uptime_in_seconds (both in whole seconds).
+	need := int((window+time.Second-1)/time.Second) + 1
+	uptime := regexp.MustCompile(`uptime_in_seconds:(\d+)`)
+	for _, s := range servers {
+		for deadline := time.Now().Add(window + 10*time.Second); ; time.Sleep(100 * time.Millisecond) {
+			info, err := s.Do("INFO", "server")
+			if err != nil {
+				t.Fatalf("INFO on %s: %v", s.Addr(), err)
+			}
+			m := uptime.FindStringSubmatch(info)
+			if m == nil {
+				t.Fatalf("INFO on %s has no uptime_in_seconds: %q", s.Addr(), info)
+			}
+			if up, _ := strconv.Atoi(m[1]); up >= need {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not up %ds after %v", s.Addr(), need, window+10*time.Second)
+			}
+		}
+	}
+	d := redisDeploymentOn(servers)
+	d.runFlags = []string{"--ttl", ttl.String(), "--restart-window", window.String()}
+	return d
+}
+
+func redisDeploymentOn(servers []*testenv.Redis) deployment {
+	n := len(servers)
 	var d deployment
 	for _, s := range servers {
 		d.flags = append(d.flags, "--redis", "redis://"+s.Addr())
@@ -94,13 +134,10 @@ func zkDeployment(t testing.TB) deployment {
 
 func TestIntegrationRedis(t *testing.T) { runSuite(t, redisDeployment(t, 1)) }
 func TestIntegrationRedlock(t *testing.T) {
-	d := redisDeployment(t, 3)
-	// Nodes whose servers started less than the restart window ago do not
-	// vote (they cannot be told from nodes that lost their data); a short
-	// window and TTL keep that wait short. Tests that need another TTL
-	// give theirs later on the line.
-	d.runFlags = []string{"--ttl", "2s", "--restart-window", "2s"}
-	runSuite(t, d)
+	// A short window and TTL keep the wait for new nodes to vote short
+	// (see redlockDeployment). Tests that need another TTL give theirs
+	// later on the line.
+	runSuite(t, redlockDeployment(t, 3, 2*time.Second, 2*time.Second))
 }
 func TestIntegrationZooKeeper(t *testing.T) {
 	runSuite(t, zkDeployment(t))

@@ -189,10 +189,17 @@ func refusedCredentials(errs []error) error {
 	return nil
 }
 
-// connectZK is zklock.New, returning when ctx is done even if zklock.New
-// does not: with a server that accepts connections but
+// connectZK is zklock.New, returning by ctx's deadline (or AnswerTimeout)
+// even if zklock.New does not: with a server that accepts connections but
 // never answers, it returns only when the server closes them. A session
 // made after that is closed.
+//
+// zklock.New, ended by its context, reports why (a TLS error, a refused
+// connection) once go-zookeeper's connection loop has stopped: at once on
+// a quiet machine, but a loaded one took more than 200ms (a wrong CA was
+// then reported as a bare deadline). That wait comes out of the time
+// given, not on top of it: zklock.New gets all but a quarter of it, or a
+// second at most, so that --wait 1s on a silent server fails in about 1s.
 func connectZK(ctx context.Context, servers []string, opts ...zklock.ClientOption) (*zklock.Client, error) {
 	type result struct {
 		s   *zklock.Client
@@ -200,25 +207,22 @@ func connectZK(ctx context.Context, servers []string, opts ...zklock.ClientOptio
 	}
 	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
+	nctx, ncancel := context.WithDeadline(ctx, deadline.Add(-min(time.Until(deadline)/4, time.Second)))
+	defer ncancel()
 	done := make(chan result, 1)
 	go func() {
-		s, err := zklock.New(ctx, servers, opts...)
+		s, err := zklock.New(nctx, servers, opts...)
 		done <- result{s, err}
 	}()
 	select {
 	case r := <-done:
 		return r.s, r.err
-	case <-ctx.Done():
-		// zklock.New, which ends with the same ctx, returns with the
-		// reason (a TLS error, a refused connection) once go-zookeeper's
-		// connection loop has stopped: at once on a quiet machine, but a
-		// loaded one took more than 200ms (a wrong CA was then reported as
-		// a bare deadline). A silent server keeps the loop in a read, so
-		// the wait is bounded: --wait 1s on one fails within about 2s.
+	case <-nctx.Done():
 		select {
 		case r := <-done:
 			return r.s, r.err
-		case <-time.After(time.Second):
+		case <-ctx.Done():
 		}
 		go func() {
 			if r := <-done; r.s != nil {
