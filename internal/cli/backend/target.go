@@ -141,10 +141,23 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	if window == 0 {
 		window = redlock.DefaultRestartWindow
 	}
-	opts := []redlock.ClientOption{redlock.WithObserver(obs), redlock.WithRestartWindow(max(window, spec.LongestTTL))}
+	opts := []redlock.ClientOption{redlock.WithObserver(obs), redlock.WithRestartWindow(max(window, spec.LongestTTL)),
+		redlock.WithNodeTimeout(NodeTimeout(spec.LongestTTL))}
 	t.quorum = redlock.New(conns, opts...)
 	t.closers = append([]func(){func() { t.quorum.Close() }}, t.closers...)
 	return t, nil
+}
+
+// NodeTimeout is how long the command's Redlock client waits for one
+// master in one operation: a twentieth of the TTL, from redlock's default
+// (50ms) up to 1s. A command is not latency-bound, and on a loaded host a
+// process stalls for longer than 50ms, which cost the votes of the nodes
+// that answered in the stall.
+func NodeTimeout(ttl time.Duration) time.Duration {
+	if ttl == 0 { // inspect, release: no lease to keep valid
+		return time.Second
+	}
+	return min(max(ttl/20, redlock.DefaultNodeTimeout), time.Second)
 }
 
 // pingAll pings every server at once, so that silent Redlock masters cost
