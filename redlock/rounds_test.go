@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,5 +150,107 @@ func TestIntegrationGrantInOneRound(t *testing.T) {
 	}
 	if vals[0] != vals[1] || vals[1] != vals[2] {
 		t.Errorf("the counters of the nodes that granted, after the write-back: %v; want them equal", vals)
+	}
+}
+
+// commandstats returns how many times node s has run each command (INFO
+// commandstats, Lua-internal calls included).
+func commandstats(t testing.TB, s *testenv.Redis) map[string]int {
+	info, err := s.Do("INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		m[strings.TrimPrefix(name, "cmdstat_")] = atoiInt(n)
+	}
+	return m
+}
+
+func atoiInt(s string) int { return int(atoi(s)) }
+
+// Issue 18.4: an uncontended cycle on a node in service, on a name whose
+// slot has a fence counter, runs eight commands on each node: EVALSHA,
+// LASTSAVE, HMGET, SET and INCR to acquire, EVALSHA, GET and DEL to
+// release. The clock (TIME), INFO and the epoch's HSET are for nodes that
+// have not yet been seen to outlast the restart window, and for a lift.
+func TestIntegrationCommandsPerCycle(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			m := newClient(t, addrsOf(servers), tr.open, redlock.WithNodeTimeout(time.Second)).
+				NewMutex("count-"+tr.name, redlock.WithTTL(5*time.Second))
+			// Lock and Release return on a majority; the test waits for
+			// the last node each time (with EXISTS, which the count
+			// leaves out), so that no node's acquire lands after its
+			// release and the count is exact.
+			key := lockKey("count-" + tr.name)
+			await := func(want string) {
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+					n := 0
+					for _, s := range servers {
+						if v, _ := s.Do("EXISTS", key); v == want {
+							n++
+						}
+					}
+					if n == len(servers) {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("EXISTS %s is not %s on every node after 5s", key, want)
+					}
+				}
+			}
+			cycle := func() {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				await("1")
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				await("0")
+			}
+			cycle() // the slot's first grant lifts its counters; a node's first acquire marks it ripe
+			before := make([]map[string]int, len(servers))
+			for i, s := range servers {
+				before[i] = commandstats(t, s)
+			}
+			const cycles = 10
+			for range cycles {
+				cycle()
+			}
+			want := map[string]int{"evalsha": 2, "lastsave": 1, "hmget": 1, "set": 1, "incr": 1, "get": 1, "del": 1}
+			for i, s := range servers {
+				after := commandstats(t, s)
+				got := map[string]int{}
+				for cmd, n := range after {
+					switch d := n - before[i][cmd]; {
+					case cmd == "info" || cmd == "exists" || cmd == "config|get" || cmd == "hello":
+						// the test's own INFO and EXISTS; the Client's
+						// configuration check; a new connection's handshake
+					case d != 0:
+						got[cmd] = d
+					}
+				}
+				for cmd, n := range got {
+					if n%cycles != 0 || want[cmd] != n/cycles {
+						t.Errorf("node %d: %v over %d cycles; want per cycle %v", i, got, cycles, want)
+						break
+					}
+				}
+				if len(got) != len(want) {
+					t.Errorf("node %d: %v over %d cycles; want per cycle %v", i, got, cycles, want)
+				}
+			}
+		})
 	}
 }
