@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,4 +353,79 @@ func TestIntegrationReleaseByMajority(t *testing.T) {
 	if !errors.As(err, &ne) || ne.Node != servers[1].Addr() && ne.Node != servers[2].Addr() {
 		t.Fatalf("Release with 1 of 3 nodes alive = %v; want NodeErrors", err)
 	}
+}
+
+// Issue 18.4: Release returns once a majority has deleted the key; it does
+// not wait for a paused node, whose key the background clean-up deletes
+// once it resumes.
+func TestIntegrationReleaseWithPausedNode(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	// A node timeout far longer than a majority's answer takes: a release
+	// that waited for the paused node would take it, or the TTL.
+	m := newClient(t, addrsOf(servers), goRedis, redlock.WithNodeTimeout(3*time.Second)).
+		NewMutex("paused-release", redlock.WithTTL(10*time.Second))
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); slices.Contains(values(servers, "paused-release"), ""); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the key is not on every node 5s after Lock: %q", values(servers, "paused-release"))
+		}
+	}
+	servers[2].Pause()
+	start := time.Now()
+	err = lease.Release(ctx)
+	took := time.Since(start)
+	servers[2].Resume()
+	if err != nil {
+		t.Fatalf("Release with 2 of 3 nodes answering = %v; want nil", err)
+	}
+	if took > time.Second {
+		t.Errorf("Release with one node paused took %v; want it to return once the other two answered", took)
+	}
+	if !errors.Is(lease.Err(), dlock.ErrReleased) {
+		t.Errorf("Err = %v; want ErrReleased", lease.Err())
+	}
+	gone(t, servers, "paused-release") // the paused node's key, once it resumed
+}
+
+// Issue 18.4: a release waits for a majority up to the lease's Until, not
+// one node timeout: nodes that answer later than the node timeout, but
+// while the lease is valid, release it.
+func TestIntegrationSlowReleaseWithinValidity(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	proxies := make([]*testenv.Proxy, len(servers))
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		proxies[i] = testenv.StartProxy(t, s.Addr())
+		addrs[i] = proxies[i].Addr()
+	}
+	ctx := timeout(t, 30*time.Second)
+	m := newClient(t, addrs, goRedis, redlock.WithNodeTimeout(100*time.Millisecond)).
+		NewMutex("slow-release", redlock.WithTTL(5*time.Second), redlock.WithoutRenewal())
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range proxies {
+		p.SetLatency(100 * time.Millisecond) // 200ms a round trip, twice the node timeout
+	}
+	start := time.Now()
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release through 200ms round trips, node timeout 100ms, 5s TTL = %v; want nil", err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("Release took %v through 200ms round trips", took)
+	}
+	if !errors.Is(lease.Err(), dlock.ErrReleased) {
+		t.Errorf("Err = %v; want ErrReleased", lease.Err())
+	}
+	for _, p := range proxies {
+		p.SetLatency(0)
+	}
+	gone(t, servers, "slow-release")
 }
