@@ -254,3 +254,101 @@ func TestIntegrationCommandsPerCycle(t *testing.T) {
 		})
 	}
 }
+
+// Issue 18.4: a node whose counter lags (it missed grants) does not lower
+// the fence: the grant's majority includes a node that saw the last grant,
+// the counters disagree, the largest is taken and written back, and the
+// lagging nodes are in step again at the next grant.
+func TestIntegrationLaggingCounterDoesNotLowerFence(t *testing.T) {
+	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	cs := make([]redislock.Conn, len(servers))
+	counted := make([]*countingConn, len(servers))
+	for i, s := range servers {
+		counted[i] = &countingConn{Conn: goRedis(t, s.Addr()), calls: map[string]int{}}
+		cs[i] = counted[i]
+	}
+	c := redlock.New(cs, redlock.WithNodeTimeout(time.Second))
+	t.Cleanup(func() { c.Close() })
+	m := c.NewMutex("lag", redlock.WithTTL(5*time.Second))
+	fenceWrites := func() int {
+		n := 0
+		for _, cc := range counted {
+			n += cc.take()["quorum_fence"]
+		}
+		return n
+	}
+	counter := func(s *testenv.Redis) string {
+		v, _ := s.Do("GET", rediskeys.FenceKey("lag"))
+		return v
+	}
+	// Lock and Release return on a majority: each cycle waits for every
+	// holder's acquire, so that none lands after the release, and bumps a
+	// counter the test has not counted.
+	cycle := func(holders []*testenv.Redis) uint64 {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			n := 0
+			for _, v := range values(holders, "lag") {
+				if strings.HasPrefix(v, l.Token()) {
+					n++
+				}
+			}
+			if n == len(holders) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the key is not on every holder 5s after Lock: %q", values(holders, "lag"))
+			}
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, holders, "lag")
+		return l.Fence()
+	}
+	base := time.Now().UnixMicro()
+	for _, s := range servers {
+		s.Do("SET", rediskeys.FenceKey("lag"), fmt.Sprint(base))
+	}
+	last := cycle(servers)
+	if last != uint64(base)+1 {
+		t.Fatalf("fence %d on counters all at %d; want %d", last, base, base+1)
+	}
+	fenceWrites()
+
+	// Nodes 3 and 4 missed grants; nodes 0 and 1 are held by someone
+	// else, so the next grant rests on nodes 2, 3 and 4.
+	for _, s := range servers[3:] {
+		s.Do("SET", rediskeys.FenceKey("lag"), fmt.Sprint(base-500))
+	}
+	for _, s := range servers[:2] {
+		s.Do("SET", lockKey("lag"), "foreign", "PX", "60000")
+	}
+	f := cycle(servers[2:])
+	if f <= last {
+		t.Fatalf("with two of the granting nodes lagging, fence %d after %d", f, last)
+	}
+	if f != last+1 {
+		t.Errorf("fence %d; want %d, node 2's counter after its increment", f, last+1)
+	}
+	if n := fenceWrites(); n == 0 {
+		t.Errorf("no fence write-back while the granting nodes' counters disagreed")
+	}
+	for i, s := range servers[2:] {
+		if got := counter(s); got != fmt.Sprint(f) {
+			t.Errorf("node %d's counter after the write-back: %s; want %d", i+2, got, f)
+		}
+	}
+	last = f
+	if f = cycle(servers[2:]); f != last+1 {
+		t.Errorf("the grant after the write-back: fence %d; want %d", f, last+1)
+	}
+	if n := fenceWrites(); n != 0 {
+		t.Errorf("%d fence write-backs once the counters agreed again; want none", n)
+	}
+}
