@@ -21,7 +21,9 @@ func TestIntegrationQuorumMatrix(t *testing.T) {
 	for _, n := range []int{1, 3, 4, 5} {
 		servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
 		age(t, servers)
-		c := newClient(t, addrsOf(servers), goRedis)
+		// The matrix is about votes, not time: a generous node timeout
+		// lets a loaded machine open the connections in the first call.
+		c := newClient(t, addrsOf(servers), goRedis, redlock.WithNodeTimeout(time.Second))
 		for k := 0; k <= n; k++ {
 			t.Run(fmt.Sprintf("N=%d/occupied=%d", n, k), func(t *testing.T) {
 				name := fmt.Sprintf("matrix-%d-%d", n, k)
@@ -133,7 +135,9 @@ func TestIntegrationKillMinorityAndMajority(t *testing.T) {
 func TestIntegrationPausedNodes(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
-	ttl := 600 * time.Millisecond
+	// A TTL that leaves a renewal (every TTL/3) a second before Until: at
+	// 600ms a loaded machine under -race missed it.
+	ttl := 1500 * time.Millisecond
 	m := newClient(t, addrsOf(servers), goRedis).NewMutex("paused", redlock.WithTTL(ttl))
 	ctx := timeout(t, 30*time.Second)
 	lease, err := m.Lock(ctx)
@@ -177,7 +181,9 @@ func TestIntegrationSlowAcquisitionFails(t *testing.T) {
 	c := newClient(t, addrs, goRedis, redlock.WithNodeTimeout(140*time.Millisecond))
 	m := c.NewMutex("slow", redlock.WithTTL(150*time.Millisecond), redlock.WithoutRenewal())
 	ctx := timeout(t, 10*time.Second)
-	if l, err := m.TryLock(ctx); err != nil { // warm the connections and script caches
+	// Warm the connections and script caches, with a TTL that a first
+	// call on a loaded machine fits.
+	if l, err := c.NewMutex("slow-warm", redlock.WithTTL(5*time.Second)).TryLock(ctx); err != nil {
 		t.Fatal(err)
 	} else {
 		l.Release(ctx)
@@ -218,7 +224,10 @@ func TestIntegrationRestartedNodeDoesNotVote(t *testing.T) {
 	ctx := timeout(t, 30*time.Second)
 	// A holds nodes 0 and 1: node 2 is busy with a foreign value for 200ms.
 	servers[2].Do("SET", lockKey("restart"), "foreign", "PX", "200")
-	a, err := newClient(t, addrs, goRedis).NewMutex("restart", redlock.WithTTL(ttl), redlock.WithoutRenewal()).TryLock(ctx)
+	// Generous node timeouts: the test is about votes, and each client's
+	// first call opens its connections.
+	slow := redlock.WithNodeTimeout(time.Second)
+	a, err := newClient(t, addrs, goRedis, slow).NewMutex("restart", redlock.WithTTL(ttl), redlock.WithoutRenewal()).TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +236,7 @@ func TestIntegrationRestartedNodeDoesNotVote(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Without detection, nodes 1 (empty) and 2 (free) elect a second holder.
-	unsafe, err := newClient(t, addrs, goRedis, redlock.WithoutRestartDetection()).NewMutex("restart", redlock.WithTTL(ttl)).TryLock(ctx)
+	unsafe, err := newClient(t, addrs, goRedis, slow, redlock.WithoutRestartDetection()).NewMutex("restart", redlock.WithTTL(ttl)).TryLock(ctx)
 	if err != nil {
 		t.Fatalf("the hazard did not reproduce (good for the world, bad for this test): %v", err)
 	}
@@ -241,7 +250,7 @@ func TestIntegrationRestartedNodeDoesNotVote(t *testing.T) {
 	if err := servers[1].Restart(); err != nil {
 		t.Fatal(err)
 	}
-	b := newClient(t, addrs, goRedis).NewMutex("restart", redlock.WithTTL(ttl))
+	b := newClient(t, addrs, goRedis, slow).NewMutex("restart", redlock.WithTTL(ttl))
 	_, err = b.TryLock(ctx)
 	if !errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), "may not vote yet") {
 		t.Fatalf("TryLock with node 1 just restarted = %v; want ErrNotObtained naming the abstaining node", err)
