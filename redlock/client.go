@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlock-go/dlock/redislock/transport"
@@ -29,6 +30,8 @@ type Client struct {
 	obs    dlock.Observer // from WithObserver and WithLogger; nil for none
 
 	leases lease.Registry
+	// workers run the nodes' calls.
+	workers workers
 
 	// background runs the clean-ups (the deletes of keys that failed
 	// attempts and releases left) and the nodes' configuration checks.
@@ -48,7 +51,7 @@ type node struct {
 // never fails; an empty, nil or duplicate node, or a bad option, is
 // reported by the first lock operation.
 func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
-	c := &Client{cfg: newClientConfig(opts), closed: make(chan struct{})}
+	c := &Client{cfg: newClientConfig(opts), closed: make(chan struct{}), workers: workers{jobs: make(chan func())}}
 	c.obs = lease.Observer(c.cfg.obs, c.cfg.log)
 	c.err = c.setNodes(nodes)
 	if c.err == nil && c.cfg.nodeTimeout <= 0 {
@@ -164,18 +167,55 @@ func (c *Client) fanOut(ctx context.Context, call transport.Call) <-chan reply {
 
 // fanOutTo is fanOut to the nodes i with only[i] set, or all if only is nil.
 func (c *Client) fanOutTo(ctx context.Context, call transport.Call, only []bool) <-chan reply {
+	replies, _ := c.fanOutFor(ctx, call, only, c.cfg.nodeTimeout)
+	return replies
+}
+
+// A fan is the calls of one fan-out: they share one context, cancelled
+// when the last of them has returned.
+type fan struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	left   atomic.Int32
+}
+
+// cutAt ends the calls still running at t, at once if t has passed.
+func (f *fan) cutAt(t time.Time) {
+	if f.left.Load() == 0 {
+		return
+	}
+	if d := time.Until(t); d > 0 {
+		time.AfterFunc(d, f.cancel)
+	} else {
+		f.cancel()
+	}
+}
+
+// fanOutFor is fanOutTo with each call bounded by timeout.
+func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool, timeout time.Duration) (<-chan reply, *fan) {
 	out := make(chan reply, len(c.nodes))
+	sent := int32(len(c.nodes))
+	if only != nil {
+		sent = int32(c.count(only))
+	}
+	f := &fan{}
+	if sent == 0 {
+		return out, f
+	}
+	f.ctx, f.cancel = context.WithTimeout(ctx, timeout)
+	f.left.Store(sent)
 	for i, n := range c.nodes {
 		if only != nil && !only[i] {
 			continue
 		}
-		go func() {
-			nctx, cancel := context.WithTimeout(ctx, c.cfg.nodeTimeout)
-			defer cancel()
+		c.workers.run(func() {
 			var res [1]transport.Result
-			n.conn.Eval(nctx, []transport.Call{call}, res[:])
+			n.conn.Eval(f.ctx, []transport.Call{call}, res[:])
 			out <- reply{i, res[0]}
-		}()
+			if f.left.Add(-1) == 0 {
+				f.cancel()
+			}
+		})
 	}
-	return out
+	return out, f
 }

@@ -6,8 +6,8 @@
 // An attempt sends one script to every node at once, each call bounded by
 // the node timeout (WithNodeTimeout, 50ms by default). On each node the
 // script sets the lock key with SET NX PX and, in the same step,
-// increments the node's fence counter and reports its clock, how long its
-// server has been running and the age of its data (see below). The attempt
+// increments the node's fence counter and reports how long its server has
+// been running and the age of its data (see below). The attempt
 // is decided as soon as a majority (N/2+1) has voted for it, or so many
 // have refused, failed or abstained that a majority is out of reach; it
 // does not wait for slow nodes. A failed attempt deletes its key on every
@@ -19,7 +19,11 @@
 // Until is the attempt's start plus the TTL less that drift allowance.
 // When nothing failed, a grant takes one round trip to the nodes and a
 // release one more: the fence is written back only when the nodes'
-// counters disagree.
+// counters disagree. Each node then runs eight commands per lock and
+// release: EVALSHA, LASTSAVE, HMGET, SET and INCR to acquire, EVALSHA,
+// GET and DEL to release. A name whose Cluster slot has no fence counter
+// yet on a node adds TIME and SET there (below), and so does a node not
+// yet seen to outlast the restart window, with INFO when it restarted.
 //
 // # Extending, losing and releasing
 //
@@ -29,8 +33,10 @@
 // at Until. When more nodes than a majority can spare report that the key
 // is no longer this lease's, the lease ends at once with dlock.ErrTakenOver.
 //
-// Release returns once a majority has deleted the key. The other nodes'
-// deletes finish in the background, retried while a node cannot be
+// Release returns once a majority has deleted the key; it waits for them
+// until the lease's Until, not only one node timeout, since a release that
+// comes late is still true. The other nodes get the node timeout, and
+// their deletes finish in the background, retried while a node cannot be
 // reached (until the TTL has passed, when the key has expired by itself)
 // and repeated a few times over four seconds on a node whose acquire may
 // still land late. Close waits for these clean-ups, and for those of
@@ -69,8 +75,13 @@
 // have started, with the LASTSAVE reading it was computed at; LASTSAVE is
 // the server's start until its first save, so it changes on every restart,
 // and INFO is read again only then (and after each save). The hash also
-// records when the node's data began (created). How each persistence
-// setting fares:
+// records when the node's data began (created), and the largest restart
+// window the node has been seen to outlast, in both its uptime and its
+// data's age, at the LASTSAVE reading kept (ripe; computing boot again
+// clears it). Neither shrinks while LASTSAVE reads the same and the hash
+// remains (a restart changes LASTSAVE; a loss of data takes the hash, and
+// ripe with it), so a ripe node votes without the script reading its
+// clock. How each persistence setting fares:
 //
 //   - No persistence: a restart loses every key. The server's uptime
 //     starts again, and the node abstains until it reaches the window.
@@ -156,5 +167,11 @@
 // whose nodes' clocks straddle a 100ms step, and on a grant after a node
 // missed others (it was down, slow, or held by a failed attempt) or lifted
 // its counter after a restart. Uncontended, with every node up, a grant
-// writes nothing back.
+// writes nothing back. A node whose counter lags cannot lower a fence: any
+// majority includes a node of the last grant's majority W, which reads
+// more than the lagging node, so the counters disagree and the largest is
+// taken; only when every node that took the key read the same value is
+// the write-back skipped. A ripe node's script does not read the clock,
+// but every lift still does: no counter value depends on a reading not
+// taken.
 package redlock

@@ -129,11 +129,12 @@ func (g *grant) Refresh(ctx context.Context) error {
 }
 
 // Release deletes the lock on every node. It returns once a majority has
-// deleted it; the other nodes are handled in the background, and Close
-// waits for them. It returns an error, carrying the NodeErrors, only when
-// no majority confirmed the release; nodes that could not be reached are
-// retried in the background, and their keys expire within the TTL at
-// worst.
+// deleted it, waiting for the nodes at most until the lease's Until (or
+// the node timeout, if that is later) or until ctx is done; the other
+// nodes are handled in the background, and Close waits for them. It
+// returns an error, carrying the NodeErrors, only when no majority
+// confirmed the release; nodes that could not be reached are retried in
+// the background, and their keys expire within the TTL at worst.
 func (g *grant) Release(ctx context.Context) error {
 	if ended, err := g.BeginRelease(); ended {
 		return err
@@ -153,7 +154,14 @@ late:
 	call := transport.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
 	s := c.newSweep(call, g.m.cfg.ttl)
 	s.acq, s.acqLeft, s.acqKnown = g.acqReplies, g.acqLeft, g.acq
-	replies := c.fanOut(ctx, call)
+	// A release waits for a majority until the lease's Until, not one
+	// node timeout: the timeout bounds an acquire, whose validity it
+	// spends, while a release that comes late is still true, and on a
+	// loaded machine a majority may answer later than the node timeout.
+	// The nodes left once a majority answered get the node timeout; the
+	// clean-up retries those that did not answer in it.
+	sent := time.Now()
+	replies, calls := c.fanOutFor(ctx, call, nil, max(c.cfg.nodeTimeout, time.Until(g.Until())))
 	ok, answered := 0, 0
 	var errs []error
 	for answered < n && ok < c.quorum {
@@ -176,6 +184,9 @@ late:
 		}
 	}
 	s.rel, s.relLeft = replies, n-answered
+	if answered < n {
+		calls.cutAt(sent.Add(c.cfg.nodeTimeout))
+	}
 	if len(errs) == 0 && ok < c.quorum {
 		g.End(dlock.Lost(dlock.ErrTakenOver))
 		c.start(s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +92,7 @@ func TestIntegrationGrantInOneRound(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
+		holding(t, servers, "rounds", l.Token())
 		if l.Fence() <= last {
 			t.Fatalf("round %d: fence %d after %d", round, l.Fence(), last)
 		}
@@ -131,6 +133,7 @@ func TestIntegrationGrantInOneRound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		holding(t, servers[:3], "rounds", l.Token())
 		if l.Fence() <= last {
 			t.Fatalf("after the counters diverged, round %d: fence %d after %d", round, l.Fence(), last)
 		}
@@ -149,5 +152,213 @@ func TestIntegrationGrantInOneRound(t *testing.T) {
 	}
 	if vals[0] != vals[1] || vals[1] != vals[2] {
 		t.Errorf("the counters of the nodes that granted, after the write-back: %v; want them equal", vals)
+	}
+}
+
+// commandstats returns how many times node s has run each command (INFO
+// commandstats, Lua-internal calls included).
+func commandstats(t testing.TB, s *testenv.Redis) map[string]int {
+	info, err := s.Do("INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		m[strings.TrimPrefix(name, "cmdstat_")] = atoiInt(n)
+	}
+	return m
+}
+
+func atoiInt(s string) int { return int(atoi(s)) }
+
+// Issue 18.4: an uncontended cycle on a node in service, on a name whose
+// slot has a fence counter, runs eight commands on each node: EVALSHA,
+// LASTSAVE, HMGET, SET and INCR to acquire, EVALSHA, GET and DEL to
+// release. The clock (TIME), INFO and the epoch's HSET are for nodes that
+// have not yet been seen to outlast the restart window, and for a lift.
+func TestIntegrationCommandsPerCycle(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			m := newClient(t, addrsOf(servers), tr.open, redlock.WithNodeTimeout(time.Second)).
+				NewMutex("count-"+tr.name, redlock.WithTTL(5*time.Second))
+			// Lock and Release return on a majority; the test waits for
+			// the last node each time (with EXISTS, which the count
+			// leaves out), so that no node's acquire lands after its
+			// release and the count is exact.
+			key := lockKey("count-" + tr.name)
+			await := func(want string) {
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+					n := 0
+					for _, s := range servers {
+						if v, _ := s.Do("EXISTS", key); v == want {
+							n++
+						}
+					}
+					if n == len(servers) {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("EXISTS %s is not %s on every node after 5s", key, want)
+					}
+				}
+			}
+			cycle := func() {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				await("1")
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				await("0")
+			}
+			cycle() // the slot's first grant lifts its counters; a node's first acquire marks it ripe
+			before := make([]map[string]int, len(servers))
+			for i, s := range servers {
+				before[i] = commandstats(t, s)
+			}
+			const cycles = 10
+			for range cycles {
+				cycle()
+			}
+			want := map[string]int{"evalsha": 2, "lastsave": 1, "hmget": 1, "set": 1, "incr": 1, "get": 1, "del": 1}
+			for i, s := range servers {
+				after := commandstats(t, s)
+				got := map[string]int{}
+				for cmd, n := range after {
+					switch d := n - before[i][cmd]; {
+					case cmd == "info" || cmd == "exists" || cmd == "config|get" || cmd == "hello":
+						// the test's own INFO and EXISTS; the Client's
+						// configuration check; a new connection's handshake
+					case d != 0:
+						got[cmd] = d
+					}
+				}
+				for cmd, n := range got {
+					if n%cycles != 0 || want[cmd] != n/cycles {
+						t.Errorf("node %d: %v over %d cycles; want per cycle %v", i, got, cycles, want)
+						break
+					}
+				}
+				if len(got) != len(want) {
+					t.Errorf("node %d: %v over %d cycles; want per cycle %v", i, got, cycles, want)
+				}
+			}
+		})
+	}
+}
+
+// Issue 18.4: a node whose counter lags (it missed grants) does not lower
+// the fence: the grant's majority includes a node that saw the last grant,
+// the counters disagree, the largest is taken and written back, and the
+// lagging nodes are in step again at the next grant.
+func TestIntegrationLaggingCounterDoesNotLowerFence(t *testing.T) {
+	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	cs := make([]redislock.Conn, len(servers))
+	counted := make([]*countingConn, len(servers))
+	for i, s := range servers {
+		counted[i] = &countingConn{Conn: goRedis(t, s.Addr()), calls: map[string]int{}}
+		cs[i] = counted[i]
+	}
+	c := redlock.New(cs, redlock.WithNodeTimeout(time.Second))
+	t.Cleanup(func() { c.Close() })
+	m := c.NewMutex("lag", redlock.WithTTL(5*time.Second))
+	fenceWrites := func() int {
+		n := 0
+		for _, cc := range counted {
+			n += cc.take()["quorum_fence"]
+		}
+		return n
+	}
+	counter := func(s *testenv.Redis) string {
+		v, _ := s.Do("GET", rediskeys.FenceKey("lag"))
+		return v
+	}
+	// Lock and Release return on a majority: each cycle waits for every
+	// holder's acquire, so that none lands after the release, and bumps a
+	// counter the test has not counted.
+	cycle := func(holders []*testenv.Redis) uint64 {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holding(t, holders, "lag", l.Token())
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, holders, "lag")
+		return l.Fence()
+	}
+	base := time.Now().UnixMicro()
+	for _, s := range servers {
+		s.Do("SET", rediskeys.FenceKey("lag"), fmt.Sprint(base))
+	}
+	last := cycle(servers)
+	if last != uint64(base)+1 {
+		t.Fatalf("fence %d on counters all at %d; want %d", last, base, base+1)
+	}
+	fenceWrites()
+
+	// Nodes 3 and 4 missed grants; nodes 0 and 1 are held by someone
+	// else, so the next grant rests on nodes 2, 3 and 4.
+	for _, s := range servers[3:] {
+		s.Do("SET", rediskeys.FenceKey("lag"), fmt.Sprint(base-500))
+	}
+	for _, s := range servers[:2] {
+		s.Do("SET", lockKey("lag"), "foreign", "PX", "60000")
+	}
+	f := cycle(servers[2:])
+	if f <= last {
+		t.Fatalf("with two of the granting nodes lagging, fence %d after %d", f, last)
+	}
+	if f != last+1 {
+		t.Errorf("fence %d; want %d, node 2's counter after its increment", f, last+1)
+	}
+	if n := fenceWrites(); n == 0 {
+		t.Errorf("no fence write-back while the granting nodes' counters disagreed")
+	}
+	for i, s := range servers[2:] {
+		if got := counter(s); got != fmt.Sprint(f) {
+			t.Errorf("node %d's counter after the write-back: %s; want %d", i+2, got, f)
+		}
+	}
+	last = f
+	if f = cycle(servers[2:]); f != last+1 {
+		t.Errorf("the grant after the write-back: fence %d; want %d", f, last+1)
+	}
+	if n := fenceWrites(); n != 0 {
+		t.Errorf("%d fence write-backs once the counters agreed again; want none", n)
+	}
+}
+
+// holding waits until every one of servers holds token's key. Lock returns
+// on a majority: a test that counts what each node did waits for the
+// others' acquires before it releases, so that none lands after the
+// release and is counted in the next round.
+func holding(t testing.TB, servers []*testenv.Redis, name, token string) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		n := 0
+		for _, v := range values(servers, name) {
+			if strings.HasPrefix(v, token) {
+				n++
+			}
+		}
+		if n == len(servers) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key is not on every node 5s after Lock: %q", values(servers, name))
+		}
 	}
 }

@@ -12,11 +12,17 @@ type vote struct {
 	// counter is the node's fence counter after this acquire, or 0 when
 	// the node has none it may use yet (see quorum_acquire.lua).
 	counter uint64
-	timeUS  int64 // the node's clock, in microseconds
+	// timeUS is the node's clock, in microseconds, when the script read
+	// it, and 0 when it did not need to: a node that has outlasted the
+	// restart window, with a counter to increment, reports no time.
+	timeUS int64
 	// up is at least how long the node's server has been running, and
-	// epochAge the age of its epoch (when its data began); both -1 when
-	// restart detection is off.
+	// epochAge at least the age of its epoch (when its data began); both
+	// -1 when restart detection is off.
 	up, epochAge time.Duration
+	// created identifies the node's epoch: when it was created, in ms on
+	// the node's clock (-1 when restart detection is off).
+	created int64
 }
 
 func parseVote(v any) (vote, error) {
@@ -36,12 +42,8 @@ func parseVote(v any) (vote, error) {
 		}
 		return time.Duration(x) * time.Millisecond
 	}
-	return vote{taken: n[0] == 1, counter: uint64(max(n[1], 0)), timeUS: n[2], up: ms(n[3]), epochAge: ms(n[4])}, nil
+	return vote{taken: n[0] == 1, counter: uint64(max(n[1], 0)), timeUS: n[2], up: ms(n[3]), epochAge: ms(n[4]), created: n[5]}, nil
 }
-
-// epochCreated returns when the node's epoch was created, in ms on its
-// clock: it identifies the epoch.
-func (v vote) epochCreated() int64 { return v.timeUS/1000 - v.epochAge.Milliseconds() }
 
 // bootSlack is how much earlier than the latest boot time the script
 // computes the server can have started: uptime_in_seconds counts whole
@@ -105,7 +107,7 @@ func (c *Client) observe(i int, v vote) (reset, always bool) {
 	st := c.state[i]
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	switch created := v.epochCreated(); {
+	switch created := v.created; {
 	case st.epoch == 0:
 		st.epoch = created
 	case st.epoch != created:

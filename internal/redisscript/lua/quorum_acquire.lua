@@ -6,10 +6,11 @@
 -- ARGV[1] owner token ARGV[2] TTL in ms
 -- ARGV[3] restart window in ms, or 0 when restart detection is off
 -- Returns {taken (1 or 0), fence counter after this acquire (0 when the
---          node has none it may use yet), server time in microseconds,
+--          node has none it may use yet), server time in microseconds
+--          (0 when the script did not need the clock),
 --          uptime in ms (a lower bound; -1 when detection is off),
---          epoch age in ms (-1 when detection is off),
---          holder's remaining TTL in ms (0 when taken)}.
+--          epoch age in ms (a lower bound; -1 when detection is off),
+--          epoch creation in ms on the server's clock (-1 when off)}.
 --
 -- Restart detection. The epoch hash holds: created, when the node's data
 -- began (the first acquire after the data was lost, or ever, made it);
@@ -21,7 +22,12 @@
 -- is still this server's, and INFO (costlier) is not called. seen is
 -- stored only once LASTSAVE is two seconds old, so that a restart in the
 -- same second cannot read the same LASTSAVE as an epoch restored from a
--- snapshot.
+-- snapshot. ripe is the largest restart window the node has been seen to
+-- outlast, both its server's uptime and its epoch's age, at the LASTSAVE
+-- reading seen (it is cleared whenever boot is computed again): while it
+-- holds, the script reports it as both lower bounds and does not read the
+-- clock, so that an acquire on a node in service runs LASTSAVE, HMGET,
+-- SET and INCR, and nothing else.
 --
 -- The fence counter is a plain counter, incremented by every acquire that
 -- takes the key, so that nodes that saw the same acquires agree and the
@@ -31,53 +37,70 @@
 -- end of the restart window that followed the last boot (a counter
 -- restored from an old snapshot) and the window has passed. Within the
 -- window a missing counter is not created: the node may not vote yet.
+-- Only a lift reads the clock (TIME) and writes the counter (SET).
 redis.replicate_commands()
 local window = tonumber(ARGV[3])
 if not window then
   return redis.error_reply('ERR quorum_acquire: the restart window ' .. tostring(ARGV[3]) .. ' is not a number')
 end
-local t = redis.call('TIME')
-local nows = tonumber(t[1])
-local nowus = nows * 1000000 + tonumber(t[2])
-local nowms = math.floor(nowus / 1000)
-local up, age, boot = -1, -1, 0
+local nows, nowus
+local function clock()
+  if not nowus then
+    local t = redis.call('TIME')
+    nows = tonumber(t[1])
+    nowus = nows * 1000000 + tonumber(t[2])
+  end
+  return nowus
+end
+local up, age, created, boot = -1, -1, -1, 0
 if window > 0 then
   local saved = redis.pcall('LASTSAVE')
   if type(saved) ~= 'number' then
     return redis.error_reply('DLOCKINFO LASTSAVE refused: ' .. tostring(saved.err))
   end
-  local e = redis.call('HMGET', KEYS[3], 'created', 'seen', 'boot')
-  local created = tonumber(e[1])
+  local e = redis.call('HMGET', KEYS[3], 'created', 'seen', 'boot', 'ripe')
+  created = tonumber(e[1])
   boot = tonumber(e[3])
-  local set = {}
-  if not created then
-    created = nowms
-    set = {'created', string.format('%.0f', nowms)}
-  end
-  if e[2] ~= tostring(saved) or not boot then
-    local info = redis.pcall('INFO', 'server')
-    if type(info) ~= 'string' then
-      return redis.error_reply('DLOCKINFO INFO refused: ' .. tostring(info.err))
+  local ripe = tonumber(e[4])
+  if created and boot and ripe and ripe >= window and e[2] == tostring(saved) then
+    up, age = ripe, ripe
+  else
+    local nowms = math.floor(clock() / 1000)
+    local set = {}
+    if not created then
+      created = nowms
+      set = {'created', string.format('%.0f', nowms)}
     end
-    local uptime = tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
-    if not uptime then
-      return redis.error_reply('DLOCKINFO INFO server has no uptime_in_seconds')
+    local seen = e[2]
+    if seen ~= tostring(saved) or not boot then
+      local info = redis.pcall('INFO', 'server')
+      if type(info) ~= 'string' then
+        return redis.error_reply('DLOCKINFO INFO refused: ' .. tostring(info.err))
+      end
+      local uptime = tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+      if not uptime then
+        return redis.error_reply('DLOCKINFO INFO server has no uptime_in_seconds')
+      end
+      boot = (nows - uptime + 1) * 1000
+      seen = ''
+      if saved <= nows - 2 then
+        seen = tostring(saved)
+      end
+      ripe = nil
+      for _, v in ipairs({'boot', string.format('%.0f', boot), 'seen', seen, 'ripe', '0'}) do
+        table.insert(set, v)
+      end
     end
-    boot = (nows - uptime + 1) * 1000
-    local seen = ''
-    if saved <= nows - 2 then
-      seen = tostring(saved)
+    up = math.max(nowms - boot, 0)
+    age = nowms - created
+    if seen == tostring(saved) and up >= window and age >= window and (ripe or 0) < window then
+      table.insert(set, 'ripe')
+      table.insert(set, ARGV[3])
     end
-    table.insert(set, 'boot')
-    table.insert(set, string.format('%.0f', boot))
-    table.insert(set, 'seen')
-    table.insert(set, seen)
+    if #set > 0 then
+      redis.call('HSET', KEYS[3], unpack(set))
+    end
   end
-  if #set > 0 then
-    redis.call('HSET', KEYS[3], unpack(set))
-  end
-  up = math.max(nowms - boot, 0)
-  age = nowms - created
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local c = redis.pcall('INCR', KEYS[2])
@@ -90,17 +113,17 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   end
   if c == 1 or (window > 0 and c < (boot + window) * 1000) then
     if window == 0 or up >= window then
-      c = math.ceil(nowus / 100000) * 100000
+      c = math.ceil(clock() / 100000) * 100000
       redis.call('SET', KEYS[2], string.format('%.0f', c))
     elseif c == 1 then
       redis.call('DEL', KEYS[2])
       c = 0
     end
   end
-  return {1, c, nowus, up, age, 0}
+  return {1, c, nowus or 0, up, age, created}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'string' then
   return redis.error_reply('WRONGTYPE dlock lock key ' .. KEYS[1] .. ' holds a ' .. kind)
 end
-return {0, 0, nowus, up, age, redis.call('PTTL', KEYS[1])}
+return {0, 0, nowus or 0, up, age, created}
