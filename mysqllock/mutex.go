@@ -93,6 +93,9 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 	if g.Err() != nil { // ended already: make sure it is forgotten
 		g.forget()
 	}
+	if err := lease.Fresh(ctx, g, m.cfg.ttl); err != nil {
+		return nil, time.Millisecond, err
+	}
 	return g, 0, nil
 }
 

@@ -98,5 +98,8 @@ func (m *Mutex) attempt(ctx context.Context) (dlock.Lease, time.Duration, error)
 	if g.Err() != nil { // ended already: make sure it is forgotten
 		g.forget()
 	}
+	if err := lease.Fresh(ctx, g, m.cfg.ttl); err != nil {
+		return nil, time.Millisecond, err
+	}
 	return g, 0, nil
 }

@@ -133,6 +133,9 @@ func (m *SessionMutex) attempt(ctx context.Context) (dlock.Lease, time.Duration,
 	if s.Err() != nil { // ended already: make sure it is forgotten
 		s.forget()
 	}
+	if err := lease.Fresh(ctx, s, m.cfg.ttl); err != nil {
+		return nil, time.Millisecond, err
+	}
 	return s, 0, nil
 }
 
