@@ -103,6 +103,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ReleaseAfterLossIsRefused", s.releaseAfterLoss)
 	t.Run("ExternalDeletionReported", s.externalDeletion)
 	t.Run("ServerPauseReportedBeforeUntil", s.serverPause)
+	t.Run("GrantNotShort", s.grantNotShort)
 	t.Run("CancelledWait", s.cancelledWait)
 	t.Run("CancelledDuringAttempt", s.cancelledDuringAttempt)
 	t.Run("FencesIncreaseAcrossRestart", s.fencesAcrossRestart)
