@@ -34,8 +34,10 @@ func Fresh(ctx context.Context, l dlock.Lease, ttl time.Duration) error {
 		return nil
 	}
 	left := time.Until(l.Until())
-	// Past Until the lease has ended anyway: wait no longer.
-	rctx, cancel := context.WithDeadline(ctx, l.Until())
+	// The refresh has half of what is left: the release must begin before
+	// Until, or it would find the lease ended and leave the lock to
+	// expire on the server.
+	rctx, cancel := context.WithTimeout(ctx, left/2)
 	err := l.Refresh(rctx)
 	cancel()
 	if err == nil && !short(l, ttl) {
@@ -43,7 +45,7 @@ func Fresh(ctx context.Context, l dlock.Lease, ttl time.Duration) error {
 	}
 	// Bounded, and whatever ctx says: a lease that cannot be released
 	// here is given back in the background by its backend, or expires.
-	rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), max(ttl, time.Second))
+	rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), max(2*ttl, time.Second))
 	l.Release(rctx)
 	cancel()
 	return &shortGrantError{key: l.Key(), left: left, ttl: ttl, refresh: err, cause: ctx.Err()}
