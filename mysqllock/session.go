@@ -95,6 +95,9 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 			if err != nil {
 				discard(conn)
 				m.c.free(ctx, m.name, token)
+				if cause := cancelled(ctx, err); cause != nil {
+					return nil, 0, dlock.NotObtained(cause)
+				}
 				return nil, 0, m.c.describe("acquiring", m.name, err)
 			}
 		}
