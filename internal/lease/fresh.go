@@ -18,12 +18,14 @@ func MinValidity(ttl time.Duration) time.Duration { return ttl / 3 }
 // is ttl, has at least MinValidity(ttl) left before Lock or TryLock
 // returns it. A grant can arrive short: a server that stopped between a
 // request and its answer answers late, and the lease's Until counts from
-// the request. If l is short, Fresh refreshes it once (its Until then
-// counts from the refresh); if it is still short, or the refresh failed,
-// Fresh releases it and returns an error that matches
-// dlock.ErrNotObtained and says how much of the lease was left: the
-// attempt failed, and Lock may try again. A lease cut short by its
-// WithMaxHold cap is not short: its holder asked for it.
+// the request. If l is short, Fresh refreshes it once, giving the refresh
+// half of what is left (its Until then counts from the refresh); if it is
+// still short, or the refresh failed, Fresh releases it, beginning before
+// Until so that the release reaches the server, and returns an error that
+// matches dlock.ErrNotObtained (and ctx.Err(), if ctx has ended) and says
+// how much of the lease was left: the attempt failed, and Lock may try
+// again. A lease cut short by its WithMaxHold cap is not short: its holder
+// asked for it.
 //
 // Backends call Fresh once the lease is registered with its client, as
 // they would return it: Refresh and Release must work as on any lease. Its
