@@ -19,6 +19,14 @@ func TestIntegrationShortGrantNeverReturned(t *testing.T) {
 	path := uniquePath(t)
 	slow := connect(t, []string{p.Addr()}, zklock.WithSessionTimeout(3*ttl))
 	fast := connect(t, []string{z.Addr()}, zklock.WithSessionTimeout(3*ttl))
+	// A lock held beside it keeps their common parent, a container node,
+	// from being reaped whenever the lock is free: a create through the
+	// slow link would race the reaper.
+	keep, err := fast.NewMutex(path+"-keep").Lock(ctxFor(t, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keep.Release(ctxFor(t, time.Minute))
 	granttest.Check(t, granttest.Case{
 		Slow:  slow.NewMutex(path, zklock.WithTTL(ttl)),
 		Fast:  fast.NewMutex(path, zklock.WithTTL(ttl)),
