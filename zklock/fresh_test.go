@@ -22,7 +22,7 @@ func TestIntegrationShortGrantNeverReturned(t *testing.T) {
 	// A lock held beside it keeps their common parent, a container node,
 	// from being reaped whenever the lock is free: a create through the
 	// slow link would race the reaper.
-	keep, err := fast.NewMutex(path+"-keep").Lock(ctxFor(t, time.Minute))
+	keep, err := fast.NewMutex(path + "-keep").Lock(ctxFor(t, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
