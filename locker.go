@@ -7,6 +7,22 @@ import (
 
 // A Locker obtains one named lock. Implementations are safe for concurrent
 // use by multiple goroutines.
+//
+// Lock and TryLock never return a lease with less than a third of its
+// lease time left. A grant can reach the client with less, because its
+// Until counts from the moment the request was sent: a server that stopped
+// (SIGSTOP, a stall of its process or machine) answers a request sent
+// before the stop only when it resumes, and a slow network or a starved
+// client delays the answer too. Every backend in this module then
+// refreshes the lease at once, which makes its Until count from the
+// refresh; if the refresh fails, or still leaves less than a third, it
+// gives the lock back and counts the attempt as failed: TryLock returns an
+// error matching ErrNotObtained that says how much of the lease was left,
+// and Lock tries again, as after any failed attempt. So a holder never
+// starts its work with a few milliseconds of lease; it must still check
+// Until against the work it is about to do, or fence its writes. A lease
+// cut short by the lock's maximum hold (WithMaxHold) may have less: its
+// holder asked for that.
 type Locker interface {
 	// Name returns the lock's name, as given to the constructor that
 	// made it; every Lease of the lock returns it from Key.
@@ -15,7 +31,9 @@ type Locker interface {
 	// Lock blocks until the lock is held, ctx is done, the retry strategy
 	// gives up, or a hard error occurs. When ctx is done first, the error
 	// matches both ErrNotObtained and ctx.Err() under errors.Is; when the
-	// retry strategy gives up, it matches ErrNotObtained.
+	// retry strategy gives up, it matches ErrNotObtained. If the last
+	// attempt's grant was given back for being too short, the error says
+	// so.
 	Lock(ctx context.Context) (Lease, error)
 
 	// TryLock makes one attempt. It returns ErrNotObtained if another
@@ -47,7 +65,9 @@ type Lease interface {
 	// monotonic clock: up to Until, no other holder can have been granted
 	// the lock. It is never later than the moment the request that
 	// acquired or last renewed the lease was sent, plus the TTL, less
-	// Drift(TTL). Refresh and automatic renewal move it forward.
+	// Drift(TTL). When Lock or TryLock returns the lease, it is at least
+	// a third of the lease time away (see Locker). Refresh and automatic
+	// renewal move it forward.
 	Until() time.Time
 
 	// Done returns a channel that is closed when the lease ends: released,

@@ -1,6 +1,7 @@
 // Package dlocktest is the conformance suite that every dlock backend
 // passes: mutual exclusion, exactly one TryLock winner, expiry, refresh,
-// renewal, loss reported on Done, cancellation that leaves nothing behind,
+// renewal, loss reported on Done, no grant returned with less than a third
+// of its lease left, cancellation that leaves nothing behind,
 // Inspect naming the holder and its label, and fences that strictly
 // increase across holders, even across a server
 // restart that lost its data. RunObserver checks the events a backend
@@ -103,6 +104,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ReleaseAfterLossIsRefused", s.releaseAfterLoss)
 	t.Run("ExternalDeletionReported", s.externalDeletion)
 	t.Run("ServerPauseReportedBeforeUntil", s.serverPause)
+	t.Run("GrantNotShort", s.grantNotShort)
 	t.Run("CancelledWait", s.cancelledWait)
 	t.Run("CancelledDuringAttempt", s.cancelledDuringAttempt)
 	t.Run("FencesIncreaseAcrossRestart", s.fencesAcrossRestart)

@@ -62,11 +62,26 @@ func (g *grant) attempt(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, max(g.period()/3, 100*time.Millisecond))
 }
 
-// acquire is Lock (try false) and TryLock (try true) of every kind.
+// acquire is Lock (try false) and TryLock (try true) of every kind. Lock
+// queues again after a grant that was given back for being too short (see
+// lease.Fresh).
 func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dlock.Lease, error) {
 	if err := lk.check(ctx); err != nil {
 		return nil, err
 	}
+	for {
+		l, err := lk.attempt(ctx, try, a)
+		if try || !lease.IsShort(err) {
+			return l, err
+		}
+		if ctx.Err() != nil {
+			return nil, lease.Interrupted(ctx.Err(), err)
+		}
+	}
+}
+
+// attempt queues once, and waits unless try.
+func (lk *locker) attempt(ctx context.Context, try bool, a *lease.Attempt) (dlock.Lease, error) {
 	g, rs, err := lk.enqueue(ctx)
 	if err != nil {
 		return nil, err
@@ -84,7 +99,14 @@ func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dloc
 		g.abandon(ctx)
 		return nil, err
 	}
-	return g.grantLease(ctx)
+	l, err := g.grantLease(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := lease.Fresh(ctx, l, g.span); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // check refuses an attempt that cannot be made: a closed client, a bad

@@ -85,6 +85,9 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 	if err := g.Keep(ctx); err != nil {
 		return nil, 0, err
 	}
+	if err := lease.Fresh(ctx, g, m.cfg.TTL); err != nil {
+		return nil, time.Millisecond, err
+	}
 	return g, 0, nil
 }
 

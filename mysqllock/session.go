@@ -96,6 +96,9 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 			if err != nil {
 				discard(conn)
 				m.c.free(ctx, m.name, token)
+				if cause := cancelled(ctx, err); cause != nil {
+					return nil, 0, dlock.NotObtained(cause)
+				}
 				return nil, 0, m.c.describe("acquiring", m.name, err)
 			}
 		}
@@ -137,6 +140,9 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 	}
 	if err := s.Keep(); err != nil {
 		return nil, 0, err
+	}
+	if err := lease.Fresh(ctx, s, m.cfg.TTL); err != nil {
+		return nil, time.Millisecond, err
 	}
 	return s, 0, nil
 }

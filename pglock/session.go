@@ -127,6 +127,9 @@ func (m *SessionMutex) attempt(ctx context.Context, _ time.Duration) (dlock.Leas
 	if err := s.Keep(); err != nil {
 		return nil, 0, err
 	}
+	if err := lease.Fresh(ctx, s, m.cfg.TTL); err != nil {
+		return nil, time.Millisecond, err
+	}
 	return s, 0, nil
 }
 

@@ -180,7 +180,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		wait = min(max(wait, time.Millisecond), backoff, m.wait/3)
 		if !idle.Wait(ctx, w.c, wait) {
 			m.leave(ctx, token)
-			return nil, dlock.NotObtained(ctx.Err())
+			return nil, lease.Interrupted(ctx.Err(), err)
 		}
 	}
 }
@@ -260,6 +260,9 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 	}
 	if l.Err() != nil {
 		l.forget()
+	}
+	if err := lease.Fresh(ctx, l, m.cfg.ttl); err != nil {
+		return nil, time.Millisecond, err
 	}
 	return l, 0, nil
 }

@@ -191,7 +191,7 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			wait = ttl
 		}
 		if !idle.Wait(ctx, w.c, wait) {
-			return nil, dlock.NotObtained(ctx.Err())
+			return nil, lease.Interrupted(ctx.Err(), why)
 		}
 	}
 }
@@ -304,6 +304,9 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 	}
 	if g.Err() != nil { // ended already: make sure it is forgotten
 		g.forget()
+	}
+	if err := lease.Fresh(ctx, g, m.cfg.ttl); err != nil {
+		return nil, time.Millisecond, err
 	}
 	return g, 0, nil
 }

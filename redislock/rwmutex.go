@@ -256,7 +256,7 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			backoff = rw.intentTTL / 3
 		}
 		if !idle.Wait(ctx, w.c, backoff) {
-			return nil, dlock.NotObtained(ctx.Err())
+			return nil, lease.Interrupted(ctx.Err(), err)
 		}
 	}
 }
@@ -394,6 +394,9 @@ func (rw *RWMutex) grant(ctx context.Context, read bool, token string, fence uin
 	}
 	if l.Err() != nil {
 		l.forget()
+	}
+	if err := lease.Fresh(ctx, l, rw.cfg.ttl); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

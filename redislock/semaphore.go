@@ -166,7 +166,7 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 			wait = expiry
 		}
 		if !idle.Wait(ctx, w.c, wait) {
-			return nil, dlock.NotObtained(ctx.Err())
+			return nil, lease.Interrupted(ctx.Err(), why)
 		}
 	}
 }
@@ -240,6 +240,9 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	}
 	if g.Err() != nil {
 		g.forget()
+	}
+	if err := lease.Fresh(ctx, g, m.cfg.ttl); err != nil {
+		return nil, time.Millisecond, err
 	}
 	return g, 0, nil
 }

@@ -110,7 +110,7 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		}
 		a.Waiting()
 		if !idle.Wait(ctx, nil, wait) {
-			return nil, dlock.NotObtained(ctx.Err())
+			return nil, lease.Interrupted(ctx.Err(), err)
 		}
 	}
 }
@@ -257,6 +257,9 @@ late:
 	}
 	if m.cfg.renew {
 		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
+	}
+	if err := lease.Fresh(ctx, g, m.cfg.ttl); err != nil {
+		return nil, err
 	}
 	return g, nil // late replies are part of our lock; Release reaches them
 }

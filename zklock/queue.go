@@ -89,17 +89,23 @@ func (q *queue) acquire(ctx context.Context, token string, wait bool, a *lease.A
 			return nil, err
 		}
 	}
+	var last error // why the last node did not hold
 	for {
 		p, err := q.create(ctx, token)
 		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, dlock.ErrNotObtained) {
+				return nil, lease.Interrupted(ctx.Err(), last)
+			}
 			return nil, err
 		}
 		h, again, err := q.await(ctx, p, token, wait, a)
 		if !again {
 			return h, err
 		}
-		// The node vanished before it held: its session expired, or it
-		// was deleted. Queue again, at the back.
+		// The node vanished before it held (its session expired, or it
+		// was deleted), or held too short a lease and was given back.
+		// Queue again, at the back.
+		last = err
 	}
 }
 
@@ -329,6 +335,12 @@ func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a
 		}
 		if v.held {
 			h, err := q.grant(ctx, p, token, fenceOf(st.Ctime, kids[me].seq), start)
+			if err == nil {
+				if err := lease.Fresh(ctx, h, q.span()); err != nil {
+					return nil, wait && ctx.Err() == nil, err // given back: Lock queues again
+				}
+				return h, false, nil
+			}
 			switch {
 			case errors.Is(err, errSessionEnded):
 				s.removeLater(p.path)

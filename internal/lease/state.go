@@ -108,6 +108,13 @@ func (s *State) MaxHoldReached() bool {
 	return !s.holdEnd.IsZero() && !s.releasing && s.err != nil && errors.Is(s.err, dlock.ErrMaxHold)
 }
 
+// atCap reports whether until is at or past the cap set by CapHold.
+func (s *State) atCap(until time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.holdEnd.IsZero() && !until.Before(s.holdEnd)
+}
+
 // Key returns the lock's name.
 func (s *State) Key() string { return s.key }
 

@@ -126,7 +126,7 @@ func (l *Locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 			wait = left
 		}
 		if !idle.Wait(ctx, w.c, wait) {
-			return nil, dlock.NotObtained(ctx.Err())
+			return nil, lease.Interrupted(ctx.Err(), err)
 		}
 	}
 }
