@@ -35,7 +35,9 @@
 //
 // Release returns once a majority has deleted the key; it waits for them
 // until the lease's Until, not only one node timeout, since a release that
-// comes late is still true. The other nodes get the node timeout, and
+// comes late is still true; if the lease runs out first, Release returns
+// an error matching dlock.ErrNotHeld, as after Until, that also names the
+// nodes that did not answer. The other nodes get the node timeout, and
 // their deletes finish in the background, retried while a node cannot be
 // reached (until the TTL has passed, when the key has expired by itself)
 // and repeated a few times over four seconds on a node whose acquire may

@@ -195,6 +195,11 @@ late:
 	}
 	released := g.Released() // not nil if the lease expired while the release was in flight
 	c.start(s)
+	if ok < c.quorum && released != nil {
+		// The lease ran out while its release waited for a majority: it
+		// is not held, as for a Release called after Until.
+		return fmt.Errorf("%w (%v)", released, errQuorum("release", g.Key(), ok, c.quorum, n, errs))
+	}
 	if ok < c.quorum {
 		return errQuorum("release", g.Key(), ok, c.quorum, n, errs)
 	}

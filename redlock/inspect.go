@@ -18,9 +18,12 @@ import (
 // Inspect reports who holds the lock called name, asking every node at
 // once. The lock is a dlock.KindMutex held by an owner only if a majority
 // of the nodes has that owner's key; Info.TTL is then the least time left
-// on those keys, and Info.Fence is the highest fence counter any node
-// answered (the latest granted to a name of its Cluster slot, on a node
-// that is a Cluster). Keys on a minority (an attempt that failed, or a
+// on those keys, and Info.Fence is the highest fence counter that a
+// majority of the nodes holds (or passed): every grant's fence is held by a
+// majority, so it is at least the latest granted (to a name of its Cluster
+// slot, on a node that is a Cluster), and every later grant exceeds it. A
+// single node's counter can be higher, raised by an attempt that failed
+// or a vote the grant did not wait for. Keys on a minority (an attempt that failed, or a
 // lease being released) make the lock dlock.KindUnknown, with Detail
 // giving each node's view. It fails unless a majority answers.
 func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
@@ -36,6 +39,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	owners := map[string]int{}
 	minTTL := map[string]time.Duration{}
 	var errs []error
+	fences := make([]uint64, len(c.nodes)) // 0 for a node that did not answer
 	info := dlock.Info{Name: name, Kind: dlock.KindFree}
 	for range c.nodes {
 		r := <-replies
@@ -51,7 +55,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 			views[r.node] = n + ": " + err.Error()
 			continue
 		}
-		info.Fence = max(info.Fence, ni.Fence)
+		fences[r.node] = ni.Fence
 		views[r.node] = fmt.Sprintf("%s: %s", n, ni.Kind)
 		if len(ni.Holders) > 0 {
 			o := ni.Holders[0].Owner
@@ -65,6 +69,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if answered := len(c.nodes) - len(errs); answered < c.quorum {
 		return dlock.Info{}, errQuorum("inspect", name, answered, c.quorum, len(c.nodes), errs)
 	}
+	info.Fence = redisscript.MajorityFence(fences)
 	for o, votes := range owners {
 		if votes >= c.quorum {
 			info.Kind, info.TTL = dlock.KindMutex, minTTL[o]

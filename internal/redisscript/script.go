@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/dlock-go/dlock/redislock/transport"
@@ -197,3 +198,12 @@ var (
 	ElectRead     = load("elect_read.lua")
 	ElectWithdraw = load("elect_withdraw.lua")
 )
+
+// MajorityFence returns the highest fence that a majority of fences (one
+// Redlock node's fence counter each, 0 for a node that did not answer)
+// reach: the fence that every later grant on those nodes exceeds, since
+// every grant's majority includes one of them.
+func MajorityFence(fences []uint64) uint64 {
+	sorted := slices.Sorted(slices.Values(fences))
+	return sorted[len(sorted)-len(sorted)/2-1]
+}

@@ -245,7 +245,7 @@ func parseRedis(raw, password string) (*redis.Options, error) {
 		}
 	}
 	if db := strings.TrimPrefix(u.Path, "/"); db != "" && strings.Trim(db, "0123456789") != "" {
-		return nil, cmdutil.Usagef("--redis %q: the database %q is not a number from 0 up (redis://host:port/DB)", shown, db)
+		return nil, cmdutil.Usagef("--redis %q: the path after host:port is not a database number from 0 up (redis://host:port/DB; a password with / # ? %% or @ must be percent-encoded)", shown)
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {

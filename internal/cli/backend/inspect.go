@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
 // A Report describes one lock, whatever the backend. Fences are written
@@ -137,14 +138,16 @@ func (r *Report) fill(info dlock.Info) {
 }
 
 // majorityView sums up a Redlock lock: held by an owner only if a majority
-// of masters has that owner's key; the fence is the highest counter.
+// of masters has that owner's key; the fence is the highest counter a
+// majority reaches (redisscript.MajorityFence).
 func majorityView(r *Report) {
 	votes := map[string]int{}
 	var ttls = map[string]int64{}
 	r.Holders = []ReportHolder{}
 	r.Kind = string(dlock.KindFree)
-	for _, n := range r.Nodes {
-		r.Fence = max(r.Fence, n.Fence)
+	fences := make([]uint64, len(r.Nodes))
+	for i, n := range r.Nodes {
+		fences[i] = n.Fence
 		if n.Holder != "" {
 			votes[n.Holder]++
 			if ttls[n.Holder] == 0 || n.TTLms < ttls[n.Holder] {
@@ -152,6 +155,7 @@ func majorityView(r *Report) {
 			}
 		}
 	}
+	r.Fence = redisscript.MajorityFence(fences)
 	for owner, v := range votes {
 		if v > len(r.Nodes)/2 {
 			r.Kind, r.Held, r.TTLms = string(dlock.KindMutex), true, ttls[owner]

@@ -105,14 +105,15 @@ func (b *board) releasing(lease dlock.Lease) {
 	}
 }
 
-// waitFor waits until cond, called under the board's lock, holds.
+// waitFor waits until cond, called under the board's lock, holds; it returns
+// the workers' failures if any failed by then.
 func (b *board) waitFor(ctx context.Context, cond func() bool) error {
 	for {
 		b.mu.Lock()
-		ok, changed := cond(), b.changed
+		ok, changed, failure := cond(), b.changed, errors.Join(b.failures...)
 		b.mu.Unlock()
 		if ok {
-			return nil
+			return failure // a condition that gave up on a failed worker
 		}
 		select {
 		case <-ctx.Done():
