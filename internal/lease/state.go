@@ -227,12 +227,23 @@ func (s *State) reportEnd(err error, held time.Duration) {
 
 // End ends the lease with err (dlock.ErrReleased, or an error matching
 // dlock.ErrLost). Only the first call has an effect; it reports whether
-// this call ended the lease.
+// this call ended the lease. A loss found once Until has passed is the
+// expiry's (dlock.ErrExpired, or dlock.ErrMaxHold at the cap), whatever
+// was found: the lease had ended by then, though a loaded machine ran its
+// timer late.
 func (s *State) End(err error) bool {
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
 		return false
+	}
+	if errors.Is(err, dlock.ErrLost) && !time.Now().Before(s.until) {
+		// The lease had run out before this loss was found: a loaded
+		// machine ran the expiry timer late. Its cause is the deadline's.
+		err = dlock.Lost(dlock.ErrExpired)
+		if !s.holdEnd.IsZero() && !s.until.Before(s.holdEnd) {
+			err = dlock.Lost(dlock.ErrMaxHold)
+		}
 	}
 	s.err = err
 	s.timer.Stop()
