@@ -213,13 +213,17 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error)
 // etcd lease time's ninth, at least 100ms), until it succeeds, fails with
 // an error that is not transient, ctx is done, or the retry strategy gives
 // up. A member that stopped answering (paused, cut off from the others)
-// holds up one attempt, and the next goes to the next endpoint.
+// holds up one attempt, and the next goes to the next endpoint. An attempt
+// whose time ran out failed for that, whatever its error says: a server
+// that finds the deadline passed before the client does answers "Unknown:
+// context deadline exceeded".
 func (lk *locker) retry(ctx context.Context, f func(context.Context) error) error {
 	for failures := 1; ; failures++ {
 		actx, cancel := context.WithTimeout(ctx, max(lk.cfg.ttl/9, 100*time.Millisecond))
 		err := f(actx)
+		late := actx.Err() != nil
 		cancel()
-		if err == nil || ctx.Err() != nil || !transient(err) {
+		if err == nil || ctx.Err() != nil || !(late || transient(err)) {
 			return err
 		}
 		d, ok := lk.cfg.retry.Backoff(failures)

@@ -10,6 +10,8 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // unanswered is a deadline error: what a request whose answer did not
@@ -20,9 +22,10 @@ var unanswered = context.DeadlineExceeded
 type fault = int32
 
 const (
-	none      fault = iota
-	lateReply       // it applies on the server, and no answer comes in time
-	notSent         // it fails without being sent
+	none           fault = iota
+	lateReply            // it applies on the server, and no answer comes in time
+	notSent              // it fails without being sent
+	serverDeadline       // it fails as a server that saw its deadline pass answers
 )
 
 // lateKV does its fault to the next transaction, as an attempt that times
@@ -37,6 +40,9 @@ func (k lateKV) Txn(ctx context.Context) clientv3.Txn {
 		ctx, cancel := context.WithCancel(ctx)
 		cancel()
 		return k.KV.Txn(ctx)
+	}
+	if k.next.CompareAndSwap(serverDeadline, none) {
+		return deadlineTxn{k.KV.Txn(ctx), ctx}
 	}
 	return lateTxn{k.KV.Txn(context.WithoutCancel(ctx)), k.next}
 }
@@ -140,5 +146,49 @@ func TestIntegrationReleaseAfterRevokeByAnother(t *testing.T) {
 	err = l.Release(ctx)
 	if !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, etcdlock.ErrLeaseNotFound) {
 		t.Errorf("Release = %v; want ErrNotHeld and ErrLeaseNotFound", err)
+	}
+}
+
+// deadlineTxn waits for its context's deadline and fails with the error
+// an etcd 3.4 server sends when it sees the deadline pass first.
+type deadlineTxn struct {
+	clientv3.Txn
+	ctx context.Context
+}
+
+func (t deadlineTxn) If(cs ...clientv3.Cmp) clientv3.Txn { return deadlineTxn{t.Txn.If(cs...), t.ctx} }
+func (t deadlineTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	return deadlineTxn{t.Txn.Then(ops...), t.ctx}
+}
+func (t deadlineTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	return deadlineTxn{t.Txn.Else(ops...), t.ctx}
+}
+func (t deadlineTxn) Commit() (*clientv3.TxnResponse, error) {
+	<-t.ctx.Done()
+	return nil, status.Error(codes.Unknown, context.DeadlineExceeded.Error())
+}
+
+// A queueing attempt whose time ran out is tried again, however the server
+// words the failure: an etcd 3.4 server that sees the deadline pass before
+// the client does answers "Unknown: context deadline exceeded", and Lock
+// failed with it on a loaded machine (ReleaseDuringRenewal).
+func TestIntegrationQueueingAfterServerDeadline(t *testing.T) {
+	e := sharedEtcd(t)
+	cli := dial(t, e.Addr())
+	var txn atomic.Int32
+	cli.KV = lateKV{cli.KV, &txn}
+	c := etcdlock.New(cli)
+	t.Cleanup(func() { c.Close() })
+	ctx := ctxFor(t, 30*time.Second)
+	txn.Store(serverDeadline)
+	l, err := c.NewMutex("server-deadline").Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock after one attempt ran out of time = %v; want the lock", err)
+	}
+	if txn.Load() != none {
+		t.Error("the queueing transaction did not meet the fault")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
 	}
 }
