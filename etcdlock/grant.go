@@ -216,12 +216,14 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error)
 // holds up one attempt, and the next goes to the next endpoint. An attempt
 // whose time ran out failed for that, whatever its error says: a server
 // that finds the deadline passed before the client does answers "Unknown:
-// context deadline exceeded".
+// context deadline exceeded". The deadline is read from the clock, since
+// on a loaded machine the timer that cancels actx may not have run yet.
 func (lk *locker) retry(ctx context.Context, f func(context.Context) error) error {
 	for failures := 1; ; failures++ {
-		actx, cancel := context.WithTimeout(ctx, max(lk.cfg.ttl/9, 100*time.Millisecond))
+		deadline := time.Now().Add(max(lk.cfg.ttl/9, 100*time.Millisecond))
+		actx, cancel := context.WithDeadline(ctx, deadline)
 		err := f(actx)
-		late := actx.Err() != nil
+		late := actx.Err() != nil || !time.Now().Before(deadline)
 		cancel()
 		if err == nil || ctx.Err() != nil || !(late || transient(err)) {
 			return err
