@@ -56,8 +56,10 @@ func New(cli *clientv3.Client, opts ...ClientOption) *Client {
 // etcd lease it could not revoke in that time expires on the server one
 // TTL after its last renewal. Every held lease ends with dlock.ErrReleased
 // or, if its release failed, dlock.ErrLost wrapping ErrClosed; Close
-// returns the errors of the releases that did not complete. It does not
-// close the clientv3.Client.
+// returns the errors of the releases that did not complete. A lease that
+// Close finds lost (its key deleted, its etcd lease gone) is not such an
+// error: its Done and Err report the loss. It does not close the
+// clientv3.Client.
 func (c *Client) Close() error {
 	if c.reg.Closed() {
 		return nil

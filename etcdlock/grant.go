@@ -38,12 +38,15 @@ type grant struct {
 	lk    *locker
 	id    clientv3.LeaseID
 	key   string
-	rev   int64 // the key's create revision: its place in the queue, and the fence
 	token string
 	span  time.Duration // how long a confirmation is good for
 	entry renewal.Entry
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// rev is the key's create revision: its place in the queue, and the
+	// fence. It is set by enqueue, under mu since the watchdog may be
+	// confirming the etcd lease already; zero until then.
+	rev        int64
 	confirmed  time.Time // the Until the last confirmation of the etcd lease gives
 	fixedEnd   time.Time // a fixed lease's end; zero when renewed
 	held       *Lease    // nil while waiting
@@ -175,9 +178,11 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error)
 	}
 	g.mu.Lock()
 	g.fixedEnd = lease.Validity(start, lk.cfg.ttl)
-	g.mu.Unlock()
 	if resp.Succeeded {
 		g.rev = resp.Header.Revision
+	}
+	g.mu.Unlock()
+	if resp.Succeeded {
 		return g, resp.Responses[1:], nil
 	}
 	// Created by an attempt whose answer was lost: ask again, knowing its
@@ -187,7 +192,9 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error)
 		g.abandon(ctx)
 		return nil, nil, fmt.Errorf("etcdlock: queueing for %q: key %s is not this attempt's", lk.name, g.key)
 	}
+	g.mu.Lock()
 	g.rev = kvs[0].CreateRevision
+	g.mu.Unlock()
 	err = lk.retry(ctx, func(actx context.Context) (err error) {
 		resp, err = cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Then(lk.probe(g.rev)...).Commit()
 		return err
@@ -206,13 +213,19 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error)
 // etcd lease time's ninth, at least 100ms), until it succeeds, fails with
 // an error that is not transient, ctx is done, or the retry strategy gives
 // up. A member that stopped answering (paused, cut off from the others)
-// holds up one attempt, and the next goes to the next endpoint.
+// holds up one attempt, and the next goes to the next endpoint. An attempt
+// whose time ran out failed for that, whatever its error says: a server
+// that finds the deadline passed before the client does answers "Unknown:
+// context deadline exceeded". The deadline is read from the clock, since
+// on a loaded machine the timer that cancels actx may not have run yet.
 func (lk *locker) retry(ctx context.Context, f func(context.Context) error) error {
 	for failures := 1; ; failures++ {
-		actx, cancel := context.WithTimeout(ctx, max(lk.cfg.ttl/9, 100*time.Millisecond))
+		deadline := time.Now().Add(max(lk.cfg.ttl/9, 100*time.Millisecond))
+		actx, cancel := context.WithDeadline(ctx, deadline)
 		err := f(actx)
+		late := actx.Err() != nil || !time.Now().Before(deadline)
 		cancel()
-		if err == nil || ctx.Err() != nil || !transient(err) {
+		if err == nil || ctx.Err() != nil || !(late || transient(err)) {
 			return err
 		}
 		d, ok := lk.cfg.retry.Backoff(failures)
@@ -451,11 +464,19 @@ func (g *grant) abandon(ctx context.Context) {
 	}
 }
 
-// grantLease makes the Lease of a grant whose key holds the lock.
+// grantLease makes the Lease of a grant whose key holds the lock, unless
+// the watchdog found its etcd lease or key gone meanwhile: it then gives
+// the grant up and returns an error matching dlock.ErrNotObtained and the
+// cause, as a wait that the watchdog ends does.
 func (g *grant) grantLease(ctx context.Context) (dlock.Lease, error) {
 	lk := g.lk
 	l := &Lease{g: g}
 	g.mu.Lock()
+	if lost := g.lostWaiter; lost != nil {
+		g.mu.Unlock()
+		g.abandon(ctx)
+		return nil, dlock.NotObtained(fmt.Errorf("etcdlock: queueing for %q: %w", lk.name, lost))
+	}
 	until := g.confirmed
 	if !lk.cfg.renew { // the end is fixed from now on, but by Refresh
 		g.fixedEnd = minTime(g.fixedEnd, until)
@@ -513,9 +534,9 @@ func (g *grant) confirm(ctx context.Context) time.Time {
 }
 
 // check renews the etcd lease, by a request sent at start, and checks that
-// the key is still there. It returns the Until the renewal gives, or an
-// error matching ErrLeaseNotFound or dlock.ErrTakenOver when the lease or
-// the key is gone.
+// the key is still there (once enqueue has put it). It returns the Until
+// the renewal gives, or an error matching ErrLeaseNotFound or
+// dlock.ErrTakenOver when the lease or the key is gone.
 func (g *grant) check(ctx context.Context, start time.Time) (time.Time, error) {
 	cli := g.lk.c.cli
 	ka, err := cli.KeepAliveOnce(ctx, g.id)
@@ -525,14 +546,21 @@ func (g *grant) check(ctx context.Context, start time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("etcdlock: renewing %q: %w", g.lk.name, err)
 	}
-	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Commit()
+	until := lease.Validity(start, min(g.lk.cfg.ttl, time.Duration(ka.TTL)*time.Second))
+	g.mu.Lock()
+	rev := g.rev
+	g.mu.Unlock()
+	if rev == 0 { // still queueing: the key may not be there yet
+		return until, nil
+	}
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", rev)).Commit()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("etcdlock: checking %q: %w", g.lk.name, err)
 	}
 	if !resp.Succeeded {
 		return time.Time{}, fmt.Errorf("%w: key %s deleted", dlock.ErrTakenOver, g.key)
 	}
-	return lease.Validity(start, min(g.lk.cfg.ttl, time.Duration(ka.TTL)*time.Second)), nil
+	return until, nil
 }
 
 // extend records a confirmation good until until, and moves the Lease's

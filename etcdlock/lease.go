@@ -76,9 +76,11 @@ func (h *Lease) Refresh(ctx context.Context) error {
 // lease had already been lost: its key was gone (deleted, or its etcd lease
 // expired). A delete that gets no answer in time (a member that stopped
 // answering) is followed by revokes, through the next endpoints, until one
-// answers or ctx is done: a revoke that succeeds releases the lease. If no
-// request gets through, the lease ends as lost and the revoke is tried
-// again in the background.
+// answers or ctx is done: a revoke that succeeds releases the lease, and so
+// does one that finds the etcd lease gone before Until after an earlier
+// revoke got no answer (that revoke reached the server). If no request
+// gets through, the lease ends as lost and the revoke is tried again in
+// the background.
 func (h *Lease) Release(ctx context.Context) error {
 	if ended, err := h.BeginRelease(); ended {
 		return err
@@ -99,13 +101,21 @@ func (h *Lease) Release(ctx context.Context) error {
 		}
 		return err
 	}
-	for ctx.Err() == nil {
+	for sent := false; ctx.Err() == nil; sent = true {
 		actx, cancel := g.attempt(ctx)
 		_, err = cli.Revoke(actx, g.id)
 		cancel()
 		switch {
 		case err == nil:
 			return h.Released()
+		case leaseNotFound(err) && sent && time.Now().Before(h.Until()):
+			// An earlier revoke whose answer did not come in time
+			// reached the server: before Until, the etcd lease cannot
+			// have expired there.
+			return h.Released()
+		case leaseNotFound(err) && sent:
+			h.End(dlock.Lost(dlock.ErrExpired))
+			return lease.NotHeld(h.Err())
 		case leaseNotFound(err):
 			h.End(dlock.Lost(ErrLeaseNotFound))
 			return lease.NotHeld(h.Err())

@@ -96,8 +96,12 @@ func (r *Registry) Closed() bool {
 
 // Close marks the registry closed and releases every lease still held,
 // waiting at most timeout in all. A lease that cannot be released ends
-// with dlock.ErrLost wrapping cause. Close reports false, and does nothing,
-// if the registry was already closed.
+// with dlock.ErrLost wrapping cause, and its Release's error is among
+// those Close returns. A lease found lost instead (its Release returns an
+// error matching dlock.ErrNotHeld) is not: there was nothing to release,
+// and its Done and Err report the loss. So is a lease that ended an
+// instant before Close, while its onEnd had yet to Remove it. Close
+// reports false, and does nothing, if the registry was already closed.
 func (r *Registry) Close(timeout time.Duration, cause error) (bool, error) {
 	r.mu.Lock()
 	if r.closed {
@@ -114,7 +118,7 @@ func (r *Registry) Close(timeout time.Duration, cause error) (bool, error) {
 	defer cancel()
 	var errs []error
 	for _, l := range held {
-		if err := l.Release(ctx); err != nil {
+		if err := l.Release(ctx); err != nil && !errors.Is(err, dlock.ErrNotHeld) {
 			l.End(dlock.Lost(cause))
 			errs = append(errs, err)
 		}
