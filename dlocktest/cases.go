@@ -571,8 +571,14 @@ func (s *suite) releaseDuringRenewal(t *testing.T) {
 	var wg sync.WaitGroup
 	var released, expired, lost atomic.Int64
 	var firstLoss atomic.Value
-	for h := range holders {
-		l := s.b.NewLocker(t, fmt.Sprintf("%s-%d", uniqueKey(t), h), Options{TTL: ttl})
+	// Every locker is made before any goroutine starts: NewLocker may
+	// fail the test (t.Fatal), which must not leave goroutines behind that
+	// report after the test has ended.
+	lockers := make([]dlock.Locker, holders)
+	for h := range lockers {
+		lockers[h] = s.b.NewLocker(t, fmt.Sprintf("%s-%d", uniqueKey(t), h), Options{TTL: ttl})
+	}
+	for h, l := range lockers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -81,7 +81,7 @@ func (c *Client) start(s *sweep) {
 // from each node that may hold it, retrying a node that cannot be reached
 // until it answers or the TTL has passed (a key it holds has then expired,
 // unless a request still buffered on it runs later: a minority's key, for
-// at most one TTL), and looking again, after cleanupChecks, on a node
+// at most one TTL), and looking again, at lateLooks, on a node
 // whose acquire may still run. Once the Client is closing, a node that
 // cannot be reached gets one last try and is left: Close need not wait
 // for a node that is down.
@@ -115,42 +115,73 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.ttl)
 	defer cancel()
+	// Each node keeps its own schedule: absent counts the looks that found
+	// no key there, first is when the first of them was sent, and due is
+	// when the node is looked at next. The late looks are due at fixed
+	// offsets from first, so that slow replies and late timers on a loaded
+	// machine do not add up. A look that fails does not advance the
+	// schedule: the node is tried again with backoff.
 	absent := make([]int, len(c.nodes))
-	for n := 1; c.count(s.del) > 0; n++ {
+	first := make([]time.Time, len(c.nodes))
+	due := make([]time.Time, len(c.nodes))
+	look := make([]bool, len(c.nodes))
+	unreachable := make([]bool, len(c.nodes))
+	for n := 1; ; n++ {
 		closing := c.closing()
-		failed := false
-		replies := c.fanOutTo(ctx, s.call, s.del)
-		for range c.count(s.del) {
+		sent := time.Now()
+		for i := range look {
+			look[i] = s.del[i] && !due[i].After(sent)
+		}
+		replies := c.fanOutTo(ctx, s.call, look)
+		for range c.count(look) {
 			r := <-replies
+			i := r.node
+			unreachable[i] = false
 			switch {
 			case r.res.Err == nil && positive(r.res.Val):
-				s.del[r.node] = false // deleted
+				s.del[i] = false // deleted
 			case r.res.Err == nil || redisscript.IsReply(r.res.Err):
-				if absent[r.node]++; !s.late[r.node] || absent[r.node] == len(cleanupChecks) {
-					s.del[r.node] = false
+				if absent[i]++; absent[i] == 1 {
+					first[i] = sent
+				}
+				if !s.late[i] || absent[i] > len(lateLooks) {
+					s.del[i] = false
+				} else {
+					due[i] = first[i].Add(lateLooks[absent[i]-1])
 				}
 			case unsent(r.res.Err), closing:
-				s.del[r.node] = false // down: nothing to delete that would not expire
+				s.del[i] = false // down: nothing to delete that would not expire
 			default:
-				failed = true
+				unreachable[i] = true
+				wait, _ := releaseRetry.Backoff(n)
+				due[i] = time.Now().Add(wait)
 			}
 		}
-		if c.count(s.del) == 0 {
+		var next time.Time
+		var closed <-chan struct{} // a node that cannot be reached gets one last try when Close begins
+		for i, d := range s.del {
+			if d && (next.IsZero() || due[i].Before(next)) {
+				next = due[i]
+			}
+			if d && unreachable[i] && !closing {
+				closed = c.closed
+			}
+		}
+		if next.IsZero() {
 			return
 		}
-		wait := cleanupChecks[min(n-1, len(cleanupChecks)-1)]
-		var closed <-chan struct{} // a node that cannot be reached gets one last try when Close begins
-		if failed {
-			wait, _ = releaseRetry.Backoff(n)
-			closed = c.closed
-		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-closed:
 			t.Stop()
+			for i, u := range unreachable {
+				if u {
+					due[i] = time.Time{}
+				}
+			}
 		case <-t.C:
 		}
 	}
@@ -167,11 +198,15 @@ func unsent(err error) bool {
 
 var releaseRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 
-// cleanupChecks are the pauses between the looks a clean-up takes on a
-// node whose acquire may still run: a request delayed on a dead
-// connection (a paused server reads its buffers when it resumes) can set
-// the key after a first look found none.
-var cleanupChecks = background.LateChecks
+// lateLooks are when a clean-up looks again, after its first look found
+// no key, on a node whose acquire may still run: a request delayed on a
+// dead connection (a paused server reads its buffers when it resumes) can
+// set the key after a first look found none. They are offsets from that
+// first look, so that slow replies do not add up, and they end well
+// within Close's five seconds, since Close waits for them: the last of
+// background.LateChecks' pauses (3s) would leave Close no room on a
+// loaded machine.
+var lateLooks = []time.Duration{50 * time.Millisecond, 300 * time.Millisecond, 1300 * time.Millisecond}
 
 func (c *Client) count(todo []bool) int {
 	n := 0

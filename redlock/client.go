@@ -112,7 +112,7 @@ const closeTimeout = 5 * time.Second
 // finishes the clean-ups: the deletes of what failed attempts took and of
 // what releases could not delete at once. A clean-up gives a node that
 // cannot be reached one last try (bounded by the node timeout) and leaves
-// it; it goes on looking, for up to about four seconds, on a node whose
+// it; it looks again three times, over 1.3 seconds, on a node whose
 // acquire may still land. Close waits at most five seconds for the
 // releases and five more for the clean-ups: after it returns, no key of a
 // failed attempt or of a released lease remains on a node that answered.

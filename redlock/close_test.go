@@ -133,11 +133,15 @@ func TestIntegrationCloseWithDeadNode(t *testing.T) {
 			}
 			start := time.Now()
 			err := c.Close()
-			// Two node timeouts (50ms each: the last acquire's reply, the
-			// last pass) make the bound; a second leaves room for a loaded
-			// machine.
-			if took := time.Since(start); took > time.Second || err != nil {
-				t.Errorf("Close with one of three nodes down took %v (%v); want about two node timeouts", took, err)
+			// A clean-up that waited for the dead node would retry it
+			// until the TTL (30s), and Close would give up after its five
+			// seconds with an error. Close does wait for the late looks
+			// on a live node whose acquire timed out, as it may on a
+			// loaded machine: 1.3 seconds and a node timeout, within the
+			// five.
+			t.Logf("Close took %v", time.Since(start))
+			if err != nil {
+				t.Errorf("Close with one of three nodes down: %v", err)
 			}
 			for _, name := range []string{"dead-a", "dead-b"} {
 				if left := leftKeys(t, servers[:2], name); len(left) > 0 {

@@ -40,7 +40,7 @@
 // nodes that did not answer. The other nodes get the node timeout, and
 // their deletes finish in the background, retried while a node cannot be
 // reached (until the TTL has passed, when the key has expired by itself)
-// and repeated a few times over four seconds on a node whose acquire may
+// and looked at three times more over 1.3 seconds on a node whose acquire may
 // still land late. Close waits for these clean-ups, and for those of
 // failed attempts, at most five seconds; a node that cannot be reached
 // gets one last try, so a node that is down does not hold Close up. After
