@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"errors"
-	"net"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -35,13 +34,7 @@ func isReply(err error) bool { return redisscript.IsReply(err) }
 // the server refused it with an error reply, nor if no connection could
 // even be made (scripts are never retried by the transport, so a dial
 // error means nothing was sent).
-func mayHaveRun(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return false
-	}
-	return !isReply(err)
-}
+func mayHaveRun(err error) bool { return !isReply(err) && !redisscript.Unsent(err) }
 
 var (
 	acquireScript = redisscript.Acquire

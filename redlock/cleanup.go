@@ -2,8 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"net"
 	"time"
 
 	"github.com/dlock-go/dlock/redislock/transport"
@@ -26,7 +24,7 @@ const (
 // outcomeOf classifies an acquire reply.
 func outcomeOf(r reply) acqOutcome {
 	switch {
-	case r.res.Err != nil && (redisscript.IsReply(r.res.Err) || unsent(r.res.Err)):
+	case r.res.Err != nil && (redisscript.IsReply(r.res.Err) || redisscript.Unsent(r.res.Err)):
 		return acqRefused // the script did not run, failed before writing, or undid its write
 	case r.res.Err != nil:
 		return acqUnknown
@@ -97,7 +95,7 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 			if s.acqKnown[r.node] == acqUnknown {
 				s.del[r.node], s.late[r.node] = true, true
 			}
-		case unsent(r.res.Err):
+		case redisscript.Unsent(r.res.Err):
 		default:
 			s.del[r.node] = true
 			s.late[r.node] = s.acqKnown[r.node] == acqUnknown
@@ -149,7 +147,7 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 				} else {
 					due[i] = first[i].Add(lateLooks[absent[i]-1])
 				}
-			case unsent(r.res.Err), closing:
+			case redisscript.Unsent(r.res.Err), closing:
 				s.del[i] = false // down: nothing to delete that would not expire
 			default:
 				unreachable[i] = true
@@ -185,15 +183,6 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 		case <-t.C:
 		}
 	}
-}
-
-// unsent reports whether err says that a call never reached its server:
-// no connection could be made. Nothing of the call can land later, and a
-// server that cannot be connected to has nothing to clean up now; what it
-// may bring back from disk expires within its TTL.
-func unsent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
 }
 
 var releaseRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)

@@ -171,7 +171,7 @@ late:
 		switch {
 		case r.res.Err != nil:
 			errs = append(errs, &NodeError{Node: c.nodes[i].name, Err: r.res.Err})
-			if !redisscript.IsReply(r.res.Err) && !unsent(r.res.Err) {
+			if !redisscript.IsReply(r.res.Err) && !redisscript.Unsent(r.res.Err) {
 				s.del[i], s.late[i] = true, g.acq[i] == acqUnknown
 			}
 		case positive(r.res.Val):

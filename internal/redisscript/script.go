@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"net"
 	"path"
 	"slices"
 	"strings"
@@ -121,6 +122,14 @@ type ReplyError = transport.ReplyError
 func IsReply(err error) bool {
 	var re *ReplyError
 	return errors.As(err, &re)
+}
+
+// Unsent reports whether err proves that a call never reached the server:
+// no connection could be made. Scripts are never retried by a transport,
+// so a dial error means the script did not run.
+func Unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // Describe turns the failure of script s on key into an error that names

@@ -121,7 +121,7 @@ func plainConflict(err error) bool {
 		return true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return true
-	case errors.As(err, &nodeErr), strings.Contains(err.Error(), "may not vote"):
+	case errors.As(err, &nodeErr), notVoting(err):
 		return false
 	}
 	return strings.HasPrefix(cmdutil.Reason(err), "redlock: acquire of ")
