@@ -139,12 +139,7 @@ func TestIntegrationChaos(t *testing.T) {
 				}
 			}
 			if tc.backend == BackendSentinelReplicas && slices.Equal(tc.only, []string{FaultReplicationCut}) {
-				for i, r := range v.Recoveries[:max(len(v.Recoveries)-1, 0)] {
-					if r.FromStart < o.TTL*9/10 {
-						t.Errorf("a grant %v after replication-cut %d, which lasted %v; want none before it healed (at least a TTL, %v)",
-							r.FromStart, i+1, r.Lasted, o.TTL)
-					}
-				}
+				checkNoGrantWhileCut(t, res.History.Events(), o.TTL)
 			}
 			if slices.Contains(res.Options.Faults, FaultKillEmptyAll) && (len(v.Recoveries) == 0 || v.Recoveries[0].FromStart < 0) {
 				t.Errorf("no grant after the ensemble restarted empty: the old Sessions did not give their sessions up")
@@ -197,5 +192,36 @@ func TestIntegrationChaosSeesDoubleGrant(t *testing.T) {
 	strict := Check(res.History, CheckConfig{Backend: BackendRedlock3, Window: o.Window()})
 	if n, ex := strict.Count(LeaseOverlap); n != all || ex != 0 || strict.OK() {
 		t.Errorf("judged as Redlock: %d lease overlaps, %d explained, OK %v; want %d, 0, false", n, ex, strict.OK(), all)
+	}
+}
+
+// checkNoGrantWhileCut fails t for a grant in the first 0.9 TTL of a
+// replication-cut (every cut lasts at least a TTL; its heal, recorded when
+// the replicas have caught up, can take seconds more): with WithReplicas a
+// grant needs a replica's acknowledgement. The one exception is a grant
+// whose Lock call began before the cut and that came within a tenth of the
+// TTL of it: its replica may have acknowledged just before the cut, the
+// reply reaching the client after (one came 0.2ms after the cut began).
+func checkNoGrantWhileCut(t *testing.T, events []Event, ttl time.Duration) {
+	t.Helper()
+	var cut Mono            // the latest cut's start, or 0 before any
+	began := map[int]Mono{} // each client's latest Lock call
+	n := 0
+	for _, e := range events {
+		switch {
+		case e.Op == OpFault && e.Fault == FaultReplicationCut:
+			cut, n = e.At, n+1
+		case e.Op == OpAcquire:
+			began[e.Client] = e.At
+		case e.Op == OpGrant && cut != 0 && e.At.Sub(cut) < ttl*9/10:
+			if began[e.Client] < cut && e.At.Sub(cut) < ttl/10 {
+				t.Logf("client %d granted %v after replication-cut %d began, its Lock call %v before it", e.Client, e.At.Sub(cut), n, cut.Sub(began[e.Client]))
+				continue
+			}
+			t.Errorf("client %d granted %v after replication-cut %d began; want none while replication is cut (at least a TTL, %v)", e.Client, e.At.Sub(cut), n, ttl)
+		}
+	}
+	if n == 0 {
+		t.Error("no replication-cut in the history")
 	}
 }
