@@ -51,9 +51,15 @@ func (s *Client) dialer(l *link) func(network, addr string, timeout time.Duratio
 				return nil, err
 			}
 		}
+		if !l.adopt(c) {
+			return nil, errLinkClosed
+		}
 		return &watchedConn{Conn: c, addr: addr, errs: &s.connErr}, nil
 	}
 }
+
+// errLinkClosed is the dialer's answer once its link was closed.
+var errLinkClosed = errors.New("zklock: connection closed")
 
 // handshake runs the TLS handshake with server addr over c. Unless the
 // configuration names a server, the certificate must be valid for addr's

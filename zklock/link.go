@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -22,6 +24,11 @@ type link struct {
 	// abandoned: the Client gave up its session; its events are ignored.
 	// Guarded by the Client's mu.
 	abandoned bool
+	calls     inflight // the Client's calls under way on conn
+
+	mu  sync.Mutex
+	tcp net.Conn // the connection's current socket, if any
+	cut bool     // the socket was closed for good: dial no more
 }
 
 // dial opens a connection to the Client's servers. Its events count
@@ -51,11 +58,71 @@ func (s *Client) dial() (*link, error) {
 	return l, nil
 }
 
+// drainTimeout bounds close's wait for the calls under way on a link.
+const drainTimeout = time.Second
+
 // close closes the connection, cutting short a handshake under way. It
 // does not wait for the connection to stop: see loopDone.
+//
+// go-zookeeper's Close makes the calls under way return at once, while
+// its reader may still be decoding a reply into one of them (a data
+// race). So close refuses new calls and, on a connection with a session,
+// waits for those under way, so that Close still ends the session
+// gracefully. A connection without a session, or with calls still
+// waiting after drainTimeout (a silent server), has its socket closed
+// first, and close waits for the reader to stop before Close.
 func (l *link) close() {
 	l.stopDial()
+	drained := l.calls.drain()
+	if l.conn.State() != zk.StateHasSession {
+		l.cutSocket()
+	} else {
+		select {
+		case <-drained:
+		case <-time.After(drainTimeout):
+			l.cutSocket()
+		}
+	}
 	l.conn.Close()
+}
+
+// cutSocket closes l's socket for good (the dialer refuses from now on)
+// and waits, for up to drainTimeout, until go-zookeeper's reader has
+// stopped: it stops before the connection leaves StateHasSession.
+func (l *link) cutSocket() {
+	l.mu.Lock()
+	l.cut = true
+	if l.tcp != nil {
+		l.tcp.Close()
+	}
+	l.mu.Unlock()
+	for deadline := time.Now().Add(drainTimeout); l.conn.State() == zk.StateHasSession && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// adopt makes c l's current socket, or closes it and reports false if
+// l's socket was cut.
+func (l *link) adopt(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut {
+		c.Close()
+		return false
+	}
+	l.tcp = c
+	return true
+}
+
+// onLink runs op on l's connection, unless l is closing: then it returns
+// zk.ErrClosing, as go-zookeeper does on a closed connection.
+func onLink[T any](l *link, op func(c *zk.Conn) (T, error)) (T, error) {
+	if !l.calls.begin() {
+		var zero T
+		return zero, zk.ErrClosing
+	}
+	defer l.calls.end()
+	return op(l.conn)
 }
 
 // install makes l the Client's connection, and takes on its state: its
@@ -206,7 +273,9 @@ func (s *Client) redial() *link {
 	case <-nl.ready:
 		ok = true
 		for _, cred := range s.cfg.auth {
-			if _, err := await(ctx, func() (struct{}, error) { return struct{}{}, nl.conn.AddAuth("digest", []byte(cred)) }); err != nil {
+			if _, err := await(ctx, func() (struct{}, error) {
+				return onLink(nl, func(c *zk.Conn) (struct{}, error) { return struct{}{}, c.AddAuth("digest", []byte(cred)) })
+			}); err != nil {
 				s.cfg.log.Warn("zklock: digest authentication on a new connection failed", "servers", s.servers, "err", err)
 				ok = false
 				break
@@ -235,9 +304,9 @@ func (s *Client) retiredErr(err error) error {
 
 // call runs op on the Client's connection, bounded by ctx as await does.
 func call[T any](ctx context.Context, s *Client, op func(c *zk.Conn) (T, error)) (T, error) {
-	c := s.zk()
+	l := s.link.Load()
 	return await(ctx, func() (T, error) {
-		v, err := op(c)
+		v, err := onLink(l, op)
 		return v, s.retiredErr(err)
 	})
 }

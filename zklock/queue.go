@@ -194,10 +194,13 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 		if err := q.s.usable(); err != nil {
 			return pending{}, err
 		}
+		l := q.s.link.Load()
 		created := start(func() (createdNode, error) {
-			c := q.s.zk()
-			p, err := c.Create(prefix, []byte(token), zk.FlagEphemeralSequential, q.s.cfg.acl)
-			return createdNode{p, c.SessionID()}, q.s.retiredErr(err)
+			n, err := onLink(l, func(c *zk.Conn) (createdNode, error) {
+				p, err := c.Create(prefix, []byte(token), zk.FlagEphemeralSequential, q.s.cfg.acl)
+				return createdNode{p, c.SessionID()}, err
+			})
+			return n, q.s.retiredErr(err)
 		})
 		var r result[createdNode]
 		select {
