@@ -251,7 +251,9 @@ func (s *Client) timeoutLocked() time.Duration {
 // Conn returns the connection in use, for other work in the same
 // session. Do not close it; close the Client. The Client replaces it
 // when it gives up a session (see Client): call Conn again rather than
-// keeping it.
+// keeping it. Let calls on it return before Close: go-zookeeper may still
+// be writing a call's reply into the call's result after closing the
+// connection returned the call early.
 func (s *Client) Conn() *zk.Conn { return s.zk() }
 
 // closeTimeout bounds each of Close's two waits: for the releases of the
