@@ -34,6 +34,13 @@ type Locker interface {
 	// retry strategy gives up, it matches ErrNotObtained. If the last
 	// attempt's grant was given back for being too short, the error says
 	// so.
+	//
+	// When the client that made the lock is closed while Lock waits, Lock
+	// returns at once, with an error matching both ErrNotObtained and the
+	// backend's ErrClosed (redislock.ErrClosed, for instance), having taken
+	// back whatever its wait had put on the server: a place in a queue, a
+	// waiter's node or row. The client's Close waits for it, and does not
+	// report it as an error. A TryLock under way returns the same way.
 	Lock(ctx context.Context) (Lease, error)
 
 	// TryLock makes one attempt. It returns ErrNotObtained if another

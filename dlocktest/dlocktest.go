@@ -1,7 +1,8 @@
 // Package dlocktest is the conformance suite that every dlock backend
 // passes: mutual exclusion, exactly one TryLock winner, expiry, refresh,
 // renewal, loss reported on Done, no grant returned with less than a third
-// of its lease left, cancellation that leaves nothing behind,
+// of its lease left, cancellation that leaves nothing behind, a Lock
+// ended promptly and cleanly by its client's Close,
 // Inspect naming the holder and its label, and fences that strictly
 // increase across holders, even across a server
 // restart that lost its data. RunObserver checks the events a backend
@@ -31,8 +32,9 @@ type Options struct {
 	// WithMaxHold).
 	MaxHold time.Duration
 	// Observer, if not nil, is to receive the events of the client
-	// NewLocker makes (redislock.WithObserver, for instance). Only
-	// RunObserver sets it.
+	// NewLocker makes (redislock.WithObserver, for instance). RunObserver
+	// sets it, and the case ClosedWhileWaiting, to see a Lock begin to
+	// wait.
 	Observer dlock.Observer
 }
 
@@ -77,6 +79,18 @@ type Backend struct {
 	// lock NewLocker makes for key, from a client of its own.
 	Inspect func(t testing.TB, key string) dlock.Info
 
+	// CloseClient closes the client that NewLocker made l on, as its
+	// application would (redislock's Client.Close, for instance), and
+	// returns what Close returned. The suite closes a client only while
+	// one of its Locks waits. A Backend without it fails the case
+	// ClosedWhileWaiting.
+	CloseClient func(l dlock.Locker) error
+
+	// ErrClosed is the backend's error of a closed client (such as
+	// redislock.ErrClosed), which a Lock ended by CloseClient must match.
+	// A Backend without it fails the case ClosedWhileWaiting.
+	ErrClosed error
+
 	// LockName returns the name that the events of the lock NewLocker
 	// makes for key carry (Event.Name): the name the backend was given,
 	// such as a ZooKeeper path made from key. Only RunObserver uses it; nil
@@ -111,6 +125,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ReleaseDuringRenewal", s.releaseDuringRenewal)
 	t.Run("MaxHold", s.maxHold)
 	t.Run("InspectShowsHolder", s.inspectShowsHolder)
+	t.Run("ClosedWhileWaiting", s.closedWhileWaiting)
 }
 
 type suite struct{ b Backend }

@@ -50,7 +50,8 @@ func New(cli *clientv3.Client, opts ...ClientOption) *Client {
 }
 
 // Close releases every lease the Client still holds (revoking their etcd
-// leases), ends the Locks still waiting with ErrClosed, stops renewing,
+// leases), ends the Locks still waiting and the TryLocks under way (their
+// errors match ErrClosed and dlock.ErrNotObtained), stops renewing,
 // and waits for the clean-ups of failed and abandoned attempts. It waits at
 // most five seconds for the releases and five more for the clean-ups; an
 // etcd lease it could not revoke in that time expires on the server one

@@ -1,6 +1,7 @@
 package etcdlock_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -16,14 +17,23 @@ func lockName(key string) string { return "dlocktest/" + key }
 
 func backend(e *testenv.Etcd) dlocktest.Backend {
 	endpoints := []string{e.Addr()}
+	var clients sync.Map // dlock.Locker → its *etcdlock.Client
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, etcdlock.WithoutRenewal())
 			}
-			return connect(t, endpoints, etcdlock.WithObserver(o.Observer)).NewMutex(lockName(key), opts...)
+			c := connect(t, endpoints, etcdlock.WithObserver(o.Observer))
+			l := c.NewMutex(lockName(key), opts...)
+			clients.Store(l, c)
+			return l
 		},
+		CloseClient: func(l dlock.Locker) error {
+			c, _ := clients.Load(l)
+			return c.(*etcdlock.Client).Close()
+		},
+		ErrClosed: etcdlock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
 			cli := dial(t, endpoints...)
 			if _, err := cli.Delete(ctxFor(t, 10*time.Second), lockName(key)+"/", clientv3.WithPrefix()); err != nil {

@@ -37,12 +37,12 @@ func (m *Mutex) Name() string { return m.lk.name }
 // and the waiter's key is deleted.
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.lk.ev.Begin()
-	return a.End(m.lk.acquire(ctx, false, &a))
+	return a.End(m.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lk.acquire(ctx, false, &a) }))
 }
 
 // TryLock takes the lock if it is free. It returns an error matching
 // dlock.ErrNotObtained if another owner holds it or waits for it.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.lk.ev.Begin()
-	return a.End(m.lk.acquire(ctx, true, &a))
+	return a.End(m.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lk.acquire(ctx, true, &a) }))
 }

@@ -45,10 +45,10 @@ func (s *side) Name() string { return s.lk.name }
 
 func (s *side) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := s.lk.ev.Begin()
-	return a.End(s.lk.acquire(ctx, false, &a))
+	return a.End(s.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lk.acquire(ctx, false, &a) }))
 }
 
 func (s *side) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := s.lk.ev.Begin()
-	return a.End(s.lk.acquire(ctx, true, &a))
+	return a.End(s.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lk.acquire(ctx, true, &a) }))
 }

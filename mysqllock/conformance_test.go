@@ -2,6 +2,7 @@ package mysqllock_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,15 +73,24 @@ var modes = []mode{leaseMode, sessionMode}
 func lockName(name string) string { return mysqllock.New(nil).NewSessionMutex(name).LockName() }
 
 func backend(m *testenv.MariaDB, md mode) dlocktest.Backend {
+	var clients sync.Map // dlock.Locker → its *mysqllock.Client
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []mysqllock.Option{mysqllock.WithTTL(o.TTL), mysqllock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, mysqllock.WithoutRenewal())
 			}
-			return md.newLocker(newClient(t, m.DSN(), mysqllock.WithObserver(o.Observer)), key, opts...)
+			c := newClient(t, m.DSN(), mysqllock.WithObserver(o.Observer))
+			l := md.newLocker(c, key, opts...)
+			clients.Store(l, c)
+			return l
 		},
-		Sabotage: func(t testing.TB, key string) { md.sabotage(t, m, key) },
+		CloseClient: func(l dlock.Locker) error {
+			c, _ := clients.Load(l)
+			return c.(*mysqllock.Client).Close()
+		},
+		ErrClosed: mysqllock.ErrClosed,
+		Sabotage:  func(t testing.TB, key string) { md.sabotage(t, m, key) },
 		Pause: func(t testing.TB, d time.Duration) {
 			if err := m.Pause(); err != nil {
 				t.Errorf("pause: %v", err)

@@ -14,7 +14,9 @@ import (
 var (
 	// ErrClosed is returned by every call on a closed Client, and is the
 	// cause wrapped in dlock.ErrLost for leases still held when it was
-	// closed.
+	// closed. A Lock or TryLock that is under way when the Client is
+	// closed, or begins after, returns an error matching both ErrClosed
+	// and dlock.ErrNotObtained.
 	ErrClosed = errors.New("mysqllock: client closed")
 
 	// ErrSessionLost is the cause wrapped in dlock.ErrLost when the

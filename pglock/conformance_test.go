@@ -2,6 +2,7 @@ package pglock_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,15 +72,24 @@ const advisory = "locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint <
 func advisoryKey(name string) int64 { return pglock.New(nil).NewSessionMutex(name).AdvisoryKey() }
 
 func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
+	var clients sync.Map // dlock.Locker → its *pglock.Client
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, pglock.WithoutRenewal())
 			}
-			return m.newLocker(newClient(t, pg.URL(), pglock.WithObserver(o.Observer)), key, opts...)
+			c := newClient(t, pg.URL(), pglock.WithObserver(o.Observer))
+			l := m.newLocker(c, key, opts...)
+			clients.Store(l, c)
+			return l
 		},
-		Sabotage: func(t testing.TB, key string) { m.sabotage(t, pg.URL(), key) },
+		CloseClient: func(l dlock.Locker) error {
+			c, _ := clients.Load(l)
+			return c.(*pglock.Client).Close()
+		},
+		ErrClosed: pglock.ErrClosed,
+		Sabotage:  func(t testing.TB, key string) { m.sabotage(t, pg.URL(), key) },
 		Pause: func(t testing.TB, d time.Duration) {
 			if err := pg.Pause(); err != nil {
 				t.Errorf("pause: %v", err)

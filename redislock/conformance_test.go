@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,14 +93,31 @@ func newClient(t testing.TB, d *deployment, open opener, opts ...redislock.Clien
 }
 
 func backend(d *deployment, open opener) dlocktest.Backend {
+	return kindBackend(d, open, func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker {
+		return c.NewMutex(key, opts...)
+	})
+}
+
+// kindBackend is the conformance backend of the kind of lock that newLock
+// makes on d.
+func kindBackend(d *deployment, open opener, newLock func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker) dlocktest.Backend {
+	var clients sync.Map // dlock.Locker → its *redislock.Client
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, redislock.WithoutRenewal())
 			}
-			return newClient(t, d, open, redislock.WithObserver(o.Observer)).NewMutex(key, opts...)
+			c := newClient(t, d, open, redislock.WithObserver(o.Observer))
+			l := newLock(c, key, opts...)
+			clients.Store(l, c)
+			return l
 		},
+		CloseClient: func(l dlock.Locker) error {
+			c, _ := clients.Load(l)
+			return c.(*redislock.Client).Close()
+		},
+		ErrClosed: redislock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
 			if err := d.admin(t).Del(context.Background(), lockKey(key)).Err(); err != nil {
 				t.Fatalf("DEL: %v", err)
@@ -139,12 +157,16 @@ func backend(d *deployment, open opener) dlocktest.Backend {
 
 func lockKey(name string) string { return "dlock:{" + name + "}" }
 
-// leftovers lists the lock key and any subscription to its channel.
+// leftovers lists the lock key, its line of waiting clients and any
+// subscription to its channel.
 func leftovers(t testing.TB, d *deployment, key string) []string {
 	ctx := context.Background()
 	var left []string
 	if n, err := d.admin(t).Exists(ctx, lockKey(key)).Result(); err != nil || n > 0 {
 		left = append(left, fmt.Sprintf("lock key (exists=%d, err=%v)", n, err))
+	}
+	if n, err := d.admin(t).Exists(ctx, lockKey(key)+":waiting").Result(); err != nil || n > 0 {
+		left = append(left, fmt.Sprintf("line of waiting clients (exists=%d, err=%v)", n, err))
 	}
 	for _, s := range d.servers {
 		out, err := s.Do("PUBSUB", "NUMSUB", lockKey(key)+":released")

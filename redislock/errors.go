@@ -16,6 +16,9 @@ var ErrNotReentrant = dlock.ErrNotReentrant
 
 // ErrClosed is returned by every call on a closed Client, and is the cause
 // wrapped in dlock.ErrLost for leases still held when it was closed.
+// A Lock or TryLock that is under way when the Client is closed, or
+// begins after, returns an error matching both ErrClosed and
+// dlock.ErrNotObtained.
 var ErrClosed = errors.New("redislock: client closed")
 
 func init() { lease.RegisterCause(ErrClosed, "closed") }

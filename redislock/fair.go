@@ -107,7 +107,7 @@ func (m *FairMutex) check(ctx context.Context) error {
 // dlock.ErrNotObtained if another owner holds it or others are waiting.
 func (m *FairMutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
-	return a.End(m.tryLock(ctx))
+	return a.End(m.c.leases.Call(ctx, m.tryLock))
 }
 
 func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
@@ -133,7 +133,7 @@ func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // has left the queue.
 func (m *FairMutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
-	return a.End(m.lock(ctx, &a))
+	return a.End(m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lock(ctx, &a) }))
 }
 
 func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {

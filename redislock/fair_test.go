@@ -366,14 +366,9 @@ func TestIntegrationFairTryLockAndErrors(t *testing.T) {
 // fairBackend is the conformance backend of FairMutex on d. Leftovers
 // also reports queue keys: a cancelled wait must leave no entry behind.
 func fairBackend(d *deployment, open opener) dlocktest.Backend {
-	b := backend(d, open)
-	b.NewLocker = func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-		opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
-		if o.NoRenewal {
-			opts = append(opts, redislock.WithoutRenewal())
-		}
-		return newClient(t, d, open).NewFairMutex(key, opts...)
-	}
+	b := kindBackend(d, open, func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker {
+		return c.NewFairMutex(key, opts...)
+	})
 	b.Leftovers = func(t testing.TB, key string) []string {
 		left := leftovers(t, d, key)
 		ctx := context.Background()

@@ -94,7 +94,7 @@ func (m *Mutex) Name() string { return m.name }
 // dlock.ErrNotObtained if another owner holds it.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
-	return a.End(m.tryLock(ctx))
+	return a.End(m.c.leases.Call(ctx, m.tryLock))
 }
 
 func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
@@ -122,7 +122,7 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // dlock.ErrNotObtained and ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
-	return a.End(m.lock(ctx, &a))
+	return a.End(m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lock(ctx, &a) }))
 }
 
 func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {

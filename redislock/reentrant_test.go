@@ -19,15 +19,9 @@ func TestIntegrationReentrantConformance(t *testing.T) {
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			b := backend(d, tr.open)
-			b.NewLocker = func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-				opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
-				if o.NoRenewal {
-					opts = append(opts, redislock.WithoutRenewal())
-				}
-				return newClient(t, d, tr.open).NewReentrantMutex(key, opts...)
-			}
-			dlocktest.Run(t, b)
+			dlocktest.Run(t, kindBackend(d, tr.open, func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker {
+				return c.NewReentrantMutex(key, opts...)
+			}))
 		})
 	}
 }

@@ -175,7 +175,7 @@ func (s rwSide) events() *lease.Events {
 // reader, if a writer is waiting.
 func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := s.events().Begin()
-	return a.End(s.tryLock(ctx))
+	return a.End(s.rw.c.leases.Call(ctx, s.tryLock))
 }
 
 func (s rwSide) tryLock(ctx context.Context) (dlock.Lease, error) {
@@ -196,7 +196,7 @@ func (s rwSide) tryLock(ctx context.Context) (dlock.Lease, error) {
 // readers out until it takes the lock or gives up.
 func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := s.events().Begin()
-	return a.End(s.lock(ctx, &a))
+	return a.End(s.rw.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lock(ctx, &a) }))
 }
 
 func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {

@@ -90,7 +90,7 @@ func (s *Semaphore) Name() string { return s.m.name }
 // dlock.ErrNotObtained if none is free.
 func (s *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := s.m.ev.Begin()
-	return a.End(s.tryLock(ctx))
+	return a.End(s.m.c.leases.Call(ctx, s.tryLock))
 }
 
 func (s *Semaphore) tryLock(ctx context.Context) (dlock.Lease, error) {
@@ -115,7 +115,7 @@ func (s *Semaphore) tryLock(ctx context.Context) (dlock.Lease, error) {
 // ctx.Err().
 func (s *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := s.m.ev.Begin()
-	return a.End(s.lock(ctx, &a))
+	return a.End(s.m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lock(ctx, &a) }))
 }
 
 func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 			}
 		}
 	}
+	var clients sync.Map // dlock.Locker → its *redlock.Client
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []redlock.Option{redlock.WithTTL(o.TTL), redlock.WithMaxHold(o.MaxHold)}
@@ -42,9 +44,17 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 			// but the suite's TTLs run from 300ms to a minute, and the
 			// case that restarts the nodes (FencesIncreaseAcrossRestart,
 			// TTL 5s) waits 10s for the restarted nodes to vote again.
-			return newClient(t, addrs, open, redlock.WithNodeTimeout(250*time.Millisecond),
-				redlock.WithObserver(o.Observer), redlock.WithRestartWindow(o.TTL)).NewMutex(key, opts...)
+			c := newClient(t, addrs, open, redlock.WithNodeTimeout(250*time.Millisecond),
+				redlock.WithObserver(o.Observer), redlock.WithRestartWindow(o.TTL))
+			l := c.NewMutex(key, opts...)
+			clients.Store(l, c)
+			return l
 		},
+		CloseClient: func(l dlock.Locker) error {
+			c, _ := clients.Load(l)
+			return c.(*redlock.Client).Close()
+		},
+		ErrClosed: redlock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
 			each(t, func(s *testenv.Redis) error { _, err := s.Do("DEL", lockKey(key)); return err })
 		},

@@ -23,6 +23,9 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 // ErrClosed is returned by every call on a closed Client, and is the cause
 // wrapped in dlock.ErrLost for leases still held when it was closed.
+// A Lock or TryLock that is under way when the Client is closed, or
+// begins after, returns an error matching both ErrClosed and
+// dlock.ErrNotObtained.
 var ErrClosed = errors.New("redlock: client closed")
 
 func init() { lease.RegisterCause(ErrClosed, "closed") }

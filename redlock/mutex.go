@@ -66,7 +66,12 @@ func (m *Mutex) Name() string { return m.name }
 // also carries the NodeErrors of nodes that failed.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
-	return a.End(m.tryLock(ctx))
+	// The attempt keeps ctx, not Begin's context, which ends with the
+	// call: the requests to the nodes slower than a majority go on after
+	// it. An attempt is bounded by the node timeout.
+	_, end := m.c.leases.Begin(ctx)
+	l, err := m.tryLock(ctx)
+	return a.End(l, end(err))
 }
 
 func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
@@ -84,11 +89,15 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // strategy gives up, waiting a jittered backoff between attempts.
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
-	return a.End(m.lock(ctx, &a))
+	wctx, end := m.c.leases.Begin(ctx) // ends the wait when the Client closes
+	l, err := m.lock(ctx, wctx, &a)
+	return a.End(l, end(err))
 }
 
-func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
-	if err := m.check(ctx); err != nil {
+// lock is Lock's body. Its attempts use ctx, as TryLock's does; its
+// checks and waits use wctx, which Close also ends.
+func (m *Mutex) lock(ctx, wctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
+	if err := m.check(wctx); err != nil {
 		return nil, err
 	}
 	var idle pause.Timer
@@ -101,7 +110,7 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		if g != nil {
 			return g, nil
 		}
-		if !errors.Is(err, dlock.ErrNotObtained) || ctx.Err() != nil {
+		if !errors.Is(err, dlock.ErrNotObtained) || wctx.Err() != nil {
 			return nil, err
 		}
 		wait, ok := m.cfg.retry.Backoff(n)
@@ -109,8 +118,8 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			return nil, err
 		}
 		a.Waiting()
-		if !idle.Wait(ctx, nil, wait) {
-			return nil, lease.Interrupted(ctx.Err(), err)
+		if !idle.Wait(wctx, nil, wait) {
+			return nil, lease.Interrupted(wctx.Err(), err)
 		}
 	}
 }

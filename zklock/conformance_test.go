@@ -3,6 +3,7 @@ package zklock_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,14 +19,23 @@ func lockPath(key string) string { return "/dlocktest/" + key }
 
 func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 	servers := []string{z.Addr()}
+	var clients sync.Map // dlock.Locker → its *zklock.Client
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 			if o.NoRenewal {
 				opts = append(opts, zklock.WithoutRenewal())
 			}
-			return connect(t, servers, zklock.WithObserver(o.Observer)).NewMutex(lockPath(key), opts...)
+			c := connect(t, servers, zklock.WithObserver(o.Observer))
+			l := c.NewMutex(lockPath(key), opts...)
+			clients.Store(l, c)
+			return l
 		},
+		CloseClient: func(l dlock.Locker) error {
+			c, _ := clients.Load(l)
+			return c.(*zklock.Client).Close()
+		},
+		ErrClosed: zklock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
 			c := admin(t, servers)
 			for _, kid := range children(t, c, lockPath(key)) {

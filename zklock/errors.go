@@ -13,6 +13,9 @@ import (
 var (
 	// ErrClosed is returned by every call on a closed Client, and is the
 	// cause wrapped in dlock.ErrLost for leases still held when it closed.
+	// A Lock or TryLock that is under way when the Client is closed, or
+	// begins after, returns an error matching both ErrClosed and
+	// dlock.ErrNotObtained.
 	ErrClosed = errors.New("zklock: client closed")
 
 	// ErrSessionExpired is the cause wrapped in dlock.ErrLost when the

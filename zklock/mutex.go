@@ -82,14 +82,14 @@ func (m *Mutex) Name() string { return m.q.dir }
 // and the waiter's node is deleted.
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.q.ev.Begin()
-	return a.End(m.acquire(ctx, true, &a))
+	return a.End(m.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.acquire(ctx, true, &a) }))
 }
 
 // TryLock takes the lock if it is free. It returns an error matching
 // dlock.ErrNotObtained if another owner holds it or waits for it.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.q.ev.Begin()
-	return a.End(m.acquire(ctx, false, &a))
+	return a.End(m.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.acquire(ctx, false, &a) }))
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock.Lease, error) {

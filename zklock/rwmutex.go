@@ -71,14 +71,14 @@ func (s rwSide) Name() string { return s.rw.Name() }
 // Lock takes this side of the lock, waiting until it can or ctx is done.
 func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := s.q.ev.Begin()
-	return a.End(s.acquire(ctx, true, &a))
+	return a.End(s.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.acquire(ctx, true, &a) }))
 }
 
 // TryLock takes this side of the lock if it can at once. It returns an
 // error matching dlock.ErrNotObtained otherwise.
 func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := s.q.ev.Begin()
-	return a.End(s.acquire(ctx, false, &a))
+	return a.End(s.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.acquire(ctx, false, &a) }))
 }
 
 func (s rwSide) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock.Lease, error) {

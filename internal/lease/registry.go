@@ -25,6 +25,67 @@ type Registry struct {
 	byToken map[string]Releasable // the latest lease added for each token
 	peak    int                   // the most leases held since the maps were made
 	closed  bool
+	cause   error // Close's cause, once closed
+
+	calls map[*call]struct{} // Lock and TryLock calls under way (Begin)
+	idle  chan struct{}      // closed when Close finds or leaves no call under way
+}
+
+// A call is one Lock or TryLock call under way.
+type call struct{ cancel context.CancelCauseFunc }
+
+// Begin registers a Lock or TryLock call under way. It returns the context
+// the call is to use, which is ctx, also cancelled with Close's cause when
+// Close begins (at once if it has begun), and end, which the call must
+// run on its way out with its error: end returns that error, or, if the
+// call ended because Close began and ctx itself is not done, an error
+// matching both dlock.ErrNotObtained and Close's cause. Close waits for the
+// calls under way to end before it releases the leases still held. The
+// context is cancelled when end runs: work that the call leaves running
+// must not use it.
+func (r *Registry) Begin(ctx context.Context) (_ context.Context, end func(error) error) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	c := &call{cancel: cancel}
+	r.mu.Lock()
+	if r.closed {
+		cancel(r.cause)
+		c = nil
+	} else {
+		if r.calls == nil {
+			r.calls = make(map[*call]struct{})
+		}
+		r.calls[c] = struct{}{}
+	}
+	r.mu.Unlock()
+	return cctx, func(err error) error {
+		if c != nil {
+			r.mu.Lock()
+			delete(r.calls, c)
+			if r.closed && len(r.calls) == 0 && r.idle != nil {
+				close(r.idle)
+				r.idle = nil
+			}
+			r.mu.Unlock()
+		}
+		closed := cctx.Err() != nil && ctx.Err() == nil
+		cause := context.Cause(cctx)
+		cancel(nil)
+		if err == nil || !closed || cause == nil {
+			return err
+		}
+		if errors.Is(err, dlock.ErrNotObtained) && errors.Is(err, cause) {
+			return err
+		}
+		return dlock.NotObtained(cause)
+	}
+}
+
+// Call runs f, the body of a Lock or TryLock call, with the context and
+// the error that Begin gives it.
+func (r *Registry) Call(ctx context.Context, f func(context.Context) (dlock.Lease, error)) (dlock.Lease, error) {
+	ctx, end := r.Begin(ctx)
+	l, err := f(ctx)
+	return l, end(err)
 }
 
 // Add records l as held. It reports false if the registry is closed.
@@ -94,8 +155,9 @@ func (r *Registry) Closed() bool {
 	return r.closed
 }
 
-// Close marks the registry closed and releases every lease still held,
-// waiting at most timeout in all. A lease that cannot be released ends
+// Close marks the registry closed, cancels the contexts of the calls under
+// way (Begin) with cause and waits for them to end, then releases every
+// lease still held, waiting at most timeout in all. A lease that cannot be released ends
 // with dlock.ErrLost wrapping cause, and its Release's error is among
 // those Close returns. A lease found lost instead (its Release returns an
 // error matching dlock.ErrNotHeld) is not: there was nothing to release,
@@ -108,14 +170,29 @@ func (r *Registry) Close(timeout time.Duration, cause error) (bool, error) {
 		r.mu.Unlock()
 		return false, nil
 	}
-	r.closed = true
+	r.closed, r.cause = true, cause
+	idle := make(chan struct{})
+	if len(r.calls) == 0 {
+		close(idle)
+	} else {
+		r.idle = idle
+	}
+	for c := range r.calls {
+		c.cancel(cause)
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
 	held := make([]Releasable, 0, len(r.held))
 	for l := range r.held {
 		held = append(held, l)
 	}
 	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	var errs []error
 	for _, l := range held {
 		if err := l.Release(ctx); err != nil && !errors.Is(err, dlock.ErrNotHeld) {

@@ -72,3 +72,42 @@ func TestRegistryCloseReportsAFailedRelease(t *testing.T) {
 		t.Errorf("Err = %v after a failed release on Close; want ErrLost wrapping the cause", err)
 	}
 }
+
+// Close cancels the calls under way with its cause and waits for them;
+// their errors then match both dlock.ErrNotObtained and the cause, as do
+// those of calls begun after Close. A call whose own context ended keeps
+// its error.
+func TestRegistryCloseEndsCallsUnderWay(t *testing.T) {
+	var r Registry
+	errClosed := errors.New("client closed")
+	ctx, end := r.Begin(context.Background())
+	done, cancelled := context.WithCancel(context.Background())
+	cancelled()
+	dctx, dend := r.Begin(done)
+	ended := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond) // Close must wait for this
+		ended <- end(dlock.NotObtained(ctx.Err()))
+	}()
+	start := time.Now()
+	if _, err := r.Close(time.Second, errClosed); err != nil {
+		t.Fatal(err)
+	}
+	if len(ended) == 0 {
+		t.Errorf("Close returned after %v, before the call under way ended", time.Since(start))
+	}
+	if err := <-ended; !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, errClosed) {
+		t.Errorf("call under way = %v; want ErrNotObtained and the cause", err)
+	}
+	if err := dend(dlock.NotObtained(dctx.Err())); errors.Is(err, errClosed) || !errors.Is(err, context.Canceled) {
+		t.Errorf("call cancelled by its own context = %v; want Canceled", err)
+	}
+	lctx, lend := r.Begin(context.Background())
+	if context.Cause(lctx) != errClosed {
+		t.Errorf("a call begun after Close has cause %v; want the cause", context.Cause(lctx))
+	}
+	if err := lend(errClosed); !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, errClosed) {
+		t.Errorf("call begun after Close = %v; want ErrNotObtained and the cause", err)
+	}
+}

@@ -40,14 +40,18 @@ type Locker struct {
 // dlock.ErrNotObtained if another owner holds it.
 func (l *Locker) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := l.Events.Begin()
+	return a.End(l.Held.Call(ctx, l.tryLock))
+}
+
+func (l *Locker) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := l.check(ctx); err != nil {
-		return a.End(nil, err)
+		return nil, err
 	}
 	got, _, err := l.Attempt(ctx, 0)
 	if got == nil && err == nil {
 		err = dlock.ErrNotObtained
 	}
-	return a.End(got, err)
+	return got, err
 }
 
 // Lock takes the lock, waiting until it is free, ctx is done or the retry
@@ -55,10 +59,12 @@ func (l *Locker) TryLock(ctx context.Context) (dlock.Lease, error) {
 // dlock.ErrNotObtained and ctx.Err().
 func (l *Locker) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := l.Events.Begin()
-	if err := l.check(ctx); err != nil {
-		return a.End(nil, err)
-	}
-	return a.End(l.wait(ctx, &a))
+	return a.End(l.Held.Call(ctx, func(ctx context.Context) (dlock.Lease, error) {
+		if err := l.check(ctx); err != nil {
+			return nil, err
+		}
+		return l.wait(ctx, &a)
+	}))
 }
 
 // check returns the error a Lock or TryLock must fail with before it
