@@ -126,6 +126,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("MaxHold", s.maxHold)
 	t.Run("InspectShowsHolder", s.inspectShowsHolder)
 	t.Run("ClosedWhileWaiting", s.closedWhileWaiting)
+	t.Run("TTLOutOfRange", s.ttlOutOfRange)
 }
 
 type suite struct{ b Backend }

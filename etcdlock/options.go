@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // Defaults of the options.
@@ -15,6 +16,11 @@ const (
 
 	// MinTTL is the shortest TTL accepted.
 	MinTTL = 10 * time.Millisecond
+
+	// MaxTTL is the longest TTL accepted: a lease is renewed while held,
+	// so a longer TTL would only keep the lock of a holder that died from
+	// the next one for longer.
+	MaxTTL = 24 * time.Hour
 )
 
 // DefaultRetry is how Lock waits before it asks again after a failed
@@ -45,8 +51,8 @@ func newConfig(opts []Option) config {
 
 // check reports a bad option, naming it.
 func (cfg *config) check() error {
-	if cfg.ttl < MinTTL {
-		return fmt.Errorf("etcdlock: WithTTL(%v) is below MinTTL (%v)", cfg.ttl, MinTTL)
+	if err := lease.CheckTTL("etcdlock", cfg.ttl, MinTTL, MaxTTL); err != nil {
+		return err
 	}
 	if cfg.maxHold < 0 {
 		return fmt.Errorf("etcdlock: WithMaxHold(%v) is negative; 0 means no cap", cfg.maxHold)
@@ -61,7 +67,8 @@ func (cfg *config) check() error {
 // confirmed. The default is DefaultTTL (30s). Each lease is an etcd lease
 // of its own, granted for the TTL rounded up to whole seconds (etcd's
 // unit; the cluster may raise it to its minimum, one and a half election
-// timeouts); the lease's Until never counts on more than the TTL.
+// timeouts); the lease's Until never counts on more than the TTL. It must
+// be between MinTTL and MaxTTL.
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithRetry sets how Lock waits before it asks again when a request fails

@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +26,10 @@ func TestBadArguments(t *testing.T) {
 	}{
 		{"empty name", c.NewMutex(""), "empty lock name"},
 		{"brace in name", c.NewMutex("a}b"), "contains a brace"},
-		{"zero TTL", c.NewMutex("x", redislock.WithTTL(0)), "TTL 0s is below the minimum"},
-		{"negative TTL", c.NewMutex("x", redislock.WithTTL(-time.Second)), "TTL -1s is below the minimum"},
-		{"tiny TTL", c.NewMutex("x", redislock.WithTTL(5*time.Millisecond)), "TTL 5ms is below the minimum of 10ms"},
+		{"zero TTL", c.NewMutex("x", redislock.WithTTL(0)), "TTL 0s is outside the range 10ms to 24h0m0s"},
+		{"negative TTL", c.NewMutex("x", redislock.WithTTL(-time.Second)), "TTL -1s is outside the range"},
+		{"tiny TTL", c.NewMutex("x", redislock.WithTTL(5*time.Millisecond)), "TTL 5ms is outside the range 10ms to 24h0m0s; set it with WithTTL"},
+		{"huge TTL", c.NewMutex("x", redislock.WithTTL(math.MaxInt64)), "outside the range 10ms to 24h0m0s"},
 		{"nil retry", c.NewMutex("x", redislock.WithRetry(nil)), "retry strategy is nil"},
 		{"bad retry", c.NewMutex("x", redislock.WithRetry(dlock.LinearBackoff(0, 0))), "LinearBackoff"},
 		{"nil Conn", redislock.New(nil).NewMutex("x"), "nil Conn"},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // Defaults for the options of every lock kind.
@@ -14,6 +15,10 @@ const (
 	// MinTTL is the shortest TTL accepted: below it, the drift allowance and
 	// one round trip eat the whole lease.
 	MinTTL = 10 * time.Millisecond
+	// MaxTTL is the longest TTL accepted: a lease is renewed while held,
+	// so a longer TTL would only keep the lock of a holder that died from
+	// the next one for longer.
+	MaxTTL = 24 * time.Hour
 )
 
 // DefaultRetry is the retry strategy of Lock when WithRetry is not given:
@@ -83,8 +88,8 @@ func newConfig(opts []Option) config {
 }
 
 func (c config) check() error {
-	if c.ttl < MinTTL {
-		return fmt.Errorf("redislock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
+	if err := lease.CheckTTL("redislock", c.ttl, MinTTL, MaxTTL); err != nil {
+		return err
 	}
 	if c.replicas < 0 || c.replicas > 0 && (c.replicaTimeout <= 0 || c.replicaTimeout >= c.ttl) {
 		return fmt.Errorf("redislock: WithReplicas(%d, %v): want n >= 1 and a timeout between 0 and the TTL %v", c.replicas, c.replicaTimeout, c.ttl)
@@ -97,8 +102,8 @@ func (c config) check() error {
 
 // WithTTL sets the lease time: how long the lock outlives a holder that
 // stops renewing it, because it crashed, paused or lost its network. The
-// default is DefaultTTL (30s); it must be at least MinTTL. With renewal on,
-// a lease is renewed every TTL/3.
+// default is DefaultTTL (30s); it must be between MinTTL and MaxTTL. With
+// renewal on, a lease is renewed every TTL/3.
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithoutRenewal makes a fixed lease: it is never renewed by the watchdog

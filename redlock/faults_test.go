@@ -319,7 +319,7 @@ func TestBadArguments(t *testing.T) {
 		{"same address twice", redlock.New([]redislock.Conn{a, goRedis(t, "127.0.0.1:1")}).NewMutex("x"), "both 127.0.0.1:1"},
 		{"empty name", redlock.New([]redislock.Conn{a}).NewMutex(""), "empty lock name"},
 		{"TTL below drift", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithTTL(40*time.Millisecond)), "leaves no validity"},
-		{"tiny TTL", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithTTL(time.Millisecond)), "below the minimum"},
+		{"tiny TTL", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithTTL(time.Millisecond)), "outside the range"},
 		{"zero node timeout", redlock.New([]redislock.Conn{a}, redlock.WithNodeTimeout(0)).NewMutex("x"), "node timeout"},
 		{"bad retry", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithRetry(nil)), "retry strategy is nil"},
 	} {

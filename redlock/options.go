@@ -18,6 +18,10 @@ const (
 	DefaultRestartWindow = DefaultTTL
 	// MinTTL is the shortest TTL accepted by any lock.
 	MinTTL = 10 * time.Millisecond
+	// MaxTTL is the longest TTL accepted: a lease is renewed while held,
+	// so a longer TTL would only keep the lock of a holder that died from
+	// the next one for longer.
+	MaxTTL = 24 * time.Hour
 )
 
 // DefaultRetry is how Lock waits between attempts when WithRetry is not
@@ -116,9 +120,9 @@ type config struct {
 }
 
 // WithTTL sets the lease time; the default is DefaultTTL (30s). It must
-// leave room for the node timeout and the clock-drift allowance (1% of the
-// TTL plus 2ms), and be no longer than the Client's restart window
-// (WithRestartWindow).
+// be between MinTTL and MaxTTL, leave room for the node timeout and the
+// clock-drift allowance (1% of the TTL plus 2ms), and be no longer than
+// the Client's restart window (WithRestartWindow).
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithoutRenewal makes a fixed lease that the watchdog does not extend.
@@ -145,8 +149,8 @@ func newConfig(opts []Option) config {
 }
 
 func (c config) check(cc clientConfig) error {
-	if c.ttl < MinTTL {
-		return fmt.Errorf("redlock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
+	if err := lease.CheckTTL("redlock", c.ttl, MinTTL, MaxTTL); err != nil {
+		return err
 	}
 	if drift(c.ttl)+cc.nodeTimeout >= c.ttl {
 		return fmt.Errorf("redlock: TTL %v leaves no validity after the drift allowance (%v) and the node timeout (%v); raise WithTTL or lower WithNodeTimeout",

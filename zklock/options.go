@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -24,6 +25,11 @@ const (
 
 	// MinTTL is the shortest TTL accepted.
 	MinTTL = 10 * time.Millisecond
+
+	// MaxTTL is the longest TTL accepted: a lease is renewed while held,
+	// so a longer TTL would only keep the lock of a holder that died from
+	// the next one for longer.
+	MaxTTL = 24 * time.Hour
 )
 
 // A ClientOption configures New.
@@ -188,8 +194,8 @@ func newConfig(opts []Option) config {
 }
 
 func (c config) check() error {
-	if c.ttl < MinTTL {
-		return fmt.Errorf("zklock: TTL %v is below the minimum of %v; set it with WithTTL", c.ttl, MinTTL)
+	if err := lease.CheckTTL("zklock", c.ttl, MinTTL, MaxTTL); err != nil {
+		return err
 	}
 	if c.maxHold < 0 {
 		return fmt.Errorf("zklock: WithMaxHold(%v): want a positive duration, or 0 for no cap", c.maxHold)
@@ -201,7 +207,8 @@ func (c config) check() error {
 // it was confirmed. The default is DefaultTTL (30s). A ZooKeeper lock is
 // held as long as the session lives, so a lease can never count on more
 // than a third of the session timeout (see the package documentation);
-// the lease time in force is the smaller of the two.
+// the lease time in force is the smaller of the two. It must be between
+// MinTTL and MaxTTL.
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithoutRenewal makes a fixed lease: it ends, with an error matching

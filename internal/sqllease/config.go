@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // Apply applies opts, skipping nil ones, to c.
@@ -34,8 +35,8 @@ func NewConfig(ttl time.Duration, retry dlock.RetryStrategy) Config {
 // range: a TTL outside minTTL to maxTTL, a negative maximum hold, or a bad
 // retry strategy.
 func (c Config) Check(pkg string, minTTL, maxTTL time.Duration) error {
-	if c.TTL < minTTL || c.TTL > maxTTL {
-		return fmt.Errorf("%s: TTL %v is outside the range %v to %v; set it with WithTTL", pkg, c.TTL, minTTL, maxTTL)
+	if err := lease.CheckTTL(pkg, c.TTL, minTTL, maxTTL); err != nil {
+		return err
 	}
 	if c.MaxHold < 0 {
 		return fmt.Errorf("%s: WithMaxHold(%v): want a positive duration, or 0 for no cap", pkg, c.MaxHold)

@@ -151,8 +151,8 @@ func (t *Target) recordRunPG(ctx context.Context, name string, keep time.Duratio
 	return nil
 }
 
-// MaxTTL is the longest --ttl on every backend: pglock's and mysqllock's
-// limit. A lease is renewed while COMMAND runs, so a longer TTL would only
+// MaxTTL is the longest --ttl on every backend: the MaxTTL of every
+// backend package. A lease is renewed while COMMAND runs, so a longer TTL would only
 // keep the lock of a dlock that died from its successors for longer.
 const MaxTTL = 24 * time.Hour
 
