@@ -83,7 +83,7 @@ type Backend struct {
 	// application would (redislock's Client.Close, for instance), and
 	// returns what Close returned. The suite closes a client only while
 	// one of its Locks waits. A Backend without it fails the case
-	// ClosedWhileWaiting.
+	// ClosedWhileWaiting. A Closers's Close method serves.
 	CloseClient func(l dlock.Locker) error
 
 	// ErrClosed is the backend's error of a closed client (such as

@@ -1,7 +1,6 @@
 package etcdlock_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,7 @@ func lockName(key string) string { return "dlocktest/" + key }
 
 func backend(e *testenv.Etcd) dlocktest.Backend {
 	endpoints := []string{e.Addr()}
-	var clients sync.Map // dlock.Locker → its *etcdlock.Client
+	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
@@ -25,15 +24,10 @@ func backend(e *testenv.Etcd) dlocktest.Backend {
 				opts = append(opts, etcdlock.WithoutRenewal())
 			}
 			c := connect(t, endpoints, etcdlock.WithObserver(o.Observer))
-			l := c.NewMutex(lockName(key), opts...)
-			clients.Store(l, c)
-			return l
+			return clients.Add(c.NewMutex(lockName(key), opts...), c.Close)
 		},
-		CloseClient: func(l dlock.Locker) error {
-			c, _ := clients.Load(l)
-			return c.(*etcdlock.Client).Close()
-		},
-		ErrClosed: etcdlock.ErrClosed,
+		CloseClient: clients.Close,
+		ErrClosed:   etcdlock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
 			cli := dial(t, endpoints...)
 			if _, err := cli.Delete(ctxFor(t, 10*time.Second), lockName(key)+"/", clientv3.WithPrefix()); err != nil {

@@ -2,7 +2,6 @@ package mysqllock_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,7 +72,7 @@ var modes = []mode{leaseMode, sessionMode}
 func lockName(name string) string { return mysqllock.New(nil).NewSessionMutex(name).LockName() }
 
 func backend(m *testenv.MariaDB, md mode) dlocktest.Backend {
-	var clients sync.Map // dlock.Locker → its *mysqllock.Client
+	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []mysqllock.Option{mysqllock.WithTTL(o.TTL), mysqllock.WithMaxHold(o.MaxHold)}
@@ -81,16 +80,11 @@ func backend(m *testenv.MariaDB, md mode) dlocktest.Backend {
 				opts = append(opts, mysqllock.WithoutRenewal())
 			}
 			c := newClient(t, m.DSN(), mysqllock.WithObserver(o.Observer))
-			l := md.newLocker(c, key, opts...)
-			clients.Store(l, c)
-			return l
+			return clients.Add(md.newLocker(c, key, opts...), c.Close)
 		},
-		CloseClient: func(l dlock.Locker) error {
-			c, _ := clients.Load(l)
-			return c.(*mysqllock.Client).Close()
-		},
-		ErrClosed: mysqllock.ErrClosed,
-		Sabotage:  func(t testing.TB, key string) { md.sabotage(t, m, key) },
+		CloseClient: clients.Close,
+		ErrClosed:   mysqllock.ErrClosed,
+		Sabotage:    func(t testing.TB, key string) { md.sabotage(t, m, key) },
 		Pause: func(t testing.TB, d time.Duration) {
 			if err := m.Pause(); err != nil {
 				t.Errorf("pause: %v", err)

@@ -2,7 +2,6 @@ package pglock_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -72,7 +71,7 @@ const advisory = "locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint <
 func advisoryKey(name string) int64 { return pglock.New(nil).NewSessionMutex(name).AdvisoryKey() }
 
 func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
-	var clients sync.Map // dlock.Locker → its *pglock.Client
+	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
@@ -80,16 +79,11 @@ func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
 				opts = append(opts, pglock.WithoutRenewal())
 			}
 			c := newClient(t, pg.URL(), pglock.WithObserver(o.Observer))
-			l := m.newLocker(c, key, opts...)
-			clients.Store(l, c)
-			return l
+			return clients.Add(m.newLocker(c, key, opts...), c.Close)
 		},
-		CloseClient: func(l dlock.Locker) error {
-			c, _ := clients.Load(l)
-			return c.(*pglock.Client).Close()
-		},
-		ErrClosed: pglock.ErrClosed,
-		Sabotage:  func(t testing.TB, key string) { m.sabotage(t, pg.URL(), key) },
+		CloseClient: clients.Close,
+		ErrClosed:   pglock.ErrClosed,
+		Sabotage:    func(t testing.TB, key string) { m.sabotage(t, pg.URL(), key) },
 		Pause: func(t testing.TB, d time.Duration) {
 			if err := pg.Pause(); err != nil {
 				t.Errorf("pause: %v", err)

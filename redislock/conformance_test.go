@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -101,7 +100,7 @@ func backend(d *deployment, open opener) dlocktest.Backend {
 // kindBackend is the conformance backend of the kind of lock that newLock
 // makes on d.
 func kindBackend(d *deployment, open opener, newLock func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker) dlocktest.Backend {
-	var clients sync.Map // dlock.Locker → its *redislock.Client
+	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
@@ -109,15 +108,10 @@ func kindBackend(d *deployment, open opener, newLock func(c *redislock.Client, k
 				opts = append(opts, redislock.WithoutRenewal())
 			}
 			c := newClient(t, d, open, redislock.WithObserver(o.Observer))
-			l := newLock(c, key, opts...)
-			clients.Store(l, c)
-			return l
+			return clients.Add(newLock(c, key, opts...), c.Close)
 		},
-		CloseClient: func(l dlock.Locker) error {
-			c, _ := clients.Load(l)
-			return c.(*redislock.Client).Close()
-		},
-		ErrClosed: redislock.ErrClosed,
+		CloseClient: clients.Close,
+		ErrClosed:   redislock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
 			if err := d.admin(t).Del(context.Background(), lockKey(key)).Err(); err != nil {
 				t.Fatalf("DEL: %v", err)

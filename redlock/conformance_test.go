@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +21,7 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 			}
 		}
 	}
-	var clients sync.Map // dlock.Locker → its *redlock.Client
+	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []redlock.Option{redlock.WithTTL(o.TTL), redlock.WithMaxHold(o.MaxHold)}
@@ -46,15 +45,10 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 			// TTL 5s) waits 10s for the restarted nodes to vote again.
 			c := newClient(t, addrs, open, redlock.WithNodeTimeout(250*time.Millisecond),
 				redlock.WithObserver(o.Observer), redlock.WithRestartWindow(o.TTL))
-			l := c.NewMutex(key, opts...)
-			clients.Store(l, c)
-			return l
+			return clients.Add(c.NewMutex(key, opts...), c.Close)
 		},
-		CloseClient: func(l dlock.Locker) error {
-			c, _ := clients.Load(l)
-			return c.(*redlock.Client).Close()
-		},
-		ErrClosed: redlock.ErrClosed,
+		CloseClient: clients.Close,
+		ErrClosed:   redlock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
 			each(t, func(s *testenv.Redis) error { _, err := s.Do("DEL", lockKey(key)); return err })
 		},

@@ -3,7 +3,6 @@ package zklock_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ func lockPath(key string) string { return "/dlocktest/" + key }
 
 func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 	servers := []string{z.Addr()}
-	var clients sync.Map // dlock.Locker → its *zklock.Client
+	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
 			opts := []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
@@ -27,15 +26,10 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 				opts = append(opts, zklock.WithoutRenewal())
 			}
 			c := connect(t, servers, zklock.WithObserver(o.Observer))
-			l := c.NewMutex(lockPath(key), opts...)
-			clients.Store(l, c)
-			return l
+			return clients.Add(c.NewMutex(lockPath(key), opts...), c.Close)
 		},
-		CloseClient: func(l dlock.Locker) error {
-			c, _ := clients.Load(l)
-			return c.(*zklock.Client).Close()
-		},
-		ErrClosed: zklock.ErrClosed,
+		CloseClient: clients.Close,
+		ErrClosed:   zklock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
 			c := admin(t, servers)
 			for _, kid := range children(t, c, lockPath(key)) {
