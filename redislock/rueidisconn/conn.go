@@ -39,34 +39,70 @@ func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transp
 	}
 	if len(calls) == 1 {
 		call := calls[0]
-		r := c.c.Do(ctx, c.evalsha(call))
+		r := c.do(ctx, func() rueidis.Completed { return c.evalsha(call) })
 		if isNoScript(r.Error()) {
-			r = c.c.Do(ctx, c.eval(call))
+			r = c.do(ctx, func() rueidis.Completed { return c.eval(call) })
 		}
 		results[0] = result(r)
 		return
 	}
-	cmds := make(rueidis.Commands, len(calls))
-	for i, call := range calls {
-		cmds[i] = c.evalsha(call)
+	all := make([]int, len(calls))
+	for i := range all {
+		all[i] = i
 	}
-	var retry []int
-	for i, r := range c.c.DoMulti(ctx, cmds...) {
-		if isNoScript(r.Error()) {
-			retry = append(retry, i)
+	if again := c.doMulti(ctx, calls, results, all, c.evalsha); len(again) > 0 {
+		c.doMulti(ctx, calls, results, again, c.eval)
+	}
+}
+
+// dialTries bounds the tries of a call whose connection's dial ended
+// with another call's context.
+const dialTries = 3
+
+// cutByAnother reports whether err ended a call whose own ctx is alive
+// with a context's error: rueidis dials a connection once for all the
+// calls waiting for it, with the context of the first, and gives them all
+// that dial's error. Such a call was not sent, and can go again.
+func cutByAnother(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// do runs the command build returns, again (built anew: rueidis recycles
+// a command once run) if another call's context cut its dial short.
+func (c conn) do(ctx context.Context, build func() rueidis.Completed) rueidis.RedisResult {
+	for try := 1; ; try++ {
+		r := c.c.Do(ctx, build())
+		if try == dialTries || !cutByAnother(ctx, r.Error()) {
+			return r
 		}
-		results[i] = result(r)
 	}
-	if len(retry) == 0 {
-		return
+}
+
+// doMulti runs build(calls[i]) for each i in idx in one DoMulti and sets
+// results[i], running again those whose dial another call's context cut
+// short. It returns the indexes whose reply was NOSCRIPT.
+func (c conn) doMulti(ctx context.Context, calls []transport.Call, results []transport.Result, idx []int, build func(transport.Call) rueidis.Completed) (noScript []int) {
+	for try := 1; len(idx) > 0; try++ {
+		cmds := make(rueidis.Commands, len(idx))
+		for j, i := range idx {
+			cmds[j] = build(calls[i])
+		}
+		var again []int
+		for j, r := range c.c.DoMulti(ctx, cmds...) {
+			i := idx[j]
+			switch err := r.Error(); {
+			case try < dialTries && cutByAnother(ctx, err):
+				again = append(again, i)
+			case isNoScript(err):
+				noScript = append(noScript, i)
+				fallthrough
+			default:
+				results[i] = result(r)
+			}
+		}
+		idx = again
 	}
-	cmds = cmds[:0]
-	for _, i := range retry {
-		cmds = append(cmds, c.eval(calls[i]))
-	}
-	for j, r := range c.c.DoMulti(ctx, cmds...) {
-		results[retry[j]] = result(r)
-	}
+	return noScript
 }
 
 // evalWait runs one script and WAIT on one dedicated connection, so that
