@@ -227,7 +227,7 @@ func TestIntegrationRueidisDoesNotResendScripts(t *testing.T) {
 	// A deadline long enough for rueidis to write the request on a busy
 	// machine (a request whose context is done before it is written is
 	// not sent at all), and shorter than the round trip.
-	const way, deadline = 600 * time.Millisecond, 500 * time.Millisecond
+	const way, deadline = 1200 * time.Millisecond, time.Second
 	p.SetLatency(way)
 	_, err = m.TryLock(timeout(t, deadline))
 	if err == nil {

@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"time"
 
+	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/redislock/transport"
 
 	"github.com/dlock-go/dlock/redislock"
@@ -59,12 +61,20 @@ func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transp
 // with another call's context.
 const dialTries = 3
 
-// cutByAnother reports whether err ended a call whose own ctx is alive
-// with a context's error: rueidis dials a connection once for all the
-// calls waiting for it, with the context of the first, and gives them all
-// that dial's error. Such a call was not sent, and can go again.
+// cutByAnother reports whether err is a dial that a context's end cut
+// short while the call's own ctx is alive: rueidis dials a connection
+// once for all the calls waiting for it, with the context of the first,
+// and gives them all that dial's error. Such a call was not sent, and can
+// go again. (Any other context error may come after the call was sent:
+// rueidis may judge a deadline passed before ctx's own timer fires.)
 func cutByAnother(ctx context.Context, err error) bool {
-	return err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+	if err == nil || !redisscript.Unsent(err) || ctx.Err() != nil {
+		return false
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // do runs the command build returns, again (built anew: rueidis recycles
