@@ -155,15 +155,16 @@ func (r *Registry) Closed() bool {
 	return r.closed
 }
 
-// Close marks the registry closed, cancels the contexts of the calls under
-// way (Begin) with cause and waits for them to end, then releases every
-// lease still held, waiting at most timeout in all. A lease that cannot be released ends
-// with dlock.ErrLost wrapping cause, and its Release's error is among
-// those Close returns. A lease found lost instead (its Release returns an
-// error matching dlock.ErrNotHeld) is not: there was nothing to release,
-// and its Done and Err report the loss. So is a lease that ended an
-// instant before Close, while its onEnd had yet to Remove it. Close
-// reports false, and does nothing, if the registry was already closed.
+// Close marks the registry closed, cancels the contexts of the calls
+// under way (Begin) with cause and waits for them to end, then releases
+// every lease still held, waiting at most timeout in all. A lease that
+// cannot be released ends with dlock.ErrLost wrapping cause, and its
+// Release's error is among those Close returns. A lease found lost
+// instead (its Release returns an error matching dlock.ErrNotHeld) is
+// not: there was nothing to release, and its Done and Err report the
+// loss. So is a lease that ended an instant before Close, while its onEnd
+// had yet to Remove it. Close reports false, and does nothing, if the
+// registry was already closed.
 func (r *Registry) Close(timeout time.Duration, cause error) (bool, error) {
 	r.mu.Lock()
 	if r.closed {
