@@ -184,6 +184,14 @@ func TestCheckAttributesToFaults(t *testing.T) {
 	if v := build(FaultKillEmpty).check(BackendRedlock3); v.OK() {
 		t.Errorf("overlap after kill-empty on redlock3 judged OK: %+v", v.Violations)
 	}
+	// On Redlock an early expiry is a limit only where it left less than
+	// a majority holding the key.
+	if v := build(FaultExpireBare).check(BackendRedlock3); !v.OK() {
+		t.Errorf("overlap after expire-bare on redlock3 judged a failure: %+v", v.Violations)
+	}
+	if v := build(FaultExpire).check(BackendRedlock5); v.OK() {
+		t.Errorf("overlap after expire on redlock5 judged OK: %+v", v.Violations)
+	}
 	if v := build(FaultLatency).check(BackendRedis); v.OK() {
 		t.Errorf("overlap after latency on redis judged OK: %+v", v.Violations)
 	}
@@ -235,7 +243,7 @@ func TestCheckCrashedClientEndsItsSection(t *testing.T) {
 // without WithReplicas, during a failover (on Cluster, not a partition).
 func TestExpectNeverExcusesFencing(t *testing.T) {
 	for _, backend := range Backends {
-		for _, f := range FaultsFor(backend) {
+		for _, f := range recordedFaults(backend) {
 			failover := f == FaultMasterKill || f == FaultMasterPause || f == FaultMasterPartition
 			splitBrain := failover && backend == BackendSentinel || backend == BackendCluster && f == FaultMasterPause
 			for _, k := range []Kind{StaleWrite, FenceRegression, HolderRefused} {

@@ -234,13 +234,27 @@ func (d *deployment) restartEmpty(i int) error {
 	return r.Restart()
 }
 
-// expire makes the lock key on Redis server i expire now.
-func (d *deployment) expire(i int, name string) error {
-	if len(d.redis) == 0 {
-		return errors.New("chaos: expire is a Redis fault")
+// lockValues returns the lock key's value on each Redis server: "" where
+// the key is absent or the server did not answer.
+func (d *deployment) lockValues(name string) []string {
+	vs := make([]string, len(d.redis))
+	for i, r := range d.redis {
+		vs[i], _ = r.Do("GET", "dlock:{"+name+"}")
 	}
-	_, err := d.redis[i].Do("PEXPIRE", "dlock:{"+name+"}", "1")
-	return err
+	return vs
+}
+
+// expireScript expires KEYS[1] now if its value is still ARGV[1].
+const expireScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], 1) end return 0`
+
+// expire makes the lock key on Redis server i expire now, if its value is
+// still value; it reports whether it did.
+func (d *deployment) expire(i int, name, value string) (bool, error) {
+	if len(d.redis) == 0 {
+		return false, errors.New("chaos: expire is a Redis fault")
+	}
+	n, err := d.redis[i].Do("EVAL", expireScript, "1", "dlock:{"+name+"}", value)
+	return n == "1", err
 }
 
 // leader returns the index of the ZooKeeper or etcd leader.

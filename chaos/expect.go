@@ -46,6 +46,7 @@ const (
 	FaultBlackhole    = "blackhole"      // drop all traffic to one server, both ways
 	FaultReset        = "reset"          // reset every connection to one server
 	FaultExpire       = "expire"         // expire the lock key on one server now (a clock jump)
+	FaultExpireBare   = "expire-bare"    // Redlock: an expire recorded so when the holder's key stood on no more than a majority (not scheduled)
 	FaultClientPause  = "client-pause"   // SIGSTOP the holder's process past its TTL
 	FaultPartition    = "partition"      // Redis, PostgreSQL, MariaDB, etcd: cut the holder off from every server past its TTL
 	FaultLeaderKill   = "leader-kill"    // ZooKeeper, etcd: kill -9 the leader; restart it
@@ -102,6 +103,10 @@ const (
 	limitExpire = "the key expired early on the only server (a forward jump of its clock); another client takes the " +
 		"lock while the holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
 
+	limitBareMajority = "a Redlock node's key expired early (a forward jump of its clock) while the holder's key stood on " +
+		"no more than a majority of the nodes: what is left is less than a majority, and another client takes the lock " +
+		"while the holder's lease is still valid by its own clock (the fenced register refuses the old holder's writes)"
+
 	limitFailover = "replication is asynchronous: a replica promoted by Sentinel or by the Cluster may lack the latest grant or " +
 		"renewal, and an isolated old master keeps serving the clients still connected to it, so the new master " +
 		"grants the lock while the old holder's lease is still valid (redislock.WithReplicas closes most of this)"
@@ -148,6 +153,9 @@ func Expect(backend, fault string, k Kind) string {
 		}
 		return ""
 	}
+	if fault == FaultExpireBare && redlockBackend(backend) {
+		return limitBareMajority
+	}
 	single := backend == BackendRedis || backend == BackendRedisAOF
 	if !single {
 		return ""
@@ -179,6 +187,21 @@ func splitBrain(backend, fault string) bool {
 		return fault == FaultMasterPause
 	}
 	return false
+}
+
+// redlockBackend reports whether backend is Redlock over several Redis servers.
+func redlockBackend(backend string) bool {
+	return backend == BackendRedlock3 || backend == BackendRedlock3RDB || backend == BackendRedlock5
+}
+
+// recordedFaults returns the faults a history of backend may record:
+// FaultsFor, and on Redlock FaultExpireBare after FaultExpire.
+func recordedFaults(backend string) []string {
+	fs := FaultsFor(backend)
+	if i := slices.Index(fs, FaultExpire); i >= 0 && redlockBackend(backend) {
+		fs = slices.Insert(fs, i+1, FaultExpireBare)
+	}
+	return fs
 }
 
 // Allowed returns the kinds of violation fault may cause on backend.

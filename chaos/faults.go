@@ -152,7 +152,20 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 	case FaultExpire:
 		hold = 0
 		in.awaitHolder(ctx) // expiring a free lock shows nothing
-		apply = func() error { return in.d.expire(node, in.name) }
+		var value string
+		var on int
+		node, value, on, kind = in.expiryTarget(node)
+		target = in.d.name(node)
+		if n := in.d.servers(); n > 1 {
+			target += fmt.Sprintf(", the key on %d of %d nodes", on, n)
+		}
+		apply = func() error {
+			expired, err := in.d.expire(node, in.name, value)
+			if err == nil && !expired {
+				in.hist.Add(Event{Op: OpLog, Value: "expire: the key changed before it could expire; nothing done"})
+			}
+			return err
+		}
 		heal = func() error { return nil }
 	case FaultClientPause:
 		in.awaitHolder(ctx)
@@ -184,6 +197,45 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		return fmt.Errorf("chaos: healing %s %s: %w", kind, target, herr)
 	}
 	return nil
+}
+
+// expiryTarget picks the server whose lock key an expire fault makes
+// expire: one that holds the key, else node. It returns the key's value
+// there, on how many servers the key has that value, and the kind to
+// record: FaultExpireBare on Redlock when the key stood on no more than a
+// majority of the nodes, so that what is left after the expiry is less
+// than a majority.
+func (in *injector) expiryTarget(node int) (int, string, int, string) {
+	vs := in.d.lockValues(in.name)
+	var held []int
+	for i, v := range vs {
+		if v != "" {
+			held = append(held, i)
+		}
+	}
+	if len(held) > 0 {
+		node = held[in.rng.IntN(len(held))]
+	}
+	value, kind := vs[node], FaultExpire
+	on := 0
+	if value != "" {
+		on = count(vs, value)
+	}
+	if n := len(vs); n > 1 && on > 0 && on <= n/2+1 {
+		kind = FaultExpireBare
+	}
+	return node, value, on, kind
+}
+
+// count returns how many of vs are v.
+func count(vs []string, v string) int {
+	n := 0
+	for _, x := range vs {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }
 
 // awaitHolder waits up to a TTL for a client to hold the lock.

@@ -17,10 +17,19 @@ var shortKind = map[Kind]string{LeaseOverlap: "lease overlaps", SectionOverlap: 
 func expectationMatrix() string {
 	var faults []string
 	for _, b := range Backends {
-		for _, f := range FaultsFor(b) {
-			if !slices.Contains(faults, f) {
-				faults = append(faults, f)
+		fs := recordedFaults(b)
+		for i, f := range fs {
+			if slices.Contains(faults, f) {
+				continue
 			}
+			at := len(faults)
+			if i > 0 && !slices.Contains(FaultsFor(b), f) { // recorded only: after the fault it is recorded for
+
+				if j := slices.Index(faults, fs[i-1]); j >= 0 {
+					at = j + 1
+				}
+			}
+			faults = slices.Insert(faults, at, f)
 		}
 	}
 	var sb strings.Builder
@@ -29,7 +38,7 @@ func expectationMatrix() string {
 		sb.WriteString("| " + f + " |")
 		for _, b := range Backends {
 			cell := "n/a"
-			if slices.Contains(FaultsFor(b), f) {
+			if slices.Contains(recordedFaults(b), f) {
 				var ks []string
 				for _, k := range Allowed(b, f) {
 					ks = append(ks, shortKind[k])

@@ -63,7 +63,8 @@ WithReplicas(1, TTL/10)), or all.
 
 Faults: kill, kill-empty (restart without data), pause (SIGSTOP a
 server), latency, blackhole, reset (connections), expire (the lock key,
-early: a clock jump; Redis), client-pause (SIGSTOP the holder past its
+early: a clock jump; Redis; on Redlock reported as expire-bare when the
+holder's key stood on no more than a majority of the nodes), client-pause (SIGSTOP the holder past its
 TTL), partition (cut the holder off; Redis, PostgreSQL, MariaDB, etcd),
 leader-kill (ZooKeeper, etcd), session-expiry and kill-empty-all (every
 member restarted without data; ZooKeeper), terminate (end the holder's
