@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -351,4 +352,111 @@ func TestIntegrationReleaseRacingRetakesLeavesNoKey(t *testing.T) {
 			t.Errorf("node %d expired %d lock keys: keys of released leases were left behind", i, n)
 		}
 	}
+}
+
+// Measures the retake calls per 1,000 grants, uncontended (1,000 grants)
+// and contended (8 goroutines on 2 Clients for 5s), over 3 nodes, with a
+// 150ms TTL and leases held 0-100ms, from the Conns' counts and the
+// servers' INFO commandstats: each acquire runs one LASTSAVE and one SET
+// of the lock key, so the SETs beyond the LASTSAVEs are retakes, fence
+// write-backs (quorum_fence) and counter lifts. It takes about a minute;
+// set DLOCK_MEASURE_RETAKE=1 to run it.
+func TestIntegrationMeasureRetakes(t *testing.T) {
+	if os.Getenv("DLOCK_MEASURE_RETAKE") == "" {
+		t.Skip("set DLOCK_MEASURE_RETAKE=1 to measure")
+	}
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	const ttl = 150 * time.Millisecond // a renewal every 50ms
+	ctx := timeout(t, 10*time.Minute)
+	stats := func() []map[string]int {
+		m := make([]map[string]int, len(servers))
+		for i, s := range servers {
+			m[i] = commandstats(t, s)
+		}
+		return m
+	}
+	// Δset − Δlastsave: each acquire runs LASTSAVE and one SET of the lock
+	// key; the other SETs are retakes, fence write-backs and lifts.
+	extraSets := func(before, after []map[string]int) (n int) {
+		for i := range before {
+			n += (after[i]["set"] - before[i]["set"]) - (after[i]["lastsave"] - before[i]["lastsave"])
+		}
+		return n
+	}
+	scripts := func(before, after []map[string]int) (n int) {
+		for i := range before {
+			n += after[i]["evalsha"] - before[i]["evalsha"] + after[i]["eval"] - before[i]["eval"]
+		}
+		return n
+	}
+	run := func(label string, clients, goroutines int, stop func(grants int) bool) {
+		var cs []*redlock.Client
+		var counted []*countingConn
+		for range clients {
+			c, cc := countedClient(t, servers, goRedis)
+			cs = append(cs, c)
+			counted = append(counted, cc...)
+		}
+		// Warm up: connections, script caches, a first grant of the slot.
+		for _, c := range cs {
+			if l, err := c.NewMutex("measure", redlock.WithTTL(ttl)).Lock(ctx); err == nil {
+				l.Release(ctx)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		for _, cc := range counted {
+			cc.take()
+		}
+		before := stats()
+		var mu sync.Mutex
+		grants := 0
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			m := cs[g%clients].NewMutex("measure", redlock.WithTTL(ttl))
+			wg.Go(func() {
+				for {
+					mu.Lock()
+					done := stop(grants)
+					mu.Unlock()
+					if done {
+						return
+					}
+					l, err := m.Lock(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					time.Sleep(rand.N(2 * ttl / 3)) // held 0–100ms: half the leases renew at least once
+					l.Release(ctx)
+					mu.Lock()
+					grants++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		for _, c := range cs {
+			c.Close()
+		}
+		after := stats()
+		calls := map[string]int{}
+		for _, cc := range counted {
+			for k, v := range cc.take() {
+				calls[k] += v
+			}
+		}
+		total := 0
+		for _, v := range calls {
+			total += v
+		}
+		per := func(n int) float64 { return 1000 * float64(n) / float64(grants) }
+		t.Logf("%s: %d grants; per 1,000 grants: %.1f retake calls (Conns), %.1f refresh calls, %.1f fence write-backs; "+
+			"servers: Δ(set−lastsave) %.1f (retakes + fence write-backs + lifts), Δ(evalsha+eval) %d vs %d script calls sent",
+			label, grants, per(calls["quorum_retake"]), per(calls["quorum_refresh"]), per(calls["quorum_fence"]),
+			per(extraSets(before, after)), scripts(before, after), total)
+	}
+	run("uncontended", 1, 1, func(grants int) bool { return grants >= 1000 })
+	end := time.Now().Add(5 * time.Second)
+	run("contended", 2, 8, func(int) bool { return time.Now().After(end) })
 }
