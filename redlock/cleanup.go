@@ -54,6 +54,9 @@ type sweep struct {
 	rel      <-chan reply
 	relLeft  int
 	acqKnown []acqOutcome
+	// before, if not nil, runs first: it waits for a retake under way and
+	// marks late the nodes where one may still land (see retake.go).
+	before func()
 }
 
 func (c *Client) newSweep(call transport.Call, ttl time.Duration) *sweep {
@@ -84,6 +87,9 @@ func (c *Client) start(s *sweep) {
 // cannot be reached gets one last try and is left: Close need not wait
 // for a node that is down.
 func (c *Client) runSweep(ctx context.Context, s *sweep) {
+	if s.before != nil {
+		s.before()
+	}
 	for range s.relLeft {
 		r := <-s.rel
 		switch {

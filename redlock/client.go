@@ -34,7 +34,8 @@ type Client struct {
 	workers workers
 
 	// background runs the clean-ups (the deletes of keys that failed
-	// attempts and releases left) and the nodes' configuration checks.
+	// attempts and releases left), the nodes' configuration checks, and
+	// the retakes that follow renewals (see retake.go).
 	background background.Group
 	// closed is closed when Close has released the leases: the clean-ups
 	// then make their last pass.

@@ -33,6 +33,22 @@
 // at Until. When more nodes than a majority can spare report that the key
 // is no longer this lease's, the lease ends at once with dlock.ErrTakenOver.
 //
+// A lease can be granted on a bare majority: a competitor's failed attempt
+// held the other nodes, and deletes its keys there only afterwards. So
+// once a majority has extended a lease, by the watchdog or by Refresh, the
+// nodes that answered that its key is absent (not held by another owner,
+// and not silent) are taken back: a script sets the key there with the
+// lease's token and TTL only if it is absent, one pipelined call per node
+// for all such leases of a batch, and no call at all when every node held
+// the key. The watchdog does this in the background, after waiting at most
+// the node timeout for the nodes that had not answered when the extension
+// was decided. A retake never counts as an extension, and a lease that no
+// majority extended takes nothing back: keys deleted on a majority (by
+// ForceUnlock) still end it with dlock.ErrTakenOver. A retake under way
+// when Release begins has returned before the release sends its deletes,
+// and none is sent after; a node whose retake call failed without a reply
+// is looked at again, as one whose acquire timed out is (below).
+//
 // Release returns once a majority has deleted the key; it waits for them
 // until the lease's Until, not only one node timeout, since a release that
 // comes late is still true; if the lease runs out first, Release returns
@@ -120,6 +136,15 @@
 // a node that refuses them fails every attempt with an error naming the
 // fix. WithoutRestartDetection turns all of this off (unsafe).
 //
+// Nor does it cover a node that loses one lock key early, by a forward
+// jump of its clock, a DEL or an eviction, while the holder stands on a
+// bare majority: that node and those the holder does not stand on then
+// make a majority for another client while the lease is valid. A holder stands on a bare majority
+// from a grant that a competitor's attempt contested until its first
+// renewal (TTL/3), which takes back the nodes the competitor freed, and
+// while other nodes cannot be reached. A holder on more nodes keeps a
+// majority, and its next renewal takes the node back.
+//
 // # Why fences strictly increase
 //
 // Each node keeps a fence counter per Cluster slot (see package
@@ -163,6 +188,12 @@
 // 100ms. A node that loses its data without a restart (above) lifts its
 // counter at once: fences still increase if the loss comes more than
 // S + S′ + 100ms after the last grant.
+//
+// A renewal may take the key, later, on nodes outside W (see Extending,
+// above), with our token and TTL and without touching their counters. The
+// argument needs only W: any later majority B still shares a node with W,
+// whatever other nodes hold our key, and a key taken outside W can only
+// keep a later holder from that node for longer.
 //
 // The write-back costs one more round trip. It happens when the counters
 // of the nodes that took the key disagree: on the first grant of a slot

@@ -24,6 +24,8 @@ type grant struct {
 	acq        []acqOutcome
 	acqReplies <-chan reply
 	acqLeft    int
+
+	retakeState // see retake.go
 }
 
 var _ dlock.Lease = (*grant)(nil)
@@ -52,6 +54,11 @@ func (g *grant) forget() {
 			s.del[i] = true
 		}
 		s.acq, s.acqLeft, s.acqKnown = g.acqReplies, g.acqLeft, g.acq
+		s.before = func() { // the lease has ended: no retake starts after this
+			for i, late := range g.mayLandLate() {
+				s.late[i] = s.late[i] || late
+			}
+		}
 		g.m.c.start(s)
 	}
 }
@@ -61,14 +68,14 @@ type tally struct {
 	ok, notOurs int
 	errs        []error
 	failed      []bool // by node: no answer
-	absent      []bool // by node: answered that the key is not this lease's
+	absent      []bool // by node: answered that the key is absent (counted in notOurs); nil if none did
 }
 
 func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) tally {
 	c := g.m.c
 	call := transport.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
 	replies := c.fanOut(ctx, call)
-	t := tally{failed: make([]bool, len(c.nodes)), absent: make([]bool, len(c.nodes))}
+	t := tally{failed: make([]bool, len(c.nodes))}
 	for range c.nodes {
 		r := <-replies
 		switch {
@@ -79,10 +86,22 @@ func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) 
 			t.ok++
 		default:
 			t.notOurs++
-			t.absent[r.node] = true
+			t.markAbsent(r.res.Val, r.node, len(c.nodes))
 		}
 	}
 	return t
+}
+
+// markAbsent records node i as one that answered that the key is absent,
+// if v (a quorum_refresh reply that is not 1) says so.
+func (t *tally) markAbsent(v any, i, n int) {
+	if v != int64(-1) {
+		return
+	}
+	if t.absent == nil {
+		t.absent = make([]bool, n)
+	}
+	t.absent[i] = true
 }
 
 // extended applies the outcome of an extension sent at start. It reports
@@ -112,14 +131,18 @@ func (g *grant) extended(t tally, start time.Time) bool {
 }
 
 // Refresh extends the lease to a full TTL if a majority extends it before
-// the current Until.
+// the current Until; it then takes the nodes that answered that the key is
+// absent (see retake.go).
 func (g *grant) Refresh(ctx context.Context) error {
 	if ended, err := g.Ended(false); ended {
 		return err
 	}
 	start := time.Now()
-	t := g.run(ctx, redisscript.Refresh, g.m.ttl)
+	t := g.run(ctx, redisscript.QuorumRefresh, g.m.ttl)
 	if g.extended(t, start) {
+		if t.absent != nil {
+			g.m.c.retake(ctx, []retakeJob{{g, t.absent}})
+		}
 		return nil
 	}
 	if ended, err := g.Ended(false); ended {
@@ -141,6 +164,9 @@ func (g *grant) Release(ctx context.Context) error {
 	}
 	c := g.m.c
 	n := len(c.nodes)
+	// A retake under way has returned once mayLandLate does, and none
+	// starts after BeginRelease (see retake.go).
+	retook := g.mayLandLate()
 late:
 	for g.acqLeft > 0 { // the acquire's late replies that have come
 		select {
@@ -149,6 +175,11 @@ late:
 			g.acq[r.node] = outcomeOf(r)
 		default:
 			break late
+		}
+	}
+	for i, late := range retook {
+		if late { // a retake whose call failed may still set the key, as an acquire may
+			g.acq[i] = acqUnknown
 		}
 	}
 	call := transport.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}

@@ -12,13 +12,15 @@ import (
 
 // renewBatch extends a batch of leases: one pipelined round trip per node,
 // all nodes in parallel. It returns as soon as every lease's outcome is
-// decided, so a paused or slow minority does not hold the batch up.
+// decided, so a paused or slow minority does not hold the batch up. The
+// leases a majority extended are then retaken, in the background, on the
+// nodes that answered that their key is absent (see retake.go).
 func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
 	calls := make([]transport.Call, len(batch))
 	deadline := time.Now().Add(time.Minute)
 	for i, e := range batch {
 		g := e.Value.(*grant)
-		calls[i] = transport.Call{Script: redisscript.Refresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
+		calls[i] = transport.Call{Script: redisscript.QuorumRefresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
 		if u := g.Until(); u.Before(deadline) {
 			deadline = u
 		}
@@ -26,10 +28,6 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	// A batch may be thousands of calls, so it is bounded by the earliest
 	// lease's deadline rather than by the node timeout of one operation.
 	ctx, cancel := context.WithDeadline(ctx, deadline)
-	type nodeResults struct {
-		node    int
-		results []transport.Result
-	}
 	arrivals := make(chan nodeResults, len(c.nodes))
 	start := time.Now()
 	for i, n := range c.nodes {
@@ -39,12 +37,13 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 			arrivals <- nodeResults{i, results}
 		}()
 	}
-	defer cancel() // the remaining nodes' replies are no longer needed
 
 	tallies := make([]tally, len(batch))
 	spare := len(c.nodes) - c.quorum // nodes a lease can do without
-	for answered := 0; answered < len(c.nodes); answered++ {
+	answered := 0
+	for answered < len(c.nodes) {
 		a := <-arrivals
+		answered++
 		for i, r := range a.results {
 			t := &tallies[i]
 			switch {
@@ -54,25 +53,80 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 				t.ok++
 			default:
 				t.notOurs++
+				t.markAbsent(r.Val, a.node, len(c.nodes))
 			}
 		}
-		if answered+1 >= c.quorum && allDecided(tallies, c.quorum, spare) {
+		if answered >= c.quorum && allDecided(tallies, c.quorum, spare) {
 			break
 		}
 	}
 	now := time.Now()
 	next := make([]time.Time, len(batch))
+	var extended []int // into batch
+	absent := false    // some lease in extended has a node without its key
 	for i, e := range batch {
 		g := e.Value.(*grant)
 		period := g.m.cfg.ttl / 3
 		switch {
 		case g.extended(tallies[i], start):
 			next[i] = now.Add(period)
+			extended = append(extended, i)
+			absent = absent || tallies[i].absent != nil
 		case g.Err() == nil: // no majority this time: try again soon
 			next[i] = now.Add(period / 4)
 		}
 	}
+	left := len(c.nodes) - answered
+	if len(extended) == 0 || !absent && left == 0 || !c.background.Go(func(bctx context.Context) {
+		c.retakeAbsent(bctx, batch, tallies, extended, arrivals, left, cancel)
+	}) {
+		cancel() // the remaining nodes' replies are no longer needed
+	}
 	return next
+}
+
+// nodeResults are one node's replies to a batch.
+type nodeResults struct {
+	node    int
+	results []transport.Result
+}
+
+// retakeAbsent retakes the leases of a batch that a majority extended,
+// extended, on the nodes that answered that their key is absent. It first
+// waits, at most the node timeout, for the left nodes that had not
+// answered when the batch was decided (the batch does not wait for them),
+// then calls cancel, which ends their calls.
+func (c *Client) retakeAbsent(ctx context.Context, batch []*renewal.Entry, tallies []tally, extended []int,
+	arrivals <-chan nodeResults, left int, cancel context.CancelFunc) {
+	if left > 0 {
+		wait := time.NewTimer(c.cfg.nodeTimeout)
+	late:
+		for ; left > 0; left-- {
+			select {
+			case a := <-arrivals:
+				for _, i := range extended {
+					if r := a.results[i]; r.Err == nil {
+						tallies[i].markAbsent(r.Val, a.node, len(c.nodes))
+					}
+				}
+			case <-wait.C:
+				break late
+			case <-ctx.Done():
+				break late
+			}
+		}
+		wait.Stop()
+	}
+	cancel()
+	var jobs []retakeJob
+	for _, i := range extended {
+		if t := tallies[i]; t.absent != nil {
+			jobs = append(jobs, retakeJob{batch[i].Value.(*grant), t.absent})
+		}
+	}
+	if len(jobs) > 0 {
+		c.retake(ctx, jobs)
+	}
 }
 
 // allDecided reports whether every tally has reached a majority of

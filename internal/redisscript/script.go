@@ -112,6 +112,8 @@ var (
 	ReentrantRelease = loadWaking("reentrant_release.lua")
 	ReentrantRefresh = load("reentrant_refresh.lua")
 	QuorumFence      = load("quorum_fence.lua")
+	QuorumRefresh    = load("quorum_refresh.lua")
+	QuorumRetake     = load("quorum_retake.lua")
 )
 
 // A ReplyError is an error reply from the server, as opposed to a failure

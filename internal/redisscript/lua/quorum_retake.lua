@@ -1,0 +1,10 @@
+-- quorum_retake: take back, for a Redlock lease that a majority of nodes
+-- has just extended, a node where the lease's key is absent (the node
+-- lost it, or a competitor's failed attempt held it at the grant).
+-- KEYS[1] lock key          ARGV[1] owner token    ARGV[2] TTL in milliseconds
+-- Returns 1 when the key was set, 0 when the node holds a key already: it
+-- never overwrites another owner's key. The fence counter is not touched.
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 1
+end
+return 0

@@ -1,0 +1,462 @@
+package redlock_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redlock"
+)
+
+// countedClient returns a Client over servers whose Conns count the
+// scripts they send, and the counters.
+func countedClient(t testing.TB, servers []*testenv.Redis, open opener, opts ...redlock.ClientOption) (*redlock.Client, []*countingConn) {
+	cs := make([]redislock.Conn, len(servers))
+	counted := make([]*countingConn, len(servers))
+	for i, s := range servers {
+		counted[i] = &countingConn{Conn: open(t, s.Addr()), calls: map[string]int{}}
+		cs[i] = counted[i]
+	}
+	c := redlock.New(cs, opts...)
+	t.Cleanup(func() { c.Close() })
+	return c, counted
+}
+
+// sum takes and adds up the counts of script name over counted.
+func sum(counted []*countingConn, name string) int {
+	n := 0
+	for _, cc := range counted {
+		n += cc.take()[name]
+	}
+	return n
+}
+
+// holdsOn returns how many of servers hold token's key for name.
+func holdsOn(servers []*testenv.Redis, name, token string) int {
+	n := 0
+	for _, v := range values(servers, name) {
+		if v == token {
+			n++
+		}
+	}
+	return n
+}
+
+// A holder that won on a bare majority, because a competitor's failed
+// attempt held the third node at its grant, takes that node once it is
+// free, at its next renewal (or Refresh): then one node that loses the key
+// (a forward jump of its clock, here PEXPIRE 1) no longer lets another
+// client take the lock while the lease is valid. Without the retake the
+// holder stands on two nodes for its whole lease, and the other client
+// wins the freed node and the expired one: a double grant.
+func TestIntegrationRetakeAfterContestedGrant(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	const ttl = 3 * time.Second
+	for _, tr := range transports {
+		for _, how := range []string{"watchdog", "Refresh"} {
+			t.Run(tr.name+"/"+how, func(t *testing.T) {
+				name := "contested-" + tr.name + "-" + how
+				ctx := timeout(t, 30*time.Second)
+				slow := redlock.WithNodeTimeout(time.Second) // the test is about votes, not speed
+				opts := []redlock.Option{redlock.WithTTL(ttl)}
+				if how == "Refresh" {
+					opts = append(opts, redlock.WithoutRenewal())
+				}
+				// Node 2 is held by a competitor's attempt at the grant.
+				servers[2].Do("SET", lockKey(name), "competitor", "PX", "60000")
+				a, err := newClient(t, addrsOf(servers), tr.open, slow).NewMutex(name, opts...).Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				holding(t, servers[:2], name, a.Token())
+				servers[2].Do("DEL", lockKey(name)) // the failed attempt's clean-up
+				if how == "Refresh" {
+					if err := a.Refresh(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// One renewal period (TTL/3) and some: the retake follows
+				// the renewal's reply.
+				for deadline := time.Now().Add(ttl/3 + time.Second); holdsOn(servers, name, a.Token()) < 3; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Errorf("%v after the grant (renewal every %v) the nodes hold %q; want the holder's token on all three",
+							ttl/3+time.Second, ttl/3, values(servers, name))
+						break
+					}
+				}
+				servers[0].Do("PEXPIRE", lockKey(name), "1") // node 0 loses the key early
+				time.Sleep(10 * time.Millisecond)
+				b, err := newClient(t, addrsOf(servers), tr.open, slow).NewMutex(name, redlock.WithTTL(ttl)).TryLock(ctx)
+				if err == nil {
+					t.Errorf("double grant: B holds the lock (fence %d) while A's lease (fence %d) is valid until %v (A's Err %v); nodes %q",
+						b.Fence(), a.Fence(), time.Until(a.Until()).Round(time.Millisecond), a.Err(), values(servers, name))
+					b.Release(ctx)
+				} else if !errors.Is(err, dlock.ErrNotObtained) {
+					t.Errorf("B's TryLock = %v; want ErrNotObtained", err)
+				}
+				if a.Err() != nil {
+					t.Errorf("A's lease ended: %v", a.Err())
+				}
+				if err := a.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				gone(t, servers, name)
+			})
+		}
+	}
+}
+
+// A key of another owner on a node is never overwritten: the renewal's
+// reply tells it from an absent key, and no retake is even sent.
+func TestIntegrationRetakeLeavesOtherOwnersKey(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	const ttl = 1200 * time.Millisecond
+	ctx := timeout(t, 30*time.Second)
+	c, counted := countedClient(t, servers, goRedis, redlock.WithNodeTimeout(300*time.Millisecond))
+	servers[2].Do("SET", lockKey("other"), "other-owner", "PX", "60000")
+	a, err := c.NewMutex("other", redlock.WithTTL(ttl)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holding(t, servers[:2], "other", a.Token())
+	time.Sleep(4 * ttl / 3) // four renewals
+	if err := a.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := values(servers, "other"); v[0] != a.Token() || v[1] != a.Token() || v[2] != "other-owner" {
+		t.Errorf("after four renewals and a Refresh the nodes hold %q; want A's token on nodes 0 and 1, the other owner's on node 2", v)
+	}
+	if pttl, _ := servers[2].Do("PTTL", lockKey("other")); atoi(pttl) < 50000 {
+		t.Errorf("the other owner's key has %sms left; want its own TTL, untouched", pttl)
+	}
+	if n := sum(counted, "quorum_retake"); n != 0 {
+		t.Errorf("%d retake calls for a node that another owner holds; want none", n)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := values(servers, "other"); v[2] != "other-owner" {
+		t.Errorf("after the release node 2 holds %q; want the other owner's key", v[2])
+	}
+}
+
+// afterRenewal waits until the key on s has just been extended (its PTTL
+// went up), so that the next renewal is a period away.
+func afterRenewal(t testing.TB, s *testenv.Redis, name string, period time.Duration) {
+	last := int64(-1)
+	for deadline := time.Now().Add(3 * period); ; time.Sleep(time.Millisecond) {
+		p, err := s.Do("PTTL", lockKey(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := atoi(p); last >= 0 && n > last {
+			return
+		} else {
+			last = n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no renewal of %s on %s within %v", name, s.Addr(), 3*period)
+		}
+	}
+}
+
+// Keys deleted on a majority (an operator's force-unlock) are not taken
+// back: no majority extended the lease, so the next renewal ends it with
+// ErrTakenOver, and no key is left on any node once the key the third node
+// held has expired (within the TTL from the last extension, which came
+// before the loss). The nodes that lost the key never get it back.
+func TestIntegrationForceUnlockOnMajorityNotRetaken(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	const ttl = 1500 * time.Millisecond
+	ctx := timeout(t, 30*time.Second)
+	c, counted := countedClient(t, servers, goRedis, redlock.WithNodeTimeout(time.Second))
+	a, err := c.NewMutex("forced", redlock.WithTTL(ttl)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holding(t, servers, "forced", a.Token())
+	// Right after a renewal, so that none falls between the two deletes
+	// (a renewal that saw one node without the key and two with it would
+	// rightly take it back).
+	afterRenewal(t, servers[2], "forced", ttl/3)
+	for _, s := range servers[:2] {
+		s.Do("DEL", lockKey("forced"))
+	}
+	deleted := time.Now()
+	retaken := false
+	for ended := false; !ended; {
+		select {
+		case <-a.Done():
+			ended = true
+		case <-time.After(5 * time.Millisecond):
+		}
+		if holdsOn(servers[:2], "forced", a.Token()) > 0 {
+			retaken = true
+		}
+		if time.Since(deleted) > 2*ttl {
+			t.Fatalf("the lease is still held %v after its key was deleted on two of three nodes: %q", 2*ttl, values(servers, "forced"))
+		}
+	}
+	if !errors.Is(a.Err(), dlock.ErrTakenOver) {
+		t.Errorf("Err after the key was deleted on two of three nodes = %v; want ErrTakenOver", a.Err())
+	}
+	t.Logf("the lease ended %v after the deletes (renewal every %v)", time.Since(deleted).Round(time.Millisecond), ttl/3)
+	if retaken {
+		t.Errorf("a node whose key was deleted got it back: %q", values(servers, "forced"))
+	}
+	// Horizon: the third node's key expires within the TTL of its last
+	// extension, which came before the lease ended.
+	horizon := time.Now().Add(ttl + 200*time.Millisecond)
+	for ; ; time.Sleep(10 * time.Millisecond) {
+		v := values(servers, "forced")
+		if strings.Join(v[:2], "") != "" {
+			t.Fatalf("after the loss nodes 0 and 1 hold %q; want nothing", v[:2])
+		}
+		if strings.Join(v, "") == "" {
+			break
+		}
+		if time.Now().After(horizon) {
+			t.Fatalf("a TTL (%v) after the lease ended the nodes hold %q; want nothing", ttl, v)
+		}
+	}
+	if n := sum(counted, "quorum_retake"); n != 0 {
+		t.Errorf("%d retake calls; want none, since no majority extended the lease after the deletes", n)
+	}
+}
+
+// expiredKeys returns the expired_keys of INFO stats: how many keys s has
+// expired since it started.
+func expiredKeys(t testing.TB, s *testenv.Redis) int64 {
+	info, err := s.Do("INFO", "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "expired_keys:"); ok {
+			return atoi(v)
+		}
+	}
+	t.Fatalf("no expired_keys in INFO stats of %s", s.Addr())
+	return 0
+}
+
+// Releases racing renewals and their retakes leave no key behind: many
+// short leases with frequent renewals, node 2's key deleted by hand after
+// each grant, so that renewals retake it, released at random points of
+// their renewal period. Node 2 is behind a proxy that delays each way by
+// 30ms: a renewal is decided on nodes 0 and 1 before node 2 answers, and
+// its retake of node 2 follows node 2's late reply, so that a Release
+// often comes between the renewal and its retake. A retake sent after the
+// release's delete would leave a key that then expires: every key the test
+// makes is deleted instead (by a release, the clean-up, or the test), so
+// no node may expire any (expired_keys stays the same). After Close no
+// node holds a key.
+func TestIntegrationReleaseRacingRetakesLeavesNoKey(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	const (
+		ttl     = 300 * time.Millisecond // a renewal every 100ms
+		workers = 4
+		rounds  = 25
+	)
+	ctx := timeout(t, 60*time.Second)
+	slow := testenv.StartProxy(t, servers[2].Addr())
+	slow.SetLatency(30 * time.Millisecond)
+	cs := make([]redislock.Conn, len(servers))
+	counted := make([]*countingConn, len(servers))
+	for i, s := range servers {
+		addr := s.Addr()
+		if i == 2 {
+			addr = slow.Addr()
+		}
+		counted[i] = &countingConn{Conn: goRedis(t, addr), calls: map[string]int{}}
+		cs[i] = counted[i]
+	}
+	c := redlock.New(cs, redlock.WithNodeTimeout(100*time.Millisecond))
+	t.Cleanup(func() { c.Close() })
+	expiredBefore := make([]int64, len(servers))
+	for i, s := range servers {
+		expiredBefore[i] = expiredKeys(t, s)
+	}
+	var (
+		mu       sync.Mutex
+		notHeld  []string // leases that ended before their Release
+		released int
+	)
+	names := make([]string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		names[w] = fmt.Sprintf("race-%d", w)
+		wg.Go(func() {
+			m := c.NewMutex(names[w], redlock.WithTTL(ttl))
+			for r := range rounds {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for deadline := time.Now().Add(5 * time.Second); holdsOn(servers, names[w], l.Token()) < 3; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Errorf("%s round %d: the key is not on every node 5s after Lock: %q", names[w], r, values(servers, names[w]))
+						break
+					}
+				}
+				servers[2].Do("DEL", lockKey(names[w]))
+				time.Sleep(rand.N(2 * ttl / 3))
+				err = l.Release(ctx)
+				mu.Lock()
+				if err != nil {
+					notHeld = append(notHeld, fmt.Sprintf("%s round %d: %v", names[w], r, err))
+				} else {
+					released++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	retakes := sum(counted, "quorum_retake")
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	t.Logf("%d leases released, %d retake calls; Close took %v", released, retakes, time.Since(start).Round(time.Millisecond))
+	for _, name := range names {
+		if left := leftKeys(t, servers, name); len(left) > 0 {
+			t.Errorf("after Close: %s", strings.Join(left, "; "))
+		}
+	}
+	if retakes == 0 {
+		t.Errorf("no retake call in %d leases whose key was deleted on one node; the test raced nothing", released)
+	}
+	if len(notHeld) > 0 {
+		// A lease that ran out (a loaded machine) leaves keys that expire:
+		// the count below cannot tell them from a late retake's.
+		t.Logf("not every lease was held at its release: %s; expired_keys not checked", strings.Join(notHeld, "; "))
+		return
+	}
+	time.Sleep(ttl + 200*time.Millisecond) // a late retake's key expires (the server expires keys every 100ms)
+	for i, s := range servers {
+		if n := expiredKeys(t, s) - expiredBefore[i]; n != 0 {
+			t.Errorf("node %d expired %d lock keys: keys of released leases were left behind", i, n)
+		}
+	}
+}
+
+// Measures the retake calls per 1,000 grants, uncontended (1,000 grants)
+// and contended (8 goroutines on 2 Clients for 5s), over 3 nodes, with a
+// 150ms TTL and leases held 0-100ms, from the Conns' counts and the
+// servers' INFO commandstats: each acquire runs one LASTSAVE and one SET
+// of the lock key, so the SETs beyond the LASTSAVEs are retakes, fence
+// write-backs (quorum_fence) and counter lifts. It takes about a minute;
+// set DLOCK_MEASURE_RETAKE=1 to run it.
+func TestIntegrationMeasureRetakes(t *testing.T) {
+	if os.Getenv("DLOCK_MEASURE_RETAKE") == "" {
+		t.Skip("set DLOCK_MEASURE_RETAKE=1 to measure")
+	}
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	const ttl = 150 * time.Millisecond // a renewal every 50ms
+	ctx := timeout(t, 10*time.Minute)
+	stats := func() []map[string]int {
+		m := make([]map[string]int, len(servers))
+		for i, s := range servers {
+			m[i] = commandstats(t, s)
+		}
+		return m
+	}
+	// Δset − Δlastsave: each acquire runs LASTSAVE and one SET of the lock
+	// key; the other SETs are retakes, fence write-backs and lifts.
+	extraSets := func(before, after []map[string]int) (n int) {
+		for i := range before {
+			n += (after[i]["set"] - before[i]["set"]) - (after[i]["lastsave"] - before[i]["lastsave"])
+		}
+		return n
+	}
+	scripts := func(before, after []map[string]int) (n int) {
+		for i := range before {
+			n += after[i]["evalsha"] - before[i]["evalsha"] + after[i]["eval"] - before[i]["eval"]
+		}
+		return n
+	}
+	run := func(label string, clients, goroutines int, stop func(grants int) bool) {
+		var cs []*redlock.Client
+		var counted []*countingConn
+		for range clients {
+			c, cc := countedClient(t, servers, goRedis)
+			cs = append(cs, c)
+			counted = append(counted, cc...)
+		}
+		// Warm up: connections, script caches, a first grant of the slot.
+		for _, c := range cs {
+			if l, err := c.NewMutex("measure", redlock.WithTTL(ttl)).Lock(ctx); err == nil {
+				l.Release(ctx)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		for _, cc := range counted {
+			cc.take()
+		}
+		before := stats()
+		var mu sync.Mutex
+		grants := 0
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			m := cs[g%clients].NewMutex("measure", redlock.WithTTL(ttl))
+			wg.Go(func() {
+				for {
+					mu.Lock()
+					done := stop(grants)
+					mu.Unlock()
+					if done {
+						return
+					}
+					l, err := m.Lock(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					time.Sleep(rand.N(2 * ttl / 3)) // held 0–100ms: half the leases renew at least once
+					l.Release(ctx)
+					mu.Lock()
+					grants++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		for _, c := range cs {
+			c.Close()
+		}
+		after := stats()
+		calls := map[string]int{}
+		for _, cc := range counted {
+			for k, v := range cc.take() {
+				calls[k] += v
+			}
+		}
+		total := 0
+		for _, v := range calls {
+			total += v
+		}
+		per := func(n int) float64 { return 1000 * float64(n) / float64(grants) }
+		t.Logf("%s: %d grants; per 1,000 grants: %.1f retake calls (Conns), %.1f refresh calls, %.1f fence write-backs; "+
+			"servers: Δ(set−lastsave) %.1f (retakes + fence write-backs + lifts), Δ(evalsha+eval) %d vs %d script calls sent",
+			label, grants, per(calls["quorum_retake"]), per(calls["quorum_refresh"]), per(calls["quorum_fence"]),
+			per(extraSets(before, after)), scripts(before, after), total)
+	}
+	run("uncontended", 1, 1, func(grants int) bool { return grants >= 1000 })
+	end := time.Now().Add(5 * time.Second)
+	run("contended", 2, 8, func(int) bool { return time.Now().After(end) })
+}
