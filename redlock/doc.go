@@ -139,11 +139,12 @@
 // Nor does it cover a node that loses one lock key early, by a forward
 // jump of its clock, a DEL or an eviction, while the holder stands on a
 // bare majority: that node and those the holder does not stand on then
-// make a majority for another client while the lease is valid. A holder stands on a bare majority
-// from a grant that a competitor's attempt contested until its first
-// renewal (TTL/3), which takes back the nodes the competitor freed, and
-// while other nodes cannot be reached. A holder on more nodes keeps a
-// majority, and its next renewal takes the node back.
+// make a majority for another client while the lease is valid. A holder
+// stands on a bare majority from a grant that a competitor's attempt
+// contested until its first renewal (TTL/3), which takes back the nodes
+// the competitor freed, and while other nodes cannot be reached. A holder
+// on more nodes keeps a majority, and its next renewal takes the node
+// back.
 //
 // # Why fences strictly increase
 //
