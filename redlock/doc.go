@@ -27,10 +27,11 @@
 //
 // # Extending, losing and releasing
 //
-// The watchdog extends a lease every TTL/3, with one pipelined round trip
-// per node for all due leases of a Client. An extension counts only if a
-// majority extended it before the current Until; otherwise the lease ends
-// at Until. When more nodes than a majority can spare report that the key
+// The watchdog extends a lease every TTL/3 (the first time after TTL/10
+// when a node did not take the key at the grant, or had not answered),
+// with one pipelined round trip per node for all due leases of a Client.
+// An extension counts only if a majority extended it before the current
+// Until; otherwise the lease ends at Until. When more nodes than a majority can spare report that the key
 // is no longer this lease's, the lease ends at once with dlock.ErrTakenOver.
 //
 // A lease can be granted on a bare majority: a competitor's failed attempt
@@ -141,7 +142,7 @@
 // bare majority: that node and those the holder does not stand on then
 // make a majority for another client while the lease is valid. A holder
 // stands on a bare majority from a grant that a competitor's attempt
-// contested until its first renewal (TTL/3), which takes back the nodes
+// contested until its first renewal (TTL/10), which takes back the nodes
 // the competitor freed, and while other nodes cannot be reached. A holder
 // on more nodes keeps a majority, and its next renewal takes the node
 // back.

@@ -265,12 +265,27 @@ late:
 		return nil, ErrClosed
 	}
 	if m.cfg.renew {
-		m.c.renew.Add(&g.entry, m.cfg.ttl/3)
+		m.c.renew.AddFirst(&g.entry, m.cfg.ttl/3, m.firstRenewal(outcome))
 	}
 	if err := lease.Fresh(ctx, g, m.cfg.ttl); err != nil {
 		return nil, err
 	}
 	return g, nil // late replies are part of our lock; Release reaches them
+}
+
+// firstRenewal returns when a grant is first renewed: after TTL/3 if
+// every node took its key, and otherwise after TTL/10, so that the renewal
+// takes back sooner the nodes a competitor's attempt held (see retake.go).
+// A node yet to answer counts as one that did not take it: its reply may
+// be a refusal. A lease released sooner costs nothing; one held longer,
+// one renewal more.
+func (m *Mutex) firstRenewal(outcome []acqOutcome) time.Duration {
+	for _, o := range outcome {
+		if o != acqTaken {
+			return m.cfg.ttl / 10
+		}
+	}
+	return m.cfg.ttl / 3
 }
 
 // took returns the nodes whose acquire took the key, voters or not: the

@@ -62,13 +62,18 @@ func New(fn RenewFunc) *Scheduler {
 // Add schedules e for renewal every period, the first at now+period. It
 // reports false if the scheduler is closed.
 func (s *Scheduler) Add(e *Entry, period time.Duration) bool {
+	return s.AddFirst(e, period, period)
+}
+
+// AddFirst is like Add, with the first renewal at now+first.
+func (s *Scheduler) AddFirst(e *Entry, period, first time.Duration) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return false
 	}
 	e.period = period
-	e.due = time.Now().Add(period)
+	e.due = time.Now().Add(first)
 	heap.Push(&s.q, e)
 	if s.inFlight < MaxInFlight && (s.armedAt.IsZero() || e.due.Before(s.armedAt)) {
 		s.arm(e.due)
