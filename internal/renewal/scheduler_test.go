@@ -126,3 +126,28 @@ func TestBatchesRunInParallel(t *testing.T) {
 		t.Errorf("at most %d batches ran at once; want between 2 and %d", m, MaxInFlight)
 	}
 }
+
+// AddFirst renews first after first, not after period; the entry keeps
+// period for batching.
+func TestAddFirst(t *testing.T) {
+	fired := make(chan time.Time, 1)
+	s := New(func(_ context.Context, batch []*Entry) []time.Time {
+		fired <- time.Now()
+		return make([]time.Time, len(batch)) // stop renewing
+	})
+	defer s.Close()
+	e := &Entry{}
+	start := time.Now()
+	s.AddFirst(e, time.Hour, 20*time.Millisecond)
+	select {
+	case at := <-fired:
+		if d := at.Sub(start); d < 20*time.Millisecond {
+			t.Errorf("first renewal after %v; want at least 20ms", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no renewal 30s after AddFirst with a first renewal after 20ms")
+	}
+	if e.period != time.Hour {
+		t.Errorf("period %v; want 1h", e.period)
+	}
+}
