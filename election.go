@@ -51,6 +51,17 @@ type Election interface {
 
 	// Leader returns the current leader, or an error matching ErrNoLeader
 	// when there is none.
+	//
+	// A leader that resigns, or whose lease ends while it can still reach
+	// the servers, is no longer named once its Done has closed. A leader
+	// cut off from the servers (a paused process, a partition) cannot take
+	// its claim back: Leader names it until the servers expire the claim
+	// by their own clocks, which can be later than the leader's Until,
+	// when its Done closed. How much later is each backend's leader
+	// horizon, stated in its NewElection documentation: about the drift
+	// allowance (Drift) on Redis, Redlock, PostgreSQL and MySQL, half a
+	// second on etcd, and most of the session timeout on ZooKeeper. Act
+	// on a leader only with its term as a fence, as for any lease.
 	Leader(ctx context.Context) (Leader, error)
 
 	// Observe returns a channel that receives each new leader, in order:

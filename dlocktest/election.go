@@ -22,6 +22,19 @@ type ElectionBackend struct {
 	// process, whose renewals stop.
 	NewElection func(t testing.TB, name string, o Options) dlock.Election
 
+	// CutOff returns an election like NewElection's, on a client whose
+	// every connection to the servers passes through a fault proxy, and a
+	// function that cuts those connections off (every byte dropped, both
+	// ways), as a paused process or a partition leaves a leader; the cut
+	// is healed when t ends, so that the client closes promptly. Required.
+	CutOff func(t testing.TB, name string, o Options) (e dlock.Election, cut func())
+
+	// LeaderHorizon is how long after the Until of a leader that was cut
+	// off the backend's Leader may still name it, as its package
+	// documents: the servers keep the leader's claim until they expire it
+	// by their own clocks.
+	LeaderHorizon time.Duration
+
 	// Handover bounds how long a campaign waiting for a leader that
 	// resigns, or whose lease ran out, takes to notice that the election
 	// is free: the longest sleep of the backend's retry strategy when no
@@ -38,8 +51,8 @@ var ElectionTTL = time.Second
 // a leader whose renewals stop is replaced within its TTL; Campaign honours
 // its context; Leader reports a vacancy with ErrNoLeader.
 func RunElection(t *testing.T, b ElectionBackend) {
-	if b.NewElection == nil {
-		t.Fatal("dlocktest: ElectionBackend.NewElection is required")
+	if b.NewElection == nil || b.CutOff == nil {
+		t.Fatal("dlocktest: ElectionBackend.NewElection and CutOff are required")
 	}
 	s := &electionSuite{b: b}
 	t.Run("NoLeader", s.noLeader)
@@ -48,6 +61,8 @@ func RunElection(t *testing.T, b ElectionBackend) {
 	t.Run("SlowObserverSeesLatest", s.slowObserver)
 	t.Run("ResignHandsOver", s.resignHandsOver)
 	t.Run("StalledLeaderReplaced", s.stalledLeader)
+	t.Run("LeaderEndsWithLease", s.leaderEndsWithLease)
+	t.Run("CutOffLeaderEnds", s.cutOffLeaderEnds)
 	t.Run("CampaignHonoursContext", s.campaignContext)
 	t.Run("CampaignTwice", s.campaignTwice)
 }
@@ -314,6 +329,77 @@ func (s *electionSuite) stalledLeader(t *testing.T) {
 		t.Fatalf("next term %d not above the stalled %d", l.Fence(), a.Fence())
 	}
 	expectLeader(t, ctx, stalled, "next", l.Fence())
+}
+
+// leaderEndsWithLease: a leader whose renewals stop (a fixed lease) is no
+// longer named by Leader, on another client, once its lease's Until has
+// passed, though no other campaign has taken its place; nor by Observe's
+// channel afterwards.
+func (s *electionSuite) leaderEndsWithLease(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	name := uniqueKey(t)
+	stalled := s.b.NewElection(t, name, Options{TTL: ElectionTTL, NoRenewal: true})
+	other := s.elections(t, name, 1, Options{})[0]
+	a := mustCampaign(t, ctx, stalled, "stalled")
+	expectLeader(t, ctx, other, "stalled", a.Fence())
+	var last time.Time // the last time Leader named the stalled leader
+	for deadline := a.Until().Add(Slack); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		asked := time.Now()
+		got, err := other.Leader(ctx)
+		if err == nil && got.Term == a.Fence() {
+			last = asked
+		}
+	}
+	<-a.Done()
+	if got, err := other.Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
+		t.Fatalf("Leader %v after the leader's Until = %+v, %v; want ErrNoLeader", time.Since(a.Until()), got, err)
+	}
+	t.Logf("measured: Leader last named the stalled leader %v before its Until", a.Until().Sub(last))
+}
+
+// cutOffLeaderEnds: a leader cut off from the servers learns it lost the
+// leadership by its lease's Until, and Leader, on another client, stops
+// naming it within the backend's LeaderHorizon of that Until.
+func (s *electionSuite) cutOffLeaderEnds(t *testing.T) {
+	ctx := ctxFor(t, 30*time.Second)
+	name := uniqueKey(t)
+	e, cut := s.b.CutOff(t, name, Options{TTL: ElectionTTL})
+	other := s.elections(t, name, 1, Options{})[0]
+	a := mustCampaign(t, ctx, e, "cut-off")
+	expectLeader(t, ctx, other, "cut-off", a.Fence())
+	cut()
+	select {
+	case <-a.Done():
+		if late := time.Since(a.Until()); late > Slack {
+			t.Errorf("the cut-off leader's Done closed %v after its Until", late)
+		}
+	case <-time.After(ElectionTTL + Slack):
+		t.Fatal("the cut-off leader's Done still open a TTL after the cut")
+	}
+	deadline := a.Until().Add(s.b.LeaderHorizon + ElectionTTL + 2*time.Second)
+	var last time.Time // when the last Leader that named the cut-off leader was asked
+	for {
+		asked := time.Now()
+		got, err := other.Leader(ctx)
+		if err == nil && got.Term == a.Fence() {
+			last = asked
+		} else if err == nil || errors.Is(err, dlock.ErrNoLeader) {
+			break
+		}
+		if asked.After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if last.IsZero() {
+		t.Logf("measured: Leader did not name the cut-off leader once its Done had closed (horizon %v, TTL %v)", s.b.LeaderHorizon, ElectionTTL)
+		return
+	}
+	after := last.Sub(a.Until())
+	t.Logf("measured: Leader named the cut-off leader until %v after its Until (horizon %v, TTL %v)", after.Round(time.Millisecond), s.b.LeaderHorizon, ElectionTTL)
+	if after > s.b.LeaderHorizon+Slack {
+		t.Fatalf("Leader named the cut-off leader %v after its Until; the backend's horizon is %v", after, s.b.LeaderHorizon)
+	}
 }
 
 // campaignContext: a campaign that cannot win ends with its context, and

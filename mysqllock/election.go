@@ -20,8 +20,11 @@ import (
 // holds the Mutex's row; the first election call that finds that table
 // missing creates it (the role then needs CREATE on it). MySQL has no
 // notifications: observers read the row every min(TTL/4, 1s), and a
-// campaign waits as Lock does, polling. NewElection never fails: a bad name
-// or option is reported by every call.
+// campaign waits as Lock does, polling. Leader names a leader cut off from
+// the database until its row expires by the server's clock: at most the
+// drift allowance (dlock.Drift) plus the latency of its last renewal after
+// its Until. NewElection never fails: a bad name or option is reported by
+// every call.
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	s := &electionStore{c: c, name: name}

@@ -16,7 +16,10 @@ import (
 // its value in the leader column of the Mutex's row, valid while it holds
 // the row; every change is notified on the Client's channel, and observers
 // read the row again at least every min(TTL/4, 1s) in case a notice is
-// missed. The column came after the table's first version: run Migrate (or
+// missed. Leader names a leader cut off from the database until its row
+// expires by the server's clock: at most the drift allowance (dlock.Drift)
+// plus the latency of its last renewal after its Until. The column came
+// after the table's first version: run Migrate (or
 // SchemaSQL) again on a table made before it. NewElection never fails: a
 // bad name or option is reported by every call.
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {

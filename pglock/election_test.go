@@ -8,19 +8,30 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/pglock"
 )
 
 func TestIntegrationElection(t *testing.T) {
 	pg := startDB(t)
+	options := func(o dlocktest.Options) []pglock.Option {
+		opts := []pglock.Option{pglock.WithTTL(o.TTL)}
+		if o.NoRenewal {
+			opts = append(opts, pglock.WithoutRenewal())
+		}
+		return opts
+	}
 	dlocktest.RunElection(t, dlocktest.ElectionBackend{
 		NewElection: func(t testing.TB, name string, o dlocktest.Options) dlock.Election {
-			opts := []pglock.Option{pglock.WithTTL(o.TTL)}
-			if o.NoRenewal {
-				opts = append(opts, pglock.WithoutRenewal())
-			}
-			return newClient(t, pg.URL()).NewElection(name, opts...)
+			return newClient(t, pg.URL()).NewElection(name, options(o)...)
 		},
+		CutOff: func(t testing.TB, name string, o dlocktest.Options) (dlock.Election, func()) {
+			p := testenv.StartProxy(t, pg.Addr())
+			e := newClient(t, via(pg, p.Addr(), unique("cut-off"))).NewElection(name, options(o)...)
+			return e, func() { p.Blackhole(true); t.Cleanup(func() { p.Blackhole(false); p.Reset() }) }
+		},
+		// The lease row's expiry, by the server's clock (see NewElection).
+		LeaderHorizon: dlock.Drift(dlocktest.ElectionTTL),
 	})
 }
 

@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -230,14 +231,23 @@ func TestIntegrationSentinel(t *testing.T) {
 }
 
 func electionBackend(d *deployment, open opener) dlocktest.ElectionBackend {
+	options := func(o dlocktest.Options) []redislock.Option {
+		opts := []redislock.Option{redislock.WithTTL(o.TTL)}
+		if o.NoRenewal {
+			opts = append(opts, redislock.WithoutRenewal())
+		}
+		return opts
+	}
 	return dlocktest.ElectionBackend{
 		NewElection: func(t testing.TB, name string, o dlocktest.Options) dlock.Election {
-			opts := []redislock.Option{redislock.WithTTL(o.TTL)}
-			if o.NoRenewal {
-				opts = append(opts, redislock.WithoutRenewal())
-			}
-			return newClient(t, d, open).NewElection(name, opts...)
+			return newClient(t, d, open).NewElection(name, options(o)...)
 		},
+		CutOff: func(t testing.TB, name string, o dlocktest.Options) (dlock.Election, func()) {
+			c, cut := cutOffClient(t, d)
+			return c.NewElection(name, options(o)...), cut
+		},
+		// The lock key's expiry, by the server's clock (see NewElection).
+		LeaderHorizon: dlock.Drift(dlocktest.ElectionTTL),
 	}
 }
 
@@ -251,4 +261,36 @@ func inspect(t testing.TB, c *redislock.Client, name string) dlock.Info {
 		t.Fatalf("Inspect(%q): %v", name, err)
 	}
 	return info
+}
+
+// cutOffClient returns a redislock.Client (on go-redis) whose every
+// connection to d passes through a proxy of its own, and a function that
+// cuts them all off, as a paused process or a partition would.
+func cutOffClient(t testing.TB, d *deployment) (*redislock.Client, func()) {
+	via := map[string]*testenv.Proxy{}
+	for _, a := range d.addrs() {
+		via[a] = testenv.StartProxy(t, a)
+	}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := via[addr]; ok {
+			addr = p.Addr()
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	var rdb redis.UniversalClient
+	if d.cluster {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs(), ContextTimeoutEnabled: true, Dialer: dial})
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: d.addrs()[0], ContextTimeoutEnabled: true, Dialer: dial})
+	}
+	t.Cleanup(func() { rdb.Close() })
+	c := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { c.Close() })
+	return c, func() {
+		for _, p := range via {
+			p.Blackhole(true)
+			t.Cleanup(func() { p.Blackhole(false); p.Reset() })
+		}
+	}
 }

@@ -15,8 +15,10 @@ import (
 // in the key dlock:{name}:leader, which expires one TTL after the leader
 // stops renewing it; every change is published on the channel
 // dlock:{name}:leader, and observers read the key again at least every
-// min(TTL/4, 1s) in case a notice is missed. NewElection never fails: a bad
-// name or option is reported by every call.
+// min(TTL/4, 1s) in case a notice is missed. Leader names a leader cut
+// off from Redis until its lock key expires: at most the drift allowance
+// (dlock.Drift) plus the latency of its last renewal after its Until.
+// NewElection never fails: a bad name or option is reported by every call.
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	k := keysFor(name)

@@ -18,7 +18,10 @@ import (
 // own, as dlock:{name}:leader, which expires one TTL after the leader stops
 // writing it again (every TTL/3); publishing counts only on a majority.
 // Leader reports the record that a majority of nodes holds next to a lock
-// key of the same owner, and ErrNoLeader otherwise. Each change is published
+// key of the same owner, and ErrNoLeader otherwise: a leader cut off from
+// the nodes is named until its keys expire, at most the drift allowance
+// (dlock.Drift) plus the latency of its last renewal after its Until. Each
+// change is published
 // on every node, on the channel dlock:{name}:leader; an observer subscribes
 // on every node (a pub/sub connection each) and reads the nodes again at
 // least every min(TTL/4, 1s). Campaigns wait as Lock does, polling with the

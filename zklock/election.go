@@ -17,8 +17,15 @@ import (
 // node, which goes with the leadership; observers watch the path's
 // children and the leader's node, and read them again at least every
 // min(TTL/4, 1s) in case the connection drops a watch. Campaigns are
-// served in the order they began, as waiters of a Mutex are. NewElection
-// never fails: a bad path or option is reported by every call.
+// served in the order they began, as waiters of a Mutex are.
+//
+// Leader names a leader cut off from the ensemble until the ensemble
+// expires its session, which deletes its node: the session timeout T after
+// the ensemble last heard from it, at the session tracker's next tick. Its
+// lease ends min(TTL, T/3) after its last confirmation, so Leader can name
+// it for up to about T - min(TTL, T/3) plus a tick after its Until (2.1s
+// measured with T = 3s and a TTL of 1s). NewElection never fails: a bad
+// path or option is reported by every call.
 func (s *Client) NewElection(path string, opts ...Option) dlock.Election {
 	m := s.NewMutex(path, opts...)
 	return election.New(election.Config{Name: path, Lock: m, Store: &electionStore{q: m.q},
