@@ -137,6 +137,14 @@ func (g *SQL) Migrate(ctx context.Context, db *sql.DB) error {
 // transaction to end, and a stale holder's Check after the later one's
 // commit fails. Put Check first in the transaction and the writes it
 // guards after it.
+//
+// It decides on the newest recorded fence at any isolation level, even
+// where the transaction's reads see an older snapshot (MySQL's
+// REPEATABLE READ). A transaction that reads a snapshot can also be
+// refused by the database itself, if a later holder's Check committed
+// after the snapshot was taken: PostgreSQL, at REPEATABLE READ or
+// SERIALIZABLE, fails with a serialization failure (SQLSTATE 40001), and
+// SQLite with SQLITE_BUSY_SNAPSHOT. The caller rolls back then too.
 func (g *SQL) Check(ctx context.Context, tx *sql.Tx, resource string, fence uint64) error {
 	if g.err != nil {
 		return g.err
