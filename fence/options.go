@@ -54,12 +54,12 @@ func WithObserver(o dlock.Observer) Option {
 
 // AcceptFenceLoss lets a Redis guard use a server that does not write
 // every write to disk before it answers (appendonly yes, appendfsync
-// always), or whose configuration it cannot read, which it otherwise
-// refuses with ErrNotPersistent. The risk is a stale write accepted:
-// such a server forgets fences when it restarts (or loses its last
-// second or two of writes when its machine crashes, with appendfsync
-// everysec), and then accepts any fence for a key until a current
-// holder writes to it again. Take it only where that cannot happen or
+// always), or may evict keys without a TTL, or whose configuration it
+// cannot read, which it otherwise refuses with ErrNotPersistent. The
+// risk is a stale write accepted: such a server forgets fences when it
+// restarts (or loses its last second or two of writes when its machine
+// crashes, with appendfsync everysec) or evicts them, and then accepts
+// any fence for a key until a current holder writes to it again. Take it only where that cannot happen or
 // does not matter. Other guards ignore it. The default is to refuse.
 func AcceptFenceLoss() Option {
 	return func(c *config) { c.acceptLoss = true }

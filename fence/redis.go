@@ -31,12 +31,14 @@ var writeScript = transport.NewScript("write", writeSrc)
 // server that writes every write to disk before it answers: appendonly
 // yes and appendfsync always. (With appendfsync everysec a crash of the
 // machine loses up to two seconds of writes; with RDB snapshots alone,
-// everything since the last one; without persistence, everything.) The
-// guard reads the server's configuration with CONFIG GET on its first
-// call, once, and if the server does not persist every write, or the
-// guard cannot tell (the Conn has no Command method, or the server
-// refuses CONFIG GET), every call returns an error matching
-// ErrNotPersistent, and writes nothing. AcceptFenceLoss lifts this.
+// everything since the last one; without persistence, everything.) Nor
+// may the server evict keys without a TTL, as the allkeys- policies of
+// maxmemory-policy do. The guard reads the server's configuration with
+// CONFIG GET on its first call, once, and if the server does not persist
+// every write or may evict its fences, or the guard cannot tell (the
+// Conn has no Command method, or the server refuses CONFIG GET), every
+// call returns an error matching ErrNotPersistent, and writes nothing.
+// AcceptFenceLoss lifts this.
 //
 // The configuration is read from the node that answers CONFIG GET: in a
 // Cluster, one of the masters, and the others are taken to be alike. A
@@ -57,11 +59,11 @@ type Redis struct {
 
 // ErrNotPersistent is the error, matched with errors.Is, of every call of
 // a Redis guard whose server does not write every write to disk before
-// it answers (appendonly yes, appendfsync always), or whose
-// configuration the guard cannot read, unless the guard was made with
-// AcceptFenceLoss. Such a server forgets fences when it restarts, and
-// then accepts a stale write.
-var ErrNotPersistent = errors.New("fence: the Redis server does not persist every write")
+// it answers (appendonly yes, appendfsync always), or may evict keys
+// without a TTL (maxmemory-policy allkeys-…), or whose configuration the
+// guard cannot read, unless the guard was made with AcceptFenceLoss.
+// Such a server can forget fences, and then accepts a stale write.
+var ErrNotPersistent = errors.New("fence: the Redis server may forget fences")
 
 // NewRedis returns a guard for the keys of the deployment that conn
 // reaches: goredisconn.New(rdb) for a go-redis client, rueidisconn.New(c)
@@ -219,16 +221,16 @@ func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
 	const fix = "set appendonly yes and appendfsync always on the server, or give NewRedis fence.AcceptFenceLoss() to accept that a restart of the server lets a stale write through"
 	cmd, ok := r.conn.(commander)
 	if !ok {
-		return fmt.Errorf("%w, or the guard cannot tell: its Conn, a %T, cannot send CONFIG GET (it has no Command method, as goredisconn's and rueidisconn's have); %s",
+		return fmt.Errorf("%w, as far as the guard can tell: its Conn, a %T, cannot send CONFIG GET (it has no Command method, as goredisconn's and rueidisconn's have); %s",
 			ErrNotPersistent, r.conn, fix), nil
 	}
 	values := map[string]string{}
-	for _, param := range []string{"appendonly", "appendfsync"} {
+	for _, param := range []string{"appendonly", "appendfsync", "maxmemory", "maxmemory-policy"} {
 		res := cmd.Command(ctx, "CONFIG", "GET", param)
 		if res.Err != nil {
 			var re *transport.ReplyError
 			if msg := res.Err.Error(); errors.As(res.Err, &re) && (strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")) {
-				return fmt.Errorf("%w, or the guard cannot tell: the server refused CONFIG GET %s (%v); allow CONFIG GET for this user, and %s",
+				return fmt.Errorf("%w, as far as the guard can tell: the server refused CONFIG GET %s (%v); allow CONFIG GET for this user, and %s",
 					ErrNotPersistent, param, res.Err, fix), nil
 			}
 			return nil, fmt.Errorf("fence: reading the Redis server's persistence (CONFIG GET %s): %w", param, res.Err)
@@ -240,8 +242,15 @@ func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
 		values[param] = v
 	}
 	if values["appendonly"] != "yes" || values["appendfsync"] != "always" {
-		return fmt.Errorf("%w before it answers (appendonly %s, appendfsync %s), so a restart can forget fences and let a stale write through; %s",
+		return fmt.Errorf("%w: it does not write every write to disk before it answers (appendonly %s, appendfsync %s), so a restart can lose fences and let a stale write through; %s",
 			ErrNotPersistent, values["appendonly"], values["appendfsync"], fix), nil
+	}
+	// A key without a TTL, as a fence's is, is evicted only by the
+	// allkeys policies.
+	if values["maxmemory"] != "0" && strings.HasPrefix(values["maxmemory-policy"], "allkeys-") {
+		return fmt.Errorf("%w: it may evict any key, the guard's fences among them (maxmemory %s, maxmemory-policy %s), and then let a stale write through; "+
+			"set maxmemory-policy noeviction (or a volatile- one, which evicts only keys with a TTL), or give NewRedis fence.AcceptFenceLoss() to accept the risk",
+			ErrNotPersistent, values["maxmemory"], values["maxmemory-policy"]), nil
 	}
 	return nil, nil
 }

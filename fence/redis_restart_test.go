@@ -21,7 +21,8 @@ import (
 // guard refuses such a server from its first call (ErrNotPersistent, 503)
 // unless given AcceptFenceLoss, which then lets 50 through, as its doc
 // says. A server with appendonly yes and appendfsync always keeps the
-// fence, and 50 is refused.
+// fence, and 50 is refused. A server that may evict the fence's key
+// (maxmemory-policy allkeys-lru) is refused as well.
 func TestIntegrationRedisRestart(t *testing.T) {
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	path := func(r *http.Request) string { return r.URL.Path }
@@ -34,6 +35,8 @@ func TestIntegrationRedisRestart(t *testing.T) {
 	}{
 		{"without-persistence", testenv.RedisConfig{}, nil, false, false},
 		{"everysec", testenv.RedisConfig{Persistence: true, Args: []string{"--appendfsync", "everysec"}}, nil, false, true},
+		{"allkeys-lru", testenv.RedisConfig{Persistence: true, Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}}, nil, false, true},
+		{"volatile-lru", testenv.RedisConfig{Persistence: true, Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}}, nil, true, true},
 		{"without-persistence-accepted", testenv.RedisConfig{}, []fence.Option{fence.AcceptFenceLoss()}, true, false},
 		{"appendfsync-always", testenv.RedisConfig{Persistence: true}, nil, true, true},
 	} {
@@ -54,7 +57,7 @@ func TestIntegrationRedisRestart(t *testing.T) {
 			}
 			if !c.persistent {
 				err := g.Check(ctx, "ledger", 100)
-				if !errors.Is(err, fence.ErrNotPersistent) || !strings.Contains(err.Error(), "AcceptFenceLoss") {
+				if !errors.Is(err, fence.ErrNotPersistent) || !strings.Contains(err.Error(), "AcceptFenceLoss()") {
 					t.Fatalf("Check on a server that does not persist every write: %v; want ErrNotPersistent naming AcceptFenceLoss", err)
 				}
 				t.Logf("Check: %v", err)

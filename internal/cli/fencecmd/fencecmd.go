@@ -62,7 +62,8 @@ nothing, and use "sh -e" so that a stale fence (77) stops the script.
 
 Redis must write every write to disk before it answers (appendonly yes,
 appendfsync always): a server that restarts without the fences it kept
-lets a stale write through, so a server that does not, or that refuses
+lets a stale write through, so a server that does not, that may evict
+keys without a TTL (maxmemory-policy allkeys-...), or that refuses
 CONFIG GET, is exit 64, unless --accept-fence-loss takes the risk.
 
 A Redis URL without a password takes one from --password-file (the
