@@ -46,11 +46,14 @@ func BenchmarkIntegrationSQLWriteFenced(b *testing.B) {
 	}
 }
 
+// BenchmarkIntegrationRedisSet measures the guard's script, on a server
+// that does not sync its writes to disk (so AcceptFenceLoss): a server
+// fit for a guard adds an fsync to each.
 func BenchmarkIntegrationRedisSet(b *testing.B) {
 	srv := testenv.StartRedis(b, testenv.RedisConfig{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	g := fence.NewRedis(goredisconn.New(rdb))
+	g := fence.NewRedis(goredisconn.New(rdb), fence.AcceptFenceLoss())
 	for i := range b.N {
 		if err := g.Set(b.Context(), "k", uint64(i+1), "value"); err != nil {
 			b.Fatal(err)

@@ -15,12 +15,26 @@
 //   - SQL, for any database/sql driver (PostgreSQL, MySQL or MariaDB,
 //     SQLite): Check inside the caller's transaction, or WriteFenced;
 //     Row for a table whose rows carry their own fence column.
-//   - Redis, for a user's own keys: Set and HSet that refuse a stale fence.
+//   - Redis, for a user's own keys: Set and HSet that refuse a stale
+//     fence, on a server that writes every write to disk before it
+//     answers (appendonly yes, appendfsync always), which the guard
+//     checks: a server that forgets fences lets a stale write through.
 //   - HTTP: Handler, middleware that reads the fence from the Dlock-Fence
 //     header, and Transport, which puts it on every request.
-//   - Files: WriteFile replaces a file only if its fence is not stale.
+//   - Files: WriteFile replaces a file only if its fence is not stale;
+//     the fence it records beside the file is replaced as atomically as
+//     the file, so a writer killed at any step leaves one fence or the
+//     other, never none.
 //
 // All guards accept an equal fence: one holder may write many times under
 // one lease. A resource must be guarded by one lock, whose fences alone it
-// compares.
+// compares. Resources whose names differ, by as little as a trailing
+// blank or a letter's case, never share a fence.
+//
+// A guard is only as good as its memory of the highest fence: a record
+// that is lost or unreadable is refused, never read as "no fence yet",
+// where the guard can tell. An SQL guard's fences are as durable as the
+// database's commits; a Redis guard refuses a server that does not
+// persist every write (AcceptFenceLoss takes the risk); WriteFile
+// refuses a fence file that holds no fence, and says how to recover.
 package fence

@@ -128,7 +128,9 @@ func ExampleRedis() {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
 	conn := goredisconn.New(rdb)
-	guard := fence.NewRedis(conn) // the data's deployment: need not be the lock's
+	// The data's deployment: need not be the lock's, and must write every
+	// write to disk before it answers (appendonly yes, appendfsync always).
+	guard := fence.NewRedis(conn)
 
 	lease, err := redislock.New(conn).NewMutex("daily-report").Lock(ctx)
 	if err != nil {

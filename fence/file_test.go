@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 
 // WriteFile replaces the file with the newest fence and the same again,
 // refuses a lower one leaving the file as it was, and leaves no temporary
-// file behind.
+// file behind: only the file, its fence file and the fence file's lock.
 func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "report.csv")
@@ -46,9 +47,13 @@ func TestWriteFile(t *testing.T) {
 	if err := fence.WriteFile(name, 9, []byte("f"), 0o640); !errors.Is(err, fence.ErrStale) {
 		t.Errorf("WriteFile with fence 9 after CheckFile with 10: %v; want ErrStale", err)
 	}
+	var names []string
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 2 {
-		t.Errorf("the directory holds %d files; want the file and its fence", len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if fmt.Sprint(names) != "[report.csv report.csv.fence report.csv.fence.lock]" {
+		t.Errorf("the directory holds %v; want the file, its fence and the fence's lock", names)
 	}
 }
 
@@ -72,15 +77,43 @@ func TestWriteFileConcurrent(t *testing.T) {
 	}
 }
 
-// A fence file that does not hold a fence is an error that names it, and
-// bad input is refused.
+// A fence file that does not hold a fence (empty, as a writer killed
+// mid-record by an older version left it, or garbled) refuses every
+// write and check, with an error that names it and says how to recover,
+// and the data stays as it was; bad input is refused.
 func TestWriteFileInput(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "x")
-	if err := os.WriteFile(name+fence.FileSuffix, []byte("garbage"), 0o644); err != nil {
+	for _, rec := range []string{"", "\n", " ", "garbage", "-5", "12x", "99999999999999999999", "9223372036854775808"} {
+		if err := os.WriteFile(name, []byte("kept"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name+fence.FileSuffix, []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []uint64{1, 5, 1 << 40} {
+			err := fence.WriteFile(name, f, []byte("new"), 0o644)
+			if err == nil || errors.Is(err, fence.ErrStale) || !strings.Contains(err.Error(), name+fence.FileSuffix) || !strings.Contains(err.Error(), "dlock inspect") {
+				t.Fatalf("WriteFile with fence %d beside a fence file holding %q: %v; want an error naming it and the way out", f, rec, err)
+			}
+			if err := fence.CheckFile(name, f); err == nil || errors.Is(err, fence.ErrStale) {
+				t.Fatalf("CheckFile with fence %d beside a fence file holding %q: %v; want an error", f, rec, err)
+			}
+		}
+		if b, _ := os.ReadFile(name); string(b) != "kept" {
+			t.Fatalf("a refused write beside a fence file holding %q left %q; want kept", rec, b)
+		}
+		if b, _ := os.ReadFile(name + fence.FileSuffix); string(b) != rec {
+			t.Fatalf("a refused write changed the fence file from %q to %q", rec, b)
+		}
+	}
+	if err := os.WriteFile(name+fence.FileSuffix, []byte("7\n"), 0o644); err != nil { // the operator's repair
 		t.Fatal(err)
 	}
-	if err := fence.WriteFile(name, 5, nil, 0o644); err == nil || errors.Is(err, fence.ErrStale) {
-		t.Errorf("WriteFile beside a garbled fence file: %v; want an error naming it", err)
+	if err := fence.WriteFile(name, 6, nil, 0o644); !errors.Is(err, fence.ErrStale) {
+		t.Errorf("WriteFile with fence 6 after the fence file was repaired to 7: %v; want ErrStale", err)
+	}
+	if err := fence.WriteFile(name, 7, []byte("new"), 0o644); err != nil {
+		t.Errorf("WriteFile with fence 7 after the fence file was repaired to 7: %v", err)
 	}
 	if err := fence.WriteFile(name, 0, nil, 0o644); err == nil {
 		t.Error("WriteFile with fence 0 succeeded")

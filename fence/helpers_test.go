@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(holderEnv); spec != "" {
 		os.Exit(holderMain(spec))
 	}
+	if spec := os.Getenv(crashEnv); spec != "" {
+		os.Exit(crashMain(spec))
+	}
 	code := m.Run()
 	if err := testenv.StopAll(); err != nil {
 		fmt.Fprintln(os.Stderr, "fence tests: stopping servers:", err)

@@ -173,7 +173,7 @@ func TestIntegrationPausedHolder(t *testing.T) {
 	pg := sharedPostgres(t)
 	mariaDB(t) // started
 	lockRedis := testenv.StartRedis(t, testenv.RedisConfig{})
-	dataRedis := testenv.StartRedis(t, testenv.RedisConfig{})
+	dataRedis := testenv.StartRedis(t, testenv.RedisConfig{Persistence: true})
 	sqliteFile := filepath.Join(t.TempDir(), "data.db")
 	sqliteDSN := "file:" + sqliteFile + "?_pragma=busy_timeout(20000)"
 

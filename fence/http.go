@@ -23,8 +23,11 @@ const Header = "Dlock-Fence"
 //   - 409 Conflict if a higher fence has been accepted for the resource: a
 //     later holder of the lock has written, and this request's lease is
 //     no longer current;
-//   - 503 Service Unavailable if store fails; the body does not say how
-//     (an observer given to the store, WithObserver, sees the error).
+//   - 503 Service Unavailable if store fails; the body does not say how,
+//     since the store's error may name its tables or addresses. A Redis
+//     store on a server that does not persist every write fails so on
+//     every request (see NewRedis): a service may call its store's
+//     Advance once when it starts, to see such an error early.
 //
 // The body is one line of plain text saying why. Requests for one
 // resource run next one at a time in this process, in the order they

@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -48,7 +49,7 @@ func stores(t *testing.T) []struct {
 		if err := my.Migrate(context.Background(), mdb); err != nil {
 			t.Fatal(err)
 		}
-		srv := testenv.StartRedis(t, testenv.RedisConfig{})
+		srv := testenv.StartRedis(t, testenv.RedisConfig{Persistence: true})
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 		t.Cleanup(func() { rdb.Close() })
 		out = append(out, struct {
@@ -199,8 +200,8 @@ func TestStoreAdvanceAtomic(t *testing.T) {
 					wg.Go(func() { s.store.Advance(ctx, res, f+1) })
 				}
 				wg.Wait()
-				if err := s.store.Advance(ctx, res, n-1); err == nil {
-					t.Fatalf("round %d: fence %d admitted after %d", round, n-1, n)
+				if err := s.store.Advance(ctx, res, n-1); !errors.Is(err, fence.ErrStale) {
+					t.Fatalf("round %d: fence %d after %d: %v; want ErrStale", round, n-1, n, err)
 				}
 				if err := s.store.Advance(ctx, res, n); err != nil {
 					t.Fatalf("round %d: fence %d again: %v", round, n, err)

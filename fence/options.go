@@ -11,9 +11,10 @@ import (
 type Option func(*config)
 
 type config struct {
-	table    string         // NewSQL's table
-	observer dlock.Observer // nil: none
-	err      error          // from an invalid option, returned by every call
+	table      string         // NewSQL's table
+	observer   dlock.Observer // nil: none
+	acceptLoss bool           // NewRedis: no check of the server's persistence
+	err        error          // from an invalid option, returned by every call
 }
 
 // newConfig returns the configuration of opts, with the defaults.
@@ -49,6 +50,19 @@ func WithTable(name string) Option {
 // no observer.
 func WithObserver(o dlock.Observer) Option {
 	return func(c *config) { c.observer = o }
+}
+
+// AcceptFenceLoss lets a Redis guard use a server that does not write
+// every write to disk before it answers (appendonly yes, appendfsync
+// always), or may evict keys without a TTL, or whose configuration it
+// cannot read, which it otherwise refuses with ErrNotPersistent. The
+// risk is a stale write accepted: such a server forgets fences when it
+// restarts (or loses its last second or two of writes when its machine
+// crashes, with appendfsync everysec) or evicts them, and then accepts
+// any fence for a key until a current holder writes to it again. Take it only where that cannot happen or
+// does not matter. Other guards ignore it. The default is to refuse.
+func AcceptFenceLoss() Option {
+	return func(c *config) { c.acceptLoss = true }
 }
 
 // observe reports the outcome err of guard's check of fence for resource:

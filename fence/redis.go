@@ -3,9 +3,11 @@ package fence
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/transport"
@@ -22,17 +24,54 @@ var writeScript = transport.NewScript("write", writeSrc)
 // same Cluster slot (see RedisKey), and writes by a Lua script that
 // refuses a stale fence and writes otherwise, in one step. A Redis is
 // safe for concurrent use.
+//
+// A fence the server forgets is a stale write let through: a server that
+// restarts without the fences it kept accepts any fence for a key until
+// a current holder writes again. So a Redis guard works only with a
+// server that writes every write to disk before it answers: appendonly
+// yes and appendfsync always. (With appendfsync everysec a crash of the
+// machine loses up to two seconds of writes; with RDB snapshots alone,
+// everything since the last one; without persistence, everything.) Nor
+// may the server evict keys without a TTL, as the allkeys- policies of
+// maxmemory-policy do. The guard reads the server's configuration with
+// CONFIG GET on its first call, once, and if the server does not persist
+// every write or may evict its fences, or the guard cannot tell (the
+// Conn has no Command method, or the server refuses CONFIG GET), every
+// call returns an error matching ErrNotPersistent, and writes nothing.
+// AcceptFenceLoss lifts this.
+//
+// The configuration is read from the node that answers CONFIG GET: in a
+// Cluster, one of the masters, and the others are taken to be alike. A
+// failover to a replica that had not received the last writes loses
+// them as a restart would: the guard does not wait for replicas.
 type Redis struct {
 	conn transport.Conn
 	config
+
+	// persistent is held while the server's configuration is read: a
+	// channel, so that a caller waiting for it can give up when its ctx
+	// ends. The fields below it are guarded by it.
+	persistent chan struct{}
+	checked    bool        // the configuration has been read, or cannot be
+	verdict    error       // nil if the server persists every write
+	passed     atomic.Bool // checked, with a nil verdict: a shortcut
 }
+
+// ErrNotPersistent is the error, matched with errors.Is, of every call of
+// a Redis guard whose server does not write every write to disk before
+// it answers (appendonly yes, appendfsync always), or may evict keys
+// without a TTL (maxmemory-policy allkeys-…), or whose configuration the
+// guard cannot read, unless the guard was made with AcceptFenceLoss.
+// Such a server can forget fences, and then accepts a stale write.
+var ErrNotPersistent = errors.New("fence: the Redis server may forget fences")
 
 // NewRedis returns a guard for the keys of the deployment that conn
 // reaches: goredisconn.New(rdb) for a go-redis client, rueidisconn.New(c)
 // for a rueidis one, as for redislock. Of the options, it takes
-// WithObserver.
+// WithObserver and AcceptFenceLoss. It makes no request: the server's
+// persistence is read by the guard's first call.
 func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
-	return &Redis{conn: conn, config: newConfig(opts)}
+	return &Redis{conn: conn, config: newConfig(opts), persistent: make(chan struct{}, 1)}
 }
 
 // RedisKey returns the key in which the guard keeps the fence of key:
@@ -91,6 +130,9 @@ func (r *Redis) write(ctx context.Context, key string, fence uint64, op string, 
 	if err != nil {
 		return err
 	}
+	if err := r.checkPersistent(ctx); err != nil {
+		return err
+	}
 	keys := []string{fk, key}
 	if op == "advance" {
 		keys = keys[:1]
@@ -136,4 +178,103 @@ type redisStore struct{ r *Redis }
 
 func (s redisStore) Advance(ctx context.Context, resource string, fence uint64) error {
 	return s.r.Check(ctx, resource, fence)
+}
+
+// A commander is a Conn that can also send a plain command, as the Conns
+// of goredisconn and rueidisconn can.
+type commander interface {
+	Command(ctx context.Context, args ...string) transport.Result
+}
+
+// checkPersistent returns nil if the server persists every write, or the
+// guard accepts that it may not; else an error matching
+// ErrNotPersistent, or the error of a failed attempt to tell. It reads the
+// server's configuration once: a failure to reach the server is not
+// remembered, a refusal of CONFIG GET is.
+func (r *Redis) checkPersistent(ctx context.Context) error {
+	if r.acceptLoss || r.passed.Load() {
+		return nil
+	}
+	select {
+	case r.persistent <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("fence: reading the Redis server's persistence: %w", ctx.Err())
+	}
+	defer func() { <-r.persistent }()
+	if r.checked {
+		return r.verdict
+	}
+	verdict, err := r.readPersistence(ctx)
+	if err != nil {
+		return err
+	}
+	r.checked, r.verdict = true, verdict
+	r.passed.Store(verdict == nil)
+	return verdict
+}
+
+// readPersistence reads the server's configuration and returns its
+// verdict: nil if the server persists every write, an error matching
+// ErrNotPersistent if it does not or if the guard cannot tell. The error
+// is that of a failure to reach the server, which decided nothing.
+func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
+	const fix = "set appendonly yes and appendfsync always on the server, or give NewRedis fence.AcceptFenceLoss() to accept that a restart of the server lets a stale write through"
+	cmd, ok := r.conn.(commander)
+	if !ok {
+		return fmt.Errorf("%w, as far as the guard can tell: its Conn, a %T, cannot send CONFIG GET (it has no Command method, as goredisconn's and rueidisconn's have); %s",
+			ErrNotPersistent, r.conn, fix), nil
+	}
+	values := map[string]string{}
+	for _, param := range []string{"appendonly", "appendfsync", "maxmemory", "maxmemory-policy"} {
+		res := cmd.Command(ctx, "CONFIG", "GET", param)
+		if res.Err != nil {
+			var re *transport.ReplyError
+			if msg := res.Err.Error(); errors.As(res.Err, &re) && (strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")) {
+				return fmt.Errorf("%w, as far as the guard can tell: the server refused CONFIG GET %s (%v); allow CONFIG GET for this user, and %s",
+					ErrNotPersistent, param, res.Err, fix), nil
+			}
+			return nil, fmt.Errorf("fence: reading the Redis server's persistence (CONFIG GET %s): %w", param, res.Err)
+		}
+		v, err := configValue(res.Val, param)
+		if err != nil {
+			return nil, fmt.Errorf("fence: reading the Redis server's persistence: %w", err)
+		}
+		values[param] = v
+	}
+	if values["appendonly"] != "yes" || values["appendfsync"] != "always" {
+		return fmt.Errorf("%w: it does not write every write to disk before it answers (appendonly %s, appendfsync %s), so a restart can lose fences and let a stale write through; %s",
+			ErrNotPersistent, values["appendonly"], values["appendfsync"], fix), nil
+	}
+	// A key without a TTL, as a fence's is, is evicted only by the
+	// allkeys policies.
+	if values["maxmemory"] != "0" && strings.HasPrefix(values["maxmemory-policy"], "allkeys-") {
+		return fmt.Errorf("%w: it may evict any key, the guard's fences among them (maxmemory %s, maxmemory-policy %s), and then let a stale write through; "+
+			"set maxmemory-policy noeviction (or a volatile- one, which evicts only keys with a TTL), or give NewRedis fence.AcceptFenceLoss() to accept the risk",
+			ErrNotPersistent, values["maxmemory"], values["maxmemory-policy"]), nil
+	}
+	return nil, nil
+}
+
+// configValue returns the value of param in a CONFIG GET reply: a
+// [name, value] array (RESP2) or a map (RESP3).
+func configValue(v any, param string) (string, error) {
+	switch r := v.(type) {
+	case []any:
+		for j := 0; j+1 < len(r); j += 2 {
+			if k, _ := r[j].(string); strings.EqualFold(k, param) {
+				if s, ok := r[j+1].(string); ok {
+					return s, nil
+				}
+			}
+		}
+	case map[any]any:
+		if s, ok := r[param].(string); ok {
+			return s, nil
+		}
+	case map[string]any:
+		if s, ok := r[param].(string); ok {
+			return s, nil
+		}
+	}
+	return "", fmt.Errorf("CONFIG GET %s: unexpected reply %T %v", param, v, v)
 }

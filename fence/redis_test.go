@@ -16,10 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redisGuard starts a redis-server and returns a guard for it, and the
-// server.
+// redisGuard starts a redis-server that persists every write, as a
+// Redis guard needs, and returns a guard for it, and the server.
 func redisGuard(t *testing.T) (*fence.Redis, *testenv.Redis) {
-	srv := testenv.StartRedis(t, testenv.RedisConfig{})
+	srv := testenv.StartRedis(t, testenv.RedisConfig{Persistence: true})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	return fence.NewRedis(goredisconn.New(rdb)), srv
@@ -31,6 +31,13 @@ func redisGuard(t *testing.T) (*fence.Redis, *testenv.Redis) {
 func TestIntegrationRedisWrites(t *testing.T) {
 	single, _ := redisGuard(t)
 	cluster := testenv.StartCluster(t, 3)
+	for _, n := range cluster.Nodes {
+		for _, kv := range [][2]string{{"appendonly", "yes"}, {"appendfsync", "always"}} {
+			if _, err := n.Do("CONFIG", "SET", kv[0], kv[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	crdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
 	t.Cleanup(func() { crdb.Close() })
 	for _, d := range []struct {
@@ -104,6 +111,14 @@ func TestIntegrationRedisResent(t *testing.T) {
 // twiceConn sends every call twice in one round trip and returns the
 // second run's result.
 type twiceConn struct{ transport.Conn }
+
+// Command passes a plain command on, so that the guard can read the
+// server's persistence through the wrapper.
+func (c twiceConn) Command(ctx context.Context, args ...string) transport.Result {
+	return c.Conn.(interface {
+		Command(context.Context, ...string) transport.Result
+	}).Command(ctx, args...)
+}
 
 func (c twiceConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	doubled := make([]transport.Call, 0, 2*len(calls))

@@ -48,8 +48,19 @@ var ErrNoRow = errors.New("fence: no row with that key")
 // fence passes. It returns an error matching ErrNoRow if no row has the
 // key.
 //
-// q may be the caller's transaction or the database itself: the check and
-// the write are one statement.
+// q may be the caller's transaction, at any isolation level, or the
+// database itself: the check and the write are one statement, which
+// reads the newest row, and Update returns nil only if it wrote. When it
+// wrote nothing because the row's fence is higher, it says so with a
+// *StaleError even where the transaction's reads see an older snapshot
+// (MySQL's REPEATABLE READ): it reads the fence again with a locking
+// read. A transaction that reads a snapshot can also be refused by the
+// database itself, if a later holder changed the row after the snapshot
+// was taken: PostgreSQL, at REPEATABLE READ or SERIALIZABLE, fails the
+// update with a serialization failure (SQLSTATE 40001), and SQLite fails
+// a transaction that read before another connection wrote with
+// SQLITE_BUSY_SNAPSHOT. Nothing is written then either; the caller rolls
+// back, and a retry in a new transaction is refused as stale or writes.
 func (r Row) Update(ctx context.Context, q Querier, id any, fence uint64, set string, args ...any) error {
 	if r.Dialect.upsert == "" {
 		return errors.New("fence: Row needs a Dialect: fence.Postgres, fence.MySQL or fence.SQLite")
@@ -93,9 +104,12 @@ func (r Row) classify(ctx context.Context, q Querier, id any, resource string, f
 	key, col, ph := cmp.Or(r.Key, "id"), cmp.Or(r.Fence, "fence"), r.Dialect.placeholder
 	// Nothing changed: the fence is stale, or no row has the key, or (in
 	// MySQL, which counts changed rows only) the row already held these
-	// values and this fence.
+	// values and this fence. The read must be a locking one: in MySQL's
+	// REPEATABLE READ a plain SELECT reads the transaction's snapshot,
+	// which need not show the fence of a later holder that the UPDATE,
+	// reading the newest row, saw.
 	var newest int64
-	err := q.QueryRowContext(ctx, "SELECT "+col+" FROM "+r.Table+" WHERE "+key+" = "+ph(1), id).Scan(&newest)
+	err := q.QueryRowContext(ctx, "SELECT "+col+" FROM "+r.Table+" WHERE "+key+" = "+ph(1)+r.Dialect.lockSuffix, id).Scan(&newest)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("%w: %s", ErrNoRow, resource)

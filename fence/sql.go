@@ -33,10 +33,13 @@ ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= exc
 	// MySQL is the dialect of MySQL and MariaDB (InnoDB tables). The first
 	// writers of a new resource may meet in a deadlock that InnoDB breaks
 	// by failing one of them (error 1213): nothing is written, and the
-	// write may be retried.
+	// write may be retried. Its table keeps resource names as varbinary,
+	// compared byte for byte: the collations of varchar compare "acct"
+	// and "acct " equal (PAD SPACE), and many compare "Acct" and "acct"
+	// equal too.
 	MySQL = Dialect{
 		name:       "MySQL",
-		column:     "varchar(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+		column:     "varbinary(255)",
 		lockSuffix: " FOR UPDATE",
 		upsert: `INSERT INTO {{table}} (resource, fence) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`,
@@ -124,9 +127,15 @@ func (g *SQL) Migrate(ctx context.Context, db *sql.DB) error {
 
 // Check records fence as the newest written to resource, in the caller's
 // transaction tx, unless a higher one has been recorded: then it returns a
-// *StaleError, matching ErrStale, and the caller must roll tx back, so
-// that nothing it wrote is kept. An equal fence passes: a holder may
-// write as often as it likes under one lease.
+// *StaleError, matching ErrStale. When Check returns an error, the caller
+// must roll tx back, so that nothing it wrote is kept. An equal fence
+// passes: a holder may write as often as it likes under one lease.
+//
+// Resources whose names differ never share a fence: if the table's
+// resource column compares two different names equal (a table made by
+// hand, or for MySQL before the column was varbinary, whose collation
+// ignores trailing blanks or case), Check returns an error that says so
+// rather than compare one name's fence with the other's.
 //
 // resource names what the writes touch (a row, a table, an account); fence
 // is the Fence of the lease under which the caller writes, from any dlock
@@ -137,6 +146,14 @@ func (g *SQL) Migrate(ctx context.Context, db *sql.DB) error {
 // transaction to end, and a stale holder's Check after the later one's
 // commit fails. Put Check first in the transaction and the writes it
 // guards after it.
+//
+// It decides on the newest recorded fence at any isolation level, even
+// where the transaction's reads see an older snapshot (MySQL's
+// REPEATABLE READ). A transaction that reads a snapshot can also be
+// refused by the database itself, if a later holder's Check committed
+// after the snapshot was taken: PostgreSQL, at REPEATABLE READ or
+// SERIALIZABLE, fails with a serialization failure (SQLSTATE 40001), and
+// SQLite with SQLITE_BUSY_SNAPSHOT. The caller rolls back then too.
 func (g *SQL) Check(ctx context.Context, tx *sql.Tx, resource string, fence uint64) error {
 	if g.err != nil {
 		return g.err
@@ -157,10 +174,20 @@ func (g *SQL) advance(ctx context.Context, tx *sql.Tx, resource string, fence ui
 	}
 	// The row is ours until tx ends; a locking read sees its newest value
 	// even under REPEATABLE READ.
-	query := "SELECT fence FROM " + g.table + " WHERE resource = " + g.dialect.placeholder(1) + g.dialect.lockSuffix
-	var newest int64
-	if err := tx.QueryRowContext(ctx, query, resource).Scan(&newest); err != nil {
+	query := "SELECT resource, fence FROM " + g.table + " WHERE resource = " + g.dialect.placeholder(1) + g.dialect.lockSuffix
+	var (
+		stored string
+		newest int64
+	)
+	if err := tx.QueryRowContext(ctx, query, resource).Scan(&stored, &newest); err != nil {
 		return fmt.Errorf("fence: reading the fence of %q in table %s: %w", resource, g.table, err)
+	}
+	// A column whose collation compares other names equal (trailing
+	// blanks, case) would share one fence among them: a current holder
+	// of one refused as stale, or a stale one accepted.
+	if stored != resource {
+		return fmt.Errorf("fence: table %s keeps the fence of %q in the row of %q: its resource column compares them equal, so they would share a fence: "+
+			"give the column a type that compares names byte for byte, as Schema's does (%s)", g.table, resource, stored, g.dialect.column)
 	}
 	if uint64(newest) > fence {
 		return &StaleError{Resource: resource, Fence: fence, Newest: uint64(newest)}

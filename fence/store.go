@@ -22,7 +22,9 @@ type Store interface {
 // NewMemory returns a Store that keeps its fences in this process's
 // memory: right for a service with one instance, and lost when it
 // restarts (which a restart of the service makes safe only if the lock
-// it guards is also held across it; use a Redis or SQL store otherwise).
+// it guards is also held across it; otherwise use an SQL store, or a
+// Redis one on a server that writes every write to disk before it
+// answers, which NewRedis checks).
 // It keeps one entry per resource it has seen. Of the options, it takes
 // WithObserver.
 func NewMemory(opts ...Option) Store {

@@ -90,10 +90,11 @@ func TestFenceFile(t *testing.T) {
 }
 
 // dlock fence check against PostgreSQL and Redis, and write to Redis; an
-// unreachable server exits 69.
+// unreachable server exits 69; a Redis that does not persist every write
+// exits 64, unless --accept-fence-loss.
 func TestFenceServers(t *testing.T) {
 	pg := testenv.StartPostgres(t)
-	rs := testenv.StartRedis(t, testenv.RedisConfig{})
+	rs := testenv.StartRedis(t, testenv.RedisConfig{Persistence: true})
 	pgFlags := []string{"--postgres", pg.URL(), "--resource", "accounts/7"}
 	redisFlags := []string{"--redis", "redis://" + rs.Addr(), "--resource", "report"}
 	for _, s := range []struct {
@@ -119,6 +120,21 @@ func TestFenceServers(t *testing.T) {
 	}
 	if v, err := rs.Do("GET", "report"); err != nil || v != "data 12" {
 		t.Fatalf("GET report: %q, %v; want data 12", v, err)
+	}
+	volatile := testenv.StartRedis(t, testenv.RedisConfig{})
+	volatileFlags := []string{"--redis", "redis://" + volatile.Addr(), "--resource", "report"}
+	for _, verb := range []string{"check", "write"} {
+		code, _, stderr := fenceCmd(t, "data", nil, append([]string{verb, "--fence", "3"}, volatileFlags...)...)
+		if code != 64 || !strings.Contains(stderr, "appendonly no") || !strings.Contains(stderr, "--accept-fence-loss") || strings.Contains(stderr, "NewRedis") {
+			t.Errorf("fence %s on a Redis without persistence: exit %d, %q; want 64 naming appendonly and --accept-fence-loss", verb, code, stderr)
+		}
+		code, _, stderr = fenceCmd(t, "data", nil, append([]string{verb, "--fence", "3", "--accept-fence-loss"}, volatileFlags...)...)
+		if code != 0 {
+			t.Errorf("fence %s --accept-fence-loss on a Redis without persistence: exit %d, %q; want 0", verb, code, stderr)
+		}
+	}
+	if code, _, stderr := fenceCmd(t, "", nil, "check", "--fence", "3", "--file", filepath.Join(t.TempDir(), "f"), "--accept-fence-loss"); code != 64 || !strings.Contains(stderr, "goes with --redis") {
+		t.Errorf("--accept-fence-loss with --file: exit %d, %q; want 64", code, stderr)
 	}
 	for _, flags := range [][]string{
 		{"--postgres", "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2", "--resource", "r"},

@@ -60,6 +60,12 @@ empty input without --allow-empty, and a terminal on standard input: run
 the producer into a temporary file first, so that one that fails replaces
 nothing, and use "sh -e" so that a stale fence (77) stops the script.
 
+Redis must write every write to disk before it answers (appendonly yes,
+appendfsync always): a server that restarts without the fences it kept
+lets a stale write through, so a server that does not, that may evict
+keys without a TTL (maxmemory-policy allkeys-...), or that refuses
+CONFIG GET, is exit 64, unless --accept-fence-loss takes the risk.
+
 A Redis URL without a password takes one from --password-file (the
 file's first line) or $DLOCK_REDIS_PASSWORD. Under "dlock run", use
 --password-file: run keeps $DLOCK_REDIS_PASSWORD from its COMMAND, so
@@ -70,7 +76,8 @@ read only by the command that needs it. A refused password is exit 64.
 Exit codes: 0 the fence is current (and DATA written); 77 the fence is
 stale, nothing written; 64 bad usage, a missing or malformed fence,
 empty (without --allow-empty) or terminal input, a password Redis
-refuses, or a key that holds another type;
+refuses, a key that holds another type, or a Redis that does not
+persist every write;
 69 the database or Redis cannot be reached or failed; 1 the file could
 not be written.
 
@@ -92,6 +99,9 @@ type options struct {
 	// passwordFile holds the Redis password: "dlock run" keeps
 	// $DLOCK_REDIS_PASSWORD from its COMMAND.
 	passwordFile string
+	// acceptLoss lets --redis use a server that does not persist every
+	// write (fence.AcceptFenceLoss).
+	acceptLoss bool
 }
 
 func flagSet(o *options) *flag.FlagSet {
@@ -105,6 +115,7 @@ func flagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.table, "table", fence.DefaultTable, "the table of fences, with --postgres")
 	fs.StringVar(&o.passwordFile, "password-file", "", "with --redis: read the password from this file (its first line)")
 	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "write: store empty input (refused without it)")
+	fs.BoolVar(&o.acceptLoss, "accept-fence-loss", false, "with --redis: use a server that does not persist every write, which forgets fences when it restarts and then lets a stale write through")
 	return fs
 }
 
@@ -143,6 +154,8 @@ func parse(args []string, getenv func(string) string) (options, uint64, error) {
 		return o, 0, cmdutil.Usagef("dlock fence %s: missing --resource", o.verb)
 	case o.passwordFile != "" && o.redis == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: --password-file goes with --redis", o.verb)
+	case o.acceptLoss && o.redis == "":
+		return o, 0, cmdutil.Usagef("dlock fence %s: --accept-fence-loss goes with --redis", o.verb)
 	case o.verb == "check" && o.allowEmpty:
 		return o, 0, cmdutil.Usagef("dlock fence check: --allow-empty goes with write")
 	case o.verb == "write" && (o.postgres != "" || o.mysql != ""):
@@ -295,6 +308,10 @@ func refused(err error) error {
 	}
 	msg := err.Error()
 	switch {
+	case errors.Is(err, fence.ErrNotPersistent):
+		// The library's advice names its option; this command's is a flag.
+		msg, _, _ = strings.Cut(cmdutil.Reason(err), ", or give NewRedis")
+		return cmdutil.Usagef("%s, or give --accept-fence-loss to take the risk", msg)
 	case strings.Contains(msg, "NOAUTH"):
 		return cmdutil.Usagef("%s: the server wants a password; give it in the URL (redis://:PASSWORD@host:port), in --password-file or in $%s (which dlock run keeps from its COMMAND)", cmdutil.Reason(err), backend.EnvRedisPassword)
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
@@ -317,7 +334,11 @@ func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec ba
 	backend.QuietRedisLogs()
 	rdb := redis.NewClient(spec.Redis[0])
 	defer rdb.Close()
-	g := fence.NewRedis(goredisconn.New(rdb))
+	var opts []fence.Option
+	if o.acceptLoss {
+		opts = append(opts, fence.AcceptFenceLoss())
+	}
+	g := fence.NewRedis(goredisconn.New(rdb), opts...)
 	if o.verb == "check" {
 		return cmdutil.ExitUnavailable, refused(g.Check(ctx, o.resource, f))
 	}
