@@ -12,7 +12,8 @@
 // Uncontended, an acquire runs three commands on the server (SET, TIME,
 // and SET ... GET of the fence counter, see Why fences strictly increase)
 // and a release two (GET, DEL): an acquire that finds
-// the lock held marks its value (a trailing '*'), and only a marked lock's
+// the lock held marks its value (a trailing byte 1, a control character,
+// which no token holds whatever its label), and only a marked lock's
 // release publishes.
 //
 // # Keys, and how long they last
