@@ -120,6 +120,8 @@ var (
 	QuorumFence      = load("quorum_fence.lua")
 	QuorumRefresh    = load("quorum_refresh.lua")
 	QuorumRetake     = load("quorum_retake.lua")
+	QuorumForce      = load("quorum_force.lua")
+	QuorumDepose     = load("quorum_depose.lua")
 )
 
 // A ReplyError is an error reply from the server, as opposed to a failure
