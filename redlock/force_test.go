@@ -15,7 +15,7 @@ import (
 
 // An operator's ForceUnlock wins over a renewal under way: once it has
 // returned (true, nil), no node gets the deposed lease's key back. The
-// operator reaches node 0 at once and the others 300ms late, so the
+// operator reaches node 0 at once and the others 600ms late, so the
 // holder's renewal, made in between, finds its key gone from node 0 and
 // still on the two others: a majority extends it, and it takes node 0
 // back. (Before the deposed set, the key stayed on node 0 with a full TTL
@@ -25,7 +25,7 @@ import (
 // dlock.ErrTakenOver, no key of it is left, and the set of deposed tokens
 // expires.
 func TestIntegrationForceUnlockWinsOverRetake(t *testing.T) {
-	const ttl, lag = 2 * time.Second, 300 * time.Millisecond
+	const ttl, lag = 2 * time.Second, 600 * time.Millisecond
 	for _, lost := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lost=%v", lost), func(t *testing.T) {
 			t.Parallel()
