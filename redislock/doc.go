@@ -12,7 +12,8 @@
 // Uncontended, an acquire runs three commands on the server (SET, TIME,
 // and SET ... GET of the fence counter, see Why fences strictly increase)
 // and a release two (GET, DEL): an acquire that finds
-// the lock held marks its value (a trailing '*'), and only a marked lock's
+// the lock held marks its value (a trailing byte 1, a control character,
+// which no token holds whatever its label), and only a marked lock's
 // release publishes.
 //
 // # Keys, and how long they last
@@ -134,9 +135,14 @@
 //   - Semaphore.AddPermits, Semaphore.SetPermits and Latch.CountDown carry
 //     a request id; the server records the outcome of each id for twenty
 //     minutes, so a copy that runs again changes nothing. When their reply
-//     is lost they send the same request again until the server answers
-//     or ctx is done: each call takes effect exactly once, or, if ctx ends
-//     first, at most once, and the error says so.
+//     is lost they send the same request again until the server answers,
+//     ctx is done, or four minutes have passed since the first copy: a
+//     copy sent later could still be retransmitted by TCP (for up to about
+//     15 minutes) after the record expired, and change the count twice.
+//     Each call takes effect exactly once, or, when no answer came, at
+//     most once, and the error matches ErrOutcomeUnknown. A paused server
+//     runs the copies it holds when it resumes: one that it runs more than
+//     twenty minutes after the first changes the count again.
 //   - A reentrant hold's release gives up that hold only, however often it
 //     runs; re-entering or renewing never shortens the lock's expiry below
 //     what another hold of the owner was promised.

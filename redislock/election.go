@@ -67,7 +67,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if err != nil {
 		return election.Record{}, false, errors.New("redislock: " + s.record + ": " + err.Error())
 	}
-	if lock != r.Token && lock != r.Token+"*" {
+	if lock != r.Token && lock != r.Token+redisscript.WaiterMark {
 		return election.Record{}, false, nil // the record of a deposed leader
 	}
 	return r, true, nil

@@ -17,5 +17,14 @@ func SetRequestMemory(d time.Duration) (restore func()) {
 	return func() { requestMemory = old }
 }
 
+// SetResendFor sets how long a call that must take effect once is sent
+// again while its reply is lost, for tests, and returns a function that
+// restores it.
+func SetResendFor(d time.Duration) (restore func()) {
+	old := resendFor
+	resendFor = d
+	return func() { resendFor = old }
+}
+
 // ClientID is c's name in lines of waiting clients, for tests.
 func ClientID(c *Client) string { return c.id }

@@ -70,8 +70,10 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 // CountDown decrements the count. The call that brings it to zero deletes
 // the latch and wakes every waiter. Counting down a latch that is not
 // counting does nothing. Each call counts once: if its reply is lost, it
-// sends the same request again until the server answers or ctx is done,
-// and the server counts a request only the first time it runs it.
+// sends the same request again until the server answers, ctx is done or
+// four minutes have passed, and the server counts a request only the
+// first time it runs it. If no answer came, the error matches
+// ErrOutcomeUnknown: the latch was counted down once or not at all.
 func (l *Latch) CountDown(ctx context.Context) error {
 	_, err := l.runOnce(ctx, redisscript.LatchCountDown, []string{l.countKey}, l.zeroChannel, latchLifeMillis)
 	return err
@@ -137,6 +139,9 @@ func (l *Latch) call(ctx context.Context, eval func(context.Context, *redisscrip
 	}
 	v, err := eval(ctx, sc, keys, args...)
 	if err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) { // it says why, ctx's end included
+			return 0, fmt.Errorf("redislock: %s on latch %q: %w", sc.Name, l.name, err)
+		}
 		if cause := cancelled(ctx, err); cause != nil && !isReply(err) {
 			return 0, l.cancelled(cause)
 		}

@@ -240,7 +240,7 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 	giveBack := m.releaseCall(token, hold)
 	start := time.Now()
 	var res [1]transport.Result
-	mark := ""
+	mark := "" // "*": take the lock marked, see acquire.lua
 	if waited {
 		mark = "*"
 	}

@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,12 +11,28 @@ import (
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
+// ErrOutcomeUnknown is matched by the error of Semaphore.AddPermits,
+// Semaphore.SetPermits and Latch.CountDown when the request may have run
+// but no reply said so: the change was made once or not at all, and which
+// is unknown (read the limit or the count to tell). Such a call sends its
+// request again while the reply is lost, for at most four minutes (see
+// "Calls that must run once" in the package doc) or until ctx is done;
+// when ctx ends first, the error also matches ctx.Err().
+var ErrOutcomeUnknown = errors.New("redislock: no reply: the change was made once or not at all")
+
 // requestMemory is how long the server remembers the outcome of a call
 // that must take effect once (see evalOnce): longer than a copy of the
 // call can still arrive. A copy buffered by a paused server runs when it
 // resumes; one sent into a partition is retransmitted by TCP for up to
 // about 15 minutes (Linux's tcp_retries2) before its connection gives up.
 var requestMemory = 20 * time.Minute
+
+// resendFor is how long after its first copy a call that must take effect
+// once is sent again: a copy sent later could arrive, retransmitted for
+// 15 minutes, after the record of the first one expired, and make the
+// change twice. It leaves a copy sent last 16 minutes before the record,
+// which lives requestMemory from the first copy's run, expires.
+var resendFor = 4 * time.Minute
 
 // onceRetry spaces out the tries of a call whose outcome is unknown.
 var onceRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
@@ -25,31 +42,51 @@ var onceRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // request id: the script records its outcome under base+":req:"+id for
 // requestMemory and, run again with that id, returns the recorded outcome
 // without acting. So when a reply is lost (a timeout, a reset connection),
-// evalOnce sends the same request again until the server answers or ctx
-// is done: the change is made once however many copies run.
+// evalOnce sends the same request again until the server answers, ctx is
+// done or resendFor has passed since the first copy: the change is made
+// once however many copies run. Without an answer, the error matches
+// ErrOutcomeUnknown if a copy may have run.
 //
 // keys end with the record's key, added by evalOnce; the script's last
 // argument is the memory in milliseconds, also added here.
 func (c *Client) evalOnce(ctx context.Context, base string, s *redisscript.Script, keys []string, args ...string) (any, error) {
 	keys = append(keys[:len(keys):len(keys)], base+":req:"+dlock.NewToken())
 	args = append(args[:len(args):len(args)], strconv.FormatInt(requestMemory.Milliseconds(), 10))
+	first := time.Now()
+	ran := false // a copy may have run
+	// unknown is the error of a call that got no answer: cause is why it
+	// stopped (ctx, or resendFor passed), err the last copy's error.
+	unknown := func(cause, err error, n int) error {
+		if !ran { // no copy reached the server: nothing changed
+			if errors.Is(err, cause) {
+				return err
+			}
+			return fmt.Errorf("%w (the last try: %w)", cause, err)
+		}
+		took := time.Since(first).Round(time.Millisecond)
+		if errors.Is(err, cause) {
+			return fmt.Errorf("%w (the request was sent %d times over %v): %w", ErrOutcomeUnknown, n, took, err)
+		}
+		return fmt.Errorf("%w (the request was sent %d times over %v; the last try: %v): %w", ErrOutcomeUnknown, n, took, err, cause)
+	}
 	for n := 1; ; n++ {
 		v, err := c.eval(ctx, s, keys, args...)
 		if err == nil || isReply(err) {
 			return v, err
 		}
+		ran = ran || mayHaveRun(err)
 		if cause := cancelled(ctx, err); cause != nil {
-			if n == 1 {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w (the request was sent %d times and took effect at most once; whether it did is unknown)", err, n)
+			return nil, unknown(cause, err, n)
 		}
 		wait, _ := onceRetry.Backoff(n)
+		if time.Since(first)+wait > resendFor {
+			return nil, unknown(err, err, n)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (the request was sent %d times and took effect at most once; whether it did is unknown)", ctx.Err(), n)
+			return nil, unknown(ctx.Err(), err, n)
 		case <-t.C:
 		}
 	}

@@ -242,3 +242,98 @@ func TestIntegrationRueidisDoesNotResendScripts(t *testing.T) {
 		t.Errorf("the acquire script ran %d times; want once", runs)
 	}
 }
+
+// A call that must take effect once stops sending its request again
+// before the server can have forgotten the request: the reply of the
+// first copy, which ran, is lost; the link then drops everything for
+// longer than the server remembers the request (shortened here to 1.5s,
+// the resending to 600ms); once the link is back, no copy runs again: the change
+// is made once, and the call reports that it does not know whether it was.
+// (Re-sent until ctx ended, a copy ran after the record had expired and
+// made the change a second time.)
+func TestIntegrationResendStopsBeforeTheRecordExpires(t *testing.T) {
+	t.Cleanup(redislock.SetRequestMemory(1500 * time.Millisecond))
+	t.Cleanup(redislock.SetResendFor(600 * time.Millisecond))
+	d := standalone(t)
+	admin := d.admin(t)
+	for _, call := range []struct {
+		name   string
+		before string // the count after the setup
+		want   string // after the call, made once
+		setup  func(ctx context.Context, c *redislock.Client) error
+		run    func(ctx context.Context, c *redislock.Client) error
+		key    string
+	}{
+		{"AddPermits", "2", "3",
+			func(ctx context.Context, c *redislock.Client) error {
+				return c.NewSemaphore("lost-add", 2).SetPermits(ctx, 2)
+			},
+			func(ctx context.Context, c *redislock.Client) error {
+				return c.NewSemaphore("lost-add", 2).AddPermits(ctx, 1)
+			},
+			lockKey("lost-add") + ":limit"},
+		{"CountDown", "3", "2",
+			func(ctx context.Context, c *redislock.Client) error {
+				warm := c.NewLatch("warm-lost-count") // loads the script
+				warm.TrySetCount(ctx, 1)
+				warm.CountDown(ctx)
+				_, err := c.NewLatch("lost-count").TrySetCount(ctx, 3)
+				return err
+			},
+			func(ctx context.Context, c *redislock.Client) error { return c.NewLatch("lost-count").CountDown(ctx) },
+			lockKey("lost-count") + ":count"},
+	} {
+		t.Run(call.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := timeout(t, time.Minute)
+			p := testenv.StartProxy(t, d.servers[0].Addr())
+			rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 250 * time.Millisecond, DialTimeout: 250 * time.Millisecond})
+			t.Cleanup(func() { rdb.Close() })
+			c := redislock.New(goredisconn.New(rdb))
+			t.Cleanup(func() { c.Close() })
+			if err := call.setup(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := admin.Get(ctx, call.key).Result(); v != call.before {
+				t.Fatalf("%s holds %q after the setup; want %s", call.key, v, call.before)
+			}
+			p.SetLatency(300 * time.Millisecond) // every reply comes after the read timeout
+			done := make(chan error, 1)
+			start := time.Now()
+			var took time.Duration
+			go func() {
+				err := call.run(ctx, c)
+				took = time.Since(start)
+				done <- err
+			}()
+			for { // the first copy runs; its reply is on its way back
+				if v, _ := admin.Get(ctx, call.key).Result(); v == call.want {
+					break
+				}
+				if time.Since(start) > 10*time.Second {
+					t.Fatalf("%s never reached %s", call.key, call.want)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			p.Blackhole(true)           // the reply, and every copy sent from now on, is lost
+			time.Sleep(2 * time.Second) // the server forgets the request
+			p.Blackhole(false)
+			p.SetLatency(0)
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s still sending 5s after the link came back", call.name)
+			}
+			time.Sleep(500 * time.Millisecond) // a copy still on its way runs
+			v, _ := admin.Get(ctx, call.key).Result()
+			t.Logf("%s returned after %v: %v; %s holds %s", call.name, took.Round(time.Millisecond), err, call.key, v)
+			if v != call.want {
+				t.Fatalf("%s holds %s after one %s from %s; want %s: a copy ran after the server forgot the request", call.key, v, call.name, call.before, call.want)
+			}
+			if !errors.Is(err, redislock.ErrOutcomeUnknown) {
+				t.Errorf("%s returned %v; want an error matching ErrOutcomeUnknown", call.name, err)
+			}
+		})
+	}
+}

@@ -249,7 +249,8 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 
 // SetPermits sets the limit to n, which must be at least 1, and wakes the
 // waiters if it grew. Permits held beyond a lowered limit are not taken
-// away; no new one is granted until the number held falls below it.
+// away; no new one is granted until the number held falls below it. A
+// lost reply is handled as by AddPermits.
 func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 	if n < 1 {
 		return fmt.Errorf("redislock: SetPermits(%d) on semaphore %q: %w", n, s.m.name, ErrInvalidPermits)
@@ -264,8 +265,10 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 // ErrInvalidPermits, and the limit is left as it was. If no limit is
 // stored yet, the change applies to the permits given to NewSemaphore.
 // Each call changes the limit once: if its reply is lost, it sends the same
-// request again until the server answers or ctx is done, and the server
-// applies a request only the first time it runs it.
+// request again until the server answers, ctx is done or four minutes have
+// passed, and the server applies a request only the first time it runs
+// it. If no answer came, the error matches ErrOutcomeUnknown: the limit
+// was changed once or not at all.
 func (s *Semaphore) AddPermits(ctx context.Context, delta int) error {
 	_, err := s.changeLimit(ctx, "add", delta)
 	return err

@@ -45,7 +45,11 @@
 // the node timeout for the nodes that had not answered when the extension
 // was decided. A retake never counts as an extension, and a lease that no
 // majority extended takes nothing back: keys deleted on a majority (by
-// ForceUnlock) still end it with dlock.ErrTakenOver. A retake under way
+// ForceUnlock) still end it with dlock.ErrTakenOver. Nor does a renewal
+// that was under way when an operator's ForceUnlock ran: ForceUnlock
+// records the tokens it deleted in dlock:{name}:deposed on every node, and
+// the retake sets no key for a token recorded there; the set expires
+// twice the longest time the deleted keys had left. A retake under way
 // when Release begins has returned before the release sends its deletes,
 // and none is sent after; a node whose retake call failed without a reply
 // is looked at again, as one whose acquire timed out is (below).

@@ -95,7 +95,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 		answered++
 		lock, _ := pair[0].(string)
 		rec, _ := pair[1].(string)
-		if r, err := election.Parse(rec); err == nil && (lock == r.Token || lock == r.Token+"*") {
+		if r, err := election.Parse(rec); err == nil && (lock == r.Token || lock == r.Token+redisscript.WaiterMark) {
 			votes[rec]++
 		}
 	}

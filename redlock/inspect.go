@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,6 +92,17 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 // answered: a node it could not reach keeps its key until the key's TTL
 // runs out. The holder learns at its next renewal, when its lease ends
 // with an error matching dlock.ErrTakenOver.
+//
+// A renewal of the deposed lease that is under way does not put its key
+// back: ForceUnlock records the tokens it deleted in the set
+// dlock:{name}:deposed on every node, in a second round when it deleted
+// any, and a renewal takes back no node for a token recorded there (see
+// "Extending, losing and releasing" in the package doc). The second round
+// also deletes the deposed keys that such a renewal set between the
+// rounds. The set expires twice the longest time the deleted keys had
+// left after ForceUnlock. When a node did not answer the second round,
+// ForceUnlock returns an error that names it: a renewal under way may
+// still set the deposed lease's key there, for at most the lease's TTL.
 func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if err := rediskeys.CheckName("redlock", name); err != nil {
 		return false, err
@@ -97,21 +110,76 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if err := c.usable(); err != nil {
 		return false, err
 	}
-	keys, args := redisscript.ForceUnlockCall(name)
-	replies := c.fanOut(ctx, transport.Call{Script: redisscript.ForceUnlock, Keys: keys, Args: args})
+	k := rediskeys.For(name)
+	keys := []string{k.Base, k.Base + deposedSuffix}
+	replies := c.fanOut(ctx, transport.Call{Script: redisscript.QuorumForce, Keys: keys, Args: []string{k.Channel}})
 	held := false
+	var deposed []string // the tokens deleted, on any node
+	var life int64       // how long the set of deposed tokens lives, in ms
 	var errs []error
 	for range c.nodes {
 		r := <-replies
-		if r.res.Err != nil {
-			errs = append(errs, &NodeError{Node: c.nodes[r.node].name, Err: r.res.Err})
+		token, pttl, deleted, err := forced(r.res)
+		if err != nil {
+			errs = append(errs, &NodeError{Node: c.nodes[r.node].name, Err: err})
 			continue
 		}
-		held = held || positive(r.res.Val)
+		held = held || deleted
+		if pttl > 0 && !slices.Contains(deposed, token) {
+			deposed = append(deposed, token)
+		}
+		life = max(life, 2*pttl)
 	}
 	if len(errs) > 0 {
-		return held, fmt.Errorf("redlock: force unlock of %q reached %d of %d nodes; the others keep their keys until the TTL runs out: %w",
+		err := fmt.Errorf("redlock: force unlock of %q reached %d of %d nodes; the others keep their keys until the TTL runs out: %w",
 			name, len(c.nodes)-len(errs), len(c.nodes), errors.Join(errs...))
+		if len(deposed) > 0 {
+			c.depose(ctx, keys, life, deposed) // as far as it goes
+		}
+		return held, err
+	}
+	if len(deposed) == 0 {
+		return held, nil
+	}
+	if errs := c.depose(ctx, keys, life, deposed); len(errs) > 0 {
+		return held, fmt.Errorf("redlock: force unlock of %q deleted the lock, but %d of %d nodes did not confirm that they refuse the deposed lease: a renewal under way may set its key there again, for at most its TTL: %w",
+			name, len(errs), len(c.nodes), errors.Join(errs...))
 	}
 	return held, nil
+}
+
+// deposedSuffix ends the key, beside the lock's, of the set of tokens that
+// ForceUnlock deposed (see quorum_force.lua).
+const deposedSuffix = ":deposed"
+
+// depose runs ForceUnlock's second round: every node records each of the
+// deposed tokens for life ms, and deletes its key if it holds one of them.
+// It returns the errors of the nodes that did not confirm.
+func (c *Client) depose(ctx context.Context, keys []string, life int64, deposed []string) []error {
+	args := append([]string{strconv.FormatInt(life, 10)}, deposed...)
+	replies := c.fanOut(ctx, transport.Call{Script: redisscript.QuorumDepose, Keys: keys, Args: args})
+	var errs []error
+	for range c.nodes {
+		if r := <-replies; r.res.Err != nil {
+			errs = append(errs, &NodeError{Node: c.nodes[r.node].name, Err: r.res.Err})
+		}
+	}
+	return errs
+}
+
+// forced reads a node's reply to quorum_force.lua.
+func forced(res transport.Result) (token string, pttl int64, deleted bool, err error) {
+	if res.Err != nil {
+		return "", 0, false, res.Err
+	}
+	a, ok := res.Val.([]any)
+	if len(a) == 3 {
+		token, _ = a[1].(string)
+		pttl, _ = a[2].(int64)
+		deleted = a[0] == int64(1)
+	}
+	if !ok || len(a) != 3 {
+		return "", 0, false, fmt.Errorf("quorum_force: unexpected reply %v", res.Val)
+	}
+	return token, pttl, deleted, nil
 }

@@ -34,8 +34,9 @@ type Mutex struct {
 var _ dlock.Locker = (*Mutex)(nil)
 
 // keys are the Redis names of one lock on every node (see package
-// rediskeys): the same as redislock's, so that inspect and release read them.
-type keys struct{ lock, fence, channel string }
+// rediskeys): the same as redislock's, so that inspect and release read
+// them, and the tokens ForceUnlock deposed (see quorum_force.lua).
+type keys struct{ lock, fence, channel, deposed string }
 
 // epochKey is the per-node key whose disappearance reveals lost data.
 const epochKey = "dlock:epoch"
@@ -45,7 +46,7 @@ const epochKey = "dlock:epoch"
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	k := rediskeys.For(name)
 	m := &Mutex{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, "Mutex"),
-		keys: keys{lock: k.Base, fence: k.Fence, channel: k.Channel}}
+		keys: keys{lock: k.Base, fence: k.Fence, channel: k.Channel, deposed: k.Base + deposedSuffix}}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	m.window = "0"
 	if c.cfg.detectRestart {

@@ -18,8 +18,12 @@ import (
 // with the lease's token and TTL, by a script that sets the key only if it
 // is absent (quorum_retake.lua). A retake never counts as an extension,
 // and a lease that no majority extended is not retaken: keys that an
-// operator deleted on a majority (ForceUnlock) stay deleted, and the lease
-// ends with dlock.ErrTakenOver.
+// operator deleted on a majority stay deleted, and the lease ends with
+// dlock.ErrTakenOver. An operator's ForceUnlock, which may run while a
+// renewal that a majority extended is under way, is ordered with the
+// retake on the nodes: the retake script sets no key for a token that
+// ForceUnlock recorded as deposed (see quorum_force.lua and
+// quorum_depose.lua).
 //
 // A retake must not land after the lease's keys were deleted by its
 // Release (or by Close, which releases the leases still held) or by the
@@ -106,7 +110,7 @@ func (c *Client) retake(ctx context.Context, jobs []retakeJob) int {
 			if a {
 				per[i].jobs = append(per[i].jobs, k)
 				per[i].calls = append(per[i].calls, transport.Call{Script: redisscript.QuorumRetake,
-					Keys: []string{j.g.m.keys.lock}, Args: []string{j.g.Token(), j.g.m.ttl}})
+					Keys: []string{j.g.m.keys.lock, j.g.m.keys.deposed}, Args: []string{j.g.Token(), j.g.m.ttl}})
 			}
 		}
 	}

@@ -97,6 +97,12 @@ func loadHolding(name string) *Script {
 	return New(s.Name, holderPrologue+s.Src)
 }
 
+// WaiterMark is what an acquire that finds a Mutex held appends to the
+// holder's value, so that its release wakes the waiting (see acquire.lua):
+// a control character, which no token holds (dlock.WithLabel replaces a
+// label's), so that no label looks like it.
+const WaiterMark = "\x01"
+
 // The scripts. Each file's header lists its KEYS and ARGV; those loaded
 // with loadHolding may call the functions of holderPrologue.
 var (
@@ -114,6 +120,8 @@ var (
 	QuorumFence      = load("quorum_fence.lua")
 	QuorumRefresh    = load("quorum_refresh.lua")
 	QuorumRetake     = load("quorum_retake.lua")
+	QuorumForce      = load("quorum_force.lua")
+	QuorumDepose     = load("quorum_depose.lua")
 )
 
 // A ReplyError is an error reply from the server, as opposed to a failure

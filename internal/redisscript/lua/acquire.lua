@@ -27,12 +27,17 @@
 -- the error is returned.
 -- Uncontended, it runs three commands: SET, TIME and SET ... GET. A
 -- failed attempt marks
--- the holder's value with a trailing '*' (once), so that the holder's
+-- the holder's value with a trailing byte 1 (once), so that the holder's
 -- release publishes a notice only when someone may be waiting for it, and,
 -- given ARGV[5], puts the client in KEYS[3], so that the notice goes to
 -- one waiting client, not to all. Whatever the client does, KEYS[3] goes
 -- ARGV[7] ms after its last waiter joined.
-if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] or ''), 'NX', 'PX', ARGV[2]) then
+-- The mark is a control character, which no token holds (a label's are
+-- replaced, see dlock.WithLabel), so that no label looks like it: a
+-- holder labelled "...*" once looked marked when '*' was the mark, and
+-- its release woke no one.
+local mark = '\1'
+if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] == '*' and mark or ''), 'NX', 'PX', ARGV[2]) then
   local t = redis.call('TIME')
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local was = redis.pcall('SET', KEYS[2], string.format('%.0f', fence), 'KEEPTTL', 'GET')
@@ -81,9 +86,9 @@ if pttl < 0 then
 end
 -- The same request sent twice finds its own token: it neither marks the
 -- lock nor waits for it.
-local own = holder == ARGV[1] or holder == ARGV[1] .. '*'
-if pttl > 0 and not own and string.sub(holder, -1) ~= '*' then -- tell the holder's release that someone waits
-  redis.call('SET', KEYS[1], holder .. '*', 'XX', 'PX', pttl)
+local own = holder == ARGV[1] or holder == ARGV[1] .. mark
+if pttl > 0 and not own and string.sub(holder, -1) ~= mark then -- tell the holder's release that someone waits
+  redis.call('SET', KEYS[1], holder .. mark, 'XX', 'PX', pttl)
 end
 if pttl > 0 and not own and KEYS[3] and ARGV[5] and ARGV[5] ~= '' then
   -- Wait in line: NX keeps the place of a client already there, and gives

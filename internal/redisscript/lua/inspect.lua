@@ -40,7 +40,7 @@ if kind(KEYS[7]) == 'zset' then
 end
 if out[1] == 'Mutex' or out[1] == 'FairMutex' then
   local owner = get(KEYS[1])
-  if string.sub(owner, -1) == '*' then owner = string.sub(owner, 1, -2) end -- a waiter's mark
+  if string.sub(owner, -1) == '\1' then owner = string.sub(owner, 1, -2) end -- a waiter's mark (see acquire.lua)
   table.insert(out, owner)
   table.insert(out, '1')
 elseif lock == 'hash' then

@@ -16,11 +16,11 @@ local holder = redis.pcall('GET', KEYS[1])
 if type(holder) ~= 'string' then -- free, or not a Mutex's: its own release wakes no line
   return 0
 end
-if string.sub(holder, -1) == '*' then -- marked already: its release wakes the line
+if string.sub(holder, -1) == '\1' then -- marked already: its release wakes the line
   return -1
 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl > 0 and string.sub(holder, 1, 1) ~= '=' then
-  redis.call('SET', KEYS[1], holder .. '*', 'XX', 'PX', pttl)
+  redis.call('SET', KEYS[1], holder .. '\1', 'XX', 'PX', pttl)
 end
 return math.max(pttl, 0)

@@ -5,7 +5,8 @@
 -- ARGV[4] with KEYS[2]: the prefix of the clients' own channels
 -- Returns 1 plus the number of subscribers woken when released, 0 when the
 -- key is absent or held by another owner. The value is the token, or the
--- token and '*' once an acquire found it held (see acquire.lua): only then
+-- token and the mark (byte 1) once an acquire found it held (see
+-- acquire.lua): only then
 -- is the release published, so an uncontended release runs two commands.
 -- With KEYS[2], the notice goes to one client: the one that has waited
 -- longest, taken out of KEYS[2], on the channel ARGV[4] .. its id. A client
@@ -19,7 +20,7 @@ if v == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return 1
 end
-if v == ARGV[1] .. '*' then
+if v == ARGV[1] .. '\1' then
   redis.call('DEL', KEYS[1])
   if KEYS[2] then
     return 1 + dlock_wake_next(KEYS[2], ARGV[4])
