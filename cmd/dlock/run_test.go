@@ -27,6 +27,8 @@ type deployment struct {
 	held func(t testing.TB, name string) bool
 	// sabotage deletes the lock called name behind its holder's back.
 	sabotage func(t testing.TB, name string)
+	// redis holds the servers of a Redis or Redlock deployment.
+	redis []*testenv.Redis
 }
 
 func redisDeployment(t testing.TB, n int) deployment {
@@ -71,7 +73,7 @@ func redlockDeployment(t testing.TB, n int, ttl, window time.Duration) deploymen
 
 func redisDeploymentOn(servers []*testenv.Redis) deployment {
 	n := len(servers)
-	var d deployment
+	d := deployment{redis: servers}
 	for _, s := range servers {
 		d.flags = append(d.flags, "--redis", "redis://"+s.Addr())
 	}

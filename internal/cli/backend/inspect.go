@@ -215,20 +215,21 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 		ok, err := t.single.ForceUnlock(ctx, name)
 		return b2i(ok), err
 	case t.quorum != nil:
-		n, answered := 0, 0
-		var errs []error
-		for i, c := range t.nodes {
-			ok, err := c.ForceUnlock(ctx, name)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", t.spec.Redis[i].Addr, err))
-				continue
+		// Count the masters that hold a key, for the report, then remove
+		// them with redlock's ForceUnlock, which also keeps a renewal under
+		// way from taking a master back (its deposed set).
+		n := 0
+		for _, c := range t.nodes {
+			if info, err := c.Inspect(ctx, name); err == nil && len(info.Holders) > 0 {
+				n++
 			}
-			answered++
-			n += b2i(ok)
 		}
-		if len(errs) > 0 {
-			return n, fmt.Errorf("released on %d of %d masters; the others keep the lock until its TTL runs out: %w",
-				answered, len(t.nodes), joinErrs(errs))
+		held, err := t.quorum.ForceUnlock(ctx, name)
+		if held {
+			n = max(n, 1)
+		}
+		if err != nil {
+			return n, fmt.Errorf("not released on every master; a master that did not answer keeps the lock until its TTL runs out: %w", err)
 		}
 		return n, nil
 	case t.zk != nil:

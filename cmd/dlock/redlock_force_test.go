@@ -1,0 +1,33 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// release --force on Redlock goes through redlock's ForceUnlock, which
+// records the deposed holder's token on every master, so that a renewal
+// under way cannot take a master back for it.
+func TestIntegrationRedlockForceReleaseDeposes(t *testing.T) {
+	d := redlockDeployment(t, 3, 2*time.Second, 2*time.Second)
+	name := lockName(t)
+	holder := holdInBackground(t, d, name)
+	defer holder.kill()
+	r := dlock(t, nil, append(append([]string{"release", "--force", "--yes"}, d.flags...), name)...)
+	if r.code != 0 {
+		t.Fatalf("release --force: exit %d, %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "removed 3 masters' keys") {
+		t.Errorf("release --force said %q; want it to count 3 masters' keys", r.stdout)
+	}
+	for _, s := range d.redis {
+		out, err := s.Do("SCARD", "dlock:{"+name+"}:deposed")
+		if err != nil || out != "1" {
+			t.Errorf("SCARD of the deposed set on %s = %q, %v; want the holder's token", s.Addr(), out, err)
+		}
+	}
+	if d.held(t, name) {
+		t.Errorf("lock %q still held after release --force", name)
+	}
+}
