@@ -72,6 +72,9 @@ func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dloc
 	if err := lk.check(ctx); err != nil {
 		return nil, err
 	}
+	if err := lk.checkServer(ctx); err != nil {
+		return nil, err
+	}
 	for {
 		l, err := lk.attempt(ctx, try, a)
 		if try || !lease.IsShort(err) {
