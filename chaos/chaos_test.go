@@ -39,9 +39,11 @@ func TestIntegrationChaos(t *testing.T) {
 		// session timeout to give up: one fault, and a grant after it.
 		{BackendZK3, 12 * time.Second, 1, false, false, []string{FaultKillEmptyAll}},
 		{BackendEtcd3, 16 * time.Second, 3, false, false, nil},
-		// With a 6s TTL (set below), as in docs/SAFETY.md's fault: a
-		// renewal answered by the deposed leader would move the pinned
-		// holder's Until past the new leader's expiry of its lease.
+		// With a 6s TTL (set below), so that the pause falls inside a
+		// lease. The harness's 10ms sections rarely hold a lease across the
+		// pause, so this run showed nothing on the unfixed code either;
+		// etcdlock's TestIntegrationDeposedLeaderRenewal is the test that
+		// reproduces the hole.
 		{BackendEtcd3, 20 * time.Second, 1, false, false, []string{FaultLeaderPauseKill}},
 		{BackendPostgres, 12 * time.Second, 4, false, false, nil},
 		{BackendPostgresSession, 12 * time.Second, 4, false, false, nil},
