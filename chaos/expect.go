@@ -65,6 +65,12 @@ const (
 	FaultReplicationCut = "replication-cut" // Sentinel: cut the master off from its replicas (not the Sentinels, nor the clients) for 1-3 TTL
 )
 
+// FaultLeaderPauseKill is an etcd fault: pin the holder to the leader's
+// endpoint (as a load balancer in front would), SIGSTOP the leader long
+// enough for an election, SIGCONT it and kill -9 it 10ms later; restart it
+// and unpin the holder.
+const FaultLeaderPauseKill = "leader-pause-kill"
+
 // FaultsFor returns the faults that apply to backend, the most telling
 // first: a round-robin schedule of a short run covers those.
 func FaultsFor(backend string) []string {
@@ -73,8 +79,8 @@ func FaultsFor(backend string) []string {
 		return []string{FaultKillEmpty, FaultClientPause, FaultLeaderKill, FaultSession, FaultKill, FaultPause,
 			FaultBlackhole, FaultLatency, FaultReset, FaultKillEmptyAll}
 	case BackendEtcd3: // a member restarted without its data could not rejoin: no kill-empty
-		return []string{FaultLeaderKill, FaultClientPause, FaultPartition, FaultKill, FaultPause, FaultBlackhole,
-			FaultLatency, FaultReset}
+		return []string{FaultLeaderKill, FaultLeaderPauseKill, FaultClientPause, FaultPartition, FaultKill, FaultPause,
+			FaultBlackhole, FaultLatency, FaultReset}
 	case BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession:
 		return []string{FaultTerminate, FaultKill, FaultClientPause, FaultPartition, FaultPause, FaultBlackhole,
 			FaultLatency, FaultReset}

@@ -133,6 +133,19 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		node, target = i, in.d.name(i)+", the leader"
 		s := in.d.server(i)
 		apply, heal = s.Kill, s.Restart
+	case FaultLeaderPauseKill:
+		if in.d.etcd == nil {
+			return fmt.Errorf("chaos: %s is an etcd fault", kind)
+		}
+		in.awaitHolder(ctx)
+		c := in.victim()
+		i, err := in.d.leader()
+		if err != nil {
+			return err
+		}
+		node, target = i, fmt.Sprintf("%s, the leader, with client %d pinned to it", in.d.name(i), c+1)
+		hold = in.between(0, in.ttl)
+		apply, heal = in.pauseKill(ctx, c, i)
 	case FaultPause:
 		s := in.d.server(node)
 		apply, heal = s.Pause, s.Resume
@@ -197,6 +210,49 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		return fmt.Errorf("chaos: healing %s %s: %w", kind, target, herr)
 	}
 	return nil
+}
+
+// pauseKill returns FaultLeaderPauseKill's apply and heal for client c
+// and leader i. apply pins c to the leader (its proxies to the other
+// members refuse and reset connections, so its client has only the
+// leader's endpoint), waits up to a renewal period so that the pause falls
+// anywhere in it, pauses the leader for half a TTL but at least 2s (past
+// an election, and past a renewal sent to it), resumes it and kills it
+// 10ms later: a leader that answers a queued renewal from its own lease
+// table before it learns that it was deposed, and is then gone. heal
+// restarts it and unpins c.
+func (in *injector) pauseKill(ctx context.Context, c, i int) (apply, heal func() error) {
+	s := in.d.server(i)
+	var others []*testenv.Proxy
+	for j, p := range in.d.proxies[c] {
+		if j != i {
+			others = append(others, p)
+		}
+	}
+	apply = func() error {
+		for _, p := range others {
+			p.SetRefuse(true)
+			p.Reset()
+		}
+		sleep(ctx, in.between(0, in.ttl/3))
+		if err := s.Pause(); err != nil {
+			return err
+		}
+		sleep(context.WithoutCancel(ctx), max(in.ttl/2, 2*time.Second))
+		if err := s.Resume(); err != nil {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+		return s.Kill()
+	}
+	heal = func() error {
+		err := s.Restart() // resumes it first if apply stopped between
+		for _, p := range others {
+			p.SetRefuse(false)
+		}
+		return err
+	}
+	return apply, heal
 }
 
 // expiryTarget picks the server whose lock key an expire fault makes

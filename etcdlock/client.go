@@ -3,6 +3,7 @@ package etcdlock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -25,6 +26,10 @@ type Client struct {
 	reg   lease.Registry
 	sched *renewal.Scheduler
 
+	log          *slog.Logger // WithLogger's, or nil
+	strictServer bool         // WithStrictServerVersion
+	server       serverCheck
+
 	ctx    context.Context // cancelled by Close, with ErrClosed: ends waits
 	cancel context.CancelCauseFunc
 
@@ -34,7 +39,9 @@ type Client struct {
 }
 
 // New returns a Client that makes locks through cli. It never fails and
-// makes no request: the first error comes from the first Lock or TryLock.
+// makes no request: the first error comes from the first Lock or TryLock,
+// which also asks the members for their versions (see
+// WithStrictServerVersion).
 // The caller keeps cli, and closes it after closing the Client.
 func New(cli *clientv3.Client, opts ...ClientOption) *Client {
 	var cc clientConfig
@@ -43,7 +50,7 @@ func New(cli *clientv3.Client, opts ...ClientOption) *Client {
 			o(&cc)
 		}
 	}
-	c := &Client{cli: cli, obs: lease.Observer(cc.obs, cc.log)}
+	c := &Client{cli: cli, obs: lease.Observer(cc.obs, cc.log), log: cc.log, strictServer: cc.strictServer}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.sched = renewal.New(c.renew)
 	return c
@@ -87,24 +94,27 @@ func (c *Client) Close() error {
 // revokeLater revokes the etcd lease id in the background, for Close to
 // wait for: the clean-up of an attempt that failed, or of a lease that
 // ended without a release.
-// Once Close has stopped counting them, a clean-up runs on a goroutine
-// that nothing waits for.
 func (c *Client) revokeLater(id clientv3.LeaseID) {
-	revoke := func() {
+	c.background(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		c.cli.Revoke(ctx, id) // a lease it cannot revoke expires by its TTL
-	}
+	})
+}
+
+// background runs f on a goroutine of its own, for Close to wait for.
+// Once Close has stopped counting them, nothing waits for f.
+func (c *Client) background(f func()) {
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
 	if c.bgClosed {
-		go revoke()
+		go f()
 		return
 	}
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		revoke()
+		f()
 	}()
 }
 

@@ -19,7 +19,13 @@
 // The keys are laid out as concurrency.Mutex lays out its keys on the same
 // prefix (it takes name and appends "/"), so a Mutex and a concurrency.Mutex
 // exclude each other: each waits for the older keys of both. A
-// concurrency.Mutex's key holds "" rather than a token.
+// concurrency.Mutex's key holds "" rather than a token. Their holders learn
+// of a loss at different times, though: a concurrency.Session's Done closes
+// when its keep-alive loop gives up, which checks its deadline only every
+// 500ms, so under a partition a Mutex waiter was granted the lock 0.52 to
+// 0.64s before the cut-off concurrency.Mutex holder's Session.Done closed.
+// A holder that must not overlap reads a fence, or on etcd's side
+// IsOwner in its writes.
 //
 // # Leases
 //
@@ -40,6 +46,23 @@
 // a full TTL, never shortens it), so the lease's Until becomes
 //
 //	s + min(TTL, etcd lease TTL) - (1% + 2ms)
+//
+// if the answer comes from the leader. A leader that was deposed while it
+// could not hear the others (a paused process, a stalled disk) answers
+// keep-alives from its own lease table until it learns of its successor,
+// which never sees those renewals (etcd-io/etcd#15247): through a load
+// balancer that still sends to it, a holder would count on a renewal the
+// cluster does not have. So a renewal counts only when a linearizable read
+// made after its answer (the check that the key is still there) is
+// answered in the same raft term as the keep-alive: etcd puts in the
+// keep-alive's header the term of the last entry the member applied before
+// it renewed, and a read that completes in that term was confirmed by that
+// term's leader after the renewal, so no later leader had been elected when
+// the renewal was made. A renewal whose term does not match is tried again.
+// This holds on every etcd 3.4 and later. etcd's own guard (3.4.31, 3.5.13,
+// 3.6.0: the leader confirms its leadership before a renewal) does not
+// cover a paused leader from 3.4.34 and 3.5.16 on, which skip the check
+// when the member ticked in the last three heartbeats, as a resumed one has.
 //
 // Done closes no later than Until, by a local timer, even when the cluster
 // cannot be reached: a holder cut off from the cluster learns it has lost
@@ -62,6 +85,19 @@
 // Until, and usually later by the rest of the etcd lease TTL. A holder
 // still in its critical section when Done closed (it has not looked yet)
 // has that margin, as on the other backends; only fences make it safe.
+//
+// # What etcdlock needs of the server
+//
+// etcd 3.4.31, 3.5.13 or 3.6.0, or later in the same line
+// (MinServerVersions). An older leader that stalls past a lease's TTL and
+// comes back can revoke leases the new leader kept alive, which deletes a
+// held lock's key while its holder's Until is still ahead
+// (etcd-io/etcd#15247, fixed by etcd-io/etcd#16822); the holder learns it
+// at its next renewal, at most a third of the TTL later. Renewals
+// themselves are safe on any 3.4 or later (see Leases). A Client asks
+// every endpoint for its version at its first Lock or TryLock (New makes
+// no request) and logs an older one once at Warn; WithStrictServerVersion
+// refuses it.
 //
 // # Fencing
 //

@@ -72,6 +72,9 @@ func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dloc
 	if err := lk.check(ctx); err != nil {
 		return nil, err
 	}
+	if err := lk.checkServer(ctx); err != nil {
+		return nil, err
+	}
 	for {
 		l, err := lk.attempt(ctx, try, a)
 		if try || !lease.IsShort(err) {
@@ -537,6 +540,13 @@ func (g *grant) confirm(ctx context.Context) time.Time {
 // the key is still there (once enqueue has put it). It returns the Until
 // the renewal gives, or an error matching ErrLeaseNotFound or
 // dlock.ErrTakenOver when the lease or the key is gone.
+//
+// The renewal counts only when a linearizable read made after it is
+// answered in the raft term its own answer names (errTermChanged when
+// not): a leader that was deposed while it could not hear its peers (a
+// pause, a slow disk) answers renewals from its own lease table until it
+// learns of its successor, which never saw them (etcd-io/etcd#15247;
+// docs/ARCHITECTURE.md has the argument).
 func (g *grant) check(ctx context.Context, start time.Time) (time.Time, error) {
 	cli := g.lk.c.cli
 	ka, err := cli.KeepAliveOnce(ctx, g.id)
@@ -550,18 +560,30 @@ func (g *grant) check(ctx context.Context, start time.Time) (time.Time, error) {
 	g.mu.Lock()
 	rev := g.rev
 	g.mu.Unlock()
-	if rev == 0 { // still queueing: the key may not be there yet
-		return until, nil
+	// A read-only transaction is linearizable only if it reads: etcd
+	// serves one of compares alone from the member's own state.
+	txn := cli.Txn(ctx)
+	if rev != 0 { // queued: the key must still be there
+		txn = txn.If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", rev))
 	}
-	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", rev)).Commit()
+	resp, err := txn.Then(clientv3.OpGet(g.key, clientv3.WithCountOnly())).Commit()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("etcdlock: checking %q: %w", g.lk.name, err)
 	}
 	if !resp.Succeeded {
 		return time.Time{}, fmt.Errorf("%w: key %s deleted", dlock.ErrTakenOver, g.key)
 	}
+	if ka.RaftTerm != resp.Header.RaftTerm {
+		return time.Time{}, fmt.Errorf("etcdlock: renewing %q: %w (renewed in term %d, read in term %d)",
+			g.lk.name, errTermChanged, ka.RaftTerm, resp.Header.RaftTerm)
+	}
 	return until, nil
 }
+
+// errTermChanged is check's error when a renewal's answer cannot be
+// trusted: the cluster's raft term moved between the renewal and the read
+// that confirms it. The next try usually succeeds.
+var errTermChanged = errors.New("the raft term changed since the renewal, which is not counted")
 
 // extend records a confirmation good until until, and moves the Lease's
 // Until to it (no further than a fixed lease's end).

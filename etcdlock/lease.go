@@ -49,6 +49,10 @@ func (h *Lease) Refresh(ctx context.Context) error {
 	g := h.g
 	start := time.Now()
 	until, err := g.check(ctx, start)
+	for tries := 1; errors.Is(err, errTermChanged) && tries < 3 && ctx.Err() == nil; tries++ {
+		start = time.Now() // a renewal just after an election: renew again
+		until, err = g.check(ctx, start)
+	}
 	switch {
 	case errors.Is(err, ErrLeaseNotFound) || errors.Is(err, dlock.ErrTakenOver):
 		h.Lose(dlock.Lost(err))

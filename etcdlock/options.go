@@ -95,8 +95,9 @@ func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = 
 type ClientOption func(*clientConfig)
 
 type clientConfig struct {
-	obs dlock.Observer
-	log *slog.Logger
+	obs          dlock.Observer
+	log          *slog.Logger
+	strictServer bool
 }
 
 // WithObserver has every lock of the Client report its events to o (see
@@ -112,3 +113,14 @@ func WithObserver(o dlock.Observer) ClientOption { return func(c *clientConfig) 
 // acquisitions with a hard error at Info, the rest at Debug. The default
 // is none; a nil l means none. It combines with WithObserver.
 func WithLogger(l *slog.Logger) ClientOption { return func(c *clientConfig) { c.log = l } }
+
+// WithStrictServerVersion makes the Client refuse an etcd cluster with a
+// member older than MinServerVersions: its first Lock or TryLock asks
+// every endpoint of the clientv3.Client for its version (waiting through
+// failed requests as WithRetry says), and every Lock and TryLock then
+// fails with an error naming the version, if one is older. Without it the
+// Client logs such a version once, at Warn (through WithLogger's logger,
+// or slog.Default()), and goes on: its own renewals are safe on any
+// server (see the package doc), but an older server can revoke a lease
+// that its leader keeps alive. The default is off.
+func WithStrictServerVersion() ClientOption { return func(c *clientConfig) { c.strictServer = true } }

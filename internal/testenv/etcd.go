@@ -58,14 +58,17 @@ type Etcd struct {
 }
 
 // newEtcd prepares, but does not start, a server named name with a new
-// temporary directory and free client and peer ports.
-func newEtcd(name string) (*Etcd, error) {
-	bin, err := LookEtcd()
-	if err != nil {
-		return nil, err
+// temporary directory and free client and peer ports. It runs the etcd
+// binary bin, or Debian's (LookEtcd) if bin is "".
+func newEtcd(name, bin string) (*Etcd, error) {
+	var err error
+	if bin == "" {
+		if bin, err = LookEtcd(); err != nil {
+			return nil, err
+		}
 	}
 	e := &Etcd{bin: bin, name: name}
-	if err := e.makeDir("testenv-etcd-", nil); err != nil {
+	if err = e.makeDir("testenv-etcd-", nil); err != nil {
 		return nil, err
 	}
 	if e.peerPort, err = FreePort(); err != nil {
@@ -106,8 +109,7 @@ func (e *Etcd) startWaitLocked(wait bool) error {
 		"--election-timeout", strconv.FormatInt(EtcdElectionTimeout.Milliseconds(), 10),
 		"--logger", "zap",
 		"--log-outputs", "stderr",
-		"--enable-v2=false",
-	)
+	) // the v2 API is off by default in 3.4, and gone in 3.6
 	cmd.Dir = e.dir
 	p, err := startProcess(cmd, filepath.Join(e.dir, etcdOutFileName), "etcd")
 	if err != nil {
@@ -277,7 +279,7 @@ func (e *Etcd) LogTail(n int) string { return e.logTail(etcdOutFileName, n) }
 // returned Etcd.
 func LaunchEtcd() (*Etcd, error) {
 	return launchRetrying(func() (*Etcd, error) {
-		e, err := newEtcd("etcd")
+		e, err := newEtcd("etcd", "")
 		if err != nil {
 			return nil, err
 		}

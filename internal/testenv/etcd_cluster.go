@@ -21,14 +21,18 @@ type EtcdCluster struct {
 // leader. If the cluster does not form within about thirty seconds,
 // LaunchEtcdCluster stops every member and returns an error that includes
 // the tails of their logs. The caller must Close the returned cluster.
-func LaunchEtcdCluster(n int) (*EtcdCluster, error) {
+func LaunchEtcdCluster(n int) (*EtcdCluster, error) { return LaunchEtcdClusterWith("", n) }
+
+// LaunchEtcdClusterWith is LaunchEtcdCluster with the etcd binary bin, such
+// as BuildEtcd's; "" means Debian's.
+func LaunchEtcdClusterWith(bin string, n int) (*EtcdCluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("testenv: LaunchEtcdCluster: a cluster needs at least one member; got %d", n)
 	}
 	c := &EtcdCluster{}
 	var initial []string
 	for i := range n {
-		e, err := newEtcd(fmt.Sprintf("etcd%d", i+1))
+		e, err := newEtcd(fmt.Sprintf("etcd%d", i+1), bin)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -75,7 +79,18 @@ func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
 	t.Helper()
 	SkipIfShort(t, "needs an etcd cluster")
 	requireEtcd(t)
-	c, err := LaunchEtcdCluster(n)
+	return StartEtcdClusterWith(t, "", n)
+}
+
+// StartEtcdClusterWith is StartEtcdCluster with the etcd binary bin, such as
+// RequireBuiltEtcd's; "" means Debian's.
+func StartEtcdClusterWith(t testing.TB, bin string, n int) *EtcdCluster {
+	t.Helper()
+	SkipIfShort(t, "needs an etcd cluster")
+	if bin == "" {
+		requireEtcd(t)
+	}
+	c, err := LaunchEtcdClusterWith(bin, n)
 	if err != nil {
 		t.Fatal(err)
 	}
