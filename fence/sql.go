@@ -18,6 +18,10 @@ type Dialect struct {
 	lockSuffix string // what makes a SELECT read the newest row and lock it
 	numbered   bool   // placeholders are $1, $2, … rather than ?
 	upsert     string // records $2 for $1 unless higher: {{table}} is the table
+	// mayNotAutocommit is set where a session may not autocommit
+	// (MySQL's autocommit=0), so that a statement run on a *sql.DB may
+	// never be committed.
+	mayNotAutocommit bool
 }
 
 var (
@@ -38,9 +42,10 @@ ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= exc
 	// and "acct " equal (PAD SPACE), and many compare "Acct" and "acct"
 	// equal too.
 	MySQL = Dialect{
-		name:       "MySQL",
-		column:     "varbinary(255)",
-		lockSuffix: " FOR UPDATE",
+		name:             "MySQL",
+		column:           "varbinary(255)",
+		lockSuffix:       " FOR UPDATE",
+		mayNotAutocommit: true,
 		upsert: `INSERT INTO {{table}} (resource, fence) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`,
 	}
