@@ -82,3 +82,26 @@ func TestIntegrationSQLRowAutocommitOff(t *testing.T) {
 		t.Errorf("a current holder's Row.Update, from another connection, after the stale one (%v): %v", time.Since(start).Round(time.Millisecond), err)
 	}
 }
+
+// Migrate, on a session that does not autocommit, leaves no transaction
+// open on a pooled connection: such a transaction holds the table's
+// metadata lock, so that the ALTER TABLE the README gives for a table
+// made before (and any statement queued behind it) would wait for as long
+// as the connection lives.
+func TestIntegrationSQLMigrateAutocommitOff(t *testing.T) {
+	mariaDB(t)
+	ctx := ctxFor(t, time.Minute)
+	noAutocommit := openDB(t, "mysql", mariaSrv.DSN()+"?autocommit=0")
+	table := unique("fences")
+	g := fence.NewSQL(fence.MySQL, fence.WithTable(table))
+	for range 2 { // creates the table, then finds it
+		if err := g.Migrate(ctx, noAutocommit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := openDB(t, "mysql", mariaSrv.DSN()+"?lock_wait_timeout=3")
+	start := time.Now()
+	if _, err := other.ExecContext(ctx, "ALTER TABLE "+table+" MODIFY resource varbinary(255) NOT NULL"); err != nil {
+		t.Errorf("ALTER TABLE after Migrate (%v): %v", time.Since(start).Round(time.Millisecond), err)
+	}
+}
