@@ -29,11 +29,13 @@ var writeScript = transport.NewScript("write", writeSrc)
 // restarts without the fences it kept accepts any fence for a key until
 // a current holder writes again. So a Redis guard works only with a
 // server that writes every write to disk before it answers: appendonly
-// yes and appendfsync always. (With appendfsync everysec a crash of the
-// machine loses up to two seconds of writes; with RDB snapshots alone,
-// everything since the last one; without persistence, everything.) Nor
-// may the server evict keys without a TTL, as the allkeys- policies of
-// maxmemory-policy do. The guard reads the server's configuration with
+// yes and appendfsync always, with no-appendfsync-on-rewrite no (its
+// default; yes skips the fsync while the server rewrites its AOF or saves
+// a snapshot). (With appendfsync everysec a crash of the machine loses up
+// to two seconds of writes; with RDB snapshots alone, everything since
+// the last one; without persistence, everything.) Nor may the server
+// evict keys without a TTL, as the allkeys- policies of maxmemory-policy
+// do. The guard reads the server's configuration with
 // CONFIG GET on its first call, once, and if the server does not persist
 // every write or may evict its fences, or the guard cannot tell (the
 // Conn has no Command method, or the server refuses CONFIG GET), every
@@ -59,10 +61,11 @@ type Redis struct {
 
 // ErrNotPersistent is the error, matched with errors.Is, of every call of
 // a Redis guard whose server does not write every write to disk before
-// it answers (appendonly yes, appendfsync always), or may evict keys
-// without a TTL (maxmemory-policy allkeys-…), or whose configuration the
-// guard cannot read, unless the guard was made with AcceptFenceLoss.
-// Such a server can forget fences, and then accepts a stale write.
+// it answers (appendonly yes, appendfsync always,
+// no-appendfsync-on-rewrite no), or may evict keys without a TTL
+// (maxmemory-policy allkeys-…), or whose configuration the guard cannot
+// read, unless the guard was made with AcceptFenceLoss. Such a server can
+// forget fences, and then accepts a stale write.
 var ErrNotPersistent = errors.New("fence: the Redis server may forget fences")
 
 // NewRedis returns a guard for the keys of the deployment that conn
@@ -225,7 +228,7 @@ func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
 			ErrNotPersistent, r.conn, fix), nil
 	}
 	values := map[string]string{}
-	for _, param := range []string{"appendonly", "appendfsync", "maxmemory", "maxmemory-policy"} {
+	for _, param := range []string{"appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy"} {
 		res := cmd.Command(ctx, "CONFIG", "GET", param)
 		if res.Err != nil {
 			var re *transport.ReplyError
@@ -244,6 +247,14 @@ func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
 	if values["appendonly"] != "yes" || values["appendfsync"] != "always" {
 		return fmt.Errorf("%w: it does not write every write to disk before it answers (appendonly %s, appendfsync %s), so a restart can lose fences and let a stale write through; %s",
 			ErrNotPersistent, values["appendonly"], values["appendfsync"], fix), nil
+	}
+	// While a child process rewrites the AOF or saves a snapshot, this
+	// setting skips the fsync of appendfsync always: writes are then
+	// acknowledged as with appendfsync no.
+	if values["no-appendfsync-on-rewrite"] != "no" {
+		return fmt.Errorf("%w: it skips the fsync while it rewrites its AOF or saves a snapshot (no-appendfsync-on-rewrite %s), so a crash of its machine then can lose fences and let a stale write through; "+
+			"set no-appendfsync-on-rewrite no, or give NewRedis fence.AcceptFenceLoss() to accept the risk",
+			ErrNotPersistent, values["no-appendfsync-on-rewrite"]), nil
 	}
 	// A key without a TTL, as a fence's is, is evicted only by the
 	// allkeys policies.
