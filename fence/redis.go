@@ -82,23 +82,34 @@ func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
 // key in braces, so that both hash to the same Cluster slot. (The
 // prefix is not redislock's "dlock:fence:", so that guarded keys and
 // locks may share a deployment.) The fence key stays after key is
-// deleted or expires, so that a stale holder cannot write it again. It returns an
-// error for a key that has no hash tag but contains a '}', which no key
-// of the same slot can be built for: give such a key a hash tag.
+// deleted or expires, so that a stale holder cannot write it again. It
+// returns an error for a key that has no hash tag but contains a '}',
+// which no key of the same slot can be built for: give such a key a hash
+// tag; and for a key that itself begins with "dlock:guard:", whose writes
+// could overwrite another key's fence.
+//
+// A key that is all one hash tag, such as "{x}", has the fence key of the
+// key in it, "x": the two share a fence.
 func RedisKey(key string) (string, error) {
 	if key == "" {
 		return "", badInput{"fence: empty Redis key"}
 	}
+	if strings.HasPrefix(key, guardPrefix) {
+		return "", badInput{fmt.Sprintf("fence: Redis key %q begins with %q, the prefix of the keys that hold the guard's fences: writing it could overwrite another key's fence", key, guardPrefix)}
+	}
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return "dlock:guard:" + key, nil
+			return guardPrefix + key, nil
 		}
 	}
 	if strings.ContainsRune(key, '}') {
 		return "", badInput{fmt.Sprintf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))}
 	}
-	return "dlock:guard:{" + key + "}", nil
+	return guardPrefix + "{" + key + "}", nil
 }
+
+// guardPrefix begins the keys that hold the fences of a Redis guard.
+const guardPrefix = "dlock:guard:"
 
 // Set sets key to value, as SET does (removing any expiry), unless a
 // higher fence has written to key: then it writes nothing and returns a
