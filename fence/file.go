@@ -46,6 +46,9 @@ const lockSuffix = ".lock"
 // shared too (NFSv4, and Linux clients of NFSv3 with lock support, turn
 // it into a lock of the server's). The lock file stays, empty.
 //
+// A name that ends in FileSuffix, or in FileSuffix+".lock", is refused:
+// such a file is the fence file, or the lock file, of another.
+//
 // A fence file that does not hold a fence (empty, or with anything but a
 // decimal number and a newline, as a crash of a WriteFile of an older
 // version could leave it) refuses every write, with an error naming it:
@@ -70,6 +73,10 @@ func CheckFile(name string, fence uint64) error {
 func fencedFile(name string, fence uint64, write func() error) error {
 	if err := checkInput(name, fence, maxResource); err != nil {
 		return err
+	}
+	if clean := filepath.Clean(name); strings.HasSuffix(clean, FileSuffix) || strings.HasSuffix(clean, FileSuffix+lockSuffix) {
+		return badInput{fmt.Sprintf("fence: %s ends in %s or %s%s, as the files that record another file's fence, and that its writers lock, are named: "+
+			"writes to it would replace them; give the file another name", name, FileSuffix, FileSuffix, lockSuffix)}
 	}
 	record := name + FileSuffix
 	lock, err := os.OpenFile(record+lockSuffix, os.O_RDWR|os.O_CREATE, 0o644)

@@ -122,3 +122,28 @@ func TestWriteFileInput(t *testing.T) {
 		t.Error("WriteFile in a missing directory succeeded")
 	}
 }
+
+// The fence file and the lock file of a file are not files that WriteFile
+// or CheckFile guard: a write to x.fence would replace the fence of x
+// (and let a stale writer of x through), and one to x.fence.lock would
+// replace the file whose flock the writers of x take turns on.
+func TestWriteFileGuardFiles(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "x")
+	if err := fence.WriteFile(name, 100, []byte("data-100"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{name + fence.FileSuffix, name + fence.FileSuffix + ".lock", filepath.Dir(name) + "/./" + filepath.Base(name) + fence.FileSuffix} {
+		if err := fence.WriteFile(other, 1, []byte("5\n"), 0o644); err == nil || !strings.Contains(err.Error(), fence.FileSuffix) {
+			t.Errorf("WriteFile of %s: %v; want an error naming %s", other, err, fence.FileSuffix)
+		}
+		if err := fence.CheckFile(other, 1); err == nil || !strings.Contains(err.Error(), fence.FileSuffix) {
+			t.Errorf("CheckFile of %s: %v; want an error naming %s", other, err, fence.FileSuffix)
+		}
+	}
+	if err := fence.WriteFile(name, 50, []byte("data-50"), 0o644); !errors.Is(err, fence.ErrStale) {
+		t.Errorf("WriteFile of x with fence 50 after 100: %v; want ErrStale", err)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "data-100" {
+		t.Errorf("x holds %q; want data-100", b)
+	}
+}
