@@ -113,7 +113,9 @@ func fencedFile(name string, fence uint64, write func() error) error {
 // there is none, and the file's permissions (0644 if there is none). A
 // file that does not hold a fence is an error.
 func readRecord(record string) (uint64, os.FileMode, error) {
-	f, err := os.Open(record)
+	// O_NONBLOCK: opening a named pipe would wait for a writer, with the
+	// lock held.
+	f, err := os.OpenFile(record, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, 0o644, nil
 	}
@@ -124,6 +126,9 @@ func readRecord(record string) (uint64, os.FileMode, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, 0, fmt.Errorf("fence: reading %s: %w", record, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, 0, fmt.Errorf("fence: %s is not a regular file (%v), so it holds no fence and every write to the file it guards is refused", record, fi.Mode().Type())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 64))
 	if err != nil {

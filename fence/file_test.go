@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dlock-go/dlock/fence"
 )
@@ -145,5 +147,36 @@ func TestWriteFileGuardFiles(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(name); string(b) != "data-100" {
 		t.Errorf("x holds %q; want data-100", b)
+	}
+}
+
+// A fence file that is not a regular file (a named pipe, a directory) is
+// an error, not a wait: the pipe would block its reader, which holds
+// the lock that every other writer of the file waits for, until some
+// process writes into it.
+func TestWriteFileRecordNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	pipe, sub := filepath.Join(dir, "p"), filepath.Join(dir, "d")
+	if err := syscall.Mkfifo(pipe+fence.FileSuffix, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub+fence.FileSuffix, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{pipe, sub} {
+		done := make(chan error, 1)
+		go func() { done <- fence.WriteFile(name, 5, []byte("x"), 0o644) }()
+		select {
+		case err := <-done:
+			if err == nil || errors.Is(err, fence.ErrStale) || !strings.Contains(err.Error(), name+fence.FileSuffix) {
+				t.Errorf("WriteFile beside a %s that is not a regular file: %v; want an error naming it", name+fence.FileSuffix, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("WriteFile beside a %s that is a named pipe still waits after 5 s", name+fence.FileSuffix)
+			if f, err := os.OpenFile(pipe+fence.FileSuffix, os.O_WRONLY, 0); err == nil { // lets it go on
+				f.Close()
+			}
+			<-done
+		}
 	}
 }
