@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // FileSuffix is appended to a file's name to name the file that records
@@ -37,7 +38,8 @@ const lockSuffix = ".lock"
 // new one recorded, with the old data or the new: a stale writer is
 // refused all the same, and a retry with the same fence passes. Such a
 // crash may leave a temporary file named ".NAME.*.tmp" beside name, or
-// ".NAME.fence.*.tmp", which may be removed when no writer runs.
+// ".NAME.fence.*.tmp" (NAME cut short if it is long), which may be
+// removed when no writer runs.
 //
 // The writers of one file take turns on an exclusive flock of
 // name+FileSuffix+".lock", held while WriteFile compares, records and
@@ -152,7 +154,7 @@ func replace(name string, data []byte, perm os.FileMode, what string) error {
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	tmp, err := os.CreateTemp(dir, "."+tempBase(base)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("fence: writing %s: %w", name, err)
 	}
@@ -185,6 +187,22 @@ func replace(name string, data []byte, perm os.FileMode, what string) error {
 	}
 	step(what + " dir synced")
 	return nil
+}
+
+// tempBase returns base, cut short at a character's start if need be
+// so that the name of a temporary file made from it, "." + base + "." +
+// up to 10 random digits + ".tmp", fits in 255 bytes, the longest name
+// of most filesystems.
+func tempBase(base string) string {
+	const longest = 255 - len("..") - 10 - len(".tmp")
+	if len(base) <= longest {
+		return base
+	}
+	n := longest
+	for n > 0 && !utf8.RuneStart(base[n]) {
+		n--
+	}
+	return base[:n]
 }
 
 // fileStep, if not nil, is called at each step of a write that changes

@@ -180,3 +180,29 @@ func TestWriteFileRecordNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// A file whose name is as long as its lock file's name allows (244 bytes,
+// with ".fence.lock" making 255) can be written: the temporary files'
+// names, which add more, are cut short to fit.
+func TestWriteFileLongName(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{200, 236, 240, 244} {
+		name := filepath.Join(dir, strings.Repeat("n", n-2)+"é") // é is 2 bytes
+		if err := fence.WriteFile(name, 10, []byte("ten"), 0o644); err != nil {
+			t.Errorf("WriteFile of a %d-byte name: %v", n, err)
+			continue
+		}
+		if err := fence.WriteFile(name, 9, []byte("nine"), 0o644); !errors.Is(err, fence.ErrStale) {
+			t.Errorf("WriteFile of a %d-byte name with fence 9 after 10: %v; want ErrStale", n, err)
+		}
+		if b, _ := os.ReadFile(name); string(b) != "ten" {
+			t.Errorf("the %d-byte name holds %q; want ten", n, b)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
