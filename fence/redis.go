@@ -43,9 +43,13 @@ var writeScript = transport.NewScript("write", writeSrc)
 // AcceptFenceLoss lifts this.
 //
 // The configuration is read from the node that answers CONFIG GET: in a
-// Cluster, one of the masters, and the others are taken to be alike. A
-// failover to a replica that had not received the last writes loses
-// them as a restart would: the guard does not wait for replicas.
+// Cluster, one of the masters, and the others are taken to be alike. It
+// is read once: a change made later is not seen, such as a CONFIG SET,
+// or a restart with another configuration (which undoes a CONFIG SET
+// not written to the configuration file), or a failover to a replica
+// configured otherwise. A failover to a replica that had not received
+// the last writes loses them as a restart would: the guard does not wait
+// for replicas.
 type Redis struct {
 	conn transport.Conn
 	config
@@ -232,7 +236,7 @@ func (r *Redis) checkPersistent(ctx context.Context) error {
 // ErrNotPersistent if it does not or if the guard cannot tell. The error
 // is that of a failure to reach the server, which decided nothing.
 func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
-	const fix = "set appendonly yes and appendfsync always on the server, or give NewRedis fence.AcceptFenceLoss() to accept that a restart of the server lets a stale write through"
+	const fix = "set appendonly yes and appendfsync always in the server's configuration file (CONFIG SET alone lasts until the server restarts), or give NewRedis fence.AcceptFenceLoss() to accept that a restart of the server lets a stale write through"
 	cmd, ok := r.conn.(commander)
 	if !ok {
 		return fmt.Errorf("%w, as far as the guard can tell: its Conn, a %T, cannot send CONFIG GET (it has no Command method, as goredisconn's and rueidisconn's have); %s",
