@@ -29,7 +29,9 @@
 // All guards accept an equal fence: one holder may write many times under
 // one lease. A resource must be guarded by one lock, whose fences alone it
 // compares. Resources whose names differ, by as little as a trailing
-// blank or a letter's case, never share a fence.
+// blank or a letter's case, never share a fence, with one exception: a
+// Redis key that is all one hash tag, "{x}", shares the fence of the key
+// in it, "x" (see RedisKey).
 //
 // A guard is only as good as its memory of the highest fence: a record
 // that is lost or unreadable is refused, never read as "no fence yet",

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // FileSuffix is appended to a file's name to name the file that records
@@ -37,7 +38,8 @@ const lockSuffix = ".lock"
 // new one recorded, with the old data or the new: a stale writer is
 // refused all the same, and a retry with the same fence passes. Such a
 // crash may leave a temporary file named ".NAME.*.tmp" beside name, or
-// ".NAME.fence.*.tmp", which may be removed when no writer runs.
+// ".NAME.fence.*.tmp" (NAME cut short if it is long), which may be
+// removed when no writer runs.
 //
 // The writers of one file take turns on an exclusive flock of
 // name+FileSuffix+".lock", held while WriteFile compares, records and
@@ -45,6 +47,9 @@ const lockSuffix = ".lock"
 // whichever machines they run on, on a shared filesystem whose flock is
 // shared too (NFSv4, and Linux clients of NFSv3 with lock support, turn
 // it into a lock of the server's). The lock file stays, empty.
+//
+// A name that ends in FileSuffix, or in FileSuffix+".lock", is refused:
+// such a file is the fence file, or the lock file, of another.
 //
 // A fence file that does not hold a fence (empty, or with anything but a
 // decimal number and a newline, as a crash of a WriteFile of an older
@@ -70,6 +75,10 @@ func CheckFile(name string, fence uint64) error {
 func fencedFile(name string, fence uint64, write func() error) error {
 	if err := checkInput(name, fence, maxResource); err != nil {
 		return err
+	}
+	if clean := filepath.Clean(name); strings.HasSuffix(clean, FileSuffix) || strings.HasSuffix(clean, FileSuffix+lockSuffix) {
+		return badInput{fmt.Sprintf("fence: %s ends in %s or %s%s, as the files that record another file's fence, and that its writers lock, are named: "+
+			"writes to it would replace them; give the file another name", name, FileSuffix, FileSuffix, lockSuffix)}
 	}
 	record := name + FileSuffix
 	lock, err := os.OpenFile(record+lockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
@@ -106,7 +115,9 @@ func fencedFile(name string, fence uint64, write func() error) error {
 // there is none, and the file's permissions (0644 if there is none). A
 // file that does not hold a fence is an error.
 func readRecord(record string) (uint64, os.FileMode, error) {
-	f, err := os.Open(record)
+	// O_NONBLOCK: opening a named pipe would wait for a writer, with the
+	// lock held.
+	f, err := os.OpenFile(record, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, 0o644, nil
 	}
@@ -117,6 +128,9 @@ func readRecord(record string) (uint64, os.FileMode, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, 0, fmt.Errorf("fence: reading %s: %w", record, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, 0, fmt.Errorf("fence: %s is not a regular file (%v), so it holds no fence and every write to the file it guards is refused", record, fi.Mode().Type())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 64))
 	if err != nil {
@@ -140,7 +154,7 @@ func replace(name string, data []byte, perm os.FileMode, what string) error {
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	tmp, err := os.CreateTemp(dir, "."+tempBase(base)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("fence: writing %s: %w", name, err)
 	}
@@ -173,6 +187,22 @@ func replace(name string, data []byte, perm os.FileMode, what string) error {
 	}
 	step(what + " dir synced")
 	return nil
+}
+
+// tempBase returns base, cut short at a character's start if need be
+// so that the name of a temporary file made from it, "." + base + "." +
+// up to 10 random digits + ".tmp", fits in 255 bytes, the longest name
+// of most filesystems.
+func tempBase(base string) string {
+	const longest = 255 - len("..") - 10 - len(".tmp")
+	if len(base) <= longest {
+		return base
+	}
+	n := longest
+	for n > 0 && !utf8.RuneStart(base[n]) {
+		n--
+	}
+	return base[:n]
 }
 
 // fileStep, if not nil, is called at each step of a write that changes

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dlock-go/dlock/fence"
 )
@@ -120,5 +122,87 @@ func TestWriteFileInput(t *testing.T) {
 	}
 	if err := fence.WriteFile(filepath.Join(t.TempDir(), "no", "dir"), 5, nil, 0o644); err == nil {
 		t.Error("WriteFile in a missing directory succeeded")
+	}
+}
+
+// The fence file and the lock file of a file are not files that WriteFile
+// or CheckFile guard: a write to x.fence would replace the fence of x
+// (and let a stale writer of x through), and one to x.fence.lock would
+// replace the file whose flock the writers of x take turns on.
+func TestWriteFileGuardFiles(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "x")
+	if err := fence.WriteFile(name, 100, []byte("data-100"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{name + fence.FileSuffix, name + fence.FileSuffix + ".lock", filepath.Dir(name) + "/./" + filepath.Base(name) + fence.FileSuffix} {
+		if err := fence.WriteFile(other, 1, []byte("5\n"), 0o644); err == nil || !strings.Contains(err.Error(), fence.FileSuffix) {
+			t.Errorf("WriteFile of %s: %v; want an error naming %s", other, err, fence.FileSuffix)
+		}
+		if err := fence.CheckFile(other, 1); err == nil || !strings.Contains(err.Error(), fence.FileSuffix) {
+			t.Errorf("CheckFile of %s: %v; want an error naming %s", other, err, fence.FileSuffix)
+		}
+	}
+	if err := fence.WriteFile(name, 50, []byte("data-50"), 0o644); !errors.Is(err, fence.ErrStale) {
+		t.Errorf("WriteFile of x with fence 50 after 100: %v; want ErrStale", err)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "data-100" {
+		t.Errorf("x holds %q; want data-100", b)
+	}
+}
+
+// A fence file that is not a regular file (a named pipe, a directory) is
+// an error, not a wait: the pipe would block its reader, which holds
+// the lock that every other writer of the file waits for, until some
+// process writes into it.
+func TestWriteFileRecordNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	pipe, sub := filepath.Join(dir, "p"), filepath.Join(dir, "d")
+	if err := syscall.Mkfifo(pipe+fence.FileSuffix, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub+fence.FileSuffix, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{pipe, sub} {
+		done := make(chan error, 1)
+		go func() { done <- fence.WriteFile(name, 5, []byte("x"), 0o644) }()
+		select {
+		case err := <-done:
+			if err == nil || errors.Is(err, fence.ErrStale) || !strings.Contains(err.Error(), name+fence.FileSuffix) {
+				t.Errorf("WriteFile beside a %s that is not a regular file: %v; want an error naming it", name+fence.FileSuffix, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("WriteFile beside a %s that is a named pipe still waits after 5 s", name+fence.FileSuffix)
+			if f, err := os.OpenFile(pipe+fence.FileSuffix, os.O_WRONLY, 0); err == nil { // lets it go on
+				f.Close()
+			}
+			<-done
+		}
+	}
+}
+
+// A file whose name is as long as its lock file's name allows (244 bytes,
+// with ".fence.lock" making 255) can be written: the temporary files'
+// names, which add more, are cut short to fit.
+func TestWriteFileLongName(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{200, 236, 240, 244} {
+		name := filepath.Join(dir, strings.Repeat("n", n-2)+"é") // é is 2 bytes
+		if err := fence.WriteFile(name, 10, []byte("ten"), 0o644); err != nil {
+			t.Errorf("WriteFile of a %d-byte name: %v", n, err)
+			continue
+		}
+		if err := fence.WriteFile(name, 9, []byte("nine"), 0o644); !errors.Is(err, fence.ErrStale) {
+			t.Errorf("WriteFile of a %d-byte name with fence 9 after 10: %v; want ErrStale", n, err)
+		}
+		if b, _ := os.ReadFile(name); string(b) != "ten" {
+			t.Errorf("the %d-byte name holds %q; want ten", n, b)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("left behind: %s", e.Name())
+		}
 	}
 }

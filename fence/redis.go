@@ -29,11 +29,13 @@ var writeScript = transport.NewScript("write", writeSrc)
 // restarts without the fences it kept accepts any fence for a key until
 // a current holder writes again. So a Redis guard works only with a
 // server that writes every write to disk before it answers: appendonly
-// yes and appendfsync always. (With appendfsync everysec a crash of the
-// machine loses up to two seconds of writes; with RDB snapshots alone,
-// everything since the last one; without persistence, everything.) Nor
-// may the server evict keys without a TTL, as the allkeys- policies of
-// maxmemory-policy do. The guard reads the server's configuration with
+// yes and appendfsync always, with no-appendfsync-on-rewrite no (its
+// default; yes skips the fsync while the server rewrites its AOF or saves
+// a snapshot). (With appendfsync everysec a crash of the machine loses up
+// to two seconds of writes; with RDB snapshots alone, everything since
+// the last one; without persistence, everything.) Nor may the server
+// evict keys without a TTL, as the allkeys- policies of maxmemory-policy
+// do. The guard reads the server's configuration with
 // CONFIG GET on its first call, once, and if the server does not persist
 // every write or may evict its fences, or the guard cannot tell (the
 // Conn has no Command method, or the server refuses CONFIG GET), every
@@ -41,9 +43,13 @@ var writeScript = transport.NewScript("write", writeSrc)
 // AcceptFenceLoss lifts this.
 //
 // The configuration is read from the node that answers CONFIG GET: in a
-// Cluster, one of the masters, and the others are taken to be alike. A
-// failover to a replica that had not received the last writes loses
-// them as a restart would: the guard does not wait for replicas.
+// Cluster, one of the masters, and the others are taken to be alike. It
+// is read once: a change made later is not seen, such as a CONFIG SET,
+// or a restart with another configuration (which undoes a CONFIG SET
+// not written to the configuration file), or a failover to a replica
+// configured otherwise. A failover to a replica that had not received
+// the last writes loses them as a restart would: the guard does not wait
+// for replicas.
 type Redis struct {
 	conn transport.Conn
 	config
@@ -59,10 +65,11 @@ type Redis struct {
 
 // ErrNotPersistent is the error, matched with errors.Is, of every call of
 // a Redis guard whose server does not write every write to disk before
-// it answers (appendonly yes, appendfsync always), or may evict keys
-// without a TTL (maxmemory-policy allkeys-…), or whose configuration the
-// guard cannot read, unless the guard was made with AcceptFenceLoss.
-// Such a server can forget fences, and then accepts a stale write.
+// it answers (appendonly yes, appendfsync always,
+// no-appendfsync-on-rewrite no), or may evict keys without a TTL
+// (maxmemory-policy allkeys-…), or whose configuration the guard cannot
+// read, unless the guard was made with AcceptFenceLoss. Such a server can
+// forget fences, and then accepts a stale write.
 var ErrNotPersistent = errors.New("fence: the Redis server may forget fences")
 
 // NewRedis returns a guard for the keys of the deployment that conn
@@ -79,23 +86,34 @@ func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
 // key in braces, so that both hash to the same Cluster slot. (The
 // prefix is not redislock's "dlock:fence:", so that guarded keys and
 // locks may share a deployment.) The fence key stays after key is
-// deleted or expires, so that a stale holder cannot write it again. It returns an
-// error for a key that has no hash tag but contains a '}', which no key
-// of the same slot can be built for: give such a key a hash tag.
+// deleted or expires, so that a stale holder cannot write it again. It
+// returns an error for a key that has no hash tag but contains a '}',
+// which no key of the same slot can be built for: give such a key a hash
+// tag; and for a key that itself begins with "dlock:guard:", whose writes
+// could overwrite another key's fence.
+//
+// A key that is all one hash tag, such as "{x}", has the fence key of the
+// key in it, "x": the two share a fence.
 func RedisKey(key string) (string, error) {
 	if key == "" {
 		return "", badInput{"fence: empty Redis key"}
 	}
+	if strings.HasPrefix(key, guardPrefix) {
+		return "", badInput{fmt.Sprintf("fence: Redis key %q begins with %q, the prefix of the keys that hold the guard's fences: writing it could overwrite another key's fence", key, guardPrefix)}
+	}
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return "dlock:guard:" + key, nil
+			return guardPrefix + key, nil
 		}
 	}
 	if strings.ContainsRune(key, '}') {
 		return "", badInput{fmt.Sprintf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))}
 	}
-	return "dlock:guard:{" + key + "}", nil
+	return guardPrefix + "{" + key + "}", nil
 }
+
+// guardPrefix begins the keys that hold the fences of a Redis guard.
+const guardPrefix = "dlock:guard:"
 
 // Set sets key to value, as SET does (removing any expiry), unless a
 // higher fence has written to key: then it writes nothing and returns a
@@ -218,14 +236,14 @@ func (r *Redis) checkPersistent(ctx context.Context) error {
 // ErrNotPersistent if it does not or if the guard cannot tell. The error
 // is that of a failure to reach the server, which decided nothing.
 func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
-	const fix = "set appendonly yes and appendfsync always on the server, or give NewRedis fence.AcceptFenceLoss() to accept that a restart of the server lets a stale write through"
+	const fix = "set appendonly yes and appendfsync always in the server's configuration file (CONFIG SET alone lasts until the server restarts), or give NewRedis fence.AcceptFenceLoss() to accept that a restart of the server lets a stale write through"
 	cmd, ok := r.conn.(commander)
 	if !ok {
 		return fmt.Errorf("%w, as far as the guard can tell: its Conn, a %T, cannot send CONFIG GET (it has no Command method, as goredisconn's and rueidisconn's have); %s",
 			ErrNotPersistent, r.conn, fix), nil
 	}
 	values := map[string]string{}
-	for _, param := range []string{"appendonly", "appendfsync", "maxmemory", "maxmemory-policy"} {
+	for _, param := range []string{"appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy"} {
 		res := cmd.Command(ctx, "CONFIG", "GET", param)
 		if res.Err != nil {
 			var re *transport.ReplyError
@@ -244,6 +262,14 @@ func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
 	if values["appendonly"] != "yes" || values["appendfsync"] != "always" {
 		return fmt.Errorf("%w: it does not write every write to disk before it answers (appendonly %s, appendfsync %s), so a restart can lose fences and let a stale write through; %s",
 			ErrNotPersistent, values["appendonly"], values["appendfsync"], fix), nil
+	}
+	// While a child process rewrites the AOF or saves a snapshot, this
+	// setting skips the fsync of appendfsync always: writes are then
+	// acknowledged as with appendfsync no.
+	if values["no-appendfsync-on-rewrite"] != "no" {
+		return fmt.Errorf("%w: it skips the fsync while it rewrites its AOF or saves a snapshot (no-appendfsync-on-rewrite %s), so a crash of its machine then can lose fences and let a stale write through; "+
+			"set no-appendfsync-on-rewrite no, or give NewRedis fence.AcceptFenceLoss() to accept the risk",
+			ErrNotPersistent, values["no-appendfsync-on-rewrite"]), nil
 	}
 	// A key without a TTL, as a fence's is, is evicted only by the
 	// allkeys policies.

@@ -22,7 +22,10 @@ import (
 // unless given AcceptFenceLoss, which then lets 50 through, as its doc
 // says. A server with appendonly yes and appendfsync always keeps the
 // fence, and 50 is refused. A server that may evict the fence's key
-// (maxmemory-policy allkeys-lru) is refused as well.
+// (maxmemory-policy allkeys-lru) is refused as well, and so is one that
+// skips the fsync while it rewrites its AOF or saves a snapshot
+// (no-appendfsync-on-rewrite yes): its writes are then acknowledged as
+// with appendfsync no.
 func TestIntegrationRedisRestart(t *testing.T) {
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	path := func(r *http.Request) string { return r.URL.Path }
@@ -35,6 +38,7 @@ func TestIntegrationRedisRestart(t *testing.T) {
 	}{
 		{"without-persistence", testenv.RedisConfig{}, nil, false, false},
 		{"everysec", testenv.RedisConfig{Persistence: true, Args: []string{"--appendfsync", "everysec"}}, nil, false, true},
+		{"no-appendfsync-on-rewrite", testenv.RedisConfig{Persistence: true, Args: []string{"--no-appendfsync-on-rewrite", "yes"}}, nil, false, true},
 		{"allkeys-lru", testenv.RedisConfig{Persistence: true, Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}}, nil, false, true},
 		{"volatile-lru", testenv.RedisConfig{Persistence: true, Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}}, nil, true, true},
 		{"without-persistence-accepted", testenv.RedisConfig{}, []fence.Option{fence.AcceptFenceLoss()}, true, false},

@@ -199,3 +199,34 @@ func TestIntegrationRedisWrongType(t *testing.T) {
 		t.Fatalf("the fence after a refused write: %q; want 5", v)
 	}
 }
+
+// A key under the guard's own prefix is refused, as input: a Set of
+// "dlock:guard:{k}" would overwrite the fence of k, after which a stale
+// holder of k writes.
+func TestIntegrationRedisGuardPrefix(t *testing.T) {
+	g, srv := redisGuard(t)
+	ctx := ctxFor(t, 10*time.Second)
+	key := unique("ledger")
+	fk, _ := fence.RedisKey(key)
+	if err := g.Set(ctx, key, 100, "v100"); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Set":   g.Set(ctx, fk, 1, "1"),
+		"HSet":  g.HSet(ctx, fk, 1, "f", "1"),
+		"Check": g.Check(ctx, fk, 1),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "dlock:guard:") {
+			t.Errorf("%s of %q, the fence key of %q: %v; want an error naming the guard's prefix", name, fk, key, err)
+		}
+	}
+	if _, err := fence.RedisKey(fk); err == nil {
+		t.Errorf("RedisKey(%q): no error", fk)
+	}
+	if err := g.Set(ctx, key, 50, "v50"); !errors.Is(err, fence.ErrStale) {
+		t.Errorf("Set of %q with fence 50 after 100: %v; want ErrStale", key, err)
+	}
+	if v, _ := srv.Do("GET", key); v != "v100" {
+		t.Errorf("%q holds %q; want v100", key, v)
+	}
+}

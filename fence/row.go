@@ -49,18 +49,23 @@ var ErrNoRow = errors.New("fence: no row with that key")
 // key.
 //
 // q may be the caller's transaction, at any isolation level, or the
-// database itself: the check and the write are one statement, which
-// reads the newest row, and Update returns nil only if it wrote. When it
-// wrote nothing because the row's fence is higher, it says so with a
-// *StaleError even where the transaction's reads see an older snapshot
-// (MySQL's REPEATABLE READ): it reads the fence again with a locking
-// read. A transaction that reads a snapshot can also be refused by the
-// database itself, if a later holder changed the row after the snapshot
-// was taken: PostgreSQL, at REPEATABLE READ or SERIALIZABLE, fails the
-// update with a serialization failure (SQLSTATE 40001), and SQLite fails
-// a transaction that read before another connection wrote with
-// SQLITE_BUSY_SNAPSHOT. Nothing is written then either; the caller rolls
-// back, and a retry in a new transaction is refused as stale or writes.
+// database itself: the check and the write are one statement, which reads
+// the newest row, and Update returns nil only if it wrote. Given the
+// *sql.DB of MySQL or MariaDB, Update runs in a transaction of its own,
+// which it commits: a session that does not autocommit (autocommit=0, in
+// the DSN or the server's default) would otherwise keep the write
+// uncommitted, and the row locked, on a connection returned to the pool.
+// Given a *sql.Conn or a *sql.Tx, committing is the caller's. When it wrote nothing because
+// the row's fence is higher, it says so with a *StaleError even where the
+// transaction's reads see an older snapshot (MySQL's REPEATABLE READ): it
+// reads the fence again with a locking read. A transaction that reads a
+// snapshot can also be refused by the database itself, if a later holder
+// changed the row after the snapshot was taken: PostgreSQL, at REPEATABLE
+// READ or SERIALIZABLE, fails the update with a serialization failure
+// (SQLSTATE 40001), and SQLite fails a transaction that read before
+// another connection wrote with SQLITE_BUSY_SNAPSHOT. Nothing is written
+// then either; the caller rolls back, and a retry in a new transaction is
+// refused as stale or writes.
 func (r Row) Update(ctx context.Context, q Querier, id any, fence uint64, set string, args ...any) error {
 	if r.Dialect.upsert == "" {
 		return errors.New("fence: Row needs a Dialect: fence.Postgres, fence.MySQL or fence.SQLite")
@@ -85,17 +90,47 @@ func (r Row) Update(ctx context.Context, q Querier, id any, fence uint64, set st
 	ph := r.Dialect.placeholder
 	query := fmt.Sprintf("UPDATE %s SET %s, %s = %s WHERE %s = %s AND %s <= %s",
 		r.Table, set, col, ph(n+1), key, ph(n+2), col, ph(n+3))
-	res, err := q.ExecContext(ctx, query, append(args, int64(fence), id, int64(fence))...)
+	args = append(args, int64(fence), id, int64(fence))
+	var err error
+	if db, ok := q.(*sql.DB); ok && r.Dialect.mayNotAutocommit {
+		err = r.updateTx(ctx, db, query, args, id, resource, fence)
+	} else {
+		err = r.update(ctx, q, query, args, id, resource, fence)
+	}
+	observe(r.Observer, "Row", resource, fence, err)
+	return err
+}
+
+// updateTx is update in a transaction of db's that it commits: a session
+// that does not autocommit (MySQL's autocommit=0) would otherwise keep
+// the write, and the locks of the update and of classify's read,
+// uncommitted on a connection returned to the pool.
+func (r Row) updateTx(ctx context.Context, db *sql.DB, query string, args []any, id any, resource string, fence uint64) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("fence: beginning the update of %s: %w", resource, err)
+	}
+	defer tx.Rollback() // after a Commit, it does nothing
+	if err := r.update(ctx, tx, query, args, id, resource, fence); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("fence: committing the update of %s: %w", resource, err)
+	}
+	return nil
+}
+
+// update runs the update query with args on q, and returns nil if it
+// wrote.
+func (r Row) update(ctx context.Context, q Querier, query string, args []any, id any, resource string, fence uint64) error {
+	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("fence: updating %s: %w", resource, err)
 	}
 	if changed, err := res.RowsAffected(); err == nil && changed > 0 {
-		observe(r.Observer, "Row", resource, fence, nil)
 		return nil
 	}
-	err = r.classify(ctx, q, id, resource, fence)
-	observe(r.Observer, "Row", resource, fence, err)
-	return err
+	return r.classify(ctx, q, id, resource, fence)
 }
 
 // classify returns the error of an update of the row id with fence that

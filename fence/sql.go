@@ -18,6 +18,10 @@ type Dialect struct {
 	lockSuffix string // what makes a SELECT read the newest row and lock it
 	numbered   bool   // placeholders are $1, $2, … rather than ?
 	upsert     string // records $2 for $1 unless higher: {{table}} is the table
+	// mayNotAutocommit is set where a session may not autocommit
+	// (MySQL's autocommit=0), so that a statement run on a *sql.DB may
+	// never be committed.
+	mayNotAutocommit bool
 }
 
 var (
@@ -38,9 +42,10 @@ ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= exc
 	// and "acct " equal (PAD SPACE), and many compare "Acct" and "acct"
 	// equal too.
 	MySQL = Dialect{
-		name:       "MySQL",
-		column:     "varbinary(255)",
-		lockSuffix: " FOR UPDATE",
+		name:             "MySQL",
+		column:           "varbinary(255)",
+		lockSuffix:       " FOR UPDATE",
+		mayNotAutocommit: true,
 		upsert: `INSERT INTO {{table}} (resource, fence) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`,
 	}
@@ -115,14 +120,32 @@ func (g *SQL) Migrate(ctx context.Context, db *sql.DB) error {
 	if g.err != nil {
 		return g.err
 	}
-	if rows, err := db.QueryContext(ctx, "SELECT 1 FROM "+g.table+" WHERE 1 = 0"); err == nil {
-		rows.Close()
+	if g.exists(ctx, db) {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, g.Schema()); err != nil {
 		return fmt.Errorf("fence: creating table %s: %w", g.table, err)
 	}
 	return nil
+}
+
+// exists reports whether the guard's table exists in db. It looks in a
+// transaction that it rolls back: in a session that does not autocommit
+// (MySQL's autocommit=0), the SELECT would otherwise leave a transaction
+// open on a pooled connection, holding a lock on the table that an ALTER
+// TABLE waits for.
+func (g *SQL) exists(ctx context.Context, db *sql.DB) bool {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, "SELECT 1 FROM "+g.table+" WHERE 1 = 0")
+	if err != nil {
+		return false
+	}
+	rows.Close()
+	return true
 }
 
 // Check records fence as the newest written to resource, in the caller's
