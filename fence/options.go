@@ -59,8 +59,10 @@ func WithObserver(o dlock.Observer) Option {
 // risk is a stale write accepted: such a server forgets fences when it
 // restarts (or loses its last second or two of writes when its machine
 // crashes, with appendfsync everysec) or evicts them, and then accepts
-// any fence for a key until a current holder writes to it again. Take it only where that cannot happen or
-// does not matter. Other guards ignore it. The default is to refuse.
+// any fence for a key until a current holder writes to it again. Take it
+// only where that cannot happen or does not matter. The Store of an SQL
+// guard takes it too (see SQL.Store); other guards ignore it. The default
+// is to refuse.
 func AcceptFenceLoss() Option {
 	return func(c *config) { c.acceptLoss = true }
 }

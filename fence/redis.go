@@ -64,13 +64,15 @@ type Redis struct {
 }
 
 // ErrNotPersistent is the error, matched with errors.Is, of every call of
-// a Redis guard whose server does not write every write to disk before
+// a Store of an SQL guard on a MySQL or MariaDB server that does not flush
+// every commit to disk (see SQL.Store), and of every call of a Redis guard
+// whose server does not write every write to disk before
 // it answers (appendonly yes, appendfsync always,
 // no-appendfsync-on-rewrite no), or may evict keys without a TTL
 // (maxmemory-policy allkeys-…), or whose configuration the guard cannot
 // read, unless the guard was made with AcceptFenceLoss. Such a server can
 // forget fences, and then accepts a stale write.
-var ErrNotPersistent = errors.New("fence: the Redis server may forget fences")
+var ErrNotPersistent = errors.New("fence: the server may forget fences")
 
 // NewRedis returns a guard for the keys of the deployment that conn
 // reaches: goredisconn.New(rdb) for a go-redis client, rueidisconn.New(c)

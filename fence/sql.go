@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A Dialect is the SQL of one database: Postgres, MySQL (which covers
@@ -22,6 +23,13 @@ type Dialect struct {
 	// (MySQL's autocommit=0), so that a statement run on a *sql.DB may
 	// never be committed.
 	mayNotAutocommit bool
+	// syncCommit, run first in a Store's transaction, asks for its commit
+	// to be on disk before the database answers; "" where a session
+	// cannot ask.
+	syncCommit string
+	// durable, if not "", reads 1 when the server puts every commit on
+	// disk before it answers, whatever the session asks.
+	durable string
 }
 
 var (
@@ -31,6 +39,7 @@ var (
 		column:     "text",
 		lockSuffix: " FOR UPDATE",
 		numbered:   true,
+		syncCommit: "SELECT set_config('synchronous_commit', 'on', true)",
 		upsert: `INSERT INTO {{table}} AS f (resource, fence) VALUES ($1, $2)
 ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= excluded.fence`,
 	}
@@ -46,6 +55,7 @@ ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= exc
 		column:           "varbinary(255)",
 		lockSuffix:       " FOR UPDATE",
 		mayNotAutocommit: true,
+		durable:          "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit = 1",
 		upsert: `INSERT INTO {{table}} (resource, fence) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`,
 	}
@@ -227,6 +237,12 @@ func (g *SQL) advance(ctx context.Context, tx *sql.Tx, resource string, fence ui
 // at all, in the database that holds the data: this is what a lock
 // service alone cannot give.
 func (g *SQL) WriteFenced(ctx context.Context, db *sql.DB, resource string, fence uint64, write func(ctx context.Context, tx *sql.Tx) error) error {
+	return g.writeFenced(ctx, db, resource, fence, "", write)
+}
+
+// writeFenced is WriteFenced, with first, if not "", run first in the
+// transaction.
+func (g *SQL) writeFenced(ctx context.Context, db *sql.DB, resource string, fence uint64, first string, write func(ctx context.Context, tx *sql.Tx) error) error {
 	if g.err != nil {
 		return g.err
 	}
@@ -238,6 +254,11 @@ func (g *SQL) WriteFenced(ctx context.Context, db *sql.DB, resource string, fenc
 		return fmt.Errorf("fence: beginning a fenced write to %q: %w", resource, err)
 	}
 	defer tx.Rollback() // after a Commit, it does nothing
+	if first != "" {
+		if _, err := tx.ExecContext(ctx, first); err != nil {
+			return fmt.Errorf("fence: a fenced write to %q: %w", resource, err)
+		}
+	}
 	err = g.advance(ctx, tx, resource, fence)
 	observe(g.observer, "SQL", resource, fence, err)
 	if err != nil {
@@ -254,16 +275,60 @@ func (g *SQL) WriteFenced(ctx context.Context, db *sql.DB, resource string, fenc
 
 // Store returns the guard as a Store for Handler, on database db: its
 // Advance records a fence in a transaction of its own.
-func (g *SQL) Store(db *sql.DB) Store { return sqlStore{g, db} }
+//
+// The resource a Store guards lives outside the database, so a fence the
+// database loses after it acknowledged it (a commit not yet on disk when
+// the server crashed) would let a stale write through. On PostgreSQL,
+// Advance asks for a synchronous commit (synchronous_commit on, for its
+// transaction), whatever the session's or server's default. On MySQL and
+// MariaDB, which cannot ask per transaction, the Store's first call reads
+// innodb_flush_log_at_trx_commit, and every call fails with an error
+// matching ErrNotPersistent unless it is 1 (or unless the guard was made
+// with AcceptFenceLoss). A server with fsync off (PostgreSQL) or a
+// database file on a disk that lies about its flushes loses fences in a
+// crash of its machine, as it loses any committed data: not checked.
+func (g *SQL) Store(db *sql.DB) Store { return &sqlStore{g: g, db: db} }
 
 // sqlStore is an SQL guard as a Store.
 type sqlStore struct {
 	g  *SQL
 	db *sql.DB
+
+	mu      sync.Mutex
+	checked bool  // the server's durability has been read
+	verdict error // nil if every commit is on disk when acknowledged
 }
 
-func (s sqlStore) Advance(ctx context.Context, resource string, fence uint64) error {
-	return s.g.WriteFenced(ctx, s.db, resource, fence, func(context.Context, *sql.Tx) error { return nil })
+func (s *sqlStore) Advance(ctx context.Context, resource string, fence uint64) error {
+	if err := s.checkDurable(ctx); err != nil {
+		return err
+	}
+	return s.g.writeFenced(ctx, s.db, resource, fence, s.g.dialect.syncCommit, func(context.Context, *sql.Tx) error { return nil })
+}
+
+// checkDurable returns nil if the server puts every commit on disk before
+// it answers, as far as a Store can tell, or ErrNotPersistent; it reads
+// the server's setting once. A failure to read it is returned, not kept.
+func (s *sqlStore) checkDurable(ctx context.Context) error {
+	if s.g.acceptLoss || s.g.dialect.durable == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.checked {
+		return s.verdict
+	}
+	var durable bool
+	if err := s.db.QueryRowContext(ctx, s.g.dialect.durable).Scan(&durable); err != nil {
+		return fmt.Errorf("fence: reading whether the %s server flushes every commit to disk: %w", s.g.dialect, err)
+	}
+	s.checked = true
+	if !durable {
+		s.verdict = fmt.Errorf("%w: innodb_flush_log_at_trx_commit is not 1, so a commit reaches the disk after the server acknowledged it, "+
+			"and a fence acknowledged then can be lost in a crash; set innodb_flush_log_at_trx_commit=1 in the server's configuration, or make the guard with fence.AcceptFenceLoss() to take the risk",
+			ErrNotPersistent)
+	}
+	return s.verdict
 }
 
 // checkSQLInput is checkInput for an SQL guard, which also refuses a NUL
