@@ -36,7 +36,9 @@
 // A guard is only as good as its memory of the highest fence: a record
 // that is lost or unreadable is refused, never read as "no fence yet",
 // where the guard can tell. An SQL guard's fences are as durable as the
-// database's commits; a Redis guard refuses a server that does not
-// persist every write (AcceptFenceLoss takes the risk); WriteFile
+// database's commits, and its Store, which guards what lies outside the
+// database, asks for or checks a commit that is on disk before the server
+// answers; a Redis guard refuses a server that does not persist every
+// write (AcceptFenceLoss takes the risk for both); WriteFile
 // refuses a fence file that holds no fence, and says how to recover.
 package fence

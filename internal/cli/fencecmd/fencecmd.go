@@ -65,6 +65,8 @@ appendfsync always): a server that restarts without the fences it kept
 lets a stale write through, so a server that does not, that may evict
 keys without a TTL (maxmemory-policy allkeys-...), or that refuses
 CONFIG GET, is exit 64, unless --accept-fence-loss takes the risk.
+Likewise a MySQL or MariaDB server whose innodb_flush_log_at_trx_commit
+is not 1; on PostgreSQL, check asks for a synchronous commit.
 
 A Redis URL without a password takes one from --password-file (the
 file's first line) or $DLOCK_REDIS_PASSWORD. Under "dlock run", use
@@ -115,7 +117,7 @@ func flagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.table, "table", fence.DefaultTable, "the table of fences, with --postgres")
 	fs.StringVar(&o.passwordFile, "password-file", "", "with --redis: read the password from this file (its first line)")
 	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "write: store empty input (refused without it)")
-	fs.BoolVar(&o.acceptLoss, "accept-fence-loss", false, "with --redis: use a server that does not persist every write, which forgets fences when it restarts and then lets a stale write through")
+	fs.BoolVar(&o.acceptLoss, "accept-fence-loss", false, "use a Redis server that does not persist every write, or a MySQL server that does not flush every commit, which can forget fences in a crash and then let a stale write through")
 	return fs
 }
 
@@ -154,8 +156,8 @@ func parse(args []string, getenv func(string) string) (options, uint64, error) {
 		return o, 0, cmdutil.Usagef("dlock fence %s: missing --resource", o.verb)
 	case o.passwordFile != "" && o.redis == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: --password-file goes with --redis", o.verb)
-	case o.acceptLoss && o.redis == "":
-		return o, 0, cmdutil.Usagef("dlock fence %s: --accept-fence-loss goes with --redis", o.verb)
+	case o.acceptLoss && o.redis == "" && o.mysql == "" && o.postgres == "":
+		return o, 0, cmdutil.Usagef("dlock fence %s: --accept-fence-loss goes with --redis, --mysql or --postgres", o.verb)
 	case o.verb == "check" && o.allowEmpty:
 		return o, 0, cmdutil.Usagef("dlock fence check: --allow-empty goes with write")
 	case o.verb == "write" && (o.postgres != "" || o.mysql != ""):
@@ -322,12 +324,24 @@ func refused(err error) error {
 	return err
 }
 
+// checkSQL records the fence in the database's table, as a Store does:
+// what it guards is outside the database, so the fence must survive a
+// crash of the server once check has said it passed.
 func (o options) checkSQL(ctx context.Context, dialect fence.Dialect, db *sql.DB, f uint64) (int, error) {
-	g := fence.NewSQL(dialect, fence.WithTable(o.table))
+	opts := []fence.Option{fence.WithTable(o.table)}
+	if o.acceptLoss {
+		opts = append(opts, fence.AcceptFenceLoss())
+	}
+	g := fence.NewSQL(dialect, opts...)
 	if err := g.Migrate(ctx, db); err != nil {
 		return cmdutil.ExitUnavailable, denied(err, o.table)
 	}
-	return cmdutil.ExitUnavailable, denied(g.WriteFenced(ctx, db, o.resource, f, func(context.Context, *sql.Tx) error { return nil }), o.table)
+	err := g.Store(db).Advance(ctx, o.resource, f)
+	if errors.Is(err, fence.ErrNotPersistent) {
+		msg, _, _ := strings.Cut(cmdutil.Reason(err), ", or make the guard with")
+		return cmdutil.ExitUnavailable, cmdutil.Usagef("%s, or give --accept-fence-loss to take the risk", msg)
+	}
+	return cmdutil.ExitUnavailable, denied(err, o.table)
 }
 
 func (o options) redisWrite(ctx context.Context, f uint64, in io.Reader, spec backend.Spec) (int, error) {
