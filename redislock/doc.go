@@ -134,7 +134,9 @@
 //     gives the clean-ups five seconds to finish.
 //   - Semaphore.AddPermits, Semaphore.SetPermits and Latch.CountDown carry
 //     a request id; the server records the outcome of each id for twenty
-//     minutes, so a copy that runs again changes nothing. When their reply
+//     minutes, a refusal and a latch not counting included, so a copy that
+//     runs again changes nothing, even one held up on its connection until
+//     after a later copy was answered. When their reply
 //     is lost they send the same request again until the server answers,
 //     ctx is done, or four minutes have passed since the first copy: a
 //     copy sent later could still be retransmitted by TCP (for up to about

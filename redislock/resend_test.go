@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -333,6 +334,88 @@ func TestIntegrationResendStopsBeforeTheRecordExpires(t *testing.T) {
 			}
 			if !errors.Is(err, redislock.ErrOutcomeUnknown) {
 				t.Errorf("%s returned %v; want an error matching ErrOutcomeUnknown", call.name, err)
+			}
+		})
+	}
+}
+
+// A copy of a call that must take effect once can arrive after a later
+// copy was answered: the first copy's request is held up on its
+// connection (here, by the proxy, for 2s), the client times it out and
+// sends the request again on a new connection, which is answered at
+// once. When that answer is that nothing was changed (a CountDown of a
+// latch that is not counting, an AddPermits that would take the limit
+// below 1), the late copy must change nothing either: the caller has been
+// told the outcome. (The script recorded only the changes it made, so the
+// late copy counted down the latch set again after the call returned nil,
+// 3 -> 2, and lowered the limit raised after the call was refused,
+// 5 -> 3.)
+func TestIntegrationLateCopyKeepsTheOutcome(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	admin := d.admin(t)
+	other := newClient(t, d, goRedis)
+	for _, call := range []struct {
+		name  string
+		setup func(ctx context.Context, c *redislock.Client) error
+		run   func(ctx context.Context, c *redislock.Client) error
+		then  func(ctx context.Context) error // another client's change, after the call returned
+		key   string
+		want  string // after then: the late copy changed nothing
+	}{
+		{"CountDown",
+			func(ctx context.Context, c *redislock.Client) error {
+				warm := c.NewLatch("warm-late-count") // loads the script
+				warm.TrySetCount(ctx, 1)
+				return warm.CountDown(ctx)
+			},
+			func(ctx context.Context, c *redislock.Client) error { return c.NewLatch("late-count").CountDown(ctx) },
+			func(ctx context.Context) error {
+				_, err := other.NewLatch("late-count").TrySetCount(ctx, 3)
+				return err
+			},
+			lockKey("late-count") + ":count", "3"},
+		{"AddPermits",
+			func(ctx context.Context, c *redislock.Client) error {
+				return c.NewSemaphore("late-add", 2).SetPermits(ctx, 2)
+			},
+			func(ctx context.Context, c *redislock.Client) error {
+				err := c.NewSemaphore("late-add", 2).AddPermits(ctx, -2)
+				if errors.Is(err, redislock.ErrInvalidPermits) {
+					return nil // refused, as it must be: the limit would be 0
+				}
+				return fmt.Errorf("AddPermits(-2) on 2 = %v; want ErrInvalidPermits", err)
+			},
+			func(ctx context.Context) error { return other.NewSemaphore("late-add", 2).SetPermits(ctx, 5) },
+			lockKey("late-add") + ":limit", "5"},
+	} {
+		t.Run(call.name, func(t *testing.T) {
+			p := testenv.StartProxy(t, d.servers[0].Addr())
+			rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 500 * time.Millisecond, DialTimeout: time.Second})
+			t.Cleanup(func() { rdb.Close() })
+			c := redislock.New(goredisconn.New(rdb))
+			t.Cleanup(func() { c.Close() })
+			if err := call.setup(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			p.SetLatency(2 * time.Second) // the first copy, read by the proxy at once
+			timer := time.AfterFunc(250*time.Millisecond, func() { p.SetLatency(0) })
+			t.Cleanup(func() { timer.Stop() })
+			if err := call.run(ctx, c); err != nil {
+				t.Fatalf("%s: %v", call.name, err)
+			}
+			before := commandCalls(t, d, "evalsha")
+			if err := call.then(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the late copy: the other client's call, then it.
+			for deadline := time.Now().Add(10 * time.Second); commandCalls(t, d, "evalsha") < before+2; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the first copy never reached the server")
+				}
+			}
+			if v, _ := admin.Get(ctx, call.key).Result(); v != call.want {
+				t.Fatalf("%s holds %s after the late copy ran; want %s: the copy changed it after the call had returned", call.key, v, call.want)
 			}
 		})
 	}
