@@ -141,6 +141,10 @@
 //     ctx is done, or four minutes have passed since the first copy: a
 //     copy sent later could still be retransmitted by TCP (for up to about
 //     15 minutes) after the record expired, and change the count twice.
+//     A later copy that the server turns away for a while (BUSY, LOADING,
+//     a Cluster's TRYAGAIN) is sent again, as a lost one is; an error reply
+//     to it that the script did not record says nothing of the earlier
+//     copies, and the outcome is then unknown.
 //     Each call takes effect exactly once, or, when no answer came, at
 //     most once, and the error matches ErrOutcomeUnknown. A paused server
 //     runs the copies it holds when it resumes: one that it runs more than

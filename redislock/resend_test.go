@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -418,5 +419,73 @@ func TestIntegrationLateCopyKeepsTheOutcome(t *testing.T) {
 				t.Fatalf("%s holds %s after the late copy ran; want %s: the copy changed it after the call had returned", call.key, v, call.want)
 			}
 		})
+	}
+}
+
+// A later copy of a call that must take effect once may be refused by the
+// server without running: BUSY (another script runs past
+// busy-reply-threshold, here 100ms), LOADING, a Cluster's TRYAGAIN. Such a
+// reply says nothing of the first copy, which ran and whose reply was
+// lost: the call must not report it as its outcome, as if nothing had
+// changed. (It did: AddPermits returned "server replied: BUSY ..." with
+// the limit raised 2 -> 3, and a caller that tried again would have raised
+// it twice.) The server is busy for a second; the call keeps sending and
+// learns the outcome.
+func TestIntegrationBusyServerDoesNotHideTheOutcome(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	admin := d.admin(t)
+	if err := admin.ConfigSet(ctx, "busy-reply-threshold", "100").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := testenv.StartProxy(t, d.servers[0].Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 250 * time.Millisecond, DialTimeout: time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	c := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { c.Close() })
+	sem := c.NewSemaphore("busy-add", 2)
+	if err := sem.SetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	limitKey := lockKey("busy-add") + ":limit"
+	p.SetLatency(300 * time.Millisecond) // every reply comes after the read timeout
+	done := make(chan error, 1)
+	go func() { done <- sem.AddPermits(ctx, 1) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) { // the first copy ran
+		if v, _ := admin.Get(ctx, limitKey).Result(); v == "3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first copy never ran")
+		}
+	}
+	busy := redis.NewClient(&redis.Options{Addr: d.servers[0].Addr(), ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { busy.Close() })
+	ran := make(chan error, 1)
+	go func() {
+		ran <- busy.Eval(ctx, `local s = tonumber(redis.call('TIME')[1])
+while tonumber(redis.call('TIME')[1]) - s < 2 do end
+return 1`, nil).Err()
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := d.servers[0].Do("PING"); err != nil && strings.Contains(err.Error(), "BUSY") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never got busy")
+		}
+	}
+	p.SetLatency(0) // the copies sent from now on are answered BUSY
+	err := <-done
+	if err := <-ran; err != nil {
+		t.Fatalf("the busy script: %v", err)
+	}
+	v, _ := admin.Get(ctx, limitKey).Result()
+	t.Logf("AddPermits(1) on 2, the server busy after the first copy ran: %v; the limit is %s", err, v)
+	if v != "3" {
+		t.Fatalf("the limit is %s; want 3", v)
+	}
+	if err != nil && !errors.Is(err, redislock.ErrOutcomeUnknown) {
+		t.Errorf("AddPermits = %v; want nil, or an error matching ErrOutcomeUnknown: the change was made", err)
 	}
 }
