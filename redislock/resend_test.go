@@ -342,7 +342,7 @@ func TestIntegrationResendStopsBeforeTheRecordExpires(t *testing.T) {
 
 // A copy of a call that must take effect once can arrive after a later
 // copy was answered: the first copy's request is held up on its
-// connection (here, by the proxy, for 2s), the client times it out and
+// connection (here, by the proxy, for 3s), the client times it out and
 // sends the request again on a new connection, which is answered at
 // once. When that answer is that nothing was changed (a CountDown of a
 // latch that is not counting, an AddPermits that would take the limit
@@ -392,15 +392,17 @@ func TestIntegrationLateCopyKeepsTheOutcome(t *testing.T) {
 	} {
 		t.Run(call.name, func(t *testing.T) {
 			p := testenv.StartProxy(t, d.servers[0].Addr())
-			rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 500 * time.Millisecond, DialTimeout: time.Second})
+			rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: time.Second, DialTimeout: time.Second})
 			t.Cleanup(func() { rdb.Close() })
 			c := redislock.New(goredisconn.New(rdb))
 			t.Cleanup(func() { c.Close() })
 			if err := call.setup(ctx, c); err != nil {
 				t.Fatal(err)
 			}
-			p.SetLatency(2 * time.Second) // the first copy, read by the proxy at once
-			timer := time.AfterFunc(250*time.Millisecond, func() { p.SetLatency(0) })
+			// The first copy is read by the proxy at once and held 3s; the
+			// second, a read timeout later, goes through at once.
+			p.SetLatency(3 * time.Second)
+			timer := time.AfterFunc(500*time.Millisecond, func() { p.SetLatency(0) })
 			t.Cleanup(func() { timer.Stop() })
 			if err := call.run(ctx, c); err != nil {
 				t.Fatalf("%s: %v", call.name, err)
