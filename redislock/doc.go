@@ -134,11 +134,17 @@
 //     gives the clean-ups five seconds to finish.
 //   - Semaphore.AddPermits, Semaphore.SetPermits and Latch.CountDown carry
 //     a request id; the server records the outcome of each id for twenty
-//     minutes, so a copy that runs again changes nothing. When their reply
+//     minutes, a refusal and a latch not counting included, so a copy that
+//     runs again changes nothing, even one held up on its connection until
+//     after a later copy was answered. When their reply
 //     is lost they send the same request again until the server answers,
 //     ctx is done, or four minutes have passed since the first copy: a
 //     copy sent later could still be retransmitted by TCP (for up to about
 //     15 minutes) after the record expired, and change the count twice.
+//     A later copy that the server turns away for a while (BUSY, LOADING,
+//     a Cluster's TRYAGAIN) is sent again, as a lost one is; an error reply
+//     to it that the script did not record says nothing of the earlier
+//     copies, and the outcome is then unknown.
 //     Each call takes effect exactly once, or, when no answer came, at
 //     most once, and the error matches ErrOutcomeUnknown. A paused server
 //     runs the copies it holds when it resumes: one that it runs more than

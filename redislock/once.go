@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redislock/transport"
 )
 
 // ErrOutcomeUnknown is matched by the error of Semaphore.AddPermits,
@@ -45,7 +47,10 @@ var onceRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // evalOnce sends the same request again until the server answers, ctx is
 // done or resendFor has passed since the first copy: the change is made
 // once however many copies run. Without an answer, the error matches
-// ErrOutcomeUnknown if a copy may have run.
+// ErrOutcomeUnknown if a copy may have run. An error reply to a later copy
+// is an answer only if the script recorded it (see recorded): a copy that
+// the server did not run for the moment (see unrun) is sent again, and
+// after any other error reply the outcome is unknown.
 //
 // keys end with the record's key, added by evalOnce; the script's last
 // argument is the memory in milliseconds, also added here.
@@ -71,8 +76,15 @@ func (c *Client) evalOnce(ctx context.Context, base string, s *redisscript.Scrip
 	}
 	for n := 1; ; n++ {
 		v, err := c.eval(ctx, s, keys, args...)
-		if err == nil || isReply(err) {
+		if err == nil || isReply(err) && (!ran || recorded(err)) {
 			return v, err
+		}
+		// An error reply to a later copy that the script did not record
+		// tells nothing of the earlier copies: one may have made the
+		// change. A copy the server did not run (BUSY, LOADING, ...) is
+		// as good as lost; after any other, the outcome is unknown.
+		if isReply(err) && !unrun(err) {
+			return nil, unknown(err, err, n)
 		}
 		ran = ran || mayHaveRun(err)
 		if cause := cancelled(ctx, err); cause != nil {
@@ -90,4 +102,28 @@ func (c *Client) evalOnce(ctx context.Context, base string, s *redisscript.Scrip
 		case <-t.C:
 		}
 	}
+}
+
+// recorded reports whether an error reply is an outcome that the scripts
+// of evalOnce record under the request id (a refusal: DLOCK..., or a key
+// of another type): every copy of the request gets the same.
+func recorded(err error) bool {
+	var re *transport.ReplyError
+	return errors.As(err, &re) && (strings.HasPrefix(re.Msg, "DLOCK") || strings.HasPrefix(re.Msg, "WRONGTYPE dlock "))
+}
+
+// unrun reports whether an error reply says that the server did not run
+// the script, for a while only: it is busy with another script, loading
+// its data, or (a Cluster) moving the slot or without a master for it.
+func unrun(err error) bool {
+	var re *transport.ReplyError
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, p := range []string{"BUSY ", "LOADING ", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "MOVED ", "ASK "} {
+		if strings.HasPrefix(re.Msg, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,7 +3,9 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -335,5 +337,157 @@ func TestIntegrationResendStopsBeforeTheRecordExpires(t *testing.T) {
 				t.Errorf("%s returned %v; want an error matching ErrOutcomeUnknown", call.name, err)
 			}
 		})
+	}
+}
+
+// A copy of a call that must take effect once can arrive after a later
+// copy was answered: the first copy's request is held up on its
+// connection (here, by the proxy, for 3s), the client times it out and
+// sends the request again on a new connection, which is answered at
+// once. When that answer is that nothing was changed (a CountDown of a
+// latch that is not counting, an AddPermits that would take the limit
+// below 1), the late copy must change nothing either: the caller has been
+// told the outcome. (The script recorded only the changes it made, so the
+// late copy counted down the latch set again after the call returned nil,
+// 3 -> 2, and lowered the limit raised after the call was refused,
+// 5 -> 3.)
+func TestIntegrationLateCopyKeepsTheOutcome(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	admin := d.admin(t)
+	other := newClient(t, d, goRedis)
+	for _, call := range []struct {
+		name  string
+		setup func(ctx context.Context, c *redislock.Client) error
+		run   func(ctx context.Context, c *redislock.Client) error
+		then  func(ctx context.Context) error // another client's change, after the call returned
+		key   string
+		want  string // after then: the late copy changed nothing
+	}{
+		{"CountDown",
+			func(ctx context.Context, c *redislock.Client) error {
+				warm := c.NewLatch("warm-late-count") // loads the script
+				warm.TrySetCount(ctx, 1)
+				return warm.CountDown(ctx)
+			},
+			func(ctx context.Context, c *redislock.Client) error { return c.NewLatch("late-count").CountDown(ctx) },
+			func(ctx context.Context) error {
+				_, err := other.NewLatch("late-count").TrySetCount(ctx, 3)
+				return err
+			},
+			lockKey("late-count") + ":count", "3"},
+		{"AddPermits",
+			func(ctx context.Context, c *redislock.Client) error {
+				return c.NewSemaphore("late-add", 2).SetPermits(ctx, 2)
+			},
+			func(ctx context.Context, c *redislock.Client) error {
+				err := c.NewSemaphore("late-add", 2).AddPermits(ctx, -2)
+				if errors.Is(err, redislock.ErrInvalidPermits) {
+					return nil // refused, as it must be: the limit would be 0
+				}
+				return fmt.Errorf("AddPermits(-2) on 2 = %v; want ErrInvalidPermits", err)
+			},
+			func(ctx context.Context) error { return other.NewSemaphore("late-add", 2).SetPermits(ctx, 5) },
+			lockKey("late-add") + ":limit", "5"},
+	} {
+		t.Run(call.name, func(t *testing.T) {
+			p := testenv.StartProxy(t, d.servers[0].Addr())
+			rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: time.Second, DialTimeout: time.Second})
+			t.Cleanup(func() { rdb.Close() })
+			c := redislock.New(goredisconn.New(rdb))
+			t.Cleanup(func() { c.Close() })
+			if err := call.setup(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			// The first copy is read by the proxy at once and held 3s; the
+			// second, a read timeout later, goes through at once.
+			p.SetLatency(3 * time.Second)
+			timer := time.AfterFunc(500*time.Millisecond, func() { p.SetLatency(0) })
+			t.Cleanup(func() { timer.Stop() })
+			if err := call.run(ctx, c); err != nil {
+				t.Fatalf("%s: %v", call.name, err)
+			}
+			before := commandCalls(t, d, "evalsha")
+			if err := call.then(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the late copy: the other client's call, then it.
+			for deadline := time.Now().Add(10 * time.Second); commandCalls(t, d, "evalsha") < before+2; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the first copy never reached the server")
+				}
+			}
+			if v, _ := admin.Get(ctx, call.key).Result(); v != call.want {
+				t.Fatalf("%s holds %s after the late copy ran; want %s: the copy changed it after the call had returned", call.key, v, call.want)
+			}
+		})
+	}
+}
+
+// A later copy of a call that must take effect once may be refused by the
+// server without running: BUSY (another script runs past
+// busy-reply-threshold, here 100ms), LOADING, a Cluster's TRYAGAIN. Such a
+// reply says nothing of the first copy, which ran and whose reply was
+// lost: the call must not report it as its outcome, as if nothing had
+// changed. (It did: AddPermits returned "server replied: BUSY ..." with
+// the limit raised 2 -> 3, and a caller that tried again would have raised
+// it twice.) The server is busy for a second; the call keeps sending and
+// learns the outcome.
+func TestIntegrationBusyServerDoesNotHideTheOutcome(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	admin := d.admin(t)
+	if err := admin.ConfigSet(ctx, "busy-reply-threshold", "100").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := testenv.StartProxy(t, d.servers[0].Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 250 * time.Millisecond, DialTimeout: time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	c := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { c.Close() })
+	sem := c.NewSemaphore("busy-add", 2)
+	if err := sem.SetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	limitKey := lockKey("busy-add") + ":limit"
+	p.SetLatency(300 * time.Millisecond) // every reply comes after the read timeout
+	done := make(chan error, 1)
+	go func() { done <- sem.AddPermits(ctx, 1) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) { // the first copy ran
+		if v, _ := admin.Get(ctx, limitKey).Result(); v == "3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first copy never ran")
+		}
+	}
+	busy := redis.NewClient(&redis.Options{Addr: d.servers[0].Addr(), ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { busy.Close() })
+	ran := make(chan error, 1)
+	go func() {
+		ran <- busy.Eval(ctx, `local s = tonumber(redis.call('TIME')[1])
+while tonumber(redis.call('TIME')[1]) - s < 2 do end
+return 1`, nil).Err()
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := d.servers[0].Do("PING"); err != nil && strings.Contains(err.Error(), "BUSY") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never got busy")
+		}
+	}
+	p.SetLatency(0) // the copies sent from now on are answered BUSY
+	err := <-done
+	if err := <-ran; err != nil {
+		t.Fatalf("the busy script: %v", err)
+	}
+	v, _ := admin.Get(ctx, limitKey).Result()
+	t.Logf("AddPermits(1) on 2, the server busy after the first copy ran: %v; the limit is %s", err, v)
+	if v != "3" {
+		t.Fatalf("the limit is %s; want 3", v)
+	}
+	if err != nil && !errors.Is(err, redislock.ErrOutcomeUnknown) {
+		t.Errorf("AddPermits = %v; want nil, or an error matching ErrOutcomeUnknown: the change was made", err)
 	}
 }

@@ -320,6 +320,9 @@ func (s *Semaphore) admin(ctx context.Context) error {
 
 // describe names the problem behind a failed semaphore script.
 func (s *Semaphore) describe(sc *redisscript.Script, err error) error {
+	if errors.Is(err, ErrOutcomeUnknown) { // it says why
+		return fmt.Errorf("redislock: %s on semaphore %q: %w", sc.Name, s.m.name, err)
+	}
 	var re *transport.ReplyError
 	if errors.As(err, &re) {
 		switch {

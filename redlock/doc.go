@@ -48,7 +48,7 @@
 // ForceUnlock) still end it with dlock.ErrTakenOver. Nor does a renewal
 // that was under way when an operator's ForceUnlock ran: ForceUnlock
 // records the tokens it deleted in dlock:{name}:deposed on every node, and
-// the retake sets no key for a token recorded there; the set expires
+// the retake sets no key for a token recorded there; each token is kept
 // twice the longest time the deleted keys had left. A retake under way
 // when Release begins has returned before the release sends its deletes,
 // and none is sent after; a node whose retake call failed without a reply

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,4 +102,68 @@ func TestIntegrationForceUnlockWinsOverRetake(t *testing.T) {
 // allHold reports whether every server's lock key holds token.
 func allHold(servers []*testenv.Redis, name, token string) bool {
 	return strings.Count(strings.Join(values(servers, name), "\n"), token) == len(servers)
+}
+
+// Each token that ForceUnlock deposes is kept twice the time its key had
+// left, and no longer, however often the name is forced: an operator, or a
+// program that breaks stale locks, forcing a name every 300ms must not
+// keep every token ever deposed. (The set's expiry was pushed back by each
+// ForceUnlock, so the tokens piled up for as long as the forcing went on:
+// the first token, whose key had 1s left, was still kept 3s later, with
+// every token since.)
+func TestIntegrationDeposedTokensExpireOneByOne(t *testing.T) {
+	const ttl, every, rounds = time.Second, 300 * time.Millisecond, 11
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, time.Minute)
+	c := newClient(t, addrsOf(servers), goRedis)
+	name := "forced-often"
+	m := c.NewMutex(name, redlock.WithTTL(ttl))
+	var tokens []string
+	start := time.Now()
+	for i := range rounds {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, l.Token())
+		if held, err := c.ForceUnlock(ctx, name); !held || err != nil {
+			t.Fatalf("ForceUnlock %d = %v, %v", i, held, err)
+		}
+		time.Sleep(every)
+	}
+	// The first tokens' keys had at most a TTL left: their life is over.
+	// The set keeps the tokens deposed in the last two TTLs, one more for
+	// the jitter of the rounds.
+	keep := int(2*ttl/every) + 2
+	for i, s := range servers {
+		kept := deposed(t, s, name)
+		t.Logf("node %d keeps %d of the %d tokens deposed over %v", i, len(kept), rounds, time.Since(start).Round(time.Millisecond))
+		if slices.Contains(kept, tokens[0]) || len(kept) > keep {
+			t.Errorf("node %d keeps %d deposed tokens, the first one (deposed %v ago, its key had at most %v left) among them: %v; want at most %d",
+				i, len(kept), time.Since(start).Round(time.Millisecond), ttl, slices.Contains(kept, tokens[0]), keep)
+		}
+	}
+}
+
+// deposed returns the tokens that node s records as deposed for name.
+func deposed(t testing.TB, s *testenv.Redis, name string) []string {
+	key := lockKey(name) + ":deposed"
+	kind, err := s.Do("TYPE", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	switch kind {
+	case "none":
+		return nil
+	case "set":
+		out, err = s.Do("SMEMBERS", key)
+	default:
+		out, err = s.Do("ZRANGE", key, "0", "-1")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(out)
 }

@@ -99,8 +99,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 // any, and a renewal takes back no node for a token recorded there (see
 // "Extending, losing and releasing" in the package doc). The second round
 // also deletes the deposed keys that such a renewal set between the
-// rounds. The set expires twice the longest time the deleted keys had
-// left after ForceUnlock. When a node did not answer the second round,
+// rounds. Each token is kept twice the longest time the deleted keys had
+// left after ForceUnlock, and no longer, however often the name is
+// forced (the set is sorted by the time until which each token is kept).
+// When a node did not answer the second round,
 // ForceUnlock returns an error that names it: a renewal under way may
 // still set the deposed lease's key there, for at most the lease's TTL.
 func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
@@ -148,8 +150,8 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	return held, nil
 }
 
-// deposedSuffix ends the key, beside the lock's, of the set of tokens that
-// ForceUnlock deposed (see quorum_force.lua).
+// deposedSuffix ends the key, beside the lock's, of the sorted set of
+// tokens that ForceUnlock deposed (see quorum_force.lua).
 const deposedSuffix = ":deposed"
 
 // depose runs ForceUnlock's second round: every node records each of the

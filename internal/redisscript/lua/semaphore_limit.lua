@@ -12,13 +12,24 @@
 -- after that: a limit outlives the semaphore's last use by at most a TTL.
 -- Returns the new limit. A result below 1 is refused with DLOCKLIMIT and
 -- changes nothing.
+-- Every outcome is recorded, a refusal too: a copy of the request that
+-- arrives late, after a later copy was answered, must not change what the
+-- caller was told (a refusal, then a limit raised by another client, then
+-- the late copy applying the change after all).
 local done = redis.call('GET', KEYS[3])
 if done then
+  if string.sub(done, 1, 1) == '!' then
+    return redis.error_reply(string.sub(done, 2))
+  end
   return tonumber(done)
+end
+local function refuse(msg)
+  redis.call('SET', KEYS[3], '!' .. msg, 'PX', ARGV[6])
+  return redis.error_reply(msg)
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'none' and kind ~= 'zset' then
-  return redis.error_reply('WRONGTYPE dlock semaphore key ' .. KEYS[1] .. ' holds a ' .. kind)
+  return refuse('WRONGTYPE dlock semaphore key ' .. KEYS[1] .. ' holds a ' .. kind)
 end
 kind = redis.call('TYPE', KEYS[2])['ok']
 local old = tonumber(ARGV[3])
@@ -26,17 +37,17 @@ if kind == 'string' then
   local raw = redis.call('GET', KEYS[2])
   old = tonumber(raw)
   if not old or old < 1 or old ~= math.floor(old) then
-    return redis.error_reply('DLOCKLIMIT dlock semaphore limit ' .. KEYS[2] .. ' holds "' .. raw .. '", not a whole number >= 1')
+    return refuse('DLOCKLIMIT dlock semaphore limit ' .. KEYS[2] .. ' holds "' .. raw .. '", not a whole number >= 1')
   end
 elseif kind ~= 'none' then
-  return redis.error_reply('WRONGTYPE dlock semaphore limit key ' .. KEYS[2] .. ' holds a ' .. kind)
+  return refuse('WRONGTYPE dlock semaphore limit key ' .. KEYS[2] .. ' holds a ' .. kind)
 end
 local new = tonumber(ARGV[2])
 if ARGV[1] == 'add' then
   new = old + new
 end
 if new < 1 then
-  return redis.error_reply('DLOCKLIMIT the limit of ' .. KEYS[2] .. ' would be ' .. string.format('%.0f', new) .. ' (now ' .. string.format('%.0f', old) .. '); it must stay >= 1')
+  return refuse('DLOCKLIMIT the limit of ' .. KEYS[2] .. ' would be ' .. string.format('%.0f', new) .. ' (now ' .. string.format('%.0f', old) .. '); it must stay >= 1')
 end
 redis.call('SET', KEYS[2], string.format('%.0f', new), 'PX', math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[2])))
 redis.call('SET', KEYS[3], string.format('%.0f', new), 'PX', ARGV[6])
