@@ -22,9 +22,9 @@ func TestIntegrationRedlockForceReleaseDeposes(t *testing.T) {
 		t.Errorf("release --force said %q; want it to count 3 masters' keys", r.stdout)
 	}
 	for _, s := range d.redis {
-		out, err := s.Do("SCARD", "dlock:{"+name+"}:deposed")
+		out, err := s.Do("ZCARD", "dlock:{"+name+"}:deposed")
 		if err != nil || out != "1" {
-			t.Errorf("SCARD of the deposed set on %s = %q, %v; want the holder's token", s.Addr(), out, err)
+			t.Errorf("ZCARD of the deposed set on %s = %q, %v; want the holder's token", s.Addr(), out, err)
 		}
 	}
 	if d.held(t, name) {
