@@ -189,26 +189,6 @@ func TestIntegrationRetakeLeavesOtherOwnersKey(t *testing.T) {
 	}
 }
 
-// afterRenewal waits until the key on s has just been extended (its PTTL
-// went up), so that the next renewal is a period away.
-func afterRenewal(t testing.TB, s *testenv.Redis, name string, period time.Duration) {
-	last := int64(-1)
-	for deadline := time.Now().Add(3 * period); ; time.Sleep(time.Millisecond) {
-		p, err := s.Do("PTTL", lockKey(name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := atoi(p); last >= 0 && n > last {
-			return
-		} else {
-			last = n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no renewal of %s on %s within %v", name, s.Addr(), 3*period)
-		}
-	}
-}
-
 // Keys deleted on a majority (an operator's force-unlock) are not taken
 // back: no majority extended the lease, so the next renewal ends it with
 // ErrTakenOver, and no key is left on any node once the key the third node
@@ -225,14 +205,20 @@ func TestIntegrationForceUnlockOnMajorityNotRetaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	holding(t, servers, "forced", a.Token())
-	// Right after a renewal, so that none falls between the two deletes
-	// (a renewal that saw one node without the key and two with it would
-	// rightly take it back).
-	afterRenewal(t, servers[2], "forced", ttl/3)
+	// No renewal may fall between the two deletes (one that saw one node
+	// without the key and two with it would rightly take it back): the
+	// client's calls stop while they run, as a pause of its process would
+	// stop them, once those under way have returned.
+	for _, cc := range counted {
+		cc.gate.Lock()
+	}
 	for _, s := range servers[:2] {
 		s.Do("DEL", lockKey("forced"))
 	}
 	deleted := time.Now()
+	for _, cc := range counted {
+		cc.gate.Unlock()
+	}
 	retaken := false
 	for ended := false; !ended; {
 		select {

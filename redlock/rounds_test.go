@@ -22,9 +22,12 @@ type countingConn struct {
 	redislock.Conn
 	mu    sync.Mutex
 	calls map[string]int
+	gate  sync.RWMutex // held by a test to stop the client's calls, as a pause of its process would
 }
 
 func (c *countingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+	c.gate.RLock()
+	defer c.gate.RUnlock()
 	c.mu.Lock()
 	for _, call := range calls {
 		c.calls[call.Script.Name]++
