@@ -76,7 +76,9 @@ func TestIntegrationSemaphoreBoundsHolders(t *testing.T) {
 func TestIntegrationSemaphoreCrashedHolderPermitReturns(t *testing.T) {
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
-	const ttl = 300 * time.Millisecond
+	// Long enough for the second Lock and the TryLock to come before the
+	// crashed permit expires, on a loaded machine too.
+	const ttl = 2 * time.Second
 	crashed, err := newClient(t, d, goRedis).NewSemaphore("sem-crash", 2, redislock.WithTTL(ttl), redislock.WithoutRenewal()).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +92,7 @@ func TestIntegrationSemaphoreCrashedHolderPermitReturns(t *testing.T) {
 	waiter := newClient(t, d, goRedis).NewSemaphore("sem-crash", 2,
 		redislock.WithRetry(dlock.LinearBackoff(5*time.Second, 5*time.Second)))
 	if _, err := waiter.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
-		t.Fatalf("TryLock with every permit taken = %v; want ErrNotObtained", err)
+		t.Fatalf("TryLock with every permit taken, %v before the crashed one's Until = %v; want ErrNotObtained", time.Until(crashed.Until()), err)
 	}
 	lease, err := waiter.Lock(ctx)
 	if err != nil {
