@@ -39,7 +39,7 @@ const maxFence = 1 << 53
 // connection of its own so that a clean-up can tell when what it sent
 // can no longer land.
 func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
-	conn, id, err := m.c.pin(ctx)
+	conn, err := m.c.conn(ctx)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
@@ -50,13 +50,13 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 	start := time.Now()
 	fence, left, err := m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
 	if err == nil || isServerError(err) {
-		conn.Close() // the outcome is known: taken, held, or not run
+		conn.done(ctx) // the outcome is known: taken, held, or not run
 	} else {
 		// The statements may have run, or may yet run, without their
 		// outcome reaching us: free the row if it holds our token, once
 		// the connection that ran them has ended.
-		discard(conn)
-		m.c.abandon(m.name, token, id)
+		discard(conn.Conn)
+		m.c.abandon(m.name, token, conn.id)
 	}
 	switch {
 	case err != nil:

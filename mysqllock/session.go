@@ -68,8 +68,13 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 	}
 	token := lease.NewToken(ctx)
 	var got sql.NullInt64
-	var id, before int64
-	err = conn.QueryRowContext(ctx, fill(m.c.sql.sessionGet, m.lockName, seconds(block))).Scan(&got, &id, &before)
+	var id, before, autocommit int64
+	err = conn.QueryRowContext(ctx, fill(m.c.sql.sessionGet, m.lockName, seconds(block))).Scan(&got, &id, &before, &autocommit)
+	if err == nil && got.Valid && got.Int64 == 1 && autocommit == 0 {
+		// Each statement on the connection must commit on its own (see
+		// conn); Unlock turns autocommit off again.
+		_, err = conn.ExecContext(ctx, "SET SESSION autocommit = 1")
+	}
 	var fence uint64
 	var left time.Duration
 	var start time.Time
@@ -84,7 +89,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		start = time.Now() // after the wait for GET_LOCK
 		fence, left, err = m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
 		if err == nil && fence == 0 { // the row is held: let go of GET_LOCK
-			if _, err := conn.ExecContext(ctx, fill(m.c.sql.sessionDrop, m.lockName)); err != nil {
+			if _, err := conn.ExecContext(ctx, fill(m.c.sql.sessionDrop, m.lockName, autocommit)); err != nil {
 				discard(conn)
 			} else {
 				conn.Close()
@@ -127,7 +132,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("mysqllock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
 			m.name, time.Since(start), m.cfg.TTL))
 	}
-	sc := &sessionConn{m: m, conn: conn, id: id, before: before, stop: make(chan struct{})}
+	sc := &sessionConn{m: m, conn: conn, id: id, before: before, autocommit: autocommit, stop: make(chan struct{})}
 	s := sqllease.NewSession(ctx, m.c.leases, m.ev, m.name, token, fence, until, m.cfg.Config, sc)
 	if fence > maxFence {
 		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the GET_LOCK lock

@@ -25,6 +25,8 @@ type sessionConn struct {
 	id     int64 // the server's ID of the connection that took the lock
 	before int64 // the wait_timeout to restore on release
 
+	autocommit int64 // the session's autocommit, to restore on release
+
 	mu      sync.Mutex // held while the connection is in use
 	conn    *sql.Conn  // nil once given back to the pool, or closed
 	dropped bool       // the connection was closed at Until by a check or renewal that got no answer
@@ -141,7 +143,7 @@ func (c *sessionConn) confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 }
 
 // Unlock frees the row and the GET_LOCK lock on the lease's connection,
-// restores the session's wait_timeout, wakes the Client's waiters and
+// restores the session's wait_timeout and autocommit, wakes the Client's waiters and
 // gives the connection back to the pool, or closes it if anything failed.
 // It reports whether the row was the lease's. It returns
 // sqllease.ErrDropped if a check or confirmation closed the connection
@@ -159,7 +161,7 @@ func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bo
 	if err == nil {
 		n, _ := res.RowsAffected()
 		freed = n == 1
-		_, err = c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionUnlock, c.m.lockName, c.before))
+		_, err = c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionUnlock, c.m.lockName, c.before, c.autocommit))
 	}
 	if err == nil {
 		c.conn.Close()
