@@ -34,7 +34,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		fence, ms int64
 		pid       int32
 	)
-	err := c.pool.QueryRow(ctx, c.sql.inspect, name, advisoryKey(c.cfg.table, name)).Scan(&token, &fence, &ms, &pid)
+	err := queryRow(ctx, c.pool, []any{&token, &fence, &ms, &pid}, c.sql.inspect, name, advisoryKey(c.cfg.table, name))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
 		return info, nil
@@ -78,7 +78,11 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("pglock: force unlock %q: ending the session that holds its advisory lock: %w (the role needs to be the holder's, or a member of pg_signal_backend)", name, err)
 	}
-	tag, err := c.pool.Exec(ctx, c.sql.forceUnlock, name, c.obj.channel)
+	var tag pgconn.CommandTag
+	err = again(ctx, func() (err error) {
+		tag, err = exec(ctx, c.pool, c.sql.forceUnlock, name, c.obj.channel)
+		return err
+	})
 	if isUndefinedTable(err) {
 		return len(ended) > 0, nil
 	}

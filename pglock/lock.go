@@ -26,7 +26,7 @@ func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option
 	l.err = errors.Join(checkName("lock", name), l.cfg.check())
 	l.core = sqllease.Locker{
 		Name: name, Err: l.err, Events: l.ev, Held: held,
-		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.notices.wait, Attempt: attempt,
+		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.notices.wait, Attempt: attempt, Transient: transient,
 	}
 	return l
 }
