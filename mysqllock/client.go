@@ -50,6 +50,8 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 		c.err = errors.New("mysqllock: New was given a nil *sql.DB")
 	case err != nil:
 		c.err = err
+	case cfg.restart.Check("mysqllock") != nil:
+		c.err = cfg.restart.Check("mysqllock")
 	default:
 		c.sql = newStatements(table)
 	}

@@ -46,9 +46,17 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 		}
 		return nil, 0, m.c.describe("connecting to take", m.name, err)
 	}
+	gate, err := m.c.gate(ctx, conn, m.cfg)
+	if err != nil {
+		conn.end(ctx, err)
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("acquiring", m.name, err)
+	}
 	token := lease.NewToken(ctx)
 	start := time.Now()
-	fence, left, err := m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
+	fence, left, err := m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros(), gate)
 	if err == nil || isServerError(err) {
 		conn.done(ctx) // the outcome is known: taken, held, or not run
 	} else {
@@ -65,6 +73,9 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 		}
 		return nil, 0, m.c.describe("acquiring", m.name, err)
 	case fence == 0:
+		if wait, err := m.c.abstaining(conn, m.name, gate); wait > 0 {
+			return nil, wait, err
+		}
 		return nil, left, nil
 	case fence > maxFence:
 		m.c.free(ctx, m.name, token)

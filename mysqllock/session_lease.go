@@ -2,7 +2,6 @@ package mysqllock
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -25,10 +24,8 @@ type sessionConn struct {
 	id     int64 // the server's ID of the connection that took the lock
 	before int64 // the wait_timeout to restore on release
 
-	autocommit int64 // the session's autocommit, to restore on release
-
 	mu      sync.Mutex // held while the connection is in use
-	conn    *sql.Conn  // nil once given back to the pool, or closed
+	conn    *conn      // nil once given back to the pool, or closed
 	dropped bool       // the connection was closed at Until by a check or renewal that got no answer
 	stop    chan struct{}
 	stopped sync.Once
@@ -74,7 +71,7 @@ func (c *sessionConn) check(s *sqllease.Session) error {
 	defer cancel()
 	err := c.conn.PingContext(ctx)
 	if err != nil {
-		discard(c.conn)
+		discard(c.conn.Conn)
 		c.conn = nil
 		if ctx.Err() != nil {
 			// No answer by Until: the lease ends then by itself, for
@@ -134,7 +131,7 @@ func (c *sessionConn) confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 		}
 	}
 	if err != nil {
-		discard(c.conn)
+		discard(c.conn.Conn)
 		c.conn = nil
 		c.dropped = ctx.Err() != nil
 		return start, err
@@ -143,8 +140,9 @@ func (c *sessionConn) confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 }
 
 // Unlock frees the row and the GET_LOCK lock on the lease's connection,
-// restores the session's wait_timeout and autocommit, wakes the Client's waiters and
-// gives the connection back to the pool, or closes it if anything failed.
+// restores the session's wait_timeout, wakes the Client's waiters and
+// gives the connection back to the pool (see conn.done), or closes it if
+// anything failed.
 // It reports whether the row was the lease's. It returns
 // sqllease.ErrDropped if a check or confirmation closed the connection
 // for want of an answer by Until: the row may still be the lease's.
@@ -161,12 +159,12 @@ func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bo
 	if err == nil {
 		n, _ := res.RowsAffected()
 		freed = n == 1
-		_, err = c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionUnlock, c.m.lockName, c.before, c.autocommit))
+		_, err = c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionUnlock, c.m.lockName, c.before))
 	}
 	if err == nil {
-		c.conn.Close()
+		c.conn.done(ctx)
 	} else {
-		discard(c.conn)
+		discard(c.conn.Conn)
 	}
 	c.conn = nil
 	if freed {

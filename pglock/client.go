@@ -48,6 +48,8 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 		c.err = errors.New("pglock: New was given a nil *pgxpool.Pool")
 	case err != nil:
 		c.err = err
+	case cfg.restart.Check("pglock") != nil:
+		c.err = cfg.restart.Check("pglock")
 	default:
 		c.obj, c.sql = obj, newStatements(obj)
 	}

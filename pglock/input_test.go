@@ -164,7 +164,7 @@ func TestBadFences(t *testing.T) {
 func TestIntegrationNames(t *testing.T) {
 	pg := sharedDB(t)
 	ctx := ctxFor(t, time.Minute)
-	c := newClient(t, pg.URL())
+	c := newClient(t, pg.URL()+"&pool_max_conns=20") // a session-mode lease keeps a connection
 	tag := unique("")
 	names := []string{
 		"acct" + tag, "Acct" + tag, "ACCT" + tag, // case matters
