@@ -24,6 +24,7 @@ func TestIntegrationRestoredDatabase(t *testing.T) {
 	// it for the test to mean anything.
 	const ttl = 4 * time.Second
 	window := []mysqllock.ClientOption{mysqllock.WithRestartWindow(ttl)}
+	t.Parallel() // a server of its own
 	srv := startDB(t)
 	for i, tc := range []struct {
 		name      string

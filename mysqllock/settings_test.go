@@ -33,7 +33,15 @@ func oneHolder(t *testing.T, md mode, dsn, plain string) {
 	const ttl = 4 * time.Second
 	ctx := ctxFor(t, time.Minute)
 	name := unique("one-holder")
-	a, b, p := newClient(t, dsn), newClient(t, dsn), newClient(t, plain)
+	// The holder's pool keeps no idle connection, as a pool past its
+	// SetMaxIdleConns (2 by default) or SetConnMaxIdleTime does: a grant
+	// left uncommitted on a connection would be rolled back when the pool
+	// closes it, and the lock free for another while the holder holds it.
+	pool := openDB(t, dsn)
+	pool.SetMaxIdleConns(0)
+	a := mysqllock.New(pool)
+	t.Cleanup(func() { a.Close() })
+	b, p := newClient(t, dsn), newClient(t, plain)
 	held, err := md.newLocker(a, name, mysqllock.WithTTL(ttl)).TryLock(ctx)
 	if err != nil {
 		t.Fatalf("TryLock: %v", err)
@@ -224,8 +232,9 @@ func campaign(t *testing.T, dsn string, d time.Duration) {
 // deadlock (1213), a lock wait timeout (1205) or any other error to the
 // caller, and never overlap.
 func TestIntegrationIsolationLevels(t *testing.T) {
+	t.Parallel() // a server of its own
 	srv := startDB(t)
-	const d = 2 * time.Second
+	const d = time.Second
 	for _, tc := range []struct{ name, isolation, autocommit string }{
 		{"repeatable-read", "REPEATABLE-READ", "1"},
 		{"serializable", "SERIALIZABLE", "1"},

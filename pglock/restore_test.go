@@ -24,6 +24,7 @@ func TestIntegrationRestoredDatabase(t *testing.T) {
 	// it for the test to mean anything.
 	const ttl = 4 * time.Second
 	window := []pglock.ClientOption{pglock.WithRestartWindow(ttl)}
+	t.Parallel() // a server of its own
 	pg := testenv.StartPostgres(t)
 	migrate(t, pg.URL())
 	for _, tc := range []struct {

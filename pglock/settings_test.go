@@ -112,7 +112,7 @@ func campaign(t *testing.T, url string, d time.Duration) {
 // (40001) or any other error to the caller, and never overlap.
 func TestIntegrationIsolationLevels(t *testing.T) {
 	pg := sharedDB(t)
-	const d = 2 * time.Second
+	const d = time.Second
 	for _, level := range []string{"repeatable read", "serializable"} {
 		t.Run(strings.ReplaceAll(level, " ", "-"), func(t *testing.T) {
 			url := pg.URL() + "&default_transaction_isolation=" + strings.ReplaceAll(level, " ", "%20")
