@@ -205,9 +205,13 @@
 //     use the same window.
 //   - WithoutRestartDetection turns both off.
 //
-// An attempt refused for a window fails with an error matching
-// dlock.ErrNotObtained that says how long is left; Lock waits it out. The
-// windows are measured on the database's clock. Not covered: a failover
+// Detection calls pg_control_system(), pg_current_wal_lsn(),
+// pg_walfile_name() and pg_postmaster_start_time(), which PUBLIC may
+// execute unless revoked (as some managed services do): a role that may
+// not gets an error naming WithoutRestartDetection. An attempt refused for
+// a window fails with an error matching dlock.ErrNotObtained that says how
+// long is left; Lock waits it out. The windows are measured on the
+// database's clock. Not covered: a failover
 // before any attempt recorded the identity; a restore of the table alone
 // (pg_restore of a dump into a running server) without
 // WithRestartWindow; and, with detection off, all of the above

@@ -87,6 +87,11 @@ func transient(err error) bool {
 func (c *Client) describe(what, name string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		for _, f := range []string{"pg_control_system", "pg_current_wal_lsn", "pg_walfile_name", "pg_postmaster_start_time"} {
+			if strings.Contains(pgErr.Message, f) {
+				return fmt.Errorf("pglock: %s %q: %w (restart detection reads the server's identity and start with pg_control_system(), pg_current_wal_lsn(), pg_walfile_name() and pg_postmaster_start_time(): let the role execute them, or turn detection off with WithoutRestartDetection where the server's copies never lag)", what, name, err)
+			}
+		}
 		switch pgErr.Code {
 		case codeUndefinedTable:
 			return fmt.Errorf("pglock: %s %q: %w (the objects of table %s are missing: call Client.Migrate, or run the SQL of SchemaSQL)",

@@ -117,3 +117,30 @@ func TestRestartWindowArguments(t *testing.T) {
 		t.Errorf("a restart window of 0: %v; want an error naming WithRestartWindow", err)
 	}
 }
+
+// A role that may not read the server's identity (a managed service that
+// revokes pg_control_system) gets an error naming the way out, and locks
+// with WithoutRestartDetection.
+func TestIntegrationRestartDetectionNotAllowed(t *testing.T) {
+	t.Parallel() // a server of its own
+	pg := startDB(t)
+	for _, sql := range []string{
+		"CREATE ROLE plain LOGIN",
+		"GRANT SELECT, INSERT, UPDATE ON dlock_leases TO plain",
+		"GRANT USAGE ON SEQUENCE dlock_leases_fence_seq TO plain",
+		"REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC",
+	} {
+		admin(t, pg.URL(), sql)
+	}
+	url := strings.Replace(pg.URL(), testenv.PostgresUser+"@", "plain@", 1)
+	ctx := ctxFor(t, time.Minute)
+	name := unique("not-allowed")
+	if _, err := newClient(t, url).NewMutex(name).TryLock(ctx); !contains(err, "WithoutRestartDetection") {
+		t.Errorf("TryLock without EXECUTE on pg_control_system: %v; want an error naming WithoutRestartDetection", err)
+	}
+	l, err := newClient(t, url, pglock.WithoutRestartDetection()).NewMutex(name).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock with WithoutRestartDetection: %v", err)
+	}
+	l.Release(ctx)
+}
