@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
@@ -32,9 +31,9 @@ type Client struct {
 	sql statements
 	obs dlock.Observer // from WithObserver and WithLogger; nil for none
 
-	waiters sqllease.Waiters
-	leases  *sqllease.Leases // held leases, the watchdog, and (in Background) clean-ups
-	ids     connIDs
+	waiters  sqllease.Waiters
+	leases   *sqllease.Leases // held leases, the watchdog, and (in Background) clean-ups
+	sessions sessions         // what it learnt of the pool's connections
 }
 
 // New returns a Client that locks through db, a pool of connections
@@ -51,6 +50,8 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 		c.err = errors.New("mysqllock: New was given a nil *sql.DB")
 	case err != nil:
 		c.err = err
+	case cfg.restart.Check("mysqllock") != nil:
+		c.err = cfg.restart.Check("mysqllock")
 	default:
 		c.sql = newStatements(table)
 	}
@@ -60,7 +61,7 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 		LookAgain: func(ctx context.Context, name, token string) background.Outcome {
 			return c.lookAgain(ctx, name, token, 0)
 		},
-		IsServerError: isServerError, EndedByServer: endedByServer,
+		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
 	})
 	return c
 }
@@ -90,15 +91,20 @@ func (c *Client) Migrate(ctx context.Context) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	rows, err := c.db.QueryContext(ctx, c.sql.exists)
+	err := c.with(ctx, func(q querier) error {
+		rows, err := q.QueryContext(ctx, c.sql.exists)
+		if err == nil {
+			rows.Close()
+		}
+		return err
+	})
 	if err == nil {
-		rows.Close()
 		return nil
 	}
 	if !isNoSuchTable(err) {
 		return c.describe("migrating table", c.cfg.table, err)
 	}
-	if _, err := c.db.ExecContext(ctx, c.sql.schema); err != nil {
+	if err := c.with(ctx, func(q querier) error { _, err := q.ExecContext(ctx, c.sql.schema); return err }); err != nil {
 		var my *mysql.MySQLError
 		if errors.As(err, &my) && (my.Number == errTableAccess || my.Number == errDBAccess) {
 			return fmt.Errorf("mysqllock: creating table %s: %w (the table is missing and the account may not create it: grant it CREATE on the database, or run the SQL of SchemaSQL as an account that may)", c.cfg.table, err)
@@ -122,45 +128,6 @@ func (c *Client) Close() error { return c.leases.Close(c.waiters.WakeAll) }
 
 // usable returns the error every call on an unusable Client returns.
 func (c *Client) usable() error { return c.leases.Usable(c.err) }
-
-// connIDs remembers the server's ID of each driver connection that an
-// attempt has used, so that the clean-up of an interrupted attempt can
-// tell when the statement it sent can no longer land (see abandon).
-// It forgets them all when it holds too many: connections come and go.
-type connIDs struct {
-	mu  sync.Mutex
-	ids map[any]int64
-}
-
-const maxConnIDs = 4096
-
-// pin takes a connection of the pool for one attempt, and returns it with
-// its server-side ID.
-func (c *Client) pin(ctx context.Context) (*sql.Conn, int64, error) {
-	conn, err := c.db.Conn(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	var key any
-	conn.Raw(func(dc any) error { key = dc; return nil })
-	c.ids.mu.Lock()
-	id, ok := c.ids.ids[key]
-	c.ids.mu.Unlock()
-	if ok {
-		return conn, id, nil
-	}
-	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
-		discard(conn)
-		return nil, 0, err
-	}
-	c.ids.mu.Lock()
-	if c.ids.ids == nil || len(c.ids.ids) >= maxConnIDs {
-		c.ids.ids = make(map[any]int64)
-	}
-	c.ids.ids[key] = id
-	c.ids.mu.Unlock()
-	return conn, id, nil
-}
 
 // discard closes a connection that may hold a GET_LOCK lock, or may run a
 // statement that takes a lock's row, instead of handing it back to the

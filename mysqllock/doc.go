@@ -29,6 +29,31 @@
 // is parsed as SQL and interpolateParams, the connection's character set
 // and the sql_mode make no difference.
 //
+// # Server settings
+//
+// Every statement mysqllock runs is a transaction of its own, committed
+// when it ends, whatever the session's defaults:
+//
+//   - autocommit: with it off (autocommit=0 in the DSN, the server's
+//     default, or init_connect), a grant would stay uncommitted on a
+//     connection of the pool, unseen by others and holding the row's lock,
+//     until the pool closed the connection and rolled it back. mysqllock
+//     learns each connection's autocommit when it first takes it, turns it
+//     on for the statements it runs there (which commits whatever the
+//     session had left open) and off again before the connection goes
+//     back to the pool (a session-mode lease's, when the lease ends).
+//   - tx_isolation (transaction_isolation): with each statement its own
+//     transaction, REPEATABLE READ (the default) and SERIALIZABLE work as
+//     READ COMMITTED does. A deadlock (1213) or a lock wait that timed out
+//     (1205, after innodb_lock_wait_timeout), which a concurrent
+//     statement causes, is made again at once, up to three times; an
+//     attempt still failing so did not obtain the lock: Lock waits on,
+//     and TryLock returns an error matching dlock.ErrNotObtained. Neither
+//     Lock nor an election's Campaign returns them.
+//   - read_only, super_read_only, transaction_read_only: mysqllock does
+//     not override them; every call that writes fails at once, with an
+//     error that names them.
+//
 // # Names
 //
 // A lock name is any non-empty UTF-8 text up to MaxNameBytes (1024) bytes,
@@ -64,7 +89,8 @@
 // local monotonic clock: the database, which started counting later,
 // cannot expire the row before it, and no one else can take the row
 // before it expires, in either mode, so long as the database keeps what it
-// committed. The Client's watchdog renews every lease every TTL/3. Done
+// committed, or else sits out a restart window (see Restarts, failovers
+// and restores). The Client's watchdog renews every lease every TTL/3. Done
 // closes at Until if no renewal has succeeded by then (the database is
 // unreachable, paused or slow), and at the first renewal that finds the
 // row taken by another token. Either way, Err says why.
@@ -131,11 +157,55 @@
 // let fence.NewSQL(fence.MySQL) keep the highest fence per resource in a
 // table of its own, checked in the writer's transaction.
 //
+// # Restarts, failovers and restores
+//
+// A database restored from a backup, or failed over to a replica that
+// lags, may have lost the row of a lease that is still valid by its
+// holder's Until, and would grant the lock again at once: two holders
+// (the fence still rises). So a server sits out a restart window after a
+// change that may have lost committed rows, as a Redis node does in
+// package redlock:
+//
+//   - By default, the server's identity is its @@server_id, @@hostname and
+//     @@port: a failover to a replica (which replication requires to have
+//     a server_id of its own) changes it. On each connection, the first
+//     attempt records the identity in a row of the Client's table with
+//     the empty name, which no lock may have, or finds it there; one that
+//     finds another identity there records the new one, and from then on
+//     the server grants no lock for the lock's TTL (or the restart window,
+//     if one is set): every lease granted before has ended by then. A
+//     replica carries the row along with the lock rows. The first
+//     identity ever recorded starts no window, so a new database grants
+//     at once; and so does a plain restart, which keeps what was
+//     committed.
+//   - WithRestartWindow(d) also treats every start of the server (by its
+//     Uptime status, read on each new connection) as a possible loss: for
+//     d after it, no grant. That covers a restore on the same server (a
+//     copied data directory or disk snapshot, mariabackup) and a crash
+//     that lost committed writes (innodb_flush_log_at_trx_commit other
+//     than 1, a disk that lies). It costs d of unavailability after every
+//     restart, and bounds every TTL of the Client; every Client of the
+//     database must use the same window.
+//   - WithoutRestartDetection turns both off.
+//
+// An attempt refused for a window fails with an error matching
+// dlock.ErrNotObtained that says how long is left; Lock waits it out. The
+// windows are measured on the database's clock. Not covered: a failover
+// before any attempt recorded the identity; a replica on the same host
+// and port, with the same server_id; a restore of the table alone into a
+// running server, without WithRestartWindow; and, with detection off,
+// all of the above (TestIntegrationRestoredDatabase: a second holder
+// 2.6–3.5s before the first one's Until, 4–9ms after the restore; with
+// detection, none).
+//
 // # Nothing left behind
 //
 // A lock's row stays after it is released, free and with its last fence:
-// one row per name ever locked. Deleting rows that are free or expired is
-// safe (see Fencing). An attempt or release whose outcome did not reach
+// one row per name ever locked, and one more, with the empty name, for
+// the server's identity (see Restarts, failovers and restores). Deleting
+// rows that are free or expired is safe (see Fencing); deleting the
+// identity's row forgets it, so that the next change of identity is not
+// seen as one. An attempt or release whose outcome did not reach
 // the client (a context done while the statement was on its way, a broken
 // connection) is cleaned up in the background: the attempt's connection
 // is closed, which frees a GET_LOCK lock it may have taken once the

@@ -69,7 +69,7 @@ func (s *electionStore) run(ctx context.Context, f func() error) error {
 	err := f()
 	var my *mysql.MySQLError
 	if errors.As(err, &my) && my.Number == errNoSuchTable && !s.created.Load() {
-		if _, cerr := s.c.db.ExecContext(ctx, s.schema); cerr != nil {
+		if cerr := s.c.with(ctx, func(q querier) error { _, err := q.ExecContext(ctx, s.schema); return err }); cerr != nil {
 			return s.c.describe("creating the leaders' table of", s.name, cerr)
 		}
 		s.created.Store(true)
@@ -84,11 +84,13 @@ func (s *electionStore) Publish(ctx context.Context, _ dlock.Lease, r election.R
 	}
 	var n int64
 	err := s.run(ctx, func() error {
-		res, err := s.c.db.ExecContext(ctx, s.publish, r.String(), s.name, r.Token)
-		if err == nil {
-			n, err = res.RowsAffected()
-		}
-		return err
+		return s.c.again(ctx, func(q querier) error {
+			res, err := q.ExecContext(ctx, s.publish, r.String(), s.name, r.Token)
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return s.c.describe("publishing the leader of", s.name, err)
@@ -105,7 +107,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	}
 	var token, rec []byte
 	err := s.run(ctx, func() error {
-		return s.c.db.QueryRowContext(ctx, s.read, s.name).Scan(&token, &rec)
+		return s.c.again(ctx, func(q querier) error { return q.QueryRowContext(ctx, s.read, s.name).Scan(&token, &rec) })
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return election.Record{}, false, nil
@@ -127,8 +129,7 @@ func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	_, err := s.c.db.ExecContext(ctx, s.withdraw, s.name, r.Token)
-	return err
+	return s.c.again(ctx, func(q querier) error { _, err := q.ExecContext(ctx, s.withdraw, s.name, r.Token); return err })
 }
 
 // Changes has no notifications to offer: observers poll.

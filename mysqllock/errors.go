@@ -48,7 +48,27 @@ const (
 	errAccessDenied = 1045
 	errBadDB        = 1049
 	errNoSuchThread = 1094
+	errReadOnlyTx   = 1792 // a statement that writes, in a read-only transaction
+	errReadOnly     = 1290 // the server runs with --read-only (or another option that forbids the statement)
 )
+
+// Error numbers of failures that a concurrent statement causes, and that
+// running the statement again gets past: see transient.
+const (
+	errLockWaitTimeout = 1205 // innodb_lock_wait_timeout passed, waiting for a row's lock
+	errDeadlock        = 1213
+)
+
+// transient reports whether err is a failure that a concurrent statement
+// caused, and that running the statement again at once gets past: a
+// deadlock (InnoDB rolled the statement's transaction back) or a lock wait
+// that timed out (it rolled the statement back). mysqllock's statements
+// are each a transaction of their own (see conn), so either way nothing
+// of the statement is left.
+func transient(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && (my.Number == errDeadlock || my.Number == errLockWaitTimeout)
+}
 
 // describe turns the failure of doing what to the lock called name into
 // an error that says what to do about it.
@@ -66,6 +86,8 @@ func (c *Client) describe(what, name string, err error) error {
 			return fmt.Errorf("mysqllock: %s %q: %w (check the user and password of the DSN)", what, name, err)
 		case errBadDB:
 			return fmt.Errorf("mysqllock: %s %q: %w (check the database name of the DSN)", what, name, err)
+		case errReadOnlyTx, errReadOnly:
+			return fmt.Errorf("mysqllock: %s %q: %w (the server or the session is read-only: transaction_read_only (tx_read_only), read_only or super_read_only is on, or the server is a replica; mysqllock writes its rows, and needs a server that takes writes)", what, name, err)
 		}
 	}
 	return fmt.Errorf("mysqllock: %s %q: %w", what, name, err)

@@ -34,7 +34,9 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		fence   uint64
 		us, who int64
 	)
-	err := c.db.QueryRowContext(ctx, fill(c.sql.inspect, name, sessionLockName(c.cfg.table, name))).Scan(&token, &fence, &us, &who)
+	err := c.with(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, fill(c.sql.inspect, name, sessionLockName(c.cfg.table, name))).Scan(&token, &fence, &us, &who)
+	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows), isNoSuchTable(err):
 		return info, nil
@@ -71,22 +73,31 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	var who int64
-	if err := c.db.QueryRowContext(ctx, fill("SELECT COALESCE(IS_USED_LOCK(?), 0)", sessionLockName(c.cfg.table, name))).Scan(&who); err != nil {
+	if err := c.with(ctx, func(q querier) error {
+		return q.QueryRowContext(ctx, fill("SELECT COALESCE(IS_USED_LOCK(?), 0)", sessionLockName(c.cfg.table, name))).Scan(&who)
+	}); err != nil {
 		return false, c.describe("force unlock", name, err)
 	}
 	if who != 0 {
-		if _, err := c.db.ExecContext(ctx, fill("KILL CONNECTION ?", who)); err != nil && !isUnknownThread(err) {
+		err := c.with(ctx, func(q querier) error { _, err := q.ExecContext(ctx, fill("KILL CONNECTION ?", who)); return err })
+		if err != nil && !isUnknownThread(err) {
 			return false, fmt.Errorf("mysqllock: force unlock %q: ending connection %d, which holds its GET_LOCK lock: %w (the account needs to be the holder's, or to have the CONNECTION ADMIN or SUPER privilege)", name, who, err)
 		}
 	}
-	res, err := c.db.ExecContext(ctx, fill(c.sql.forceUnlock, name))
+	var n int64
+	err := c.again(ctx, func(q querier) error {
+		res, err := q.ExecContext(ctx, fill(c.sql.forceUnlock, name))
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
 	if isNoSuchTable(err) {
 		return who != 0, nil
 	}
 	if err != nil {
 		return who != 0, c.describe("force unlock", name, err)
 	}
-	n, _ := res.RowsAffected()
 	if n == 1 {
 		c.waiters.Wake(name)
 	}

@@ -27,10 +27,10 @@ type locker struct {
 
 func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option, attempt sqllease.AttemptFunc) locker {
 	l := locker{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, kind)}
-	l.err = errors.Join(checkName(name), l.cfg.check())
+	l.err = errors.Join(checkName(name), l.cfg.check(), c.cfg.restart.CheckTTL("mysqllock", l.cfg.TTL))
 	l.core = sqllease.Locker{
 		Name: name, Err: l.err, Events: l.ev, Held: held,
-		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.waiters.Wait, Attempt: attempt,
+		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.waiters.Wait, Attempt: attempt, Transient: transient,
 	}
 	return l
 }

@@ -39,24 +39,32 @@ const maxFence = 1 << 53
 // connection of its own so that a clean-up can tell when what it sent
 // can no longer land.
 func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
-	conn, id, err := m.c.pin(ctx)
+	conn, err := m.c.conn(ctx)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
 		}
 		return nil, 0, m.c.describe("connecting to take", m.name, err)
 	}
+	gate, err := m.c.gate(ctx, conn, m.cfg)
+	if err != nil {
+		conn.end(ctx, err)
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("acquiring", m.name, err)
+	}
 	token := lease.NewToken(ctx)
 	start := time.Now()
-	fence, left, err := m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
+	fence, left, err := m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros(), gate)
 	if err == nil || isServerError(err) {
-		conn.Close() // the outcome is known: taken, held, or not run
+		conn.done(ctx) // the outcome is known: taken, held, or not run
 	} else {
 		// The statements may have run, or may yet run, without their
 		// outcome reaching us: free the row if it holds our token, once
 		// the connection that ran them has ended.
-		discard(conn)
-		m.c.abandon(m.name, token, id)
+		discard(conn.Conn)
+		m.c.abandon(m.name, token, conn.id)
 	}
 	switch {
 	case err != nil:
@@ -65,6 +73,9 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 		}
 		return nil, 0, m.c.describe("acquiring", m.name, err)
 	case fence == 0:
+		if wait, err := m.c.abstaining(conn, m.name, gate); wait > 0 {
+			return nil, wait, err
+		}
 		return nil, left, nil
 	case fence > maxFence:
 		m.c.free(ctx, m.name, token)

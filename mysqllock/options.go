@@ -37,9 +37,10 @@ var DefaultRetry = dlock.ExponentialBackoff(2*time.Millisecond, 64*time.Millisec
 type ClientOption func(*clientConfig)
 
 type clientConfig struct {
-	table string
-	obs   dlock.Observer
-	log   *slog.Logger
+	table   string
+	obs     dlock.Observer
+	log     *slog.Logger
+	restart sqllease.RestartWindow
 }
 
 func newClientConfig(opts []ClientOption) clientConfig {
@@ -55,6 +56,32 @@ func newClientConfig(opts []ClientOption) clientConfig {
 // same table.
 func WithTable(name string) ClientOption {
 	return func(c *clientConfig) { c.table = name }
+}
+
+// WithRestartWindow sets the restart window: how long a database server
+// that started, or whose identity changed, grants no lock, so that no
+// lease granted before, which a restore or a failover may have lost, can
+// still be valid (see Restarts, failovers and restores in the package
+// doc). It is a property of the database, not of one lock: every Client of
+// the same database must use the same window, and a Client refuses a lock
+// whose TTL is longer (WithTTL) with an error naming this option. Without
+// it, a server that restarts keeps what it committed and grants at once,
+// and one whose identity changed (@@server_id, @@hostname, @@port) grants
+// no lock for the lock's TTL; with it, the server also grants nothing for
+// d after it started (by its Uptime), and nothing for d after its identity
+// changed. d must be positive.
+func WithRestartWindow(d time.Duration) ClientOption {
+	return func(c *clientConfig) { c.restart.Window, c.restart.Set = d, true }
+}
+
+// WithoutRestartDetection lets the server grant at once after a failover
+// or a restore, which may have lost leases still valid: a second holder
+// can then be granted a lock while the first one's lease is valid (its
+// fence is higher all the same). It exists for deployments whose copies
+// never lag (synchronous replication, shared storage), and for
+// benchmarks. It overrides WithRestartWindow.
+func WithoutRestartDetection() ClientOption {
+	return func(c *clientConfig) { c.restart.Off = true }
 }
 
 // WithObserver has every lock of the Client report its events to o (see
@@ -92,6 +119,14 @@ func (c config) check() error { return c.Check("mysqllock", MinTTL, MaxTTL) }
 // ttlMicros returns the TTL in whole microseconds, rounded up, so that the
 // database never holds a lease for less than the TTL.
 func (c config) ttlMicros() int64 { return sqllease.Units(c.TTL, time.Microsecond) }
+
+// windows returns, in whole microseconds, how long a server whose
+// identity changed, and one that started, grants a lock of these options
+// nothing under restart window w: 0 for not at all.
+func (c config) windows(w sqllease.RestartWindow) (identity, restart int64) {
+	i, r := w.Spans(c.TTL)
+	return sqllease.Units(i, time.Microsecond), sqllease.Units(r, time.Microsecond)
+}
 
 // waitTimeout returns the wait_timeout, in whole seconds, that a
 // session-mode lease sets on its connection: the TTL rounded up, and at

@@ -14,15 +14,17 @@ import (
 // A querier runs statements: the pool, or a connection of it.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// take tries to take lock name for token for ttl microseconds on conn:
-// acquire.sql, and if that takes nothing, holder.sql to learn why, and
-// create.sql if the row does not exist. It returns the grant's fence, or
-// 0 and how long the holder's row has left (0 if not known).
-func (c *Client) take(ctx context.Context, conn querier, name, token string, ttl int64) (fence uint64, left time.Duration, err error) {
-	res, err := conn.ExecContext(ctx, fill(c.sql.acquire, token, ttl, name))
+// take tries to take lock name for token for ttl microseconds on conn,
+// unless the server's clock is before gate (see Client.gate): acquire.sql,
+// and if that takes nothing, holder.sql to learn why, and create.sql if
+// the row does not exist. It returns the grant's fence, or 0 and how long
+// the holder's row has left (0 if not known).
+func (c *Client) take(ctx context.Context, conn querier, name, token string, ttl, gate int64) (fence uint64, left time.Duration, err error) {
+	res, err := conn.ExecContext(ctx, fill(c.sql.acquire, token, ttl, name, gate))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -33,7 +35,7 @@ func (c *Client) take(ctx context.Context, conn querier, name, token string, ttl
 	err = conn.QueryRowContext(ctx, fill(c.sql.holder, name)).Scan(&us)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		res, err := conn.ExecContext(ctx, fill(c.sql.create, name, token, ttl))
+		res, err := conn.ExecContext(ctx, fill(c.sql.create, name, token, ttl, gate))
 		if isDuplicate(err) {
 			return 0, 0, nil // another attempt made the row first
 		}
@@ -73,11 +75,14 @@ func isDuplicate(err error) bool {
 // release frees the row of lock name if token holds it, and wakes the
 // Client's waiters of it. It reports whether it did.
 func (c *Client) release(ctx context.Context, name, token string) (bool, error) {
-	res, err := c.db.ExecContext(ctx, fill(c.sql.release, name, token))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := c.with(ctx, func(q querier) error {
+		res, err := q.ExecContext(ctx, fill(c.sql.release, name, token))
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
 	if n == 1 {
 		c.waiters.Wake(name)
 	}
@@ -110,23 +115,26 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) 
 	defer cancel()
 	// The check comes first, so that a connection found ended has
 	// committed whatever it ran before the release looks.
-	var alive int64
-	if conn != 0 {
-		if err := c.db.QueryRowContext(ctx, fill(c.sql.alive, conn)).Scan(&alive); err != nil {
-			if isServerError(err) {
-				return background.Nothing
+	var alive, n int64
+	err := c.with(ctx, func(q querier) error {
+		if conn != 0 {
+			if err := q.QueryRowContext(ctx, fill(c.sql.alive, conn)).Scan(&alive); err != nil {
+				return err
 			}
-			return background.Unreachable
 		}
-	}
-	res, err := c.db.ExecContext(ctx, fill(c.sql.release, name, token))
+		res, err := q.ExecContext(ctx, fill(c.sql.release, name, token))
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		return err
+	})
 	switch {
 	case isServerError(err):
 		return background.Nothing // the table is gone, or not ours: nothing to free
 	case err != nil:
 		return background.Unreachable
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	if n == 1 {
 		c.waiters.Wake(name)
 		return background.Cleaned
 	}
@@ -148,43 +156,58 @@ func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool
 		ttl := sqllease.Units(g.TTL(), time.Microsecond)
 		byTTL[ttl] = append(byTTL[ttl], i)
 	}
-	for ttl, at := range byTTL {
-		names, tokens := make([]string, len(at)), make([]string, len(at))
-		for j, i := range at {
-			names[j], tokens[j] = gs[i].Key(), gs[i].Token()
-		}
-		res, err := c.db.ExecContext(ctx, fill(c.sql.refresh, names, tokens, ttl))
-		if err != nil {
-			return nil, err
-		}
-		if n, err := res.RowsAffected(); err == nil && n == int64(len(at)) {
-			for _, i := range at {
-				held[i] = true
+	err = c.with(ctx, func(q querier) error {
+		for ttl, at := range byTTL {
+			if err := c.refreshTTL(ctx, q, gs, at, ttl, held); err != nil {
+				return err
 			}
-			continue
 		}
-		// Some lease lost its row (or a row's expiry did not change,
-		// which the count leaves out): ask which are still held.
-		rows, err := c.db.QueryContext(ctx, fill(c.sql.still, names, tokens))
-		if err != nil {
-			return nil, err
-		}
-		still := make(map[[2]string]bool, len(at))
-		for rows.Next() {
-			var name, token []byte
-			if err := rows.Scan(&name, &token); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			still[[2]string{string(name), string(token)}] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		for _, i := range at {
-			held[i] = still[[2]string{gs[i].Key(), gs[i].Token()}]
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return held, nil
+}
+
+// refreshTTL extends the leases gs[i], for each i of at, which share the
+// TTL ttl, to it from now, on q, and sets held[i] to whether gs[i] still
+// holds its row.
+func (c *Client) refreshTTL(ctx context.Context, q querier, gs []*sqllease.Grant, at []int, ttl int64, held []bool) error {
+	names, tokens := make([]string, len(at)), make([]string, len(at))
+	for j, i := range at {
+		names[j], tokens[j] = gs[i].Key(), gs[i].Token()
+	}
+	res, err := q.ExecContext(ctx, fill(c.sql.refresh, names, tokens, ttl))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n == int64(len(at)) {
+		for _, i := range at {
+			held[i] = true
+		}
+		return nil
+	}
+	// Some lease lost its row (or a row's expiry did not change, which
+	// the count leaves out): ask which are still held.
+	rows, err := q.QueryContext(ctx, fill(c.sql.still, names, tokens))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	still := make(map[[2]string]bool, len(at))
+	for rows.Next() {
+		var name, token []byte
+		if err := rows.Scan(&name, &token); err != nil {
+			return err
+		}
+		still[[2]string{string(name), string(token)}] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, i := range at {
+		held[i] = still[[2]string{gs[i].Key(), gs[i].Token()}]
+	}
+	return nil
 }

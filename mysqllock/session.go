@@ -59,12 +59,20 @@ func (m *SessionMutex) LockName() string { return m.lockName }
 // attempt takes a connection and tries the GET_LOCK lock, waiting up to
 // block for it on the server, and the row on it once, with a fresh token.
 func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.Lease, time.Duration, error) {
-	conn, err := m.c.db.Conn(ctx)
+	conn, err := m.c.conn(ctx)
 	if err != nil {
 		if cause := cancelled(ctx, err); cause != nil {
 			return nil, 0, dlock.NotObtained(cause)
 		}
 		return nil, 0, m.c.describe("connecting to take", m.name, err)
+	}
+	gate, err := m.c.gate(ctx, conn, m.cfg)
+	if err != nil {
+		conn.end(ctx, err)
+		if cause := cancelled(ctx, err); cause != nil {
+			return nil, 0, dlock.NotObtained(cause)
+		}
+		return nil, 0, m.c.describe("acquiring", m.name, err)
 	}
 	token := lease.NewToken(ctx)
 	var got sql.NullInt64
@@ -78,23 +86,26 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 	case !got.Valid:
 		err = fmt.Errorf("GET_LOCK(%q) returned NULL", m.lockName)
 	case got.Int64 != 1:
-		conn.Close() // held by another session
+		conn.done(ctx) // held by another session
 		return nil, sqllease.Busy, nil
 	default:
 		start = time.Now() // after the wait for GET_LOCK
-		fence, left, err = m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros())
-		if err == nil && fence == 0 { // the row is held: let go of GET_LOCK
+		fence, left, err = m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros(), gate)
+		if err == nil && fence == 0 { // the row is held, or the server may not grant yet: let go of GET_LOCK
 			if _, err := conn.ExecContext(ctx, fill(m.c.sql.sessionDrop, m.lockName)); err != nil {
-				discard(conn)
+				discard(conn.Conn)
 			} else {
-				conn.Close()
+				conn.done(ctx)
+			}
+			if wait, err := m.c.abstaining(conn, m.name, gate); wait > 0 {
+				return nil, wait, err
 			}
 			return nil, left, nil
 		}
 		if err == nil {
 			_, err = conn.ExecContext(ctx, fill(m.c.sql.sessionKeep, m.cfg.waitTimeout()))
 			if err != nil {
-				discard(conn)
+				discard(conn.Conn)
 				m.c.free(ctx, m.name, token)
 				if cause := cancelled(ctx, err); cause != nil {
 					return nil, 0, dlock.NotObtained(cause)
@@ -109,7 +120,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		// reaching us. Closing the connection frees the GET_LOCK lock
 		// once the server has read what was sent; the row is freed in
 		// the background.
-		discard(conn)
+		discard(conn.Conn)
 		if !isServerError(err) {
 			m.c.abandon(m.name, token, id)
 		}
@@ -122,7 +133,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 	if !time.Now().Before(until) {
 		// Too slow to be a lease. Closing the connection frees the
 		// GET_LOCK lock; the row is freed too.
-		discard(conn)
+		discard(conn.Conn)
 		m.c.free(ctx, m.name, token)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("mysqllock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
 			m.name, time.Since(start), m.cfg.TTL))

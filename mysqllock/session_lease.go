@@ -2,7 +2,6 @@ package mysqllock
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -26,7 +25,7 @@ type sessionConn struct {
 	before int64 // the wait_timeout to restore on release
 
 	mu      sync.Mutex // held while the connection is in use
-	conn    *sql.Conn  // nil once given back to the pool, or closed
+	conn    *conn      // nil once given back to the pool, or closed
 	dropped bool       // the connection was closed at Until by a check or renewal that got no answer
 	stop    chan struct{}
 	stopped sync.Once
@@ -72,7 +71,7 @@ func (c *sessionConn) check(s *sqllease.Session) error {
 	defer cancel()
 	err := c.conn.PingContext(ctx)
 	if err != nil {
-		discard(c.conn)
+		discard(c.conn.Conn)
 		c.conn = nil
 		if ctx.Err() != nil {
 			// No answer by Until: the lease ends then by itself, for
@@ -132,7 +131,7 @@ func (c *sessionConn) confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 		}
 	}
 	if err != nil {
-		discard(c.conn)
+		discard(c.conn.Conn)
 		c.conn = nil
 		c.dropped = ctx.Err() != nil
 		return start, err
@@ -142,7 +141,8 @@ func (c *sessionConn) confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 
 // Unlock frees the row and the GET_LOCK lock on the lease's connection,
 // restores the session's wait_timeout, wakes the Client's waiters and
-// gives the connection back to the pool, or closes it if anything failed.
+// gives the connection back to the pool (see conn.done), or closes it if
+// anything failed.
 // It reports whether the row was the lease's. It returns
 // sqllease.ErrDropped if a check or confirmation closed the connection
 // for want of an answer by Until: the row may still be the lease's.
@@ -162,9 +162,9 @@ func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bo
 		_, err = c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionUnlock, c.m.lockName, c.before))
 	}
 	if err == nil {
-		c.conn.Close()
+		c.conn.done(ctx)
 	} else {
-		discard(c.conn)
+		discard(c.conn.Conn)
 	}
 	c.conn = nil
 	if freed {

@@ -33,6 +33,7 @@ type statements struct {
 	sessionGet, sessionKeep, sessionDrop                             string
 	sessionRefresh, sessionCheck, sessionUnlock                      string
 	inspect, forceUnlock, alive                                      string
+	epochNote, epochRead                                             string
 }
 
 func newStatements(table string) statements {
@@ -62,6 +63,8 @@ func newStatements(table string) statements {
 		inspect:        load("inspect"),
 		forceUnlock:    load("force_unlock"),
 		alive:          load("alive"),
+		epochNote:      load("epoch_note"),
+		epochRead:      load("epoch_read"),
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/sqllease"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -49,6 +48,8 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 		c.err = errors.New("pglock: New was given a nil *pgxpool.Pool")
 	case err != nil:
 		c.err = err
+	case cfg.restart.Check("pglock") != nil:
+		c.err = cfg.restart.Check("pglock")
 	default:
 		c.obj, c.sql = obj, newStatements(obj)
 	}
@@ -58,7 +59,7 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 		LookAgain: func(ctx context.Context, name, token string) background.Outcome {
 			return c.lookAgain(ctx, name, token, 0)
 		},
-		IsServerError: isServerError, EndedByServer: endedByServer,
+		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
 	})
 	c.notices = newListener(c)
 	return c
@@ -85,8 +86,8 @@ func SchemaSQL(table string) (string, error) {
 
 // Migrate creates the Client's table, sequence and fences table if they
 // do not exist, and moves the sequence up to the database's clock in
-// microseconds: the SQL of SchemaSQL, in one transaction, under an
-// advisory lock so that concurrent callers take turns. It is idempotent;
+// microseconds: the SQL of SchemaSQL, in one transaction and one round
+// trip, under an advisory lock so that concurrent callers take turns. It is idempotent;
 // call it when your program starts. It looks for the three objects
 // first and, when they all exist, does nothing more, so that a role with
 // only the grants it needs to lock (see the package doc) can call it;
@@ -102,19 +103,17 @@ func (c *Client) Migrate(ctx context.Context) error {
 	if exists {
 		return nil
 	}
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", advisoryKey(c.cfg.table, "\x00migrate")); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, c.sql.schema)
-		return err
-	})
+	// One round trip (a query without parameters goes as one simple
+	// query, which may hold several statements), so that the transaction
+	// is never idle between two of them.
+	_, err := c.pool.Exec(ctx, fmt.Sprintf("%s; SELECT pg_advisory_xact_lock(%d); %s; COMMIT",
+		beginTx, advisoryKey(c.cfg.table, "\x00migrate"), c.sql.schema))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == codeNoPrivilege {
 		return fmt.Errorf("pglock: migrating table %s: %w (its objects are missing and the role may not create them: grant it CREATE on the schema, or run the SQL of SchemaSQL as a role that may)", c.cfg.table, err)
 	}
 	if err != nil {
-		return fmt.Errorf("pglock: migrating table %s: %w", c.cfg.table, err)
+		return c.describe("migrating table", c.cfg.table, err)
 	}
 	return nil
 }

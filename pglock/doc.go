@@ -28,6 +28,37 @@
 // the tables and USAGE on the sequence. Every value reaches the database
 // as a parameter; table names are checked and quoted.
 //
+// # Server settings
+//
+// pglock sends each of its round trips as a transaction of its own, BEGIN
+// ISOLATION LEVEL READ COMMITTED to COMMIT in one batch, so that the
+// settings a server, a database or a role may default to change nothing:
+//
+//   - default_transaction_isolation: REPEATABLE READ and SERIALIZABLE
+//     would make an acquire that meets a concurrent grant fail with a
+//     serialization failure (40001) instead of waiting for it and reading
+//     the row it committed; pglock's statements run at READ COMMITTED
+//     whatever it says. A serialization failure, a deadlock (40P01) or a
+//     wait for a row's lock cut short by lock_timeout (55P03) is made
+//     again at once, up to three times; an attempt still failing so did
+//     not obtain the lock: Lock waits on, and TryLock returns an error
+//     matching dlock.ErrNotObtained. Neither Lock nor an election's
+//     Campaign returns them.
+//   - idle_in_transaction_session_timeout: no transaction of pglock's
+//     spans two round trips (Migrate's neither), so the timeout never
+//     ends one, however slow the network. WriteFenced's transaction spans
+//     the caller's statements: the timeout must exceed their round trips.
+//   - default_transaction_read_only: pglock does not override it. An
+//     operator who turns it on (for a server, a database or a role; or
+//     the server is a standby) means that nothing is to be written, as
+//     when fencing a primary during a switchover, and a lock service that
+//     wrote anyway could grant on the old primary while the new one
+//     grants too. Every call that writes fails at once, with an error
+//     that names the setting.
+//
+// WriteFenced and CheckFence run in the caller's transaction, at the
+// isolation level it has.
+//
 // # The lock's row
 //
 // Each lock name has a row in the Client's table, created by the first
@@ -53,8 +84,9 @@
 // cannot expire the row before it, and no one else can take the row
 // before it expires, in either mode, whatever becomes of the holder's
 // connections or the database's processes, so long as the database keeps
-// what it committed (a failover to a copy that lags may lose the row; the
-// fence still rises, see Fencing). The Client's watchdog renews
+// what it committed, or else sits out a restart window (see Restarts,
+// failovers and restores; the fence rises either way, see Fencing). The
+// Client's watchdog renews
 // every lease every TTL/3. Done closes at Until if no renewal has
 // succeeded by then (the database is unreachable, paused or slow), and at
 // the first renewal that finds the row taken by another token. Either way,
@@ -140,12 +172,61 @@
 // ErrStaleFence, writing nothing, if a later holder has written; CheckFence
 // does the same in the caller's own transaction.
 //
+// # Restarts, failovers and restores
+//
+// A database restored from a backup, or failed over to a replica that
+// lags, may have lost the row of a lease that is still valid by its
+// holder's Until, and would grant the lock again at once: two holders
+// (the fence still rises, so WriteFenced refuses the old one). So a
+// server sits out a restart window after a change that may have lost
+// committed rows, as a Redis node does in package redlock:
+//
+//   - By default, the server's identity is its system identifier and its
+//     current timeline (pg_control_system, pg_current_wal_lsn): a
+//     failover to a promoted replica, a point-in-time recovery, or any
+//     restore that ends recovery on a new timeline changes the timeline;
+//     a switch to another cluster (a logical replica) changes the system
+//     identifier. The first attempt that finds the identity not the one
+//     recorded in the Client's table records it, and from then on the
+//     server grants no lock for the lock's TTL (or the restart window, if
+//     one is set): every lease granted before has ended by then. The
+//     identity lives in a row of the table with the empty name, which no
+//     lock may have; a restore or a replica carries it along with the
+//     lock rows. The first identity ever recorded starts no window, so a
+//     new database grants at once; and so does a plain restart, which
+//     keeps what was committed.
+//   - WithRestartWindow(d) also treats every start of the server (by
+//     pg_postmaster_start_time) as a possible loss: for d after it, no
+//     grant. That covers a restore that keeps the timeline (a copied data
+//     directory or disk snapshot, a base backup started without recovery
+//     settings) and a crash that lost committed writes (fsync off, a disk
+//     that lies). It costs d of unavailability after every restart, and
+//     bounds every TTL of the Client; every Client of the database must
+//     use the same window.
+//   - WithoutRestartDetection turns both off.
+//
+// Detection calls pg_control_system(), pg_current_wal_lsn(),
+// pg_walfile_name() and pg_postmaster_start_time(), which PUBLIC may
+// execute unless revoked (as some managed services do): a role that may
+// not gets an error naming WithoutRestartDetection. An attempt refused for
+// a window fails with an error matching dlock.ErrNotObtained that says how
+// long is left; Lock waits it out. The windows are measured on the
+// database's clock. Not covered: a failover
+// before any attempt recorded the identity; a restore of the table alone
+// (pg_restore of a dump into a running server) without
+// WithRestartWindow; and, with detection off, all of the above
+// (TestIntegrationRestoredDatabase: a second holder 2.3–2.8s before the
+// first one's Until, 21–50ms after the restore; with detection, none).
+//
 // # Nothing left behind
 //
 // A lock's row stays after it is released, free and with its last
-// fence: one row per name ever locked. Deleting rows that are free or
-// expired (DELETE ... WHERE expires_at < now()) is safe: a later grant's
-// fence still exceeds theirs (see Fencing). An attempt or release whose
+// fence: one row per name ever locked, and one more, with the empty name,
+// for the server's identity (see Restarts, failovers and restores).
+// Deleting rows that are free or expired (DELETE ... WHERE expires_at <
+// now()) is safe: a later grant's fence still exceeds theirs (see
+// Fencing); deleting the identity's row forgets it, so that the next
+// change of identity is not seen as one. An attempt or release whose
 // outcome did not reach the client (a context done while the statement
 // was on its way, a broken connection) is cleaned up in the background:
 // the attempt's connection is closed, which frees an advisory lock it may

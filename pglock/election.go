@@ -47,7 +47,11 @@ func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.R
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	tag, err := s.c.pool.Exec(ctx, s.c.sql.electPublish, s.name, r.Token, r.String(), s.c.obj.channel)
+	var tag pgconn.CommandTag
+	err := again(ctx, func() (err error) {
+		tag, err = exec(ctx, s.c.pool, s.c.sql.electPublish, s.name, r.Token, r.String(), s.c.obj.channel)
+		return err
+	})
 	if err != nil {
 		return s.describe("publishing the leader of", err)
 	}
@@ -62,7 +66,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 		return election.Record{}, false, err
 	}
 	var token, rec string
-	err := s.c.pool.QueryRow(ctx, s.c.sql.electRead, s.name).Scan(&token, &rec)
+	err := again(ctx, func() error { return queryRow(ctx, s.c.pool, []any{&token, &rec}, s.c.sql.electRead, s.name) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return election.Record{}, false, nil
 	}
@@ -86,8 +90,9 @@ func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	_, err := s.c.pool.Exec(ctx, s.c.sql.electWithdraw, s.name, r.String(), s.c.obj.channel)
-	return err
+	return again(ctx, func() error {
+		return queryRow(ctx, s.c.pool, []any{nil, nil}, s.c.sql.electWithdraw, s.name, r.String(), s.c.obj.channel)
+	})
 }
 
 func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {

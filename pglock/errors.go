@@ -53,13 +53,45 @@ const (
 	codeUndefinedColumn = "42703"
 	codeUndefinedObject = "42704"
 	codeNoPrivilege     = "42501"
+	codeReadOnly        = "25006" // read_only_sql_transaction
 )
+
+// PostgreSQL error codes of failures that a concurrent statement causes,
+// and that running the statement again gets past: see transient.
+const (
+	codeSerialization = "40001" // serialization_failure
+	codeDeadlock      = "40P01" // deadlock_detected
+	codeLockTimeout   = "55P03" // lock_not_available: lock_timeout passed
+)
+
+// transient reports whether err is a failure that a concurrent statement
+// caused, and that running the statement again at once gets past: a
+// serialization failure, a deadlock, or a wait for a row's lock that
+// lock_timeout cut short. The statement's transaction rolled back.
+// pglock runs its statements at READ COMMITTED (see beginTx), where the
+// first does not arise; it is handled all the same.
+func transient(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case codeSerialization, codeDeadlock, codeLockTimeout:
+		return true
+	}
+	return false
+}
 
 // describe turns the failure of doing what to the lock or resource name
 // into an error that says what to do about it.
 func (c *Client) describe(what, name string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		for _, f := range []string{"pg_control_system", "pg_current_wal_lsn", "pg_walfile_name", "pg_postmaster_start_time"} {
+			if strings.Contains(pgErr.Message, f) {
+				return fmt.Errorf("pglock: %s %q: %w (restart detection reads the server's identity and start with pg_control_system(), pg_current_wal_lsn(), pg_walfile_name() and pg_postmaster_start_time(): let the role execute them, or turn detection off with WithoutRestartDetection where the server's copies never lag)", what, name, err)
+			}
+		}
 		switch pgErr.Code {
 		case codeUndefinedTable:
 			return fmt.Errorf("pglock: %s %q: %w (the objects of table %s are missing: call Client.Migrate, or run the SQL of SchemaSQL)",
@@ -71,6 +103,8 @@ func (c *Client) describe(what, name string, err error) error {
 				break
 			}
 			return fmt.Errorf("pglock: %s %q: %w (session mode needs PostgreSQL 14 or later, for idle_session_timeout)", what, name, err)
+		case codeReadOnly:
+			return fmt.Errorf("pglock: %s %q: %w (the transaction is read-only: default_transaction_read_only is on, for the server, the database or the role, or the server is a standby; pglock writes its rows, and does not override the setting: connect to a primary, with default_transaction_read_only off)", what, name, err)
 		case codeNoPrivilege:
 			return fmt.Errorf("pglock: %s %q: %w (grant the role SELECT, INSERT and UPDATE on %s and %s_fences, and USAGE on %s_fence_seq)",
 				what, name, err, c.cfg.table, c.cfg.table, c.cfg.table)

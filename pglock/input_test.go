@@ -155,3 +155,46 @@ func TestBadFences(t *testing.T) {
 		t.Error("WriteFenced called write despite a bad argument")
 	}
 }
+
+// Names that differ only by case, trailing spaces or Unicode normalization
+// are locks of their own, in both modes and across them: names are text
+// of the database's default collation, which PostgreSQL compares byte for
+// byte for equality (a nondeterministic collation cannot be a database's
+// default), and the advisory key is a hash of the bytes.
+func TestIntegrationNames(t *testing.T) {
+	pg := sharedDB(t)
+	ctx := ctxFor(t, time.Minute)
+	c := newClient(t, pg.URL()+"&pool_max_conns=20") // a session-mode lease keeps a connection
+	tag := unique("")
+	names := []string{
+		"acct" + tag, "Acct" + tag, "ACCT" + tag, // case matters
+		"acct" + tag + " ", "acct" + tag + "  ", "acct" + tag + "\t", // so do trailing spaces
+		"e\u0301" + tag, "\u00e9" + tag, // decomposed and composed é
+		"' OR 1=1; -- \\" + tag, // SQL in a name is just a name
+	}
+	for _, m := range modes {
+		var leases []dlock.Lease
+		for _, name := range names {
+			l, err := m.newLocker(c, name).TryLock(ctx)
+			if err != nil {
+				t.Fatalf("%s: TryLock(%q): %v", m.name, name, err)
+			}
+			if info, err := c.Inspect(ctx, name); err != nil || !info.Held() || info.Holders[0].Owner != l.Token() {
+				t.Errorf("%s: Inspect(%q) = %+v, %v; want held by %s", m.name, name, info, err, l.Token())
+			}
+			leases = append(leases, l)
+		}
+		for _, name := range names { // each is held by its own lease, and only that
+			for _, other := range modes {
+				if _, err := other.newLocker(c, name).TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
+					t.Errorf("%s held, %s TryLock(%q): %v; want ErrNotObtained", m.name, other.name, name, err)
+				}
+			}
+		}
+		for _, l := range leases {
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("Release(%q): %v", l.Key(), err)
+			}
+		}
+	}
+}

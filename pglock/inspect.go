@@ -34,7 +34,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		fence, ms int64
 		pid       int32
 	)
-	err := c.pool.QueryRow(ctx, c.sql.inspect, name, advisoryKey(c.cfg.table, name)).Scan(&token, &fence, &ms, &pid)
+	err := queryRow(ctx, c.pool, []any{&token, &fence, &ms, &pid}, c.sql.inspect, name, advisoryKey(c.cfg.table, name))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
 		return info, nil
@@ -78,7 +78,14 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("pglock: force unlock %q: ending the session that holds its advisory lock: %w (the role needs to be the holder's, or a member of pg_signal_backend)", name, err)
 	}
-	tag, err := c.pool.Exec(ctx, c.sql.forceUnlock, name, c.obj.channel)
+	if len(ended) > 0 {
+		c.awaitUnlocked(ctx, advisoryKey(c.cfg.table, name))
+	}
+	var tag pgconn.CommandTag
+	err = again(ctx, func() (err error) {
+		tag, err = exec(ctx, c.pool, c.sql.forceUnlock, name, c.obj.channel)
+		return err
+	})
 	if isUndefinedTable(err) {
 		return len(ended) > 0, nil
 	}
@@ -86,6 +93,31 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return len(ended) > 0, c.describe("force unlock", name, err)
 	}
 	return tag.RowsAffected() == 1 || len(ended) > 0, nil
+}
+
+// unlockWait bounds how long ForceUnlock waits for the sessions it ended
+// to let go of the advisory lock.
+const unlockWait = 2 * time.Second
+
+// awaitUnlocked waits, up to unlockWait, until no session holds advisory
+// lock key: pg_terminate_backend only signals a backend, which frees its
+// locks as it exits, a little later. Otherwise a waiter woken by the
+// release notice could find the lock still held, and wait a backoff more.
+func (c *Client) awaitUnlocked(ctx context.Context, key int64) {
+	ctx, cancel := context.WithTimeout(ctx, unlockWait)
+	defer cancel()
+	for {
+		var held bool
+		err := c.pool.QueryRow(ctx, c.sql.advisoryHeld, key).Scan(&held)
+		if err != nil || !held {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // isUndefinedTable reports whether err says that the Client's table is

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -47,8 +48,10 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 	}
 	token := lease.NewToken(ctx)
 	start := time.Now()
-	var fence, left int64
-	err = m.c.take(ctx, pc, m.name, m.c.sql.acquire, []any{&fence, &left}, m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence)
+	var fence, left, wait int64
+	identity, restart := m.cfg.windows(m.c.cfg.restart)
+	err = m.c.take(ctx, pc, m.name, m.c.sql.acquire, []any{&fence, &left, &wait},
+		m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence, identity, restart)
 	switch {
 	case err == nil || isServerError(err) || pgconn.SafeToRetry(err):
 		// The outcome is known: taken, held, or not run.
@@ -69,6 +72,8 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 			return nil, 0, dlock.NotObtained(cause)
 		}
 		return nil, 0, m.c.describe("acquiring", m.name, err)
+	case fence == 0 && wait > 0:
+		return nil, time.Duration(wait) * time.Millisecond, sqllease.Abstaining("pglock", m.name, time.Duration(wait)*time.Millisecond)
 	case fence == 0:
 		return nil, time.Duration(left) * time.Millisecond, nil
 	case fence > maxFence:

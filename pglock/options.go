@@ -34,9 +34,10 @@ var DefaultRetry = dlock.ExponentialBackoff(8*time.Millisecond, 512*time.Millise
 type ClientOption func(*clientConfig)
 
 type clientConfig struct {
-	table string
-	obs   dlock.Observer
-	log   *slog.Logger
+	table   string
+	obs     dlock.Observer
+	log     *slog.Logger
+	restart sqllease.RestartWindow
 }
 
 func newClientConfig(opts []ClientOption) clientConfig {
@@ -54,6 +55,32 @@ func newClientConfig(opts []ClientOption) clientConfig {
 // must use the same table.
 func WithTable(name string) ClientOption {
 	return func(c *clientConfig) { c.table = name }
+}
+
+// WithRestartWindow sets the restart window: how long a database server
+// that started, or whose identity changed, grants no lock, so that no
+// lease granted before, which a restore or a failover may have lost, can
+// still be valid (see Restarts, failovers and restores in the package
+// doc). It is a property of the database, not of one lock: every Client of
+// the same database must use the same window, and a Client refuses a lock
+// whose TTL is longer (WithTTL) with an error naming this option. Without
+// it, a server that restarts keeps what it committed and grants at once,
+// and one whose identity changed (system identifier or timeline) grants
+// no lock for the lock's TTL; with it, the server also grants nothing for
+// d after its postmaster started, and nothing for d after its identity
+// changed. d must be positive.
+func WithRestartWindow(d time.Duration) ClientOption {
+	return func(c *clientConfig) { c.restart.Window, c.restart.Set = d, true }
+}
+
+// WithoutRestartDetection lets the server grant at once after a failover
+// or a restore, which may have lost leases still valid: a second holder
+// can then be granted a lock while the first one's lease is valid (its
+// fence is higher all the same). It exists for deployments whose copies
+// never lag (synchronous replication, shared storage), and for
+// benchmarks. It overrides WithRestartWindow.
+func WithoutRestartDetection() ClientOption {
+	return func(c *clientConfig) { c.restart.Off = true }
 }
 
 // WithObserver has every lock of the Client report its events to o (see
@@ -91,6 +118,14 @@ func (c config) check() error { return c.Check("pglock", MinTTL, MaxTTL) }
 // ttlMillis returns the TTL in whole milliseconds, rounded up, so that the
 // database never holds a lease for less than the TTL.
 func (c config) ttlMillis() int64 { return sqllease.Units(c.TTL, time.Millisecond) }
+
+// windows returns, in whole milliseconds, how long a server whose
+// identity changed, and one that started, grants a lock of these options
+// nothing under restart window w: 0 for not at all.
+func (c config) windows(w sqllease.RestartWindow) (identity, restart int64) {
+	i, r := w.Spans(c.TTL)
+	return sqllease.Units(i, time.Millisecond), sqllease.Units(r, time.Millisecond)
+}
 
 // WithTTL sets the lease time: how long the lock outlives a holder that
 // stops renewing it, because it crashed, paused or lost its network. The

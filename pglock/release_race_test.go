@@ -40,12 +40,17 @@ func newRaceTracer() *raceTracer {
 	return &raceTracer{renewing: make(chan struct{}), released: make(chan struct{})}
 }
 
-func (r *raceTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	if !r.armed.Load() {
+// pglock sends each of its round trips as a batch (a transaction of its
+// own), so the tracer watches batches: a batch that notifies is the
+// release, and the first other one once armed is the renewal.
+func (r *raceTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	if !r.armed.Load() || data.Batch == nil {
 		return ctx
 	}
-	if strings.Contains(data.SQL, "pg_notify") {
-		return context.WithValue(ctx, releaseKey{}, true)
+	for _, q := range data.Batch.QueuedQueries {
+		if strings.Contains(q.SQL, "pg_notify") {
+			return context.WithValue(ctx, releaseKey{}, true)
+		}
 	}
 	first := false
 	r.once.Do(func() { first = true })
@@ -59,7 +64,9 @@ func (r *raceTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.
 	return ctx
 }
 
-func (r *raceTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+func (r *raceTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r *raceTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
 	if ctx.Value(releaseKey{}) == nil {
 		return
 	}
@@ -71,6 +78,12 @@ func (r *raceTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 		}
 	})
 }
+
+func (r *raceTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (r *raceTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // A renewal in flight when the holder releases, whose statement reaches
 // the database after the release and finds the row freed, does not end

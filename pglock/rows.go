@@ -17,13 +17,13 @@ type sender interface {
 }
 
 // take runs ensure.sql for lock name and then acquire with args, in one
-// round trip and one transaction, and scans acquire's row into dest. It
+// round trip and one transaction (see send), and scans acquire's row into dest. It
 // returns pgx.ErrNoRows if acquire returned none.
 func (c *Client) take(ctx context.Context, via sender, name, acquire string, dest []any, args ...any) error {
 	b := &pgx.Batch{}
 	b.Queue(c.sql.ensure, name)
 	b.Queue(acquire, args...)
-	br := via.SendBatch(ctx, b)
+	br := send(ctx, via, b)
 	_, err := br.Exec()
 	if err == nil {
 		err = br.QueryRow().Scan(dest...)
@@ -37,7 +37,7 @@ func (c *Client) take(ctx context.Context, via sender, name, acquire string, des
 // release frees the row of lock name if token holds it, and notifies
 // waiters. It reports whether it did.
 func (c *Client) release(ctx context.Context, name, token string) (bool, error) {
-	tag, err := c.pool.Exec(ctx, c.sql.release, name, token, c.obj.channel)
+	tag, err := exec(ctx, c.pool, c.sql.release, name, token, c.obj.channel)
 	return tag.RowsAffected() == 1, err
 }
 
@@ -71,7 +71,7 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, pid uint32) 
 	b := &pgx.Batch{}
 	b.Queue("SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1::int)", int64(pid))
 	b.Queue(c.sql.release, name, token, c.obj.channel)
-	br := c.pool.SendBatch(ctx, b)
+	br := send(ctx, c.pool, b)
 	var alive bool
 	err := br.QueryRow().Scan(&alive)
 	var tag pgconn.CommandTag
@@ -100,16 +100,12 @@ func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool
 	for i, g := range gs {
 		names[i], tokens[i], ttls[i] = g.Key(), g.Token(), sqllease.Units(g.TTL(), time.Millisecond)
 	}
-	rows, err := c.pool.Query(ctx, c.sql.refresh, names, tokens, ttls)
-	if err != nil {
-		return nil, err
-	}
 	still := make(map[[2]string]bool, len(gs))
 	var name, token string
-	if _, err := pgx.ForEachRow(rows, []any{&name, &token}, func() error {
+	if err := query(ctx, c.pool, []any{&name, &token}, func() error {
 		still[[2]string{name, token}] = true
 		return nil
-	}); err != nil {
+	}, c.sql.refresh, names, tokens, ttls); err != nil {
 		return nil, err
 	}
 	held = make([]bool, len(gs))

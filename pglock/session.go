@@ -71,9 +71,11 @@ func (m *SessionMutex) attempt(ctx context.Context, _ time.Duration) (dlock.Leas
 	var fence, left *int64
 	var pid uint32
 	var before string
+	var wait int64
 	ttl := m.cfg.ttlMillis()
-	err = m.c.take(ctx, pc, m.name, m.c.sql.sessionAcquire, []any{&fence, &pid, &before, &left, nil},
-		m.name, token, ttl, m.c.obj.sequence, m.key, strconv.FormatInt(ttl, 10))
+	identity, restart := m.cfg.windows(m.c.cfg.restart)
+	err = m.c.take(ctx, pc, m.name, m.c.sql.sessionAcquire, []any{&fence, &pid, &before, &left, nil, &wait},
+		m.name, token, ttl, m.c.obj.sequence, m.key, strconv.FormatInt(ttl, 10), identity, restart)
 	if err != nil {
 		// The lock may be the session's all the same: an advisory lock
 		// outlives the statement that took it, and the statements may
@@ -93,6 +95,9 @@ func (m *SessionMutex) attempt(ctx context.Context, _ time.Duration) (dlock.Leas
 	}
 	if fence == nil {
 		pc.Release()
+		if wait > 0 {
+			return nil, time.Duration(wait) * time.Millisecond, sqllease.Abstaining("pglock", m.name, time.Duration(wait)*time.Millisecond)
+		}
 		if left != nil {
 			return nil, time.Duration(*left) * time.Millisecond, nil
 		}

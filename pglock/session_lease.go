@@ -98,7 +98,7 @@ func (c *sessionConn) Confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 	c.stopWatchLocked()
 	start := time.Now()
 	var pid uint32
-	err := c.conn.QueryRow(ctx, c.m.c.sql.sessionRefresh, c.m.name, s.Token(), c.m.cfg.ttlMillis()).Scan(&pid)
+	err := queryRow(ctx, c.conn, []any{&pid}, c.m.c.sql.sessionRefresh, c.m.name, s.Token(), c.m.cfg.ttlMillis())
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		c.watchLocked(s)
@@ -127,8 +127,7 @@ func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bo
 	}
 	c.stopWatchLocked()
 	var unlocked bool
-	err = c.conn.QueryRow(ctx, c.m.c.sql.sessionRelease, c.m.name, s.Token(), c.m.key, c.before, c.m.c.obj.channel).
-		Scan(&freed, &unlocked, nil)
+	err = queryRow(ctx, c.conn, []any{&freed, &unlocked, nil}, c.m.c.sql.sessionRelease, c.m.name, s.Token(), c.m.key, c.before, c.m.c.obj.channel)
 	if err == nil && unlocked {
 		c.conn.Release()
 	} else {

@@ -19,7 +19,7 @@ type statements struct {
 	ensure, acquire, release, refresh              string
 	sessionAcquire, sessionRefresh, sessionRelease string
 	fence                                          string
-	inspect, forceUnlock, terminate                string
+	inspect, forceUnlock, terminate, advisoryHeld  string
 	electPublish, electRead, electWithdraw         string
 }
 
@@ -46,6 +46,7 @@ func newStatements(o objects) statements {
 		inspect:        load("inspect"),
 		forceUnlock:    load("force_unlock"),
 		terminate:      load("terminate"),
+		advisoryHeld:   load("advisory_held"),
 		electPublish:   load("elect_publish"),
 		electRead:      load("elect_read"),
 		electWithdraw:  load("elect_withdraw"),

@@ -49,3 +49,51 @@ func (c Config) Check(pkg string, minTTL, maxTTL time.Duration) error {
 func Units(d, unit time.Duration) int64 {
 	return int64((d + unit - 1) / unit)
 }
+
+// A RestartWindow is a Client's restart detection, as its options set it
+// (WithRestartWindow, WithoutRestartDetection in either package): after a
+// change of the server's identity (a failover, a restore to another
+// timeline), no grant for each lock's TTL, or the window if it is longer;
+// and, with a window, no grant for the window after the server started.
+type RestartWindow struct {
+	Window time.Duration // WithRestartWindow's d; 0 if it was not given
+	Set    bool          // WithRestartWindow was given
+	Off    bool          // WithoutRestartDetection was given
+}
+
+// Check returns the error, naming package pkg, of a window that is not
+// positive.
+func (w RestartWindow) Check(pkg string) error {
+	if w.Set && !w.Off && w.Window <= 0 {
+		return fmt.Errorf("%s: restart window %v must be positive; set it with WithRestartWindow (WithoutRestartDetection turns detection off)", pkg, w.Window)
+	}
+	return nil
+}
+
+// CheckTTL returns the error, naming package pkg, of a lock whose TTL is
+// longer than the window: a restored server could grant it while a lease
+// it had granted before is still valid.
+func (w RestartWindow) CheckTTL(pkg string, ttl time.Duration) error {
+	if w.Set && !w.Off && ttl > w.Window {
+		return fmt.Errorf("%s: TTL %v is longer than the Client's restart window %v: a database restored or restarted could grant a second holder while a lease it had granted is still valid; give every Client of the database WithRestartWindow(%v) or more, or use a shorter TTL",
+			pkg, ttl, w.Window, ttl)
+	}
+	return nil
+}
+
+// Spans returns, for a lock of TTL ttl, how long a server grants it no
+// lock after its identity changed, and after it started: 0 for never.
+func (w RestartWindow) Spans(ttl time.Duration) (identity, restart time.Duration) {
+	if w.Off {
+		return 0, 0
+	}
+	return max(ttl, w.Window), w.Window
+}
+
+// Abstaining returns the error, naming package pkg, of an attempt on lock
+// name that a server within a restart window refused, for left more. It
+// matches dlock.ErrNotObtained.
+func Abstaining(pkg, name string, left time.Duration) error {
+	return dlock.NotObtained(fmt.Errorf("%s: the database server started, or changed (a failover, a restore), less than its restart window ago: it grants %q to no one for %v more, so that no lease granted before can still be valid (see WithRestartWindow)",
+		pkg, name, left))
+}

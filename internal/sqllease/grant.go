@@ -70,7 +70,7 @@ func (g *Grant) Refresh(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	held, err := g.ls.Refresh(ctx, []*Grant{g})
+	held, err := g.ls.refresh(ctx, []*Grant{g})
 	if err != nil {
 		err = g.ls.Describe("refreshing", g.Key(), err)
 		g.RenewFailed(err)
@@ -96,7 +96,7 @@ func (g *Grant) Release(ctx context.Context) error {
 		return err
 	}
 	g.ls.Renew.Remove(&g.entry)
-	freed, err := g.ls.Release(ctx, g.Key(), g.Token())
+	freed, err := g.ls.release(ctx, g.Key(), g.Token())
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep
 		// trying to free the row in the background.

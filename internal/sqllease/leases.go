@@ -46,6 +46,12 @@ type Dialect struct {
 	// ended the session, so that the statement did not run and whatever
 	// the session held is gone.
 	EndedByServer func(err error) bool
+
+	// Transient reports whether err is a failure that a concurrent
+	// statement caused, and that running the statement again at once
+	// gets past: a serialization failure, a deadlock, a lock wait that
+	// timed out. The statement did not run. Nil: none is.
+	Transient func(err error) bool
 }
 
 // Leases are what a Client's leases share: the registries of the held
@@ -98,9 +104,29 @@ const LookTimeout = 2 * time.Second
 func (ls *Leases) Free(ctx context.Context, name, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LookTimeout)
 	defer cancel()
-	if _, err := ls.Release(ctx, name, token); err != nil && !ls.IsServerError(err) {
+	if _, err := ls.release(ctx, name, token); err != nil && !ls.IsServerError(err) {
 		ls.Abandon(name, token)
 	}
+}
+
+// release is Dialect.Release, made again while it fails with a transient
+// error (see Again).
+func (ls *Leases) release(ctx context.Context, name, token string) (freed bool, err error) {
+	err = Again(ctx, ls.Transient, func() (err error) {
+		freed, err = ls.Release(ctx, name, token)
+		return err
+	})
+	return freed, err
+}
+
+// refresh is Dialect.Refresh, made again while it fails with a transient
+// error (see Again).
+func (ls *Leases) refresh(ctx context.Context, gs []*Grant) (held []bool, err error) {
+	err = Again(ctx, ls.Transient, func() (err error) {
+		held, err = ls.Refresh(ctx, gs)
+		return err
+	})
+	return held, err
 }
 
 // Abandon frees, in the background, the row of lock name that an

@@ -34,6 +34,10 @@ type Locker struct {
 	Usable  func() error              // the error of an unusable Client, or nil
 	Wait    func(name string) *Waiter // registers a waiter for a release
 	Attempt AttemptFunc
+
+	// Transient reports whether an attempt's error is transient (see
+	// Dialect.Transient): the attempt is made again at once. Nil: none is.
+	Transient func(error) bool
 }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
@@ -47,7 +51,7 @@ func (l *Locker) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := l.check(ctx); err != nil {
 		return nil, err
 	}
-	got, _, err := l.Attempt(ctx, 0)
+	got, _, err := l.attempt(ctx, 0)
 	if got == nil && err == nil {
 		err = dlock.ErrNotObtained
 	}
@@ -97,7 +101,7 @@ func obtained(l dlock.Lease, err error) bool {
 // is done, or the strategy gives up. While the server can wait for the
 // release (see Busy), the backoff is spent in the next attempt, there.
 func (l *Locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
-	if got, _, err := l.Attempt(ctx, 0); obtained(got, err) {
+	if got, _, err := l.attempt(ctx, 0); obtained(got, err) {
 		return got, err
 	}
 	a.Waiting()
@@ -112,7 +116,7 @@ func (l *Locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 		}
 		// Try again at once on the first round: a release may have come
 		// between the first attempt and the waiter's registration.
-		got, left, err := l.Attempt(ctx, block)
+		got, left, err := l.attempt(ctx, block)
 		block = 0
 		if obtained(got, err) {
 			return got, err

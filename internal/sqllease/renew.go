@@ -50,7 +50,7 @@ func (ls *Leases) renewGrants(ctx context.Context, gs []*Grant) []time.Time {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	start := time.Now()
-	held, err := ls.Refresh(ctx, gs)
+	held, err := ls.refresh(ctx, gs)
 	now := time.Now()
 	next := make([]time.Time, len(gs))
 	for i, g := range gs {

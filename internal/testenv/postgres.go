@@ -168,8 +168,8 @@ func (p *Postgres) initdbLocked() error {
 // startLocked starts the postmaster and waits until it accepts
 // connections. On failure every process of it is gone when startLocked
 // returns. p.mu must be held.
-func (p *Postgres) startLocked() error {
-	cmd := p.command("postgres",
+func (p *Postgres) startLocked(extra ...string) error {
+	args := []string{
 		"-D", filepath.Join(p.dir, pgDataDir),
 		"-p", strconv.Itoa(p.port),
 		"-c", "listen_addresses=127.0.0.1",
@@ -181,7 +181,8 @@ func (p *Postgres) startLocked() error {
 		// them; a commit still reaches the kernel, so it survives Kill.
 		"-c", "fsync=off",
 		"-c", "full_page_writes=off",
-	)
+	}
+	cmd := p.command("postgres", append(args, extra...)...)
 	proc, err := startProcess(cmd, filepath.Join(p.dir, pgOutFileName), "postgres")
 	if err != nil {
 		return err
@@ -285,6 +286,106 @@ func (p *Postgres) RestartEmpty() error {
 		return err
 	}
 	return p.startLocked()
+}
+
+// Backup takes a cold backup of the cluster: it shuts the server down
+// cleanly, copies its data to a new directory inside the server's, and
+// starts it again. It returns the copy's directory, for RestoreBackup.
+func (p *Postgres) Backup() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return "", fmt.Errorf("testenv: Backup of closed postgres %s", p.Addr())
+	}
+	if err := p.stopLocked(); err != nil {
+		return "", err
+	}
+	backup, err := copyData(p.dir, pgDataDir)
+	if err != nil {
+		return "", err
+	}
+	return backup, p.startLocked()
+}
+
+// RestoreBackup kills the server (SIGKILL), replaces its data with the
+// copy that Backup made in the directory backup, and starts it again on
+// the same port: like a database restored from a backup, or failed over
+// to a copy that lags. With newTimeline, the copy starts as a
+// point-in-time recovery to the end of its WAL, which begins a new
+// timeline, as a failover to a promoted replica does; RestoreBackup
+// returns once it accepts writes.
+func (p *Postgres) RestoreBackup(backup string, newTimeline bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("testenv: RestoreBackup of closed postgres %s", p.Addr())
+	}
+	staged, err := stageData(p.dir, pgDataDir, backup)
+	if err != nil {
+		return err
+	}
+	if err := p.killLocked(); err != nil {
+		return err
+	}
+	if err := swapData(p.dir, pgDataDir, staged); err != nil {
+		return err
+	}
+	if !newTimeline {
+		return p.startLocked()
+	}
+	signal := filepath.Join(p.dir, pgDataDir, "recovery.signal")
+	if err := os.WriteFile(signal, nil, 0o600); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	if p.cred != nil {
+		if err := os.Chown(signal, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+	}
+	// No archive: the recovery ends at the end of the copy's WAL and
+	// promotes. Without hot standby, the server takes no connection, and
+	// reports itself ready, only once it has.
+	return p.startLocked("-c", "restore_command=false", "-c", "hot_standby=off")
+}
+
+// copyData copies the data directory called data inside the server's
+// directory dir to a new directory inside dir, keeping owners and modes,
+// and returns the new directory.
+func copyData(dir, data string) (string, error) {
+	backup, err := os.MkdirTemp(dir, "backup-")
+	if err != nil {
+		return "", fmt.Errorf("testenv: %w", err)
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(dir, data), filepath.Join(backup, data)).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testenv: copying %s: %v: %s", filepath.Join(dir, data), err, out)
+	}
+	return backup, nil
+}
+
+// stageData copies the data directory in backup, which copyData made,
+// beside the server's data directory called data inside dir, for
+// swapData: the copy takes a while, and the server can run meanwhile.
+func stageData(dir, data, backup string) (string, error) {
+	staged := filepath.Join(dir, data+".restored")
+	if err := os.RemoveAll(staged); err != nil {
+		return "", fmt.Errorf("testenv: %w", err)
+	}
+	if out, err := exec.Command("cp", "-a", filepath.Join(backup, data), staged).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testenv: restoring %s: %v: %s", filepath.Join(backup, data), err, out)
+	}
+	return staged, nil
+}
+
+// swapData replaces the data directory called data inside dir, whose
+// server is not running, with the one stageData staged.
+func swapData(dir, data, staged string) error {
+	if err := os.RemoveAll(filepath.Join(dir, data)); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	if err := os.Rename(staged, filepath.Join(dir, data)); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	return nil
 }
 
 // Close stops the server and removes its directory. Close is idempotent.

@@ -1,5 +1,7 @@
--- acquire.sql: take lock ?1 for owner token ?2 for ?3 microseconds if its
--- row is free or expired, on the database's clock, in one statement. One
+-- acquire.sql: take lock ?3 for owner token ?1 for ?2 microseconds if its
+-- row is free or expired, on the database's clock, and the clock has
+-- reached ?4, the end of the server's restart windows (0 for none; see
+-- Client.gate), in one statement. One
 -- row is affected when it was taken, and the OK packet's insert id (set by
 -- LAST_INSERT_ID(expr)) is then the grant's fence; none when the row is
 -- held or missing (create.sql then makes it).
@@ -15,4 +17,4 @@ UPDATE {{table}}
 SET token      = ?,
     fence      = LAST_INSERT_ID(GREATEST(fence + 1, {{now}})),
     expires_at = {{now}} + ?
-WHERE name = ? AND expires_at <= {{now}}
+WHERE name = ? AND expires_at <= {{now}} AND {{now}} >= ?

@@ -1,0 +1,63 @@
+package sqllease
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// Tries is how many times a statement that fails with a transient error
+// (see Dialect.Transient) is run in all before its error counts: such a
+// failure says that a concurrent statement got in the way, and the next
+// try finds it done.
+const Tries = 3
+
+// Again runs f until it returns nil or an error that transient does not
+// report as transient, Tries times at most, pausing a few random
+// milliseconds between tries, and returns its last error. It stops early,
+// with f's error, when ctx is done.
+func Again(ctx context.Context, transient func(error) bool, f func() error) error {
+	for i := 1; ; i++ {
+		err := f()
+		if err == nil || transient == nil || !transient(err) || i == Tries || !pauseBefore(ctx, i) {
+			return err
+		}
+	}
+}
+
+// pauseBefore waits before try i+1: up to 2ms times i, at random, so that
+// the attempts that collided do not meet again. It reports false if ctx
+// ended the wait.
+func pauseBefore(ctx context.Context, i int) bool {
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(2*time.Millisecond)*int64(i))) + 100*time.Microsecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// attempt makes one attempt at the lock, and makes it again, Tries times
+// at most (see Again), while it fails with a transient error: a
+// serialization failure, a deadlock or a lock wait timed out, which a
+// concurrent attempt on the same row causes. An attempt so failing has
+// taken nothing, and left nothing to clean up: its statement did not run.
+// If the last try fails so too, the attempt did not obtain the lock, and
+// the error, which matches dlock.ErrNotObtained, says why: Lock waits and
+// tries again, and TryLock returns it.
+func (l *Locker) attempt(ctx context.Context, block time.Duration) (dlock.Lease, time.Duration, error) {
+	var got dlock.Lease
+	var left time.Duration
+	err := Again(ctx, l.Transient, func() (err error) {
+		got, left, err = l.Attempt(ctx, block)
+		return err
+	})
+	if got == nil && err != nil && l.Transient != nil && l.Transient(err) {
+		return nil, 0, dlock.NotObtained(err)
+	}
+	return got, left, err
+}

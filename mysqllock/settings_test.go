@@ -1,0 +1,297 @@
+package mysqllock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/mysqllock"
+)
+
+// withParam returns dsn with the parameter kv ("autocommit=0") added.
+func withParam(dsn, kv string) string {
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + kv
+	}
+	return dsn + "?" + kv
+}
+
+// oneHolder takes a lock in mode md through a pool of dsn and checks that
+// the grant is committed (a client with autocommit on sees it held), that
+// another client of dsn cannot take it while it is held, that Release
+// frees it at once (seen by the plain client too), and that the next Lock
+// on dsn gets it. plain is a DSN whose sessions have autocommit on.
+func oneHolder(t *testing.T, md mode, dsn, plain string) {
+	t.Helper()
+	const ttl = 4 * time.Second
+	ctx := ctxFor(t, time.Minute)
+	name := unique("one-holder")
+	// The holder's pool keeps no idle connection, as a pool past its
+	// SetMaxIdleConns (2 by default) or SetConnMaxIdleTime does: a grant
+	// left uncommitted on a connection would be rolled back when the pool
+	// closes it, and the lock free for another while the holder holds it.
+	pool := openDB(t, dsn)
+	pool.SetMaxIdleConns(0)
+	a := mysqllock.New(pool)
+	t.Cleanup(func() { a.Close() })
+	b, p := newClient(t, dsn), newClient(t, plain)
+	held, err := md.newLocker(a, name, mysqllock.WithTTL(ttl)).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	info, err := p.Inspect(ctx, name)
+	if err != nil || !info.Held() || info.Holders[0].Owner != held.Token() {
+		t.Errorf("while held, a client with autocommit on inspects %+v, %v; want held by %s (the grant is not committed)", info, err, held.Token())
+	}
+	var second int
+	for i := 0; i < 10 && time.Until(held.Until()) > time.Second; i++ {
+		tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		got, err := md.newLocker(b, name, mysqllock.WithTTL(ttl)).TryLock(tctx)
+		cancel()
+		if got != nil {
+			second++
+			t.Errorf("a second holder was granted %q, %v before the first one's Until", name, time.Until(held.Until()))
+			got.Release(ctx)
+		} else if !errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("TryLock while held: %v; want ErrNotObtained", err)
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := held.Release(rctx); err != nil {
+		t.Errorf("Release after %v: %v", time.Since(start), err)
+	} else if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Release took %v; want well under a second", took)
+	}
+	if info, err := p.Inspect(ctx, name); err != nil || info.Held() {
+		t.Errorf("after Release, a client with autocommit on inspects %+v, %v; want free", info, err)
+	}
+	next, err := md.newLocker(b, name, mysqllock.WithTTL(ttl)).Lock(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("Lock after Release: %v", err)
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+}
+
+// leaderSeen campaigns through a pool of dsn and checks that a client of
+// plain sees the leader's value, and none after it resigns.
+func leaderSeen(t *testing.T, dsn, plain string) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	name := unique("one-leader")
+	e := newClient(t, dsn).NewElection(name, mysqllock.WithTTL(2*time.Second))
+	if _, err := e.Campaign(ctx, "v1"); err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	obs := newClient(t, plain).NewElection(name)
+	if ld, err := obs.Leader(ctx); err != nil || ld.Value != "v1" {
+		t.Errorf("Leader() seen by a client with autocommit on = %+v, %v; want v1", ld, err)
+	}
+	if err := e.Resign(ctx); err != nil {
+		t.Errorf("Resign: %v", err)
+	}
+	if ld, err := obs.Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
+		t.Errorf("Leader() after Resign = %+v, %v; want ErrNoLeader", ld, err)
+	}
+}
+
+// With autocommit off, in the DSN or server-wide, every grant, release
+// and renewal is committed all the same: one holder at a time, and a
+// Release that returns at once.
+func TestIntegrationAutocommitOff(t *testing.T) {
+	t.Run("dsn", func(t *testing.T) {
+		srv := sharedDB(t)
+		dsn := withParam(srv.DSN(), "autocommit=0")
+		for _, md := range modes {
+			t.Run(md.name, func(t *testing.T) { oneHolder(t, md, dsn, srv.DSN()) })
+		}
+		t.Run("election", func(t *testing.T) { leaderSeen(t, dsn, srv.DSN()) })
+	})
+	t.Run("server", func(t *testing.T) {
+		srv := settingsDB(t, "SET GLOBAL autocommit = 0")
+		plain := withParam(srv.DSN(), "autocommit=1")
+		for _, md := range modes {
+			t.Run(md.name, func(t *testing.T) { oneHolder(t, md, srv.DSN(), plain) })
+		}
+		t.Run("election", func(t *testing.T) { leaderSeen(t, srv.DSN(), plain) })
+	})
+}
+
+// settingsDB returns a server of t's own with mysqllock's table, on which
+// root has run the statements set (SET GLOBAL ...).
+func settingsDB(t *testing.T, set ...string) *testenv.MariaDB {
+	t.Helper()
+	srv := startDB(t)
+	for _, s := range set {
+		admin(t, srv, s)
+	}
+	return srv
+}
+
+// contend has several clients of dsn take and release one lock, in mode
+// md, for d, and fails t if any Lock or Release returns an error, or two
+// hold it at once.
+func contend(t *testing.T, md mode, dsn string, d time.Duration) {
+	t.Helper()
+	name := unique("contended")
+	var inside, overlaps, grants atomic.Int64
+	var mu sync.Mutex
+	errs := map[string]int{}
+	note := func(what string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs[fmt.Sprintf("%s: %v", what, err)]++
+	}
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range 4 {
+		l := md.newLocker(newClient(t, dsn), name, mysqllock.WithTTL(5*time.Second))
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				lease, err := l.Lock(ctx)
+				if err != nil {
+					note("Lock", err)
+					cancel()
+					continue
+				}
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				grants.Add(1)
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				if err := lease.Release(ctx); err != nil {
+					note("Release", err)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%s mode: %d grants in %v", md.name, grants.Load(), d)
+	for e, n := range errs {
+		t.Errorf("%d times %s", n, e)
+	}
+	if n := overlaps.Load(); n > 0 {
+		t.Errorf("%d grants overlapped another", n)
+	}
+	if grants.Load() == 0 {
+		t.Error("no grant at all")
+	}
+}
+
+// campaign has several clients of dsn campaign and resign in one
+// election for d, and fails t if any Campaign or Resign returns an error.
+func campaign(t *testing.T, dsn string, d time.Duration) {
+	t.Helper()
+	name := unique("campaign")
+	var mu sync.Mutex
+	errs := map[string]int{}
+	var terms atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range 3 {
+		e := newClient(t, dsn).NewElection(name, mysqllock.WithTTL(5*time.Second))
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := e.Campaign(ctx, "v")
+				if err == nil {
+					terms.Add(1)
+					err = e.Resign(ctx)
+				}
+				cancel()
+				if err != nil {
+					mu.Lock()
+					errs[err.Error()]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d terms in %v", terms.Load(), d)
+	for e, n := range errs {
+		t.Errorf("%d times %s", n, e)
+	}
+}
+
+// Under every isolation level a MariaDB server may default to, with
+// autocommit on or off, contended locks and elections never return a
+// deadlock (1213), a lock wait timeout (1205) or any other error to the
+// caller, and never overlap.
+func TestIntegrationIsolationLevels(t *testing.T) {
+	t.Parallel() // a server of its own
+	srv := startDB(t)
+	const d = time.Second
+	for _, tc := range []struct{ name, isolation, autocommit string }{
+		{"repeatable-read", "REPEATABLE-READ", "1"},
+		{"serializable", "SERIALIZABLE", "1"},
+		{"read-committed/autocommit-off", "READ-COMMITTED", "0"},
+		{"repeatable-read/autocommit-off", "REPEATABLE-READ", "0"},
+		{"serializable/autocommit-off", "SERIALIZABLE", "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			admin(t, srv, fmt.Sprintf("SET GLOBAL tx_isolation = '%s', GLOBAL autocommit = %s", tc.isolation, tc.autocommit))
+			for _, md := range modes {
+				t.Run(md.name, func(t *testing.T) { contend(t, md, srv.DSN(), d) })
+			}
+			t.Run("election", func(t *testing.T) { campaign(t, srv.DSN(), d) })
+		})
+	}
+}
+
+// A lock's row held by another transaction past innodb_lock_wait_timeout
+// (error 1205, as a deadlock's 1213, is transient): TryLock says not
+// obtained, and Lock waits through it and takes the lock once the
+// transaction ends.
+func TestIntegrationLockWaitTimeout(t *testing.T) {
+	srv := sharedDB(t)
+	ctx := ctxFor(t, time.Minute)
+	name := unique("row-locked")
+	c := newClient(t, withParam(srv.DSN(), "innodb_lock_wait_timeout=1"))
+	l := c.NewMutex(name, mysqllock.WithTTL(5*time.Second))
+	first, err := l.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Release(ctx)
+
+	tx, err := openDB(t, srv.RootDSN()).BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT token FROM dlock_leases WHERE name = ? FOR UPDATE", name); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := l.TryLock(ctx); got != nil || !errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("TryLock of a row locked past innodb_lock_wait_timeout: %v, %v; want ErrNotObtained", got, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		got, err := l.Lock(ctx)
+		if err == nil {
+			err = got.Release(ctx)
+		}
+		done <- err
+	}()
+	time.Sleep(1500 * time.Millisecond) // past one lock wait timeout
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Lock through lock wait timeouts: %v; want the lock", err)
+	}
+}

@@ -1,0 +1,262 @@
+package pglock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/pglock"
+)
+
+// contend has several clients of url take and release one lock, in mode
+// m, for d, and fails t if any Lock or Release returns an error, or two
+// hold it at once.
+func contend(t *testing.T, m mode, url string, d time.Duration) {
+	t.Helper()
+	name := unique("contended")
+	var inside, overlaps, grants atomic.Int64
+	var mu sync.Mutex
+	errs := map[string]int{}
+	note := func(what string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs[fmt.Sprintf("%s: %v", what, err)]++
+	}
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range 4 {
+		l := m.newLocker(newClient(t, url), name, pglock.WithTTL(5*time.Second))
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				lease, err := l.Lock(ctx)
+				if err != nil {
+					note("Lock", err)
+					cancel()
+					continue
+				}
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				grants.Add(1)
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				if err := lease.Refresh(ctx); err != nil {
+					note("Refresh", err)
+				}
+				if err := lease.Release(ctx); err != nil {
+					note("Release", err)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%s mode: %d grants in %v", m.name, grants.Load(), d)
+	for e, n := range errs {
+		t.Errorf("%d times %s", n, e)
+	}
+	if n := overlaps.Load(); n > 0 {
+		t.Errorf("%d grants overlapped another", n)
+	}
+	if grants.Load() == 0 {
+		t.Error("no grant at all")
+	}
+}
+
+// campaign has several clients of url campaign and resign in one
+// election for d, and fails t if any Campaign or Resign returns an error.
+func campaign(t *testing.T, url string, d time.Duration) {
+	t.Helper()
+	name := unique("campaign")
+	var mu sync.Mutex
+	errs := map[string]int{}
+	var terms atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range 3 {
+		e := newClient(t, url).NewElection(name, pglock.WithTTL(5*time.Second))
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := e.Campaign(ctx, "v")
+				if err == nil {
+					terms.Add(1)
+					err = e.Resign(ctx)
+				}
+				cancel()
+				if err != nil {
+					mu.Lock()
+					errs[err.Error()]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d terms in %v", terms.Load(), d)
+	for e, n := range errs {
+		t.Errorf("%d times %s", n, e)
+	}
+}
+
+// With default_transaction_isolation at REPEATABLE READ or SERIALIZABLE,
+// contended locks and elections never return a serialization failure
+// (40001) or any other error to the caller, and never overlap.
+func TestIntegrationIsolationLevels(t *testing.T) {
+	pg := sharedDB(t)
+	const d = time.Second
+	for _, level := range []string{"repeatable read", "serializable"} {
+		t.Run(strings.ReplaceAll(level, " ", "-"), func(t *testing.T) {
+			url := pg.URL() + "&default_transaction_isolation=" + strings.ReplaceAll(level, " ", "%20")
+			for _, m := range modes {
+				t.Run(m.name, func(t *testing.T) { contend(t, m, url, d) })
+			}
+			t.Run("election", func(t *testing.T) { campaign(t, url, d) })
+		})
+	}
+}
+
+// With default_transaction_read_only on, pglock writes nothing: every
+// call that would write fails at once, with an error that names the
+// setting.
+func TestIntegrationReadOnlyDefault(t *testing.T) {
+	pg := sharedDB(t)
+	url := pg.URL() + "&default_transaction_read_only=on"
+	c := newClient(t, url, pglock.WithTable(unique("read_only")))
+	ctx := ctxFor(t, 30*time.Second)
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "default_transaction_read_only") {
+			t.Errorf("%s: %v; want an error naming default_transaction_read_only", what, err)
+		}
+	}
+	check("Migrate", c.Migrate(ctx))
+	c = newClient(t, url)
+	for _, m := range modes {
+		l := m.newLocker(c, unique("read-only"))
+		_, err := l.TryLock(ctx)
+		check(m.name+" TryLock", err)
+		start := time.Now()
+		_, err = l.Lock(ctx)
+		check(m.name+" Lock", err)
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s Lock took %v to fail; want at once", m.name, took)
+		}
+	}
+	_, err := c.NewElection(unique("read-only")).Campaign(ctx, "v")
+	check("Campaign", err)
+	check("WriteFenced", c.WriteFenced(ctx, unique("read-only"), 1, noop))
+}
+
+// With idle_in_transaction_session_timeout, which ends a session that
+// waits between two statements of a transaction, every call works, even
+// when each round trip takes far longer than the timeout: pglock never
+// leaves a transaction open between round trips. WriteFenced's
+// transaction spans the caller's statements, so it is checked only where
+// the round trips are far shorter than the timeout (1s).
+func TestIntegrationIdleInTransactionTimeout(t *testing.T) {
+	pg := sharedDB(t)
+	t.Run("fast", func(t *testing.T) {
+		idleInTransaction(t, pg.URL()+"&idle_in_transaction_session_timeout=1000", true)
+	})
+	t.Run("slow", func(t *testing.T) {
+		proxy := testenv.StartProxy(t, pg.Addr())
+		proxy.SetLatency(20 * time.Millisecond)
+		idleInTransaction(t, via(pg, proxy.Addr(), "idle-tx")+"&idle_in_transaction_session_timeout=10", false)
+	})
+}
+
+func idleInTransaction(t *testing.T, url string, fenced bool) {
+	ctx := ctxFor(t, time.Minute)
+	for range 3 {
+		c := newClient(t, url, pglock.WithTable(unique("idle_tx")))
+		if err := c.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+	}
+	c := newClient(t, url)
+	for _, m := range modes {
+		for range 5 {
+			l, err := m.newLocker(c, unique("idle-tx"), pglock.WithTTL(5*time.Second)).Lock(ctx)
+			if err != nil {
+				t.Fatalf("%s Lock: %v", m.name, err)
+			}
+			if err := l.Refresh(ctx); err != nil {
+				t.Errorf("%s Refresh: %v", m.name, err)
+			}
+			if fenced {
+				if err := c.WriteFenced(ctx, unique("idle-tx"), l.Fence(), noop); err != nil {
+					t.Errorf("%s WriteFenced: %v", m.name, err)
+				}
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("%s Release: %v", m.name, err)
+			}
+		}
+	}
+	e := c.NewElection(unique("idle-tx"))
+	if _, err := e.Campaign(ctx, "v"); err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	if ld, err := e.Leader(ctx); err != nil || ld.Value != "v" {
+		t.Errorf("Leader = %+v, %v; want v", ld, err)
+	}
+	if err := e.Resign(ctx); err != nil {
+		t.Errorf("Resign: %v", err)
+	}
+}
+
+// A lock's row held by another transaction past lock_timeout (55P03, as
+// a serialization failure or a deadlock, is transient): TryLock says not
+// obtained, and Lock waits through it and takes the lock once the
+// transaction ends.
+func TestIntegrationLockTimeout(t *testing.T) {
+	pg := sharedDB(t)
+	ctx := ctxFor(t, time.Minute)
+	name := unique("row-locked")
+	c := newClient(t, pg.URL()+"&lock_timeout=200")
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			l := m.newLocker(c, name, pglock.WithTTL(5*time.Second))
+			first, err := l.TryLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first.Release(ctx)
+			tx, err := newPool(t, pg.URL()).Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, "SELECT FROM dlock_leases WHERE name = $1 FOR UPDATE", name); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := l.TryLock(ctx); got != nil || !errors.Is(err, dlock.ErrNotObtained) {
+				t.Errorf("TryLock of a row locked past lock_timeout: %v, %v; want ErrNotObtained", got, err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				got, err := l.Lock(ctx)
+				if err == nil {
+					err = got.Release(ctx)
+				}
+				done <- err
+			}()
+			time.Sleep(500 * time.Millisecond) // past a lock timeout
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Errorf("Lock through lock timeouts: %v; want the lock", err)
+			}
+		})
+	}
+}

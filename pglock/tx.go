@@ -1,0 +1,82 @@
+package pglock
+
+import (
+	"context"
+
+	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// beginTx begins the transaction in which pglock runs each of its round
+// trips: READ COMMITTED, whatever default_transaction_isolation says, so
+// that an acquire that meets a grant in flight waits for it and reads the
+// row it committed, where REPEATABLE READ or SERIALIZABLE would fail with
+// a serialization failure (40001); read-only if
+// default_transaction_read_only says so, which pglock does not override
+// (see describe).
+const beginTx = "BEGIN ISOLATION LEVEL READ COMMITTED"
+
+// send sends the statements of b through via in one round trip, in a
+// transaction of their own (see beginTx) that commits after the last.
+// Read their results, in order, from the BatchResults it returns, and
+// Close it, which reports a failed COMMIT. The transaction spans no
+// round trip, so idle_in_transaction_session_timeout never ends it.
+//
+// If a statement fails, the transaction is left aborted on its
+// connection: the pool closes such a connection when it is given back.
+func send(ctx context.Context, via sender, b *pgx.Batch) pgx.BatchResults {
+	tx := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)}
+	tx.Queue(beginTx)
+	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
+	tx.Queue("COMMIT")
+	br := via.SendBatch(ctx, tx)
+	br.Exec() // BEGIN: an error stays with br, for the next read and Close
+	return br
+}
+
+// exec runs one statement that returns no rows through via, as send
+// does, and returns its command tag.
+func exec(ctx context.Context, via sender, sql string, args ...any) (pgconn.CommandTag, error) {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br := send(ctx, via, b)
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// queryRow runs one statement through via, as send does, and scans its
+// first row into dest. It returns pgx.ErrNoRows if there is none.
+func queryRow(ctx context.Context, via sender, dest []any, sql string, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br := send(ctx, via, b)
+	err := br.QueryRow().Scan(dest...)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// query runs one statement through via, as send does, and calls each with
+// each of its rows, scanned into dest.
+func query(ctx context.Context, via sender, dest []any, each func() error, sql string, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br := send(ctx, via, b)
+	rows, err := br.Query()
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, dest, each)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// again runs f again while it fails with a transient error (see
+// sqllease.Again).
+func again(ctx context.Context, f func() error) error { return sqllease.Again(ctx, transient, f) }
