@@ -344,7 +344,8 @@ func (g *grant) busy(rs []*pb.ResponseOp) error {
 	if len(oldest) > 0 {
 		k, _ := parseKey(g.lk.name, string(oldest[0].Key))
 		if k.lockKind() != g.lk.kind.lockKind() {
-			return fmt.Errorf("%w: %q is held by a %s, not a %s: %w", dlock.ErrNotObtained, g.lk.name, k.lockKind(), g.lk.kind.lockKind(), ErrKindMismatch)
+			return fmt.Errorf("%w: etcdlock: a %s cannot take %q: it is held by a %s, and one name serves one kind of lock at a time: %w",
+				dlock.ErrNotObtained, g.lk.kind, g.lk.name, k, ErrKindMismatch)
 		}
 	}
 	return dlock.ErrNotObtained
