@@ -101,10 +101,13 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 }
 
 // leftovers lists the nodes under path and the watches the server still
-// keeps on them.
+// keeps on them. Its connection is closed before it returns: callers poll
+// it, and ZooKeeper takes 60 connections from one address at most.
 func leftovers(t testing.TB, z *testenv.ZooKeeper, path string) []string {
 	var left []string
-	for _, kid := range children(t, admin(t, []string{z.Addr()}), path) {
+	c := admin(t, []string{z.Addr()})
+	defer c.Close()
+	for _, kid := range children(t, c, path) {
 		left = append(left, "node "+kid)
 	}
 	out, err := z.FourLetter("wchp")

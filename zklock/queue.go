@@ -431,7 +431,7 @@ func (q *queue) watch(ctx context.Context, v verdict, dirWatch <-chan zk.Event) 
 	if v.children {
 		return false, dirWatch, nil
 	}
-	exists, st, ch, err := q.s.existsW(ctx, q.dir+"/"+v.watch)
+	exists, st, ch, err := q.s.watchNode(ctx, q.dir+"/"+v.watch)
 	switch {
 	case err != nil || !exists:
 		return false, nil, err
