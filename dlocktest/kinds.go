@@ -89,15 +89,19 @@ func (c campaigner) TryLock(ctx context.Context) (dlock.Lease, error) {
 //     holders, and every grant's fence is above that of every earlier
 //     grant of another kind (and of its own, for an exclusive kind).
 //
-// It needs b.NewLocker's companions Kinds, Inspect and Leftovers.
+// Both check that nothing is left (b.Leftovers) once every lease is
+// released. RunKinds uses b.Kinds, b.Inspect and b.Leftovers, which it
+// requires, and no other field of b.
 func RunKinds(t *testing.T, b Backend) {
 	if len(b.Kinds) == 0 || b.Inspect == nil || b.Leftovers == nil {
 		t.Fatalf("dlocktest: RunKinds needs Backend.Kinds (every kind the backend offers on a name, at least the one NewLocker makes), Inspect and Leftovers")
 	}
+	names := map[string]bool{}
 	for _, k := range b.Kinds {
-		if k.Name == "" || k.Lock == "" || k.New == nil || k.Holders == 0 || k.Holders < AnyNumber {
-			t.Fatalf("dlocktest: Kind %+v: Name, Lock, New and Holders (>= 1, or AnyNumber) are required", k)
+		if k.Name == "" || k.Lock == "" || k.New == nil || k.Holders == 0 || k.Holders < AnyNumber || names[k.Name] {
+			t.Fatalf("dlocktest: Kind %+v: Name (one of its own), Lock, New and Holders (>= 1, or AnyNumber) are required", k)
 		}
+		names[k.Name] = true
 	}
 	s := &suite{b: b}
 	t.Run("Pairs", s.kindPairs)
@@ -128,7 +132,7 @@ func (s *suite) kindPair(t *testing.T, a, b Kind) {
 	release := func() {
 		for _, l := range held {
 			if err := l.Release(ctx); err != nil {
-				t.Errorf("Release of a %s: %v", a.Name, err)
+				t.Errorf("Release of %s: %v", a.Name, err)
 			}
 		}
 	}
@@ -139,7 +143,7 @@ func (s *suite) kindPair(t *testing.T, a, b Kind) {
 		return f
 	}
 	held = append(held, mustLock(t, ctx, a.New(t, key, o)))
-	s.expectKind(t, key, a, len(held), "while a "+a.Name+" holds the name")
+	s.expectKind(t, key, a, len(held), "while "+a.Name+" holds the name")
 
 	waiting := make(chan struct{})
 	var once sync.Once
@@ -153,11 +157,11 @@ func (s *suite) kindPair(t *testing.T, a, b Kind) {
 	other := a.Lock != b.Lock
 	switch {
 	case err == nil:
-		t.Fatalf("TryLock of a %s succeeded while a %s held the name", b.Name, a.Name)
+		t.Fatalf("TryLock of %s succeeded while %s held the name", b.Name, a.Name)
 	case other && (!errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, dlock.ErrKindMismatch)):
-		t.Fatalf("TryLock of a %s while a %s holds the name = %v; want an error matching ErrNotObtained and ErrKindMismatch", b.Name, a.Name, err)
+		t.Fatalf("TryLock of %s while %s holds the name = %v; want an error matching ErrNotObtained and ErrKindMismatch", b.Name, a.Name, err)
 	case !other && (!errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrKindMismatch)):
-		t.Fatalf("TryLock of a %s while a %s (the same lock) holds the name = %v; want ErrNotObtained, not ErrKindMismatch", b.Name, a.Name, err)
+		t.Fatalf("TryLock of %s while %s (the same lock) holds the name = %v; want ErrNotObtained, not ErrKindMismatch", b.Name, a.Name, err)
 	}
 
 	if other {
@@ -169,18 +173,18 @@ func (s *suite) kindPair(t *testing.T, a, b Kind) {
 		took := time.Since(start)
 		if err == nil {
 			l.Release(ctx)
-			t.Fatalf("Lock of a %s succeeded while a %s held the name", b.Name, a.Name)
+			t.Fatalf("Lock of %s succeeded while %s held the name", b.Name, a.Name)
 		}
 		if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, dlock.ErrKindMismatch) || lctx.Err() != nil || took > 10*time.Second {
-			t.Fatalf("Lock of a %s while a %s holds the name = %v after %v; want an error matching ErrNotObtained and ErrKindMismatch, at once", b.Name, a.Name, err, took)
+			t.Fatalf("Lock of %s while %s holds the name = %v after %v; want an error matching ErrNotObtained and ErrKindMismatch, at once", b.Name, a.Name, err, took)
 		}
-		s.expectKind(t, key, a, len(held), "after a "+b.Name+"'s Lock was refused")
+		s.expectKind(t, key, a, len(held), "after "+b.Name+"'s Lock was refused")
 		// Nothing of the refused attempts holds up the holder's kind.
 		if !a.exclusive() {
 			more := ctxFor(t, 10*time.Second)
 			l, err := a.New(t, key, o).Lock(more)
 			if err != nil {
-				t.Fatalf("a second %s, after a %s was refused: %v; want it granted beside the first", a.Name, b.Name, err)
+				t.Fatalf("a second %s, after %s was refused: %v; want it granted beside the first", a.Name, b.Name, err)
 			}
 			held = append(held, l)
 			s.expectKind(t, key, a, len(held), "while two "+a.Name+"s hold the name")
@@ -214,23 +218,23 @@ func (s *suite) kindPair(t *testing.T, a, b Kind) {
 		if r.err == nil {
 			r.lease.Release(ctx)
 		}
-		t.Fatalf("Lock of a %s returned (%v) while a %s held the name; want it to wait", b.Name, r.err, a.Name)
+		t.Fatalf("Lock of %s returned (%v) while %s held the name; want it to wait", b.Name, r.err, a.Name)
 	case <-time.After(10 * time.Second):
-		t.Fatalf("Lock of a %s while a %s holds the name reported no EventWaiting within 10s", b.Name, a.Name)
+		t.Fatalf("Lock of %s while %s holds the name reported no EventWaiting within 10s", b.Name, a.Name)
 	}
 	if !a.exclusive() {
 		// The waiter is ahead of any later lease of the holder's kind.
 		if l, err := a.New(t, key, o).TryLock(ctx); err == nil {
 			held = append(held, l)
-			t.Errorf("TryLock of a %s succeeded while a %s waited for the name", a.Name, b.Name)
+			t.Errorf("TryLock of %s succeeded while %s waited for the name", a.Name, b.Name)
 		} else if !errors.Is(err, dlock.ErrNotObtained) {
-			t.Errorf("TryLock of a %s while a %s waits = %v; want ErrNotObtained", a.Name, b.Name, err)
+			t.Errorf("TryLock of %s while %s waits = %v; want ErrNotObtained", a.Name, b.Name, err)
 		}
 	}
-	s.expectKind(t, key, a, len(held), "while a "+b.Name+" waits for the name")
+	s.expectKind(t, key, a, len(held), "while "+b.Name+" waits for the name")
 	select {
 	case r := <-done:
-		t.Fatalf("Lock of a %s returned (%v) while a %s held the name; want it to wait", b.Name, r.err, a.Name)
+		t.Fatalf("Lock of %s returned (%v) while %s held the name; want it to wait", b.Name, r.err, a.Name)
 	default:
 	}
 	release()
@@ -317,16 +321,16 @@ func (s *suite) kindContention(t *testing.T) {
 		for j, n := range holding {
 			if n > 0 && j != k {
 				violations++
-				failures = append(failures, fmt.Sprintf("a %s (fence %d) was granted while %d %s held the name", kind.Name, l.Fence(), n, kinds[j].Name))
+				failures = append(failures, fmt.Sprintf("%s (fence %d) was granted while %d of %s held the name", kind.Name, l.Fence(), n, kinds[j].Name))
 			}
 			if (j != k || kind.exclusive()) && top[j] > 0 && l.Fence() <= top[j] {
 				violations++
-				failures = append(failures, fmt.Sprintf("a %s was granted fence %d after a %s was granted fence %d", kind.Name, l.Fence(), kinds[j].Name, top[j]))
+				failures = append(failures, fmt.Sprintf("%s was granted fence %d after %s was granted fence %d", kind.Name, l.Fence(), kinds[j].Name, top[j]))
 			}
 		}
 		if kind.Holders != AnyNumber && holding[k] >= kind.Holders {
 			violations++
-			failures = append(failures, fmt.Sprintf("a %s was granted while %d of them held the name; it admits %d", kind.Name, holding[k], kind.Holders))
+			failures = append(failures, fmt.Sprintf("%s was granted while %d of them held the name; it admits %d", kind.Name, holding[k], kind.Holders))
 		}
 		holding[k]++
 		granted[k]++
