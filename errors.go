@@ -46,10 +46,12 @@ var (
 	ErrNotReentrant = errors.New("dlock: the lock is not reentrant and ctx already holds it")
 
 	// ErrKindMismatch is matched, with ErrNotObtained, by the error of a
-	// TryLock when the name is held by another kind of lock (a FairMutex
-	// asked for a name a Mutex holds): one name serves one kind of lock at
-	// a time. The error names both kinds. Lock waits for the name to be
-	// free, as it does for a holder of its own kind.
+	// Lock or TryLock when the name is held by another kind of lock (a
+	// FairMutex asked for a name a Mutex holds): one name serves one kind
+	// of lock at a time. The error names both kinds. Lock returns it at
+	// once, on every backend: it does not wait for a holder of another
+	// kind, which may hand the name on to more holders of its own kind for
+	// ever. Once the name is free, any kind may take it.
 	ErrKindMismatch = errors.New("dlock: the name is held by another kind of lock")
 
 	// ErrUpgrade is returned by the write side of a read-write lock when ctx

@@ -6,7 +6,8 @@
 // Inspect naming the holder and its label, and fences that strictly
 // increase across holders, even across a server
 // restart that lost its data. RunObserver checks the events a backend
-// reports to a dlock.Observer, and RunElection a backend's dlock.Election.
+// reports to a dlock.Observer, RunElection a backend's dlock.Election, and
+// RunKinds the kinds of lock that share a name: one kind at a time.
 //
 // A third-party backend can run it too:
 //
@@ -90,6 +91,13 @@ type Backend struct {
 	// redislock.ErrClosed), which a Lock ended by CloseClient must match.
 	// A Backend without it fails the case ClosedWhileWaiting.
 	ErrClosed error
+
+	// Kinds lists every kind of lock the backend offers on one name, the
+	// one NewLocker makes among them, for RunKinds: a kind left out is one
+	// RunKinds cannot check, so a backend lists them all (and one with a
+	// single kind lists that one), and its package doc names the kinds it
+	// does not offer. Run does not use it.
+	Kinds []Kind
 
 	// LockName returns the name that the events of the lock NewLocker
 	// makes for key carry (Event.Name): the name the backend was given,

@@ -14,18 +14,51 @@ import (
 // lockName is the name the conformance suite's key becomes.
 func lockName(key string) string { return "dlocktest/" + key }
 
+// lockOptions are the options of the lock that o asks for.
+func lockOptions(o dlocktest.Options) []etcdlock.Option {
+	opts := []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
+	if o.NoRenewal {
+		opts = append(opts, etcdlock.WithoutRenewal())
+	}
+	return opts
+}
+
+// kinds are the kinds of lock etcdlock offers on one name, for
+// dlocktest.RunKinds.
+func kinds(endpoints []string) []dlocktest.Kind {
+	kind := func(name string, lock dlock.Kind, holders int, make func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker) dlocktest.Kind {
+		return dlocktest.Kind{Name: name, Lock: lock, Holders: holders, New: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			return make(connect(t, endpoints, etcdlock.WithObserver(o.Observer)), lockName(key), lockOptions(o))
+		}}
+	}
+	return []dlocktest.Kind{
+		kind("Mutex", dlock.KindMutex, 1, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
+			return c.NewMutex(name, opts...)
+		}),
+		kind("RWMutex.read", dlock.KindRWMutex, dlocktest.AnyNumber, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
+			return c.NewRWMutex(name, opts...).Reader()
+		}),
+		kind("RWMutex.write", dlock.KindRWMutex, 1, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
+			return c.NewRWMutex(name, opts...).Writer()
+		}),
+		kind("Semaphore(2)", dlock.KindSemaphore, 2, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
+			return c.NewSemaphore(name, 2, opts...)
+		}),
+		kind("Election", dlock.KindMutex, 1, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
+			return dlocktest.Campaigner(c.NewElection(name, opts...))
+		}),
+	}
+}
+
 func backend(e *testenv.Etcd) dlocktest.Backend {
 	endpoints := []string{e.Addr()}
 	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
-			if o.NoRenewal {
-				opts = append(opts, etcdlock.WithoutRenewal())
-			}
 			c := connect(t, endpoints, etcdlock.WithObserver(o.Observer))
-			return clients.Add(c.NewMutex(lockName(key), opts...), c.Close)
+			return clients.Add(c.NewMutex(lockName(key), lockOptions(o)...), c.Close)
 		},
+		Kinds:       kinds(endpoints),
 		CloseClient: clients.Close,
 		ErrClosed:   etcdlock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
@@ -69,4 +102,8 @@ func TestIntegrationConformance(t *testing.T) {
 
 func TestIntegrationObserver(t *testing.T) {
 	dlocktest.RunObserver(t, backend(sharedEtcd(t)))
+}
+
+func TestIntegrationKinds(t *testing.T) {
+	dlocktest.RunKinds(t, backend(sharedEtcd(t)))
 }

@@ -124,11 +124,16 @@
 //
 // # Kinds
 //
-// One name serves one kind of lock. An RWMutex's keys are name/read/<lease>
-// and name/write/<lease>, a Semaphore's name/permits-<n>/<lease>; all queue
-// by create revision under name/. TryLock of a name held by another kind
-// returns an error matching dlock.ErrNotObtained and ErrKindMismatch; Lock
-// waits. A key under name/ that no lock writes is an error for both.
+// One name serves one kind of lock at a time. An RWMutex's keys are
+// name/read/<lease> and name/write/<lease>, a Semaphore's
+// name/permits-<n>/<lease>; all queue by create revision under name/, and
+// no key is granted past a key of another kind of lock queued ahead of it
+// (a permit waits for a Mutex's key ahead, as a reader does for a
+// writer's). TryLock and Lock of a name whose oldest key, its holder, is
+// another kind's return at once an error matching dlock.ErrNotObtained
+// and ErrKindMismatch; Lock does not wait for it. A key under name/ that
+// no lock writes is an error for both. A Semaphore's waiter reads the
+// keys ahead of it, up to n+1 of them, at each look.
 //
 // What etcdlock does not offer, as the other backends do: a ReentrantMutex
 // and RWMutex.Downgrade.

@@ -31,9 +31,9 @@ var (
 	ErrNotReentrant = dlock.ErrNotReentrant
 
 	// ErrKindMismatch is dlock.ErrKindMismatch: the name is used by
-	// another kind of lock. TryLock returns an error matching it and
-	// dlock.ErrNotObtained, naming both kinds, when the holder is of
-	// another kind; Lock waits for it like for a holder of its own kind.
+	// another kind of lock. TryLock and Lock return at once an error
+	// matching it and dlock.ErrNotObtained, naming both kinds, when the
+	// holder is of another kind; Lock does not wait for it.
 	ErrKindMismatch = dlock.ErrKindMismatch
 
 	// ErrUpgrade is dlock.ErrUpgrade: the write side of an RWMutex asked

@@ -94,9 +94,9 @@ func (lk *locker) attempt(ctx context.Context, try bool, a *lease.Attempt) (dloc
 	}
 	v, err := g.judge(rs)
 	if err == nil && !v.held {
-		if try {
-			err = g.busy(rs)
-		} else {
+		// TryLock gives up, and so does a Lock that finds another kind of
+		// lock holding the name: it does not wait for it.
+		if err = g.busy(rs); !try && !errors.Is(err, ErrKindMismatch) {
 			a.Waiting()
 			err = g.wait(ctx)
 		}
@@ -265,8 +265,11 @@ func (lk *locker) probe(rev int64) []clientv3.Op {
 	case kindRead: // the last key ahead that is not a reader's
 		r := notRead(lk.name)
 		ops = append(ops, last(r[0][0], r[0][1]), last(r[1][0], r[1][1]))
-	case kindPermit: // how many keys, this one included, are not behind it
-		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithCountOnly()}
+	case kindPermit:
+		// The first n+1 keys, up to this one. A count would not do: etcd
+		// counts a range before it filters it by revision.
+		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(int64(lk.n) + 1)}
 		if rev > 0 {
 			opts = append(opts, clientv3.WithMaxCreateRev(rev))
 		}
@@ -321,9 +324,15 @@ func (g *grant) judge(rs []*pb.ResponseOp) (verdict, error) {
 			return verdict{held: true}, nil
 		}
 		return verdict{key: string(ahead.Key)}, nil
-	default: // kindPermit
-		count := rs[1].GetResponseRange().Count
-		if k, _ := parseKey(lk.name, string(oldest[0].Key)); k == kindPermit && count <= int64(lk.n) {
+	default: // kindPermit: it holds if it is among the first n keys, and every key ahead of it is a permit's
+		first := rs[1].GetResponseRange().Kvs
+		held := len(first) <= lk.n
+		for _, kv := range first {
+			if k, _ := parseKey(lk.name, string(kv.Key)); k != kindPermit {
+				held = false // another kind of lock goes first
+			}
+		}
+		if held {
 			return verdict{held: true}, nil
 		}
 		return verdict{key: prefix(lk.name), prefix: true}, nil
@@ -338,7 +347,8 @@ func (g *grant) busy(rs []*pb.ResponseOp) error {
 	if len(oldest) > 0 {
 		k, _ := parseKey(g.lk.name, string(oldest[0].Key))
 		if k.lockKind() != g.lk.kind.lockKind() {
-			return fmt.Errorf("%w: %q is held by a %s, not a %s: %w", dlock.ErrNotObtained, g.lk.name, k.lockKind(), g.lk.kind.lockKind(), ErrKindMismatch)
+			return fmt.Errorf("%w: etcdlock: a %s cannot take %q: it is held by a %s, and one name serves one kind of lock at a time: %w",
+				dlock.ErrNotObtained, g.lk.kind, g.lk.name, k, ErrKindMismatch)
 		}
 	}
 	return dlock.ErrNotObtained

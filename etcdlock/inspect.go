@@ -53,9 +53,16 @@ func (c *Client) list(ctx context.Context, name string) (listing, error) {
 			i++
 		}
 		l.holders = kvs[:i]
-	case kindPermit:
+	case kindPermit: // the permits ahead of any other kind's key, n at most
 		l.permits = n
-		l.holders = kvs[:min(n, len(kvs))]
+		i := 0
+		for i < min(n, len(kvs)) {
+			if k, _ := parseKey(name, string(kvs[i].Key)); k != kindPermit {
+				break
+			}
+			i++
+		}
+		l.holders = kvs[:i]
 	default:
 		l.holders = kvs[:1]
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
+	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
 // lockAsync starts l.Lock(ctx) and returns where its outcome arrives.
@@ -186,4 +187,113 @@ func TestIntegrationForceUnlock(t *testing.T) {
 		t.Errorf("old holder's Err = %v; want ErrLost and ErrTakenOver", err)
 	}
 	next.Release(ctx)
+}
+
+// A permit is not granted past a key of another kind queued ahead of it
+// (issue 31): a Semaphore permit holds; etcd's own concurrency.Mutex, which
+// knows nothing of kinds, queues behind it; a second permit then waits
+// behind that Mutex, which is granted when the first permit goes, alone,
+// and the second permit after it, with a higher fence. Inspect reports
+// the holder's kind, and the keys of the other kind as waiters, at every
+// step. Before the fix the second permit was granted beside the first, and
+// the Mutex beside the second.
+func TestIntegrationPermitWaitsBehindAnotherKind(t *testing.T) {
+	e := sharedEtcd(t)
+	ctx := ctxFor(t, time.Minute)
+	cli := dial(t, e.Addr())
+	name := "kinds/" + t.Name()
+	admin := connect(t, []string{e.Addr()})
+	sem := func() *etcdlock.Semaphore {
+		return connect(t, []string{e.Addr()}).NewSemaphore(name, 5, etcdlock.WithTTL(5*time.Second))
+	}
+	inspect := func(kind dlock.Kind, holders, waiters int, when string) {
+		t.Helper()
+		info, err := admin.Inspect(ctx, name)
+		if err != nil || info.Kind != kind || len(info.Holders) != holders || info.Waiters != waiters {
+			t.Errorf("Inspect %s = %+v, %v; want a %s with %d holders and %d waiters", when, info, err, kind, holders, waiters)
+		}
+	}
+	p1, err := sem().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := concurrency.NewSession(dial(t, e.Addr()), concurrency.WithTTL(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	cm := concurrency.NewMutex(session, name)
+	cmGot := make(chan error, 1)
+	go func() { cmGot <- cm.Lock(ctx) }()
+	waitKeys(t, cli, name+"/", 2)
+	inspect(dlock.KindSemaphore, 1, 1, "with a Mutex queued behind a permit")
+
+	p2ch := lockAsync(ctx, sem())
+	waitKeys(t, cli, name+"/", 3)
+	expectWaiting(t, p2ch, "a permit behind a queued Mutex")
+	inspect(dlock.KindSemaphore, 1, 2, "with a Mutex and a permit queued behind a permit")
+	select {
+	case err := <-cmGot:
+		t.Fatalf("concurrency Lock returned %v while a permit held the name", err)
+	default:
+	}
+
+	if err := p1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cmGot:
+		if err != nil {
+			t.Fatalf("concurrency Lock after the permit's release: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued Mutex was not granted after the permit's release")
+	}
+	expectWaiting(t, p2ch, "a permit behind a Mutex that holds")
+	inspect(dlock.KindMutex, 1, 1, "with a permit queued behind a Mutex")
+	cmRev := createRevision(t, cli, cm.Key())
+	if err := cm.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p2 := expectGranted(t, p2ch, "the permit behind the Mutex")
+	if p2.Fence() <= uint64(cmRev) || cmRev <= int64(p1.Fence()) {
+		t.Errorf("fences in grant order: permit %d, Mutex %d, permit %d; want increasing", p1.Fence(), cmRev, p2.Fence())
+	}
+	inspect(dlock.KindSemaphore, 1, 0, "with one permit")
+	p2.Release(ctx)
+}
+
+// A permit waiting behind n others is granted when one of them goes, and
+// not only when so few keys are left that the keys behind it fit too: a
+// permit counts only the keys ahead of it. (etcd counts a range before it
+// filters it by revision, so a count of the keys up to the permit's own
+// counted every key.)
+func TestIntegrationPermitCountsOnlyKeysAhead(t *testing.T) {
+	e := sharedEtcd(t)
+	ctx := ctxFor(t, time.Minute)
+	name := "kinds/" + t.Name()
+	sem := func() *etcdlock.Semaphore {
+		return connect(t, []string{e.Addr()}).NewSemaphore(name, 2, etcdlock.WithTTL(5*time.Second))
+	}
+	p1, err := sem().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := sem().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := dial(t, e.Addr())
+	p3ch := lockAsync(ctx, sem())
+	waitKeys(t, cli, name+"/", 3)
+	p4ch := lockAsync(ctx, sem())
+	waitKeys(t, cli, name+"/", 4)
+	expectWaiting(t, p3ch, "a third permit")
+	p1.Release(ctx)
+	p3 := expectGranted(t, p3ch, "the third permit, once the first went")
+	expectWaiting(t, p4ch, "a fourth permit")
+	p2.Release(ctx)
+	p4 := expectGranted(t, p4ch, "the fourth permit, once the second went")
+	p3.Release(ctx)
+	p4.Release(ctx)
 }

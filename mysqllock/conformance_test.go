@@ -71,17 +71,44 @@ var modes = []mode{leaseMode, sessionMode}
 // the default table.
 func lockName(name string) string { return mysqllock.New(nil).NewSessionMutex(name).LockName() }
 
+// lockOptions are the options of the lock that o asks for.
+func lockOptions(o dlocktest.Options) []mysqllock.Option {
+	opts := []mysqllock.Option{mysqllock.WithTTL(o.TTL), mysqllock.WithMaxHold(o.MaxHold)}
+	if o.NoRenewal {
+		opts = append(opts, mysqllock.WithoutRenewal())
+	}
+	return opts
+}
+
+// kinds are the kinds of lock mysqllock offers on one name, for
+// dlocktest.RunKinds: its two modes and an election, all one lock.
+func kinds(m *testenv.MariaDB) []dlocktest.Kind {
+	kind := func(name string, make func(c *mysqllock.Client, key string, opts []mysqllock.Option) dlock.Locker) dlocktest.Kind {
+		return dlocktest.Kind{Name: name, Lock: dlock.KindMutex, Holders: 1, New: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			return make(newClient(t, m.DSN(), mysqllock.WithObserver(o.Observer)), key, lockOptions(o))
+		}}
+	}
+	return []dlocktest.Kind{
+		kind("Mutex", func(c *mysqllock.Client, key string, opts []mysqllock.Option) dlock.Locker {
+			return c.NewMutex(key, opts...)
+		}),
+		kind("SessionMutex", func(c *mysqllock.Client, key string, opts []mysqllock.Option) dlock.Locker {
+			return c.NewSessionMutex(key, opts...)
+		}),
+		kind("Election", func(c *mysqllock.Client, key string, opts []mysqllock.Option) dlock.Locker {
+			return dlocktest.Campaigner(c.NewElection(key, opts...))
+		}),
+	}
+}
+
 func backend(m *testenv.MariaDB, md mode) dlocktest.Backend {
 	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []mysqllock.Option{mysqllock.WithTTL(o.TTL), mysqllock.WithMaxHold(o.MaxHold)}
-			if o.NoRenewal {
-				opts = append(opts, mysqllock.WithoutRenewal())
-			}
 			c := newClient(t, m.DSN(), mysqllock.WithObserver(o.Observer))
-			return clients.Add(md.newLocker(c, key, opts...), c.Close)
+			return clients.Add(md.newLocker(c, key, lockOptions(o)...), c.Close)
 		},
+		Kinds:       kinds(m),
 		CloseClient: clients.Close,
 		ErrClosed:   mysqllock.ErrClosed,
 		Sabotage:    func(t testing.TB, key string) { md.sabotage(t, m, key) },
@@ -120,6 +147,12 @@ func TestIntegrationConformance(t *testing.T) {
 			dlocktest.Run(t, backend(startDB(t), md))
 		})
 	}
+}
+
+// A Mutex, a SessionMutex and an Election of one name are one lock. The
+// session mode's Leftovers see both the row and the GET_LOCK lock.
+func TestIntegrationKinds(t *testing.T) {
+	dlocktest.RunKinds(t, backend(sharedDB(t), sessionMode))
 }
 
 func TestIntegrationObserver(t *testing.T) {

@@ -247,7 +247,9 @@
 //
 // # What it cannot offer
 //
-// No reentrant, read-write or semaphore kinds, and no fair queue; no
-// push wake-ups across Clients in lease mode (see Waiting). Fenced writes
-// are package fence's (see Fencing).
+// No reentrant, read-write or semaphore kinds, and no fair queue: a name
+// is one lock, whether a Mutex, a SessionMutex or an Election's leader
+// takes it, so no kind of lock is refused for another (see
+// dlock.ErrKindMismatch). No push wake-ups across Clients in lease mode
+// (see Waiting). Fenced writes are package fence's (see Fencing).
 package mysqllock

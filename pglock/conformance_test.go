@@ -70,17 +70,42 @@ const advisory = "locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint <
 // default table.
 func advisoryKey(name string) int64 { return pglock.New(nil).NewSessionMutex(name).AdvisoryKey() }
 
+// lockOptions are the options of the lock that o asks for.
+func lockOptions(o dlocktest.Options) []pglock.Option {
+	opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
+	if o.NoRenewal {
+		opts = append(opts, pglock.WithoutRenewal())
+	}
+	return opts
+}
+
+// kinds are the kinds of lock pglock offers on one name, for
+// dlocktest.RunKinds: its two modes and an election, all one lock.
+func kinds(pg *testenv.Postgres) []dlocktest.Kind {
+	kind := func(name string, make func(c *pglock.Client, key string, opts []pglock.Option) dlock.Locker) dlocktest.Kind {
+		return dlocktest.Kind{Name: name, Lock: dlock.KindMutex, Holders: 1, New: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			return make(newClient(t, pg.URL(), pglock.WithObserver(o.Observer)), key, lockOptions(o))
+		}}
+	}
+	return []dlocktest.Kind{
+		kind("Mutex", func(c *pglock.Client, key string, opts []pglock.Option) dlock.Locker { return c.NewMutex(key, opts...) }),
+		kind("SessionMutex", func(c *pglock.Client, key string, opts []pglock.Option) dlock.Locker {
+			return c.NewSessionMutex(key, opts...)
+		}),
+		kind("Election", func(c *pglock.Client, key string, opts []pglock.Option) dlock.Locker {
+			return dlocktest.Campaigner(c.NewElection(key, opts...))
+		}),
+	}
+}
+
 func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
 	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
-			if o.NoRenewal {
-				opts = append(opts, pglock.WithoutRenewal())
-			}
 			c := newClient(t, pg.URL(), pglock.WithObserver(o.Observer))
-			return clients.Add(m.newLocker(c, key, opts...), c.Close)
+			return clients.Add(m.newLocker(c, key, lockOptions(o)...), c.Close)
 		},
+		Kinds:       kinds(pg),
 		CloseClient: clients.Close,
 		ErrClosed:   pglock.ErrClosed,
 		Sabotage:    func(t testing.TB, key string) { m.sabotage(t, pg.URL(), key) },
@@ -113,6 +138,12 @@ func TestIntegrationConformance(t *testing.T) {
 			dlocktest.Run(t, backend(startDB(t), m))
 		})
 	}
+}
+
+// A Mutex, a SessionMutex and an Election of one name are one lock. The
+// session mode's Leftovers see both the row and the advisory lock.
+func TestIntegrationKinds(t *testing.T) {
+	dlocktest.RunKinds(t, backend(sharedDB(t), sessionMode))
 }
 
 func TestIntegrationObserver(t *testing.T) {

@@ -257,4 +257,11 @@
 // events of every lock of the Client, as the other backends do. Events
 // carry the lock's name and its kind: "Mutex" (lease mode) or
 // "SessionMutex".
+//
+// # What it cannot offer
+//
+// No reentrant, read-write or semaphore kinds, and no fair queue: a name
+// is one lock, whether a Mutex, a SessionMutex or an Election's leader
+// takes it, so no kind of lock is refused for another (see
+// dlock.ErrKindMismatch). Fenced writes are WriteFenced's (see Fencing).
 package pglock

@@ -98,19 +98,59 @@ func backend(d *deployment, open opener) dlocktest.Backend {
 	})
 }
 
+// lockOptions are the options of the lock that o asks for.
+func lockOptions(o dlocktest.Options) []redislock.Option {
+	opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
+	if o.NoRenewal {
+		opts = append(opts, redislock.WithoutRenewal())
+	}
+	return opts
+}
+
+// kinds are the kinds of lock redislock offers on one name, for
+// dlocktest.RunKinds.
+func kinds(d *deployment, open opener) []dlocktest.Kind {
+	type maker = func(c *redislock.Client, key string, opts []redislock.Option) dlock.Locker
+	kind := func(name string, lock dlock.Kind, holders int, make maker) dlocktest.Kind {
+		return dlocktest.Kind{Name: name, Lock: lock, Holders: holders, New: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			return make(newClient(t, d, open, redislock.WithObserver(o.Observer)), key, lockOptions(o))
+		}}
+	}
+	return []dlocktest.Kind{
+		kind("Mutex", dlock.KindMutex, 1, func(c *redislock.Client, key string, opts []redislock.Option) dlock.Locker {
+			return c.NewMutex(key, opts...)
+		}),
+		kind("ReentrantMutex", dlock.KindReentrantMutex, 1, func(c *redislock.Client, key string, opts []redislock.Option) dlock.Locker {
+			return c.NewReentrantMutex(key, opts...)
+		}),
+		kind("FairMutex", dlock.KindFairMutex, 1, func(c *redislock.Client, key string, opts []redislock.Option) dlock.Locker {
+			return c.NewFairMutex(key, opts...)
+		}),
+		kind("RWMutex.read", dlock.KindRWMutex, dlocktest.AnyNumber, func(c *redislock.Client, key string, opts []redislock.Option) dlock.Locker {
+			return c.NewRWMutex(key, opts...).Reader()
+		}),
+		kind("RWMutex.write", dlock.KindRWMutex, 1, func(c *redislock.Client, key string, opts []redislock.Option) dlock.Locker {
+			return c.NewRWMutex(key, opts...).Writer()
+		}),
+		kind("Semaphore(2)", dlock.KindSemaphore, 2, func(c *redislock.Client, key string, opts []redislock.Option) dlock.Locker {
+			return c.NewSemaphore(key, 2, opts...)
+		}),
+		kind("Election", dlock.KindMutex, 1, func(c *redislock.Client, key string, opts []redislock.Option) dlock.Locker {
+			return dlocktest.Campaigner(c.NewElection(key, opts...))
+		}),
+	}
+}
+
 // kindBackend is the conformance backend of the kind of lock that newLock
 // makes on d.
 func kindBackend(d *deployment, open opener, newLock func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker) dlocktest.Backend {
 	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
-			if o.NoRenewal {
-				opts = append(opts, redislock.WithoutRenewal())
-			}
 			c := newClient(t, d, open, redislock.WithObserver(o.Observer))
-			return clients.Add(newLock(c, key, opts...), c.Close)
+			return clients.Add(newLock(c, key, lockOptions(o)...), c.Close)
 		},
+		Kinds:       kinds(d, open),
 		CloseClient: clients.Close,
 		ErrClosed:   redislock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
@@ -197,6 +237,10 @@ func TestIntegrationConformanceStandalone(t *testing.T) {
 
 func TestIntegrationObserver(t *testing.T) {
 	dlocktest.RunObserver(t, backend(standalone(t), goRedis))
+}
+
+func TestIntegrationKinds(t *testing.T) {
+	dlocktest.RunKinds(t, backend(standalone(t), goRedis))
 }
 
 func TestIntegrationConformanceCluster(t *testing.T) {

@@ -62,8 +62,11 @@
 //
 // One name serves one kind of lock at a time: the main key tells which
 // kind holds it, and a lock of another kind gets an error matching
-// dlock.ErrKindMismatch that names both kinds. Once the name is free, any
-// kind may take it.
+// dlock.ErrNotObtained and dlock.ErrKindMismatch that names both kinds,
+// from Lock as from TryLock: Lock does not wait for another kind. Redis
+// keeps no queue across kinds, so a Lock already waiting for a holder of
+// its own kind returns the same error if another kind takes the name
+// before it. Once the name is free, any kind may take it.
 //
 // # Leases, renewal and loss
 //

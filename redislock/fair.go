@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -43,7 +42,9 @@ const MinFairWaiterTimeout = 5 * time.Second
 // the back. A waiter silent for its waiter timeout loses its place.
 //
 // TryLock does not jump the queue: it fails while anyone is waiting. Locks
-// of other kinds on the same name do not respect the queue. Each Lock
+// of other kinds on the same name do not respect the queue; a waiter that
+// finds one of them holding the name leaves the queue and returns
+// dlock.ErrKindMismatch. Each Lock
 // returns an independent Lease; a FairMutex is safe for concurrent use.
 type FairMutex struct {
 	c      *Client
@@ -141,7 +142,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		return nil, err
 	}
 	token := fairToken(ctx)
-	if l, _, err := m.attempt(ctx, token, false); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+	if l, _, err := m.attempt(ctx, token, false); l != nil || final(err) {
 		return asFair(l, err)
 	}
 	a.Waiting()
@@ -161,7 +162,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		if l != nil {
 			return l, nil
 		}
-		if err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if final(err) {
 			m.leave(ctx, token)
 			return nil, err
 		}
@@ -173,7 +174,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 			}
 			return nil, dlock.ErrNotObtained
 		}
-		if wait <= 0 { // not in the queue (another kind holds the name)
+		if wait <= 0 { // the attempt failed, and said no wait
 			wait = backoff
 		}
 		// Retrying renews the place in the queue: never let it lapse.

@@ -67,36 +67,62 @@ func lockWith(ctx context.Context, make func(string) dlock.Locker) func(string) 
 	}
 }
 
-// Lock waits while another kind holds the name, as it does for a holder of
-// its own kind, and gets the name once it is free.
-func TestIntegrationLockWaitsForAnotherKind(t *testing.T) {
+// A Lock does not wait for another kind of lock (dlock.ErrKindMismatch):
+// one that finds the name held by another kind returns at once, and so
+// does one already waiting for its own kind that finds, at its next
+// attempt, that another kind took the name meanwhile (Redis keeps no
+// queue across kinds: here the holder's key is deleted behind its back
+// and a Semaphore takes the name). The waiter leaves the FairMutex's
+// queue, and nothing is left once the Semaphore releases.
+func TestIntegrationLockRefusedForAnotherKind(t *testing.T) {
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	c := newClient(t, d, goRedis)
-	held, err := c.NewMutex("kinds-wait").TryLock(ctx)
+	const name = "kinds-refused"
+	held, err := c.NewFairMutex(name).TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
+	if _, err := c.NewSemaphore(name, 2).Lock(ctx); !errors.Is(err, dlock.ErrKindMismatch) || !errors.Is(err, dlock.ErrNotObtained) || time.Since(start) > 5*time.Second {
+		t.Fatalf("a Semaphore's Lock while a FairMutex holds = %v after %v; want ErrKindMismatch and ErrNotObtained at once", err, time.Since(start))
+	}
 	got := make(chan error, 1)
 	go func() {
-		l, err := c.NewFairMutex("kinds-wait").Lock(ctx)
+		l, err := newClient(t, d, goRedis).NewFairMutex(name).Lock(ctx)
 		if err == nil {
 			l.Release(ctx)
 		}
 		got <- err
 	}()
-	select {
-	case err := <-got:
-		t.Fatalf("a FairMutex's Lock returned %v while a Mutex held the name; want it to wait", err)
-	case <-time.After(300 * time.Millisecond):
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if n, _ := d.admin(t).LLen(ctx, lockKey(name)+":queue").Result(); n == 1 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal("the second FairMutex did not join the queue")
+		}
 	}
-	held.Release(ctx)
+	if err := d.admin(t).Del(ctx, lockKey(name)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	permit, err := c.NewSemaphore(name, 2).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("a Semaphore on the name freed behind the FairMutex's back: %v", err)
+	}
 	select {
 	case err := <-got:
-		if err != nil {
-			t.Errorf("FairMutex Lock after the Mutex's release: %v", err)
+		if !errors.Is(err, dlock.ErrKindMismatch) || !errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("the waiting FairMutex's Lock = %v; want ErrKindMismatch and ErrNotObtained", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the FairMutex did not get the name after the Mutex released it")
+		t.Fatal("the waiting FairMutex still waits 10s after a Semaphore took the name")
+	}
+	if n, err := d.admin(t).Exists(ctx, lockKey(name)+":queue", lockKey(name)+":timeouts").Result(); err != nil || n != 0 {
+		t.Errorf("the FairMutex's queue keys: %d exist (%v); want none once its waiter gave up", n, err)
+	}
+	permit.Release(ctx)
+	held.Release(ctx)
+	if left := leftovers(t, d, name); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

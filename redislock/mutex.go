@@ -132,7 +132,7 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	yield := time.Unix(0, m.yieldUntil.Load())
 	polite := time.Now().Before(yield)
 	if !polite {
-		if l, _, err := m.attempt(ctx, false, nil); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if l, _, err := m.attempt(ctx, false, nil); l != nil || final(err) {
 			return asLease(l, err)
 		}
 	}
@@ -173,7 +173,7 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		wait, ok := m.cfg.retry.Backoff(n)
 		ln := &line{w: w, life: max(wait, linePoll) + lineMargin}
 		l, ttl, err := m.attempt(ctx, true, ln)
-		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if l != nil || final(err) {
 			won = l != nil
 			return asLease(l, err)
 		}
@@ -194,6 +194,13 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			return nil, lease.Interrupted(ctx.Err(), why)
 		}
 	}
+}
+
+// final reports whether an attempt's error ends a Lock: every error but
+// a busy lock's, and a lock of another kind holding the name, which Lock
+// does not wait for (see dlock.ErrKindMismatch).
+func final(err error) bool {
+	return err != nil && (!errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrKindMismatch))
 }
 
 // asLease converts attempt's result, keeping a nil *grant from becoming a

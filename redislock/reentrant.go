@@ -27,7 +27,7 @@ import (
 //
 // While it is held, a lock of another kind on the name gets an error
 // matching dlock.ErrKindMismatch, and so does a ReentrantMutex on a name
-// another kind holds.
+// another kind holds, from Lock as from TryLock.
 type ReentrantMutex struct{ m *Mutex }
 
 var _ dlock.Locker = (*ReentrantMutex)(nil)

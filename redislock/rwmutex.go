@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -51,7 +50,8 @@ var ErrUpgrade = dlock.ErrUpgrade
 // slot. A read lease's Key is the readers key, a write lease's the writer
 // key. Every key expires with the last lease (intents within min(TTL, 2s)
 // of their writer's last attempt). While the RWMutex is held, a lock of
-// another kind on the name gets an error matching dlock.ErrKindMismatch.
+// another kind on the name gets an error matching dlock.ErrKindMismatch,
+// from Lock as from TryLock.
 type RWMutex struct {
 	c                             *Client
 	name                          string
@@ -228,7 +228,7 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		if !s.read {
 			announced = l == nil
 		}
-		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if l != nil || final(err) {
 			won = l != nil
 			if l == nil {
 				return nil, err

@@ -51,7 +51,7 @@ var ErrInvalidPermits = errors.New("redislock: a semaphore needs at least 1 perm
 // permit, and may wait for one) and not fair. It holds no state of its own
 // beyond its configuration and is safe for concurrent use. While permits
 // are held, a lock of another kind on the name gets an error matching
-// dlock.ErrKindMismatch.
+// dlock.ErrKindMismatch, from Lock as from TryLock.
 type Semaphore struct {
 	m        *Mutex // the name, keys, configuration and leases' scripts
 	permits  int
@@ -126,7 +126,7 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	yield := time.Unix(0, m.yieldUntil.Load())
 	polite := time.Now().Before(yield)
 	if !polite {
-		if l, _, err := s.attempt(ctx); l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if l, _, err := s.attempt(ctx); l != nil || final(err) {
 			return asLease(l, err)
 		}
 	}
@@ -150,7 +150,7 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 			return nil, err
 		}
 		l, expiry, err := s.attempt(ctx)
-		if l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained) {
+		if l != nil || final(err) {
 			won = l != nil
 			return asLease(l, err)
 		}

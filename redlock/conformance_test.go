@@ -12,6 +12,31 @@ import (
 	"github.com/dlock-go/dlock/redlock"
 )
 
+// kinds are the kinds of lock Redlock offers on one name, for
+// dlocktest.RunKinds: a Mutex alone, which an election's leader holds.
+// Their clients are made as backend's NewLocker makes its own.
+func kinds(addrs []string, open opener) []dlocktest.Kind {
+	kind := func(name string, make func(c *redlock.Client, key string, opts []redlock.Option) dlock.Locker) dlocktest.Kind {
+		return dlocktest.Kind{Name: name, Lock: dlock.KindMutex, Holders: 1, New: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			opts := []redlock.Option{redlock.WithTTL(o.TTL), redlock.WithMaxHold(o.MaxHold)}
+			if o.NoRenewal {
+				opts = append(opts, redlock.WithoutRenewal())
+			}
+			c := newClient(t, addrs, open, redlock.WithNodeTimeout(250*time.Millisecond),
+				redlock.WithObserver(o.Observer), redlock.WithRestartWindow(o.TTL))
+			return make(c, key, opts)
+		}}
+	}
+	return []dlocktest.Kind{
+		kind("Mutex", func(c *redlock.Client, key string, opts []redlock.Option) dlock.Locker {
+			return c.NewMutex(key, opts...)
+		}),
+		kind("Election", func(c *redlock.Client, key string, opts []redlock.Option) dlock.Locker {
+			return dlocktest.Campaigner(c.NewElection(key, opts...))
+		}),
+	}
+}
+
 func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 	addrs := addrsOf(servers)
 	each := func(t testing.TB, f func(*testenv.Redis) error) {
@@ -47,6 +72,7 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 				redlock.WithObserver(o.Observer), redlock.WithRestartWindow(o.TTL))
 			return clients.Add(c.NewMutex(key, opts...), c.Close)
 		},
+		Kinds:       kinds(addrs, open),
 		CloseClient: clients.Close,
 		ErrClosed:   redlock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
@@ -77,6 +103,12 @@ func TestIntegrationObserver(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
 	dlocktest.RunObserver(t, backend(servers, transports[0].open))
+}
+
+func TestIntegrationKinds(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	dlocktest.RunKinds(t, backend(servers, transports[0].open))
 }
 
 func TestIntegrationConformance(t *testing.T) {

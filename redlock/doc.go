@@ -1,5 +1,7 @@
 // Package redlock implements the Redlock algorithm over N independent Redis
 // masters, with fencing tokens and detection of nodes that lost their data.
+// It offers a Mutex, and elections whose leader holds one; no reentrant,
+// fair, read-write or semaphore kinds.
 //
 // # Acquiring
 //

@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -31,6 +32,22 @@ func (s *Client) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 	a, err := call(ctx, s, func(c *zk.Conn) (nodeAnswer, error) {
 		ok, st, ch, err := c.ExistsW(path)
 		return nodeAnswer{exists: ok, stat: st, watch: ch}, err
+	})
+	return a.exists, a.stat, a.watch, err
+}
+
+// watchNode is a read of path with a watch that fires when path is
+// deleted or has its data changed, or when the connection is replaced.
+// Unlike existsW it leaves no watch behind on a path that does not exist,
+// which it reports as false: ZooKeeper would keep an exists watch on it
+// until the session ends, and a lock node, once gone, never comes back.
+func (s *Client) watchNode(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	a, err := call(ctx, s, func(c *zk.Conn) (nodeAnswer, error) {
+		_, st, ch, err := c.GetW(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nodeAnswer{}, nil
+		}
+		return nodeAnswer{exists: err == nil, stat: st, watch: ch}, err
 	})
 	return a.exists, a.stat, a.watch, err
 }

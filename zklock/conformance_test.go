@@ -16,18 +16,56 @@ import (
 // lockPath is where the conformance suite's key lives.
 func lockPath(key string) string { return "/dlocktest/" + key }
 
+// lockOptions are the options of the lock that o asks for.
+func lockOptions(o dlocktest.Options) []zklock.Option {
+	opts := []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
+	if o.NoRenewal {
+		opts = append(opts, zklock.WithoutRenewal())
+	}
+	return opts
+}
+
+// kinds are the kinds of lock zklock offers on one path, for
+// dlocktest.RunKinds. A ReentrantMutex's nodes are a Mutex's: the two are
+// one lock.
+func kinds(servers []string) []dlocktest.Kind {
+	type maker = func(c *zklock.Client, path string, opts []zklock.Option) dlock.Locker
+	kind := func(name string, lock dlock.Kind, holders int, make maker) dlocktest.Kind {
+		return dlocktest.Kind{Name: name, Lock: lock, Holders: holders, New: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
+			return make(connect(t, servers, zklock.WithObserver(o.Observer)), lockPath(key), lockOptions(o))
+		}}
+	}
+	return []dlocktest.Kind{
+		kind("Mutex", dlock.KindMutex, 1, func(c *zklock.Client, path string, opts []zklock.Option) dlock.Locker {
+			return c.NewMutex(path, opts...)
+		}),
+		kind("ReentrantMutex", dlock.KindMutex, 1, func(c *zklock.Client, path string, opts []zklock.Option) dlock.Locker {
+			return c.NewReentrantMutex(path, opts...)
+		}),
+		kind("RWMutex.read", dlock.KindRWMutex, dlocktest.AnyNumber, func(c *zklock.Client, path string, opts []zklock.Option) dlock.Locker {
+			return c.NewRWMutex(path, opts...).Reader()
+		}),
+		kind("RWMutex.write", dlock.KindRWMutex, 1, func(c *zklock.Client, path string, opts []zklock.Option) dlock.Locker {
+			return c.NewRWMutex(path, opts...).Writer()
+		}),
+		kind("Semaphore(2)", dlock.KindSemaphore, 2, func(c *zklock.Client, path string, opts []zklock.Option) dlock.Locker {
+			return c.NewSemaphore(path, 2, opts...)
+		}),
+		kind("Election", dlock.KindMutex, 1, func(c *zklock.Client, path string, opts []zklock.Option) dlock.Locker {
+			return dlocktest.Campaigner(c.NewElection(path, opts...))
+		}),
+	}
+}
+
 func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 	servers := []string{z.Addr()}
 	var clients dlocktest.Closers
 	return dlocktest.Backend{
 		NewLocker: func(t testing.TB, key string, o dlocktest.Options) dlock.Locker {
-			opts := []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
-			if o.NoRenewal {
-				opts = append(opts, zklock.WithoutRenewal())
-			}
 			c := connect(t, servers, zklock.WithObserver(o.Observer))
-			return clients.Add(c.NewMutex(lockPath(key), opts...), c.Close)
+			return clients.Add(c.NewMutex(lockPath(key), lockOptions(o)...), c.Close)
 		},
+		Kinds:       kinds(servers),
 		CloseClient: clients.Close,
 		ErrClosed:   zklock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
@@ -63,10 +101,13 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 }
 
 // leftovers lists the nodes under path and the watches the server still
-// keeps on them.
+// keeps on them. Its connection is closed before it returns: callers poll
+// it, and ZooKeeper takes 60 connections from one address at most.
 func leftovers(t testing.TB, z *testenv.ZooKeeper, path string) []string {
 	var left []string
-	for _, kid := range children(t, admin(t, []string{z.Addr()}), path) {
+	c := admin(t, []string{z.Addr()})
+	defer c.Close()
+	for _, kid := range children(t, c, path) {
 		left = append(left, "node "+kid)
 	}
 	out, err := z.FourLetter("wchp")
@@ -83,6 +124,10 @@ func leftovers(t testing.TB, z *testenv.ZooKeeper, path string) []string {
 
 func TestIntegrationObserver(t *testing.T) {
 	dlocktest.RunObserver(t, backend(testenv.StartZooKeeper(t)))
+}
+
+func TestIntegrationKinds(t *testing.T) {
+	dlocktest.RunKinds(t, backend(sharedZK(t)))
 }
 
 func TestIntegrationConformance(t *testing.T) {

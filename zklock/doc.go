@@ -179,12 +179,18 @@
 //
 // # Kinds
 //
-// One path serves one kind of lock; a lock that finds another kind's nodes
-// (or nodes no lock made) returns an error naming them, which matches
-// dlock.ErrKindMismatch when they are another kind's. So does a Lock or
+// One path serves one kind of lock at a time. A Lock or TryLock that finds
+// the path held by another kind of lock (its lowest node is another
+// kind's) returns at once an error naming both kinds that matches
+// dlock.ErrNotObtained and dlock.ErrKindMismatch; Lock does not wait for
+// it. A node of another kind queued behind the holder (an attempt giving
+// up, or a Curator mutex) is waited for by the nodes behind it: no node
+// holds past a node of another kind ahead of it, and Inspect counts it as
+// a waiter. Nodes that no lock made are an error, and so is a Lock or
 // TryLock whose ctx carries a lease of another kind on the same path (a
-// Mutex asked under a Semaphore lease's Context): re-entry takes another
-// hold only of a node of its own kind. A Mutex's nodes are
+// Mutex asked under a Semaphore lease's Context, ErrKindMismatch):
+// re-entry takes another hold only of a node of its own kind. A Mutex's
+// nodes are
 // named as those of Curator's InterProcessMutex and go-zookeeper's zk.Lock,
 // so the three exclude each other.
 package zklock

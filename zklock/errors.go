@@ -29,10 +29,11 @@ var (
 	ErrNotReentrant = dlock.ErrNotReentrant
 
 	// ErrKindMismatch is dlock.ErrKindMismatch: the path is used by another
-	// kind of lock. Lock and TryLock return an error matching it, naming
-	// both kinds, when they find another kind's nodes on the path, or when
-	// ctx carries a lease of another kind on the same path (re-entry takes
-	// another hold only of a lock of the same kind).
+	// kind of lock. Lock and TryLock return at once an error matching it
+	// and dlock.ErrNotObtained, naming both kinds, when another kind's node
+	// holds the path; and an error matching it when ctx carries a lease of
+	// another kind on the same path (re-entry takes another hold only of a
+	// lock of the same kind).
 	ErrKindMismatch = dlock.ErrKindMismatch
 
 	// ErrUpgrade is dlock.ErrUpgrade: the write side of an RWMutex asked

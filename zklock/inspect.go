@@ -147,7 +147,12 @@ func (s *Client) snapshot(ctx context.Context, call, dir string) (snapshot, erro
 		}
 		vanished := false
 		for i, c := range kids {
-			v := decide[c.kind](kids, i)
+			rule, ok := decide[c.kind]
+			if !ok { // another kind's attempt, queued behind the holder: it waits
+				sn.info.Waiters++
+				continue
+			}
+			v := judge(kids, i, rule)
 			if !v.held && v.downgradable {
 				// As queue.watch: the writer ahead lets this reader in if
 				// it was downgraded (its data version is above 0).
@@ -226,8 +231,9 @@ func unknownDetail(why string, names []string) string {
 
 // classify parses names, the children of a lock path, and sorts them by
 // sequence. It returns the kind of their first node (for an RWMutex,
-// kindRead and kindWrite are one kind of lock), or the reason they are not
-// the nodes of one kind of dlock lock.
+// kindRead and kindWrite are one kind of lock), which holds the path: the
+// nodes of other kinds behind it wait (see judge). Or it returns the
+// reason they are not the nodes of dlock locks.
 func classify(names []string) (kids []child, k kind, why string) {
 	kids = make([]child, 0, len(names))
 	for _, name := range names {
@@ -243,12 +249,8 @@ func classify(names []string) (kids []child, k kind, why string) {
 	slices.SortFunc(kids, func(a, b child) int { return cmp.Compare(a.seq, b.seq) })
 	first := kids[0]
 	for _, c := range kids[1:] {
-		switch {
-		case sameLock(c.kind, first.kind) && c.permits == first.permits:
-		case c.kind == kindPermit && first.kind == kindPermit:
+		if c.kind == kindPermit && first.kind == kindPermit && c.permits != first.permits {
 			return nil, 0, fmt.Sprintf("semaphore nodes %q and %q disagree on the number of leases", first.name, c.name)
-		default:
-			return nil, 0, fmt.Sprintf("nodes %q (%s) and %q (%s) belong to different kinds of lock", first.name, first.kind, c.name, c.kind)
 		}
 	}
 	return kids, first.kind, ""

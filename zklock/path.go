@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/zkpath"
 )
 
@@ -119,9 +118,8 @@ func overflowed(name string) bool {
 }
 
 // parseChildren parses and sorts by sequence the children of dir, and
-// returns an error naming the first one that belongs to no lock kind in
-// allowed.
-func parseChildren(dir string, names []string, allowed ...kind) ([]child, error) {
+// returns an error naming the first one that no lock made.
+func parseChildren(dir string, names []string) ([]child, error) {
 	kids := make([]child, 0, len(names))
 	for _, name := range names {
 		c, ok := parseChild(name)
@@ -130,9 +128,6 @@ func parseChildren(dir string, names []string, allowed ...kind) ([]child, error)
 		}
 		if !ok {
 			return nil, fmt.Errorf("zklock: %s holds the node %q, which is not a lock node; give the lock a path of its own", dir, name)
-		}
-		if !slices.Contains(allowed, c.kind) {
-			return nil, fmt.Errorf("zklock: %s is used by a %s (node %q); one path serves one kind of lock: %w", dir, c.kind, name, dlock.ErrKindMismatch)
 		}
 		kids = append(kids, c)
 	}

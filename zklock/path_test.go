@@ -33,10 +33,10 @@ func TestParseChild(t *testing.T) {
 			t.Errorf("parseChild(%q) = %+v, %v; want kind %v seq %d permits %d ok %v", tt.name, c, ok, tt.kind, tt.seq, tt.permits, tt.ok)
 		}
 	}
-	if _, err := parseChildren("/x", []string{"lock-0000000001", "_c_ab-lock--2147483648"}, kindLock); err == nil || !strings.Contains(err.Error(), "overflowed") {
+	if _, err := parseChildren("/x", []string{"lock-0000000001", "_c_ab-lock--2147483648"}); err == nil || !strings.Contains(err.Error(), "overflowed") {
 		t.Errorf("an overflowed sequence: %v", err)
 	}
-	kids, err := parseChildren("/x", []string{"_c_b-lock-0000000010", "_c_a-lock-0000000002", "lock-0000000005"}, kindLock)
+	kids, err := parseChildren("/x", []string{"_c_b-lock-0000000010", "_c_a-lock-0000000002", "lock-0000000005"})
 	if err != nil || kids[0].seq != 2 || kids[1].seq != 5 || kids[2].seq != 10 {
 		t.Errorf("parseChildren sorts by sequence, not name: %+v, %v", kids, err)
 	}

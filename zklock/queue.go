@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -24,7 +25,7 @@ type queue struct {
 	kind    kind
 	permits int    // for kindPermit
 	label   string // node label: label(kind, permits)
-	allowed []kind // the kinds that may share dir
+	allowed []kind // the kinds of node of this lock (an RWMutex's: read and write)
 	cfg     config
 	decide  func(kids []child, me int) verdict
 	err     error         // from a bad path or option; returned by every call
@@ -125,29 +126,69 @@ func (q *queue) busy(ctx context.Context) (bool, error) {
 	if err != nil {
 		return true, err
 	}
+	if err := q.refuse(kids); err != nil {
+		return true, err
+	}
 	kids = append(kids, child{seq: 1 << 62, kind: q.kind, permits: q.permits})
-	if v := q.decide(kids, len(kids)-1); v.held || v.downgradable {
+	if v := q.judge(kids, len(kids)-1); v.held || v.downgradable {
 		return false, nil
 	}
 	return true, dlock.ErrNotObtained
 }
 
-// parse parses the children of dir and checks that they belong to this
-// kind of lock.
+// parse parses the children of dir, which may be the nodes of any kind of
+// lock (see judge), and checks that a semaphore's agree with it on its
+// number of permits.
 func (q *queue) parse(names []string) ([]child, error) {
-	kids, err := parseChildren(q.dir, names, q.allowed...)
+	kids, err := parseChildren(q.dir, names)
 	if err != nil {
 		return nil, err
 	}
 	if q.kind == kindPermit {
 		for _, c := range kids {
-			if c.permits != q.permits {
+			if c.kind == kindPermit && c.permits != q.permits {
 				return nil, fmt.Errorf("zklock: semaphore %s has %d permits (node %q); this Semaphore was made with %d",
 					q.dir, c.permits, c.name, q.permits)
 			}
 		}
 	}
 	return kids, nil
+}
+
+// refuse returns the error of an attempt that finds dir held by another
+// kind of lock (its lowest node is another kind's), or nil. It matches
+// dlock.ErrNotObtained and dlock.ErrKindMismatch, and names both kinds:
+// Lock returns it at once, as TryLock does.
+func (q *queue) refuse(kids []child) error {
+	if len(kids) == 0 || slices.Contains(q.allowed, kids[0].kind) {
+		return nil
+	}
+	return dlock.NotObtained(fmt.Errorf("zklock: a %s cannot take %s: it is used by a %s (node %q), and one path serves one kind of lock at a time: %w",
+		q.kind, q.dir, kids[0].kind, kids[0].name, dlock.ErrKindMismatch))
+}
+
+// judge decides by q's rule whether kids[me] holds the lock; see judge.
+func (q *queue) judge(kids []child, me int) verdict { return judge(kids, me, q.decide) }
+
+// judge decides by the rule decide whether kids[me] holds the lock, on a
+// path where nodes of another kind of lock may queue too: attempts that
+// found the path held by another kind and are giving up, or, in a race, a
+// lock of another kind that came first. No node holds past a node of
+// another kind ahead of it: it waits for the last of them. Nodes of
+// another kind behind it do not count.
+func judge(kids []child, me int, decide func([]child, int) verdict) verdict {
+	for i := me - 1; i >= 0; i-- {
+		if !sameLock(kids[i].kind, kids[me].kind) {
+			return verdict{watch: kids[i].name}
+		}
+	}
+	own := make([]child, 0, len(kids))
+	for _, c := range kids {
+		if sameLock(c.kind, kids[me].kind) {
+			own = append(own, c)
+		}
+	}
+	return decide(own, me) // every node ahead of me is in own: me is its index there too
 }
 
 // A createdNode is what a create answers: the node's path, and the
@@ -266,6 +307,7 @@ func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a
 		s.removeLater(p.path)
 		return nil, false, err
 	}
+	looked := false // whether a listing has shown p
 	for n := 1; ; n++ {
 		if id := s.ID(); id != 0 && id != p.session {
 			// p's session has ended, or was given up: the ensemble deletes
@@ -314,7 +356,17 @@ func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a
 		if me < 0 {
 			return nil, true, nil
 		}
-		v := q.decide(kids, me)
+		if !looked {
+			// Another kind of lock holds the path: give up at once, Lock
+			// as TryLock. Once p is queued, a node of another kind ahead of
+			// it is waited for (see judge).
+			if err := q.refuse(kids); err != nil {
+				q.remove(ctx, p)
+				return nil, false, err
+			}
+			looked = true
+		}
+		v := q.judge(kids, me)
 		var watch <-chan zk.Event
 		if !v.held {
 			if !wait && !v.downgradable {
@@ -379,7 +431,7 @@ func (q *queue) watch(ctx context.Context, v verdict, dirWatch <-chan zk.Event) 
 	if v.children {
 		return false, dirWatch, nil
 	}
-	exists, st, ch, err := q.s.existsW(ctx, q.dir+"/"+v.watch)
+	exists, st, ch, err := q.s.watchNode(ctx, q.dir+"/"+v.watch)
 	switch {
 	case err != nil || !exists:
 		return false, nil, err

@@ -9,9 +9,7 @@ import (
 
 // A kind of lock binds its name only while it is held: after `dlock run
 // --kind fair`, the name is free for a mutex (it used to be refused with
-// exit 69 for ever, until the kind key was deleted by hand); while a fair
-// lock holds it, a mutex run is refused as for any holder (exit 75) with a
-// message naming both kinds.
+// exit 69 for ever, until the kind key was deleted by hand).
 func TestIntegrationKindBindsOnlyWhileHeld(t *testing.T) {
 	d := redisDeployment(t, 1)
 	name := lockName(t)
@@ -24,28 +22,39 @@ func TestIntegrationKindBindsOnlyWhileHeld(t *testing.T) {
 	if r := dlock(t, nil, runArgs(d, name, "--", "true")...); r.code != 0 {
 		t.Fatalf("mutex run on a released fair lock's name: exit %d, %s", r.code, r.stderr)
 	}
-	holder := holdInBackground(t, d, name, "--kind", "fair")
-	r := dlock(t, nil, runArgs(d, "--wait", "0", name, "--", "true")...)
-	if r.code != 75 || !strings.Contains(r.stderr, "FairMutex") || !strings.Contains(r.stderr, "Mutex cannot take") {
-		t.Errorf("mutex run while a fair lock holds the name: exit %d, %q; want 75 (held) naming both kinds", r.code, r.stderr)
-	}
-	holder.signal(t, syscall.SIGINT)
-	holder.wait(t, 10*time.Second)
 }
 
-// On ZooKeeper a lock of another kind under the name is refused at once
-// by the library, not waited for: that is a mistake in the name or the
-// --kind, exit 64, never 69 (the service is fine).
-func TestIntegrationZooKeeperKindMismatchIsUsage(t *testing.T) {
-	d := zkDeployment(t)
-	name := lockName(t)
-	holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")
-	r := dlock(t, nil, runArgs(d, "--wait", "0", name, "--", "true")...)
-	if r.code != 64 || !strings.Contains(r.stderr, "Semaphore") || !strings.Contains(r.stderr, "--kind") {
-		t.Errorf("mutex run while a semaphore holds the path: exit %d, %q; want 64 naming the kind and --kind", r.code, r.stderr)
+// A lock of another kind under the name is refused at once by every
+// backend, not waited for, even with --wait: that is a mistake in the name
+// or the --kind, exit 64, neither 75 (held) nor 69 (the service is fine),
+// with a message naming both kinds and --kind.
+func TestIntegrationKindMismatchIsUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    func(testing.TB) deployment
+	}{
+		{"Redis", func(t testing.TB) deployment { return redisDeployment(t, 1) }},
+		{"ZooKeeper", zkDeployment},
+		{"etcd", etcdDeployment},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.d(t)
+			name := lockName(t)
+			holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")
+			for _, wait := range []string{"0", "30s"} {
+				start := time.Now()
+				r := dlock(t, nil, runArgs(d, "--wait", wait, name, "--", "true")...)
+				if r.code != 64 || !strings.Contains(r.stderr, "Semaphore") || !strings.Contains(r.stderr, "Mutex") || !strings.Contains(r.stderr, "--kind") {
+					t.Errorf("mutex run (--wait %s) while a semaphore holds the name: exit %d, %q; want 64 naming both kinds and --kind", wait, r.code, r.stderr)
+				}
+				if took := time.Since(start); took > 15*time.Second {
+					t.Errorf("mutex run (--wait %s) while a semaphore holds the name took %v; want it refused at once", wait, took)
+				}
+			}
+			holder.signal(t, syscall.SIGINT)
+			holder.wait(t, 10*time.Second)
+		})
 	}
-	holder.signal(t, syscall.SIGINT)
-	holder.wait(t, 10*time.Second)
 }
 
 // --permits that disagrees with the size of a semaphore in use is a usage

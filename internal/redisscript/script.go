@@ -157,9 +157,9 @@ func Describe(pkg, key string, s *Script, err error) error {
 		return fmt.Errorf("%s: key %q exists without an expiry, so it was not set by dlock; pick another lock name or delete the key: %w", pkg, key, err)
 	case strings.Contains(msg, "DLOCKKIND"):
 		holder := msg[strings.Index(msg, "held by a ")+len("held by a "):]
-		// Held by another kind is held: Lock waits for the name to be free,
-		// TryLock reports it as not obtained.
-		return dlock.NotObtained(fmt.Errorf("%s: %s%q is held by a %s; one name serves one kind of lock at a time, so wait for it to be free or pick another name: %w", pkg, asking(s), key, holder, dlock.ErrKindMismatch))
+		// Not obtained, and Lock does not wait for it: see
+		// dlock.ErrKindMismatch.
+		return dlock.NotObtained(fmt.Errorf("%s: %s%q is held by a %s; one name serves one kind of lock at a time, so try again once it is free or pick another name: %w", pkg, asking(s), key, holder, dlock.ErrKindMismatch))
 	case strings.Contains(msg, "DLOCKFENCE"):
 		return fmt.Errorf("%s: the fence counter of %q does not hold a number; something other than dlock wrote it: %w", pkg, key, err)
 	case clusterBusy(msg) && strings.Contains(s.Name, "acquire"):

@@ -19,6 +19,12 @@ import (
 // failed reports why the lock was not held, and returns the exit code
 // that goes with it.
 func (r *runner) failed(a acquired) int {
+	if errors.Is(a.err, dlock.ErrKindMismatch) {
+		// Another kind of lock holds the name, and no backend waits for
+		// it: the name, or the --kind, is the mistake.
+		r.say("lock %q: %s; use another name, or the --kind that holds it", r.o.Name, cmdutil.Reason(a.err))
+		return cmdutil.ExitUsage
+	}
 	if errors.Is(a.err, dlock.ErrNotObtained) && notVoting(a.err) {
 		// Nobody holds it: the service cannot grant it yet. Exit 75
 		// would tell a fleet's cron job that another host ran it.
@@ -39,12 +45,6 @@ func (r *runner) failed(a acquired) int {
 		// zklock's refusal of another size, met after checkPermits
 		// (a holder came meanwhile).
 		r.say("lock %q: %s", r.o.Name, cmdutil.Reason(a.err))
-		return cmdutil.ExitUsage
-	}
-	if errors.Is(a.err, dlock.ErrKindMismatch) {
-		// Another kind of lock holds the name, and the library does
-		// not wait for it (ZooKeeper): the name is the mistake.
-		r.say("lock %q: %s; use another name, or the --kind that holds it", r.o.Name, cmdutil.Reason(a.err))
 		return cmdutil.ExitUsage
 	}
 	var u *unreachable

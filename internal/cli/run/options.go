@@ -65,8 +65,8 @@ dies (kill -9, the OOM killer), everything of COMMAND's is killed at once.
 
 Exit codes: COMMAND's own; 64 bad usage: a flag, a URL, a password the
 server refuses, a NAME the backend cannot take, --permits other than the
-size of the semaphore in use, or (ZooKeeper) a name held by another kind
-of lock; 69 lock service unreachable or failed, and nothing else; 71
+size of the semaphore in use, or a name held by another kind of lock
+(another --kind); 69 lock service unreachable or failed, and nothing else; 71
 cannot listen on --metrics-addr, or cannot supervise COMMAND; 75 lock
 held by another (see --conflict-exit-code); 76 lock lost, or COMMAND
 stopped because the lock could not be renewed; 79 COMMAND stopped at
