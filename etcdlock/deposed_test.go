@@ -1,12 +1,15 @@
 package etcdlock_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/internal/testenv"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // A holder whose client reaches the cluster through the leader's endpoint
@@ -119,4 +122,113 @@ func deposedRound(t *testing.T, c *testenv.EtcdCluster, round int) bool {
 		t.Fatal(err)
 	}
 	return overlap
+}
+
+// keepAliveVia sends a client's keep-alives to another client's member,
+// and every other request of its Lease API to its own: a load balancer
+// that put the keep-alive stream on another member than the rest.
+type keepAliveVia struct {
+	clientv3.Lease
+	ka clientv3.Lease
+}
+
+func (l keepAliveVia) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+	return l.ka.KeepAliveOnce(ctx, id)
+}
+
+// A leader that was paused, and deposed meanwhile, answers the keep-alives
+// queued for it from its own lease table when it resumes, before it learns
+// of its successor; that table lacks the leases the successor granted
+// meanwhile, so it answers "lease not found" for leases that are alive.
+// The holder must not take that answer as a loss, which it is not (and
+// which would make it revoke a lease it still holds). Leases granted while
+// the leader is paused, with the keep-alive stream on it and the rest on
+// the other members; a Refresh of each queued on the paused leader, which
+// is then resumed. Run on Debian's etcd 3.4.23 and on EtcdBuildVersion.
+func TestIntegrationDeposedLeaderLeaseNotFound(t *testing.T) {
+	testenv.SkipIfShort(t, "needs an etcd cluster")
+	servers := []struct{ name, bin string }{{"debian", ""}, {"v" + testenv.EtcdBuildVersion, testenv.RequireBuiltEtcd(t)}}
+	const rounds, locks = 3, 10
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			c := testenv.StartEtcdClusterWith(t, srv.bin, 3)
+			lost := 0
+			for round := range rounds {
+				lost += staleNotFoundRound(t, c, round, locks)
+			}
+			if lost > 0 {
+				t.Errorf("%d of %d leases lost in %d rounds to a deposed leader's \"lease not found\"", lost, rounds*locks, rounds)
+			}
+		})
+	}
+}
+
+// staleNotFoundRound plays the fault once on c, with n leases, and returns
+// how many were lost.
+func staleNotFoundRound(t *testing.T, c *testenv.EtcdCluster, round, n int) int {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	const ttl = 10 * time.Second
+	if err := c.WaitHealthy(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := c.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var others []string
+	for _, e := range c.Members {
+		if e != leader {
+			others = append(others, e.Addr())
+		}
+	}
+	toLeader := dial(t, leader.Addr())
+	if _, err := toLeader.Get(ctx, "connected"); err != nil {
+		t.Fatal(err)
+	}
+	cli := dial(t, others...)
+	cli.Lease = keepAliveVia{cli.Lease, toLeader.Lease}
+	lc := etcdlock.New(cli)
+	t.Cleanup(func() { lc.Close() })
+
+	if err := leader.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	time.Sleep(2 * time.Second) // past an election
+	ls := make([]dlock.Lease, n)
+	for i := range ls {
+		l, err := lc.NewMutex(fmt.Sprintf("stale-not-found-%d-%d", round, i), etcdlock.WithTTL(ttl)).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls[i] = l
+	}
+	errs := make(chan error, n)
+	for _, l := range ls {
+		go func() { errs <- l.Refresh(ctx) }()
+	}
+	time.Sleep(time.Until(paused.Add(4 * time.Second)))
+	if err := leader.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for range ls {
+		if err := <-errs; err != nil {
+			failed++
+			if failed == 1 {
+				t.Logf("round %d: Refresh: %v", round, err)
+			}
+		}
+	}
+	lost := 0
+	for _, l := range ls {
+		if l.Err() != nil {
+			lost++
+		}
+		l.Release(ctx)
+	}
+	t.Logf("round %d: %d of %d Refreshes failed, %d leases lost", round, failed, n, lost)
+	return lost
 }

@@ -59,6 +59,9 @@
 // it renewed, and a read that completes in that term was confirmed by that
 // term's leader after the renewal, so no later leader had been elected when
 // the renewal was made. A renewal whose term does not match is tried again.
+// The same table lacks the leases the successor granted meanwhile, so an
+// answer that the etcd lease is gone counts only when the read finds the
+// key, which lives on the lease, gone too.
 // This holds on every etcd 3.4 and later. etcd's own guard (3.4.31, 3.5.13,
 // 3.6.0: the leader confirms its leadership before a renewal) does not
 // cover a paused leader from 3.4.34 and 3.5.16 on, which skip the check

@@ -556,17 +556,17 @@ func (g *grant) confirm(ctx context.Context) time.Time {
 // not): a leader that was deposed while it could not hear its peers (a
 // pause, a slow disk) answers renewals from its own lease table until it
 // learns of its successor, which never saw them (etcd-io/etcd#15247;
-// docs/ARCHITECTURE.md has the argument).
+// docs/ARCHITECTURE.md has the argument). The same table lacks the leases
+// its successor granted meanwhile, so an answer that the etcd lease is
+// gone counts only when the read finds the key gone too (errStaleNotFound
+// when not), or, before the key is put, when it is in the same term.
 func (g *grant) check(ctx context.Context, start time.Time) (time.Time, error) {
 	cli := g.lk.c.cli
 	ka, err := cli.KeepAliveOnce(ctx, g.id)
-	if leaseNotFound(err) || (err == nil && ka.TTL <= 0) {
-		return time.Time{}, ErrLeaseNotFound
-	}
-	if err != nil {
+	gone := leaseNotFound(err) || (err == nil && ka.TTL <= 0)
+	if err != nil && !gone {
 		return time.Time{}, fmt.Errorf("etcdlock: renewing %q: %w", g.lk.name, err)
 	}
-	until := lease.Validity(start, min(g.lk.cfg.ttl, time.Duration(ka.TTL)*time.Second))
 	g.mu.Lock()
 	rev := g.rev
 	g.mu.Unlock()
@@ -574,26 +574,49 @@ func (g *grant) check(ctx context.Context, start time.Time) (time.Time, error) {
 	// serves one of compares alone from the member's own state.
 	txn := cli.Txn(ctx)
 	if rev != 0 { // queued: the key must still be there
-		txn = txn.If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", rev))
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(g.key), "=", rev)}
+		if gone { // and on this etcd lease, which is then not gone
+			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(g.key), "=", g.id))
+		}
+		txn = txn.If(cmps...)
 	}
 	resp, err := txn.Then(clientv3.OpGet(g.key, clientv3.WithCountOnly())).Commit()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("etcdlock: checking %q: %w", g.lk.name, err)
 	}
-	if !resp.Succeeded {
+	switch {
+	case gone && rev != 0 && resp.Succeeded:
+		return time.Time{}, fmt.Errorf("etcdlock: renewing %q: %w", g.lk.name, errStaleNotFound)
+	case gone && (rev != 0 || ka != nil && ka.RaftTerm == resp.Header.RaftTerm):
+		return time.Time{}, ErrLeaseNotFound
+	case gone:
+		return time.Time{}, fmt.Errorf("etcdlock: renewing %q: %w (etcd lease reported gone, read in term %d)",
+			g.lk.name, errTermChanged, resp.Header.RaftTerm)
+	case !resp.Succeeded:
 		return time.Time{}, fmt.Errorf("%w: key %s deleted", dlock.ErrTakenOver, g.key)
-	}
-	if ka.RaftTerm != resp.Header.RaftTerm {
+	case ka.RaftTerm != resp.Header.RaftTerm:
 		return time.Time{}, fmt.Errorf("etcdlock: renewing %q: %w (renewed in term %d, read in term %d)",
 			g.lk.name, errTermChanged, ka.RaftTerm, resp.Header.RaftTerm)
 	}
-	return until, nil
+	return lease.Validity(start, min(g.lk.cfg.ttl, time.Duration(ka.TTL)*time.Second)), nil
 }
 
 // errTermChanged is check's error when a renewal's answer cannot be
 // trusted: the cluster's raft term moved between the renewal and the read
 // that confirms it. The next try usually succeeds.
 var errTermChanged = errors.New("the raft term changed since the renewal, which is not counted")
+
+// errStaleNotFound is check's error when a member answered that the etcd
+// lease is gone, but a linearizable read then found the key still on it:
+// a deposed leader that does not know the lease yet. The next try usually
+// succeeds.
+var errStaleNotFound = errors.New("a member answered that the etcd lease is gone, but its key is still on it")
+
+// unconfirmed reports whether err is check's error for an answer the
+// cluster did not confirm, which a new renewal may.
+func unconfirmed(err error) bool {
+	return errors.Is(err, errTermChanged) || errors.Is(err, errStaleNotFound)
+}
 
 // extend records a confirmation good until until, and moves the Lease's
 // Until to it (no further than a fixed lease's end).

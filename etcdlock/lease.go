@@ -49,7 +49,7 @@ func (h *Lease) Refresh(ctx context.Context) error {
 	g := h.g
 	start := time.Now()
 	until, err := g.check(ctx, start)
-	for tries := 1; errors.Is(err, errTermChanged) && tries < 3 && ctx.Err() == nil; tries++ {
+	for tries := 1; unconfirmed(err) && tries < 3 && ctx.Err() == nil; tries++ {
 		start = time.Now() // a renewal just after an election: renew again
 		until, err = g.check(ctx, start)
 	}
