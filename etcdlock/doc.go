@@ -92,15 +92,26 @@
 // # What etcdlock needs of the server
 //
 // etcd 3.4.31, 3.5.13 or 3.6.0, or later in the same line
-// (MinServerVersions). An older leader that stalls past a lease's TTL and
-// comes back can revoke leases the new leader kept alive, which deletes a
-// held lock's key while its holder's Until is still ahead
-// (etcd-io/etcd#15247, fixed by etcd-io/etcd#16822); the holder learns it
-// at its next renewal, at most a third of the TTL later. Renewals
-// themselves are safe on any 3.4 or later (see Leases). A Client asks
-// every endpoint for its version at its first Lock or TryLock (New makes
-// no request) and logs an older one once at Warn; WithStrictServerVersion
-// refuses it.
+// (MinServerVersions). An older leader whose raft loop stalls past a
+// lease's TTL (a slow disk, a starved CPU) and comes back can revoke leases
+// the new leader kept alive, which deletes a held lock's key while its
+// holder's Until is still ahead (etcd-io/etcd#15247, fixed by
+// etcd-io/etcd#16822). Renewals themselves are safe on any 3.4 or later
+// (see Leases). A Client asks every endpoint for its version at its first
+// Lock or TryLock (New makes no request) and logs an older one once at
+// Warn; WithStrictServerVersion refuses it.
+//
+// No etcd release closes this for a leader frozen whole, its process
+// stopped (SIGSTOP, a VM or container freeze) for longer than a lease's
+// TTL: the server's check before such a revoke is skipped by a member that
+// ticked in its last heartbeats (etcd-io/etcd#18428, from 3.4.34, 3.5.16
+// and 3.6.0), and a resumed process ticks at once. Only 3.4.31 to 3.4.33
+// and 3.5.13 to 3.5.15 check it. A test of ours, holders on the followers,
+// the leader stopped 6s at TTL 3s, saw a waiter granted up to 2.9s before
+// a holder's Until on 3.6.16 (2 rounds of 3) and 2.1s on 3.4.23 (1 of 3).
+// The holder learns it at its next renewal, at most a third of the TTL
+// later; fence every write. Run etcd where its members are not frozen
+// whole, or on 3.5.13 to 3.5.15.
 //
 // # Fencing
 //

@@ -11,8 +11,9 @@ import (
 )
 
 // The first etcd release of each line that ignores lease revokes from a
-// leader that has lost its leadership (etcd-io/etcd#15247, fixed by
-// etcd-io/etcd#16822): 3.4.31, 3.5.13, and every 3.6.
+// leader whose raft loop stalled and that has lost its leadership
+// (etcd-io/etcd#15247, fixed by etcd-io/etcd#16822): 3.4.31, 3.5.13, and
+// every 3.6. A leader frozen whole is not covered (see the package doc).
 var fixedServer = map[int]int{4: 31, 5: 13}
 
 // MinServerVersions names the etcd releases that etcdlock needs for every
@@ -114,7 +115,7 @@ func (c *Client) versions(ctx context.Context) error {
 		log = slog.Default()
 	}
 	log.Warn("etcdlock: etcd "+old+" is older than "+MinServerVersions+
-		": a leader that stalls (a slow disk, a paused process) and comes back can revoke leases"+
+		": a leader that stalls (a slow disk, a starved CPU) and comes back can revoke leases"+
 		" that the new leader keeps alive, which deletes a held lock's key before its Until (etcd-io/etcd#15247)",
 		slog.String("endpoint", oldAt), slog.String("version", old))
 	if c.strictServer {
