@@ -48,6 +48,12 @@
 //     spans two round trips (Migrate's neither), so the timeout never
 //     ends one, however slow the network. WriteFenced's transaction spans
 //     the caller's statements: the timeout must exceed their round trips.
+//   - synchronous_commit: off would make a commit return before its WAL
+//     is flushed, and a crash within a few wal_writer_delay lose it; a
+//     crash of any one backend is enough, which the postmaster recovers
+//     from without restarting, so that no restart window sees it, and a
+//     lost grant is a second holder. pglock's transactions set it to
+//     local when it is off; any other value stands.
 //   - default_transaction_read_only: pglock does not override it. An
 //     operator who turns it on (for a server, a database or a role; or
 //     the server is a standby) means that nothing is to be written, as
