@@ -295,3 +295,29 @@ func TestIntegrationLockWaitTimeout(t *testing.T) {
 		t.Errorf("Lock through lock wait timeouts: %v; want the lock", err)
 	}
 }
+
+// With EMPTY_STRING_IS_NULL in the sql_mode (MariaDB's Oracle
+// compatibility: an empty string literal is NULL), a release frees the
+// row, a ForceUnlock frees a held lock and an election has a leader:
+// mysqllock's statements write the empty token as an empty hexadecimal
+// literal, which the mode leaves alone.
+func TestIntegrationEmptyStringIsNull(t *testing.T) {
+	srv := sharedDB(t)
+	dsn := withParam(srv.DSN(), "sql_mode=%27STRICT_TRANS_TABLES,EMPTY_STRING_IS_NULL%27")
+	for _, md := range modes {
+		t.Run(md.name, func(t *testing.T) {
+			oneHolder(t, md, dsn, srv.DSN())
+			ctx := ctxFor(t, time.Minute)
+			c, name := newClient(t, dsn), unique("forced")
+			held, err := md.newLocker(c, name).TryLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Release(ctx)
+			if ok, err := c.ForceUnlock(ctx, name); !ok || err != nil {
+				t.Errorf("ForceUnlock of a held lock = %v, %v; want true", ok, err)
+			}
+		})
+	}
+	t.Run("election", func(t *testing.T) { leaderSeen(t, dsn, srv.DSN()) })
+}
