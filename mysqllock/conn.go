@@ -91,8 +91,9 @@ func (ss *sessions) put(key any, s session) {
 }
 
 // learn asks the server, on a connection mysqllock has not used before,
-// what a session holds (see session). How long the server has run is
-// asked only of a Client with a restart window (see gate).
+// what a session holds (see session), and commits what the session's
+// start left open. How long the server has run is asked only of a Client
+// with a restart window (see gate).
 func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 	var s session
 	var uptime int64
@@ -112,6 +113,14 @@ func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 	// the latest it can have been.
 	s.off, s.at = autocommit == 0, time.Now()
 	s.up = s.now - uptime*int64(time.Second/time.Microsecond)
+	if err == nil && !s.off {
+		// init_connect may have begun a transaction (START TRANSACTION),
+		// which autocommit, on, does not end: mysqllock's statements
+		// would run in it, uncommitted, until the pool closed the
+		// connection. End it; turning autocommit on (see conn) commits
+		// one too.
+		_, err = sc.ExecContext(ctx, "COMMIT")
+	}
 	return s, err
 }
 

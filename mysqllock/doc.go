@@ -41,7 +41,10 @@
 //     learns each connection's autocommit when it first takes it, turns it
 //     on for the statements it runs there (which commits whatever the
 //     session had left open) and off again before the connection goes
-//     back to the pool (a session-mode lease's, when the lease ends).
+//     back to the pool (a session-mode lease's, when the lease ends). A
+//     transaction that init_connect began (START TRANSACTION), which
+//     autocommit does not end, it commits when it first takes the
+//     connection.
 //   - tx_isolation (transaction_isolation): with each statement its own
 //     transaction, REPEATABLE READ (the default) and SERIALIZABLE work as
 //     READ COMMITTED does. A deadlock (1213) or a lock wait that timed out

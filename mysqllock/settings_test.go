@@ -321,3 +321,16 @@ func TestIntegrationEmptyStringIsNull(t *testing.T) {
 	}
 	t.Run("election", func(t *testing.T) { leaderSeen(t, dsn, srv.DSN()) })
 }
+
+// With an init_connect that begins a transaction, which autocommit (on)
+// does not end, every grant, release and renewal is committed all the
+// same: one holder at a time, and a Release that returns at once. root
+// runs no init_connect: its sessions see what is committed.
+func TestIntegrationInitConnectTransaction(t *testing.T) {
+	t.Parallel() // a server of its own: init_connect is server-wide
+	srv := settingsDB(t, "SET GLOBAL init_connect = 'START TRANSACTION'")
+	for _, md := range modes {
+		t.Run(md.name, func(t *testing.T) { oneHolder(t, md, srv.DSN(), srv.RootDSN()) })
+	}
+	t.Run("election", func(t *testing.T) { leaderSeen(t, srv.DSN(), srv.RootDSN()) })
+}
