@@ -229,10 +229,16 @@
 // A lock's row stays after it is released, free and with its last
 // fence: one row per name ever locked, and one more, with the empty name,
 // for the server's identity (see Restarts, failovers and restores).
-// Deleting rows that are free or expired (DELETE ... WHERE expires_at <
-// now()) is safe: a later grant's fence still exceeds theirs (see
-// Fencing); deleting the identity's row forgets it, so that the next
-// change of identity is not seen as one. An attempt or release whose
+// Deleting the rows of locks that are free or expired is safe: a later
+// grant's fence still exceeds theirs (see Fencing). Keep the identity's
+// row, whose expiry, the time it was recorded, is always past: deleting it
+// forgets the identity, and a failover to a copy that lacks the row (one
+// that lags behind the next grant, which records it again) is then not
+// seen as a change. So:
+//
+//	DELETE FROM dlock_leases WHERE expires_at < now() AND name <> ''
+//
+// An attempt or release whose
 // outcome did not reach the client (a context done while the statement
 // was on its way, a broken connection) is cleaned up in the background:
 // the attempt's connection is closed, which frees an advisory lock it may
