@@ -195,9 +195,15 @@
 // dlock.ErrNotObtained that says how long is left; Lock waits it out. The
 // windows are measured on the database's clock. Not covered: a failover
 // before any attempt recorded the identity; a replica on the same host
-// and port, with the same server_id; a restore of the table alone into a
-// running server, without WithRestartWindow; and, with detection off,
-// all of the above (TestIntegrationRestoredDatabase: a second holder
+// and port, with the same server_id; a failover or a restart behind a
+// proxy that keeps the client's connections across it (ProxySQL,
+// MaxScale): the identity and the start are read once per connection; a
+// restore of the table alone into a running server, without
+// WithRestartWindow; without WithRestartWindow, a lease lost in a
+// failover whose TTL is longer than that of the next lock of its name,
+// which sits out only its own (give every Client that locks one name
+// with different TTLs WithRestartWindow of the longest); and, with
+// detection off, all of the above (TestIntegrationRestoredDatabase: a second holder
 // 2.6–3.5s before the first one's Until, 4–9ms after the restore; with
 // detection, none).
 //

@@ -220,7 +220,11 @@
 // database's clock. Not covered: a failover
 // before any attempt recorded the identity; a restore of the table alone
 // (pg_restore of a dump into a running server) without
-// WithRestartWindow; and, with detection off, all of the above
+// WithRestartWindow; without WithRestartWindow, a lease lost in a
+// failover whose TTL is longer than that of the next lock of its name,
+// which sits out only its own (give every Client that locks one name
+// with different TTLs WithRestartWindow of the longest); and, with
+// detection off, all of the above
 // (TestIntegrationRestoredDatabase: a second holder 2.3–2.8s before the
 // first one's Until, 21–50ms after the restore; with detection, none).
 //
