@@ -244,7 +244,9 @@
 // holder's release, or the end of its session, ends at once: a waiter on
 // another Client took the lock 1.8ms after the release on average (9.6ms
 // at most) in TestIntegrationWakeUpLatency on MariaDB 10.11 on loopback.
-// Each waiter holds one of its pool's connections while it waits there.
+// Each waiter holds one of its pool's connections while it waits there. A
+// wait that the server cuts short (MariaDB's max_statement_time) counts
+// as one that found the lock held: Lock waits on.
 //
 // In lease mode, and while a lease-mode holder has the name, a waiter
 // polls: each poll of a held lock is two short statements, and a release

@@ -334,3 +334,33 @@ func TestIntegrationInitConnectTransaction(t *testing.T) {
 	}
 	t.Run("election", func(t *testing.T) { leaderSeen(t, srv.DSN(), srv.RootDSN()) })
 }
+
+// With max_statement_time (MariaDB) shorter than the waits of the retry
+// strategy, which a session-mode Lock spends in GET_LOCK on the server,
+// the server cuts each wait short, and Lock waits on until the holder
+// releases the lock.
+func TestIntegrationMaxStatementTime(t *testing.T) {
+	srv := sharedDB(t)
+	ctx := ctxFor(t, time.Minute)
+	name := unique("max-statement-time")
+	held, err := sessionMode.newLocker(newClient(t, srv.DSN()), name, mysqllock.WithTTL(5*time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hold = 1500 * time.Millisecond
+	released := make(chan error, 1)
+	go func() { time.Sleep(hold); released <- held.Release(ctx) }()
+	c := newClient(t, withParam(srv.DSN(), "max_statement_time=0.2"))
+	l := sessionMode.newLocker(c, name, mysqllock.WithTTL(5*time.Second), mysqllock.WithRetry(dlock.ExponentialBackoff(time.Second, time.Second)))
+	start := time.Now()
+	got, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock, with max_statement_time shorter than its waits, after %v: %v; want the lock once released", time.Since(start), err)
+	}
+	if err := <-released; err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	if err := got.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+}
