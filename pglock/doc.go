@@ -28,6 +28,16 @@
 // the tables and USAGE on the sequence. Every value reaches the database
 // as a parameter; table names are checked and quoted.
 //
+// Behind a pooler in transaction mode (PgBouncer's pool_mode =
+// transaction), lease mode works, since each of pglock's round trips is a
+// transaction of its own, provided pgx does not keep prepared statements
+// across transactions: PgBouncer before 1.21 (or without
+// max_prepared_statements) fails pgx's default exec mode with "prepared
+// statement already exists" (42P05); set default_query_exec_mode=exec
+// (or simple_protocol) in the pool's connection string. Release notices
+// need a session of their own (LISTEN), so waiters there poll. Session
+// mode needs a session: see Session mode.
+//
 // # Server settings
 //
 // pglock sends each of its round trips as a transaction of its own, BEGIN
