@@ -91,8 +91,9 @@ func (ss *sessions) put(key any, s session) {
 }
 
 // learn asks the server, on a connection mysqllock has not used before,
-// what a session holds (see session). How long the server has run is
-// asked only of a Client with a restart window (see gate).
+// what a session holds (see session), and commits what the session's
+// start left open. How long the server has run is asked only of a Client
+// with a restart window (see gate).
 func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 	var s session
 	var uptime int64
@@ -108,10 +109,20 @@ func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 	var autocommit int64
 	err := sc.QueryRowContext(ctx, "SELECT CONNECTION_ID(), @@SESSION.autocommit, CONCAT_WS('/', @@server_id, @@hostname, @@port), "+nowMicros).
 		Scan(&s.id, &autocommit, &s.ident, &s.now)
-	// Uptime is in whole seconds, rounded down: the start it gives is
-	// the latest it can have been.
+	// Uptime is the difference of two readings of the clock in whole
+	// seconds, the statement's start and the server's, each rounded
+	// down: the server may have started up to a second later than now
+	// less Uptime. The start taken is the latest it can have been.
 	s.off, s.at = autocommit == 0, time.Now()
-	s.up = s.now - uptime*int64(time.Second/time.Microsecond)
+	s.up = s.now - (uptime-1)*int64(time.Second/time.Microsecond)
+	if err == nil && !s.off {
+		// init_connect may have begun a transaction (START TRANSACTION),
+		// which autocommit, on, does not end: mysqllock's statements
+		// would run in it, uncommitted, until the pool closed the
+		// connection. End it; turning autocommit on (see conn) commits
+		// one too.
+		_, err = sc.ExecContext(ctx, "COMMIT")
+	}
 	return s, err
 }
 

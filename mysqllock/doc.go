@@ -41,7 +41,10 @@
 //     learns each connection's autocommit when it first takes it, turns it
 //     on for the statements it runs there (which commits whatever the
 //     session had left open) and off again before the connection goes
-//     back to the pool (a session-mode lease's, when the lease ends).
+//     back to the pool (a session-mode lease's, when the lease ends). A
+//     transaction that init_connect began (START TRANSACTION), which
+//     autocommit does not end, it commits when it first takes the
+//     connection.
 //   - tx_isolation (transaction_isolation): with each statement its own
 //     transaction, REPEATABLE READ (the default) and SERIALIZABLE work as
 //     READ COMMITTED does. A deadlock (1213) or a lock wait that timed out
@@ -192,9 +195,15 @@
 // dlock.ErrNotObtained that says how long is left; Lock waits it out. The
 // windows are measured on the database's clock. Not covered: a failover
 // before any attempt recorded the identity; a replica on the same host
-// and port, with the same server_id; a restore of the table alone into a
-// running server, without WithRestartWindow; and, with detection off,
-// all of the above (TestIntegrationRestoredDatabase: a second holder
+// and port, with the same server_id; a failover or a restart behind a
+// proxy that keeps the client's connections across it (ProxySQL,
+// MaxScale): the identity and the start are read once per connection; a
+// restore of the table alone into a running server, without
+// WithRestartWindow; without WithRestartWindow, a lease lost in a
+// failover whose TTL is longer than that of the next lock of its name,
+// which sits out only its own (give every Client that locks one name
+// with different TTLs WithRestartWindow of the longest); and, with
+// detection off, all of the above (TestIntegrationRestoredDatabase: a second holder
 // 2.6–3.5s before the first one's Until, 4–9ms after the restore; with
 // detection, none).
 //
@@ -203,9 +212,16 @@
 // A lock's row stays after it is released, free and with its last fence:
 // one row per name ever locked, and one more, with the empty name, for
 // the server's identity (see Restarts, failovers and restores). Deleting
-// rows that are free or expired is safe (see Fencing); deleting the
-// identity's row forgets it, so that the next change of identity is not
-// seen as one. An attempt or release whose outcome did not reach
+// the rows of locks that are free or expired is safe (see Fencing). Keep
+// the identity's row, whose expiry, the time it was recorded, is always
+// past: deleting it forgets the identity, and a failover to a copy that
+// lacks the row (one that lags behind the next grant, which records it
+// again) is then not seen as a change. So:
+//
+//	DELETE FROM dlock_leases WHERE name <> X''
+//	    AND expires_at < TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6))
+//
+// An attempt or release whose outcome did not reach
 // the client (a context done while the statement was on its way, a broken
 // connection) is cleaned up in the background: the attempt's connection
 // is closed, which frees a GET_LOCK lock it may have taken once the
@@ -228,7 +244,9 @@
 // holder's release, or the end of its session, ends at once: a waiter on
 // another Client took the lock 1.8ms after the release on average (9.6ms
 // at most) in TestIntegrationWakeUpLatency on MariaDB 10.11 on loopback.
-// Each waiter holds one of its pool's connections while it waits there.
+// Each waiter holds one of its pool's connections while it waits there. A
+// wait that the server cuts short (MariaDB's max_statement_time) counts
+// as one that found the lock held: Lock waits on.
 //
 // In lease mode, and while a lease-mode holder has the name, a waiter
 // polls: each poll of a held lock is two short statements, and a release

@@ -112,3 +112,43 @@ func TestRestartWindowArguments(t *testing.T) {
 		t.Errorf("a negative restart window: %v; want an error naming WithRestartWindow", err)
 	}
 }
+
+// With WithRestartWindow(d), no lock is granted for d after the server
+// started, whatever the fraction of a second at which it did: the
+// server's Uptime is the difference of two readings of its clock in whole
+// seconds, up to a second more than it has run. The server is started
+// late in a second of the clock, and first asked early in a later one,
+// where Uptime overstates the most; twice, in case a start is late
+// enough to fall into the next second.
+func TestIntegrationRestartWindowAfterStart(t *testing.T) {
+	const window = 2 * time.Second
+	t.Parallel() // a server of its own, restarted
+	srv := startDB(t)
+	at := func(frac time.Duration) { // waits for the next time the clock's second reaches frac
+		next := time.Now().Truncate(time.Second).Add(frac)
+		if next.Before(time.Now()) {
+			next = next.Add(time.Second)
+		}
+		time.Sleep(time.Until(next))
+	}
+	for _, frac := range []time.Duration{750 * time.Millisecond, 850 * time.Millisecond} {
+		if err := srv.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		at(frac)
+		started := time.Now() // the server starts after this
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		at(50 * time.Millisecond)
+		ctx := ctxFor(t, time.Minute)
+		got, err := newClient(t, srv.DSN(), mysqllock.WithRestartWindow(window)).NewMutex(unique("after-start"), mysqllock.WithTTL(window)).Lock(ctx)
+		if err != nil {
+			t.Fatalf("Lock after the restart: %v", err)
+		}
+		if early := started.Add(window).Sub(time.Now()); early > 0 {
+			t.Errorf("started at %v past a second: granted %v before the end of the restart window %v after the server started", frac, early, window)
+		}
+		got.Release(ctx)
+	}
+}

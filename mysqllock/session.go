@@ -83,6 +83,12 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 	var start time.Time
 	switch {
 	case err != nil:
+	case !got.Valid && block > 0:
+		// The server cut the wait short: MariaDB's max_statement_time
+		// ends a GET_LOCK that waits longer so, with NULL. The lock was
+		// held throughout: wait again, as long as the server lets.
+		conn.done(ctx)
+		return nil, sqllease.Busy, nil
 	case !got.Valid:
 		err = fmt.Errorf("GET_LOCK(%q) returned NULL", m.lockName)
 	case got.Int64 != 1:

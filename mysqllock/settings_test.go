@@ -295,3 +295,72 @@ func TestIntegrationLockWaitTimeout(t *testing.T) {
 		t.Errorf("Lock through lock wait timeouts: %v; want the lock", err)
 	}
 }
+
+// With EMPTY_STRING_IS_NULL in the sql_mode (MariaDB's Oracle
+// compatibility: an empty string literal is NULL), a release frees the
+// row, a ForceUnlock frees a held lock and an election has a leader:
+// mysqllock's statements write the empty token as an empty hexadecimal
+// literal, which the mode leaves alone.
+func TestIntegrationEmptyStringIsNull(t *testing.T) {
+	srv := sharedDB(t)
+	dsn := withParam(srv.DSN(), "sql_mode=%27STRICT_TRANS_TABLES,EMPTY_STRING_IS_NULL%27")
+	for _, md := range modes {
+		t.Run(md.name, func(t *testing.T) {
+			oneHolder(t, md, dsn, srv.DSN())
+			ctx := ctxFor(t, time.Minute)
+			c, name := newClient(t, dsn), unique("forced")
+			held, err := md.newLocker(c, name).TryLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Release(ctx)
+			if ok, err := c.ForceUnlock(ctx, name); !ok || err != nil {
+				t.Errorf("ForceUnlock of a held lock = %v, %v; want true", ok, err)
+			}
+		})
+	}
+	t.Run("election", func(t *testing.T) { leaderSeen(t, dsn, srv.DSN()) })
+}
+
+// With an init_connect that begins a transaction, which autocommit (on)
+// does not end, every grant, release and renewal is committed all the
+// same: one holder at a time, and a Release that returns at once. root
+// runs no init_connect: its sessions see what is committed.
+func TestIntegrationInitConnectTransaction(t *testing.T) {
+	t.Parallel() // a server of its own: init_connect is server-wide
+	srv := settingsDB(t, "SET GLOBAL init_connect = 'START TRANSACTION'")
+	for _, md := range modes {
+		t.Run(md.name, func(t *testing.T) { oneHolder(t, md, srv.DSN(), srv.RootDSN()) })
+	}
+	t.Run("election", func(t *testing.T) { leaderSeen(t, srv.DSN(), srv.RootDSN()) })
+}
+
+// With max_statement_time (MariaDB) shorter than the waits of the retry
+// strategy, which a session-mode Lock spends in GET_LOCK on the server,
+// the server cuts each wait short, and Lock waits on until the holder
+// releases the lock.
+func TestIntegrationMaxStatementTime(t *testing.T) {
+	srv := sharedDB(t)
+	ctx := ctxFor(t, time.Minute)
+	name := unique("max-statement-time")
+	held, err := sessionMode.newLocker(newClient(t, srv.DSN()), name, mysqllock.WithTTL(5*time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hold = 1500 * time.Millisecond
+	released := make(chan error, 1)
+	go func() { time.Sleep(hold); released <- held.Release(ctx) }()
+	c := newClient(t, withParam(srv.DSN(), "max_statement_time=0.2"))
+	l := sessionMode.newLocker(c, name, mysqllock.WithTTL(5*time.Second), mysqllock.WithRetry(dlock.ExponentialBackoff(time.Second, time.Second)))
+	start := time.Now()
+	got, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock, with max_statement_time shorter than its waits, after %v: %v; want the lock once released", time.Since(start), err)
+	}
+	if err := <-released; err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	if err := got.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+}

@@ -28,6 +28,16 @@
 // the tables and USAGE on the sequence. Every value reaches the database
 // as a parameter; table names are checked and quoted.
 //
+// Behind a pooler in transaction mode (PgBouncer's pool_mode =
+// transaction), lease mode works, since each of pglock's round trips is a
+// transaction of its own, provided pgx does not keep prepared statements
+// across transactions: PgBouncer before 1.21 (or without
+// max_prepared_statements) fails pgx's default exec mode with "prepared
+// statement already exists" (42P05); set default_query_exec_mode=exec
+// (or simple_protocol) in the pool's connection string. Release notices
+// need a session of their own (LISTEN), so waiters there poll. Session
+// mode needs a session: see Session mode.
+//
 // # Server settings
 //
 // pglock sends each of its round trips as a transaction of its own, BEGIN
@@ -48,6 +58,12 @@
 //     spans two round trips (Migrate's neither), so the timeout never
 //     ends one, however slow the network. WriteFenced's transaction spans
 //     the caller's statements: the timeout must exceed their round trips.
+//   - synchronous_commit: off would make a commit return before its WAL
+//     is flushed, and a crash within a few wal_writer_delay lose it; a
+//     crash of any one backend is enough, which the postmaster recovers
+//     from without restarting, so that no restart window sees it, and a
+//     lost grant is a second holder. pglock's transactions set it to
+//     local when it is off; any other value stands.
 //   - default_transaction_read_only: pglock does not override it. An
 //     operator who turns it on (for a server, a database or a role; or
 //     the server is a standby) means that nothing is to be written, as
@@ -214,7 +230,11 @@
 // database's clock. Not covered: a failover
 // before any attempt recorded the identity; a restore of the table alone
 // (pg_restore of a dump into a running server) without
-// WithRestartWindow; and, with detection off, all of the above
+// WithRestartWindow; without WithRestartWindow, a lease lost in a
+// failover whose TTL is longer than that of the next lock of its name,
+// which sits out only its own (give every Client that locks one name
+// with different TTLs WithRestartWindow of the longest); and, with
+// detection off, all of the above
 // (TestIntegrationRestoredDatabase: a second holder 2.3–2.8s before the
 // first one's Until, 21–50ms after the restore; with detection, none).
 //
@@ -223,10 +243,16 @@
 // A lock's row stays after it is released, free and with its last
 // fence: one row per name ever locked, and one more, with the empty name,
 // for the server's identity (see Restarts, failovers and restores).
-// Deleting rows that are free or expired (DELETE ... WHERE expires_at <
-// now()) is safe: a later grant's fence still exceeds theirs (see
-// Fencing); deleting the identity's row forgets it, so that the next
-// change of identity is not seen as one. An attempt or release whose
+// Deleting the rows of locks that are free or expired is safe: a later
+// grant's fence still exceeds theirs (see Fencing). Keep the identity's
+// row, whose expiry, the time it was recorded, is always past: deleting it
+// forgets the identity, and a failover to a copy that lacks the row (one
+// that lags behind the next grant, which records it again) is then not
+// seen as a change. So:
+//
+//	DELETE FROM dlock_leases WHERE expires_at < now() AND name <> ''
+//
+// An attempt or release whose
 // outcome did not reach the client (a context done while the statement
 // was on its way, a broken connection) is cleaned up in the background:
 // the attempt's connection is closed, which frees an advisory lock it may

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,5 +260,71 @@ func TestIntegrationLockTimeout(t *testing.T) {
 				t.Errorf("Lock through lock timeouts: %v; want the lock", err)
 			}
 		})
+	}
+}
+
+// With synchronous_commit off (here server-wide), a crash loses the
+// commits of the last few wal_writer_delay; a crash of one backend is
+// enough, and the postmaster recovers from it without restarting, so
+// that neither restart detection nor WithRestartWindow sees it. pglock's
+// commits are flushed all the same: the holder's row survives the crash,
+// and no one else is granted the lock before the holder's Until.
+func TestIntegrationSynchronousCommitOff(t *testing.T) {
+	t.Parallel() // a server of its own, which crashes
+	pg := startDB(t)
+	admin(t, pg.URL(), "ALTER SYSTEM SET synchronous_commit = off")
+	// Long enough that the WAL writer does not write the grant out
+	// before the crash.
+	admin(t, pg.URL(), "ALTER SYSTEM SET wal_writer_delay = '10s'")
+	admin(t, pg.URL(), "SELECT pg_reload_conf()")
+	const ttl = 3 * time.Second
+	for _, tc := range []struct {
+		name string
+		m    mode
+		opts []pglock.ClientOption
+	}{
+		{"lease/default", leaseMode, nil},
+		{"session/window", sessionMode, []pglock.ClientOption{pglock.WithRestartWindow(ttl)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			name := unique("async")
+			held, err := tc.m.newLocker(newClient(t, pg.URL(), tc.opts...), name, pglock.WithTTL(ttl)).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashBackend(t, pg)
+			crashed := time.Now()
+			next := tc.m.newLocker(newClient(t, pg.URL(), tc.opts...), name, pglock.WithTTL(ttl))
+			for {
+				got, err := next.TryLock(ctx)
+				if got != nil {
+					if time.Now().Before(held.Until()) {
+						t.Errorf("a second holder was granted the lock %v after the crash, %v before the first one's Until",
+							time.Since(crashed), time.Until(held.Until()))
+					}
+					got.Release(ctx)
+					return
+				}
+				if errors.Is(err, dlock.ErrNotObtained) || ctx.Err() != nil {
+					return // refused, once the server answered again
+				}
+				time.Sleep(20 * time.Millisecond) // the server is recovering
+			}
+		})
+	}
+}
+
+// crashBackend kills one backend of pg with SIGKILL: the postmaster ends
+// every other backend and recovers from the WAL on disk, without
+// restarting.
+func crashBackend(t *testing.T, pg *testenv.Postgres) {
+	t.Helper()
+	pid, err := strconv.Atoi(admin(t, pg.URL(), "SELECT pg_backend_pid()")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
 }

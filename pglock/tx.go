@@ -17,21 +17,36 @@ import (
 // (see describe).
 const beginTx = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
+// durable makes the transaction's COMMIT wait for its WAL to reach the
+// disk when synchronous_commit is off (for the server, the database, the
+// role or the session), as it does by default: an asynchronous commit is
+// lost if the server crashes within a few wal_writer_delay of it, a crash
+// of any one backend included, which the postmaster recovers from without
+// restarting, so that no restart window sees it. A lost grant is a second
+// holder while the first one's lease is valid. Any other setting keeps
+// the local flush, and what it asks of synchronous standbys.
+const durable = "SELECT set_config('synchronous_commit', 'local', true) WHERE current_setting('synchronous_commit') = 'off'"
+
 // send sends the statements of b through via in one round trip, in a
-// transaction of their own (see beginTx) that commits after the last.
-// Read their results, in order, from the BatchResults it returns, and
-// Close it, which reports a failed COMMIT. The transaction spans no
-// round trip, so idle_in_transaction_session_timeout never ends it.
+// transaction of their own (see beginTx) that commits after the last,
+// durably (see durable). Read their results, in order, from the
+// BatchResults it returns, and Close it, which reports a failed COMMIT.
+// The transaction spans no round trip, so
+// idle_in_transaction_session_timeout never ends it.
 //
 // If a statement fails, the transaction is left aborted on its
 // connection: the pool closes such a connection when it is given back.
 func send(ctx context.Context, via sender, b *pgx.Batch) pgx.BatchResults {
-	tx := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+2)}
+	tx := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+3)}
 	tx.Queue(beginTx)
+	tx.Queue(durable)
 	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
 	tx.Queue("COMMIT")
 	br := via.SendBatch(ctx, tx)
-	br.Exec() // BEGIN: an error stays with br, for the next read and Close
+	// BEGIN and durable: an error stays with br, for the next read and
+	// Close.
+	br.Exec()
+	br.Exec()
 	return br
 }
 

@@ -4,4 +4,4 @@
 -- published. Reads only.
 SELECT l.token, e.record
 FROM {{table}} l JOIN {{leaders}} e ON e.name = l.name
-WHERE l.name = ? AND l.token <> '' AND l.expires_at > {{now}}
+WHERE l.name = ? AND l.token <> X'' AND l.expires_at > {{now}}

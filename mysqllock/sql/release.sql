@@ -2,4 +2,4 @@
 -- is affected if it did. Lease mode releases with it, and both modes free
 -- with it, in the background, a row an interrupted statement may have
 -- taken.
-UPDATE {{table}} SET token = '', expires_at = 0 WHERE name = ? AND token = ?
+UPDATE {{table}} SET token = X'', expires_at = 0 WHERE name = ? AND token = ?
