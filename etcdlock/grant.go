@@ -135,7 +135,9 @@ func (lk *locker) check(ctx context.Context) error {
 		return fmt.Errorf("etcdlock: semaphore %q: NewSemaphore(n = %d): n must be at least 1", lk.name, lk.n)
 	}
 	if lk.kind != kindPermit {
-		if h, ok := lk.c.reg.Held(ctx).(*Lease); ok && h.Key() == lk.name {
+		// Under a lease of another kind of lock on the name, the name's
+		// oldest key refuses it (ErrKindMismatch).
+		if h, ok := lk.c.reg.Held(ctx).(*Lease); ok && h.Key() == lk.name && h.g.lk.kind.lockKind() == lk.kind.lockKind() {
 			if lk.kind == kindWrite && h.g.lk.kind == kindRead {
 				return ErrUpgrade
 			}

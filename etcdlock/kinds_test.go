@@ -343,3 +343,57 @@ func TestIntegrationSemaphoreWaiterBesideAnotherSize(t *testing.T) {
 	}
 	expectGranted(t, wch, "the Semaphore(1), once the Semaphore(2)'s key went").Release(ctx)
 }
+
+// A lock asked under the Context of a lease of another kind on the same
+// name, from the same Client, is refused as another kind held by anyone
+// is: with an error matching dlock.ErrKindMismatch and
+// dlock.ErrNotObtained, at once. Before, a Mutex or an RWMutex side asked
+// under a permit's or a Mutex's lease got ErrNotReentrant ("ctx already
+// holds it").
+func TestIntegrationAnotherKindUnderAHoldersContext(t *testing.T) {
+	e := sharedEtcd(t)
+	ctx := ctxFor(t, time.Minute)
+	c := connect(t, []string{e.Addr()})
+	name := "kinds/" + t.Name()
+	kinds := []struct {
+		name string
+		make func() dlock.Locker
+	}{
+		{"Mutex", func() dlock.Locker { return c.NewMutex(name) }},
+		{"RWMutex.read", func() dlock.Locker { return c.NewRWMutex(name).Reader() }},
+		{"RWMutex.write", func() dlock.Locker { return c.NewRWMutex(name).Writer() }},
+		{"Semaphore", func() dlock.Locker { return c.NewSemaphore(name, 2) }},
+	}
+	for _, a := range kinds {
+		held, err := a.make().Lock(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", a.name, err)
+		}
+		for _, b := range kinds {
+			if b.name == a.name || strings.HasPrefix(a.name, "RWMutex") && strings.HasPrefix(b.name, "RWMutex") {
+				continue
+			}
+			for _, try := range []bool{true, false} {
+				lctx, cancel := context.WithTimeout(held.Context(), 10*time.Second)
+				start := time.Now()
+				var l dlock.Lease
+				if try {
+					l, err = b.make().TryLock(lctx)
+				} else {
+					l, err = b.make().Lock(lctx)
+				}
+				cancel()
+				if l != nil {
+					l.Release(ctx)
+				}
+				if !errors.Is(err, dlock.ErrKindMismatch) || !errors.Is(err, dlock.ErrNotObtained) || time.Since(start) > 5*time.Second {
+					t.Errorf("%s of a %s under a %s lease's Context = %v after %v; want ErrKindMismatch and ErrNotObtained at once",
+						map[bool]string{true: "TryLock", false: "Lock"}[try], b.name, a.name, err, time.Since(start))
+				}
+			}
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
