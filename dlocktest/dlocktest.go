@@ -99,6 +99,16 @@ type Backend struct {
 	// does not offer. Run does not use it.
 	Kinds []Kind
 
+	// Enqueue puts an entry of kind k in the queue of the name NewLocker
+	// uses for key, behind whatever is there, as an attempt of k leaves it
+	// until it learns that another kind of lock holds the name (a key, a
+	// node); the entry waits and never holds. It returns a function that
+	// removes the entry. Only RunKinds uses it, for the case Queued; nil
+	// for a backend whose attempts keep nothing queued on the server while
+	// they learn the holder's kind (Redis, SQL), for which RunKinds skips
+	// that case, saying so.
+	Enqueue func(t testing.TB, key string, k Kind) (remove func())
+
 	// LockName returns the name that the events of the lock NewLocker
 	// makes for key carry (Event.Name): the name the backend was given,
 	// such as a ZooKeeper path made from key. Only RunObserver uses it; nil

@@ -84,14 +84,22 @@ func (c campaigner) TryLock(ctx context.Context) (dlock.Lease, error) {
 //     holder's kind (a waiting writer keeps new readers out). Inspect
 //     reports the holder's kind throughout, and the next kind's once it
 //     holds, with a fence above every earlier one.
+//   - Queued (with b.Enqueue): a holder of one kind, an entry of
+//     another lock queued behind it, as an attempt leaves it until it is
+//     refused, and a Lock of the holder's kind queued behind that entry:
+//     the Lock is not granted past the entry, neither beside the holder
+//     nor once the holder has gone, and does not fail for it; it is
+//     granted once the entry goes. (A Semaphore of three permits or more
+//     tells this rule from a count of the keys ahead, which two permits
+//     and the entry fill already.)
 //   - Contention: a few clients of every kind lock and release at random;
 //     no two kinds ever hold at once, no kind holds beyond its number of
 //     holders, and every grant's fence is above that of every earlier
 //     grant of another kind (and of its own, for an exclusive kind).
 //
-// Both check that nothing is left (b.Leftovers) once every lease is
+// Each checks that nothing is left (b.Leftovers) once every lease is
 // released. RunKinds uses b.Kinds, b.Inspect and b.Leftovers, which it
-// requires, and no other field of b.
+// requires, b.Enqueue if set, and no other field of b.
 func RunKinds(t *testing.T, b Backend) {
 	if len(b.Kinds) == 0 || b.Inspect == nil || b.Leftovers == nil {
 		t.Fatalf("dlocktest: RunKinds needs Backend.Kinds (every kind the backend offers on a name, at least the one NewLocker makes), Inspect and Leftovers")
@@ -105,6 +113,7 @@ func RunKinds(t *testing.T, b Backend) {
 	}
 	s := &suite{b: b}
 	t.Run("Pairs", s.kindPairs)
+	t.Run("Queued", s.kindsQueued)
 	t.Run("Contention", s.kindContention)
 }
 
@@ -253,6 +262,95 @@ func (s *suite) kindPair(t *testing.T, a, b Kind) {
 	s.expectKind(t, key, b, 1, "once the "+b.Name+" holds the name")
 	if err := r.lease.Release(ctx); err != nil {
 		t.Errorf("Release of the %s: %v", b.Name, err)
+	}
+	s.expectLeftNothing(t, key)
+}
+
+// kindsQueued runs kindQueued for every kind, with an entry of each other
+// lock (one kind of each).
+func (s *suite) kindsQueued(t *testing.T) {
+	if s.b.Enqueue == nil {
+		t.Skip("dlocktest: Backend.Enqueue is nil: the backend keeps no queue on the server")
+	}
+	for _, a := range s.b.Kinds {
+		seen := map[dlock.Kind]bool{a.Lock: true}
+		for _, b := range s.b.Kinds {
+			if !seen[b.Lock] {
+				seen[b.Lock] = true
+				t.Run(a.Name+"-behind-"+b.Name, func(t *testing.T) { s.kindQueued(t, a, b) })
+			}
+		}
+	}
+}
+
+// kindQueued: a holds the name, an entry of b is queued behind it, and a
+// Lock of a behind that; see RunKinds.
+func (s *suite) kindQueued(t *testing.T, a, b Kind) {
+	key := uniqueKey(t)
+	ctx := ctxFor(t, time.Minute)
+	o := Options{TTL: 10 * time.Second}
+	first := mustLock(t, ctx, a.New(t, key, o))
+	remove := s.b.Enqueue(t, key, b)
+	waiting := make(chan struct{})
+	var once sync.Once
+	obs := dlock.ObserverFunc(func(e dlock.Event) {
+		if e.Kind == dlock.EventWaiting {
+			once.Do(func() { close(waiting) })
+		}
+	})
+	type result struct {
+		lease dlock.Lease
+		err   error
+	}
+	done := make(chan result, 1)
+	next := a.New(t, key, Options{TTL: o.TTL, Observer: obs})
+	go func() {
+		l, err := next.Lock(ctx)
+		done <- result{l, err}
+	}()
+	returned := func(r result, when string) {
+		t.Helper()
+		if r.err == nil {
+			r.lease.Release(ctx)
+			t.Fatalf("the second %s was granted past the entry of %s queued ahead of it, %s", a.Name, b.Name, when)
+		}
+		t.Fatalf("the Lock of the second %s, queued behind the entry of %s, %s: %v; want it to wait", a.Name, b.Name, when, r.err)
+	}
+	notYet := func(when string) {
+		t.Helper()
+		select {
+		case r := <-done:
+			returned(r, when)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	select {
+	case <-waiting:
+	case r := <-done:
+		returned(r, "while the first held the name")
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the Lock of the second %s, behind the entry of %s, reported no EventWaiting within 10s", a.Name, b.Name)
+	}
+	notYet("while the first held the name")
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("Release of the first %s: %v", a.Name, err)
+	}
+	notYet("once the first had released the name")
+	remove()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(o.TTL):
+		t.Fatalf("the second %s was not granted %v after the entry of %s went", a.Name, o.TTL, b.Name)
+	}
+	if r.err != nil {
+		t.Fatalf("the Lock of the second %s, once the entry of %s went: %v", a.Name, b.Name, r.err)
+	}
+	if r.lease.Fence() <= first.Fence() {
+		t.Errorf("the second %s's fence %d is not above the first's %d", a.Name, r.lease.Fence(), first.Fence())
+	}
+	if err := r.lease.Release(ctx); err != nil {
+		t.Errorf("Release of the second %s: %v", a.Name, err)
 	}
 	s.expectLeftNothing(t, key)
 }

@@ -1,6 +1,8 @@
 package etcdlock_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,8 +43,12 @@ func kinds(endpoints []string) []dlocktest.Kind {
 		kind("RWMutex.write", dlock.KindRWMutex, 1, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
 			return c.NewRWMutex(name, opts...).Writer()
 		}),
-		kind("Semaphore(2)", dlock.KindSemaphore, 2, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
-			return c.NewSemaphore(name, 2, opts...)
+		// Three permits, not two: a permit waiting behind one permit and
+		// one key of another kind must be one that the count alone lets in
+		// (the case Queued), so that only the rule against another kind
+		// ahead keeps it out.
+		kind("Semaphore(3)", dlock.KindSemaphore, 3, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
+			return c.NewSemaphore(name, 3, opts...)
 		}),
 		kind("Election", dlock.KindMutex, 1, func(c *etcdlock.Client, name string, opts []etcdlock.Option) dlock.Locker {
 			return dlocktest.Campaigner(c.NewElection(name, opts...))
@@ -58,7 +64,10 @@ func backend(e *testenv.Etcd) dlocktest.Backend {
 			c := connect(t, endpoints, etcdlock.WithObserver(o.Observer))
 			return clients.Add(c.NewMutex(lockName(key), lockOptions(o)...), c.Close)
 		},
-		Kinds:       kinds(endpoints),
+		Kinds: kinds(endpoints),
+		Enqueue: func(t testing.TB, key string, k dlocktest.Kind) func() {
+			return enqueue(t, endpoints, lockName(key), k)
+		},
 		CloseClient: clients.Close,
 		ErrClosed:   etcdlock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
@@ -106,4 +115,33 @@ func TestIntegrationObserver(t *testing.T) {
 
 func TestIntegrationKinds(t *testing.T) {
 	dlocktest.RunKinds(t, backend(sharedEtcd(t)))
+}
+
+// enqueue puts under name/ a key of kind k, on an etcd lease of its own, as
+// an attempt of k leaves it until it is refused, and returns a function
+// that revokes it.
+func enqueue(t testing.TB, endpoints []string, name string, k dlocktest.Kind) func() {
+	t.Helper()
+	dir := map[string]string{"Mutex": "", "Election": "", "RWMutex.read": "read/", "RWMutex.write": "write/", "Semaphore(3)": "permits-3/"}
+	d, ok := dir[k.Name]
+	if !ok {
+		t.Fatalf("enqueue: no key layout for %s", k.Name)
+	}
+	cli := dial(t, endpoints...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gr, err := cli.Grant(ctx, 30)
+	if err != nil {
+		t.Fatalf("enqueue %s: %v", k.Name, err)
+	}
+	if _, err := cli.Put(ctx, fmt.Sprintf("%s/%s%x", name, d, int64(gr.ID)), "", clientv3.WithLease(gr.ID)); err != nil {
+		t.Fatalf("enqueue %s: %v", k.Name, err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := cli.Revoke(ctx, gr.ID); err != nil {
+			t.Errorf("revoking the entry of %s: %v", k.Name, err)
+		}
+	}
 }

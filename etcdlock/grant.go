@@ -92,7 +92,11 @@ func (lk *locker) attempt(ctx context.Context, try bool, a *lease.Attempt) (dloc
 	if err != nil {
 		return nil, err
 	}
-	v, err := g.judge(rs)
+	err = g.otherSize(rs)
+	var v verdict
+	if err == nil {
+		v, err = g.judge(rs)
+	}
 	if err == nil && !v.held {
 		// TryLock gives up, and so does a Lock that finds another kind of
 		// lock holding the name: it does not wait for it.
@@ -131,7 +135,9 @@ func (lk *locker) check(ctx context.Context) error {
 		return fmt.Errorf("etcdlock: semaphore %q: NewSemaphore(n = %d): n must be at least 1", lk.name, lk.n)
 	}
 	if lk.kind != kindPermit {
-		if h, ok := lk.c.reg.Held(ctx).(*Lease); ok && h.Key() == lk.name {
+		// Under a lease of another kind of lock on the name, the name's
+		// oldest key refuses it (ErrKindMismatch).
+		if h, ok := lk.c.reg.Held(ctx).(*Lease); ok && h.Key() == lk.name && h.g.lk.kind.lockKind() == lk.kind.lockKind() {
 			if lk.kind == kindWrite && h.g.lk.kind == kindRead {
 				return ErrUpgrade
 			}
@@ -291,13 +297,10 @@ func (g *grant) judge(rs []*pb.ResponseOp) (verdict, error) {
 	lk := g.lk
 	oldest := rs[0].GetResponseRange().Kvs
 	if len(oldest) > 0 {
-		k, n := parseKey(lk.name, string(oldest[0].Key))
+		k, _ := parseKey(lk.name, string(oldest[0].Key))
 		if k == kindOther {
 			return verdict{}, fmt.Errorf("etcdlock: %q: key %s is not one an etcdlock lock or a concurrency.Mutex writes; %w",
 				lk.name, oldest[0].Key, ErrKindMismatch)
-		}
-		if lk.kind == kindPermit && k == kindPermit && n != lk.n {
-			return verdict{}, fmt.Errorf("etcdlock: semaphore %q has %d permits; this one asks for %d", lk.name, n, lk.n)
 		}
 	}
 	switch lk.kind {
@@ -324,12 +327,12 @@ func (g *grant) judge(rs []*pb.ResponseOp) (verdict, error) {
 			return verdict{held: true}, nil
 		}
 		return verdict{key: string(ahead.Key)}, nil
-	default: // kindPermit: it holds if it is among the first n keys, and every key ahead of it is a permit's
+	default: // kindPermit: it holds if it is among the first n keys, and every key ahead of it is a permit of its semaphore
 		first := rs[1].GetResponseRange().Kvs
 		held := len(first) <= lk.n
 		for _, kv := range first {
-			if k, _ := parseKey(lk.name, string(kv.Key)); k != kindPermit {
-				held = false // another kind of lock goes first
+			if k, n := parseKey(lk.name, string(kv.Key)); k != kindPermit || n != lk.n {
+				held = false // another kind of lock, or another semaphore, goes first
 			}
 		}
 		if held {
@@ -337,6 +340,21 @@ func (g *grant) judge(rs []*pb.ResponseOp) (verdict, error) {
 		}
 		return verdict{key: prefix(lk.name), prefix: true}, nil
 	}
+}
+
+// otherSize is the error of a Semaphore's first look (the answers of
+// probe after the put) that finds the name held by a semaphore of another
+// number of permits, or nil. Once queued, a permit treats such a key as
+// another kind of lock's (see judge): it waits for it if it is ahead.
+func (g *grant) otherSize(rs []*pb.ResponseOp) error {
+	oldest := rs[0].GetResponseRange().Kvs
+	if g.lk.kind != kindPermit || len(oldest) == 0 {
+		return nil
+	}
+	if k, n := parseKey(g.lk.name, string(oldest[0].Key)); k == kindPermit && n != g.lk.n {
+		return fmt.Errorf("etcdlock: semaphore %q has %d permits; this one asks for %d", g.lk.name, n, g.lk.n)
+	}
+	return nil
 }
 
 // busy is TryLock's error when the key does not hold at once: it matches

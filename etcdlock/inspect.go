@@ -53,11 +53,11 @@ func (c *Client) list(ctx context.Context, name string) (listing, error) {
 			i++
 		}
 		l.holders = kvs[:i]
-	case kindPermit: // the permits ahead of any other kind's key, n at most
+	case kindPermit: // the permits ahead of any other kind's key (or another semaphore's), n at most
 		l.permits = n
 		i := 0
 		for i < min(n, len(kvs)) {
-			if k, _ := parseKey(name, string(kvs[i].Key)); k != kindPermit {
+			if k, m := parseKey(name, string(kvs[i].Key)); k != kindPermit || m != n {
 				break
 			}
 			i++

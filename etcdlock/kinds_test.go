@@ -3,11 +3,14 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
@@ -296,4 +299,101 @@ func TestIntegrationPermitCountsOnlyKeysAhead(t *testing.T) {
 	p4 := expectGranted(t, p4ch, "the fourth permit, once the second went")
 	p3.Release(ctx)
 	p4.Release(ctx)
+}
+
+// A Semaphore of another number of permits is refused by the first look
+// only, and counts as another kind of lock for a permit already queued: a
+// Semaphore(1) waiting for its holder, with a Semaphore(2)'s key queued
+// ahead of it as an attempt leaves it until it is refused, waits for that
+// key once the holder has gone, and is granted when it goes. Before, the
+// waiter failed as soon as that key was the oldest ("has 2 permits; this
+// one asks for 1"), though it was only an attempt on its way out.
+func TestIntegrationSemaphoreWaiterBesideAnotherSize(t *testing.T) {
+	e := sharedEtcd(t)
+	ctx := ctxFor(t, time.Minute)
+	cli := dial(t, e.Addr())
+	name := "kinds/" + t.Name()
+	sem := func(n int) *etcdlock.Semaphore {
+		return connect(t, []string{e.Addr()}).NewSemaphore(name, n, etcdlock.WithTTL(5*time.Second))
+	}
+	holder, err := sem(1).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := cli.Grant(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, fmt.Sprintf("%s/permits-2/%x", name, int64(gr.ID)), "", clientv3.WithLease(gr.ID)); err != nil {
+		t.Fatal(err)
+	}
+	wch := lockAsync(ctx, sem(1))
+	waitKeys(t, cli, name+"/", 3)
+	expectWaiting(t, wch, "a Semaphore(1) behind its holder and a Semaphore(2)'s key")
+	start := time.Now()
+	if _, err := sem(2).Lock(ctx); err == nil || !strings.Contains(err.Error(), "has 1 permits") || time.Since(start) > 5*time.Second {
+		t.Errorf("Semaphore(2).Lock while a Semaphore(1) holds = %v after %v; want its refusal at once", err, time.Since(start))
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expectWaiting(t, wch, "a Semaphore(1) behind a Semaphore(2)'s key, once its holder went")
+	if _, err := cli.Revoke(ctx, gr.ID); err != nil {
+		t.Fatal(err)
+	}
+	expectGranted(t, wch, "the Semaphore(1), once the Semaphore(2)'s key went").Release(ctx)
+}
+
+// A lock asked under the Context of a lease of another kind on the same
+// name, from the same Client, is refused as another kind held by anyone
+// is: with an error matching dlock.ErrKindMismatch and
+// dlock.ErrNotObtained, at once. Before, a Mutex or an RWMutex side asked
+// under a permit's or a Mutex's lease got ErrNotReentrant ("ctx already
+// holds it").
+func TestIntegrationAnotherKindUnderAHoldersContext(t *testing.T) {
+	e := sharedEtcd(t)
+	ctx := ctxFor(t, time.Minute)
+	c := connect(t, []string{e.Addr()})
+	name := "kinds/" + t.Name()
+	kinds := []struct {
+		name string
+		make func() dlock.Locker
+	}{
+		{"Mutex", func() dlock.Locker { return c.NewMutex(name) }},
+		{"RWMutex.read", func() dlock.Locker { return c.NewRWMutex(name).Reader() }},
+		{"RWMutex.write", func() dlock.Locker { return c.NewRWMutex(name).Writer() }},
+		{"Semaphore", func() dlock.Locker { return c.NewSemaphore(name, 2) }},
+	}
+	for _, a := range kinds {
+		held, err := a.make().Lock(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", a.name, err)
+		}
+		for _, b := range kinds {
+			if b.name == a.name || strings.HasPrefix(a.name, "RWMutex") && strings.HasPrefix(b.name, "RWMutex") {
+				continue
+			}
+			for _, try := range []bool{true, false} {
+				lctx, cancel := context.WithTimeout(held.Context(), 10*time.Second)
+				start := time.Now()
+				var l dlock.Lease
+				if try {
+					l, err = b.make().TryLock(lctx)
+				} else {
+					l, err = b.make().Lock(lctx)
+				}
+				cancel()
+				if l != nil {
+					l.Release(ctx)
+				}
+				if !errors.Is(err, dlock.ErrKindMismatch) || !errors.Is(err, dlock.ErrNotObtained) || time.Since(start) > 5*time.Second {
+					t.Errorf("%s of a %s under a %s lease's Context = %v after %v; want ErrKindMismatch and ErrNotObtained at once",
+						map[bool]string{true: "TryLock", false: "Lock"}[try], b.name, a.name, err, time.Since(start))
+				}
+			}
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -16,8 +16,10 @@ import (
 // The keys are those of etcd's concurrency.Mutex on the same prefix, so a
 // Mutex and a concurrency.Mutex exclude each other.
 //
-// It is not reentrant: a Lock or TryLock through the Context of a lease of
-// the same name in the same Client returns ErrNotReentrant.
+// It is not reentrant: a Lock or TryLock through the Context of a Mutex's
+// lease (or an Election's) of the same name in the same Client returns
+// ErrNotReentrant; through a lease of another kind of lock on the name, an
+// error matching ErrKindMismatch, as for any holder of another kind.
 type Mutex struct{ lk *locker }
 
 var _ dlock.Locker = (*Mutex)(nil)

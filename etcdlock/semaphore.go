@@ -13,9 +13,11 @@ import (
 // waiter, which counts the keys ahead of its own again (a semaphore waiter
 // cannot tell from one key whether it may go).
 //
-// Every key's name carries n; a Semaphore on a name whose keys say
-// otherwise returns an error naming both. It is not reentrant: a holder
-// that asks again takes another lease.
+// Every key's name carries n; a Semaphore on a name held by a semaphore
+// of another n returns at once an error naming both. Once queued, a
+// permit treats a key of another n as another kind of lock's: it waits for
+// one ahead of it, as an attempt leaves it until it is refused. It is not
+// reentrant: a holder that asks again takes another lease.
 type Semaphore struct{ lk *locker }
 
 var _ dlock.Locker = (*Semaphore)(nil)

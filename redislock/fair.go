@@ -98,7 +98,7 @@ func (m *FairMutex) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if m.c.leases.Holds(ctx, m.name) {
+	if m.c.heldKind(ctx, m.name) == "FairMutex" {
 		return ErrNotReentrant
 	}
 	return nil

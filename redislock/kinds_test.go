@@ -3,11 +3,13 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redislock"
 )
 
 // One name serves one kind of lock at a time: while one kind holds a name,
@@ -124,5 +126,158 @@ func TestIntegrationLockRefusedForAnotherKind(t *testing.T) {
 	held.Release(ctx)
 	if left := leftovers(t, d, name); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// A lock asked under the Context of a lease of another kind on the same
+// name, from the same Client, is refused as another kind held by anyone
+// is: with an error matching dlock.ErrKindMismatch and
+// dlock.ErrNotObtained, at once. Only a lock of the lease's own kind is
+// not reentrant (ErrNotReentrant), and an RWMutex's side its other side's
+// (ErrUpgrade, ErrNotReentrant). Before, a Mutex or a FairMutex asked under
+// any lease of the name got ErrNotReentrant ("ctx already holds it").
+func TestIntegrationAnotherKindUnderAHoldersContext(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 60*time.Second)
+	c := newClient(t, d, goRedis)
+	const name = "kinds-under-context"
+	kinds := []struct {
+		name string
+		make func() dlock.Locker
+	}{
+		{"Mutex", func() dlock.Locker { return c.NewMutex(name) }},
+		{"ReentrantMutex", func() dlock.Locker { return c.NewReentrantMutex(name) }},
+		{"FairMutex", func() dlock.Locker { return c.NewFairMutex(name) }},
+		{"RWMutex.read", func() dlock.Locker { return c.NewRWMutex(name).Reader() }},
+		{"RWMutex.write", func() dlock.Locker { return c.NewRWMutex(name).Writer() }},
+		{"Semaphore", func() dlock.Locker { return c.NewSemaphore(name, 2) }},
+	}
+	for _, a := range kinds {
+		held, err := a.make().Lock(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", a.name, err)
+		}
+		for _, b := range kinds {
+			if b.name == a.name || strings.HasPrefix(a.name, "RWMutex") && strings.HasPrefix(b.name, "RWMutex") {
+				continue
+			}
+			for _, try := range []bool{true, false} {
+				lctx, cancel := context.WithTimeout(held.Context(), 10*time.Second)
+				start := time.Now()
+				var l dlock.Lease
+				if try {
+					l, err = b.make().TryLock(lctx)
+				} else {
+					l, err = b.make().Lock(lctx)
+				}
+				cancel()
+				if l != nil {
+					l.Release(ctx)
+				}
+				if !errors.Is(err, dlock.ErrKindMismatch) || !errors.Is(err, dlock.ErrNotObtained) || time.Since(start) > 5*time.Second {
+					t.Errorf("%s of a %s under a %s lease's Context = %v after %v; want ErrKindMismatch and ErrNotObtained at once",
+						map[bool]string{true: "TryLock", false: "Lock"}[try], b.name, a.name, err, time.Since(start))
+				}
+			}
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := leftovers(t, d, name); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// An RWMutex's or a Semaphore's holds live under the name's main key, the
+// marker that tells other kinds the name is taken. When that key goes
+// behind their back (an operator's DEL, an eviction), the holds are lost,
+// as a Mutex's lease is when its key goes: the next renewal finds the
+// marker gone and ends the lease with dlock.ErrTakenOver, whether another
+// kind took the name meanwhile (its lease is kept: the renewal no longer
+// writes the marker over it) or the same lock marked it again (an
+// acquisition that finds no marker drops the holds left without one).
+// Before, the reader, writer and permit kept holding beside the Mutex that
+// took the name, for ever, and a renewal wrote the marker over a Mutex
+// whose TTL was shorter than theirs, ending the Mutex's lease instead.
+func TestIntegrationMarkerLossEndsTheHold(t *testing.T) {
+	d := standalone(t)
+	ctx := timeout(t, 60*time.Second)
+	const ttl = time.Second
+	hold := map[string]func(c *redislock.Client, name string) (dlock.Lease, error){
+		"RWMutex.read": func(c *redislock.Client, name string) (dlock.Lease, error) {
+			return c.NewRWMutex(name, redislock.WithTTL(ttl)).Reader().Lock(ctx)
+		},
+		"RWMutex.write": func(c *redislock.Client, name string) (dlock.Lease, error) {
+			return c.NewRWMutex(name, redislock.WithTTL(ttl)).Writer().Lock(ctx)
+		},
+		"Semaphore": func(c *redislock.Client, name string) (dlock.Lease, error) {
+			return c.NewSemaphore(name, 2, redislock.WithTTL(ttl)).Lock(ctx)
+		},
+	}
+	lost := func(l dlock.Lease, what string) {
+		t.Helper()
+		select {
+		case <-l.Done():
+			if !errors.Is(l.Err(), dlock.ErrTakenOver) {
+				t.Errorf("%s ended with %v; want ErrTakenOver", what, l.Err())
+			}
+		case <-time.After(3 * ttl):
+			t.Errorf("%s still holds %v after the name's key went", what, 3*ttl)
+		}
+	}
+	for kind, take := range hold {
+		for _, mutexTTL := range []time.Duration{5 * time.Second, ttl / 2} {
+			name := fmt.Sprintf("marker-%s-%v", kind, mutexTTL)
+			c := newClient(t, d, goRedis)
+			l, err := take(c, name)
+			if err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			if err := d.admin(t).Del(ctx, lockKey(name)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			m, err := c.NewMutex(name, redislock.WithTTL(mutexTTL)).Lock(ctx)
+			if err != nil {
+				t.Fatalf("a Mutex on the name whose key went: %v", err)
+			}
+			lost(l, fmt.Sprintf("the %s, with a Mutex (TTL %v) on the name", kind, mutexTTL))
+			if mutexTTL < ttl {
+				time.Sleep(mutexTTL) // the Mutex's renewals would find its key written over
+			}
+			if m.Err() != nil {
+				t.Errorf("the Mutex (TTL %v) that took the name from the %s's lost key: %v", mutexTTL, kind, m.Err())
+			}
+			m.Release(ctx)
+		}
+		// The same lock marks the name again.
+		name := "marker-again-" + kind
+		first, err := take(newClient(t, d, goRedis), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.admin(t).Del(ctx, lockKey(name)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c := newClient(t, d, goRedis)
+		m, err := c.NewMutex(name).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Release(ctx)
+		var again dlock.Lease
+		if kind == "Semaphore" {
+			again, err = c.NewSemaphore(name, 2, redislock.WithTTL(ttl)).Lock(ctx)
+		} else {
+			again, err = c.NewRWMutex(name, redislock.WithTTL(ttl)).Reader().Lock(ctx)
+		}
+		if err != nil {
+			t.Fatalf("the name, marked again: %v", err)
+		}
+		lost(first, fmt.Sprintf("the %s, with a Mutex come and gone and its own kind back", kind))
+		if again.Err() != nil {
+			t.Errorf("the lease that marked the name again: %v", again.Err())
+		}
+		again.Release(ctx)
 	}
 }

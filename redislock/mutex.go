@@ -222,10 +222,34 @@ func (m *Mutex) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if !m.f.reentrant && m.c.leases.Holds(ctx, m.name) {
+	if !m.f.reentrant && m.c.heldKind(ctx, m.name) == m.f.kind {
 		return ErrNotReentrant
 	}
 	return nil
+}
+
+// heldKind returns the kind of lock ("Mutex", "FairMutex", "RWMutex",
+// "Semaphore", "ReentrantMutex") of the lease of this client that ctx
+// carries, if it holds name; otherwise "". A lock asked under the Context
+// of a lease of its own kind would wait for itself; under another kind's,
+// the server refuses it as it refuses another kind held by anyone
+// (dlock.ErrKindMismatch).
+func (c *Client) heldKind(ctx context.Context, name string) string {
+	switch l := c.leases.Held(ctx).(type) {
+	case *grant:
+		if l.Key() == name {
+			return l.m.f.kind
+		}
+	case *fairLease:
+		if l.Key() == name {
+			return "FairMutex"
+		}
+	case *rwLease:
+		if l.Key() == name {
+			return "RWMutex"
+		}
+	}
+	return ""
 }
 
 // attempt runs the acquire script once, with a fresh token. It returns a

@@ -46,10 +46,11 @@ var ErrUpgrade = dlock.ErrUpgrade
 // The keys are dlock:{name}:writer (the writer's token), dlock:{name}:readers
 // and dlock:{name}:wintent (sorted sets of tokens by expiry in server
 // milliseconds), and dlock:{name}, which marks the name as an RWMutex's
-// while either side is held. Fences come from the counter of the name's
-// slot. A read lease's Key is the readers key, a write lease's the writer
-// key. Every key expires with the last lease (intents within min(TTL, 2s)
-// of their writer's last attempt). While the RWMutex is held, a lock of
+// while either side is held: if it goes behind the lock's back (deleted,
+// evicted), every hold goes with it, as a Mutex's does with its key, and
+// the next renewal ends each lease with dlock.ErrTakenOver. Fences come
+// from the counter of the name's slot. Every key expires with the last
+// lease (intents within min(TTL, 2s) of their writer's last attempt). While the RWMutex is held, a lock of
 // another kind on the name gets an error matching dlock.ErrKindMismatch,
 // from Lock as from TryLock.
 type RWMutex struct {

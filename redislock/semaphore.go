@@ -31,12 +31,14 @@ var ErrInvalidPermits = errors.New("redislock: a semaphore needs at least 1 perm
 // On the server, the permits held are a sorted set, dlock:{name}:permits,
 // of token to expiry (server time in milliseconds), the limit is the
 // string dlock:{name}:limit, and dlock:{name} marks the name as a
-// Semaphore's. Fences come from the counter of the name's slot: every
-// permit gets a fence greater than every earlier one, but holders of
-// concurrent permits hold them at the same time, so a fence orders
-// acquisitions, not exclusive holds. Each lease's Key is
-// dlock:{name}:permits. All three keys expire one TTL after the last
-// permit's last renewal.
+// Semaphore's: if that goes behind the semaphore's back (deleted,
+// evicted), every permit goes with it, as a Mutex's lease does with its
+// key, and the next renewal ends each lease with dlock.ErrTakenOver.
+// Fences come from the counter of the name's slot: every permit gets a
+// fence greater than every earlier one, but holders of concurrent permits
+// hold them at the same time, so a fence orders acquisitions, not
+// exclusive holds. All three keys expire one TTL after the last permit's
+// last renewal.
 //
 // The limit is stored on first use from the permits given to
 // NewSemaphore. While stored, it wins: a Semaphore of the same name made

@@ -65,7 +65,10 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 			c := connect(t, servers, zklock.WithObserver(o.Observer))
 			return clients.Add(c.NewMutex(lockPath(key), lockOptions(o)...), c.Close)
 		},
-		Kinds:       kinds(servers),
+		Kinds: kinds(servers),
+		Enqueue: func(t testing.TB, key string, k dlocktest.Kind) func() {
+			return enqueue(t, servers, lockPath(key), k)
+		},
 		CloseClient: clients.Close,
 		ErrClosed:   zklock.ErrClosed,
 		Sabotage: func(t testing.TB, key string) {
@@ -97,6 +100,29 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 			return inspect(t, connect(t, servers), lockPath(key))
 		},
 		LockName: lockPath,
+	}
+}
+
+// enqueue creates under path a node of kind k, as an attempt of k leaves
+// it until it is refused, and returns a function that deletes it.
+func enqueue(t testing.TB, servers []string, path string, k dlocktest.Kind) func() {
+	t.Helper()
+	label := map[string]string{"Mutex": "lock-", "ReentrantMutex": "lock-", "Election": "lock-",
+		"RWMutex.read": "read-", "RWMutex.write": "write-", "Semaphore(2)": "permit2-"}
+	l, ok := label[k.Name]
+	if !ok {
+		t.Fatalf("enqueue: no node name for %s", k.Name)
+	}
+	c := admin(t, servers)
+	node, err := c.Create(path+"/_c_00000000000000000000000000000000-"+l, nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatalf("enqueue %s: %v", k.Name, err)
+	}
+	return func() {
+		if err := c.Delete(node, -1); err != nil {
+			t.Errorf("deleting the entry of %s: %v", k.Name, err)
+		}
+		c.Close()
 	}
 }
 

@@ -188,7 +188,8 @@
 // holds past a node of another kind ahead of it, and Inspect counts it as
 // a waiter. Nodes that no lock made are an error, and so is a Lock or
 // TryLock whose ctx carries a lease of another kind on the same path (a
-// Mutex asked under a Semaphore lease's Context, ErrKindMismatch):
+// Mutex asked under a Semaphore lease's Context, ErrKindMismatch with
+// ErrNotObtained):
 // re-entry takes another hold only of a node of its own kind. A Mutex's
 // nodes are
 // named as those of Curator's InterProcessMutex and go-zookeeper's zk.Lock,

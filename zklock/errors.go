@@ -71,7 +71,9 @@ func describe(op, path string, err error) error {
 }
 
 // kindMismatch is the error of a Lock or TryLock of a want-kind lock on
-// dir whose ctx carries the owner of n, a node of another kind on dir.
+// dir whose ctx carries the owner of n, a node of another kind on dir: it
+// matches dlock.ErrNotObtained and dlock.ErrKindMismatch, as the refusal
+// of a path held by another kind does.
 func kindMismatch(dir string, want kind, n *node) error {
 	held := n.q.kind.String()
 	n.mu.Lock()
@@ -79,6 +81,6 @@ func kindMismatch(dir string, want kind, n *node) error {
 		held = "RWMutex reader (a downgraded writer)"
 	}
 	n.mu.Unlock()
-	return fmt.Errorf("zklock: ctx carries a %s lease of %s (node %s); a %s cannot re-enter it: %w",
-		held, dir, path.Base(n.path), want, dlock.ErrKindMismatch)
+	return dlock.NotObtained(fmt.Errorf("zklock: ctx carries a %s lease of %s (node %s); a %s cannot re-enter it: %w",
+		held, dir, path.Base(n.path), want, dlock.ErrKindMismatch))
 }

@@ -256,10 +256,12 @@ func classify(names []string) (kids []child, k kind, why string) {
 	return kids, first.kind, ""
 }
 
-// sameLock reports whether nodes of kinds a and b may share a path.
-func sameLock(a, b kind) bool {
+// sameLock reports whether nodes a and b are of one lock, which may hold
+// a path at once: nodes of one kind (of a semaphore, with the same number
+// of permits), or an RWMutex's readers and writers.
+func sameLock(a, b child) bool {
 	rw := func(k kind) bool { return k == kindRead || k == kindWrite }
-	return a == b || rw(a) && rw(b)
+	return a.kind == b.kind && a.permits == b.permits || rw(a.kind) && rw(b.kind)
 }
 
 // rules returns, for each kind of node of the lock of kind k on dir, the

@@ -19,7 +19,7 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name   string
-		nodes  string // one letter a node, lowest first: L lock, R read, W write, P permit
+		nodes  string // one letter a node, lowest first: L lock, R read, W write, P permit (of 5), Q permit of 3
 		me     int
 		decide func([]child, int) verdict
 		held   bool
@@ -38,6 +38,9 @@ func TestJudge(t *testing.T) {
 		{"reader behind readers", "RRPR", 1, readerHolds, true, 0},
 		{"reader behind a writer", "WR", 1, readerHolds, false, 0},
 		{"writer behind a permit", "PW", 1, lowestHolds, false, 0},
+		{"permit behind another semaphore's", "PQP", 2, permits(5), false, 1},
+		{"permit ahead of another semaphore's", "PPQ", 1, permits(5), true, 0},
+		{"permit of another semaphore behind permits", "PPQ", 2, permits(3), false, 1},
 	} {
 		kids := make([]child, len(tt.nodes))
 		for i, k := range tt.nodes {
@@ -49,6 +52,8 @@ func TestJudge(t *testing.T) {
 				kids[i].kind = kindWrite
 			case 'P':
 				kids[i].kind, kids[i].permits = kindPermit, 5
+			case 'Q':
+				kids[i].kind, kids[i].permits = kindPermit, 3
 			}
 		}
 		v := judge(kids, tt.me, tt.decide)

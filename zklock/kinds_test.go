@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +128,69 @@ func TestIntegrationWaiterKeepsItsPlace(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiting Mutex was not granted")
+	}
+}
+
+// A Semaphore of another number of permits is refused at once by the
+// first look, and counts as another kind of lock for a waiter that finds
+// its node queued beside it, as an attempt leaves it until it is refused:
+// a waiter of one permit waits for such a node ahead of it, ignores one
+// behind it, and is granted in turn. Before, any listing that showed a
+// node of another size failed the waiter: a Semaphore(1) that waited for
+// its own kind's holder returned "has 2 permits ... made with 1".
+func TestIntegrationSemaphoreWaiterBesideAnotherSize(t *testing.T) {
+	path := uniquePath(t)
+	ctx := ctxFor(t, time.Minute)
+	servers := []string{sharedZK(t).Addr()}
+	adm := admin(t, servers)
+	sem := func(n int) *zklock.Semaphore { return connect(t, servers).NewSemaphore(path, n) }
+	holder, err := sem(1).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Semaphore(2)'s node, queued behind the holder.
+	ahead, err := adm.Create(path+"/_c_00-permit2-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := sem(1).Lock(ctx)
+		if err == nil {
+			l.Release(ctx)
+		}
+		got <- err
+	}()
+	waitChildren(t, adm, path, 3)
+	waiting := func(when string) {
+		t.Helper()
+		select {
+		case err := <-got:
+			t.Fatalf("the waiting Semaphore(1), %s: Lock returned %v; want it to wait", when, err)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	waiting("behind a Semaphore(2)'s node")
+	// A Semaphore(2)'s attempt: refused, and its node, behind the waiter,
+	// goes.
+	start := time.Now()
+	if _, err := sem(2).Lock(ctx); err == nil || !strings.Contains(err.Error(), "has 1 permits") || time.Since(start) > 5*time.Second {
+		t.Errorf("Semaphore(2).Lock while a Semaphore(1) holds = %v after %v; want its refusal at once", err, time.Since(start))
+	}
+	waiting("once a Semaphore(2) tried the path")
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiting("with a Semaphore(2)'s node lowest")
+	if err := adm.Delete(ahead, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the waiting Semaphore(1): %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting Semaphore(1) was not granted once the Semaphore(2)'s node went")
 	}
 }

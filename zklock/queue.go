@@ -137,30 +137,25 @@ func (q *queue) busy(ctx context.Context) (bool, error) {
 }
 
 // parse parses the children of dir, which may be the nodes of any kind of
-// lock (see judge), and checks that a semaphore's agree with it on its
-// number of permits.
+// lock (see judge), and of a semaphore of any number of permits.
 func (q *queue) parse(names []string) ([]child, error) {
-	kids, err := parseChildren(q.dir, names)
-	if err != nil {
-		return nil, err
-	}
-	if q.kind == kindPermit {
-		for _, c := range kids {
-			if c.kind == kindPermit && c.permits != q.permits {
-				return nil, fmt.Errorf("zklock: semaphore %s has %d permits (node %q); this Semaphore was made with %d",
-					q.dir, c.permits, c.name, q.permits)
-			}
-		}
-	}
-	return kids, nil
+	return parseChildren(q.dir, names)
 }
 
 // refuse returns the error of an attempt that finds dir held by another
 // kind of lock (its lowest node is another kind's), or nil. It matches
 // dlock.ErrNotObtained and dlock.ErrKindMismatch, and names both kinds:
-// Lock returns it at once, as TryLock does.
+// Lock returns it at once, as TryLock does. A semaphore held by a
+// semaphore of another number of permits is refused too, with an error
+// that names both numbers.
 func (q *queue) refuse(kids []child) error {
-	if len(kids) == 0 || slices.Contains(q.allowed, kids[0].kind) {
+	switch {
+	case len(kids) == 0:
+		return nil
+	case q.kind == kindPermit && kids[0].kind == kindPermit && kids[0].permits != q.permits:
+		return fmt.Errorf("zklock: semaphore %s has %d permits (node %q); this Semaphore was made with %d",
+			q.dir, kids[0].permits, kids[0].name, q.permits)
+	case slices.Contains(q.allowed, kids[0].kind):
 		return nil
 	}
 	return dlock.NotObtained(fmt.Errorf("zklock: a %s cannot take %s: it is used by a %s (node %q), and one path serves one kind of lock at a time: %w",
@@ -175,16 +170,17 @@ func (q *queue) judge(kids []child, me int) verdict { return judge(kids, me, q.d
 // found the path held by another kind and are giving up, or, in a race, a
 // lock of another kind that came first. No node holds past a node of
 // another kind ahead of it: it waits for the last of them. Nodes of
-// another kind behind it do not count.
+// another kind behind it do not count. A semaphore of another number of
+// permits counts as another kind.
 func judge(kids []child, me int, decide func([]child, int) verdict) verdict {
 	for i := me - 1; i >= 0; i-- {
-		if !sameLock(kids[i].kind, kids[me].kind) {
+		if !sameLock(kids[i], kids[me]) {
 			return verdict{watch: kids[i].name}
 		}
 	}
 	own := make([]child, 0, len(kids))
 	for _, c := range kids {
-		if sameLock(c.kind, kids[me].kind) {
+		if sameLock(c, kids[me]) {
 			own = append(own, c)
 		}
 	}

@@ -15,8 +15,9 @@ import (
 // of a semaphore lease, of an RWMutex read lease or of a downgraded writer
 // does not let a Mutex in at once while another Client shares the path,
 // nor does a Mutex lease's Context let in an RWMutex side. Each is refused
-// with an error matching dlock.ErrKindMismatch that names both kinds, and
-// leaves no node behind (issue 15).
+// with an error matching dlock.ErrKindMismatch and dlock.ErrNotObtained
+// that names both kinds, as another kind held by anyone is, and leaves no
+// node behind (issue 15; ErrNotObtained, issue 31).
 func TestIntegrationReentryChecksKind(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	servers := []string{sharedZK(t).Addr()}
@@ -76,8 +77,8 @@ func TestIntegrationReentryChecksKind(t *testing.T) {
 					got.Release(ctx)
 					continue
 				}
-				if !errors.Is(err, dlock.ErrKindMismatch) || !strings.Contains(err.Error(), tt.want) {
-					t.Errorf("%s under the Context of a %s = %v; want dlock.ErrKindMismatch naming %q", op, tt.name, err, tt.want)
+				if !errors.Is(err, dlock.ErrKindMismatch) || !errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("%s under the Context of a %s = %v; want dlock.ErrKindMismatch and dlock.ErrNotObtained, naming %q", op, tt.name, err, tt.want)
 				}
 			}
 			if n := len(children(t, adm, path)); n != nodes {

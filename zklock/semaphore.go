@@ -16,9 +16,12 @@ import (
 // wakes every waiter (a semaphore waiter cannot tell from one node whether
 // it may go).
 //
-// Every node's name carries n; a Semaphore on a path where nodes say
-// otherwise returns an error naming both. It is not reentrant: a holder
-// that asks again takes another lease.
+// Every node's name carries n; a Semaphore on a path held by a semaphore
+// of another n returns at once an error naming both. Once queued, a node
+// treats a semaphore of another n as another kind of lock (see Kinds in
+// the package documentation): it waits for such a node ahead of it, as an
+// attempt leaves it until it is refused, and ignores one behind it. It is
+// not reentrant: a holder that asks again takes another lease.
 type Semaphore struct{ q *queue }
 
 var _ dlock.Locker = (*Semaphore)(nil)

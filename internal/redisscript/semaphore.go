@@ -5,7 +5,7 @@ package redisscript
 var (
 	SemaphoreAcquire   = loadHolding("semaphore_acquire.lua")
 	SemaphoreRelease   = load("semaphore_release.lua")
-	SemaphoreRefresh   = load("semaphore_refresh.lua")
+	SemaphoreRefresh   = loadHolding("semaphore_refresh.lua")
 	SemaphoreLimit     = load("semaphore_limit.lua")
 	SemaphoreAvailable = load("semaphore_available.lua")
 )

@@ -11,6 +11,10 @@ redis.replicate_commands()
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
+if dlock_holder(KEYS[4]) ~= 'RWMutex' then -- the marker went, and the write lock with it (see rw_refresh.lua)
+  redis.call('DEL', KEYS[1])
+  return 0
+end
 local kind = redis.call('TYPE', KEYS[2])['ok']
 if kind ~= 'none' and kind ~= 'zset' then
   return redis.error_reply('WRONGTYPE dlock RWMutex key ' .. KEYS[2] .. ' holds a ' .. kind)

@@ -29,6 +29,14 @@ local counter = redis.call('GET', KEYS[5])
 if counter and not tonumber(counter) then
   return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[5] .. ' does not hold a number')
 end
+if not holder then
+  -- No marker: no lock holds the name. A writer or readers left here lost
+  -- their hold when the marker went behind their back (see rw_refresh.lua).
+  if redis.call('PTTL', KEYS[2]) ~= -1 then
+    redis.call('DEL', KEYS[2])
+  end
+  redis.call('DEL', KEYS[3])
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)

@@ -4,9 +4,23 @@
 -- KEYS[3] the name's main key (the marker =RWMutex)
 -- ARGV[1] token             ARGV[2] TTL in milliseconds
 -- ARGV[3] 'w' for the write lock, 'r' for a read share
--- Returns 1 when extended, 0 when it had expired or was never held.
+-- Returns 1 when extended, 0 when it had expired or was never held, or
+-- when the name's main key is not the marker: it went behind the lock's
+-- back (deleted, evicted), and the hold with it, since another kind of
+-- lock may have taken the name since; the hold is then dropped, and
+-- nothing is written over another kind's key.
 redis.replicate_commands()
 local ttl = tonumber(ARGV[2])
+if dlock_holder(KEYS[3]) ~= 'RWMutex' then
+  if ARGV[3] == 'w' then
+    if redis.call('GET', KEYS[1]) == ARGV[1] then
+      redis.call('DEL', KEYS[1])
+    end
+  elseif redis.call('TYPE', KEYS[2])['ok'] == 'zset' then
+    redis.call('ZREM', KEYS[2], ARGV[1])
+  end
+  return 0
+end
 if ARGV[3] == 'w' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then
     return 0

@@ -32,6 +32,14 @@ local counter = redis.call('GET', KEYS[5])
 if counter and not tonumber(counter) then
   return redis.error_reply('DLOCKFENCE dlock fence counter ' .. KEYS[5] .. ' does not hold a number')
 end
+if not holder then
+  -- No marker: no lock holds the name. A writer or readers left here lost
+  -- their hold when the marker went behind their back (see rw_refresh.lua).
+  if redis.call('PTTL', KEYS[2]) ~= -1 then
+    redis.call('DEL', KEYS[2])
+  end
+  redis.call('DEL', KEYS[3])
+end
 local pttl = redis.call('PTTL', KEYS[2])
 if pttl == -1 then
   return redis.error_reply('DLOCKNOTTL dlock lock key ' .. KEYS[2] .. ' exists without an expiry: it was not set by dlock')

@@ -36,6 +36,11 @@ if kind == 'string' then
 elseif kind ~= 'none' then
   return redis.error_reply('WRONGTYPE dlock semaphore limit key ' .. KEYS[2] .. ' holds a ' .. kind)
 end
+if not holder then
+  -- No marker: no lock holds the name. Permits left here lost their hold
+  -- when the marker went behind their back (see semaphore_refresh.lua).
+  redis.call('DEL', KEYS[1])
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)

@@ -3,9 +3,17 @@
 -- then expire no sooner than the TTL from now.
 -- KEYS[1] permits (sorted set)  KEYS[2] limit  KEYS[3] the name's main key
 -- ARGV[1] token             ARGV[2] TTL in milliseconds
--- Returns 1 when extended, 0 when the permit is gone or expired.
+-- Returns 1 when extended, 0 when the permit is gone or expired, or when
+-- the name's main key is not the marker: it went behind the semaphore's
+-- back (deleted, evicted), and the permit with it, since another kind of
+-- lock may have taken the name since; the permit is then dropped, and
+-- nothing is written over another kind's key.
 redis.replicate_commands()
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'zset' then
+  return 0
+end
+if dlock_holder(KEYS[3]) ~= 'Semaphore' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
   return 0
 end
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
