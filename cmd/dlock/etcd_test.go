@@ -129,3 +129,19 @@ func TestIntegrationEtcdKindsAndRefusals(t *testing.T) {
 		}
 	})
 }
+
+// The etcd client's own warnings (a server older than etcdlock needs:
+// Debian's 3.4.23 here) reach stderr with -v only: without it, stderr holds
+// only what the command says.
+func TestIntegrationEtcdServerWarningWithVerbose(t *testing.T) {
+	d := etcdDeployment(t)
+	name := lockName(t)
+	quiet := dlock(t, nil, runArgs(d, name, "--", "true")...)
+	if quiet.code != 0 || quiet.stderr != "" {
+		t.Errorf("run without -v: exit %d, stderr %q; want 0 and nothing", quiet.code, quiet.stderr)
+	}
+	verbose := dlock(t, nil, runArgs(d, "-v", name, "--", "true")...)
+	if verbose.code != 0 || !strings.Contains(verbose.stderr, "older than "+etcdlock.MinServerVersions) {
+		t.Errorf("run -v: exit %d, stderr %q; want 0 and the server's version warning", verbose.code, verbose.stderr)
+	}
+}

@@ -83,7 +83,7 @@ func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
 	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), "dlock-probe", clientv3.WithCountOnly()); err != nil {
 		return fmt.Errorf("etcd %s does not answer: %w", strings.Join(t.spec.Etcd, ","), err)
 	}
-	c := etcdlock.New(cli, etcdlock.WithObserver(obs))
+	c := etcdlock.New(cli, etcdlock.WithObserver(obs), etcdlock.WithLogger(t.spec.log()))
 	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
 	t.etcd = c
 	return nil

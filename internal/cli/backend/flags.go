@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"regexp"
@@ -105,6 +106,19 @@ type Spec struct {
 	// RestartWindow is Redlock's restart window; 0 means redlock's
 	// default.
 	RestartWindow time.Duration
+	// Log, if not nil, receives the log lines of the backends' own
+	// clients (zklock's, etcdlock's: a server older than they need, a
+	// session given up); nil discards them, so that a command's stderr
+	// holds only what the command says (-v sets it).
+	Log *slog.Logger
+}
+
+// log returns s.Log, or a logger that discards everything.
+func (s Spec) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
 }
 
 // Kind names the backend: "redis", "redlock", "zookeeper", "postgres" or

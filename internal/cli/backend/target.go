@@ -89,7 +89,7 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		if err := dialAny(ctx, "ZooKeeper", spec.ZK); err != nil {
 			return nil, err
 		}
-		opts := []zklock.ClientOption{zklock.WithObserver(obs)}
+		opts := []zklock.ClientOption{zklock.WithObserver(obs), zklock.WithLogger(spec.log())}
 		if spec.ZKTLS != nil {
 			opts = append(opts, zklock.WithTLS(spec.ZKTLS))
 		}

@@ -170,7 +170,9 @@ func (r *runner) elect(o ElectOptions) int {
 	defer signal.Stop(sigs)
 	var obs dlock.Observer
 	if r.o.Verbose {
-		obs = dlock.LogObserver(slog.New(slog.NewTextHandler(r.io.Err, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		log := slog.New(slog.NewTextHandler(r.io.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		obs = dlock.LogObserver(log)
+		r.spec.Log = log
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
 	t, err := backend.Connect(cctx, r.spec, obs)

@@ -98,7 +98,9 @@ func (r *runner) run() int {
 
 	var observers []dlock.Observer
 	if r.o.Verbose {
-		observers = append(observers, dlock.LogObserver(slog.New(slog.NewTextHandler(r.io.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		log := slog.New(slog.NewTextHandler(r.io.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		observers = append(observers, dlock.LogObserver(log))
+		r.spec.Log = log
 	}
 	if r.o.MetricsAddr != "" {
 		m, err := serveMetrics(r.o.MetricsAddr)
