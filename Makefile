@@ -22,11 +22,13 @@ test-short:
 	$(GO) test -short -count=1 ./...
 	cd bench && $(GO) test -short -count=1 ./...
 
-## lint: gofmt and go vet, for the library and the bench module
+## lint: gofmt, go vet and govulncheck, for the library and the bench module
 lint:
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	@./scripts/vulncheck
+
 
 ## bench: dlock against the raw Redis floor and peer libraries, in one run
 bench: deps
