@@ -2,6 +2,8 @@ module github.com/dlock-go/dlock/bench
 
 go 1.26.0
 
+toolchain go1.26.8
+
 replace github.com/dlock-go/dlock => ../
 
 require (
@@ -18,7 +20,7 @@ require (
 )
 
 require (
-	filippo.io/edwards25519 v1.1.0 // indirect
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
