@@ -104,7 +104,7 @@ func (s *Semaphore) tryLock(ctx context.Context) (dlock.Lease, error) {
 	case err == nil:
 		err = dlock.ErrNotObtained
 	}
-	return nil, err
+	return nil, s.m.c.tryFailed(err)
 }
 
 // Lock takes a permit, waiting until one is free, ctx is done or the
@@ -125,10 +125,15 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	m := s.m
 	yield := time.Unix(0, m.yieldUntil.Load())
 	polite := time.Now().Before(yield)
+	var down outage
+	var why error
 	if !polite {
-		if l, _, err := s.attempt(ctx); l != nil || final(err) {
+		l, _, err := s.attempt(ctx)
+		if l != nil || final(err) {
 			return asLease(l, err)
 		}
+		down.note(err)
+		why = err
 	}
 	a.Waiting()
 	w := m.c.subs.wait(ctx, m.keys.channel, false)
@@ -144,7 +149,6 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	}
 	var idle pause.Timer
 	defer idle.Stop()
-	var why error
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
 			return nil, err
@@ -154,19 +158,17 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 			won = l != nil
 			return asLease(l, err)
 		}
+		down.note(err)
 		why = err
 		wait, ok := m.cfg.retry.Backoff(n)
 		if !ok {
-			if why != nil {
-				return nil, why
-			}
-			return nil, dlock.ErrNotObtained
+			return nil, gaveUp(why)
 		}
 		if expiry > 0 && expiry < wait { // the earliest permit expires first (0: unknown)
 			wait = expiry
 		}
 		if !idle.Wait(ctx, w.c, wait) {
-			return nil, lease.Interrupted(ctx.Err(), why)
+			return nil, down.interrupted(m.c, ctx.Err(), why)
 		}
 	}
 }
@@ -193,7 +195,9 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	token := lease.NewToken(ctx)
 	start := time.Now()
 	var res [1]transport.Result
-	m.c.conn.Eval(ctx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
+	actx, cancel, own := bound(ctx, m.cfg.replicaTimeout)
+	defer cancel()
+	m.c.conn.Eval(actx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
 		Args:         []string{token, m.ttl, strconv.Itoa(s.permits)},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
@@ -201,8 +205,8 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 		if mayHaveRun(err) { // the script may have run without its reply reaching us
 			m.c.abandon(m.releaseCall(token, token))
 		}
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
+		if f := m.c.failed(ctx, own, start, m.keys.lock, m.f.acquire, err); !isReply(err) || errors.Is(f, dlock.ErrUnavailable) {
+			return nil, 0, f
 		}
 		return nil, 0, s.describe(m.f.acquire, err)
 	}

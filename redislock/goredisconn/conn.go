@@ -31,6 +31,7 @@ package goredisconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -224,7 +225,16 @@ func result(cmd *redis.Cmd) transport.Result {
 	if errors.As(err, &re) {
 		return transport.Result{Err: &transport.ReplyError{Msg: re.Error()}}
 	}
-	return transport.Result{Err: err}
+	return transport.Result{Err: closed(err)}
+}
+
+// closed marks the error of a call on a closed client, which waiting
+// cannot heal, with transport.ErrUnusable.
+func closed(err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("%w: %w", transport.ErrUnusable, err)
+	}
+	return err
 }
 
 func isNoScript(err error) bool {
@@ -233,7 +243,7 @@ func isNoScript(err error) bool {
 
 type nilConn struct{}
 
-var errNil = errors.New("goredisconn: New was given a nil client")
+var errNil = fmt.Errorf("goredisconn: New was given a nil client (%w)", transport.ErrUnusable)
 
 func (nilConn) Eval(_ context.Context, calls []transport.Call, results []transport.Result) {
 	for i := range calls {

@@ -10,6 +10,7 @@ package rueidisconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -171,7 +172,7 @@ func isNoScript(err error) bool {
 
 type nilConn struct{}
 
-var errNil = errors.New("rueidisconn: New was given a nil client")
+var errNil = fmt.Errorf("rueidisconn: New was given a nil client (%w)", transport.ErrUnusable)
 
 func (nilConn) Eval(_ context.Context, calls []transport.Call, results []transport.Result) {
 	for i := range calls {
