@@ -71,17 +71,65 @@ local function dlock_refuse(holder)
 end
 `
 
+// linePrologue runs before the scripts that put a client in a Mutex's
+// line of waiting clients (see acquire.lua). The line is two sorted sets
+// of client ids: the line itself, scored by when each client began to
+// wait (Unix µs), which orders it, and the line's deadlines, scored by
+// when each client's place expires (server time, ms). Each client sets its
+// own deadline, and only ever moves it later; the two keys expire with the
+// latest deadline, and no command shortens them. So no client can shorten
+// another's place.
+//
+// dlock_join(line, deadlines, id, since, life) puts id in the line at
+// since (or keeps the place it has), and keeps its place for life ms from
+// now at least.
+const linePrologue = `local function dlock_join(line, deadlines, id, since, life)
+  redis.call('ZADD', line, 'NX', since, id)
+  life = tonumber(life)
+  local t = redis.call('TIME')
+  redis.call('ZADD', deadlines, 'GT', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + life, id)
+  local ttl = redis.call('PTTL', line)
+  if ttl < life then
+    redis.call('PEXPIRE', line, life)
+    ttl = life
+  end
+  redis.call('PEXPIRE', deadlines, ttl)
+end
+local function dlock_leave(line, deadlines, id)
+  redis.call('ZREM', deadlines, id)
+  return redis.call('ZREM', line, id)
+end
+`
+
 // wakePrologue runs before the scripts that hand a free Mutex to its line
-// of waiting clients (see acquire.lua): dlock_wake_next(line, prefix) pops
-// the client that has waited longest and publishes on its own channel,
-// prefix .. its id, passing over up to three that no longer listen. It
-// returns the number of subscribers woken, 0 if none was.
-const wakePrologue = `local function dlock_wake_next(line, prefix)
-  for _ = 1, 3 do
+// of waiting clients (see linePrologue): dlock_wake_next(line, deadlines,
+// prefix) pops the client that has waited longest and publishes on its
+// own channel, prefix .. its id, passing over clients whose place has
+// expired (a client with no deadline, as one of an older dlock, has not)
+// and up to three that no longer listen. It returns the number of
+// subscribers woken, 0 if none was.
+const wakePrologue = `local function dlock_wake_next(line, deadlines, prefix)
+  local now
+  local deaf = 0
+  for _ = 1, 32 do
     local next = redis.call('ZPOPMIN', line)
     if not next[1] then return 0 end
-    local n = redis.call('PUBLISH', prefix .. next[1], 'released')
-    if n > 0 then return n end
+    local deadline = redis.call('ZSCORE', deadlines, next[1])
+    local live = true
+    if deadline then
+      redis.call('ZREM', deadlines, next[1])
+      if not now then
+        local t = redis.call('TIME')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      end
+      live = tonumber(deadline) > now
+    end
+    if live then
+      local n = redis.call('PUBLISH', prefix .. next[1], 'released')
+      if n > 0 then return n end
+      deaf = deaf + 1
+      if deaf == 3 then return 0 end
+    end
   end
   return 0
 end
@@ -91,6 +139,16 @@ end
 func loadWaking(name string) *Script {
 	s := load(name)
 	return New(s.Name, wakePrologue+s.Src)
+}
+
+// loadLined loads a script behind linePrologue (and, if holding,
+// holderPrologue).
+func loadLined(name string, holding bool) *Script {
+	s := load(name)
+	if holding {
+		return New(s.Name, holderPrologue+linePrologue+s.Src)
+	}
+	return New(s.Name, linePrologue+s.Src)
 }
 
 // loadHolding loads a script behind holderPrologue.
@@ -108,15 +166,15 @@ const WaiterMark = "\x01"
 // The scripts. Each file's header lists its KEYS and ARGV; those loaded
 // with loadHolding may call the functions of holderPrologue.
 var (
-	Acquire       = load("acquire.lua")
+	Acquire       = loadLined("acquire.lua", false)
 	Release       = loadWaking("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
-	LeaveLine     = load("leave_line.lua")
-	JoinLine      = load("join_line.lua")
+	LeaveLine     = loadLined("leave_line.lua", false)
+	JoinLine      = loadLined("join_line.lua", false)
 	PassTurn      = loadWaking("pass_turn.lua")
 
-	ReentrantAcquire = loadHolding("reentrant_acquire.lua")
+	ReentrantAcquire = loadLined("reentrant_acquire.lua", true)
 	ReentrantRelease = loadWaking("reentrant_release.lua")
 	ReentrantRefresh = load("reentrant_refresh.lua")
 	QuorumFence      = load("quorum_fence.lua")
