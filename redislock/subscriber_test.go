@@ -2,15 +2,20 @@ package redislock_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/redis/go-redis/v9"
 )
 
 // splitConn runs scripts through one Conn and listens for release notices
@@ -160,4 +165,88 @@ func TestIntegrationListenerReplacesSilentConnection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Lock on a go-redis client built for tests (no retries, short dial and
+// read timeouts, no ContextTimeoutEnabled) waits through a server killed
+// and started again, and through a pause, as one on the README's client
+// does (the conformance suite's): every failure on the way (connection
+// refused, EOF, i/o timeout) is one it waits through. TryLock on the paused
+// server returns, within the client's ReadTimeout, an error matching
+// dlock.ErrUnavailable and not dlock.ErrNotObtained.
+func TestIntegrationFaultsWithTestClient(t *testing.T) {
+	d := standalone(t)
+	srv := d.servers[0]
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	c := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { c.Close() })
+	ctx := timeout(t, time.Minute)
+	for _, fault := range []struct {
+		name string
+		do   func() error
+	}{
+		{"kill and start", func() error {
+			if err := srv.Kill(); err != nil {
+				return err
+			}
+			time.Sleep(1500 * time.Millisecond)
+			return srv.Restart()
+		}},
+		{"pause", func() error {
+			if err := srv.Pause(); err != nil {
+				return err
+			}
+			time.Sleep(1500 * time.Millisecond)
+			return srv.Resume()
+		}},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			name := "test-client-" + strings.ReplaceAll(fault.name, " ", "-")
+			held, err := newClient(t, d, goRedis).NewMutex(name, redislock.WithTTL(2*time.Second)).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			go func() {
+				l, err := c.NewMutex(name, redislock.WithTTL(2*time.Second)).Lock(ctx)
+				if err == nil {
+					l.Release(ctx)
+				}
+				got <- err
+			}()
+			time.Sleep(200 * time.Millisecond)
+			if err := fault.do(); err != nil {
+				t.Fatal(err)
+			}
+			back := time.Now()
+			held.Release(ctx)
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Fatalf("Lock waiting through the fault: %v", err)
+				}
+				t.Logf("measured: granted %v after the server was back", time.Since(back).Round(time.Millisecond))
+			case <-time.After(10 * time.Second):
+				t.Fatal("Lock still waiting 10s after the server was back")
+			}
+		})
+	}
+	t.Run("TryLock on a paused server", func(t *testing.T) {
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Resume()
+		start := time.Now()
+		_, err := c.NewMutex("test-client-trylock").TryLock(context.Background())
+		took := time.Since(start)
+		t.Logf("measured: TryLock on a paused server returned after %v: %v", took.Round(time.Millisecond), err)
+		if !errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("TryLock on a paused server = %v; want an error matching ErrUnavailable and not ErrNotObtained", err)
+		}
+		if took > 500*time.Millisecond+dlocktest.Slack {
+			t.Errorf("TryLock on a paused server took %v; the client's ReadTimeout is 500ms", took)
+		}
+	})
 }
