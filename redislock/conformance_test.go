@@ -261,7 +261,7 @@ func leftovers(t testing.TB, d *deployment, key string) []string {
 	if n, err := d.admin(t).Exists(ctx, lockKey(key)).Result(); err != nil || n > 0 {
 		left = append(left, fmt.Sprintf("lock key (exists=%d, err=%v)", n, err))
 	}
-	if n, err := d.admin(t).Exists(ctx, lockKey(key)+":waiting", lockKey(key)+":waiting:until").Result(); err != nil || n > 0 {
+	if n, err := d.admin(t).Exists(ctx, lockKey(key)+":waiting").Result(); err != nil || n > 0 {
 		left = append(left, fmt.Sprintf("line of waiting clients (exists=%d, err=%v)", n, err))
 	}
 	for _, s := range d.servers {

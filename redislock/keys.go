@@ -8,17 +8,15 @@ const keyPrefix = rediskeys.Prefix
 // keys are the Redis names of one lock (see package rediskeys).
 type keys struct {
 	lock, fence, channel string
-	// waiting is a Mutex's line of waiting clients (see acquire.lua),
-	// deadlines when each client's place in it expires, and wake + a
-	// client's id the channel on which a release tells that client it is
-	// its turn.
-	waiting, deadlines, wake string
+	// waiting is a Mutex's line of waiting clients (see acquire.lua), and
+	// wake + a client's id the channel on which a release tells that
+	// client it is its turn.
+	waiting, wake string
 }
 
 func keysFor(name string) keys {
 	k := rediskeys.For(name)
-	return keys{lock: k.Base, fence: k.Fence, channel: k.Channel, waiting: k.Base + ":waiting",
-		deadlines: k.Base + ":waiting:until", wake: k.Base + ":wake:"}
+	return keys{lock: k.Base, fence: k.Fence, channel: k.Channel, waiting: k.Base + ":waiting", wake: k.Base + ":wake:"}
 }
 
 // checkName returns an error naming what is wrong with a lock name.

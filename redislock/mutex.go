@@ -261,7 +261,7 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}
 	if m.f.lined && ln != nil {
 		since, onWin := ln.w.line()
-		call.Keys = append(call.Keys, m.keys.waiting, m.keys.deadlines)
+		call.Keys = append(call.Keys, m.keys.waiting)
 		call.Args = append(call.Args, m.c.id, strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(ln.life), 10), onWin)
 	}
 	actx, cancel, own := bound(ctx, m.cfg.replicaTimeout)
@@ -326,7 +326,7 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 // releaseCall is the call that gives up the hold hold of owner token.
 func (m *Mutex) releaseCall(token, hold string) transport.Call {
 	if m.f.lined {
-		return transport.Call{Script: m.f.release, Keys: []string{m.keys.lock, m.keys.waiting, m.keys.deadlines}, Args: []string{token, m.keys.channel, hold, m.keys.wake}}
+		return transport.Call{Script: m.f.release, Keys: []string{m.keys.lock, m.keys.waiting}, Args: []string{token, m.keys.channel, hold, m.keys.wake}}
 	}
 	return transport.Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
 }
@@ -364,7 +364,7 @@ func (m *Mutex) join(ctx context.Context, w *waiter) (time.Duration, bool) {
 	}
 	since, _ := w.line()
 	wait := linePoll
-	v, err := m.c.eval(ctx, redisscript.JoinLine, []string{m.keys.lock, m.keys.waiting, m.keys.deadlines}, m.c.id,
+	v, err := m.c.eval(ctx, redisscript.JoinLine, []string{m.keys.lock, m.keys.waiting}, m.c.id,
 		strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(wait+lineMargin), 10))
 	pttl, ok := v.(int64)
 	if err != nil || !ok {
@@ -385,7 +385,7 @@ func (m *Mutex) passTurn() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	m.c.eval(ctx, redisscript.PassTurn, []string{m.keys.lock, m.keys.waiting, m.keys.deadlines}, m.keys.wake)
+	m.c.eval(ctx, redisscript.PassTurn, []string{m.keys.lock, m.keys.waiting}, m.keys.wake)
 }
 
 // leaveLine takes this client out of the lock's line of waiting clients,
@@ -398,7 +398,7 @@ func (m *Mutex) leaveLine() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	m.c.eval(ctx, redisscript.LeaveLine, []string{m.keys.waiting, m.keys.deadlines}, m.c.id)
+	m.c.eval(ctx, redisscript.LeaveLine, []string{m.keys.waiting}, m.c.id)
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

@@ -20,7 +20,7 @@ var (
 // InspectKeys returns the keys Inspect reads for the lock called name.
 func InspectKeys(name string) []string {
 	b := rediskeys.For(name).Base
-	return []string{b, rediskeys.For(name).Fence, b + ":queue", b + ":permits", b + ":limit", b + ":writer", b + ":readers", b + ":wintent", b + ":waiting", b + ":waiting:until"}
+	return []string{b, rediskeys.For(name).Fence, b + ":queue", b + ":permits", b + ":limit", b + ":writer", b + ":readers", b + ":wintent", b + ":waiting"}
 }
 
 // ForceUnlockCall returns the keys and arguments of ForceUnlock for the
@@ -28,7 +28,7 @@ func InspectKeys(name string) []string {
 func ForceUnlockCall(name string) (keys, args []string) {
 	k := rediskeys.For(name)
 	b := k.Base
-	return []string{b, b + ":writer", b + ":readers", b + ":wintent", b + ":permits", b + ":queue", b + ":waiting", b + ":waiting:until"},
+	return []string{b, b + ":writer", b + ":readers", b + ":wintent", b + ":permits", b + ":queue", b + ":waiting"},
 		[]string{k.Channel, b + ":w:", b + ":wake:"}
 }
 

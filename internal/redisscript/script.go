@@ -72,64 +72,32 @@ end
 `
 
 // linePrologue runs before the scripts that put a client in a Mutex's
-// line of waiting clients (see acquire.lua). The line is two sorted sets
-// of client ids: the line itself, scored by when each client began to
-// wait (Unix µs), which orders it, and the line's deadlines, scored by
-// when each client's place expires (server time, ms). Each client sets its
-// own deadline, and only ever moves it later; the two keys expire with the
-// latest deadline, and no command shortens them. So no client can shorten
-// another's place.
-//
-// dlock_join(line, deadlines, id, since, life) puts id in the line at
-// since (or keeps the place it has), and keeps its place for life ms from
-// now at least.
-const linePrologue = `local function dlock_join(line, deadlines, id, since, life)
+// line of waiting clients (see acquire.lua): dlock_join(line, id, since,
+// life) puts id in the line at since (or keeps the place it has), and
+// keeps the line for at least life ms. A join only ever makes the line
+// last longer, never shorter: the line lasts as long as the longest-lived
+// place in it, and no client can shorten another's. (A place that
+// outlives its client is passed over when its turn comes: its client no
+// longer listens, or, woken with no waiter left, passes the turn on.)
+const linePrologue = `local function dlock_join(line, id, since, life)
   redis.call('ZADD', line, 'NX', since, id)
-  life = tonumber(life)
-  local t = redis.call('TIME')
-  redis.call('ZADD', deadlines, 'GT', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + life, id)
-  local ttl = redis.call('PTTL', line)
-  if ttl < life then
+  if redis.call('PTTL', line) < tonumber(life) then
     redis.call('PEXPIRE', line, life)
-    ttl = life
   end
-  redis.call('PEXPIRE', deadlines, ttl)
-end
-local function dlock_leave(line, deadlines, id)
-  redis.call('ZREM', deadlines, id)
-  return redis.call('ZREM', line, id)
 end
 `
 
 // wakePrologue runs before the scripts that hand a free Mutex to its line
-// of waiting clients (see linePrologue): dlock_wake_next(line, deadlines,
-// prefix) pops the client that has waited longest and publishes on its
-// own channel, prefix .. its id, passing over clients whose place has
-// expired (a client with no deadline, as one of an older dlock, has not)
-// and up to three that no longer listen. It returns the number of
-// subscribers woken, 0 if none was.
-const wakePrologue = `local function dlock_wake_next(line, deadlines, prefix)
-  local now
-  local deaf = 0
-  for _ = 1, 32 do
+// of waiting clients (see acquire.lua): dlock_wake_next(line, prefix) pops
+// the client that has waited longest and publishes on its own channel,
+// prefix .. its id, passing over up to three that no longer listen. It
+// returns the number of subscribers woken, 0 if none was.
+const wakePrologue = `local function dlock_wake_next(line, prefix)
+  for _ = 1, 3 do
     local next = redis.call('ZPOPMIN', line)
     if not next[1] then return 0 end
-    local deadline = redis.call('ZSCORE', deadlines, next[1])
-    local live = true
-    if deadline then
-      redis.call('ZREM', deadlines, next[1])
-      if not now then
-        local t = redis.call('TIME')
-        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      end
-      live = tonumber(deadline) > now
-    end
-    if live then
-      local n = redis.call('PUBLISH', prefix .. next[1], 'released')
-      if n > 0 then return n end
-      deaf = deaf + 1
-      if deaf == 3 then return 0 end
-    end
+    local n = redis.call('PUBLISH', prefix .. next[1], 'released')
+    if n > 0 then return n end
   end
   return 0
 end
@@ -170,7 +138,7 @@ var (
 	Release       = loadWaking("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
-	LeaveLine     = loadLined("leave_line.lua", false)
+	LeaveLine     = load("leave_line.lua")
 	JoinLine      = loadLined("join_line.lua", false)
 	PassTurn      = loadWaking("pass_turn.lua")
 

@@ -2,7 +2,7 @@
 -- KEYS[1] lock key          KEYS[2] fence counter (of the lock's slot)
 -- KEYS[3] the waiting clients (optional): a sorted set of client ids,
 --         scored by when each began to wait, that release.lua wakes one
---         at a time; KEYS[4] their places' deadlines (see dlock_join)
+--         at a time
 -- ARGV[1] owner token       ARGV[2] TTL in milliseconds
 -- ARGV[3] unused (a reentrant hold id)
 -- ARGV[4] '*' to take the lock already marked as awaited (see below), when
@@ -30,9 +30,9 @@
 -- the holder's value with a trailing byte 1 (once), so that the holder's
 -- release publishes a notice only when someone may be waiting for it, and,
 -- given ARGV[5], puts the client in KEYS[3], so that the notice goes to
--- one waiting client, not to all. A client's place lasts ARGV[7] ms from
--- its last attempt, and no other client's attempt shortens it: KEYS[3]
--- goes once every place in it has expired.
+-- one waiting client, not to all. KEYS[3] is kept at least ARGV[7] ms
+-- after the client joined, and no client's attempt shortens it (see
+-- dlock_join): it goes once the longest-lived place in it has expired.
 -- The mark is a control character, which no token holds (a label's are
 -- replaced, see dlock.WithLabel), so that no label looks like it: a
 -- holder labelled "...*" once looked marked when '*' was the mark, and
@@ -62,9 +62,9 @@ if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] == '*' and mark or ''), 'NX', 
     end
   end
   if ARGV[8] == 'stay' then
-    dlock_join(KEYS[3], KEYS[4], ARGV[5], ARGV[6], ARGV[7])
+    dlock_join(KEYS[3], ARGV[5], ARGV[6], ARGV[7])
   elseif ARGV[8] == 'leave' then
-    dlock_leave(KEYS[3], KEYS[4], ARGV[5])
+    redis.call('ZREM', KEYS[3], ARGV[5])
   end
   return fence
 end
@@ -94,6 +94,6 @@ if pttl > 0 and not own and KEYS[3] and ARGV[5] and ARGV[5] ~= '' then
   -- Wait in line: NX keeps the place of a client already there, and gives
   -- one that was woken but lost the race its old place back. Every step
   -- here can run twice with the same outcome.
-  dlock_join(KEYS[3], KEYS[4], ARGV[5], ARGV[6], ARGV[7])
+  dlock_join(KEYS[3], ARGV[5], ARGV[6], ARGV[7])
 end
 return -pttl

@@ -4,7 +4,6 @@
 -- Holders learn of it at their next renewal (dlock.ErrTakenOver).
 -- KEYS[1] lock   KEYS[2] writer   KEYS[3] readers   KEYS[4] writer intent
 -- KEYS[5] permits   KEYS[6] fair queue   KEYS[7] a Mutex's waiting clients
--- KEYS[8] their deadlines
 -- ARGV[1] release channel   ARGV[2] prefix of a fair waiter's own channel
 -- ARGV[3] prefix of a waiting client's own channel (see release.lua)
 -- Returns the number of keys deleted.
@@ -16,7 +15,7 @@ end
 local n = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 redis.call('PUBLISH', ARGV[1], 'released')
 if KEYS[7] and redis.call('TYPE', KEYS[7])['ok'] == 'zset' then
-  dlock_wake_next(KEYS[7], KEYS[8], ARGV[3])
+  dlock_wake_next(KEYS[7], ARGV[3])
 end
 if redis.call('TYPE', KEYS[6])['ok'] == 'list' then
   local head = redis.call('LINDEX', KEYS[6], 0)

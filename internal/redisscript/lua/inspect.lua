@@ -4,7 +4,7 @@
 -- KEYS[1] lock (the name's main key)   KEYS[2] fence counter (of the slot)
 -- KEYS[3] fair queue   KEYS[4] permits   KEYS[5] permit limit
 -- KEYS[6] writer   KEYS[7] readers   KEYS[8] waiting writers' intents
--- KEYS[9] a Mutex's line of waiting clients   KEYS[10] their deadlines
+-- KEYS[9] a Mutex's line of waiting clients
 -- Returns {holder kind ('' when free), pttl, fence, waiters (a fair queue's
 -- length plus the writers waiting), permits in use, permit limit, writer,
 -- writer pttl, readers, {reader tokens}, {permit tokens}, owner1, holds1,
@@ -23,12 +23,7 @@ local out = {dlock_holder(KEYS[1]) or '', redis.call('PTTL', KEYS[1]), '', 0, 0,
 local function live(k) return redis.call('ZRANGEBYSCORE', k, '(' .. now, '+inf', 'LIMIT', 0, 1000) end
 if kind(KEYS[2]) == 'string' then out[3] = get(KEYS[2]) end
 if kind(KEYS[3]) == 'list' then out[4] = redis.call('LLEN', KEYS[3]) end
-if KEYS[9] and kind(KEYS[9]) == 'zset' then
-  out[4] = out[4] + redis.call('ZCARD', KEYS[9])
-  if KEYS[10] and kind(KEYS[10]) == 'zset' then -- places expired, not yet taken out
-    out[4] = math.max(out[4] - redis.call('ZCOUNT', KEYS[10], '-inf', now), 0)
-  end
-end
+if KEYS[9] and kind(KEYS[9]) == 'zset' then out[4] = out[4] + redis.call('ZCARD', KEYS[9]) end
 if KEYS[8] and kind(KEYS[8]) == 'zset' then out[4] = out[4] + redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf') end
 if kind(KEYS[4]) == 'zset' then
   out[5] = redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf')

@@ -6,7 +6,7 @@
 -- ARGV[1] owner             ARGV[2] TTL in milliseconds
 -- ARGV[3] hold: a fresh id for this hold, so that the call, sent twice,
 --         takes one hold
--- KEYS[3], KEYS[4], ARGV[4] to ARGV[8]: the line of waiting clients, as in
+-- KEYS[3], ARGV[4] to ARGV[8]: the line of waiting clients, as in
 --         acquire.lua (ARGV[4] is unused: reentrant_release.lua wakes the
 --         line on every last release)
 -- Returns the owner's fence (> 0) when taken or re-entered, or minus the
@@ -22,9 +22,9 @@
 -- acquire.lua does.
 local function lined(won)
   if won and ARGV[8] == 'stay' or not won and KEYS[3] and ARGV[5] and ARGV[5] ~= '' then
-    dlock_join(KEYS[3], KEYS[4], ARGV[5], ARGV[6], ARGV[7])
+    dlock_join(KEYS[3], ARGV[5], ARGV[6], ARGV[7])
   elseif won and ARGV[8] == 'leave' then
-    dlock_leave(KEYS[3], KEYS[4], ARGV[5])
+    redis.call('ZREM', KEYS[3], ARGV[5])
   end
 end
 local owner, hold = 'o:' .. redis.sha1hex(ARGV[1]), 'h:' .. ARGV[3]

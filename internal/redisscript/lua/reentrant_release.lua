@@ -2,8 +2,7 @@
 -- deletes the lock and wakes waiters.
 -- KEYS[1] lock hash         ARGV[1] owner          ARGV[2] release channel
 -- ARGV[3] the hold to give up
--- KEYS[2] the waiting clients (optional; see acquire.lua), KEYS[3] their
---         deadlines
+-- KEYS[2] the waiting clients (optional; see acquire.lua)
 -- ARGV[4] with KEYS[2]: the prefix of the clients' own channels
 -- Returns 0 when the owner holds nothing here, 1 when the hold was given up
 -- (or had been, by this call sent before) and others remain, and 1 plus the
@@ -22,6 +21,6 @@ if redis.call('HINCRBY', KEYS[1], owner, -1) > 0 then
 end
 redis.call('DEL', KEYS[1])
 if KEYS[2] then
-  return 1 + dlock_wake_next(KEYS[2], KEYS[3], ARGV[4])
+  return 1 + dlock_wake_next(KEYS[2], ARGV[4])
 end
 return 1 + redis.call('PUBLISH', ARGV[2], 'released')

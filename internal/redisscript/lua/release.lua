@@ -1,7 +1,6 @@
 -- release: delete the lock if this owner holds it, and wake waiters.
 -- KEYS[1] lock key          ARGV[1] owner token    ARGV[2] release channel
--- KEYS[2] the waiting clients (optional; see acquire.lua), KEYS[3] their
---         deadlines
+-- KEYS[2] the waiting clients (optional; see acquire.lua)
 -- ARGV[3] unused (a reentrant hold id)
 -- ARGV[4] with KEYS[2]: the prefix of the clients' own channels
 -- Returns 1 plus the number of subscribers woken when released, 0 when the
@@ -24,7 +23,7 @@ end
 if v == ARGV[1] .. '\1' then
   redis.call('DEL', KEYS[1])
   if KEYS[2] then
-    return 1 + dlock_wake_next(KEYS[2], KEYS[3], ARGV[4])
+    return 1 + dlock_wake_next(KEYS[2], ARGV[4])
   end
   return 1 + redis.call('PUBLISH', ARGV[2], 'released')
 end
