@@ -21,7 +21,7 @@ import (
 // splitConn runs scripts through one Conn and listens for release notices
 // through another, so that a test can fail the pub/sub connection alone.
 type splitConn struct {
-	redislock.Conn                 // scripts
+	redislock.Conn                // scripts
 	listen         redislock.Conn // pub/sub
 }
 
@@ -68,7 +68,7 @@ func TestIntegrationSilentSubscriptionStillPolls(t *testing.T) {
 			name := "silent-pubsub-" + tr.name
 			c, silence := silentPubSub(t, d, tr.open, false)
 			// The pub/sub connection is up: a wait subscribed through it.
-			warm, err := newClient(t, d, tr.open).NewMutex(name+"-warm").Lock(ctx)
+			warm, err := newClient(t, d, tr.open).NewMutex(name + "-warm").Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
