@@ -105,7 +105,8 @@ func (m *FairMutex) check(ctx context.Context) error {
 }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
-// dlock.ErrNotObtained if another owner holds it or others are waiting.
+// dlock.ErrNotObtained if another owner holds it or others are waiting, and
+// one matching dlock.ErrUnavailable as Mutex.TryLock does.
 func (m *FairMutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
 	return a.End(m.c.leases.Call(ctx, m.tryLock))
@@ -131,7 +132,8 @@ func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // released; otherwise it retries when the holder's TTL runs out or the
 // retry strategy says so, whichever is first. If ctx is done first, the
 // error matches both dlock.ErrNotObtained and ctx.Err(), and the waiter
-// has left the queue.
+// has left the queue. It waits through an unavailable server as
+// Mutex.Lock does.
 func (m *FairMutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
 	return a.End(m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lock(ctx, &a) }))

@@ -172,7 +172,8 @@ func (s rwSide) events() *lease.Events {
 
 // TryLock makes one attempt. It returns an error matching
 // dlock.ErrNotObtained if the lock is held on the other side, or, for a
-// reader, if a writer is waiting.
+// reader, if a writer is waiting, and one matching dlock.ErrUnavailable as
+// Mutex.TryLock does.
 func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := s.events().Begin()
 	return a.End(s.rw.c.leases.Call(ctx, s.tryLock))

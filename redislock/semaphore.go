@@ -87,7 +87,8 @@ func (c *Client) NewSemaphore(name string, permits int, opts ...Option) *Semapho
 func (s *Semaphore) Name() string { return s.m.name }
 
 // TryLock makes one attempt to take a permit. It returns an error matching
-// dlock.ErrNotObtained if none is free.
+// dlock.ErrNotObtained if none is free, and one matching
+// dlock.ErrUnavailable as Mutex.TryLock does.
 func (s *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := s.m.ev.Begin()
 	return a.End(s.m.c.leases.Call(ctx, s.tryLock))
@@ -112,7 +113,7 @@ func (s *Semaphore) tryLock(ctx context.Context) (dlock.Lease, error) {
 // released or the limit grows; otherwise it retries when the earliest
 // permit expires or the retry strategy says so, whichever is first. If ctx
 // is done first, the error matches both dlock.ErrNotObtained and
-// ctx.Err().
+// ctx.Err(). It waits through an unavailable server as Mutex.Lock does.
 func (s *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := s.m.ev.Begin()
 	return a.End(s.m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lock(ctx, &a) }))
