@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,16 +23,21 @@ import (
 // batches. Create one Client per deployment and share it; it is safe for
 // concurrent use.
 type Client struct {
-	conn  Conn
-	id    string // this client's name in lines of waiting clients (see Mutex.lock)
-	err   error
-	subs  *subscriber
-	renew *renewal.Scheduler
-	obs   dlock.Observer // from WithObserver and WithLogger; nil for none
+	conn    Conn
+	service string // names the deployment in errors (see dlock.UnavailableError)
+	id      string // this client's name in lines of waiting clients (see Mutex.lock)
+	err     error
+	subs    *subscriber
+	renew   *renewal.Scheduler
+	obs     dlock.Observer // from WithObserver and WithLogger; nil for none
 
 	leases lease.Registry
 
 	cleanups background.Group // deletes keys that interrupted calls may have set
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed when Close begins
+	closeBy   time.Time     // when Close stops waiting for the server; set before closed is closed
 
 	// yields[i] (Unix ns) is set when a release of a lock whose name
 	// hashes to i woke other clients' waiters; until then, this client's
@@ -55,41 +61,70 @@ func (c *Client) yieldFor(name string) *atomic.Int64 {
 // that needs it.
 func New(conn Conn, opts ...ClientOption) *Client {
 	cfg := newClientConfig(opts)
-	c := &Client{conn: conn, id: dlock.NewToken(), obs: lease.Observer(cfg.obs, cfg.log)}
+	c := &Client{conn: conn, id: dlock.NewToken(), obs: lease.Observer(cfg.obs, cfg.log), closed: make(chan struct{})}
 	if conn == nil {
 		c.err = errors.New("redislock: New was given a nil Conn; wrap your client with goredisconn.New or rueidisconn.New")
 		return c
 	}
-	c.subs = newSubscriber(conn)
+	c.service = service(conn)
+	c.subs = newSubscriber(conn, c.closed)
 	c.renew = renewal.New(c.renewBatch)
 	return c
 }
 
-// closeTimeout bounds each of Close's two waits: for the releases of the
-// leases still held, and for the clean-ups of interrupted calls.
-const closeTimeout = 5 * time.Second
+// closeWait bounds Close's wait for the server.
+const closeWait = time.Second
 
 // Close releases every lease the Client still holds, stops renewing,
-// finishes the clean-ups of interrupted calls (deleting what a failed or
-// abandoned attempt may have taken), and closes the pub/sub connection.
-// It waits at most five seconds for the releases and five more for the
-// clean-ups; a key the server could not be reached to delete in that time
-// expires within its TTL, and Close reports the failure. It does not close
-// the Conn's underlying Redis client. Every held lease ends with
-// dlock.ErrReleased.
+// ends the clean-ups of interrupted calls (which delete what a failed or
+// abandoned attempt may have taken), and closes the pub/sub connection. It
+// waits for the server at most one second in all (closeWait): a lease
+// whose release has not reached the server by then ends with an error
+// matching dlock.ErrLost, its key expires within its TTL, and Close
+// reports the failure. Each clean-up gets one last look after Close
+// begins, within that second, and no more: a key that a request still on
+// its way to the server may set expires within its TTL. A server that
+// cannot be reached, or does not answer, so costs Close one second at
+// most. It does not close the Conn's underlying Redis client. Every held
+// lease released ends with dlock.ErrReleased.
 func (c *Client) Close() error {
 	if c.err != nil {
 		return nil
 	}
-	first, err := c.leases.Close(closeTimeout, ErrClosed)
+	c.closeOnce.Do(func() {
+		c.closeBy = time.Now().Add(closeWait)
+		close(c.closed)
+	})
+	first, err := c.leases.Close(closeWait, ErrClosed)
 	if !first {
 		return nil
 	}
 	c.renew.Close()
-	if !c.cleanups.Finish(closeTimeout) {
-		err = errors.Join(err, fmt.Errorf("redislock: Close: clean-ups of interrupted calls did not finish within %v; what they had to delete expires within its TTL", closeTimeout))
+	// Every clean-up ends by closeBy, at its last look: the margin is
+	// for the goroutines to return on a loaded machine.
+	if !c.cleanups.Finish(max(time.Until(c.closeBy), 0) + 500*time.Millisecond) {
+		err = errors.Join(err, fmt.Errorf("redislock: Close: clean-ups of interrupted calls did not finish within %v; what they had to delete expires within its TTL", closeWait))
 	}
 	return errors.Join(err, c.subs.close())
+}
+
+// closing reports whether Close has begun.
+func (c *Client) closing() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// closeBound returns ctx, bounded, once Close has begun, by the time
+// Close gives the server.
+func (c *Client) closeBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !c.closing() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, c.closeBy)
 }
 
 // usable returns the error every call on an unusable Client returns.
@@ -103,30 +138,92 @@ func (c *Client) usable() error {
 	return nil
 }
 
-// eval runs one script call.
+// eval runs one script call, bounded by AttemptTimeout. A call that ran
+// out of that time fails with an error that says so, matching
+// context.DeadlineExceeded, though ctx has not ended.
 func (c *Client) eval(ctx context.Context, s *redisscript.Script, keys []string, args ...string) (any, error) {
+	ctx, cancel, _ := bound(ctx, 0)
+	defer cancel()
 	var res [1]transport.Result
 	c.conn.Eval(ctx, []transport.Call{{Script: s, Keys: keys, Args: args}}, res[:])
 	return res[0].Val, res[0].Err
 }
 
 // abandon runs, in the background, the release call of what an
-// interrupted request may have taken: it retries while the server cannot
-// be reached, and looks again a few times after finding nothing (see
-// background.Clean), since a request still buffered on a paused server
-// runs when it resumes, however late. After Close has given clean-ups
-// their time, a key left expires within its TTL.
+// interrupted request may have taken (see cleanUp).
 func (c *Client) abandon(release transport.Call) {
+	if c.closing() {
+		// Close gives what it could not reach up: the key expires
+		// within its TTL.
+		return
+	}
 	c.cleanups.Clean(func(ctx context.Context) background.Outcome {
-		v, err := c.eval(ctx, release.Script, release.Keys, release.Args...)
-		switch {
-		case err == nil && v != int64(0):
-			return background.Cleaned
-		case err == nil || isReply(err):
-			return background.Nothing
-		}
-		return background.Unreachable
+		c.cleanUp(ctx, release)
+		return background.Cleaned
 	})
+}
+
+// tidy runs f, a call that takes back what a Lock that gave up left on
+// the server (a place in a queue, a writer's intent), with a context
+// bounded by AttemptTimeout: at once, or, while the server fails, in the
+// background, so that a Lock whose context ended returns at once. Once
+// Close has begun, the call ends by Close's time.
+func (c *Client) tidy(ctx context.Context, failing bool, f func(ctx context.Context)) {
+	run := func(ctx context.Context) {
+		ctx, cancel := c.closeBound(ctx)
+		defer cancel()
+		ctx, cancel2 := context.WithTimeout(ctx, AttemptTimeout)
+		defer cancel2()
+		f(ctx)
+	}
+	if !failing {
+		run(context.WithoutCancel(ctx))
+		return
+	}
+	c.cleanups.Go(run) // once the Client is closed, what f removes expires
+}
+
+// cleanupRetry spaces out the looks of a clean-up that cannot reach the
+// server.
+var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
+
+// cleanUp runs release, the release call of what an interrupted request
+// may have taken, until it deletes something: again with backoff while
+// the server cannot be reached, however long, and a few more times
+// (background.LateChecks, about four seconds) after it finds nothing,
+// since a request still buffered on a paused server runs when it resumes,
+// however late. Once Close has begun, it looks once more, within Close's
+// time, and stops: a key left expires within its TTL.
+func (c *Client) cleanUp(ctx context.Context, release transport.Call) {
+	checks := 0
+	for n := 1; ; n++ {
+		closing := c.closing()
+		lctx, cancel := c.closeBound(ctx)
+		v, err := c.eval(lctx, release.Script, release.Keys, release.Args...)
+		cancel()
+		var wait time.Duration
+		switch {
+		case err == nil && v != int64(0), closing:
+			return
+		case err == nil || isReply(err):
+			if checks == len(background.LateChecks) {
+				return
+			}
+			wait = background.LateChecks[checks]
+			checks++
+		default:
+			wait, _ = cleanupRetry.Backoff(n)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-c.closed:
+			t.Stop()
+		case <-t.C:
+		}
+	}
 }
 
 // releaseCall is the call of script s that deletes the lock k that token

@@ -2,6 +2,7 @@ package redislock_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -22,6 +23,9 @@ import (
 type deployment struct {
 	servers []*testenv.Redis
 	cluster bool
+	// dial, if not nil, is how the clients that openers make connect:
+	// through fault proxies, say (see unreachable).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (d *deployment) addrs() []string {
@@ -59,19 +63,24 @@ type opener func(t testing.TB, d *deployment) redislock.Conn
 func goRedis(t testing.TB, d *deployment) redislock.Conn {
 	var c redis.UniversalClient
 	if d.cluster {
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs(), ContextTimeoutEnabled: true})
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs(), ContextTimeoutEnabled: true, Dialer: d.dial})
 	} else {
 		// As the README builds it: go-redis's defaults (retries on), and
 		// context deadlines bounding each call.
-		c = redis.NewClient(&redis.Options{Addr: d.addrs()[0], ContextTimeoutEnabled: true})
+		c = redis.NewClient(&redis.Options{Addr: d.addrs()[0], ContextTimeoutEnabled: true, Dialer: d.dial})
 	}
 	t.Cleanup(func() { c.Close() })
 	return goredisconn.New(c)
 }
 
 func rueidisClient(t testing.TB, d *deployment) redislock.Conn {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: d.addrs(), DisableCache: true,
-		ForceSingleClient: !d.cluster})
+	o := rueidis.ClientOption{InitAddress: d.addrs(), DisableCache: true, ForceSingleClient: !d.cluster}
+	if d.dial != nil {
+		o.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return d.dial(ctx, "tcp", addr)
+		}
+	}
+	c, err := rueidis.NewClient(o)
 	if err != nil {
 		t.Fatalf("rueidis.NewClient: %v", err)
 	}
@@ -187,6 +196,58 @@ func kindBackend(d *deployment, open opener, newLock func(c *redislock.Client, k
 		Inspect: func(t testing.TB, key string) dlock.Info {
 			return inspect(t, newClient(t, d, open), key)
 		},
+		Restart: func(t testing.TB) {
+			for _, s := range d.servers {
+				// As a server that persists its data: with a save point,
+				// it writes a snapshot as it shuts down, and loads it
+				// when it starts again (with its own configuration).
+				if _, err := s.Do("CONFIG", "SET", "save", "3600 1"); err != nil {
+					t.Fatalf("CONFIG SET save: %v", err)
+				}
+				if err := s.Restart(); err != nil {
+					t.Fatalf("restart: %v", err)
+				}
+			}
+			if d.cluster {
+				waitClusterOK(t, d)
+			}
+		},
+		Unreachable: func(t testing.TB, key string, o dlocktest.Options) (dlock.Locker, func(refuse bool)) {
+			conn, fail := unreachable(t, d, open)
+			c := redislock.New(conn, redislock.WithObserver(o.Observer))
+			t.Cleanup(func() { c.Close() })
+			return clients.Add(newLock(c, key, lockOptions(o)...), c.Close), fail
+		},
+		TryLockBound: redislock.AttemptTimeout,
+	}
+}
+
+// unreachable returns a Conn to d, made by open, whose every connection
+// passes through a fault proxy, and a function that makes the proxies
+// fail: silent (connections open, nothing forwarded) or, with refuse,
+// refusing new connections and resetting the open ones.
+func unreachable(t testing.TB, d *deployment, open opener) (redislock.Conn, func(refuse bool)) {
+	via := map[string]*testenv.Proxy{}
+	for _, a := range d.addrs() {
+		via[a] = testenv.StartProxy(t, a)
+	}
+	proxied := *d
+	proxied.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := via[addr]; ok {
+			addr = p.Addr()
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	return open(t, &proxied), func(refuse bool) {
+		for _, p := range via {
+			if refuse {
+				p.SetRefuse(true)
+				p.Reset()
+			} else {
+				p.Blackhole(true)
+			}
+		}
 	}
 }
 

@@ -28,8 +28,10 @@
 //   - an RWMutex's queue of waiting writers: at most min(TTL, 2s) after the
 //     last one left;
 //   - a Mutex's line of waiting clients, dlock:{name}:waiting: one second
-//     plus the longest wait of the retry strategy (at least 50ms) after a
-//     client last joined it, and at once when the last one leaves;
+//     plus the longest wait of the retry strategy (at least 50ms) after the
+//     last join of the client that waits longest between its tries, and
+//     at once when the last one leaves (a join only ever extends the
+//     line's expiry, so that no client can shorten another's place);
 //   - a Semaphore's limit set by SetPermits or AddPermits: one TTL after
 //     the last permit (NewSemaphore's n applies again after that);
 //   - a Latch's count: 24 hours after it was last set or counted down;
@@ -100,10 +102,40 @@
 // first, so that it does not race the client it woke. A waiter also retries when the
 // holder's TTL runs out, and after a backoff from its RetryStrategy (at
 // least 50ms apart while its Client stands in line), in case a notice is
-// lost. A Mutex is not strictly fair: a newcomer can take a free lock
+// lost. No wait depends on a notice: a new waiter waits for the server to
+// confirm its subscription at most 250ms, and the pub/sub connection is
+// sent a PING when it has carried nothing for a second while channels are
+// subscribed, and replaced (every channel subscribed again on a new one)
+// when the PING is not answered within another second, as after a
+// firewall dropped the idle connection. A Mutex is not strictly fair: a newcomer can take a free lock
 // before the woken client; see FairMutex. A ReentrantMutex's waiters wait
 // in the same way, and the release of its owner's last hold wakes the first
 // client in the line.
+//
+// # Faults
+//
+// Every call to the server is bounded by AttemptTimeout (1s), whatever its
+// context says, with rueidis and with go-redis's ContextTimeoutEnabled: a
+// server that has not answered by then, or that refused or reset the
+// connection, is unavailable, as is one that answers that it cannot serve
+// the call for now (LOADING, BUSY, TRYAGAIN, a redirect the client did not
+// follow, CLUSTERDOWN, MASTERDOWN, NOREPLICAS, READONLY after a failover,
+// MISCONF, OOM). TryLock then returns an error matching
+// dlock.ErrUnavailable, and not dlock.ErrNotObtained, within
+// AttemptTimeout (plus WithReplicas' timeout): a *dlock.UnavailableError
+// that names the deployment and says since when it has failed. Lock of
+// every kind waits through such failures as through a held lock, trying
+// again as its retry strategy says, until its context ends; its error
+// then matches dlock.ErrNotObtained, the context's error and, if the
+// server was still failing, dlock.ErrUnavailable. (A Lock whose context
+// ends within the first AttemptTimeout of a server's silence has seen no
+// failure yet, and reports none.) What waiting cannot heal fails at once:
+// any other error reply (NOAUTH, WRONGPASS, NOPERM, a key of another type,
+// a script the server refuses), a Redis client that was closed or never
+// given (transport.ErrUnusable), a TLS handshake refused on the
+// certificates or met by a server that does not speak TLS, a bad name or
+// option, a closed Client, a lock of another kind. Client.Close waits for
+// the server at most one second.
 //
 // # Observing
 //
@@ -133,8 +165,9 @@
 //     own hold id), deletes only what that attempt took. The clean-up
 //     keeps trying while the server cannot be reached, however long, and
 //     then looks a few more times over about four seconds, since a request
-//     buffered on a paused server runs when the server resumes. Close
-//     gives the clean-ups five seconds to finish.
+//     buffered on a paused server runs when the server resumes. Once
+//     Close has begun, each clean-up looks once more and stops (see
+//     Client.Close).
 //   - Semaphore.AddPermits, Semaphore.SetPermits and Latch.CountDown carry
 //     a request id; the server records the outcome of each id for twenty
 //     minutes, a refusal and a latch not counting included, so a copy that

@@ -105,7 +105,8 @@ func (m *FairMutex) check(ctx context.Context) error {
 }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
-// dlock.ErrNotObtained if another owner holds it or others are waiting.
+// dlock.ErrNotObtained if another owner holds it or others are waiting, and
+// one matching dlock.ErrUnavailable as Mutex.TryLock does.
 func (m *FairMutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
 	return a.End(m.c.leases.Call(ctx, m.tryLock))
@@ -122,7 +123,7 @@ func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	case err == nil:
 		err = dlock.ErrNotObtained
 	}
-	return nil, err
+	return nil, m.c.tryFailed(err)
 }
 
 // Lock takes the lock, waiting in line until it is free and every earlier
@@ -131,7 +132,8 @@ func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // released; otherwise it retries when the holder's TTL runs out or the
 // retry strategy says so, whichever is first. If ctx is done first, the
 // error matches both dlock.ErrNotObtained and ctx.Err(), and the waiter
-// has left the queue.
+// has left the queue. It waits through an unavailable server as
+// Mutex.Lock does.
 func (m *FairMutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
 	return a.End(m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lock(ctx, &a) }))
@@ -142,9 +144,12 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		return nil, err
 	}
 	token := fairToken(ctx)
-	if l, _, err := m.attempt(ctx, token, false); l != nil || final(err) {
+	var down outage
+	l, _, err := m.attempt(ctx, token, false)
+	if l != nil || final(err) {
 		return asFair(l, err)
 	}
+	down.note(err)
 	a.Waiting()
 	// Subscribe before joining the queue, so that no wake-up is missed.
 	// The channel is this waiter's alone: unsubscribe it at once at the
@@ -155,7 +160,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	defer idle.Stop()
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
-			m.leave(ctx, token)
+			m.leave(ctx, token, down.last != nil)
 			return nil, err
 		}
 		l, wait, err := m.attempt(ctx, token, true)
@@ -163,16 +168,14 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 			return l, nil
 		}
 		if final(err) {
-			m.leave(ctx, token)
+			m.leave(ctx, token, down.last != nil)
 			return nil, err
 		}
+		down.note(err)
 		backoff, ok := m.cfg.retry.Backoff(n)
 		if !ok {
-			m.leave(ctx, token)
-			if err != nil {
-				return nil, err
-			}
-			return nil, dlock.ErrNotObtained
+			m.leave(ctx, token, down.last != nil)
+			return nil, gaveUp(err)
 		}
 		if wait <= 0 { // the attempt failed, and said no wait
 			wait = backoff
@@ -180,8 +183,8 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		// Retrying renews the place in the queue: never let it lapse.
 		wait = min(max(wait, time.Millisecond), backoff, m.wait/3)
 		if !idle.Wait(ctx, w.c, wait) {
-			m.leave(ctx, token)
-			return nil, lease.Interrupted(ctx.Err(), err)
+			m.leave(ctx, token, down.last != nil)
+			return nil, down.interrupted(m.c, ctx.Err(), err)
 		}
 	}
 }
@@ -194,12 +197,13 @@ func asFair(l *fairLease, err error) (dlock.Lease, error) {
 }
 
 // leave takes token out of the queue, waking the next waiter if the lock
-// is free. If the server cannot be reached, the entry is dropped when its
-// deadline passes.
-func (m *FairMutex) leave(ctx context.Context, token string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	m.c.eval(ctx, redisscript.FairLeave, []string{m.keys.lock, m.queue, m.times}, token, m.prefix)
+// is free: at once, or in the background while the server fails (see
+// Client.tidy). If the server cannot be reached, the entry is dropped when
+// its deadline passes.
+func (m *FairMutex) leave(ctx context.Context, token string, failing bool) {
+	m.c.tidy(ctx, failing, func(ctx context.Context) {
+		m.c.eval(ctx, redisscript.FairLeave, []string{m.keys.lock, m.queue, m.times}, token, m.prefix)
+	})
 }
 
 // attempt runs the acquire script once for token, joining or renewing its
@@ -211,21 +215,20 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 		join = "1"
 	}
 	start := time.Now()
-	v, err := m.c.eval(ctx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence},
+	actx, cancel, own := bound(ctx, 0)
+	v, err := m.c.eval(actx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence},
 		token, m.ttl, m.waitMs, join)
+	cancel()
 	if err != nil {
 		if mayHaveRun(err) {
 			// The script may have run: give the lock (if taken) back, and
 			// the place in the queue (if taken) up.
 			m.c.abandon(releaseCall(m.keys, token, releaseScript))
 			if enqueue {
-				m.leave(ctx, token)
+				m.leave(ctx, token, true)
 			}
 		}
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, describe(m.keys.lock, redisscript.FairAcquire, err)
+		return nil, 0, m.c.failed(ctx, own, start, m.keys.lock, redisscript.FairAcquire, err)
 	}
 	n, ok := v.(int64)
 	if !ok {

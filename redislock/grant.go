@@ -60,7 +60,7 @@ func (g *grant) Release(ctx context.Context) error {
 		if mayHaveRun(err) {
 			g.m.c.abandon(call)
 		}
-		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
+		return fmt.Errorf("redislock: release of %q did not reach the server (retried in the background until the Client closes; at worst the lock expires within its TTL): %w",
 			g.Key(), describe(g.Key(), g.m.f.release, err))
 	}
 	n, _ := v.(int64)

@@ -91,7 +91,9 @@ func (c *Client) newMutex(name string, f *flavor, opts []Option) *Mutex {
 func (m *Mutex) Name() string { return m.name }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
-// dlock.ErrNotObtained if another owner holds it.
+// dlock.ErrNotObtained if another owner holds it, and, within
+// AttemptTimeout, one matching dlock.ErrUnavailable if the server cannot
+// be reached or does not answer.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
 	return a.End(m.c.leases.Call(ctx, m.tryLock))
@@ -108,7 +110,7 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	case err == nil:
 		err = dlock.ErrNotObtained
 	}
-	return nil, err
+	return nil, m.c.tryFailed(err)
 }
 
 // Lock takes the lock, waiting until it is free, ctx is done or the retry
@@ -131,10 +133,15 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	}
 	yield := time.Unix(0, m.yieldUntil.Load())
 	polite := time.Now().Before(yield)
+	var down outage
+	var why error // the last attempt's reason for not obtaining
 	if !polite {
-		if l, _, err := m.attempt(ctx, false, nil); l != nil || final(err) {
+		l, _, err := m.attempt(ctx, false, nil)
+		if l != nil || final(err) {
 			return asLease(l, err)
 		}
+		down.note(err)
+		why = err
 	}
 	a.Waiting()
 	var w *waiter
@@ -152,7 +159,7 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			// In line behind the client this one's release woke, and
 			// those before it: wait for the turn.
 			if !idle.Wait(ctx, w.c, wait) {
-				return nil, dlock.NotObtained(ctx.Err())
+				return nil, down.interrupted(m.c, ctx.Err(), why)
 			}
 		} else {
 			select {
@@ -163,7 +170,6 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			}
 		}
 	}
-	var why error // the last attempt's reason for not obtaining
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
 			return nil, err
@@ -177,30 +183,30 @@ func (m *Mutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			won = l != nil
 			return asLease(l, err)
 		}
+		down.note(err)
 		why = err
 		if ln.in { // a release will say when it is this client's turn
 			wait = max(wait, linePoll)
 		}
 		if !ok {
-			if why != nil {
-				return nil, why
-			}
-			return nil, dlock.ErrNotObtained
+			return nil, gaveUp(why)
 		}
 		if ttl > 0 && ttl < wait { // the holder's key expires first (0: unknown)
 			wait = ttl
 		}
 		if !idle.Wait(ctx, w.c, wait) {
-			return nil, lease.Interrupted(ctx.Err(), why)
+			return nil, down.interrupted(m.c, ctx.Err(), why)
 		}
 	}
 }
 
 // final reports whether an attempt's error ends a Lock: every error but
-// a busy lock's, and a lock of another kind holding the name, which Lock
-// does not wait for (see dlock.ErrKindMismatch).
+// a busy lock's and an unavailable server's, and a lock of another kind
+// holding the name, which Lock does not wait for (see
+// dlock.ErrKindMismatch).
 func final(err error) bool {
-	return err != nil && (!errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrKindMismatch))
+	return err != nil && (!errors.Is(err, dlock.ErrNotObtained) && !errors.Is(err, dlock.ErrUnavailable) ||
+		errors.Is(err, dlock.ErrKindMismatch))
 }
 
 // asLease converts attempt's result, keeping a nil *grant from becoming a
@@ -282,7 +288,9 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 		call.Keys = append(call.Keys, m.keys.waiting)
 		call.Args = append(call.Args, m.c.id, strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(ln.life), 10), onWin)
 	}
-	m.c.conn.Eval(ctx, []transport.Call{call}, res[:])
+	actx, cancel, own := bound(ctx, m.cfg.replicaTimeout)
+	m.c.conn.Eval(actx, []transport.Call{call}, res[:])
+	cancel()
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
 		// The script may have run without its reply reaching us: give
@@ -290,10 +298,7 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 		if mayHaveRun(err) {
 			m.c.abandon(giveBack)
 		}
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, describe(m.keys.lock, m.f.acquire, err)
+		return nil, 0, m.c.failed(ctx, own, start, m.keys.lock, m.f.acquire, err)
 	}
 	n, ok := v.(int64)
 	if !ok {
@@ -399,6 +404,9 @@ func (m *Mutex) join(ctx context.Context, w *waiter) (time.Duration, bool) {
 // passTurn wakes the next client in the lock's line, for a notice that
 // found none of this client's waiters left to take the lock.
 func (m *Mutex) passTurn() {
+	if m.c.closing() { // the next client polls
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	m.c.eval(ctx, redisscript.PassTurn, []string{m.keys.lock, m.keys.waiting}, m.keys.wake)
@@ -409,6 +417,9 @@ func (m *Mutex) passTurn() {
 // may wake this client in vain, and the other waiters find the lock free
 // at their next poll.
 func (m *Mutex) leaveLine() {
+	if m.c.closing() { // the client's place expires by itself
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	m.c.eval(ctx, redisscript.LeaveLine, []string{m.keys.waiting}, m.c.id)

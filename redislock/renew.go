@@ -40,7 +40,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	start := time.Now()
-	c.conn.Eval(ctx, calls, results)
+	c.evalOrLeave(ctx, calls, results)
 	now := time.Now()
 	next := make([]time.Time, len(batch))
 	for i, e := range batch {
@@ -116,4 +116,31 @@ func (c *Client) refresh(ctx context.Context, l refreshable, ttl time.Duration) 
 		return err
 	}
 	return nil
+}
+
+// evalOrLeave runs calls as Conn.Eval does, but returns when ctx is done
+// even if the Conn has not: go-redis ends a call only at a deadline, and
+// Close, which cancels the renewals under way, must not wait for a server
+// that does not answer. The results are then ctx's error.
+func (c *Client) evalOrLeave(ctx context.Context, calls []transport.Call, results []transport.Result) {
+	done := make(chan struct{})
+	own := make([]transport.Result, len(results))
+	go func() {
+		c.conn.Eval(ctx, calls, own)
+		close(done)
+	}()
+	select {
+	case <-done:
+		copy(results, own)
+	case <-ctx.Done():
+		select {
+		case <-done: // both at once: the replies say more
+			copy(results, own)
+			return
+		default:
+		}
+		for i := range results {
+			results[i] = transport.Result{Err: ctx.Err()}
+		}
+	}
 }

@@ -173,7 +173,8 @@ func (s rwSide) events() *lease.Events {
 
 // TryLock makes one attempt. It returns an error matching
 // dlock.ErrNotObtained if the lock is held on the other side, or, for a
-// reader, if a writer is waiting.
+// reader, if a writer is waiting, and one matching dlock.ErrUnavailable as
+// Mutex.TryLock does.
 func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := s.events().Begin()
 	return a.End(s.rw.c.leases.Call(ctx, s.tryLock))
@@ -188,7 +189,7 @@ func (s rwSide) tryLock(ctx context.Context) (dlock.Lease, error) {
 		err = dlock.ErrNotObtained
 	}
 	if l == nil {
-		return nil, err
+		return nil, s.rw.c.tryFailed(err)
 	}
 	return l, nil
 }
@@ -207,9 +208,10 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	rw := s.rw
 	intent := dlock.NewToken() // a waiting writer's identity in the intents
 	announced := false         // a writer's intent may be on the server
+	var down outage
 	defer func() {
 		if announced {
-			rw.withdraw(ctx, intent)
+			rw.withdraw(ctx, intent, down.last != nil)
 		}
 	}()
 	var w *waiter
@@ -236,6 +238,7 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			}
 			return l, nil
 		}
+		down.note(err)
 		if w == nil {
 			// Subscribe, then try again at once: a release may have come
 			// between the first attempt and the subscription.
@@ -245,10 +248,7 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		}
 		backoff, ok := rw.cfg.retry.Backoff(n)
 		if !ok {
-			if err != nil {
-				return nil, err
-			}
-			return nil, dlock.ErrNotObtained
+			return nil, gaveUp(err)
 		}
 		if wait > 0 && wait < backoff {
 			backoff = wait
@@ -257,7 +257,7 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 			backoff = rw.intentTTL / 3
 		}
 		if !idle.Wait(ctx, w.c, backoff) {
-			return nil, lease.Interrupted(ctx.Err(), err)
+			return nil, down.interrupted(rw.c, ctx.Err(), err)
 		}
 	}
 }
@@ -282,12 +282,13 @@ func (s rwSide) check(ctx context.Context) error {
 	return nil
 }
 
-// withdraw takes a writer's intent back after Lock gave up.
-func (rw *RWMutex) withdraw(ctx context.Context, intent string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	// A failure leaves an intent that expires within intentTTL.
-	rw.c.eval(ctx, redisscript.RWWithdraw, []string{rw.intent}, intent, rw.channel)
+// withdraw takes a writer's intent back after Lock gave up: at once, or in
+// the background while the server fails (see Client.tidy).
+func (rw *RWMutex) withdraw(ctx context.Context, intent string, failing bool) {
+	rw.c.tidy(ctx, failing, func(ctx context.Context) {
+		// A failure leaves an intent that expires within intentTTL.
+		rw.c.eval(ctx, redisscript.RWWithdraw, []string{rw.intent}, intent, rw.channel)
+	})
 }
 
 // attemptAs runs the acquire script once, with a fresh token. It returns
@@ -309,20 +310,19 @@ func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Du
 	}
 	start := time.Now()
 	var res [1]transport.Result
-	rw.c.conn.Eval(ctx, []transport.Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence}, Args: args,
+	actx, cancel, own := bound(ctx, rw.cfg.replicaTimeout)
+	defer cancel()
+	rw.c.conn.Eval(actx, []transport.Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence}, Args: args,
 		WaitReplicas: rw.cfg.replicas, WaitTimeout: rw.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
 		if mayHaveRun(err) {
 			rw.undo(s.read, token)
 		}
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
 		if isReply(err) && strings.Contains(err.Error(), "DLOCKUPGRADE") {
 			return nil, 0, ErrUpgrade
 		}
-		return nil, 0, describe(rw.base, script, err)
+		return nil, 0, rw.c.failed(ctx, own, start, rw.base, script, err)
 	}
 	n, ok := v.(int64)
 	if !ok {

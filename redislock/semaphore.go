@@ -89,7 +89,8 @@ func (c *Client) NewSemaphore(name string, permits int, opts ...Option) *Semapho
 func (s *Semaphore) Name() string { return s.m.name }
 
 // TryLock makes one attempt to take a permit. It returns an error matching
-// dlock.ErrNotObtained if none is free.
+// dlock.ErrNotObtained if none is free, and one matching
+// dlock.ErrUnavailable as Mutex.TryLock does.
 func (s *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := s.m.ev.Begin()
 	return a.End(s.m.c.leases.Call(ctx, s.tryLock))
@@ -106,7 +107,7 @@ func (s *Semaphore) tryLock(ctx context.Context) (dlock.Lease, error) {
 	case err == nil:
 		err = dlock.ErrNotObtained
 	}
-	return nil, err
+	return nil, s.m.c.tryFailed(err)
 }
 
 // Lock takes a permit, waiting until one is free, ctx is done or the
@@ -114,7 +115,7 @@ func (s *Semaphore) tryLock(ctx context.Context) (dlock.Lease, error) {
 // released or the limit grows; otherwise it retries when the earliest
 // permit expires or the retry strategy says so, whichever is first. If ctx
 // is done first, the error matches both dlock.ErrNotObtained and
-// ctx.Err().
+// ctx.Err(). It waits through an unavailable server as Mutex.Lock does.
 func (s *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := s.m.ev.Begin()
 	return a.End(s.m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lock(ctx, &a) }))
@@ -127,10 +128,15 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	m := s.m
 	yield := time.Unix(0, m.yieldUntil.Load())
 	polite := time.Now().Before(yield)
+	var down outage
+	var why error
 	if !polite {
-		if l, _, err := s.attempt(ctx); l != nil || final(err) {
+		l, _, err := s.attempt(ctx)
+		if l != nil || final(err) {
 			return asLease(l, err)
 		}
+		down.note(err)
+		why = err
 	}
 	a.Waiting()
 	w := m.c.subs.wait(ctx, m.keys.channel, false)
@@ -146,7 +152,6 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	}
 	var idle pause.Timer
 	defer idle.Stop()
-	var why error
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
 			return nil, err
@@ -156,19 +161,17 @@ func (s *Semaphore) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 			won = l != nil
 			return asLease(l, err)
 		}
+		down.note(err)
 		why = err
 		wait, ok := m.cfg.retry.Backoff(n)
 		if !ok {
-			if why != nil {
-				return nil, why
-			}
-			return nil, dlock.ErrNotObtained
+			return nil, gaveUp(why)
 		}
 		if expiry > 0 && expiry < wait { // the earliest permit expires first (0: unknown)
 			wait = expiry
 		}
 		if !idle.Wait(ctx, w.c, wait) {
-			return nil, lease.Interrupted(ctx.Err(), why)
+			return nil, down.interrupted(m.c, ctx.Err(), why)
 		}
 	}
 }
@@ -195,7 +198,9 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	token := lease.NewToken(ctx)
 	start := time.Now()
 	var res [1]transport.Result
-	m.c.conn.Eval(ctx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
+	actx, cancel, own := bound(ctx, m.cfg.replicaTimeout)
+	defer cancel()
+	m.c.conn.Eval(actx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
 		Args:         []string{token, m.ttl, strconv.Itoa(s.permits)},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
@@ -203,8 +208,8 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 		if mayHaveRun(err) { // the script may have run without its reply reaching us
 			m.c.abandon(m.releaseCall(token, token))
 		}
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
+		if f := m.c.failed(ctx, own, start, m.keys.lock, m.f.acquire, err); !isReply(err) || errors.Is(f, dlock.ErrUnavailable) {
+			return nil, 0, f
 		}
 		return nil, 0, s.describe(m.f.acquire, err)
 	}

@@ -20,6 +20,7 @@ const subscriptionLinger = time.Second
 // its entry stays in the map, marked leaving, until the UNSUBSCRIBE is done.
 type subscriber struct {
 	conn Conn
+	quit <-chan struct{} // closed when the Client's Close begins: the tasks' calls end
 
 	mu       sync.Mutex
 	seq      uint64 // orders exclusive waiters
@@ -60,8 +61,22 @@ type waiter struct {
 	seq       uint64 // when it registered, for exclusive waiters' turns
 }
 
-func newSubscriber(conn Conn) *subscriber {
-	return &subscriber{conn: conn, chans: make(map[string]*channel), stop: make(chan struct{})}
+func newSubscriber(conn Conn, quit <-chan struct{}) *subscriber {
+	return &subscriber{conn: conn, quit: quit, chans: make(map[string]*channel), stop: make(chan struct{})}
+}
+
+// taskContext returns the context of a task's call: it ends after d, or
+// when the Client's Close begins.
+func (s *subscriber) taskContext(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // wait registers a waiter on name and makes sure the channel is
@@ -83,6 +98,11 @@ func (s *subscriber) waitQueued(ctx context.Context, name string, leave, pass fu
 
 func (s *subscriber) waitIn(ctx context.Context, name string, exclusive bool, leaveQ, passQ func()) *waiter {
 	w := &waiter{c: make(chan struct{}, 1), s: s, exclusive: exclusive}
+	// The waiter waits for the server's confirmation of the subscription
+	// at most confirmWait: a pub/sub connection that says nothing must not
+	// hold up the waiter's polls.
+	limit := time.NewTimer(confirmWait)
+	defer limit.Stop()
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -96,16 +116,18 @@ func (s *subscriber) waitIn(ctx context.Context, name string, exclusive bool, le
 			case <-ch.gone:
 				continue
 			case <-ctx.Done():
-				return w
+			case <-limit.C:
 			}
+			return w
 		}
-		subscribe := ch == nil
-		if subscribe {
+		if ch == nil {
 			ch = &channel{name: name, waiters: make(map[*waiter]struct{}), ready: make(chan struct{}), gone: make(chan struct{})}
 			s.chans[name] = ch
 			if s.l == nil {
 				s.l = s.conn.Listen(s.deliver)
 			}
+			l := s.l
+			s.tasks.Go(func() { s.subscribe(l, ch) })
 		}
 		if leaveQ != nil {
 			ch.queue, ch.leaveQ, ch.passQ = true, leaveQ, passQ
@@ -117,26 +139,37 @@ func (s *subscriber) waitIn(ctx context.Context, name string, exclusive bool, le
 		w.ch = ch
 		s.seq++
 		w.seq = s.seq
-		l := s.l
 		s.mu.Unlock()
 
-		if !subscribe {
-			select {
-			case <-ch.ready:
-			case <-ctx.Done():
-			}
-			return w
+		select {
+		case <-ch.ready:
+		case <-ctx.Done():
+		case <-limit.C:
 		}
-		err := l.Subscribe(ctx, name)
-		s.mu.Lock()
-		ch.ok = err == nil
-		close(ch.ready)
-		if !ch.ok {
-			// The SUBSCRIBE may still reach the server: undo it.
-			s.leave(name, ch)
-		}
-		s.mu.Unlock()
 		return w
+	}
+}
+
+// confirmWait is how long a new waiter waits for the server to confirm
+// its channel's subscription before it goes on: a confirmation takes one
+// round trip, and a waiter that goes on without it may miss a notice
+// that comes meanwhile, which costs it one poll (see DefaultRetry).
+const confirmWait = 250 * time.Millisecond
+
+// subscribe subscribes ch, waiting for the server's confirmation at most
+// AttemptTimeout. If that fails, the subscription is undone, and the
+// channel's waiters are woken by their polls alone.
+func (s *subscriber) subscribe(l transport.Listener, ch *channel) {
+	ctx, cancel := s.taskContext(AttemptTimeout)
+	err := l.Subscribe(ctx, ch.name)
+	cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch.ok = err == nil
+	close(ch.ready)
+	if !ch.ok && !ch.leaving {
+		// The SUBSCRIBE may still reach the server: undo it.
+		s.leave(ch.name, ch)
 	}
 }
 
@@ -151,7 +184,7 @@ func (s *subscriber) leave(name string, ch *channel) {
 	}
 	l := s.l
 	s.tasks.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := s.taskContext(AttemptTimeout)
 		l.Unsubscribe(ctx, name) // a failure leaves a harmless subscription
 		cancel()
 		s.mu.Lock()

@@ -239,3 +239,63 @@ func TestIntegrationWokenClientWithoutWaiterPassesTurn(t *testing.T) {
 		t.Errorf("the waiter took %v to get the lock; want a notice, not a poll", took)
 	}
 }
+
+// No client can shorten another's place in the line: a waiter whose
+// fallback poll is six seconds away stays in line, and is woken by the
+// release, although another client joined the line after it, with a
+// short retry, and left (as a Lock whose context ended does). Each place
+// expires on its own: the other client's join once set the expiry of the
+// whole line to its own, shorter, one, and the waiter, out of the line,
+// took the lock at its next poll, seconds after the release.
+func TestIntegrationNoClientShortensAnothersPlace(t *testing.T) {
+	d := standalone(t)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			ctx := timeout(t, 30*time.Second)
+			name := "line-shortened-" + tr.name
+			first, err := newClient(t, d, tr.open).NewMutex(name, redislock.WithTTL(time.Minute)).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slowPoll := redislock.WithRetry(dlock.LinearBackoff(6*time.Second, 6*time.Second))
+			got := make(chan time.Time, 1)
+			go func() {
+				l, err := newClient(t, d, tr.open).NewMutex(name, redislock.WithTTL(time.Minute), slowPoll).Lock(ctx)
+				if err != nil {
+					t.Error(err)
+					got <- time.Time{}
+					return
+				}
+				got <- time.Now()
+				l.Release(context.Background())
+			}()
+			line := "dlock:{" + name + "}:waiting"
+			for n := int64(0); n != 1; time.Sleep(10 * time.Millisecond) { // until the waiter stands in line
+				if n, err = d.admin(t).ZCard(ctx, line).Result(); err != nil || n > 1 {
+					t.Fatalf("the line holds %d clients (%v); want the waiter", n, err)
+				}
+			}
+			// Another client waits a moment, with the default retry, and
+			// gives up.
+			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			_, err = newClient(t, d, tr.open).NewMutex(name, redislock.WithTTL(time.Minute)).Lock(wctx)
+			cancel()
+			if !errors.Is(err, dlock.ErrNotObtained) {
+				t.Fatalf("the other client's Lock = %v; want not obtained", err)
+			}
+			time.Sleep(2 * time.Second) // past the other client's place, not the waiter's
+			released := time.Now()
+			if err := first.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case at := <-got:
+				if took := at.Sub(released); took > time.Second {
+					t.Errorf("the waiter took the lock %v after the release; want it woken by the release, not its poll", took)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter did not get the lock")
+			}
+		})
+	}
+}

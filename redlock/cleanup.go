@@ -83,9 +83,10 @@ func (c *Client) start(s *sweep) {
 // until it answers or the TTL has passed (a key it holds has then expired,
 // unless a request still buffered on it runs later: a minority's key, for
 // at most one TTL), and looking again, at lateLooks, on a node
-// whose acquire may still run. Once the Client is closing, a node that
-// cannot be reached gets one last try and is left: Close need not wait
-// for a node that is down.
+// whose acquire may still run. Once the Client is closing, every node
+// left gets one last try and is left: Close need not wait for a node that
+// is down, nor for an acquire that may still land (its key, on a
+// minority, expires within its TTL).
 func (c *Client) runSweep(ctx context.Context, s *sweep) {
 	if s.before != nil {
 		s.before()
@@ -129,7 +130,6 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 	first := make([]time.Time, len(c.nodes))
 	due := make([]time.Time, len(c.nodes))
 	look := make([]bool, len(c.nodes))
-	unreachable := make([]bool, len(c.nodes))
 	for n := 1; ; n++ {
 		closing := c.closing()
 		sent := time.Now()
@@ -140,7 +140,6 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 		for range c.count(look) {
 			r := <-replies
 			i := r.node
-			unreachable[i] = false
 			switch {
 			case r.res.Err == nil && positive(r.res.Val):
 				s.del[i] = false // deleted
@@ -148,7 +147,7 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 				if absent[i]++; absent[i] == 1 {
 					first[i] = sent
 				}
-				if !s.late[i] || absent[i] > len(lateLooks) {
+				if !s.late[i] || absent[i] > len(lateLooks) || closing {
 					s.del[i] = false
 				} else {
 					due[i] = first[i].Add(lateLooks[absent[i]-1])
@@ -156,7 +155,6 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 			case redisscript.Unsent(r.res.Err), closing:
 				s.del[i] = false // down: nothing to delete that would not expire
 			default:
-				unreachable[i] = true
 				wait, _ := releaseRetry.Backoff(n)
 				due[i] = time.Now().Add(wait)
 			}
@@ -167,7 +165,7 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 			if d && (next.IsZero() || due[i].Before(next)) {
 				next = due[i]
 			}
-			if d && unreachable[i] && !closing {
+			if d && !closing {
 				closed = c.closed
 			}
 		}
@@ -181,10 +179,8 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 			return
 		case <-closed:
 			t.Stop()
-			for i, u := range unreachable {
-				if u {
-					due[i] = time.Time{}
-				}
+			for i := range due { // the last try, now
+				due[i] = time.Time{}
 			}
 		case <-t.C:
 		}
@@ -197,10 +193,8 @@ var releaseRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // no key, on a node whose acquire may still run: a request delayed on a
 // dead connection (a paused server reads its buffers when it resumes) can
 // set the key after a first look found none. They are offsets from that
-// first look, so that slow replies do not add up, and they end well
-// within Close's five seconds, since Close waits for them: the last of
-// background.LateChecks' pauses (3s) would leave Close no room on a
-// loaded machine.
+// first look, so that slow replies do not add up. Close cuts them short
+// (see runSweep).
 var lateLooks = []time.Duration{50 * time.Millisecond, 300 * time.Millisecond, 1300 * time.Millisecond}
 
 func (c *Client) count(todo []bool) int {

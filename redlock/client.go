@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,9 +38,10 @@ type Client struct {
 	// attempts and releases left), the nodes' configuration checks, and
 	// the retakes that follow renewals (see retake.go).
 	background background.Group
-	// closed is closed when Close has released the leases: the clean-ups
-	// then make their last pass.
-	closed chan struct{}
+	// closed is closed when Close begins: the clean-ups then make their
+	// last pass.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 type node struct {
@@ -105,31 +107,35 @@ func (c *Client) Nodes() int { return len(c.nodes) }
 // Quorum returns how many nodes make a majority: len(nodes)/2 + 1.
 func (c *Client) Quorum() int { return c.quorum }
 
-// closeTimeout bounds each of Close's two waits: for the releases of the
-// leases still held, and for the clean-ups.
-const closeTimeout = 5 * time.Second
+// closeWait bounds Close's wait for the nodes.
+const closeWait = time.Second
 
 // Close releases every lease the Client still holds, stops renewing, and
-// finishes the clean-ups: the deletes of what failed attempts took and of
-// what releases could not delete at once. A clean-up gives a node that
-// cannot be reached one last try (bounded by the node timeout) and leaves
-// it; it looks again three times, over 1.3 seconds, on a node whose
-// acquire may still land. Close waits at most five seconds for the
-// releases and five more for the clean-ups: after it returns, no key of a
-// failed attempt or of a released lease remains on a node that answered.
-// A key on a node that did not (down, paused or cut off) is on a minority
-// and expires within its TTL. It does not close the nodes' Redis
-// clients. A lease still held ends released (dlock.ErrReleased), or, if no
-// majority confirmed its release, with dlock.ErrLost wrapping ErrClosed.
+// ends the clean-ups: the deletes of what failed attempts took and of
+// what releases could not delete at once. It waits for the nodes at most
+// one second in all (closeWait): a release that has not reached a
+// majority by then leaves its keys to expire within their TTL, and the
+// lease ends with dlock.ErrLost wrapping ErrClosed. Each clean-up gets one
+// last try on each node left, bounded by the node timeout, once Close
+// begins, and no more: it no longer looks again for an acquire that may
+// still land (a key such an acquire sets is on a minority, and expires
+// within its TTL). Nodes that cannot be reached, or do not answer, so
+// cost Close one second at most. It does not close the nodes' Redis
+// clients. A lease still held ends released (dlock.ErrReleased), or, if
+// no majority confirmed its release, with dlock.ErrLost wrapping
+// ErrClosed.
 func (c *Client) Close() error {
-	first, err := c.leases.Close(closeTimeout, ErrClosed)
+	closeBy := time.Now().Add(closeWait)
+	c.closeOnce.Do(func() { close(c.closed) }) // the clean-ups make their last try
+	first, err := c.leases.Close(closeWait, ErrClosed)
 	if !first {
 		return nil
 	}
 	c.renew.Close()
-	close(c.closed)
-	if !c.background.Finish(closeTimeout) {
-		err = errors.Join(err, fmt.Errorf("redlock: Close: clean-ups did not finish within %v; the keys they had to delete expire within their TTL", closeTimeout))
+	// Every clean-up ends by its last try, within the node timeout: the
+	// margin is for the goroutines to return on a loaded machine.
+	if !c.background.Finish(max(time.Until(closeBy), c.cfg.nodeTimeout) + 500*time.Millisecond) {
+		err = errors.Join(err, fmt.Errorf("redlock: Close: clean-ups did not finish within %v; the keys they had to delete expire within their TTL", closeWait))
 	}
 	return err
 }
@@ -178,6 +184,9 @@ type fan struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	left   atomic.Int32
+	// told[i] is set once node i's reply is on its way: its own, or, when
+	// the context ends first, one that says so (see fanOutFor).
+	told []atomic.Bool
 }
 
 // cutAt ends the calls still running at t, at once if t has passed.
@@ -192,7 +201,12 @@ func (f *fan) cutAt(t time.Time) {
 	}
 }
 
-// fanOutFor is fanOutTo with each call bounded by timeout.
+// fanOutFor is fanOutTo with each call bounded by timeout. Each node
+// sends one reply: its call's, or, if the fan's context ends first (the
+// timeout passes, or ctx ends), one whose error says so, at once, whether
+// or not the Conn has returned (go-redis without ContextTimeoutEnabled
+// ends a call at its ReadTimeout only). A call given up so may still run
+// on its node, as one that timed out may.
 func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool, timeout time.Duration) (<-chan reply, *fan) {
 	out := make(chan reply, len(c.nodes))
 	sent := int32(len(c.nodes))
@@ -205,6 +219,7 @@ func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool
 	}
 	f.ctx, f.cancel = context.WithTimeout(ctx, timeout)
 	f.left.Store(sent)
+	f.told = make([]atomic.Bool, len(c.nodes))
 	for i, n := range c.nodes {
 		if only != nil && !only[i] {
 			continue
@@ -212,11 +227,24 @@ func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool
 		c.workers.run(func() {
 			var res [1]transport.Result
 			n.conn.Eval(f.ctx, []transport.Call{call}, res[:])
-			out <- reply{i, res[0]}
+			if f.told[i].CompareAndSwap(false, true) {
+				out <- reply{i, res[0]}
+			}
 			if f.left.Add(-1) == 0 {
 				f.cancel()
 			}
 		})
 	}
+	context.AfterFunc(f.ctx, func() {
+		err := f.ctx.Err()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %v: %w", timeout, err)
+		}
+		for i := range c.nodes {
+			if (only == nil || only[i]) && f.told[i].CompareAndSwap(false, true) {
+				out <- reply{i, transport.Result{Err: err}}
+			}
+		}
+	})
 	return out, f
 }

@@ -68,7 +68,7 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 			// but the suite's TTLs run from 300ms to a minute, and the
 			// case that restarts the nodes (FencesIncreaseAcrossRestart,
 			// TTL 5s) waits 10s for the restarted nodes to vote again.
-			c := newClient(t, addrs, open, redlock.WithNodeTimeout(250*time.Millisecond),
+			c := newClient(t, addrs, open, redlock.WithNodeTimeout(nodeTimeout),
 				redlock.WithObserver(o.Observer), redlock.WithRestartWindow(o.TTL))
 			return clients.Add(c.NewMutex(key, opts...), c.Close)
 		},
@@ -96,8 +96,49 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 		Inspect: func(t testing.TB, key string) dlock.Info {
 			return inspect(t, newClient(t, addrs, open), key)
 		},
+		Restart: func(t testing.TB) {
+			each(t, func(s *testenv.Redis) error {
+				// As a server that persists its data: with a save point,
+				// it writes a snapshot as it shuts down, and loads it
+				// when it starts again (with its own configuration).
+				if _, err := s.Do("CONFIG", "SET", "save", "3600 1"); err != nil {
+					return err
+				}
+				return s.Restart()
+			})
+		},
+		Unreachable: func(t testing.TB, key string, o dlocktest.Options) (dlock.Locker, func(refuse bool)) {
+			proxies := make([]*testenv.Proxy, len(addrs))
+			via := make([]string, len(addrs))
+			for i, a := range addrs {
+				proxies[i] = testenv.StartProxy(t, a)
+				via[i] = proxies[i].Addr()
+			}
+			c := newClient(t, via, open, redlock.WithNodeTimeout(nodeTimeout),
+				redlock.WithObserver(o.Observer), redlock.WithRestartWindow(o.TTL))
+			opts := []redlock.Option{redlock.WithTTL(o.TTL), redlock.WithMaxHold(o.MaxHold)}
+			if o.NoRenewal {
+				opts = append(opts, redlock.WithoutRenewal())
+			}
+			return clients.Add(c.NewMutex(key, opts...), c.Close), func(refuse bool) {
+				for _, p := range proxies {
+					if refuse {
+						p.SetRefuse(true)
+						p.Reset()
+					} else {
+						p.Blackhole(true)
+					}
+				}
+			}
+		},
+		// An attempt and the write of its fence (see the package doc),
+		// each bounded by the node timeout.
+		TryLockBound: 2 * nodeTimeout,
 	}
 }
+
+// nodeTimeout is the conformance clients' node timeout: see backend.
+const nodeTimeout = 250 * time.Millisecond
 
 func TestIntegrationObserver(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})

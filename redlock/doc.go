@@ -56,19 +56,43 @@
 // and none is sent after; a node whose retake call failed without a reply
 // is looked at again, as one whose acquire timed out is (below).
 //
-// Release returns once a majority has deleted the key; it waits for them
-// until the lease's Until, not only one node timeout, since a release that
-// comes late is still true; if the lease runs out first, Release returns
-// an error matching dlock.ErrNotHeld, as after Until, that also names the
-// nodes that did not answer. The other nodes get the node timeout, and
-// their deletes finish in the background, retried while a node cannot be
-// reached (until the TTL has passed, when the key has expired by itself)
-// and looked at three times more over 1.3 seconds on a node whose acquire may
-// still land late. Close waits for these clean-ups, and for those of
-// failed attempts, at most five seconds; a node that cannot be reached
-// gets one last try, so a node that is down does not hold Close up. After
-// Close, no key of a failed attempt or released lease remains on a node
-// that answered.
+// Release returns once a majority has deleted the key, or so many nodes
+// have answered otherwise that no majority can (dlock.ErrTakenOver); it
+// waits for them until the lease's Until, not only one node timeout, since
+// a release that comes late is still true; if the lease runs out first,
+// Release returns an error matching dlock.ErrNotHeld, as after Until, that
+// also names the nodes that did not answer. The other nodes get the node
+// timeout, and their deletes finish in the background, retried while a
+// node cannot be reached (until the TTL has passed, when the key has
+// expired by itself) and looked at three times more over 1.3 seconds on a
+// node whose acquire may still land late. Close waits for the nodes one
+// second in all: when it begins, every clean-up makes one last try on each
+// node it has left, bounded by the node timeout, and stops. A key that an
+// acquire still on its way sets after that, on a minority, expires within
+// its TTL.
+//
+// # Faults
+//
+// Every call to a node is bounded by the node timeout, whatever the node's
+// Conn does (go-redis without ContextTimeoutEnabled ends a call only at its
+// ReadTimeout): a node that has not answered by then counts as failed, and
+// its call, which may still run, is cleaned up as one that timed out. So
+// one node that is down, silent or refusing costs a grant nothing when a
+// majority answers (one round trip to it), and Inspect and ForceUnlock the
+// node timeout at most. An attempt fails as unavailable when so many nodes
+// could not be reached, did not answer, answered that they cannot serve
+// the call for now (LOADING, BUSY, ...; see the redislock package), or sit
+// out their restart window, that no majority could vote: TryLock then
+// returns, within the node timeout (twice it when a grant writes its fence
+// back), an error matching dlock.ErrUnavailable and not
+// dlock.ErrNotObtained, a *dlock.UnavailableError naming the nodes. When a
+// majority answered and voted otherwise, the error matches
+// dlock.ErrNotObtained. Lock waits through both, as its retry strategy
+// says, until its context ends; its error then matches
+// dlock.ErrNotObtained, the context's error and, if no majority could
+// vote, dlock.ErrUnavailable. Error replies that waiting cannot heal
+// (NOAUTH, NOPERM, a refused script) from more nodes than a majority can
+// spare fail at once.
 //
 // # Observing
 //

@@ -13,7 +13,9 @@ import (
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redlock"
+	"github.com/redis/go-redis/v9"
 )
 
 // For N nodes with k of them held by someone else, the lock is obtained iff
@@ -111,8 +113,8 @@ func TestIntegrationKillMinorityAndMajority(t *testing.T) {
 	servers[2].Kill()
 	start := time.Now()
 	_, err := m.TryLock(ctx)
-	if !errors.Is(err, dlock.ErrNotObtained) {
-		t.Fatalf("TryLock with 3 of 5 dead = %v; want ErrNotObtained", err)
+	if !errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryLock with 3 of 5 dead = %v; want ErrUnavailable, not ErrNotObtained: no majority can vote", err)
 	}
 	var ne *redlock.NodeError
 	if !errors.As(err, &ne) {
@@ -443,4 +445,80 @@ func TestIntegrationSlowReleaseWithinValidity(t *testing.T) {
 		p.SetLatency(0)
 	}
 	gone(t, servers, "slow-release")
+}
+
+// With one node of three silent (its connections open, nothing
+// answered), a grant takes one round trip to the other two, Inspect and
+// ForceUnlock within the node timeout, whatever the client: the README's
+// go-redis client (ContextTimeoutEnabled), the tests' (which bounds a call
+// by its 1s ReadTimeout only) and rueidis. Before, Inspect and ForceUnlock
+// waited for the silent node as long as its client did (the tests'
+// go-redis: 1s; go-redis's defaults: 5s).
+func TestIntegrationOneSilentNode(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	readme := func(t testing.TB, addr string) redislock.Conn {
+		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		return goredisconn.New(c)
+	}
+	const nodeTimeout = 500 * time.Millisecond
+	for _, tr := range append(transports, struct {
+		name string
+		open opener
+	}{"goredis-readme", readme}) {
+		t.Run(tr.name, func(t *testing.T) {
+			silent := testenv.StartProxy(t, servers[2].Addr())
+			c := newClient(t, []string{servers[0].Addr(), servers[1].Addr(), silent.Addr()}, tr.open,
+				redlock.WithNodeTimeout(nodeTimeout))
+			ctx := timeout(t, 30*time.Second)
+			name := "one-silent-" + tr.name
+			if l, err := c.NewMutex(name).Lock(ctx); err != nil { // every connection up
+				t.Fatal(err)
+			} else {
+				l.Release(ctx)
+			}
+			silent.Blackhole(true)
+			defer silent.Blackhole(false)
+			for i := range 3 {
+				start := time.Now()
+				l, err := c.NewMutex(name).Lock(timeout(t, 5*time.Second))
+				if err != nil {
+					_, terr := c.NewMutex(name).TryLock(ctx)
+					t.Fatalf("Lock %d with one node silent: %v (TryLock: %v)", i, err, terr)
+				}
+				if took := time.Since(start); took > nodeTimeout {
+					t.Errorf("Lock %d with one node silent took %v; want one round trip to the others, within the node timeout %v", i, took, nodeTimeout)
+				}
+				start = time.Now()
+				info, err := c.Inspect(ctx, name)
+				took := time.Since(start)
+				t.Logf("measured: Inspect with one node silent took %v", took.Round(time.Millisecond))
+				if err != nil || info.Kind != dlock.KindMutex {
+					t.Errorf("Inspect with one node silent = %+v, %v; want the lock held", info, err)
+				}
+				if took > nodeTimeout+100*time.Millisecond {
+					t.Errorf("Inspect with one node silent took %v; want the node timeout %v", took, nodeTimeout)
+				}
+				start = time.Now()
+				held, err := c.ForceUnlock(ctx, name)
+				took = time.Since(start)
+				if !held {
+					t.Errorf("ForceUnlock found no holder (%v)", err)
+				}
+				if took > 2*nodeTimeout+100*time.Millisecond {
+					t.Errorf("ForceUnlock with one node silent took %v; want two rounds of the node timeout %v", took, nodeTimeout)
+				}
+				start = time.Now()
+				err = l.Release(ctx)
+				took = time.Since(start)
+				if !errors.Is(err, dlock.ErrTakenOver) {
+					t.Errorf("Release after ForceUnlock = %v; want ErrTakenOver", err)
+				}
+				if took > nodeTimeout {
+					t.Errorf("Release after ForceUnlock, with one node silent, took %v; want it decided by the two others", took)
+				}
+			}
+		})
+	}
 }

@@ -195,7 +195,9 @@ late:
 	replies, calls := c.fanOutFor(ctx, call, nil, max(c.cfg.nodeTimeout, time.Until(g.Until())))
 	ok, answered := 0, 0
 	var errs []error
-	for answered < n && ok < c.quorum {
+	// Until a majority has released it, or so many have answered otherwise
+	// that none can: the others are handled in the background.
+	for answered < n && ok < c.quorum && answered-ok <= n-c.quorum {
 		r := <-replies
 		answered++
 		i := r.node

@@ -63,8 +63,13 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 func (m *Mutex) Name() string { return m.name }
 
 // TryLock makes one attempt on every node. It returns an error matching
-// dlock.ErrNotObtained when no majority could be taken in time; the error
-// also carries the NodeErrors of nodes that failed.
+// dlock.ErrNotObtained when no majority could be taken in time, and one
+// matching dlock.ErrUnavailable (not dlock.ErrNotObtained) when so many
+// nodes could not be reached, did not answer within the node timeout, or
+// sat out their restart window, that no majority could vote: then
+// nobody knows whether the lock is held. Either way it returns within the
+// node timeout, or twice it when a grant writes its fence back (see the
+// package doc). The error also carries the NodeErrors of nodes that failed.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
 	// The attempt keeps ctx, not Begin's context, which ends with the
@@ -87,7 +92,11 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 }
 
 // Lock attempts until it holds a majority, ctx is done or the retry
-// strategy gives up, waiting a jittered backoff between attempts.
+// strategy gives up, waiting a jittered backoff between attempts. It waits
+// through nodes that cannot be reached, do not answer, or sit out their
+// restart window, as through a lock held by another; if ctx ends, or the
+// strategy gives up, while too many of them fail for a majority to vote,
+// the error also matches dlock.ErrUnavailable and says since when.
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := m.ev.Begin()
 	wctx, end := m.c.leases.Begin(ctx) // ends the wait when the Client closes
@@ -103,6 +112,7 @@ func (m *Mutex) lock(ctx, wctx context.Context, a *lease.Attempt) (dlock.Lease, 
 	}
 	var idle pause.Timer
 	defer idle.Stop()
+	var down outage
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
 			return nil, err
@@ -111,16 +121,25 @@ func (m *Mutex) lock(ctx, wctx context.Context, a *lease.Attempt) (dlock.Lease, 
 		if g != nil {
 			return g, nil
 		}
-		if !errors.Is(err, dlock.ErrNotObtained) || wctx.Err() != nil {
+		if !errors.Is(err, dlock.ErrNotObtained) && !errors.Is(err, dlock.ErrUnavailable) {
 			return nil, err
+		}
+		if cancelled(ctx) == nil { // a call cut short by ctx tells nothing of the nodes
+			down.note(err)
+		}
+		if wctx.Err() != nil {
+			return nil, down.interrupted(m.c, wctx.Err(), err)
 		}
 		wait, ok := m.cfg.retry.Backoff(n)
 		if !ok {
-			return nil, err
+			if errors.Is(err, dlock.ErrNotObtained) {
+				return nil, err
+			}
+			return nil, dlock.NotObtained(err)
 		}
 		a.Waiting()
 		if !idle.Wait(wctx, nil, wait) {
-			return nil, lease.Interrupted(wctx.Err(), err)
+			return nil, down.interrupted(m.c, wctx.Err(), err)
 		}
 	}
 }
@@ -161,6 +180,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		answered int
 		nodeErrs []error
 		hardErrs []error
+		failing  int // nodes that could not be reached, did not answer, or could not serve the call
 	)
 	for answered < n && len(voters) < quorum && len(voters)+(n-answered) >= quorum {
 		r := <-replies
@@ -169,7 +189,9 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		if r.res.Err != nil {
 			err := &NodeError{Node: m.c.nodes[r.node].name, Err: r.res.Err}
 			nodeErrs = append(nodeErrs, err)
-			if redisscript.IsReply(r.res.Err) {
+			if redisscript.Transient(r.res.Err) {
+				failing++
+			} else if redisscript.IsReply(r.res.Err) {
 				hardErrs = append(hardErrs, &NodeError{Node: err.Node, Err: m.describe(r.res.Err)})
 			}
 			continue
@@ -204,6 +226,11 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		}
 		if cause := cancelled(ctx); cause != nil {
 			return nil, dlock.NotObtained(cause)
+		}
+		if failing+len(waiting) > n-quorum {
+			// Too many nodes could not vote for any majority to form:
+			// whether the lock is held is unknown.
+			return nil, m.c.unavailable(start, why)
 		}
 		return nil, dlock.NotObtained(why)
 	}

@@ -42,7 +42,14 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	spare := len(c.nodes) - c.quorum // nodes a lease can do without
 	answered := 0
 	for answered < len(c.nodes) {
-		a := <-arrivals
+		var a nodeResults
+		select {
+		case a = <-arrivals:
+		case <-ctx.Done(): // the earliest lease's Until, or Close: a Conn may not end its call by itself
+		}
+		if a.results == nil {
+			break
+		}
 		answered++
 		for i, r := range a.results {
 			t := &tallies[i]

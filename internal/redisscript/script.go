@@ -4,6 +4,8 @@
 package redisscript
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"embed"
 	"errors"
 	"fmt"
@@ -69,6 +71,22 @@ local function dlock_refuse(holder)
 end
 `
 
+// linePrologue runs before the scripts that put a client in a Mutex's
+// line of waiting clients (see acquire.lua): dlock_join(line, id, since,
+// life) puts id in the line at since (or keeps the place it has), and
+// keeps the line for at least life ms. A join only ever makes the line
+// last longer, never shorter: the line lasts as long as the longest-lived
+// place in it, and no client can shorten another's. (A place that
+// outlives its client is passed over when its turn comes: its client no
+// longer listens, or, woken with no waiter left, passes the turn on.)
+const linePrologue = `local function dlock_join(line, id, since, life)
+  redis.call('ZADD', line, 'NX', since, id)
+  if redis.call('PTTL', line) < tonumber(life) then
+    redis.call('PEXPIRE', line, life)
+  end
+end
+`
+
 // wakePrologue runs before the scripts that hand a free Mutex to its line
 // of waiting clients (see acquire.lua): dlock_wake_next(line, prefix) pops
 // the client that has waited longest and publishes on its own channel,
@@ -91,6 +109,16 @@ func loadWaking(name string) *Script {
 	return New(s.Name, wakePrologue+s.Src)
 }
 
+// loadLined loads a script behind linePrologue (and, if holding,
+// holderPrologue).
+func loadLined(name string, holding bool) *Script {
+	s := load(name)
+	if holding {
+		return New(s.Name, holderPrologue+linePrologue+s.Src)
+	}
+	return New(s.Name, linePrologue+s.Src)
+}
+
 // loadHolding loads a script behind holderPrologue.
 func loadHolding(name string) *Script {
 	s := load(name)
@@ -106,15 +134,15 @@ const WaiterMark = "\x01"
 // The scripts. Each file's header lists its KEYS and ARGV; those loaded
 // with loadHolding may call the functions of holderPrologue.
 var (
-	Acquire       = load("acquire.lua")
+	Acquire       = loadLined("acquire.lua", false)
 	Release       = loadWaking("release.lua")
 	Refresh       = load("refresh.lua")
 	QuorumAcquire = load("quorum_acquire.lua")
 	LeaveLine     = load("leave_line.lua")
-	JoinLine      = load("join_line.lua")
+	JoinLine      = loadLined("join_line.lua", false)
 	PassTurn      = loadWaking("pass_turn.lua")
 
-	ReentrantAcquire = loadHolding("reentrant_acquire.lua")
+	ReentrantAcquire = loadLined("reentrant_acquire.lua", true)
 	ReentrantRelease = loadWaking("reentrant_release.lua")
 	ReentrantRefresh = load("reentrant_refresh.lua")
 	QuorumFence      = load("quorum_fence.lua")
@@ -162,11 +190,9 @@ func Describe(pkg, key string, s *Script, err error) error {
 		return dlock.NotObtained(fmt.Errorf("%s: %s%q is held by a %s; one name serves one kind of lock at a time, so try again once it is free or pick another name: %w", pkg, asking(s), key, holder, dlock.ErrKindMismatch))
 	case strings.Contains(msg, "DLOCKFENCE"):
 		return fmt.Errorf("%s: the fence counter of %q does not hold a number; something other than dlock wrote it: %w", pkg, key, err)
-	case clusterBusy(msg) && strings.Contains(s.Name, "acquire"):
-		// The command did not run: Lock tries again, TryLock reports
-		// the lock as not obtained.
-		return dlock.NotObtained(fmt.Errorf("%s: the Redis Cluster is moving the slot of %q to another node, or failing it over (%s); the %s did not run: %w",
-			pkg, key, msg, strings.TrimSuffix(s.Name, ".lua"), err))
+	case clusterBusy(msg):
+		return fmt.Errorf("%s: the Redis Cluster is moving the slot of %q to another node, or failing it over (%s); the %s did not run: %w",
+			pkg, key, msg, strings.TrimSuffix(s.Name, ".lua"), err)
 	case strings.Contains(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
 		strings.Contains(msg, "NOSCRIPT") || strings.Contains(msg, "scripting"):
 		return fmt.Errorf("%s: the server refused to run a Lua script (%s); dlock needs EVALSHA and EVAL to be allowed: %w", pkg, msg, err)
@@ -185,6 +211,57 @@ func clusterBusy(msg string) bool {
 		}
 	}
 	return false
+}
+
+// passing are the prefixes of the error replies of a server that cannot
+// serve a call for a while, and did not run it: loading its data (LOADING),
+// running a long script (BUSY), a Cluster moving a slot or without a master
+// for it (TRYAGAIN, MOVED, ASK, CLUSTERDOWN), a replica whose master is
+// down or a master without the replicas it requires (MASTERDOWN,
+// NOREPLICAS), a master demoted by a failover (READONLY), or a server that
+// refuses writes until its disk or memory frees up (MISCONF, OOM).
+var passing = []string{"LOADING", "BUSY ", "TRYAGAIN", "MOVED ", "ASK ", "CLUSTERDOWN", "MASTERDOWN",
+	"NOREPLICAS", "READONLY", "MISCONF", "OOM "}
+
+// Transient reports whether err, the failure of a call, is one that
+// waiting can heal: the server could not be reached or did not answer
+// (a refused, reset or timed-out connection, a connection lost), or
+// answered that it cannot serve the call for a while (see passing). What
+// waiting cannot heal is not: every other error reply (a refused login or
+// permission, a key of another type, a script error), a Redis client that
+// was closed or never given (transport.ErrUnusable), and a TLS handshake that failed
+// on the certificates or met a server that does not speak TLS.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re *ReplyError
+	if errors.As(err, &re) {
+		for _, p := range passing {
+			if strings.HasPrefix(re.Msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return !errors.Is(err, transport.ErrUnusable) && !BadTLS(err)
+}
+
+// BadTLS reports whether err is a TLS handshake that failed for a reason
+// that trying again does not change: the server does not speak TLS (its
+// first bytes are not a TLS record), its certificate is not trusted or not
+// for its name, or it refused the client's certificate.
+func BadTLS(err error) bool {
+	var (
+		rec     tls.RecordHeaderError
+		verify  *tls.CertificateVerificationError
+		alert   tls.AlertError
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+	)
+	return errors.As(err, &rec) || errors.As(err, &verify) || errors.As(err, &alert) ||
+		errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
 // asking names the kind of lock whose script s is, as the start of a

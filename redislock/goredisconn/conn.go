@@ -6,10 +6,17 @@
 //	locks := redislock.New(goredisconn.New(rdb))
 //
 // Set ContextTimeoutEnabled: without it, go-redis bounds a command by its
-// ReadTimeout (3s by default) rather than by the context's deadline, so a
+// ReadTimeout (5s by default) rather than by the context's deadline, so a
 // Lock whose context runs out while the server is slow returns only when
-// the reply (or the read timeout) comes. It then still reports
+// the reply (or the read timeout) comes, and redislock.AttemptTimeout does
+// not bound a call to a server that does not answer. It then still reports
 // dlock.ErrNotObtained and releases whatever the late reply granted.
+//
+// The pub/sub connection on which release notices arrive is watched: when
+// it has carried nothing for a second while channels are subscribed, it is
+// sent a PING, and when that is not answered within another second (a
+// connection a firewall dropped, open but carrying nothing), it is closed
+// and every channel subscribed again on a new one.
 //
 // # Calls from many goroutines
 //
@@ -31,6 +38,7 @@ package goredisconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -224,7 +232,16 @@ func result(cmd *redis.Cmd) transport.Result {
 	if errors.As(err, &re) {
 		return transport.Result{Err: &transport.ReplyError{Msg: re.Error()}}
 	}
-	return transport.Result{Err: err}
+	return transport.Result{Err: closed(err)}
+}
+
+// closed marks the error of a call on a closed client, which waiting
+// cannot heal, with transport.ErrUnusable.
+func closed(err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("%w: %w", transport.ErrUnusable, err)
+	}
+	return err
 }
 
 func isNoScript(err error) bool {
@@ -233,7 +250,7 @@ func isNoScript(err error) bool {
 
 type nilConn struct{}
 
-var errNil = errors.New("goredisconn: New was given a nil client")
+var errNil = fmt.Errorf("goredisconn: New was given a nil client (%w)", transport.ErrUnusable)
 
 func (nilConn) Eval(_ context.Context, calls []transport.Call, results []transport.Result) {
 	for i := range calls {

@@ -1,7 +1,11 @@
 // Package rueidisconn connects redislock to a rueidis client, whose
 // automatic pipelining sends the calls of many goroutines that take locks
 // at once together (goredisconn does the same for go-redis). Standalone,
-// Sentinel and Cluster clients all work.
+// Sentinel and Cluster clients all work. rueidis bounds every call by its
+// context. The pub/sub connection is sent a PING every second while
+// channels are subscribed, and replaced when one is not answered within a
+// second (rueidis's own check takes its ConnWriteTimeout, ten seconds by
+// default).
 //
 //	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 //	locks := redislock.New(rueidisconn.New(c))
@@ -10,6 +14,7 @@ package rueidisconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -171,7 +176,7 @@ func isNoScript(err error) bool {
 
 type nilConn struct{}
 
-var errNil = errors.New("rueidisconn: New was given a nil client")
+var errNil = fmt.Errorf("rueidisconn: New was given a nil client (%w)", transport.ErrUnusable)
 
 func (nilConn) Eval(_ context.Context, calls []transport.Call, results []transport.Result) {
 	for i := range calls {

@@ -59,7 +59,7 @@ func (l *listener) Subscribe(ctx context.Context, channel string) error {
 	dc := l.dc
 	l.mu.Unlock()
 	if dc != nil {
-		if err := dc.Do(ctx, dc.B().Subscribe().Channel(channel).Build()).Error(); err != nil {
+		if err := within(ctx, func() error { return dc.Do(ctx, dc.B().Subscribe().Channel(channel).Build()).Error() }); err != nil {
 			return err
 		}
 	} // else: the connection broke meanwhile; run resubscribes
@@ -79,7 +79,7 @@ func (l *listener) Unsubscribe(ctx context.Context, channel string) error {
 	if dc == nil {
 		return nil
 	}
-	return dc.Do(ctx, dc.B().Unsubscribe().Channel(channel).Build()).Error()
+	return within(ctx, func() error { return dc.Do(ctx, dc.B().Unsubscribe().Channel(channel).Build()).Error() })
 }
 
 func (l *listener) Close() error {
@@ -93,9 +93,32 @@ func (l *listener) Close() error {
 	l.mu.Unlock()
 	close(l.stop)
 	if started {
-		<-l.done
+		select {
+		case <-l.done:
+		case <-time.After(closeGrace):
+		}
 	}
 	return nil
+}
+
+// closeGrace is how long Close waits for the connection to close: rueidis
+// bounds the making of a connection by its Dialer's timeout only, and
+// holds up the calls on it meanwhile; a connection made after Close is
+// closed at once, without Close waiting for it.
+const closeGrace = 100 * time.Millisecond
+
+// within runs f, a call on the dedicated connection, and returns its
+// error, or ctx's if ctx ends first: rueidis connects a dedicated Cluster
+// client on its first call, and holds up the call while it connects.
+func within(ctx context.Context, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (l *listener) run() {
@@ -108,6 +131,12 @@ func (l *listener) run() {
 		dc, release := l.c.Dedicate()
 		broken := dc.SetPubSubHooks(hooks)
 		l.mu.Lock()
+		if l.closed { // a connection made after Close
+			l.mu.Unlock()
+			dc.Close()
+			release()
+			return
+		}
 		l.dc = dc
 		close(l.connected)
 		var chans []string
@@ -116,16 +145,14 @@ func (l *listener) run() {
 		}
 		l.mu.Unlock()
 		if len(chans) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := l.bounded(5 * time.Second)
 			dc.Do(ctx, dc.B().Subscribe().Channel(chans...).Build())
 			cancel()
 		}
-		select {
-		case <-l.stop:
+		if !l.watch(dc, broken) {
 			dc.Close()
 			release()
 			return
-		case <-broken:
 		}
 		l.mu.Lock()
 		l.dc = nil
@@ -139,6 +166,57 @@ func (l *listener) run() {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// pingEvery is how often the listener PINGs its connection while channels
+// are subscribed; a connection that does not answer within pingEvery is
+// closed, and a new one subscribes every channel again. rueidis finds a
+// dead connection by itself too, but only after ConnWriteTimeout (ten
+// seconds by default).
+const pingEvery = time.Second
+
+// watch waits until dc breaks, or is found silent and closed, and reports
+// true; or until the listener is closed, and reports false.
+func (l *listener) watch(dc rueidis.DedicatedClient, broken <-chan error) bool {
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return false
+		case <-broken:
+			return true
+		case <-t.C:
+		}
+		l.mu.Lock()
+		listening := len(l.channels) > 0
+		l.mu.Unlock()
+		if !listening {
+			continue
+		}
+		ctx, cancel := l.bounded(pingEvery)
+		err := dc.Do(ctx, dc.B().Ping().Build()).Error()
+		cancel()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			if _, reply := rueidis.IsRedisErr(err); !reply {
+				dc.Close() // broken follows
+			}
+		}
+	}
+}
+
+// bounded returns a context that ends after d, or when the listener is
+// closed.
+func (l *listener) bounded(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-l.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 func (l *listener) confirm(s rueidis.PubSubSubscription) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"time"
 )
 
@@ -86,6 +87,12 @@ func NewScript(name, src string) *Script {
 	sum := sha1.Sum([]byte(src))
 	return &Script{Name: name, Src: src, SHA1: hex.EncodeToString(sum[:])}
 }
+
+// ErrUnusable is matched by the error of a call made through a Conn that
+// has no usable Redis client: it was given none, or the client has been
+// closed (go-redis's redis.ErrClosed). Waiting does not heal it, unlike a
+// connection that failed. A Conn wraps it around its own error.
+var ErrUnusable = errors.New("transport: no usable Redis client")
 
 // A ReplyError is an error reply from the server, as opposed to a failure
 // to reach it: a Conn returns the server's error replies as *ReplyError,

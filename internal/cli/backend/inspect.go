@@ -7,6 +7,7 @@ import (
 	"os"
 	osuser "os/user"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -61,8 +62,15 @@ type NodeReport struct {
 
 // Inspect reports who holds the lock called name.
 func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
+	forced := make(chan string, 1) // read beside the lock, not before it
+	go func() { forced <- t.forcedNote(ctx, name) }()
+	r, err := t.inspect(ctx, name)
+	r.Forced = <-forced
+	return r, err
+}
+
+func (t *Target) inspect(ctx context.Context, name string) (Report, error) {
 	r := Report{Name: name, Backend: t.Kind(), Where: t.Describe()}
-	r.Forced = t.forcedNote(ctx, name)
 	switch {
 	case t.single != nil:
 		info, err := t.single.Inspect(ctx, name)
@@ -73,10 +81,14 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 	case t.quorum != nil:
 		var ok []dlock.Info
 		var errs []error
-		for i, c := range t.nodes {
+		infos := make([]dlock.Info, len(t.nodes))
+		failed := make([]error, len(t.nodes))
+		eachNode(ctx, len(t.nodes), NodeTimeout(0), func(ctx context.Context, i int) {
+			infos[i], failed[i] = t.nodes[i].Inspect(ctx, name)
+		})
+		for i, info := range infos {
 			n := NodeReport{Addr: t.spec.Redis[i].Addr}
-			info, err := c.Inspect(ctx, name)
-			if err != nil {
+			if err := failed[i]; err != nil {
 				n.Error, errs = err.Error(), append(errs, fmt.Errorf("%s: %w", n.Addr, err))
 			} else {
 				n.Kind, n.Fence, n.TTLms = string(info.Kind), info.Fence, info.TTL.Milliseconds()
@@ -183,15 +195,21 @@ func (t *Target) noteForced(ctx context.Context, name string, removed int) {
 		user = "uid " + strconv.Itoa(os.Getuid())
 	}
 	note := fmt.Sprintf("%s by %s (user %s): removed %d", time.Now().UTC().Format(time.RFC3339), ClientName(), user, removed)
-	for _, rdb := range t.rdbs {
-		rdb.Set(ctx, forcedKey(name), note, forcedNoteLife) // a note that cannot be written is not worth failing for
-	}
+	eachNode(ctx, len(t.rdbs), NodeTimeout(0), func(ctx context.Context, i int) {
+		t.rdbs[i].Set(ctx, forcedKey(name), note, forcedNoteLife) // a note that cannot be written is not worth failing for
+	})
 }
 
-// forcedNote returns the note of name's last forced release, or "".
+// forcedNote returns the note of name's last forced release, or "": the
+// first found, in the order of the servers, among those that answer
+// within NodeTimeout(0).
 func (t *Target) forcedNote(ctx context.Context, name string) string {
-	for _, rdb := range t.rdbs {
-		if v, err := rdb.GetRange(ctx, forcedKey(name), 0, 255).Result(); err == nil && v != "" {
+	notes := make([]string, len(t.rdbs))
+	eachNode(ctx, len(t.rdbs), NodeTimeout(0), func(ctx context.Context, i int) {
+		notes[i], _ = t.rdbs[i].GetRange(ctx, forcedKey(name), 0, 255).Result()
+	})
+	for _, v := range notes {
+		if v != "" {
 			return v
 		}
 	}
@@ -218,12 +236,13 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 		// Count the masters that hold a key, for the report, then remove
 		// them with redlock's ForceUnlock, which also keeps a renewal under
 		// way from taking a master back (its deposed set).
-		n := 0
-		for _, c := range t.nodes {
-			if info, err := c.Inspect(ctx, name); err == nil && len(info.Holders) > 0 {
-				n++
+		var holding atomic.Int32
+		eachNode(ctx, len(t.nodes), NodeTimeout(0), func(ctx context.Context, i int) {
+			if info, err := t.nodes[i].Inspect(ctx, name); err == nil && len(info.Holders) > 0 {
+				holding.Add(1)
 			}
-		}
+		})
+		n := int(holding.Load())
 		held, err := t.quorum.ForceUnlock(ctx, name)
 		if held {
 			n = max(n, 1)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -103,9 +102,7 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	}
 	conns := make([]redislock.Conn, len(spec.Redis))
 	for i, o := range spec.Redis {
-		o.DisableIdentity = true // no CLIENT SETINFO: older servers and proxies refuse it
-		o.ContextTimeoutEnabled = true
-		o.ClientName = ClientName() // CLIENT LIST shows who is connected
+		redisOptions(o)
 		rdb := redis.NewClient(o)
 		t.rdbs = append(t.rdbs, rdb)
 		t.closers = append(t.closers, func() { rdb.Close() })
@@ -116,7 +113,7 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 			t.nodes = append(t.nodes, c)
 		}
 	}
-	errs := pingAll(ctx, t.rdbs)
+	errs := pingAll(ctx, t.rdbs, len(t.rdbs)/2+1, NodeTimeout(spec.LongestTTL))
 	if err := refusedCredentials(errs); err != nil {
 		t.Close()
 		return nil, err
@@ -158,30 +155,6 @@ func NodeTimeout(ttl time.Duration) time.Duration {
 		return time.Second
 	}
 	return min(max(ttl/20, redlock.DefaultNodeTimeout), time.Second)
-}
-
-// pingAll pings every server at once, so that silent Redlock masters cost
-// one timeout, not one each, and returns the failures in rdbs' order.
-func pingAll(ctx context.Context, rdbs []*redis.Client) []error {
-	found := make([]error, len(rdbs))
-	var wg sync.WaitGroup
-	for i, rdb := range rdbs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := rdb.Ping(ctx).Err(); err != nil {
-				found[i] = fmt.Errorf("redis %s: %w", rdb.Options().Addr, err)
-			}
-		}()
-	}
-	wg.Wait()
-	var errs []error
-	for _, err := range found {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
 }
 
 // refusedCredentials returns a UsageError if one of errs, the failures to

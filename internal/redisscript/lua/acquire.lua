@@ -8,7 +8,7 @@
 -- ARGV[4] '*' to take the lock already marked as awaited (see below), when
 --         the caller has waited and others may still wait
 -- ARGV[5] the calling client's id in KEYS[3], or '' not to wait in it
--- ARGV[6] its score there        ARGV[7] how long KEYS[3] is kept, in ms
+-- ARGV[6] its score there        ARGV[7] how long its place is kept, in ms
 -- ARGV[8] when the lock is taken: 'stay' to stay in KEYS[3] (the client
 --         has other waiters of the lock), 'leave' to leave it, or ''
 -- Returns the new fence (> 0) when the lock was taken, or minus the lock's
@@ -30,8 +30,9 @@
 -- the holder's value with a trailing byte 1 (once), so that the holder's
 -- release publishes a notice only when someone may be waiting for it, and,
 -- given ARGV[5], puts the client in KEYS[3], so that the notice goes to
--- one waiting client, not to all. Whatever the client does, KEYS[3] goes
--- ARGV[7] ms after its last waiter joined.
+-- one waiting client, not to all. KEYS[3] is kept at least ARGV[7] ms
+-- after the client joined, and no client's attempt shortens it (see
+-- dlock_join): it goes once the longest-lived place in it has expired.
 -- The mark is a control character, which no token holds (a label's are
 -- replaced, see dlock.WithLabel), so that no label looks like it: a
 -- holder labelled "...*" once looked marked when '*' was the mark, and
@@ -61,8 +62,7 @@ if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] == '*' and mark or ''), 'NX', 
     end
   end
   if ARGV[8] == 'stay' then
-    redis.call('ZADD', KEYS[3], 'NX', ARGV[6], ARGV[5])
-    redis.call('PEXPIRE', KEYS[3], ARGV[7])
+    dlock_join(KEYS[3], ARGV[5], ARGV[6], ARGV[7])
   elseif ARGV[8] == 'leave' then
     redis.call('ZREM', KEYS[3], ARGV[5])
   end
@@ -94,7 +94,6 @@ if pttl > 0 and not own and KEYS[3] and ARGV[5] and ARGV[5] ~= '' then
   -- Wait in line: NX keeps the place of a client already there, and gives
   -- one that was woken but lost the race its old place back. Every step
   -- here can run twice with the same outcome.
-  redis.call('ZADD', KEYS[3], 'NX', ARGV[6], ARGV[5])
-  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  dlock_join(KEYS[3], ARGV[5], ARGV[6], ARGV[7])
 end
 return -pttl

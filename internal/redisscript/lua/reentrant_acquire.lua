@@ -22,8 +22,7 @@
 -- acquire.lua does.
 local function lined(won)
   if won and ARGV[8] == 'stay' or not won and KEYS[3] and ARGV[5] and ARGV[5] ~= '' then
-    redis.call('ZADD', KEYS[3], 'NX', ARGV[6], ARGV[5])
-    redis.call('PEXPIRE', KEYS[3], ARGV[7])
+    dlock_join(KEYS[3], ARGV[5], ARGV[6], ARGV[7])
   elseif won and ARGV[8] == 'leave' then
     redis.call('ZREM', KEYS[3], ARGV[5])
   end
