@@ -34,6 +34,7 @@ type Client struct {
 	waiters  sqllease.Waiters
 	leases   *sqllease.Leases // held leases, the watchdog, and (in Background) clean-ups
 	sessions sessions         // what it learnt of the pool's connections
+	faults   sqllease.Faults  // how its locks read their attempts' errors
 }
 
 // New returns a Client that locks through db, a pool of connections
@@ -63,6 +64,8 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 		},
 		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
 	})
+	c.faults = sqllease.Faults{Pkg: "mysqllock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
+		Service: c.sessions.server}
 	return c
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
@@ -34,6 +37,7 @@ type Client struct {
 
 	notices *listener
 	leases  *sqllease.Leases // held leases, the watchdog, and (in Background) the listener and clean-ups
+	faults  sqllease.Faults  // how its locks read their attempts' errors
 }
 
 // New returns a Client that locks through pool, configured by opts
@@ -62,7 +66,35 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
 	})
 	c.notices = newListener(c)
+	service := serviceOf(pool)
+	c.faults = sqllease.Faults{Pkg: "pglock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
+		Service: func() string { return service }}
 	return c
+}
+
+// serviceOf names the database of pool, for dlock.UnavailableError:
+// "postgres" and its address, or addresses.
+func serviceOf(pool *pgxpool.Pool) string {
+	if pool == nil {
+		return "postgres"
+	}
+	cfg := pool.Config().ConnConfig
+	addrs := []string{address(cfg.Host, cfg.Port)}
+	for _, f := range cfg.Fallbacks {
+		if a := address(f.Host, f.Port); a != addrs[len(addrs)-1] {
+			addrs = append(addrs, a)
+		}
+	}
+	return "postgres " + strings.Join(addrs, ",")
+}
+
+// address writes a host and port as an address; a host that is a
+// directory is a Unix socket's.
+func address(host string, port uint16) string {
+	if strings.HasPrefix(host, "/") {
+		return fmt.Sprintf("%s/.s.PGSQL.%d", host, port)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 // SchemaSQL returns the SQL that creates the objects of a Client whose

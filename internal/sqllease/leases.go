@@ -95,8 +95,10 @@ func (ls *Leases) notRun(err error) bool {
 func (ls *Leases) SessionLost(err error) error { return fmt.Errorf("%w: %w", ls.ErrSessionLost, err) }
 
 // LookTimeout bounds each look of a clean-up: one that the database does
-// not answer gives way to the next, on another connection.
-const LookTimeout = 2 * time.Second
+// not answer gives way to the next, on another connection. It is well
+// below closeTimeout, so that a database that comes back while Close
+// waits gets a look within its wait.
+const LookTimeout = 500 * time.Millisecond
 
 // Free releases the row now if the database answers within LookTimeout,
 // whether or not ctx is done, and otherwise in the background (see
@@ -136,16 +138,24 @@ func (ls *Leases) Abandon(name, token string) {
 	ls.Background.Clean(func(ctx context.Context) background.Outcome { return ls.LookAgain(ctx, name, token) })
 }
 
-// closeTimeout bounds each of Close's two waits: for the releases of the
-// leases still held, and for the clean-ups of interrupted calls.
-const closeTimeout = 5 * time.Second
+// closeTimeout bounds Close's waits in all: for the releases of the
+// leases still held, and then, for what is left of it, for the clean-ups
+// of interrupted calls. A database that does not answer within it is not
+// waited for: what Close could not free expires within its TTL.
+const closeTimeout = 1500 * time.Millisecond
+
+// minCleanupWait is the least Close waits for the clean-ups, even when the
+// releases took all of closeTimeout: those of a database that answers
+// take milliseconds.
+const minCleanupWait = 100 * time.Millisecond
 
 // Close releases every lease still held, ending it with
 // dlock.ErrReleased, stops the watchdog, calls wake if it is not nil, and
-// waits for the background clean-ups; it waits at most five seconds for
-// the releases and five more for the clean-ups. It does its work once:
-// later calls return nil.
+// waits for the background clean-ups, for closeTimeout in all (a little
+// more if the releases took it all). It does its work once: later calls
+// return nil.
 func (ls *Leases) Close(wake func()) error {
+	start := time.Now()
 	var serr error
 	done := make(chan struct{})
 	go func() { _, serr = ls.Sessions.Close(closeTimeout, ls.ErrClosed); close(done) }()
@@ -158,7 +168,7 @@ func (ls *Leases) Close(wake func()) error {
 	if wake != nil {
 		wake()
 	}
-	if !ls.Background.Finish(closeTimeout) {
+	if !ls.Background.Finish(max(closeTimeout-time.Since(start), minCleanupWait)) {
 		err = errors.Join(err, fmt.Errorf("%s: Close: clean-ups of interrupted calls did not finish within %v; a row they had to free expires within its TTL", ls.Pkg, closeTimeout))
 	}
 	return errors.Join(err, serr)
