@@ -107,13 +107,12 @@ func (c *Client) free(ctx context.Context, name, token string) { c.leases.Free(c
 // looks again, with a backoff: until the Client is closed, and Close
 // waits for it (see Close).
 func (c *Client) abandon(name, token string, conn int64) {
-	c.leases.Background.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, conn) })
+	c.leases.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, conn) })
 }
 
-// lookAgain is one look of a clean-up (see abandon).
+// lookAgain is one look of a clean-up (see abandon), within ctx's
+// deadline (see sqllease.Leases.Clean).
 func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) background.Outcome {
-	ctx, cancel := context.WithTimeout(ctx, sqllease.LookTimeout)
-	defer cancel()
 	// The check comes first, so that a connection found ended has
 	// committed whatever it ran before the release looks.
 	var alive, n int64

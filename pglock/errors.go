@@ -141,7 +141,7 @@ func (c *Client) describe(what, name string, err error) error {
 			}
 			return fmt.Errorf("pglock: %s %q: %w (session mode needs PostgreSQL 14 or later, for idle_session_timeout)", what, name, err)
 		case codeReadOnly:
-			return fmt.Errorf("pglock: %s %q: %w (the transaction is read-only: default_transaction_read_only is on, for the server, the database or the role, or the server is a standby; pglock writes its rows, and does not override the setting: connect to a primary, with default_transaction_read_only off)", what, name, err)
+			return fmt.Errorf("pglock: %s %q: %w (the transaction is read-only: default_transaction_read_only is on, for the server, the database or the role, or the server is a standby; pglock writes its rows, and does not override the setting: Lock waits until the server takes writes, as after a switchover, and TryLock reports it unavailable; connect to a primary, with default_transaction_read_only off)", what, name, err)
 		case codeNoPrivilege:
 			return fmt.Errorf("pglock: %s %q: %w (grant the role SELECT, INSERT and UPDATE on %s and %s_fences, and USAGE on %s_fence_seq)",
 				what, name, err, c.cfg.table, c.cfg.table, c.cfg.table)

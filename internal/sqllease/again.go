@@ -2,11 +2,13 @@ package sqllease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // Tries is how many times a statement that fails with a transient error
@@ -66,7 +68,9 @@ func (l *Locker) attempt(ctx context.Context, block time.Duration) (dlock.Lease,
 	})
 	switch {
 	case got != nil || err == nil:
-	case ctx.Err() == nil && actx.Err() != nil:
+	case ctx.Err() == nil && actx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && !lease.IsShort(err):
+		// Cut short by the timeout, not by ctx; a grant given back for
+		// coming too late is an answer (see lease.Fresh).
 		return nil, 0, &NoAnswerError{Pkg: l.Pkg, Name: l.Name, After: block + l.Timeout}
 	case l.RowLocked != nil && l.RowLocked(err):
 		return nil, 0, dlock.NotObtained(fmt.Errorf("%s: %q is held: another transaction holds its row: %w", l.Pkg, l.Name, err))

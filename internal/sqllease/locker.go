@@ -127,7 +127,8 @@ func (l *Locker) tryLock(ctx context.Context) (dlock.Lease, error) {
 // strategy gives up, through failures to reach the database. If ctx is
 // done first, the error matches both dlock.ErrNotObtained and ctx.Err(),
 // and dlock.ErrUnavailable too if the last attempt found the database
-// unavailable.
+// unavailable. If the Client is closed, it matches dlock.ErrNotObtained
+// and ErrClosed.
 func (l *Locker) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := l.Events.Begin()
 	return a.End(l.Held.Call(ctx, func(ctx context.Context) (dlock.Lease, error) {
@@ -254,14 +255,30 @@ func (l *Locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 }
 
 // interrupted returns the error of a Lock whose ctx ended while it
-// waited: it matches dlock.ErrNotObtained and ctx.Err(); and also
+// waited: it matches dlock.ErrNotObtained and why ctx ended (see
+// stopped); and also
 // dlock.ErrUnavailable, naming the database, if the last attempt found it
 // unavailable; or says that the last attempt's grant was too short.
 func (l *Locker) interrupted(ctx context.Context, last error, down outage) error {
+	cause := l.stopped(ctx)
 	if down.err != nil {
-		return fmt.Errorf("%w: %w (%w)", dlock.ErrNotObtained, ctx.Err(), l.down(down.since, down.err))
+		return fmt.Errorf("%w: %w (%w)", dlock.ErrNotObtained, cause, l.down(down.since, down.err))
 	}
-	return lease.Interrupted(ctx.Err(), last)
+	return lease.Interrupted(cause, last)
+}
+
+// stopped returns why ctx, a Lock's, is done: the Client's ErrClosed if
+// Close ended it; ctx.Err() and ErrClosed if ctx ended as Close began;
+// ctx.Err() otherwise.
+func (l *Locker) stopped(ctx context.Context) error {
+	err := ctx.Err()
+	if !l.Held.Closed() {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != err {
+		return cause
+	}
+	return fmt.Errorf("%w (%w)", err, l.Usable())
 }
 
 // Cancelled returns the context error behind a failed call, or nil: ctx's
