@@ -141,7 +141,7 @@ func (c *Client) describe(what, name string, err error) error {
 		case errBadDB:
 			return fmt.Errorf("mysqllock: %s %q: %w (check the database name of the DSN)", what, name, err)
 		case errReadOnlyTx, errReadOnly:
-			return fmt.Errorf("mysqllock: %s %q: %w (the server or the session is read-only: transaction_read_only (tx_read_only), read_only or super_read_only is on, or the server is a replica; mysqllock writes its rows, and needs a server that takes writes)", what, name, err)
+			return fmt.Errorf("mysqllock: %s %q: %w (the server or the session is read-only: transaction_read_only (tx_read_only), read_only or super_read_only is on, or the server is a replica; mysqllock writes its rows, and needs a server that takes writes: Lock waits until it does, as after a switchover, and TryLock reports it unavailable)", what, name, err)
 		}
 	}
 	return fmt.Errorf("mysqllock: %s %q: %w", what, name, err)

@@ -254,3 +254,56 @@ func TestIntegrationReadOnlyServer(t *testing.T) {
 		r.lease.Release(ctx)
 	}
 }
+
+// closeBound is how long Close may wait for a database that does not
+// answer: 1.5s for the releases, then 0.1s for a release still under way
+// and 0.1s for the clean-ups (see Faults in the package doc).
+const closeBound = 1700 * time.Millisecond
+
+// Close with the database silent, a Client holding leases of both modes
+// and a Lock waiting, returns within closeBound (where it took 10s): it
+// does not wait for a database that does not answer. The leases end, and
+// the Lock returns with ErrNotObtained and ErrClosed.
+func TestIntegrationCloseWhileUnreachable(t *testing.T) {
+	pg := sharedDB(t)
+	proxy := testenv.StartProxy(t, pg.Addr())
+	c := newClient(t, via(pg, proxy.Addr(), unique("close")))
+	t.Cleanup(func() { proxy.Close() }) // before the pool's Close, which would wait for pgx's cancel requests
+	ctx := ctxFor(t, time.Minute)
+	var held []dlock.Lease
+	for _, m := range modes {
+		for range 3 {
+			l, err := m.newLocker(c, unique("close"), pglock.WithTTL(3*time.Second)).Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, l)
+		}
+	}
+	done := startLock(ctx, modes[0].newLocker(c, held[0].Key()))
+	time.Sleep(100 * time.Millisecond)
+	proxy.Blackhole(true)
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	err := c.Close()
+	took := time.Since(start)
+	t.Logf("Close with the database silent took %v: %v", took.Round(time.Millisecond), err)
+	if took > closeBound+dlocktest.Slack {
+		t.Errorf("Close with the database silent took %v; want within %v", took, closeBound)
+	}
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, dlock.ErrNotObtained) || !errors.Is(r.err, pglock.ErrClosed) {
+			t.Errorf("Lock ended by Close = %v, %v; want ErrNotObtained and ErrClosed", r.lease, r.err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("Lock still waiting after Close returned")
+	}
+	for _, l := range held {
+		select {
+		case <-l.Done():
+		case <-time.After(time.Until(l.Until()) + dlocktest.Slack):
+			t.Fatalf("lease %q still open at its Until after Close", l.Key())
+		}
+	}
+}

@@ -179,9 +179,9 @@ const minCleanupWait = 100 * time.Millisecond
 
 // Close releases every lease still held, ending it with
 // dlock.ErrReleased, stops the watchdog, calls wake if it is not nil, and
-// waits for the background clean-ups, for closeTimeout in all (a little
-// more if the releases took it all). It does its work once: later calls
-// return nil.
+// waits for the background clean-ups, for closeTimeout in all, and at
+// most 2*minCleanupWait more if the releases took it all. It does its work
+// once: later calls return nil.
 //
 // A session-mode release that waits for its connection, which a renewal
 // or a check that the database does not answer holds until the lease's
@@ -209,7 +209,7 @@ func (ls *Leases) Close(wake func()) error {
 	case <-released:
 		ls.Renew.Close()
 		err = errors.Join(gerr, serr)
-	case <-time.After(closeTimeout + minCleanupWait):
+	case <-time.After(closeTimeout):
 		ls.Renew.Close()
 		select {
 		case <-released:

@@ -69,16 +69,17 @@ type Faults struct {
 	Service func() string
 }
 
-// A NoAnswerError is the error of an attempt that the database did not
-// answer within its Timeout. It matches no other error: the attempt's own
-// was that its context, which the timeout ended, was done.
+// A NoAnswerError is the error of an attempt that did not finish within
+// its Timeout: the database did not answer, or answered its round trips
+// too slowly. It matches no other error: the attempt's own was that its
+// context, which the timeout ended, was done.
 type NoAnswerError struct {
 	Pkg, Name string
 	After     time.Duration
 }
 
 func (e *NoAnswerError) Error() string {
-	return fmt.Sprintf("%s: acquiring %q: no answer from the database within %v", e.Pkg, e.Name, e.After)
+	return fmt.Sprintf("%s: acquiring %q: the attempt did not finish within %v: the database does not answer, or answers too slowly", e.Pkg, e.Name, e.After)
 }
 
 // unavailable reports whether err, an attempt's, says that the database
