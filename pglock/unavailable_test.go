@@ -307,3 +307,33 @@ func TestIntegrationCloseWhileUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// What waiting does not heal fails Lock at once, in both modes, with an
+// error that says what to fix and does not match dlock.ErrUnavailable: a
+// role that does not exist (28000), a database that does not exist
+// (3D000), a table never migrated (42P01).
+func TestIntegrationLockFailsAtOnce(t *testing.T) {
+	pg := sharedDB(t)
+	base := strings.TrimSuffix(strings.TrimPrefix(pg.URL(), "postgres://"+testenv.PostgresUser+"@"), "/postgres?sslmode=disable")
+	for _, tc := range []struct {
+		what, url, want string
+		opts            []pglock.ClientOption
+	}{
+		{"unknown role", "postgres://dlock_nosuch@" + base + "/postgres?sslmode=disable", "28000", nil},
+		{"unknown database", "postgres://" + testenv.PostgresUser + "@" + base + "/dlock_nosuch?sslmode=disable", "3D000", nil},
+		{"never migrated", pg.URL(), "call Client.Migrate", []pglock.ClientOption{pglock.WithTable(unique("never_migrated"))}},
+	} {
+		for _, m := range modes {
+			c := newClient(t, tc.url, tc.opts...)
+			start := time.Now()
+			_, err := m.newLocker(c, "x").Lock(ctxFor(t, 30*time.Second))
+			took := time.Since(start)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {
+				t.Errorf("%s, %s mode: Lock = %v; want an error containing %q, neither unavailable nor not obtained", tc.what, m.name, err, tc.want)
+			}
+			if took > 2*time.Second {
+				t.Errorf("%s, %s mode: Lock failed after %v; want at once", tc.what, m.name, took)
+			}
+		}
+	}
+}

@@ -210,7 +210,10 @@ func (ls *Leases) Close(wake func()) error {
 		ls.Renew.Close()
 		err = errors.Join(gerr, serr)
 	case <-time.After(closeTimeout):
-		ls.Renew.Close()
+		// Stop the watchdog, which ends a renewal that holds a session's
+		// connection; one that waits for the connection (a check holds
+		// it) ends by the lease's Until.
+		go ls.Renew.Close()
 		select {
 		case <-released:
 			err = errors.Join(gerr, serr)
