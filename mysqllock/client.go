@@ -34,6 +34,7 @@ type Client struct {
 	waiters  sqllease.Waiters
 	leases   *sqllease.Leases // held leases, the watchdog, and (in Background) clean-ups
 	sessions sessions         // what it learnt of the pool's connections
+	faults   sqllease.Faults  // how its locks read their attempts' errors
 }
 
 // New returns a Client that locks through db, a pool of connections
@@ -63,6 +64,8 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 		},
 		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
 	})
+	c.faults = sqllease.Faults{Pkg: "mysqllock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
+		Service: c.sessions.server}
 	return c
 }
 
@@ -118,12 +121,13 @@ func (c *Client) Migrate(ctx context.Context) error {
 // finishes the clean-ups of interrupted calls and of leases that ended
 // (freeing the row and the GET_LOCK lock that a failed or abandoned
 // attempt, or a release that did not complete, may have left held), and
-// gives back the connections it took from the pool. It waits at most five
-// seconds for the releases and five more for the clean-ups; a lock the
-// database could not be reached to free in that time expires within its
-// TTL (a GET_LOCK lock goes with its connection), and Close reports the
-// failure. It does not close the *sql.DB. Every held lease ends with
-// dlock.ErrReleased.
+// gives back the connections it took from the pool. It waits 1.5 seconds
+// at most, for the releases and then the clean-ups (see Faults in the
+// package doc): a lock the database could not be reached to free in that
+// time expires within its TTL (a GET_LOCK lock goes with its connection),
+// and Close reports the failure. It does not close the *sql.DB. Every held
+// lease ends with dlock.ErrReleased. A Lock or TryLock under way returns
+// at once, with an error matching both ErrClosed and dlock.ErrNotObtained.
 func (c *Client) Close() error { return c.leases.Close(c.waiters.WakeAll) }
 
 // usable returns the error every call on an unusable Client returns.

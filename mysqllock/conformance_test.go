@@ -2,11 +2,13 @@ package mysqllock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/mysqllock"
 )
@@ -137,6 +139,26 @@ func backend(m *testenv.MariaDB, md mode) dlocktest.Backend {
 			}
 			return info
 		},
+		Restart: func(t testing.TB) {
+			if err := m.Restart(); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+		},
+		Unreachable: func(t testing.TB, key string, o dlocktest.Options) (dlock.Locker, func(refuse bool)) {
+			p := testenv.StartProxy(t, m.Addr())
+			c := newClient(t, strings.Replace(m.DSN(), m.Addr(), p.Addr(), 1), mysqllock.WithObserver(o.Observer))
+			return clients.Add(md.newLocker(c, key, lockOptions(o)...), c.Close), func(refuse bool) {
+				if refuse {
+					p.SetRefuse(true)
+					p.Reset()
+					return
+				}
+				p.Blackhole(true)
+			}
+		},
+		// The attempt timeout of a lock with the fault cases' TTL: see
+		// Faults in the package doc.
+		TryLockBound: sqllease.AttemptTimeout(dlocktest.FaultTTL),
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +32,21 @@ type conn struct {
 // the pool when it first took it (see session). It forgets them all when
 // it holds too many: connections come and go.
 type sessions struct {
-	mu sync.Mutex
-	m  map[any]session
+	mu   sync.Mutex
+	m    map[any]session
+	last string // the server of the session learnt last (see session)
+}
+
+// server names the database's server, as the session learnt last found
+// it, for dlock.UnavailableError: the *sql.DB does not say where it
+// connects.
+func (ss *sessions) server() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.last == "" {
+		return "mysql (never reached)"
+	}
+	return ss.last
 }
 
 // A session is what mysqllock learnt of a driver connection: the server's
@@ -47,6 +63,40 @@ type session struct {
 
 	epoch bool  // since is known
 	since int64 // when the server's identity was first recorded, on its clock; 0 if it was the first ever
+
+	server string   // the server, for dlock.UnavailableError: "mysql" and its @@hostname:@@port
+	wait   waitHint // how a statement sets its own lock wait (see lockWait)
+	waitS  int64    // the lock wait it sets, in seconds
+}
+
+// A waitHint is how a statement can set the time it waits for a row's
+// lock, innodb_lock_wait_timeout, for itself alone.
+type waitHint int
+
+const (
+	noHint   waitHint = iota // MySQL before 8.0: it cannot
+	setStmt                  // MariaDB: SET STATEMENT innodb_lock_wait_timeout = n FOR ...
+	setVarOf                 // MySQL 8.0 and later: the optimizer hint SET_VAR(innodb_lock_wait_timeout = n)
+)
+
+// lockWait returns stmt, which begins with its keyword (UPDATE, INSERT),
+// made to wait at most sqllease.LockWait (or the session's
+// innodb_lock_wait_timeout, if it is shorter) for a row's lock that
+// another transaction holds, and then to fail with 1205: an attempt so
+// failing found the lock held, where waiting on, 50 seconds by default,
+// would have outlasted its attempt timeout and looked like a database that
+// does not answer. Each attempt's statements that write set it so, in
+// the statement itself, on the servers that offer a way (see waitHint):
+// no round trip more, and nothing else of the session changes.
+func (s session) lockWait(stmt string) string {
+	switch s.wait {
+	case setStmt:
+		return fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout = %d FOR %s", s.waitS, stmt)
+	case setVarOf:
+		verb, rest, _ := strings.Cut(stmt, " ")
+		return fmt.Sprintf("%s /*+ SET_VAR(innodb_lock_wait_timeout = %d) */ %s", verb, s.waitS, rest)
+	}
+	return stmt
 }
 
 const maxSessions = 4096
@@ -88,6 +138,7 @@ func (ss *sessions) put(key any, s session) {
 		ss.m = make(map[any]session)
 	}
 	ss.m[key] = s
+	ss.last = s.server
 }
 
 // learn asks the server, on a connection mysqllock has not used before,
@@ -107,8 +158,12 @@ func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 		}
 	}
 	var autocommit int64
-	err := sc.QueryRowContext(ctx, "SELECT CONNECTION_ID(), @@SESSION.autocommit, CONCAT_WS('/', @@server_id, @@hostname, @@port), "+nowMicros).
-		Scan(&s.id, &autocommit, &s.ident, &s.now)
+	var version, server string
+	err := sc.QueryRowContext(ctx, "SELECT CONNECTION_ID(), @@SESSION.autocommit, CONCAT_WS('/', @@server_id, @@hostname, @@port), "+nowMicros+
+		", VERSION(), CONCAT(@@hostname, ':', @@port), @@SESSION.innodb_lock_wait_timeout").
+		Scan(&s.id, &autocommit, &s.ident, &s.now, &version, &server, &s.waitS)
+	s.server = "mysql " + server
+	s.wait, s.waitS = hintFor(version), min(s.waitS, int64(sqllease.LockWait/time.Second))
 	// Uptime is the difference of two readings of the clock in whole
 	// seconds, the statement's start and the server's, each rounded
 	// down: the server may have started up to a second later than now
@@ -124,6 +179,19 @@ func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 		_, err = sc.ExecContext(ctx, "COMMIT")
 	}
 	return s, err
+}
+
+// hintFor returns how a statement of a server of version (VERSION()) can
+// set its own lock wait.
+func hintFor(version string) waitHint {
+	if strings.Contains(version, "MariaDB") {
+		return setStmt
+	}
+	major, _, _ := strings.Cut(version, ".")
+	if n, err := strconv.Atoi(major); err == nil && n >= 8 {
+		return setVarOf
+	}
+	return noHint
 }
 
 // restoreTimeout bounds the statement that turns a session's autocommit
@@ -186,7 +254,7 @@ func (c *Client) gate(ctx context.Context, cn *conn, cfg config) (int64, error) 
 	identity, restart := cfg.windows(c.cfg.restart)
 	if identity > 0 && !cn.epoch {
 		err := sqllease.Again(ctx, transient, func() error {
-			if _, err := cn.ExecContext(ctx, fill(c.sql.epochNote, cn.ident)); err != nil {
+			if _, err := cn.ExecContext(ctx, cn.lockWait(fill(c.sql.epochNote, cn.ident))); err != nil {
 				return err
 			}
 			return cn.QueryRowContext(ctx, c.sql.epochRead).Scan(&cn.since)

@@ -47,15 +47,25 @@
 //     connection.
 //   - tx_isolation (transaction_isolation): with each statement its own
 //     transaction, REPEATABLE READ (the default) and SERIALIZABLE work as
-//     READ COMMITTED does. A deadlock (1213) or a lock wait that timed out
-//     (1205, after innodb_lock_wait_timeout), which a concurrent
-//     statement causes, is made again at once, up to three times; an
-//     attempt still failing so did not obtain the lock: Lock waits on,
-//     and TryLock returns an error matching dlock.ErrNotObtained. Neither
-//     Lock nor an election's Campaign returns them.
+//     READ COMMITTED does. A deadlock (1213), which a concurrent statement
+//     causes, is made again at once, up to three times; an attempt still
+//     failing so did not obtain the lock: Lock waits on, and TryLock
+//     returns an error matching dlock.ErrNotObtained. Neither Lock nor an
+//     election's Campaign returns it.
+//   - innodb_lock_wait_timeout (50 seconds by default): an attempt's
+//     statements that write wait at most a second for a row's lock, or
+//     innodb_lock_wait_timeout if it is shorter, set in the statement
+//     itself (MariaDB's SET STATEMENT, MySQL 8's SET_VAR hint): an attempt
+//     that meets its lock's row held by another transaction past that
+//     (1205) found the lock held, and is not made again at once (see
+//     Faults). MySQL 5.7 offers neither way; there the session's setting
+//     stands, and a row held past the attempt timeout counts as an
+//     unavailable database.
 //   - read_only, super_read_only, transaction_read_only: mysqllock does
-//     not override them; every call that writes fails at once, with an
-//     error that names them.
+//     not override them. Such a server is unavailable to mysqllock: Lock
+//     waits until it takes writes, as after a switchover (see Faults),
+//     TryLock returns an error matching dlock.ErrUnavailable, and every
+//     other call that writes fails at once; each error names them.
 //
 // # Names
 //
@@ -228,8 +238,10 @@
 // database reads the end of it, and the row is freed if it holds the
 // attempt's token, looking until the connection that ran the statement
 // has left the process list, since until then the statement may still
-// land. Close waits for these clean-ups (at most five seconds, after at
-// most five for the releases of held leases).
+// land. Close waits for these clean-ups, and for the releases of held
+// leases before them, 1.5 seconds at most in all (see Faults). Each look
+// of a clean-up waits a second for the database, twice as long as the one
+// before it after that, up to eight.
 //
 // # Waiting
 //
@@ -254,6 +266,59 @@
 // default (about 22ms on average, 56ms at most, in the same test); a
 // waiter on the releasing Client is woken in about 1ms. Locks are not
 // fair; waiters race.
+//
+// # Faults
+//
+// Lock waits through what heals: a connection refused, reset, closed or
+// silent (the driver's invalid connection); a server shutting down
+// (1053), out of connections (1040, 1203) or memory, a session it killed
+// (1927) or disconnected (4031), a statement it interrupted or timed out
+// (1317, MariaDB's 1969, MySQL's 3024); a read-only server (1290, 1792,
+// 1836: a replica, a primary fenced for a switchover); a Galera node not
+// ready (1047). In session mode, a waiter whose connection is lost, in
+// GET_LOCK or between its tries, waits on just the same. It tries again
+// as its RetryStrategy says, and when its ctx ends first (or the strategy
+// gives up), its error matches dlock.ErrUnavailable as well as
+// dlock.ErrNotObtained and ctx.Err(): a *dlock.UnavailableError naming the
+// server ("mysql" and the @@hostname:@@port it last reported: the *sql.DB
+// does not say where it connects), since when its attempts have failed,
+// and the last failure. It fails at once only on what waiting does not
+// heal: a refused login or privilege (1045, 1044, 1142), a missing table
+// (1146: call Migrate), a table that is not mysqllock's, a closed
+// *sql.DB, a TLS failure, a bad name or option, a closed Client.
+//
+// Each attempt waits for the database for the lock's TTL, but at least 2
+// seconds and at most 5 (its attempt timeout), beyond the time a
+// session-mode attempt waits in GET_LOCK: TryLock on a database that
+// cannot be reached or does not answer returns within it (at once if the
+// connection is refused) with an error matching dlock.ErrUnavailable and
+// never dlock.ErrNotObtained, since whether the lock is held is unknown;
+// a grant that arrives too late to be used is given back first, which
+// takes a round trip more. An attempt given up is cleaned up in the
+// background, as any interrupted one (see Nothing left behind).
+//
+// Two answers are not unavailability. A lock's row that another
+// transaction holds is a held lock: an attempt's statements wait a second
+// at most for it (see Server settings), and TryLock then returns an error
+// matching dlock.ErrNotObtained. And a server within a restart window (see
+// Restarts, failovers and restores) answers that it grants nothing for a
+// known time: the lease it may have lost counts as held until then, as a
+// restarted Redlock node abstains; TryLock's error matches
+// dlock.ErrNotObtained and says how long, and Lock waits it out.
+//
+// Close waits 1.5 seconds at most for a database that does not answer,
+// for the releases of the leases still held and then for the clean-ups
+// (0.2 more when a session-mode release waits for its connection, which
+// a check holds until the lease's Until: it goes on in the background);
+// what it could not free expires within its TTL. A Lock or TryLock under
+// way returns at once, with an error matching both ErrClosed and
+// dlock.ErrNotObtained.
+//
+// None of this costs a round trip: an uncontended Lock and its Release
+// take one statement each in lease mode, the lock wait being set in the
+// acquire statement itself, and a connection's server, version and lock
+// wait are read with what mysqllock already reads when it first takes
+// the connection.
 //
 // # Observing
 //

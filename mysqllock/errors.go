@@ -2,6 +2,7 @@ package mysqllock
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 
@@ -32,6 +33,10 @@ var (
 	// would deadlock. It is dlock.ErrNotReentrant.
 	ErrNotReentrant = dlock.ErrNotReentrant
 )
+
+// errGetLockNull is the error of a GET_LOCK that returned NULL at once:
+// the server could not take it (out of memory, the session killed).
+var errGetLockNull = errors.New("GET_LOCK returned NULL")
 
 func init() {
 	lease.RegisterCause(ErrClosed, "closed")
@@ -70,6 +75,55 @@ func transient(err error) bool {
 	return errors.As(err, &my) && (my.Number == errDeadlock || my.Number == errLockWaitTimeout)
 }
 
+// rowLocked reports whether err says that a statement waited for a row's
+// lock, held by another transaction, until innodb_lock_wait_timeout ran
+// out (see lockWait): for an attempt at a lock, the lock is held.
+func rowLocked(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && my.Number == errLockWaitTimeout
+}
+
+// Error numbers with which the server says that it cannot answer now, in
+// a way that heals (see unavailable).
+var unavailableNumbers = map[uint16]bool{
+	// Out of memory or resources; too many connections, of the server or
+	// of the account.
+	1037: true, 1038: true, 1041: true, 1040: true, 1203: true,
+	// The session ended by the server (see endedByServer), and connections
+	// aborted.
+	errShutdown: true, errConnKilled: true, errClientIdle: true, errServerGone: true, errServerLostIn: true,
+	1152: true, 1184: true,
+	// Network read and write errors and timeouts.
+	1158: true, 1159: true, 1160: true, 1161: true,
+	// A statement interrupted (KILL QUERY) or timed out (MariaDB's
+	// max_statement_time, MySQL's max_execution_time).
+	1317: true, 1969: true, 3024: true,
+	// A Galera node not ready: WSREP has not yet prepared node for
+	// application use.
+	1047: true,
+	// Read-only: a replica, or a primary fenced for a switchover.
+	errReadOnly: true, errReadOnlyTx: true, 1836: true,
+}
+
+// unavailable reports whether err says that the database could not be
+// reached or could not answer, in a way that heals: a connection refused,
+// reset, closed or silent (the driver's invalid connection, a bad
+// connection); a server shutting down, out of connections or resources,
+// a session it killed or a statement it interrupted or timed out; or a
+// read-only server (read_only, super_read_only, a replica), which a
+// failover or the end of a switchover heals. What waiting does not heal
+// is not: a refused login or privilege, a missing table, a closed
+// *sql.DB, a TLS failure.
+func unavailable(err error) bool {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		return unavailableNumbers[my.Number]
+	}
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, mysql.ErrPktSync) || errors.Is(err, mysql.ErrPktSyncMul) ||
+		errors.Is(err, errGetLockNull) || sqllease.NetFault(err)
+}
+
 // describe turns the failure of doing what to the lock called name into
 // an error that says what to do about it.
 func (c *Client) describe(what, name string, err error) error {
@@ -87,7 +141,7 @@ func (c *Client) describe(what, name string, err error) error {
 		case errBadDB:
 			return fmt.Errorf("mysqllock: %s %q: %w (check the database name of the DSN)", what, name, err)
 		case errReadOnlyTx, errReadOnly:
-			return fmt.Errorf("mysqllock: %s %q: %w (the server or the session is read-only: transaction_read_only (tx_read_only), read_only or super_read_only is on, or the server is a replica; mysqllock writes its rows, and needs a server that takes writes)", what, name, err)
+			return fmt.Errorf("mysqllock: %s %q: %w (the server or the session is read-only: transaction_read_only (tx_read_only), read_only or super_read_only is on, or the server is a replica; mysqllock writes its rows, and needs a server that takes writes: Lock waits until it does, as after a switchover, and TryLock reports it unavailable)", what, name, err)
 		}
 	}
 	return fmt.Errorf("mysqllock: %s %q: %w", what, name, err)

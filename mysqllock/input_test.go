@@ -133,6 +133,14 @@ func TestIntegrationBadDSNs(t *testing.T) {
 		if _, err := c.NewMutex("x").TryLock(ctx); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: TryLock: %v; want %q", tc.what, err, tc.want)
 		}
+		// Waiting does not heal it: Lock fails at once, in both modes.
+		for _, md := range modes {
+			start := time.Now()
+			_, err := md.newLocker(c, "x").Lock(ctx)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, dlock.ErrUnavailable) || time.Since(start) > 2*time.Second {
+				t.Errorf("%s: %s mode Lock: %v after %v; want %q at once, not unavailable", tc.what, md.name, err, time.Since(start), tc.want)
+			}
+		}
 		if strings.Contains(tc.what, "password") {
 			if _, err := c.NewMutex("x").TryLock(ctx); strings.Contains(err.Error(), "wrong") {
 				t.Errorf("the error shows the password: %v", err)
@@ -142,5 +150,12 @@ func TestIntegrationBadDSNs(t *testing.T) {
 	c := newClient(t, srv.DSN(), mysqllock.WithTable(unique("never_migrated")))
 	if _, err := c.NewSessionMutex("x").TryLock(ctx); err == nil || !strings.Contains(err.Error(), "call Client.Migrate") {
 		t.Errorf("TryLock on a table not migrated: %v; want a hint to Migrate", err)
+	}
+	for _, md := range modes {
+		start := time.Now()
+		_, err := md.newLocker(c, "x").Lock(ctx)
+		if err == nil || !strings.Contains(err.Error(), "call Client.Migrate") || errors.Is(err, dlock.ErrUnavailable) || time.Since(start) > 2*time.Second {
+			t.Errorf("%s mode Lock on a table not migrated: %v after %v; want a hint to Migrate at once", md.name, err, time.Since(start))
+		}
 	}
 }

@@ -30,7 +30,8 @@ func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option
 	l.err = errors.Join(checkName(name), l.cfg.check(), c.cfg.restart.CheckTTL("mysqllock", l.cfg.TTL))
 	l.core = sqllease.Locker{
 		Name: name, Err: l.err, Events: l.ev, Held: held,
-		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.waiters.Wait, Attempt: attempt, Transient: transient,
+		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.waiters.Wait, Attempt: attempt,
+		Timeout: sqllease.AttemptTimeout(l.cfg.TTL), Faults: c.faults,
 	}
 	return l
 }
@@ -39,7 +40,9 @@ func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option
 func (l *locker) Name() string { return l.name }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
-// dlock.ErrNotObtained if another owner holds it.
+// dlock.ErrNotObtained if another owner holds it, and one matching
+// dlock.ErrUnavailable if the database cannot be reached or does not
+// answer within the attempt timeout (see Faults in the package doc).
 func (l *locker) TryLock(ctx context.Context) (dlock.Lease, error) { return l.core.TryLock(ctx) }
 
 // Lock takes the lock, waiting until it is free, ctx is done or the retry

@@ -30,7 +30,9 @@ const (
 // release by another Client within 64ms; a session-mode waiter spends
 // each backoff in GET_LOCK on the server, which a session holder's release
 // ends at once. A release by the same Client wakes its waiters at once,
-// and a holder's expiry wakes them when it is due.
+// and a holder's expiry wakes them when it is due. Lock backs off so too
+// between attempts that find the database unavailable (see Faults in the
+// package doc).
 var DefaultRetry = dlock.ExponentialBackoff(2*time.Millisecond, 64*time.Millisecond)
 
 // A ClientOption configures a Client.
@@ -162,7 +164,8 @@ func WithoutRenewal() Option { return func(c *config) { c.Renew = false } }
 // closes by then. The default is 0: no cap.
 func WithMaxHold(d time.Duration) Option { return func(c *config) { c.MaxHold = d } }
 
-// WithRetry sets how Lock waits between attempts; see DefaultRetry.
+// WithRetry sets how Lock waits between attempts, those that found the
+// database unavailable included; see DefaultRetry.
 // dlock.NoRetry() makes Lock a single attempt, and dlock.MaxAttempts
 // bounds the attempts.
 func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.Retry = s } }

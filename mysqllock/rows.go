@@ -22,9 +22,10 @@ type querier interface {
 // unless the server's clock is before gate (see Client.gate): acquire.sql,
 // and if that takes nothing, holder.sql to learn why, and create.sql if
 // the row does not exist. It returns the grant's fence, or 0 and how long
-// the holder's row has left (0 if not known).
-func (c *Client) take(ctx context.Context, conn querier, name, token string, ttl, gate int64) (fence uint64, left time.Duration, err error) {
-	res, err := conn.ExecContext(ctx, fill(c.sql.acquire, token, ttl, name, gate))
+// the holder's row has left (0 if not known). The statements that write
+// wait at most sqllease.LockWait for the row's lock (see lockWait).
+func (c *Client) take(ctx context.Context, conn *conn, name, token string, ttl, gate int64) (fence uint64, left time.Duration, err error) {
+	res, err := conn.ExecContext(ctx, conn.lockWait(fill(c.sql.acquire, token, ttl, name, gate)))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -35,7 +36,7 @@ func (c *Client) take(ctx context.Context, conn querier, name, token string, ttl
 	err = conn.QueryRowContext(ctx, fill(c.sql.holder, name)).Scan(&us)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		res, err := conn.ExecContext(ctx, fill(c.sql.create, name, token, ttl, gate))
+		res, err := conn.ExecContext(ctx, conn.lockWait(fill(c.sql.create, name, token, ttl, gate)))
 		if isDuplicate(err) {
 			return 0, 0, nil // another attempt made the row first
 		}
@@ -106,13 +107,12 @@ func (c *Client) free(ctx context.Context, name, token string) { c.leases.Free(c
 // looks again, with a backoff: until the Client is closed, and Close
 // waits for it (see Close).
 func (c *Client) abandon(name, token string, conn int64) {
-	c.leases.Background.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, conn) })
+	c.leases.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, conn) })
 }
 
-// lookAgain is one look of a clean-up (see abandon).
+// lookAgain is one look of a clean-up (see abandon), within ctx's
+// deadline (see sqllease.Leases.Clean).
 func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) background.Outcome {
-	ctx, cancel := context.WithTimeout(ctx, sqllease.LookTimeout)
-	defer cancel()
 	// The check comes first, so that a connection found ended has
 	// committed whatever it ran before the release looks.
 	var alive, n int64

@@ -90,7 +90,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		conn.done(ctx)
 		return nil, sqllease.Busy, nil
 	case !got.Valid:
-		err = fmt.Errorf("GET_LOCK(%q) returned NULL", m.lockName)
+		err = fmt.Errorf("%w (GET_LOCK(%q))", errGetLockNull, m.lockName)
 	case got.Int64 != 1:
 		conn.done(ctx) // held by another session
 		return nil, sqllease.Busy, nil

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
@@ -34,6 +37,7 @@ type Client struct {
 
 	notices *listener
 	leases  *sqllease.Leases // held leases, the watchdog, and (in Background) the listener and clean-ups
+	faults  sqllease.Faults  // how its locks read their attempts' errors
 }
 
 // New returns a Client that locks through pool, configured by opts
@@ -62,7 +66,35 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
 	})
 	c.notices = newListener(c)
+	service := serviceOf(pool)
+	c.faults = sqllease.Faults{Pkg: "pglock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
+		Service: func() string { return service }}
 	return c
+}
+
+// serviceOf names the database of pool, for dlock.UnavailableError:
+// "postgres" and its address, or addresses.
+func serviceOf(pool *pgxpool.Pool) string {
+	if pool == nil {
+		return "postgres"
+	}
+	cfg := pool.Config().ConnConfig
+	addrs := []string{address(cfg.Host, cfg.Port)}
+	for _, f := range cfg.Fallbacks {
+		if a := address(f.Host, f.Port); a != addrs[len(addrs)-1] {
+			addrs = append(addrs, a)
+		}
+	}
+	return "postgres " + strings.Join(addrs, ",")
+}
+
+// address writes a host and port as an address; a host that is a
+// directory is a Unix socket's.
+func address(host string, port uint16) string {
+	if strings.HasPrefix(host, "/") {
+		return fmt.Sprintf("%s/.s.PGSQL.%d", host, port)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 // SchemaSQL returns the SQL that creates the objects of a Client whose
@@ -122,12 +154,14 @@ func (c *Client) Migrate(ctx context.Context) error {
 // finishes the clean-ups of interrupted calls and of leases that ended
 // (freeing the row and the advisory lock that a failed or abandoned
 // attempt, or a release that did not complete, may have left held), and
-// gives back the connections it took from the pool. It waits at most five
-// seconds for the releases and five more for the clean-ups; a lock the
-// database could not be reached to free in that time expires within its
-// TTL (a session-mode advisory lock goes with its connection), and Close
-// reports the failure. It does not close the pool. Every held lease ends
-// with dlock.ErrReleased.
+// gives back the connections it took from the pool. It waits 1.5 seconds
+// at most, for the releases and then the clean-ups (see Faults in the
+// package doc): a lock the database could not be reached to free in that
+// time expires within its TTL (a session-mode advisory lock goes with its
+// connection), and Close reports the failure. It does not close the pool.
+// Every held lease ends with dlock.ErrReleased. A Lock or TryLock under way
+// returns at once, with an error matching both ErrClosed and
+// dlock.ErrNotObtained.
 //
 // A clean-up waits, before it is done, for the backend that ran an
 // interrupted acquire to end, since until then the statement may still

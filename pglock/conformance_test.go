@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/pglock"
 )
@@ -128,7 +129,34 @@ func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
 		Inspect: func(t testing.TB, key string) dlock.Info {
 			return inspect(t, newClient(t, pg.URL()), key)
 		},
+		Restart: func(t testing.TB) {
+			if err := pg.Restart(); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+		},
+		Unreachable: func(t testing.TB, key string, o dlocktest.Options) (dlock.Locker, func(refuse bool)) {
+			p := testenv.StartProxy(t, pg.Addr())
+			c := newClient(t, via(pg, p.Addr(), "unreachable"), pglock.WithObserver(o.Observer))
+			// Closed before the pool, whose Close would otherwise wait
+			// 15s for pgx's cancel requests through the silent proxy.
+			t.Cleanup(func() { p.Close() })
+			return clients.Add(m.newLocker(c, key, lockOptions(o)...), c.Close), func(refuse bool) { fail(p, refuse) }
+		},
+		// The attempt timeout of a lock with the fault cases' TTL: see
+		// Faults in the package doc.
+		TryLockBound: sqllease.AttemptTimeout(dlocktest.FaultTTL),
 	}
+}
+
+// fail makes p fail as dlocktest.Backend.Unreachable says: silent, or
+// refusing new connections and resetting the open ones.
+func fail(p *testenv.Proxy, refuse bool) {
+	if refuse {
+		p.SetRefuse(true)
+		p.Reset()
+		return
+	}
+	p.Blackhole(true)
 }
 
 func TestIntegrationConformance(t *testing.T) {

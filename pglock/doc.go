@@ -48,12 +48,17 @@
 //     would make an acquire that meets a concurrent grant fail with a
 //     serialization failure (40001) instead of waiting for it and reading
 //     the row it committed; pglock's statements run at READ COMMITTED
-//     whatever it says. A serialization failure, a deadlock (40P01) or a
-//     wait for a row's lock cut short by lock_timeout (55P03) is made
-//     again at once, up to three times; an attempt still failing so did
-//     not obtain the lock: Lock waits on, and TryLock returns an error
+//     whatever it says. A serialization failure or a deadlock (40P01) is
+//     made again at once, up to three times; an attempt still failing so
+//     did not obtain the lock: Lock waits on, and TryLock returns an error
 //     matching dlock.ErrNotObtained. Neither Lock nor an election's
 //     Campaign returns them.
+//   - lock_timeout: pglock's transactions wait at most a second for a
+//     row's lock, or lock_timeout if it is shorter: an attempt that meets
+//     its lock's row held by another transaction (an operator's SELECT
+//     ... FOR UPDATE, a long transaction that touched it) past that
+//     (55P03) found the lock held, and is not made again at once (see
+//     Faults).
 //   - idle_in_transaction_session_timeout: no transaction of pglock's
 //     spans two round trips (Migrate's neither), so the timeout never
 //     ends one, however slow the network. WriteFenced's transaction spans
@@ -69,8 +74,10 @@
 //     the server is a standby) means that nothing is to be written, as
 //     when fencing a primary during a switchover, and a lock service that
 //     wrote anyway could grant on the old primary while the new one
-//     grants too. Every call that writes fails at once, with an error
-//     that names the setting.
+//     grants too. Such a server is unavailable to pglock: Lock waits
+//     until it takes writes (see Faults), TryLock returns an error
+//     matching dlock.ErrUnavailable, and every other call that writes
+//     fails at once; each error names the setting.
 //
 // WriteFenced and CheckFence run in the caller's transaction, at the
 // isolation level it has.
@@ -259,11 +266,12 @@
 // have taken once the database reads the end of it, and the row is freed
 // if it holds the attempt's token, looking until the backend that ran
 // the statement has ended, since until then the statement may still land.
-// Close waits for these clean-ups (at most five seconds, after at most
-// five for the releases of held leases): when it returns, nothing a failed
-// or released attempt took is left, unless the database could not be
-// reached in that time, which Close reports; that row then expires within
-// its TTL.
+// Close waits for these clean-ups, and for the releases of held leases
+// before them, 1.5 seconds at most in all (see Faults): when it returns,
+// nothing a failed or released attempt took is left, unless the database
+// could not be reached in that time, which Close reports; that row then
+// expires within its TTL. Each look of a clean-up waits a second for the
+// database, twice as long as the one before it after that, up to eight.
 //
 // # Waiting
 //
@@ -275,6 +283,55 @@
 // when the holder's row expires, which the failed attempt reports, and
 // after a backoff from its RetryStrategy in case a notice is lost. Locks
 // are not fair; waiters race.
+//
+// # Faults
+//
+// Lock waits through what heals: a connection refused, reset, closed or
+// silent; a server shutting down, starting up or in recovery (SQLSTATE
+// 57P01, 57P02, 57P03), out of connections or other resources (class
+// 53), reporting a failed connection (class 08) or an I/O error (58000,
+// 58030); a statement it cancelled (57014: statement_timeout); a
+// read-only transaction (25006: a standby not promoted yet, a primary
+// fenced for a switchover). In session mode, a waiter whose connection
+// is lost waits on just the same. It tries again as its RetryStrategy
+// says, and when its ctx ends first (or the strategy gives up), its error
+// matches dlock.ErrUnavailable as well as dlock.ErrNotObtained and
+// ctx.Err(): a *dlock.UnavailableError naming the database ("postgres"
+// and the pool's address), since when its attempts have failed, and the
+// last failure. It fails at once only on what waiting does not heal: a
+// refused login or permission (28000, 28P01, 42501), missing objects
+// (42P01: call Migrate), a table that is not pglock's, a closed pool, a
+// TLS failure, a bad name or option, a closed Client.
+//
+// Each attempt waits for the database for the lock's TTL, but at least 2
+// seconds and at most 5 (its attempt timeout): TryLock on a database that
+// cannot be reached or does not answer returns within it (at once if the
+// connection is refused) with an error matching dlock.ErrUnavailable and
+// never dlock.ErrNotObtained, since whether the lock is held is unknown;
+// a grant that arrives too late to be used is given back first, which
+// takes a round trip more. An attempt given up is cleaned up in the
+// background, as any interrupted one (see Nothing left behind).
+//
+// Two answers are not unavailability. A lock's row that another
+// transaction holds is a held lock: pglock's transactions wait a second
+// at most for it (see Server settings), and TryLock then returns an error
+// matching dlock.ErrNotObtained. And a server within a restart window (see Restarts,
+// failovers and restores) answers that it grants nothing for a known
+// time: the lease it may have lost counts as held until then, as a
+// restarted Redlock node abstains; TryLock's error matches
+// dlock.ErrNotObtained and says how long, and Lock waits it out.
+//
+// Close waits 1.5 seconds at most for a database that does not answer,
+// for the releases of the leases still held and then for the clean-ups
+// (0.2 more when a session-mode release waits for its connection, which
+// a renewal holds: it goes on in the background, ended by the lease's
+// Until); what it could not free expires within its TTL. A Lock or
+// TryLock under way returns at once, with an error matching both
+// ErrClosed and dlock.ErrNotObtained.
+//
+// None of this costs a round trip: an uncontended Lock and its Release
+// take one each, lock_timeout being set in the statement of the batch
+// that sets synchronous_commit.
 //
 // # Observing
 //

@@ -69,7 +69,8 @@ const (
 // serialization failure, a deadlock, or a wait for a row's lock that
 // lock_timeout cut short. The statement's transaction rolled back.
 // pglock runs its statements at READ COMMITTED (see beginTx), where the
-// first does not arise; it is handled all the same.
+// first does not arise; it is handled all the same. An attempt at a lock
+// does not make a statement again for the last (see rowLocked).
 func transient(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -80,6 +81,42 @@ func transient(err error) bool {
 		return true
 	}
 	return false
+}
+
+// rowLocked reports whether err says that a statement waited for a row's
+// lock, held by another transaction, until lock_timeout ran out (see
+// settings): for an attempt at a lock, the lock is held.
+func rowLocked(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeLockTimeout
+}
+
+// unavailable reports whether err says that the database could not be
+// reached or could not answer, in a way that heals: a connection refused,
+// reset, closed or silent; a server shutting down, starting up or in
+// recovery (57P01, 57P02, 57P03), out of connections or other resources
+// (class 53), a connection failure it reports (class 08), a statement it
+// cancelled (57014: statement_timeout), an I/O error (58000, 58030); or a
+// read-only transaction (25006): a standby not promoted yet, or a primary
+// fenced read-only for a switchover, both of which a failover heals.
+// What waiting does not heal is not: a refused login or permission, a
+// missing table, a closed pool, a TLS failure.
+func unavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:min(2, len(pgErr.Code))] {
+		case "08", "53":
+			return true
+		case "57":
+			return pgErr.Code != "57P04" // database_dropped
+		}
+		switch pgErr.Code {
+		case "58000", "58030", codeReadOnly:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, pgconn.ErrConnClosed) || sqllease.NetFault(err)
 }
 
 // describe turns the failure of doing what to the lock or resource name
@@ -104,7 +141,7 @@ func (c *Client) describe(what, name string, err error) error {
 			}
 			return fmt.Errorf("pglock: %s %q: %w (session mode needs PostgreSQL 14 or later, for idle_session_timeout)", what, name, err)
 		case codeReadOnly:
-			return fmt.Errorf("pglock: %s %q: %w (the transaction is read-only: default_transaction_read_only is on, for the server, the database or the role, or the server is a standby; pglock writes its rows, and does not override the setting: connect to a primary, with default_transaction_read_only off)", what, name, err)
+			return fmt.Errorf("pglock: %s %q: %w (the transaction is read-only: default_transaction_read_only is on, for the server, the database or the role, or the server is a standby; pglock writes its rows, and does not override the setting: Lock waits until the server takes writes, as after a switchover, and TryLock reports it unavailable; connect to a primary, with default_transaction_read_only off)", what, name, err)
 		case codeNoPrivilege:
 			return fmt.Errorf("pglock: %s %q: %w (grant the role SELECT, INSERT and UPDATE on %s and %s_fences, and USAGE on %s_fence_seq)",
 				what, name, err, c.cfg.table, c.cfg.table, c.cfg.table)

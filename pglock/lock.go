@@ -26,7 +26,8 @@ func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option
 	l.err = errors.Join(checkName("lock", name), l.cfg.check(), c.cfg.restart.CheckTTL("pglock", l.cfg.TTL))
 	l.core = sqllease.Locker{
 		Name: name, Err: l.err, Events: l.ev, Held: held,
-		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.notices.wait, Attempt: attempt, Transient: transient,
+		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.notices.wait, Attempt: attempt,
+		Timeout: sqllease.AttemptTimeout(l.cfg.TTL), Faults: c.faults,
 	}
 	return l
 }
@@ -35,12 +36,16 @@ func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option
 func (l *locker) Name() string { return l.name }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
-// dlock.ErrNotObtained if another owner holds it.
+// dlock.ErrNotObtained if another owner holds it, and one matching
+// dlock.ErrUnavailable if the database cannot be reached or does not
+// answer within the attempt timeout (see Faults in the package doc).
 func (l *locker) TryLock(ctx context.Context) (dlock.Lease, error) { return l.core.TryLock(ctx) }
 
 // Lock takes the lock, waiting until it is free, ctx is done or the retry
 // strategy gives up. A waiter is woken at once by the holder's release
-// notice; otherwise it tries again when the retry strategy says so. If ctx
-// is done first, the error matches both dlock.ErrNotObtained and
-// ctx.Err().
+// notice; otherwise it tries again when the retry strategy says so. It
+// waits so through failures to reach the database, too (see Faults in the
+// package doc). If ctx is done first, the error matches both
+// dlock.ErrNotObtained and ctx.Err(), and also dlock.ErrUnavailable if
+// the last attempt could not reach the database.
 func (l *locker) Lock(ctx context.Context) (dlock.Lease, error) { return l.core.Lock(ctx) }

@@ -27,7 +27,8 @@ const (
 // DefaultRetry is the retry strategy of Lock when WithRetry is not given:
 // a waiter is woken at once by a release notice, and polls with
 // exponential backoff and full jitter, between 8ms and 512ms, in case a
-// notice is missed.
+// notice is missed. Lock backs off so too between attempts that find the
+// database unavailable (see Faults in the package doc).
 var DefaultRetry = dlock.ExponentialBackoff(8*time.Millisecond, 512*time.Millisecond)
 
 // A ClientOption configures a Client.
@@ -148,6 +149,7 @@ func WithoutRenewal() Option { return func(c *config) { c.Renew = false } }
 func WithMaxHold(d time.Duration) Option { return func(c *config) { c.MaxHold = d } }
 
 // WithRetry sets how Lock waits between attempts when a release notice does
-// not arrive; see DefaultRetry. dlock.NoRetry() makes Lock a single attempt,
-// and dlock.MaxAttempts bounds the attempts.
+// not arrive, and after an attempt that found the database unavailable; see
+// DefaultRetry. dlock.NoRetry() makes Lock a single attempt, and
+// dlock.MaxAttempts bounds the attempts.
 func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.Retry = s } }

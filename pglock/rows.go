@@ -59,13 +59,12 @@ func (c *Client) free(ctx context.Context, name, token string) { c.leases.Free(c
 // running), the clean-up looks again, with a backoff, however long that
 // takes: until the Client is closed, and Close waits for it (see Close).
 func (c *Client) abandon(name, token string, pid uint32) {
-	c.leases.Background.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, pid) })
+	c.leases.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, pid) })
 }
 
-// lookAgain is one look of a clean-up (see abandon).
+// lookAgain is one look of a clean-up (see abandon), within ctx's
+// deadline (see sqllease.Leases.Clean).
 func (c *Client) lookAgain(ctx context.Context, name, token string, pid uint32) background.Outcome {
-	ctx, cancel := context.WithTimeout(ctx, sqllease.LookTimeout)
-	defer cancel()
 	// The check comes first, in a statement of its own, so that a backend
 	// found ended has committed whatever it ran before the release looks.
 	b := &pgx.Batch{}

@@ -17,7 +17,7 @@ import (
 // (see describe).
 const beginTx = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
-// durable makes the transaction's COMMIT wait for its WAL to reach the
+// settings makes the transaction's COMMIT wait for its WAL to reach the
 // disk when synchronous_commit is off (for the server, the database, the
 // role or the session), as it does by default: an asynchronous commit is
 // lost if the server crashes within a few wal_writer_delay of it, a crash
@@ -25,25 +25,33 @@ const beginTx = "BEGIN ISOLATION LEVEL READ COMMITTED"
 // restarting, so that no restart window sees it. A lost grant is a second
 // holder while the first one's lease is valid. Any other setting keeps
 // the local flush, and what it asks of synchronous standbys.
-const durable = "SELECT set_config('synchronous_commit', 'local', true) WHERE current_setting('synchronous_commit') = 'off'"
+//
+// It also bounds the transaction's waits for a row's lock to
+// sqllease.LockWait (1s), unless lock_timeout is shorter already: a
+// statement that meets a lock's row held by another transaction past it
+// fails with lock_not_available (55P03), and an attempt so failing found
+// the lock held, where waiting on would have outlasted its attempt
+// timeout and looked like a database that does not answer.
+const settings = "SELECT CASE WHEN current_setting('synchronous_commit') = 'off' THEN set_config('synchronous_commit', 'local', true) END, " +
+	"CASE WHEN current_setting('lock_timeout')::interval NOT BETWEEN interval '1 microsecond' AND interval '1s' THEN set_config('lock_timeout', '1s', true) END"
 
 // send sends the statements of b through via in one round trip, in a
 // transaction of their own (see beginTx) that commits after the last,
-// durably (see durable). Read their results, in order, from the
-// BatchResults it returns, and Close it, which reports a failed COMMIT.
-// The transaction spans no round trip, so
-// idle_in_transaction_session_timeout never ends it.
+// durably, and waits at most LockWait for a row's lock (see settings).
+// Read their results, in order, from the BatchResults it returns, and
+// Close it, which reports a failed COMMIT. The transaction spans no round
+// trip, so idle_in_transaction_session_timeout never ends it.
 //
 // If a statement fails, the transaction is left aborted on its
 // connection: the pool closes such a connection when it is given back.
 func send(ctx context.Context, via sender, b *pgx.Batch) pgx.BatchResults {
 	tx := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+3)}
 	tx.Queue(beginTx)
-	tx.Queue(durable)
+	tx.Queue(settings)
 	tx.QueuedQueries = append(tx.QueuedQueries, b.QueuedQueries...)
 	tx.Queue("COMMIT")
 	br := via.SendBatch(ctx, tx)
-	// BEGIN and durable: an error stays with br, for the next read and
+	// BEGIN and settings: an error stays with br, for the next read and
 	// Close.
 	br.Exec()
 	br.Exec()

@@ -37,12 +37,13 @@ func (g *Grant) TTL() time.Duration { return g.cfg.TTL }
 
 // Keep registers g, just granted, with the Client and, unless renewal is
 // off, with the watchdog. If the Client is closed, it frees the row, ends
-// g and returns ErrClosed.
+// g and returns an error matching both ErrClosed and dlock.ErrNotObtained:
+// the grant came as Close began.
 func (g *Grant) Keep(ctx context.Context) error {
 	if !g.ls.Grants.Add(g) {
 		g.ls.Free(ctx, g.Key(), g.Token())
 		g.End(dlock.Lost(g.ls.ErrClosed))
-		return g.ls.ErrClosed
+		return dlock.NotObtained(g.ls.ErrClosed)
 	}
 	if g.cfg.Renew {
 		g.ls.Renew.Add(&g.entry, g.cfg.TTL/3)

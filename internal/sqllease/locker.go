@@ -3,6 +3,7 @@ package sqllease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -12,9 +13,10 @@ import (
 
 // An AttemptFunc makes one attempt at a lock. It returns a lease; or nil,
 // how long the holder's claim has left if it is known (0 if not, or Busy),
-// and possibly an error matching dlock.ErrNotObtained that says why; or a
-// hard error. An attempt that can wait on the server for the holder's
-// release waits up to block; others ignore it.
+// and possibly an error matching dlock.ErrNotObtained that says why; or
+// another error, which the Locker's Unavailable may report as one that
+// heals. An attempt that can wait on the server for the holder's release
+// waits up to block; others ignore it.
 type AttemptFunc func(ctx context.Context, block time.Duration) (dlock.Lease, time.Duration, error)
 
 // Busy is the left of an attempt that found the lock held in a way the
@@ -35,13 +37,73 @@ type Locker struct {
 	Wait    func(name string) *Waiter // registers a waiter for a release
 	Attempt AttemptFunc
 
+	// Timeout bounds each attempt, beyond the time it may wait on the
+	// server (its block): an attempt the database has not answered by
+	// then is given up, and counts as one that found it unavailable.
+	Timeout time.Duration
+
+	// Faults says what an attempt's error means.
+	Faults
+}
+
+// Faults are a dialect's reading of the errors of an attempt.
+type Faults struct {
+	// Pkg is the package's name, with which its error messages start.
+	Pkg string
+
 	// Transient reports whether an attempt's error is transient (see
 	// Dialect.Transient): the attempt is made again at once. Nil: none is.
 	Transient func(error) bool
+
+	// RowLocked reports whether an attempt's error says that it waited
+	// for the lock's row, which another transaction held, until the
+	// statement's lock wait ran out: the lock is held. Nil: none does.
+	RowLocked func(error) bool
+
+	// Unavailable reports whether an attempt's error says that the
+	// database could not be reached, or could not answer, in a way that
+	// heals: Lock waits through it. Nil: none does.
+	Unavailable func(error) bool
+
+	// Service names the database, for dlock.UnavailableError.
+	Service func() string
+}
+
+// A NoAnswerError is the error of an attempt that did not finish within
+// its Timeout: the database did not answer, or answered its round trips
+// too slowly. It matches no other error: the attempt's own was that its
+// context, which the timeout ended, was done.
+type NoAnswerError struct {
+	Pkg, Name string
+	After     time.Duration
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("%s: acquiring %q: the attempt did not finish within %v: the database does not answer, or answers too slowly", e.Pkg, e.Name, e.After)
+}
+
+// unavailable reports whether err, an attempt's, says that the database
+// could not be reached or could not answer (see Faults.Unavailable).
+func (l *Locker) unavailable(err error) bool {
+	var na *NoAnswerError
+	return err != nil && !errors.Is(err, dlock.ErrNotObtained) &&
+		(errors.As(err, &na) || l.Unavailable != nil && l.Unavailable(err))
+}
+
+// down returns the error of a call whose attempts found the database
+// unavailable since since, the last with err.
+func (l *Locker) down(since time.Time, err error) error {
+	service := l.Pkg
+	if l.Service != nil {
+		service = l.Service()
+	}
+	return dlock.Unavailable(service, since, err)
 }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
-// dlock.ErrNotObtained if another owner holds it.
+// dlock.ErrNotObtained if another owner holds it, and one matching
+// dlock.ErrUnavailable, within Timeout, if the database cannot be reached
+// or does not answer.
 func (l *Locker) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := l.Events.Begin()
 	return a.End(l.Held.Call(ctx, l.tryLock))
@@ -51,16 +113,23 @@ func (l *Locker) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := l.check(ctx); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	got, _, err := l.attempt(ctx, 0)
-	if got == nil && err == nil {
+	switch {
+	case got == nil && err == nil:
 		err = dlock.ErrNotObtained
+	case ctx.Err() == nil && l.unavailable(err):
+		err = l.down(start, err)
 	}
 	return got, err
 }
 
 // Lock takes the lock, waiting until it is free, ctx is done or the retry
-// strategy gives up. If ctx is done first, the error matches both
-// dlock.ErrNotObtained and ctx.Err().
+// strategy gives up, through failures to reach the database. If ctx is
+// done first, the error matches both dlock.ErrNotObtained and ctx.Err(),
+// and dlock.ErrUnavailable too if the last attempt found the database
+// unavailable. If the Client is closed, it matches dlock.ErrNotObtained
+// and ErrClosed.
 func (l *Locker) Lock(ctx context.Context) (dlock.Lease, error) {
 	a := l.Events.Begin()
 	return a.End(l.Held.Call(ctx, func(ctx context.Context) (dlock.Lease, error) {
@@ -77,7 +146,7 @@ func (l *Locker) check(ctx context.Context) error {
 	if l.Err != nil {
 		return l.Err
 	}
-	if err := l.Usable(); err != nil {
+	if err := l.usable(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -89,10 +158,30 @@ func (l *Locker) check(ctx context.Context) error {
 	return nil
 }
 
-// obtained reports whether an attempt's outcome ends a Lock: a lease, or a
-// hard error.
-func obtained(l dlock.Lease, err error) bool {
-	return l != nil || err != nil && !errors.Is(err, dlock.ErrNotObtained)
+// usable returns the error of a Lock or TryLock on an unusable Client: the
+// Client's own if it was made with bad arguments, or, once it is closed,
+// one that matches both its ErrClosed and dlock.ErrNotObtained.
+func (l *Locker) usable() error {
+	err := l.Usable()
+	if err != nil && l.Held.Closed() {
+		return dlock.NotObtained(err)
+	}
+	return err
+}
+
+// outage is what a Lock's attempts have found of the database: since when
+// they have failed to reach it, the last with err; nil err once one got
+// an answer.
+type outage struct {
+	since time.Time
+	err   error
+}
+
+func (o *outage) failed(start time.Time, err error) {
+	if o.err == nil {
+		o.since = start
+	}
+	o.err = err
 }
 
 // wait tries once; if the lock is held, it waits for a release, for the
@@ -100,45 +189,97 @@ func obtained(l dlock.Lease, err error) bool {
 // whichever comes first, and tries again, until it obtains the lock, ctx
 // is done, or the strategy gives up. While the server can wait for the
 // release (see Busy), the backoff is spent in the next attempt, there.
+// An attempt that finds the database unavailable counts as one that
+// found the lock held, waiting out the backoff; any other error ends the
+// wait.
 func (l *Locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error) {
-	if got, _, err := l.attempt(ctx, 0); obtained(got, err) {
-		return got, err
-	}
-	a.Waiting()
-	w := l.Wait(l.Name)
-	defer w.Close()
-	var idle pause.Timer
+	var (
+		down  outage
+		w     *Waiter
+		idle  pause.Timer
+		block time.Duration
+	)
 	defer idle.Stop()
-	var block time.Duration
-	for n := 1; ; n++ {
-		if err := l.Usable(); err != nil {
-			return nil, err
+	defer func() {
+		if w != nil {
+			w.Close()
 		}
-		// Try again at once on the first round: a release may have come
-		// between the first attempt and the waiter's registration.
+	}()
+	for n := 0; ; {
+		start := time.Now()
 		got, left, err := l.attempt(ctx, block)
 		block = 0
-		if obtained(got, err) {
-			return got, err
+		switch {
+		case got != nil:
+			return got, nil
+		case ctx.Err() != nil:
+			return nil, l.interrupted(ctx, err, down)
+		case err == nil || errors.Is(err, dlock.ErrNotObtained):
+			down = outage{} // the database answered
+		case l.unavailable(err):
+			down.failed(start, err)
+		default:
+			return nil, err
 		}
-		wait, ok := l.Retry.Backoff(n)
-		if !ok {
-			if err != nil {
-				return nil, err
+		if w == nil {
+			a.Waiting()
+			w = l.Wait(l.Name)
+			if down.err == nil {
+				// Try again at once: a release may have come between the
+				// first attempt and the waiter's registration.
+				continue
 			}
-			return nil, dlock.ErrNotObtained
 		}
-		if left == Busy { // wait on the server, for its release
+		n++
+		wait, ok := l.Retry.Backoff(n)
+		switch {
+		case !ok && down.err != nil:
+			return nil, dlock.NotObtained(l.down(down.since, down.err))
+		case !ok && err != nil:
+			return nil, err
+		case !ok:
+			return nil, dlock.ErrNotObtained
+		case down.err != nil:
+		case left == Busy: // wait on the server, for its release
 			block = wait
 			continue
-		}
-		if left > 0 && left < wait { // the holder's lease runs out first
+		case left > 0 && left < wait: // the holder's lease runs out first
 			wait = left
 		}
 		if !idle.Wait(ctx, w.c, wait) {
-			return nil, lease.Interrupted(ctx.Err(), err)
+			return nil, l.interrupted(ctx, err, down)
+		}
+		if err := l.usable(); err != nil {
+			return nil, err
 		}
 	}
+}
+
+// interrupted returns the error of a Lock whose ctx ended while it
+// waited: it matches dlock.ErrNotObtained and why ctx ended (see
+// stopped); and also
+// dlock.ErrUnavailable, naming the database, if the last attempt found it
+// unavailable; or says that the last attempt's grant was too short.
+func (l *Locker) interrupted(ctx context.Context, last error, down outage) error {
+	cause := l.stopped(ctx)
+	if down.err != nil {
+		return fmt.Errorf("%w: %w (%w)", dlock.ErrNotObtained, cause, l.down(down.since, down.err))
+	}
+	return lease.Interrupted(cause, last)
+}
+
+// stopped returns why ctx, a Lock's, is done: the Client's ErrClosed if
+// Close ended it; ctx.Err() and ErrClosed if ctx ended as Close began;
+// ctx.Err() otherwise.
+func (l *Locker) stopped(ctx context.Context) error {
+	err := ctx.Err()
+	if !l.Held.Closed() {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != err {
+		return cause
+	}
+	return fmt.Errorf("%w (%w)", err, l.Usable())
 }
 
 // Cancelled returns the context error behind a failed call, or nil: ctx's

@@ -102,11 +102,12 @@ func (s *Session) TTL() time.Duration { return s.cfg.TTL }
 // Keep registers s, just granted, with the Client, starts watching its
 // connection and, unless renewal is off, registers it with the watchdog.
 // If the Client is closed, it ends s, which frees the row and the
-// session's lock, and returns ErrClosed.
+// session's lock, and returns an error matching both ErrClosed and
+// dlock.ErrNotObtained: the grant came as Close began.
 func (s *Session) Keep() error {
 	if !s.ls.Sessions.Add(s) {
 		s.End(dlock.Lost(s.ls.ErrClosed))
-		return s.ls.ErrClosed
+		return dlock.NotObtained(s.ls.ErrClosed)
 	}
 	s.conn.Watch(s)
 	if s.cfg.Renew {
@@ -142,7 +143,7 @@ func (s *Session) ended() {
 		}
 		return s.ls.LookAgain(ctx, s.Key(), s.Token())
 	}
-	if !s.ls.Background.Clean(look) {
+	if !s.ls.Clean(look) {
 		go s.dispose(context.Background())
 	}
 }

@@ -1,0 +1,161 @@
+package sqllease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+var errTestClosed = errors.New("test: client closed")
+
+// newTestLocker returns a Locker on leases of their own whose attempts
+// are made by attempt.
+func newTestLocker(ls *Leases, attempt AttemptFunc) *Locker {
+	var ws Waiters
+	return &Locker{
+		Name: "l", Held: &ls.Grants, Retry: dlock.ExponentialBackoff(time.Millisecond, 4*time.Millisecond),
+		Usable: func() error { return ls.Usable(nil) }, Wait: ws.Wait, Attempt: attempt,
+		Timeout: MinAttemptTimeout, Faults: Faults{Pkg: "test"},
+	}
+}
+
+func testLeases() *Leases {
+	return New(Dialect{
+		Pkg: "test", ErrClosed: errTestClosed, ErrSessionLost: errors.New("test: session lost"),
+		Release:       func(context.Context, string, string) (bool, error) { return true, nil },
+		IsServerError: func(error) bool { return true },
+	})
+}
+
+// A grant that comes as Close begins, to a Lock whose ctx ends at the same
+// time (a program stopping: it cancels its wait and closes its Client),
+// is given back, and Lock's error matches both dlock.ErrNotObtained and
+// ErrClosed: never a bare ErrClosed, which matches neither ErrNotObtained
+// nor ctx.Err().
+func TestGrantAsCloseBegins(t *testing.T) {
+	for _, try := range []bool{false, true} {
+		ls := testLeases()
+		ctx, cancel := context.WithCancel(context.Background())
+		l := newTestLocker(ls, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+			g := NewGrant(actx, ls, nil, "l", "token", 1, time.Now().Add(time.Minute), NewConfig(time.Minute, dlock.NoRetry()))
+			cancel()
+			go ls.Close(nil) // waits for this call to end
+			for !ls.Grants.Closed() {
+				time.Sleep(time.Millisecond)
+			}
+			if err := g.Keep(actx); err != nil {
+				return nil, 0, err
+			}
+			return g, 0, nil
+		})
+		call := l.Lock
+		if try {
+			call = l.TryLock
+		}
+		got, err := call(ctx)
+		if got != nil || !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, errTestClosed) {
+			t.Errorf("try %v: a grant as Close began = %v, %v; want an error matching ErrNotObtained and ErrClosed", try, got, err)
+		}
+	}
+}
+
+// fault is an attempt's error that the test's Faults call unavailable.
+var fault = errors.New("test: connection refused")
+
+// Lock waits through attempts that find the database unavailable; when
+// its ctx ends while they still do, its error matches ErrNotObtained,
+// ctx.Err() and ErrUnavailable, which names the service and the last
+// failure; TryLock's matches ErrUnavailable and not ErrNotObtained; an
+// error that is neither ends Lock at once.
+func TestLockWaitsThroughFaults(t *testing.T) {
+	ls := testLeases()
+	defer ls.Close(nil)
+	failing := 3
+	var tries int
+	l := newTestLocker(ls, func(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+		tries++
+		if tries <= failing {
+			return nil, 0, fault
+		}
+		return NewGrant(ctx, ls, nil, "l", "token", 1, time.Now().Add(time.Minute), NewConfig(time.Minute, dlock.NoRetry())), 0, nil
+	})
+	l.Unavailable = func(err error) bool { return errors.Is(err, fault) }
+	l.Service = func() string { return "test 127.0.0.1:1" }
+	ctx := context.Background()
+	if got, err := l.Lock(ctx); err != nil || got == nil {
+		t.Fatalf("Lock through %d unavailable attempts = %v, %v; want the lease", failing, got, err)
+	}
+
+	tries, failing = 0, 1<<30
+	_, err := l.TryLock(ctx)
+	var u *dlock.UnavailableError
+	if !errors.As(err, &u) || u.Service != "test 127.0.0.1:1" || !errors.Is(err, fault) || errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("TryLock on an unavailable database = %v; want an *UnavailableError naming the service, wrapping the fault, not ErrNotObtained", err)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = l.Lock(short)
+	if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, fault) {
+		t.Errorf("Lock whose ctx ends while the database is unavailable = %v; want ErrNotObtained, DeadlineExceeded, ErrUnavailable and the fault", err)
+	}
+	if tries < 3 {
+		t.Errorf("Lock made %d attempts in 50ms with a backoff of at most 4ms; want it to keep trying", tries)
+	}
+
+	l.Retry = dlock.MaxAttempts(dlock.ExponentialBackoff(time.Millisecond, 4*time.Millisecond), 3)
+	if _, err = l.Lock(ctx); !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, dlock.ErrUnavailable) {
+		t.Errorf("Lock whose retry strategy gives up while the database is unavailable = %v; want ErrNotObtained and ErrUnavailable", err)
+	}
+
+	hard := errors.New("test: permission denied")
+	tries, failing = 0, 0
+	l.Attempt = func(context.Context, time.Duration) (dlock.Lease, time.Duration, error) { tries++; return nil, 0, hard }
+	if _, err := l.Lock(ctx); !errors.Is(err, hard) || errors.Is(err, dlock.ErrUnavailable) || tries != 1 {
+		t.Errorf("Lock on a hard error = %v after %d attempts; want that error after 1", err, tries)
+	}
+}
+
+// An attempt that does not answer within its Timeout is given up: Lock
+// counts it as unavailable, and TryLock returns within the Timeout.
+func TestAttemptTimeout(t *testing.T) {
+	ls := testLeases()
+	defer ls.Close(nil)
+	l := newTestLocker(ls, func(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+		<-ctx.Done() // a database that does not answer
+		return nil, 0, dlock.NotObtained(ctx.Err())
+	})
+	l.Timeout = 100 * time.Millisecond
+	start := time.Now()
+	_, err := l.TryLock(context.Background())
+	var na *NoAnswerError
+	if took := time.Since(start); !errors.Is(err, dlock.ErrUnavailable) || !errors.As(err, &na) || errors.Is(err, dlock.ErrNotObtained) || took > time.Second {
+		t.Errorf("TryLock of a database that does not answer = %v after %v; want ErrUnavailable (no answer) within 100ms", err, took)
+	}
+}
+
+func TestAttemptTimeoutBounds(t *testing.T) {
+	for _, tc := range []struct{ ttl, want time.Duration }{
+		{10 * time.Millisecond, 2 * time.Second},
+		{3 * time.Second, 3 * time.Second},
+		{30 * time.Second, 5 * time.Second},
+	} {
+		if got := AttemptTimeout(tc.ttl); got != tc.want {
+			t.Errorf("AttemptTimeout(%v) = %v; want %v", tc.ttl, got, tc.want)
+		}
+	}
+}
+
+func TestLookTimeout(t *testing.T) {
+	for n, want := range []time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 8 * time.Second, 30: 8 * time.Second} {
+		if want == 0 {
+			continue
+		}
+		if got := lookTimeout(n); got != want {
+			t.Errorf("lookTimeout(%d) = %v; want %v", n, got, want)
+		}
+	}
+}
