@@ -29,11 +29,20 @@ type Locker interface {
 	Name() string
 
 	// Lock blocks until the lock is held, ctx is done, the retry strategy
-	// gives up, or a hard error occurs. When ctx is done first, the error
-	// matches both ErrNotObtained and ctx.Err() under errors.Is; when the
-	// retry strategy gives up, it matches ErrNotObtained. If the last
-	// attempt's grant was given back for being too short, the error says
-	// so.
+	// gives up, or an error that waiting cannot heal occurs. When ctx is
+	// done first, the error matches both ErrNotObtained and ctx.Err() under
+	// errors.Is; when the retry strategy gives up, it matches
+	// ErrNotObtained. If the last attempt's grant was given back for being
+	// too short, the error says so.
+	//
+	// Lock waits through transient faults: connections refused, reset or
+	// timed out, a server loading its data, a failover, an election or a
+	// serialization failure under way. It backs off between attempts as
+	// the retry strategy says, and when ctx ends (or the strategy gives
+	// up) while the servers still fail, its error also matches
+	// ErrUnavailable and names them. It fails at once only on what waiting
+	// cannot heal: a refused login or permission, a bad name or option, a
+	// closed client, a kind of lock the backend refuses to wait for.
 	//
 	// When the client that made the lock is closed while Lock waits, Lock
 	// returns at once, with an error matching both ErrNotObtained and the
@@ -44,7 +53,10 @@ type Locker interface {
 	Lock(ctx context.Context) (Lease, error)
 
 	// TryLock makes one attempt. It returns ErrNotObtained if another
-	// owner holds the lock.
+	// owner holds the lock. When the servers cannot be reached or cannot
+	// answer, it returns, within a bound its backend documents even if ctx
+	// has no deadline, an error matching ErrUnavailable and not
+	// ErrNotObtained: nobody knows whether the lock is held.
 	TryLock(ctx context.Context) (Lease, error)
 }
 

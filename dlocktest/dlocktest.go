@@ -2,12 +2,15 @@
 // passes: mutual exclusion, exactly one TryLock winner, expiry, refresh,
 // renewal, loss reported on Done, no grant returned with less than a third
 // of its lease left, cancellation that leaves nothing behind, a Lock
-// ended promptly and cleanly by its client's Close,
-// Inspect naming the holder and its label, and fences that strictly
-// increase across holders, even across a server
-// restart that lost its data. RunObserver checks the events a backend
-// reports to a dlock.Observer, RunElection a backend's dlock.Election, and
-// RunKinds the kinds of lock that share a name: one kind at a time.
+// ended promptly and cleanly by its client's Close, Inspect naming the
+// holder and its label, fences that strictly increase across holders,
+// even across a server restart that lost its data, and one behaviour under
+// transient faults: Lock waits through a pause or a restart of the
+// servers, and TryLock on servers that do not answer returns within the
+// backend's bound an error matching dlock.ErrUnavailable. RunObserver
+// checks the events a backend reports to a dlock.Observer, RunElection a
+// backend's dlock.Election, and RunKinds the kinds of lock that share a
+// name: one kind at a time.
 //
 // A third-party backend can run it too:
 //
@@ -109,6 +112,23 @@ type Backend struct {
 	// that case, saying so.
 	Enqueue func(t testing.TB, key string, k Kind) (remove func())
 
+	// Restart restarts every server, keeping what it persists, as an
+	// operator's restart or a crash and a supervisor's restart would.
+	// Required.
+	Restart func(t testing.TB)
+
+	// Unreachable returns a Locker for key on a new client whose every
+	// connection to the servers passes through a fault proxy, and a
+	// function that makes the proxy fail: silent (connections accepted,
+	// nothing forwarded either way) or, with refuse, refusing (new
+	// connections refused, open ones reset), as servers that stopped or
+	// went away leave the client. Required.
+	Unreachable func(t testing.TB, key string, o Options) (l dlock.Locker, fail func(refuse bool))
+
+	// TryLockBound is how long TryLock may take when the servers do not
+	// answer, as the backend documents.
+	TryLockBound time.Duration
+
 	// LockName returns the name that the events of the lock NewLocker
 	// makes for key carry (Event.Name): the name the backend was given,
 	// such as a ZooKeeper path made from key. Only RunObserver uses it; nil
@@ -122,7 +142,8 @@ var Slack = 150 * time.Millisecond
 
 // Run runs the whole suite as subtests of t.
 func Run(t *testing.T, b Backend) {
-	if b.NewLocker == nil || b.Sabotage == nil || b.Pause == nil || b.RestartEmpty == nil || b.Leftovers == nil || b.Inspect == nil {
+	if b.NewLocker == nil || b.Sabotage == nil || b.Pause == nil || b.RestartEmpty == nil || b.Leftovers == nil || b.Inspect == nil ||
+		b.Restart == nil || b.Unreachable == nil || b.TryLockBound <= 0 {
 		t.Fatalf("dlocktest: every field of Backend is required; got %+v", b)
 	}
 	s := &suite{b: b}
@@ -145,6 +166,11 @@ func Run(t *testing.T, b Backend) {
 	t.Run("InspectShowsHolder", s.inspectShowsHolder)
 	t.Run("ClosedWhileWaiting", s.closedWhileWaiting)
 	t.Run("TTLOutOfRange", s.ttlOutOfRange)
+	t.Run("TryLockUnavailable", s.tryLockUnavailable)
+	t.Run("LockUnavailableUntilContext", s.lockUnavailableUntilContext)
+	t.Run("LockWaitsThroughPause", s.lockWaitsThroughPause)
+	t.Run("LockWaitsThroughRestart", s.lockWaitsThroughRestart)
+	t.Run("ClosedWhileUnavailable", s.closedWhileUnavailable)
 }
 
 type suite struct{ b Backend }

@@ -1,0 +1,240 @@
+package dlocktest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// The cases of this file check the one behaviour every backend has under
+// transient faults: Lock waits through them until its context ends,
+// TryLock answers within the backend's bound with an error matching
+// dlock.ErrUnavailable (never dlock.ErrNotObtained), and Close ends both
+// promptly.
+
+// FaultTTL is the TTL of the locks of the fault cases: a server stopped
+// for PauseFor outlives it three times over.
+const FaultTTL = 2 * time.Second
+
+// PauseFor is how long the fault cases stop the servers: as long as an
+// operator's restart, a VM's live migration or a long GC of the server.
+const PauseFor = 6 * time.Second
+
+// failures are the ways Unreachable's proxy can fail: "silent" accepts
+// connections and forwards nothing either way; "refused" refuses new
+// connections and resets the open ones.
+var failures = []struct {
+	name   string
+	refuse bool
+}{{"silent", false}, {"refused", true}}
+
+// lockResult is what a Lock or TryLock on another goroutine returned, and
+// when.
+type lockResult struct {
+	lease dlock.Lease
+	err   error
+	at    time.Time
+}
+
+// startLock starts l.Lock(ctx) on a goroutine, and returns a channel
+// that receives its outcome.
+func startLock(ctx context.Context, l dlock.Locker) <-chan lockResult {
+	done := make(chan lockResult, 1)
+	go func() {
+		lease, err := l.Lock(ctx)
+		done <- lockResult{lease, err, time.Now()}
+	}()
+	return done
+}
+
+// waitingObserver returns an observer and a channel closed at its first
+// EventWaiting.
+func waitingObserver() (dlock.Observer, <-chan struct{}) {
+	waiting := make(chan struct{})
+	var once sync.Once
+	return dlock.ObserverFunc(func(e dlock.Event) {
+		if e.Kind == dlock.EventWaiting {
+			once.Do(func() { close(waiting) })
+		}
+	}), waiting
+}
+
+// tryLockUnavailable: on servers that stopped answering, or that refuse
+// connections, TryLock returns within the backend's TryLockBound, even
+// with a context that never ends, with an error matching ErrUnavailable
+// and not ErrNotObtained.
+func (s *suite) tryLockUnavailable(t *testing.T) {
+	for _, f := range failures {
+		t.Run(f.name, func(t *testing.T) {
+			key := uniqueKey(t)
+			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
+			warm, err := l.TryLock(ctxFor(t, 10*time.Second)) // connections ready
+			if err != nil {
+				t.Fatalf("TryLock before the fault: %v", err)
+			}
+			if err := warm.Release(ctxFor(t, 10*time.Second)); err != nil {
+				t.Fatalf("Release before the fault: %v", err)
+			}
+			fail(f.refuse)
+			start := time.Now()
+			done := make(chan lockResult, 1)
+			go func() {
+				lease, err := l.TryLock(context.Background())
+				done <- lockResult{lease, err, time.Now()}
+			}()
+			var r lockResult
+			select {
+			case r = <-done:
+			case <-time.After(s.b.TryLockBound + 30*time.Second):
+				t.Fatalf("TryLock on unreachable servers still running after %v; the backend's bound is %v", time.Since(start), s.b.TryLockBound)
+			}
+			took := r.at.Sub(start)
+			t.Logf("measured: TryLock on %s servers returned after %v: %v", f.name, took.Round(time.Millisecond), r.err)
+			if r.err == nil {
+				t.Fatal("TryLock on unreachable servers succeeded")
+			}
+			if !errors.Is(r.err, dlock.ErrUnavailable) || errors.Is(r.err, dlock.ErrNotObtained) {
+				t.Errorf("TryLock on unreachable servers = %v; want an error matching ErrUnavailable and not ErrNotObtained", r.err)
+			}
+			if took > s.b.TryLockBound+Slack {
+				t.Errorf("TryLock on unreachable servers took %v; the backend's bound is %v", took, s.b.TryLockBound)
+			}
+		})
+	}
+}
+
+// lockUnavailableUntilContext: on unreachable servers Lock keeps trying
+// until its context ends, then returns an error matching ErrNotObtained,
+// the context's error and ErrUnavailable.
+func (s *suite) lockUnavailableUntilContext(t *testing.T) {
+	key := uniqueKey(t)
+	l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
+	warm, err := l.TryLock(ctxFor(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("TryLock before the fault: %v", err)
+	}
+	warm.Release(ctxFor(t, 10*time.Second))
+	fail(false)
+	const wait = 3 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	_, err = l.Lock(ctx)
+	took := time.Since(start)
+	t.Logf("measured: Lock on unreachable servers with a %v context returned after %v: %v", wait, took.Round(time.Millisecond), err)
+	if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dlock.ErrUnavailable) {
+		t.Errorf("Lock on unreachable servers = %v; want ErrNotObtained, DeadlineExceeded and ErrUnavailable", err)
+	}
+	if took < wait-Slack {
+		t.Errorf("Lock on unreachable servers gave up after %v, before its %v context ended", took, wait)
+	}
+	if took > wait+time.Second+Slack {
+		t.Errorf("Lock on unreachable servers returned %v after its context ended", took-wait)
+	}
+}
+
+// lockWaitsThroughFault: a Lock waiting for a held lock when every server
+// stops for PauseFor (or restarts) keeps waiting, and is granted once the
+// servers are back and the holder has released, or its lease has run out.
+func (s *suite) lockWaitsThroughFault(t *testing.T, fault func(t testing.TB)) {
+	key := uniqueKey(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	holder := s.b.NewLocker(t, key, Options{TTL: FaultTTL})
+	held := mustLock(t, ctx, holder)
+	obs, waiting := waitingObserver()
+	waiter := s.b.NewLocker(t, key, Options{TTL: FaultTTL, Observer: obs})
+	done := startLock(ctx, waiter)
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("Lock of a held lock returned (%v, %v) before the fault", r.lease, r.err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Lock of a held lock reported no EventWaiting within 20s")
+	}
+	fault(t)
+	back := time.Now()
+	// The holder gives the lock back as soon as the servers answer; its
+	// lease may have ended during the fault (ErrNotHeld, ErrLost).
+	go held.Release(ctx)
+	bound := FaultTTL + 2*time.Second + Slack // its lease's rest, the retry's longest sleep and more
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("Lock waiting through the fault failed %v after the servers were back: %v", r.at.Sub(back).Round(time.Millisecond), r.err)
+		}
+		defer r.lease.Release(ctx)
+		took := r.at.Sub(back)
+		t.Logf("measured: granted %v after the servers were back", took.Round(time.Millisecond))
+		if took > bound {
+			t.Errorf("granted %v after the servers were back; want within %v", took, bound)
+		}
+		if held.Err() == nil && time.Now().Before(held.Until()) {
+			t.Errorf("waiter granted while the holder's lease is valid for another %v", time.Until(held.Until()))
+		}
+	case <-time.After(bound + 30*time.Second):
+		t.Fatalf("Lock still waiting %v after the servers were back", time.Since(back))
+	}
+}
+
+func (s *suite) lockWaitsThroughPause(t *testing.T) {
+	s.lockWaitsThroughFault(t, func(t testing.TB) { s.b.Pause(t, PauseFor) })
+}
+
+func (s *suite) lockWaitsThroughRestart(t *testing.T) {
+	s.lockWaitsThroughFault(t, s.b.Restart)
+}
+
+// closedWhileUnavailable: with the servers unreachable, Close ends a
+// waiting Lock within CloseWait (ErrNotObtained and ErrClosed), and
+// returns within CloseWait too, though the lease it held cannot be
+// released: the lease ends with an error matching ErrLost or ErrReleased.
+func (s *suite) closedWhileUnavailable(t *testing.T) {
+	if s.b.CloseClient == nil || s.b.ErrClosed == nil {
+		t.Fatal("dlocktest: Backend.CloseClient and Backend.ErrClosed are required by this case")
+	}
+	key := uniqueKey(t)
+	ctx := ctxFor(t, time.Minute)
+	l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
+	held := mustLock(t, ctx, l)
+	fail(false)
+	done := startLock(ctx, l) // waits: the lock is held, and the servers are gone
+	time.Sleep(500 * time.Millisecond)
+	closing := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- s.b.CloseClient(l) }()
+	select {
+	case r := <-done:
+		if r.err == nil {
+			r.lease.Release(ctx)
+			t.Fatal("Lock on unreachable servers succeeded after Close")
+		}
+		if !errors.Is(r.err, dlock.ErrNotObtained) || !errors.Is(r.err, s.b.ErrClosed) {
+			t.Errorf("Lock when its Client was closed = %v; want ErrNotObtained and %v", r.err, s.b.ErrClosed)
+		}
+		if took := r.at.Sub(closing); took > CloseWait {
+			t.Errorf("Lock returned %v after Close; want within %v", took, CloseWait)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Lock still waiting 30s after its Client was closed")
+	}
+	select {
+	case <-closed:
+		if took := time.Since(closing); took > CloseWait {
+			t.Errorf("Close with the servers unreachable took %v; want within %v", took, CloseWait)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close with the servers unreachable still running after 30s")
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(FaultTTL + Slack):
+		t.Fatal("the lease of a closed Client still open a TTL after Close")
+	}
+	if err := held.Err(); !errors.Is(err, dlock.ErrLost) && !errors.Is(err, dlock.ErrReleased) {
+		t.Errorf("lease Err after Close with the servers unreachable = %v; want ErrLost or ErrReleased", err)
+	}
+}
