@@ -102,7 +102,7 @@ func backend(e *testenv.Etcd) dlocktest.Backend {
 		},
 		// TryLock's bound for a lock of the fault cases' TTL: the TTL, but
 		// at least 2s and at most 5s (see the package doc).
-		TryLockBound: 2 * time.Second,
+		TryLockBound:          2 * time.Second,
 		FencesRestartWithData: true,
 		Leftovers: func(t testing.TB, key string) []string {
 			return keys(t, dial(t, endpoints...), lockName(key)+"/")

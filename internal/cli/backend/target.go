@@ -74,6 +74,9 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		if err := dialAny(ctx, "etcd", spec.Etcd); err != nil { // the client retries a refusal until its timeout
 			return nil, err
 		}
+		if err := handshakeAny(ctx, "etcd", spec.Etcd, spec.EtcdTLS); err != nil { // and a failed handshake too
+			return nil, err
+		}
 		if err := t.connectEtcd(ctx, obs); err != nil {
 			t.Close()
 			return nil, err
