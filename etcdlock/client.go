@@ -3,6 +3,7 @@ package etcdlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -13,9 +14,16 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// closeTimeout bounds each stage of Close: the releases, then the
-// clean-ups.
+// closeTimeout bounds the wait for one revoke of a clean-up, and for the
+// revoke of an abandoned attempt.
 const closeTimeout = 5 * time.Second
+
+// Close waits for the cluster at most closeReleases for the releases, and
+// closeWait in all.
+const (
+	closeReleases = time.Second
+	closeWait     = 1500 * time.Millisecond
+)
 
 // A Client makes locks on one etcd cluster through the caller's
 // clientv3.Client. Each lease it grants is an etcd lease of its own, kept
@@ -36,6 +44,8 @@ type Client struct {
 	bgMu     sync.Mutex
 	bg       sync.WaitGroup // background clean-ups (revokes)
 	bgClosed bool           // Close waits for bg: later clean-ups are not counted
+	bgCtx    context.Context
+	bgStop   context.CancelFunc // when Close has waited for the clean-ups long enough
 }
 
 // New returns a Client that makes locks through cli. It never fails and
@@ -52,28 +62,32 @@ func New(cli *clientv3.Client, opts ...ClientOption) *Client {
 	}
 	c := &Client{cli: cli, obs: lease.Observer(cc.obs, cc.log), log: cc.log, strictServer: cc.strictServer}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.bgCtx, c.bgStop = context.WithCancel(context.Background())
 	c.sched = renewal.New(c.renew)
 	return c
 }
 
 // Close releases every lease the Client still holds (revoking their etcd
 // leases), ends the Locks still waiting and the TryLocks under way (their
-// errors match ErrClosed and dlock.ErrNotObtained), stops renewing,
-// and waits for the clean-ups of failed and abandoned attempts. It waits at
-// most five seconds for the releases and five more for the clean-ups; an
-// etcd lease it could not revoke in that time expires on the server one
-// TTL after its last renewal. Every held lease ends with dlock.ErrReleased
-// or, if its release failed, dlock.ErrLost wrapping ErrClosed; Close
-// returns the errors of the releases that did not complete. A lease that
-// Close finds lost (its key deleted, its etcd lease gone) is not such an
-// error: its Done and Err report the loss. It does not close the
-// clientv3.Client.
+// errors match ErrClosed and dlock.ErrNotObtained), stops renewing, and
+// waits for the clean-ups of failed and abandoned attempts. It waits for
+// the cluster at most a second for the releases, and a second and a half
+// in all, so that a Client closed while the cluster does not answer
+// closes in that time; an etcd lease it could not revoke expires on the
+// server one TTL after its last renewal. Every held lease ends with
+// dlock.ErrReleased or, if its release failed, dlock.ErrLost wrapping
+// ErrClosed; Close returns the errors of the releases that did not
+// complete. A lease that Close finds lost (its key deleted, its etcd lease
+// gone) is not such an error: its Done and Err report the loss. It does
+// not close the clientv3.Client.
 func (c *Client) Close() error {
 	if c.reg.Closed() {
 		return nil
 	}
+	start := time.Now()
 	c.cancel(ErrClosed)
-	ok, err := c.reg.Close(closeTimeout, ErrClosed)
+	defer c.bgStop()
+	ok, err := c.reg.Close(closeReleases, ErrClosed)
 	if !ok {
 		return nil
 	}
@@ -85,8 +99,8 @@ func (c *Client) Close() error {
 	go func() { c.bg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(closeTimeout):
-		err = errors.Join(err, errors.New("etcdlock: Close: clean-ups still running after 5s"))
+	case <-time.After(closeWait - time.Since(start)):
+		err = errors.Join(err, fmt.Errorf("etcdlock: Close: clean-ups still running after %v; their etcd leases expire on the server one TTL after their last renewal", closeWait))
 	}
 	return err
 }
@@ -96,7 +110,7 @@ func (c *Client) Close() error {
 // ended without a release.
 func (c *Client) revokeLater(id clientv3.LeaseID) {
 	c.background(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		ctx, cancel := context.WithTimeout(c.bgCtx, closeTimeout)
 		defer cancel()
 		c.cli.Revoke(ctx, id) // a lease it cannot revoke expires by its TTL
 	})

@@ -90,6 +90,19 @@ func backend(e *testenv.Etcd) dlocktest.Backend {
 				t.Fatalf("restart empty: %v", err)
 			}
 		},
+		Restart: func(t testing.TB) {
+			if err := e.Restart(); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+		},
+		Unreachable: func(t testing.TB, key string, o dlocktest.Options) (dlock.Locker, func(refuse bool)) {
+			p := testenv.StartProxy(t, e.Addr())
+			c := connect(t, []string{p.Addr()}, etcdlock.WithObserver(o.Observer))
+			return clients.Add(c.NewMutex(lockName(key), lockOptions(o)...), c.Close), func(refuse bool) { cut(p, refuse) }
+		},
+		// TryLock's bound for a lock of the fault cases' TTL: the TTL, but
+		// at least 2s and at most 5s (see the package doc).
+		TryLockBound:          2 * time.Second,
 		FencesRestartWithData: true,
 		Leftovers: func(t testing.TB, key string) []string {
 			return keys(t, dial(t, endpoints...), lockName(key)+"/")
@@ -115,6 +128,17 @@ func TestIntegrationObserver(t *testing.T) {
 
 func TestIntegrationKinds(t *testing.T) {
 	dlocktest.RunKinds(t, backend(sharedEtcd(t)))
+}
+
+// cut makes p fail as dlocktest.Backend.Unreachable says: silent, or
+// refusing new connections and resetting the open ones.
+func cut(p *testenv.Proxy, refuse bool) {
+	if refuse {
+		p.SetRefuse(true)
+		p.Reset()
+		return
+	}
+	p.Blackhole(true)
 }
 
 // enqueue puts under name/ a key of kind k, on an etcd lease of its own, as

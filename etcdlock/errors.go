@@ -72,10 +72,11 @@ func transient(err error) bool {
 }
 
 // failed describes a failed etcd request made for what on the lock name:
-// a done ctx gives an error matching dlock.ErrNotObtained and ctx.Err().
+// an ended ctx (see ended) gives an error matching dlock.ErrNotObtained
+// and ctx.Err().
 func failed(ctx context.Context, what, name string, err error) error {
-	if ctx.Err() != nil {
-		return dlock.NotObtained(context.Cause(ctx))
+	if cause := ended(ctx); cause != nil {
+		return dlock.NotObtained(cause)
 	}
 	return fmt.Errorf("etcdlock: %s %q: %w", what, name, err)
 }

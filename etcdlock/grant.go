@@ -51,7 +51,8 @@ type grant struct {
 	fixedEnd   time.Time // a fixed lease's end; zero when renewed
 	held       *Lease    // nil while waiting
 	stopWait   context.CancelCauseFunc
-	lostWaiter error // why the etcd lease or key was found gone while waiting
+	lostWaiter error  // why the etcd lease or key was found gone while waiting
+	out        outage // what the renewals met of the cluster
 }
 
 // period returns how often the watchdog confirms the grant.
@@ -67,31 +68,85 @@ func (g *grant) attempt(ctx context.Context) (context.Context, context.CancelFun
 
 // acquire is Lock (try false) and TryLock (try true) of every kind. Lock
 // queues again after a grant that was given back for being too short (see
-// lease.Fresh).
+// lease.Fresh), and both queue again when the key was lost before it held
+// (see requeue). TryLock waits at most tryTimeout for a cluster that does
+// not answer, and then returns an error matching dlock.ErrUnavailable,
+// not dlock.ErrNotObtained; a Lock whose ctx ends while the cluster fails
+// returns one matching both, and ctx's error.
 func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dlock.Lease, error) {
 	if err := lk.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := lk.checkServer(ctx); err != nil {
+	cl := &call{try: try}
+	parent := ctx
+	if try {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, tryTimeout(lk.cfg.ttl), errTryBound)
+		defer cancel()
+	}
+	start := time.Now()
+	l, err := lk.queue(ctx, cl, a)
+	if err == nil {
+		return l, nil
+	}
+	switch {
+	case ended(parent) != nil:
+		if o := cl.outage(); o.open() && errors.Is(err, dlock.ErrNotObtained) && !errors.Is(err, dlock.ErrUnavailable) {
+			return nil, fmt.Errorf("%w: %w", err, lk.c.unavailable(o))
+		}
+	case try && (ended(ctx) != nil || errors.Is(err, dlock.ErrUnavailable)):
+		// The bound ran out, or the retry strategy gave up, on a cluster
+		// that does not answer: nobody knows whether the lock is held.
+		o := cl.outage()
+		if !o.open() {
+			o = outage{since: start, last: noAnswer(time.Since(start))}
+		}
+		return nil, fmt.Errorf("etcdlock: TryLock %q: %w", lk.name, lk.c.unavailable(o))
+	}
+	return nil, err
+}
+
+// queue makes attempts until one grants a lease, or fails for good.
+func (lk *locker) queue(ctx context.Context, cl *call, a *lease.Attempt) (dlock.Lease, error) {
+	if err := lk.checkServer(ctx, cl); err != nil {
 		return nil, err
 	}
 	for {
-		l, err := lk.attempt(ctx, try, a)
-		if try || !lease.IsShort(err) {
-			return l, err
+		l, err := lk.attempt(ctx, cl, a)
+		var rq *requeue
+		switch {
+		case err == nil:
+			return l, nil
+		case errors.As(err, &rq):
+		case !cl.try && lease.IsShort(err):
+		default:
+			return nil, err
 		}
-		if ctx.Err() != nil {
-			return nil, lease.Interrupted(ctx.Err(), err)
+		if cause := ended(ctx); cause != nil {
+			if rq != nil {
+				return nil, dlock.NotObtained(cause)
+			}
+			return nil, lease.Interrupted(cause, err)
 		}
 	}
 }
 
-// attempt queues once, and waits unless try.
-func (lk *locker) attempt(ctx context.Context, try bool, a *lease.Attempt) (dlock.Lease, error) {
-	g, rs, err := lk.enqueue(ctx)
+// A requeue is the error of an attempt whose key was lost before it held
+// the lock: its etcd lease expired (a cluster that was paused, or cut off
+// from the client, for longer than the TTL), or the key was deleted. The
+// caller queues again, at the back, as a new contender.
+type requeue struct{ cause error }
+
+func (e *requeue) Error() string { return "etcdlock: queue again: " + e.cause.Error() }
+func (e *requeue) Unwrap() error { return e.cause }
+
+// attempt queues once, and waits unless it is a TryLock.
+func (lk *locker) attempt(ctx context.Context, cl *call, a *lease.Attempt) (dlock.Lease, error) {
+	g, rs, err := lk.enqueue(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
+	cl.g = g
 	err = g.otherSize(rs)
 	var v verdict
 	if err == nil {
@@ -100,16 +155,16 @@ func (lk *locker) attempt(ctx context.Context, try bool, a *lease.Attempt) (dloc
 	if err == nil && !v.held {
 		// TryLock gives up, and so does a Lock that finds another kind of
 		// lock holding the name: it does not wait for it.
-		if err = g.busy(rs); !try && !errors.Is(err, ErrKindMismatch) {
+		if err = g.busy(rs); !cl.try && !errors.Is(err, ErrKindMismatch) {
 			a.Waiting()
-			err = g.wait(ctx)
+			err = g.wait(ctx, cl)
 		}
 	}
 	if err != nil {
-		g.abandon(ctx)
+		g.abandon(ctx, cl)
 		return nil, err
 	}
-	l, err := g.grantLease(ctx)
+	l, err := g.grantLease(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
@@ -153,12 +208,12 @@ func (lk *locker) check(ctx context.Context) error {
 // enqueue grants an etcd lease and puts the grant's key on it, in one
 // transaction with the reads that say whether it holds at once, which it
 // returns. Each request is an attempt (see retry).
-func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error) {
+func (lk *locker) enqueue(ctx context.Context, cl *call) (*grant, []*pb.ResponseOp, error) {
 	cli := lk.c.cli
 	secs := max(int64(math.Ceil(lk.cfg.ttl.Seconds())), 1)
 	var start time.Time
 	var gr *clientv3.LeaseGrantResponse
-	err := lk.retry(ctx, func(actx context.Context) (err error) {
+	err := lk.retry(ctx, cl, func(actx context.Context) (err error) {
 		start = time.Now()
 		gr, err = cli.Grant(actx, secs)
 		return err
@@ -175,14 +230,18 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error)
 	// A put whose answer was lost is found again by the Else branch.
 	ops := append([]clientv3.Op{clientv3.OpPut(g.key, g.token, clientv3.WithLease(g.id))}, lk.probe(0)...)
 	var resp *clientv3.TxnResponse
-	err = lk.retry(ctx, func(actx context.Context) (err error) {
+	err = lk.retry(ctx, cl, func(actx context.Context) (err error) {
 		start = time.Now()
 		resp, err = cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", 0)).
 			Then(ops...).Else(clientv3.OpGet(g.key)).Commit()
 		return err
 	})
 	if err != nil {
-		g.abandon(ctx)
+		g.abandon(ctx, cl)
+		if leaseNotFound(err) && ended(ctx) == nil {
+			// The etcd lease expired before the key was put on it.
+			return nil, nil, &requeue{fmt.Errorf("etcdlock: queueing for %q: %w", lk.name, ErrLeaseNotFound)}
+		}
 		return nil, nil, failed(ctx, "queueing for", lk.name, err)
 	}
 	g.mu.Lock()
@@ -198,21 +257,23 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error)
 	// revision.
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 || string(kvs[0].Value) != g.token {
-		g.abandon(ctx)
+		g.abandon(ctx, cl)
 		return nil, nil, fmt.Errorf("etcdlock: queueing for %q: key %s is not this attempt's", lk.name, g.key)
 	}
 	g.mu.Lock()
 	g.rev = kvs[0].CreateRevision
 	g.mu.Unlock()
-	err = lk.retry(ctx, func(actx context.Context) (err error) {
+	err = lk.retry(ctx, cl, func(actx context.Context) (err error) {
 		resp, err = cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Then(lk.probe(g.rev)...).Commit()
 		return err
 	})
 	if err == nil && !resp.Succeeded {
-		err = ErrLeaseNotFound
+		// The key went with its etcd lease meanwhile.
+		g.abandon(ctx, cl)
+		return nil, nil, &requeue{fmt.Errorf("etcdlock: queueing for %q: key %s: %w", lk.name, g.key, ErrLeaseNotFound)}
 	}
 	if err != nil {
-		g.abandon(ctx)
+		g.abandon(ctx, cl)
 		return nil, nil, failed(ctx, "queueing for", lk.name, err)
 	}
 	return g, resp.Responses, nil
@@ -220,34 +281,58 @@ func (lk *locker) enqueue(ctx context.Context) (*grant, []*pb.ResponseOp, error)
 
 // retry runs f, each time with a context of its own for one attempt (an
 // etcd lease time's ninth, at least 100ms), until it succeeds, fails with
-// an error that is not transient, ctx is done, or the retry strategy gives
+// an error that is not transient, ctx ends, or the retry strategy gives
 // up. A member that stopped answering (paused, cut off from the others)
 // holds up one attempt, and the next goes to the next endpoint. An attempt
 // whose time ran out failed for that, whatever its error says: a server
 // that finds the deadline passed before the client does answers "Unknown:
-// context deadline exceeded". The deadline is read from the clock, since
-// on a loaded machine the timer that cancels actx may not have run yet.
-func (lk *locker) retry(ctx context.Context, f func(context.Context) error) error {
+// context deadline exceeded". Deadlines, the attempt's and ctx's, are read
+// from the clock, since on a loaded machine the timer that cancels a
+// context may not have run yet: once ctx's has passed, retry returns an
+// error matching dlock.ErrNotObtained and context.DeadlineExceeded.
+//
+// retry records in cl what the attempts met: failed attempts, and an
+// attempt that ctx cut short after it had waited a second, or its whole
+// time, without an answer. When the strategy gives up, the error matches
+// dlock.ErrNotObtained and dlock.ErrUnavailable.
+func (lk *locker) retry(ctx context.Context, cl *call, f func(context.Context) error) error {
+	timeout := lk.attemptTimeout()
 	for failures := 1; ; failures++ {
-		deadline := time.Now().Add(max(lk.cfg.ttl/9, 100*time.Millisecond))
+		start := time.Now()
+		deadline := start.Add(timeout)
 		actx, cancel := context.WithDeadline(ctx, deadline)
 		err := f(actx)
 		late := actx.Err() != nil || !time.Now().Before(deadline)
 		cancel()
-		if err == nil || ctx.Err() != nil || !(late || transient(err)) {
+		if err == nil {
+			cl.out.answered()
+			return nil
+		}
+		if cause := ended(ctx); cause != nil {
+			if waited := time.Since(start); waited >= min(timeout, time.Second) {
+				cl.out.failed(start, noAnswer(waited))
+			}
+			return dlock.NotObtained(cause)
+		}
+		if !late && !transient(err) {
 			return err
 		}
+		cl.out.failed(start, err)
 		d, ok := lk.cfg.retry.Backoff(failures)
 		if !ok {
-			return dlock.NotObtained(fmt.Errorf("the retry strategy gave up: %w", err))
+			return dlock.NotObtained(fmt.Errorf("the retry strategy gave up: %w", lk.c.unavailable(cl.out)))
 		}
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
-			return ctx.Err()
+			return dlock.NotObtained(context.Cause(ctx))
 		}
 	}
 }
+
+// attemptTimeout is how long one request of a wait may take: an etcd
+// lease time's ninth, at least 100ms.
+func (lk *locker) attemptTimeout() time.Duration { return max(lk.cfg.ttl/9, 100*time.Millisecond) }
 
 // probe returns the reads that tell whether the key created at rev holds
 // the lock, and if not what to wait for; rev 0 means the key was created in
@@ -374,8 +459,11 @@ func (g *grant) busy(rs []*pb.ResponseOp) error {
 
 // wait waits until the grant's key holds the lock: it asks which key it
 // waits for (and that its own key is still there), and watches that key
-// until it is deleted, again and again.
-func (g *grant) wait(ctx context.Context) error {
+// until it is deleted, again and again. Failed requests and broken
+// watches are made again, as the retry strategy says, for as long as ctx
+// lasts. If the key is found gone, or the watchdog finds it or its etcd
+// lease gone, it returns a *requeue.
+func (g *grant) wait(ctx context.Context, cl *call) error {
 	lk := g.lk
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -393,21 +481,36 @@ func (g *grant) wait(ctx context.Context) error {
 		g.mu.Unlock()
 	}()
 
+	// over returns the error of a wait that wctx ended: ctx's end, the
+	// Client's Close, or the loss of the key (queue again).
+	over := func() error {
+		if cause := ended(ctx); cause != nil {
+			return dlock.NotObtained(cause)
+		}
+		cause := context.Cause(wctx)
+		if errors.Is(cause, ErrClosed) || cause == nil {
+			return dlock.NotObtained(ErrClosed)
+		}
+		return &requeue{fmt.Errorf("etcdlock: waiting for %q: %w", lk.name, cause)}
+	}
 	failures := 0
 	retry := func(err error) error {
-		if wctx.Err() != nil {
-			return dlock.NotObtained(context.Cause(wctx))
+		if wctx.Err() != nil || ended(ctx) != nil {
+			return over()
 		}
 		failures++
 		d, ok := lk.cfg.retry.Backoff(failures)
 		if !ok {
+			if cl.out.open() {
+				err = lk.c.unavailable(cl.out)
+			}
 			return dlock.NotObtained(fmt.Errorf("etcdlock: waiting for %q, the retry strategy gave up: %w", lk.name, err))
 		}
 		select {
 		case <-time.After(d):
 			return nil
 		case <-wctx.Done():
-			return dlock.NotObtained(context.Cause(wctx))
+			return over()
 		}
 	}
 	for {
@@ -416,13 +519,17 @@ func (g *grant) wait(ctx context.Context) error {
 		resp, err := lk.c.cli.Txn(actx).If(clientv3.Compare(clientv3.CreateRevision(g.key), "=", g.rev)).Then(lk.probe(g.rev)...).Commit()
 		cancel()
 		if err != nil {
+			if wctx.Err() == nil && ended(ctx) == nil {
+				cl.out.failed(start, err)
+			}
 			if err := retry(err); err != nil {
 				return err
 			}
 			continue
 		}
+		cl.out.answered()
 		if !resp.Succeeded {
-			return fmt.Errorf("etcdlock: waiting for %q: the waiter's key %s is gone: %w", lk.name, g.key, ErrLeaseNotFound)
+			return &requeue{fmt.Errorf("etcdlock: waiting for %q: the waiter's key %s is gone: %w", lk.name, g.key, ErrLeaseNotFound)}
 		}
 		v, err := g.judge(resp.Responses)
 		if err != nil {
@@ -483,12 +590,22 @@ func (g *grant) waitDelete(ctx context.Context, v verdict, rev int64) error {
 
 // abandon gives up a grant that will not hold: it stops its renewal and
 // revokes its etcd lease, which deletes its key. It waits for the revoke
-// (at most five seconds, whatever ctx says), so that the next attempt does
-// not find the key; one that fails is tried again in the background.
-func (g *grant) abandon(ctx context.Context) {
+// (at most five seconds, or to the end of a TryLock's bound), so that the
+// next attempt does not find the key; a revoke that fails, and one of a
+// call that met a cluster that fails or of a Client being closed, is made
+// in the background instead, so as not to hold the caller up.
+func (g *grant) abandon(ctx context.Context, cl *call) {
 	c := g.lk.c
 	c.sched.Remove(&g.entry)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	limit := closeTimeout
+	if d, ok := ctx.Deadline(); ok && cl.try {
+		limit = min(limit, time.Until(d))
+	}
+	if cl.outage().open() || c.ctx.Err() != nil || limit <= 0 {
+		c.revokeLater(g.id)
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer cancel()
 	if _, err := c.cli.Revoke(rctx, g.id); err != nil && !leaseNotFound(err) {
 		c.revokeLater(g.id)
@@ -497,16 +614,16 @@ func (g *grant) abandon(ctx context.Context) {
 
 // grantLease makes the Lease of a grant whose key holds the lock, unless
 // the watchdog found its etcd lease or key gone meanwhile: it then gives
-// the grant up and returns an error matching dlock.ErrNotObtained and the
-// cause, as a wait that the watchdog ends does.
-func (g *grant) grantLease(ctx context.Context) (dlock.Lease, error) {
+// the grant up and returns a *requeue, as a wait that the watchdog ends
+// does.
+func (g *grant) grantLease(ctx context.Context, cl *call) (dlock.Lease, error) {
 	lk := g.lk
 	l := &Lease{g: g}
 	g.mu.Lock()
 	if lost := g.lostWaiter; lost != nil {
 		g.mu.Unlock()
-		g.abandon(ctx)
-		return nil, dlock.NotObtained(fmt.Errorf("etcdlock: queueing for %q: %w", lk.name, lost))
+		g.abandon(ctx, cl)
+		return nil, &requeue{fmt.Errorf("etcdlock: queueing for %q: %w", lk.name, lost)}
 	}
 	until := g.confirmed
 	if !lk.cfg.renew { // the end is fixed from now on, but by Refresh
@@ -543,7 +660,18 @@ func (g *grant) confirm(ctx context.Context) time.Time {
 		start := time.Now()
 		rctx, cancel := g.attempt(ctx)
 		next, err := g.check(rctx, start)
+		late := rctx.Err() != nil
 		cancel()
+		if ctx.Err() == nil {
+			g.mu.Lock()
+			switch {
+			case err == nil || !late && !transient(err):
+				g.out.answered()
+			default:
+				g.out.failed(start, err)
+			}
+			g.mu.Unlock()
+		}
 		switch {
 		case err == nil:
 			g.extend(next)

@@ -41,17 +41,43 @@ func (h *Lease) IsOwner() clientv3.Cmp {
 // there, extending the lease from now: to a full TTL for a fixed lease. It
 // returns an error matching dlock.ErrLost (and ErrLeaseNotFound or
 // dlock.ErrTakenOver) if the lease had been lost, and dlock.ErrReleased if
-// it had been released.
+// it had been released. A request that gets no answer in time is made
+// again, through the next endpoint, until one is answered, ctx is done, or
+// the lease's Until has passed, whatever ctx says: a Refresh on a cluster
+// that does not answer returns by then an error matching
+// dlock.ErrUnavailable (or the lease's own, if it has ended).
 func (h *Lease) Refresh(ctx context.Context) error {
 	if ended, err := h.Ended(false); ended {
 		return err
 	}
 	g := h.g
-	start := time.Now()
-	until, err := g.check(ctx, start)
-	for tries := 1; unconfirmed(err) && tries < 3 && ctx.Err() == nil; tries++ {
-		start = time.Now() // a renewal just after an election: renew again
-		until, err = g.check(ctx, start)
+	rctx, cancel := context.WithDeadline(ctx, h.Until())
+	defer cancel()
+	var out outage
+	var start, until time.Time
+	var err error
+	for tries := 1; ; tries++ {
+		start = time.Now()
+		actx, cancel := g.attempt(rctx)
+		until, err = g.check(actx, start)
+		late := actx.Err() != nil
+		cancel()
+		switch {
+		case err == nil, errors.Is(err, ErrLeaseNotFound), errors.Is(err, dlock.ErrTakenOver):
+		case unconfirmed(err) && tries < 3 && rctx.Err() == nil:
+			continue // a renewal just after an election: renew again
+		case (late || transient(err)) && ctx.Err() == nil:
+			out.failed(start, err)
+			if rctx.Err() == nil {
+				select {
+				case <-rctx.Done():
+				case <-time.After(10 * time.Millisecond):
+				}
+				continue
+			}
+			err = fmt.Errorf("etcdlock: refreshing %q: %w", h.Key(), g.lk.c.unavailable(out))
+		}
+		break
 	}
 	switch {
 	case errors.Is(err, ErrLeaseNotFound) || errors.Is(err, dlock.ErrTakenOver):
@@ -60,6 +86,9 @@ func (h *Lease) Refresh(ctx context.Context) error {
 		return err
 	case err != nil:
 		h.RenewFailed(err)
+		if ended, lerr := h.Ended(false); ended {
+			return fmt.Errorf("%w (%w)", lerr, err)
+		}
 		return err
 	}
 	g.mu.Lock()
@@ -100,7 +129,10 @@ func (h *Lease) Release(ctx context.Context) error {
 	}
 	if err == nil {
 		err = h.Released()
-		if _, rerr := cli.Revoke(ctx, g.id); rerr != nil && !leaseNotFound(rerr) {
+		actx, cancel := g.attempt(ctx)
+		_, rerr := cli.Revoke(actx, g.id)
+		cancel()
+		if rerr != nil && !leaseNotFound(rerr) {
 			g.lk.c.revokeLater(g.id)
 		}
 		return err

@@ -37,7 +37,7 @@ type serverCheck struct {
 // answer and fails if a member is older; otherwise the check runs in the
 // background, never fails an attempt, and is made again at the next
 // attempt if it reached no endpoint.
-func (lk *locker) checkServer(ctx context.Context) error {
+func (lk *locker) checkServer(ctx context.Context, cl *call) error {
 	c := lk.c
 	c.server.mu.Lock()
 	done, running, err := c.server.done, c.server.running, c.server.err
@@ -62,7 +62,7 @@ func (lk *locker) checkServer(ctx context.Context) error {
 		})
 		return nil
 	}
-	if err := lk.retry(ctx, c.versions); err != nil {
+	if err := lk.retry(ctx, cl, c.versions); err != nil {
 		return failed(ctx, "checking the etcd version for", lk.name, err)
 	}
 	c.server.mu.Lock()

@@ -46,8 +46,9 @@ type Client struct {
 	noContainers atomic.Bool // the ensemble has no container nodes (before 3.5.3)
 
 	mu        sync.Mutex
-	id        int64 // the current session's ID; 0 while there is none
-	suspended bool  // the connection is down: ownership is uncertain
+	id        int64     // the current session's ID; 0 while there is none
+	suspended bool      // the connection is down: ownership is uncertain
+	lostConn  time.Time // when the connection with a session was lost; zero while it has one
 	granted   time.Duration
 	nodes     map[*node]struct{}
 	owners    map[ownerKey]*node // held nodes by lock path and owner token
@@ -96,7 +97,7 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 		s.closed = true
 		s.stopGiveUpLocked()
 		s.mu.Unlock()
-		l.close()
+		l.close(drainTimeout)
 		<-l.loopDone
 		return nil, err
 	}
@@ -256,26 +257,33 @@ func (s *Client) timeoutLocked() time.Duration {
 // connection returned the call early.
 func (s *Client) Conn() *zk.Conn { return s.zk() }
 
-// closeTimeout bounds each of Close's two waits: for the releases of the
-// leases still held, and for the clean-ups of interrupted calls.
-const closeTimeout = 5 * time.Second
+// Close waits for the ensemble at most closeReleases for the releases of
+// the leases still held (and for the calls under way to end), and
+// closeWait in all.
+const (
+	closeReleases = time.Second
+	closeWait     = 1500 * time.Millisecond
+)
 
 // Close releases every lease the Client still holds, stops renewing,
 // finishes the clean-ups of failed and released attempts (deleting the
 // nodes they may have left), and closes the session, which deletes any
-// node of it that is left. It waits at most five seconds for the
-// releases and five more for the clean-ups; a node it could not delete in
-// that time goes when the ensemble expires the session, and Close reports
-// the failure. Every held lease ends with dlock.ErrReleased; Close
-// returns the errors of the releases that did not complete.
+// node of it that is left. It waits for the ensemble at most a second for
+// the releases, and a second and a half in all, so that a Client closed
+// while the ensemble does not answer closes in that time; a node it could
+// not delete goes when the ensemble expires the session, one session
+// timeout later, and Close reports the failure. Every held lease ends with
+// dlock.ErrReleased; Close returns the errors of the releases that did not
+// complete.
 func (s *Client) Close() error {
-	first, err := s.leases.Close(closeTimeout, ErrClosed)
+	begin := time.Now()
+	first, err := s.leases.Close(closeReleases, ErrClosed)
 	if !first {
 		return nil
 	}
 	s.renew.Close()
-	if !s.bg.Finish(closeTimeout) {
-		err = errors.Join(err, fmt.Errorf("zklock: Close: clean-ups of interrupted calls did not finish within %v; their nodes go when the ensemble expires the session", closeTimeout))
+	if !s.bg.Finish(closeWait - time.Since(begin)) {
+		err = errors.Join(err, fmt.Errorf("zklock: Close: clean-ups of interrupted calls did not finish within %v; their nodes go when the ensemble expires the session", closeWait))
 	}
 	s.mu.Lock()
 	s.closed = true
@@ -284,10 +292,10 @@ func (s *Client) Close() error {
 	s.mu.Unlock()
 	s.retiring.Wait() // a replacement of the connection under way stops
 	l := s.link.Load()
-	l.close()
+	l.close(closeWait - time.Since(begin))
 	select {
 	case <-l.loopDone:
-	case <-time.After(closeTimeout):
+	case <-time.After(max(closeWait-time.Since(begin), drainTimeout)):
 	}
 	return err
 }
@@ -320,11 +328,16 @@ func start[T any](op func() (T, error)) <-chan result[T] {
 
 // await runs op and returns its result, or ctx's error if ctx is done
 // first; op's result is then dropped.
+//
+// It reports the outcome to the call ctx carries, if any (see report).
 func await[T any](ctx context.Context, op func() (T, error)) (T, error) {
+	sent := time.Now()
 	select {
 	case r := <-start(op):
+		report(ctx, sent, r.err, false)
 		return r.v, r.err
 	case <-ctx.Done():
+		report(ctx, sent, nil, true)
 		var zero T
 		return zero, ctx.Err()
 	}

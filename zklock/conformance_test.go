@@ -93,6 +93,21 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 				t.Fatalf("restart empty: %v", err)
 			}
 		},
+		Restart: func(t testing.TB) {
+			if err := z.Restart(); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+		},
+		// zklock.New needs a session, so the client is made through the
+		// proxy while it forwards, and cut when the case says.
+		Unreachable: func(t testing.TB, key string, o dlocktest.Options) (dlock.Locker, func(refuse bool)) {
+			p := testenv.StartProxy(t, z.Addr())
+			c := connect(t, []string{p.Addr()}, zklock.WithObserver(o.Observer))
+			return clients.Add(c.NewMutex(lockPath(key), lockOptions(o)...), c.Close), func(refuse bool) { cut(p, refuse) }
+		},
+		// TryLock's bound for a lock of the fault cases' TTL: the TTL, but
+		// at least 2s and at most 5s (see the package doc).
+		TryLockBound: 2 * time.Second,
 		Leftovers: func(t testing.TB, key string) []string {
 			return leftovers(t, z, lockPath(key))
 		},
@@ -101,6 +116,17 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 		},
 		LockName: lockPath,
 	}
+}
+
+// cut makes p fail as dlocktest.Backend.Unreachable says: silent, or
+// refusing new connections and resetting the open ones.
+func cut(p *testenv.Proxy, refuse bool) {
+	if refuse {
+		p.SetRefuse(true)
+		p.Reset()
+		return
+	}
+	p.Blackhole(true)
 }
 
 // enqueue creates under path a node of kind k, as an attempt of k leaves

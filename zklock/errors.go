@@ -3,7 +3,10 @@ package zklock
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"path"
+	"syscall"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -48,10 +51,15 @@ func init() {
 
 // transient reports whether err is a failure of the connection rather
 // than an answer from the ensemble: the request may or may not have been
-// carried out, and the client is reconnecting.
+// carried out, and the client is reconnecting. go-zookeeper fails the
+// requests under way with its own error, or with the socket's (a reset, a
+// broken pipe) when a write fails.
 func transient(err error) bool {
+	var op *net.OpError
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionMoved)
+		errors.Is(err, zk.ErrSessionMoved) || errors.As(err, &op) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // describe turns a failed ZooKeeper call on path into an error that says

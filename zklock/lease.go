@@ -287,18 +287,31 @@ func (s *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 // Refresh confirms that the lock node is still the session's and extends
 // the lease from now: to a full TTL for a fixed lease. It returns an
 // error matching dlock.ErrLost if the lease had been lost, and
-// dlock.ErrReleased if it had been released.
+// dlock.ErrReleased if it had been released. It waits for the ensemble no
+// later than the lease's Until, whatever ctx says: a Refresh on an
+// ensemble that does not answer returns by then an error matching
+// dlock.ErrUnavailable (or the lease's own, if it has ended).
 func (h *Lease) Refresh(ctx context.Context) error {
 	if ended, err := h.Ended(false); ended {
 		return err
 	}
 	n := h.n
+	s := n.q.s
+	rctx, cancel := context.WithDeadline(ctx, h.Until())
+	defer cancel()
 	start := time.Now()
 	var exists bool
 	var st *zk.Stat
-	err := n.q.s.sync(ctx, n.q.dir) // see renewBatch
+	err := s.sync(rctx, n.q.dir) // see renewBatch
 	if err == nil {
-		exists, st, err = n.q.s.exists(ctx, n.path)
+		exists, st, err = s.exists(rctx, n.path)
+	}
+	if rctx.Err() != nil && ctx.Err() == nil || transient(err) {
+		// No answer by Until, or a failed connection.
+		if err == nil || rctx.Err() != nil {
+			err = fmt.Errorf("no answer by the lease's Until (%v)", time.Since(start).Round(time.Millisecond))
+		}
+		err = s.unavailable(outage{since: start, last: err})
 	}
 	held, err := n.check(start, exists, st, err, true)
 	switch {
@@ -306,7 +319,11 @@ func (h *Lease) Refresh(ctx context.Context) error {
 		_, err := h.Ended(false)
 		return err
 	case err != nil:
-		return describe("refreshing", n.path, err)
+		err = describe("refreshing", n.path, err)
+		if ended, lerr := h.Ended(false); ended {
+			return fmt.Errorf("%w (%w)", lerr, err)
+		}
+		return err
 	}
 	if _, err := h.Ended(false); err != nil {
 		return err

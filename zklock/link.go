@@ -67,11 +67,12 @@ const drainTimeout = time.Second
 // go-zookeeper's Close makes the calls under way return at once, while
 // its reader may still be decoding a reply into one of them (a data
 // race). So close refuses new calls and, on a connection with a session,
-// waits for those under way, so that Close still ends the session
-// gracefully. A connection without a session, or with calls still
-// waiting after drainTimeout (a silent server), has its socket closed
-// first, and close waits for the reader to stop before Close.
-func (l *link) close() {
+// waits for those under way, for up to wait (and drainTimeout at most),
+// so that Close still ends the session gracefully. A connection without a
+// session, or with calls still waiting by then (a silent server), has its
+// socket closed first, and close waits for the reader to stop before
+// Close.
+func (l *link) close(wait time.Duration) {
 	l.stopDial()
 	drained := l.calls.drain()
 	if l.conn.State() != zk.StateHasSession {
@@ -79,7 +80,7 @@ func (l *link) close() {
 	} else {
 		select {
 		case <-drained:
-		case <-time.After(drainTimeout):
+		case <-time.After(min(max(wait, 0), drainTimeout)):
 			l.cutSocket()
 		}
 	}
@@ -170,15 +171,22 @@ func (s *Client) applyLocked(l *link, state zk.State) (ended int64) {
 			ended = s.id
 		}
 		s.id, s.suspended = id, false
+		s.lostConn = time.Time{}
 		s.stopGiveUpLocked()
 		s.readyOnce.Do(func() { close(s.ready) })
 	case zk.StateDisconnected, zk.StateConnecting, zk.StateConnected:
+		if s.lostConn.IsZero() {
+			s.lostConn = time.Now()
+		}
 		s.suspended = s.id != 0
 		if s.suspended && s.giveUp == nil && !s.closed {
 			id, timeout := s.id, s.timeoutLocked()
 			s.giveUp = time.AfterFunc(timeout, func() { s.giveUpSession(l, id, timeout) })
 		}
 	case zk.StateExpired:
+		if s.lostConn.IsZero() {
+			s.lostConn = time.Now()
+		}
 		ended = s.id
 		s.id, s.suspended = 0, false
 		s.stopGiveUpLocked()
@@ -240,13 +248,13 @@ func (s *Client) giveUpSession(l *link, id int64, timeout time.Duration) {
 		d, _ := retryBackoff.Backoff(n)
 		select {
 		case <-s.closing:
-			l.close()
+			l.close(drainTimeout)
 			<-l.loopDone
 			return
 		case <-time.After(d):
 		}
 	}
-	l.close()
+	l.close(drainTimeout)
 	<-l.loopDone
 }
 
@@ -284,7 +292,7 @@ func (s *Client) redial() *link {
 	case <-ctx.Done():
 	}
 	if !ok {
-		nl.close()
+		nl.close(drainTimeout)
 		<-nl.loopDone
 		return nil
 	}

@@ -82,7 +82,45 @@ type pending struct {
 // acquire creates a node with token as its data and waits, if wait is
 // set, until it holds the lock; without wait it gives up at once. It
 // reports to a when it begins to wait.
+//
+// Failures of the connection are waited through: the requests are made
+// again once the Client has reconnected, in the same session or a new
+// one. Without wait, acquire waits at most tryTimeout for that, and then
+// returns an error matching dlock.ErrUnavailable, not
+// dlock.ErrNotObtained; when ctx ends while the ensemble fails, the error
+// matches dlock.ErrUnavailable too.
 func (q *queue) acquire(ctx context.Context, token string, wait bool, a *lease.Attempt) (*Lease, error) {
+	cl := &faults{}
+	ctx = withFaults(ctx, cl)
+	parent := ctx
+	if !wait {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, tryTimeout(q.cfg.ttl), errTryBound)
+		defer cancel()
+	}
+	begin := time.Now()
+	h, err := q.take(ctx, token, wait, a)
+	if err == nil {
+		return h, nil
+	}
+	switch {
+	case ended(parent) != nil:
+		if o := q.s.outage(cl); o.open() && errors.Is(err, dlock.ErrNotObtained) && !errors.Is(err, dlock.ErrUnavailable) {
+			return nil, fmt.Errorf("%w: %w", err, q.s.unavailable(o))
+		}
+	case !wait && ended(ctx) != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errTryBound)):
+		// Nobody knows whether the lock is held.
+		o := q.s.outage(cl)
+		if !o.open() {
+			o = outage{since: begin, last: fmt.Errorf("no answer in %v", time.Since(begin).Round(time.Millisecond))}
+		}
+		return nil, fmt.Errorf("zklock: TryLock %s: %w", q.dir, q.s.unavailable(o))
+	}
+	return nil, err
+}
+
+// take is acquire's work.
+func (q *queue) take(ctx context.Context, token string, wait bool, a *lease.Attempt) (*Lease, error) {
 	if !wait {
 		// A look before creating anything: a held lock costs one read.
 		busy, err := q.busy(ctx)
@@ -113,14 +151,25 @@ func (q *queue) acquire(ctx context.Context, token string, wait bool, a *lease.A
 // busy reports whether a node created now would have to wait, or an error
 // with ErrNotObtained if it would.
 func (q *queue) busy(ctx context.Context) (bool, error) {
-	names, _, err := q.s.children(ctx, q.dir)
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return false, nil
-	case ctx.Err() != nil:
-		return true, dlock.NotObtained(ctx.Err())
-	case err != nil:
-		return true, describe("listing", q.dir, err)
+	var names []string
+	for n := 1; ; n++ {
+		var err error
+		names, _, err = q.s.children(ctx, q.dir)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return false, nil
+		case ctx.Err() != nil:
+			return true, dlock.NotObtained(ctx.Err())
+		case transient(err), errors.Is(err, zk.ErrSessionExpired):
+			// Again, once the Client has reconnected.
+			if err := pause(ctx, n); err != nil {
+				return true, err
+			}
+			continue
+		case err != nil:
+			return true, describe("listing", q.dir, err)
+		}
+		break
 	}
 	kids, err := q.parse(names)
 	if err != nil {
@@ -232,6 +281,7 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 			return pending{}, err
 		}
 		l := q.s.link.Load()
+		sent := time.Now()
 		created := start(func() (createdNode, error) {
 			n, err := onLink(l, func(c *zk.Conn) (createdNode, error) {
 				p, err := c.Create(prefix, []byte(token), zk.FlagEphemeralSequential, q.s.cfg.acl)
@@ -242,7 +292,9 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 		var r result[createdNode]
 		select {
 		case r = <-created:
+			report(ctx, sent, r.err, false)
 		case <-ctx.Done():
+			report(ctx, sent, nil, true)
 			q.s.abandon(created, q.dir, guid)
 			return pending{}, dlock.NotObtained(ctx.Err())
 		}

@@ -73,6 +73,17 @@ func TestIntegrationEtcdKindsAndRefusals(t *testing.T) {
 			}
 		}
 	})
+	t.Run("TLSOnPlainPort", func(t *testing.T) {
+		// TLS flags against a plain-text port name the TLS handshake, at
+		// once (before issue 32: "etcd ... does not answer: context
+		// deadline exceeded", after 5s).
+		certs := testenv.NewCerts(t)
+		r := dlock(t, nil, "run", "--etcd", d.flags[1], "--tls-ca", certs.CA, lockName(t), "--", "true")
+		t.Logf("measured: exit %d after %v: %s", r.code, r.took.Round(time.Millisecond), strings.TrimSpace(r.stderr))
+		if r.code != 69 || !strings.Contains(r.stderr, "TLS handshake") || r.took > 3*time.Second {
+			t.Errorf("TLS flags on a plain etcd: exit %d after %v, %q; want 69 within 3s, naming the TLS handshake", r.code, r.took, r.stderr)
+		}
+	})
 	t.Run("PermitsDisagree", func(t *testing.T) {
 		name := lockName(t)
 		holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")

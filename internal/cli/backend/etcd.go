@@ -2,10 +2,14 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
@@ -87,6 +91,57 @@ func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
 	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
 	t.etcd = c
 	return nil
+}
+
+// handshakeAny returns nil once one of servers completes a TLS handshake
+// with cfg, or if cfg is nil, and otherwise, within AnswerTimeout, an
+// error naming every server's failure. The etcd client retries a failed
+// handshake until its context ends, and then reports only that the
+// context ended: a TLS port that is not one, or a certificate that is not
+// trusted, would be "does not answer".
+func handshakeAny(ctx context.Context, service string, servers []string, cfg *tls.Config) error {
+	if cfg == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	errs := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() {
+			c := cfg.Clone()
+			if c.ServerName == "" {
+				c.ServerName, _, _ = net.SplitHostPort(srv)
+			}
+			d := tls.Dialer{Config: c}
+			conn, err := d.DialContext(ctx, "tcp", srv)
+			if err == nil {
+				conn.Close()
+			}
+			if err != nil {
+				err = fmt.Errorf("TLS handshake with %s: %w%s", srv, err, plainHint(err))
+			}
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range servers {
+		err := <-errs
+		if err == nil {
+			return nil
+		}
+		failed = append(failed, err)
+	}
+	return fmt.Errorf("no %s server completes a TLS handshake: %w", service, joinErrs(failed))
+}
+
+// plainHint is what a failed handshake adds when the server seems to
+// speak plain text on that port.
+func plainHint(err error) string {
+	var header tls.RecordHeaderError
+	if errors.As(err, &header) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		return " (is that port plain text? drop the TLS flags, or give the server's TLS port)"
+	}
+	return ""
 }
 
 // etcdLocker returns the etcd lock called name of the kind o asks for.

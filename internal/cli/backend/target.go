@@ -73,6 +73,9 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		if err := dialAny(ctx, "etcd", spec.Etcd); err != nil { // the client retries a refusal until its timeout
 			return nil, err
 		}
+		if err := handshakeAny(ctx, "etcd", spec.Etcd, spec.EtcdTLS); err != nil { // and a failed handshake too
+			return nil, err
+		}
 		if err := t.connectEtcd(ctx, obs); err != nil {
 			t.Close()
 			return nil, err
@@ -89,6 +92,16 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 			return nil, err
 		}
 		opts := []zklock.ClientOption{zklock.WithObserver(obs), zklock.WithLogger(spec.log())}
+		if spec.LongestTTL > 0 {
+			// --ttl is how long the lock outlives a dlock that died (kill
+			// -9, a lost machine), as on every backend: on ZooKeeper, the
+			// session timeout, plus up to a tick of the ensemble, which
+			// looks for expired sessions once a tick. The ensemble grants a
+			// timeout between its minSessionTimeout and maxSessionTimeout
+			// (2 and 20 ticks by default: 4s and 40s at the default
+			// tickTime of 2s). A lease lasts a third of it (LeaseTime).
+			opts = append(opts, zklock.WithSessionTimeout(spec.LongestTTL))
+		}
 		if spec.ZKTLS != nil {
 			opts = append(opts, zklock.WithTLS(spec.ZKTLS))
 		}

@@ -1,0 +1,195 @@
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/etcdlock"
+	"github.com/dlock-go/dlock/internal/testenv"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// A waiter whose own etcd lease is gone (the cluster expired it while it
+// could not hear from the waiter, as across a pause of the leader longer
+// than the TTL) queues again and takes the lock once it is free: it failed
+// with ErrLeaseNotFound before issue 32.
+func TestIntegrationWaiterLosesItsLeaseAndQueuesAgain(t *testing.T) {
+	e := sharedEtcd(t)
+	ctx := ctxFor(t, time.Minute)
+	const name, ttl = "waiter-loses-lease", 2 * time.Second
+	holder := connect(t, []string{e.Addr()}).NewMutex(name, etcdlock.WithTTL(ttl))
+	waiting := make(chan struct{})
+	var once sync.Once
+	obs := dlock.ObserverFunc(func(ev dlock.Event) {
+		if ev.Kind == dlock.EventWaiting {
+			once.Do(func() { close(waiting) })
+		}
+	})
+	waiter := connect(t, []string{e.Addr()}, etcdlock.WithObserver(obs)).NewMutex(name, etcdlock.WithTTL(ttl))
+	held, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var next dlock.Lease
+	go func() {
+		var err error
+		next, err = waiter.Lock(ctx)
+		done <- err
+	}()
+	select {
+	case <-waiting:
+	case err := <-done:
+		t.Fatalf("Lock of a held lock returned %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter did not wait")
+	}
+	cli := dial(t, e.Addr())
+	resp, err := cli.Get(ctx, name+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revoked clientv3.LeaseID
+	for _, kv := range resp.Kvs {
+		if string(kv.Key) != held.(*etcdlock.Lease).EtcdKey() {
+			revoked = clientv3.LeaseID(kv.Lease)
+		}
+	}
+	if revoked == 0 {
+		t.Fatalf("no waiter's key under %s/: %v", name, resp.Kvs)
+	}
+	if _, err := cli.Revoke(ctx, revoked); err != nil {
+		t.Fatal(err)
+	}
+	// The waiter learns it at its next renewal, a third of the TTL later.
+	time.Sleep(ttl)
+	select {
+	case err := <-done:
+		t.Fatalf("the waiter whose etcd lease was revoked gave up: %v", err)
+	default:
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the waiter whose etcd lease was revoked: %v", err)
+		}
+		if next.Fence() <= held.Fence() {
+			t.Errorf("fence %d after %d", next.Fence(), held.Fence())
+		}
+		next.Release(ctx)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter was not granted the released lock")
+	}
+}
+
+// lateTimer is a context whose deadline passes, by the clock, before it
+// is done: a loaded machine runs the timer that cancels a context late.
+type lateTimer struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// pastDeadlineTxn fails, once its context's deadline has passed by the
+// clock, as an etcd 3.4 server that saw it pass first answers.
+type pastDeadlineTxn struct {
+	clientv3.Txn
+	ctx context.Context
+}
+
+func (t pastDeadlineTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
+	return pastDeadlineTxn{t.Txn.If(cs...), t.ctx}
+}
+func (t pastDeadlineTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	return pastDeadlineTxn{t.Txn.Then(ops...), t.ctx}
+}
+func (t pastDeadlineTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	return pastDeadlineTxn{t.Txn.Else(ops...), t.ctx}
+}
+func (t pastDeadlineTxn) Commit() (*clientv3.TxnResponse, error) {
+	d, _ := t.ctx.Deadline()
+	time.Sleep(time.Until(d) + 10*time.Millisecond)
+	return nil, status.Error(codes.Unknown, context.DeadlineExceeded.Error())
+}
+
+// pastDeadlineKV gives every transaction pastDeadlineTxn's fault.
+type pastDeadlineKV struct{ clientv3.KV }
+
+func (k pastDeadlineKV) Txn(ctx context.Context) clientv3.Txn {
+	return pastDeadlineTxn{k.KV.Txn(ctx), ctx}
+}
+
+// A Lock whose ctx's deadline passes while it queues returns an error
+// matching dlock.ErrNotObtained and context.DeadlineExceeded, even when
+// the timer that cancels ctx has not run yet and the server answered
+// "Unknown: context deadline exceeded": it returned that answer, "queueing
+// for ...: rpc error: code = Unknown desc = context deadline exceeded",
+// before issue 32.
+func TestIntegrationQueueingPastCallersDeadline(t *testing.T) {
+	e := sharedEtcd(t)
+	cli := dial(t, e.Addr())
+	cli.KV = pastDeadlineKV{cli.KV}
+	c := etcdlock.New(cli)
+	t.Cleanup(func() { c.Close() })
+	base, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := lateTimer{base, time.Now().Add(time.Second)}
+	done := make(chan error, 1)
+	go func() {
+		l, err := c.NewMutex("past-callers-deadline").Lock(ctx)
+		if l != nil {
+			l.Release(context.Background())
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock past its deadline = %v; want ErrNotObtained and DeadlineExceeded", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Lock still running 19s after its deadline")
+	}
+}
+
+// A Refresh with a context that never ends, on a cluster that does not
+// answer, returns by the lease's Until with an error matching
+// dlock.ErrUnavailable (or the lease's own, once it has ended): it
+// blocked for as long as the cluster stayed silent before issue 32.
+func TestIntegrationRefreshOnSilentCluster(t *testing.T) {
+	e := sharedEtcd(t)
+	p := testenv.StartProxy(t, e.Addr())
+	ctx := ctxFor(t, time.Minute)
+	l, err := connect(t, []string{p.Addr()}).NewMutex("refresh-silent", etcdlock.WithTTL(2*time.Second)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(true)
+	defer p.Blackhole(false)
+	until := l.Until()
+	done := make(chan error, 1)
+	go func() { done <- l.Refresh(context.Background()) }()
+	select {
+	case err := <-done:
+		late := time.Since(until)
+		t.Logf("measured: Refresh returned %v after Until: %v", late.Round(time.Millisecond), err)
+		if !errors.Is(err, dlock.ErrUnavailable) && !errors.Is(err, dlock.ErrLost) {
+			t.Errorf("Refresh on a silent cluster = %v; want ErrUnavailable or ErrLost", err)
+		}
+		if late > 500*time.Millisecond {
+			t.Errorf("Refresh returned %v after the lease's Until", late)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Refresh on a silent cluster still running %v after the lease's Until", time.Since(until))
+	}
+}
