@@ -14,8 +14,10 @@ import (
 // The short chaos run of make test: every backend for a few seconds, with
 // the most telling faults round-robin (FaultsFor lists them first). It
 // fails on any violation outside the documented limits, a stale fenced
-// write accepted or a fence regression above all, and checks that the run
-// did its work: faults injected, grants after each of them.
+// write accepted, a fence regression or a register history that is not
+// linearizable above all (a Lock call that failed instead of waiting only
+// once enforceLockWaits is set), and checks that the run did its work:
+// faults injected, grants after each of them.
 func TestIntegrationChaos(t *testing.T) {
 	testenv.SkipIfShort(t, "runs servers and faults for a minute")
 	testenv.RequireBinary(t, "redis-server")
@@ -130,8 +132,16 @@ func TestIntegrationChaos(t *testing.T) {
 					t.Logf("%s: %d, %d of them within the documented limits", k, all, explained)
 				}
 			}
-			for _, x := range v.Unexplained() {
+			var live strings.Builder
+			writeLiveness(&live, v.Liveness)
+			t.Logf("%d Lock calls failed instead of waiting; register %s (%d calls); by fault:\n%s",
+				v.LockFailures, v.Register, v.RegisterOps, live.String())
+			for _, x := range v.Failures() {
 				t.Errorf("violation outside the documented limits: %s: %s (fault %q)", x.Kind, x.Detail, x.Fault)
+			}
+			if v.Register != RegisterLinearizable || v.RegisterOps < 2*v.Grants-2*v.Clients {
+				t.Errorf("register %s, %d calls checked for %d grants; want linearizable, a read and a write a grant",
+					v.Register, v.RegisterOps, v.Grants)
 			}
 			for _, n := range res.ClientNotes {
 				t.Errorf("client failed: %s", n)
