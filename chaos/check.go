@@ -117,6 +117,11 @@ type Verdict struct {
 	// Liveness sums up the recoveries and the Lock failures by kind of
 	// fault, in the order the faults first came.
 	Liveness []Liveness `json:"liveness"`
+	// LivenessTarget is the longest time from a fault's end to the next
+	// grant that docs/SAFETY.md sets as the target: the attribution
+	// window (CheckConfig.Window), so that the lock is back before the
+	// next fault can begin. Missing it is reported, not a violation.
+	LivenessTarget time.Duration `json:"liveness_target"`
 }
 
 // The verdicts of the linearizability check (Verdict.Register).
@@ -143,6 +148,9 @@ type Liveness struct {
 	// StartMedian and StartMax are the times from its start.
 	StartMedian time.Duration `json:"start_to_grant_median"`
 	StartMax    time.Duration `json:"start_to_grant_max"`
+	// OverTarget counts the faults whose next grant came more than the
+	// Verdict's LivenessTarget after their end, or never.
+	OverTarget int `json:"over_target"`
 	// LockFailed counts the Lock calls that failed instead of waiting in
 	// the window of a fault of this kind.
 	LockFailed int `json:"lock_failed"`
@@ -390,7 +398,8 @@ func Check(h *History, cfg CheckConfig) *Verdict {
 	c.lockFailures(p.failures)
 	c.linearizable(p.register, p.start, cmp.Or(cfg.LinearizabilityBudget, DefaultLinearizabilityBudget))
 	v.Recoveries = recoveries(p.faults, p.leases)
-	v.Liveness = liveness(p.faults, v.Recoveries, v.Violations)
+	v.LivenessTarget = cfg.Window
+	v.Liveness = liveness(p.faults, v.Recoveries, v.Violations, cfg.Window)
 	slices.SortStableFunc(v.Violations, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
 	return v
 }
@@ -582,9 +591,10 @@ func (c *checker) lostUpdates(added map[string]Event, final []string) {
 }
 
 // liveness sums up the recoveries and the LockFailed violations by kind
-// of fault, in the order the kinds first came; a last row with no fault
-// holds the LockFailed violations outside every fault's window, if any.
-func liveness(faults []*fault, rs []Recovery, vs []Violation) []Liveness {
+// of fault, in the order the kinds first came, against target; a last row
+// with no fault holds the LockFailed violations outside every fault's
+// window, if any.
+func liveness(faults []*fault, rs []Recovery, vs []Violation, target time.Duration) []Liveness {
 	var out []Liveness
 	index := map[string]int{}
 	row := func(kind string) *Liveness {
@@ -605,6 +615,9 @@ func liveness(faults []*fault, rs []Recovery, vs []Violation) []Liveness {
 		if r.FromHeal >= 0 {
 			l.Followed++
 			fromHeal[kind] = append(fromHeal[kind], r.FromHeal)
+		}
+		if r.FromHeal < 0 && i < len(rs)-1 || r.FromHeal > target {
+			l.OverTarget++ // the last fault may have had no time for a grant
 		}
 		if r.FromStart >= 0 {
 			fromStart[kind] = append(fromStart[kind], r.FromStart)

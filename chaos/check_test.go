@@ -411,11 +411,11 @@ func TestCheckLockFailures(t *testing.T) {
 func TestCheckLiveness(t *testing.T) {
 	b := newHist().add(0, Event{Op: OpStart})
 	at := 100
-	for i, ms := range []int{30, 10, 20, 40, 200} { // heal to grant
+	for i, ms := range []int{30, 10, 20, 40, 1200} { // heal to grant; the window, and target, is 1s
 		b.add(at, Event{Op: OpFault, Fault: FaultPause, Target: "node 1"})
 		b.add(at+50, Event{Op: OpHeal})
 		b.cycle(1, uint64(10+i), at+50+ms, at+50+ms+5, 1000)
-		at += 1000
+		at += 3000
 	}
 	b.add(at, Event{Op: OpFault, Fault: FaultReset}).add(at, Event{Op: OpHeal}) // the last: no grant after it
 	b.add(at+100, Event{Op: OpStop})
@@ -425,11 +425,15 @@ func TestCheckLiveness(t *testing.T) {
 	}
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	p := v.Liveness[0]
-	if p.Fault != FaultPause || p.Faults != 5 || p.Followed != 5 || p.HealMedian != ms(30) || p.HealP99 != ms(200) ||
-		p.HealMax != ms(200) || p.StartMedian != ms(80) || p.StartMax != ms(250) {
+	if p.Fault != FaultPause || p.Faults != 5 || p.Followed != 5 || p.HealMedian != ms(30) || p.HealP99 != ms(1200) ||
+		p.HealMax != ms(1200) || p.StartMedian != ms(80) || p.StartMax != ms(1250) || p.OverTarget != 1 {
 		t.Errorf("pause: %+v", p)
 	}
-	if r := v.Liveness[1]; r.Fault != FaultReset || r.Faults != 1 || r.Followed != 0 || r.HealMax != 0 {
+	if v.LivenessTarget != time.Second {
+		t.Errorf("liveness target %v; want the window, 1s", v.LivenessTarget)
+	}
+	// The last fault had no time for a grant: not over the target.
+	if r := v.Liveness[1]; r.Fault != FaultReset || r.Faults != 1 || r.Followed != 0 || r.HealMax != 0 || r.OverTarget != 0 {
 		t.Errorf("reset: %+v", r)
 	}
 	ds := make([]time.Duration, 200)

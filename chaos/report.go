@@ -42,11 +42,18 @@ func WriteSummary(w io.Writer, results []*Result) error {
 	for _, r := range results {
 		v := r.Verdict
 		if len(v.Liveness) > 0 {
-			fmt.Fprintf(w, "\n%s, seed %d: time to the next grant, and Lock calls that failed instead of waiting, by fault:\n", v.Backend, r.Options.Seed)
+			fmt.Fprintf(w, "\n%s, seed %d: time to the next grant (target: under %v from the fault's end), and Lock calls that failed instead of waiting, by fault:\n",
+				v.Backend, r.Options.Seed, v.LivenessTarget)
 			writeLiveness(w, v.Liveness)
 		}
 		t0 := start(r)
+		lockFailed := 0
 		for _, x := range v.Unexplained() {
+			if x.Kind == LockFailed {
+				if lockFailed++; lockFailed > maxLockFailedLines {
+					continue
+				}
+			}
 			fmt.Fprintf(w, "%s VIOLATION %s at %v: %s", v.Backend, x.Kind, x.At.Sub(t0).Round(time.Millisecond), x.Detail)
 			if x.Fault != "" {
 				fmt.Fprintf(w, " (during or after %s)", x.Fault)
@@ -56,12 +63,20 @@ func WriteSummary(w io.Writer, results []*Result) error {
 			}
 			fmt.Fprintln(w)
 		}
+		if n := lockFailed - maxLockFailedLines; n > 0 {
+			fmt.Fprintf(w, "%s: and %d more Lock calls that failed instead of waiting (all of them in the JSON output)\n", v.Backend, n)
+		}
 		for _, n := range r.ClientNotes {
 			fmt.Fprintf(w, "%s client failed: %s\n", v.Backend, oneLine(n))
 		}
 	}
 	return nil
 }
+
+// maxLockFailedLines is how many LockFailed violations WriteSummary lists
+// for each run: a backend that fails its Lock calls on a fault fails
+// hundreds in a long run.
+const maxLockFailedLines = 10
 
 // verdictText is the verdict column of a run.
 func verdictText(r *Result) string {
@@ -82,11 +97,11 @@ func verdictText(r *Result) string {
 // writeLiveness writes one line per kind of fault.
 func writeLiveness(w io.Writer, ls []Liveness) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  fault\tfaults\tstart→grant median\tmax\theal→grant median\tp99\tmax\tno grant after\tLock failed\t")
+	fmt.Fprintln(tw, "  fault\tfaults\tstart→grant median\tmax\theal→grant median\tp99\tmax\tno grant after\tover target\tLock failed\t")
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	for _, l := range ls {
 		if l.Fault == "" {
-			fmt.Fprintf(tw, "  no fault\t\t\t\t\t\t\t\t%d\t\n", l.LockFailed)
+			fmt.Fprintf(tw, "  no fault\t\t\t\t\t\t\t\t\t%d\t\n", l.LockFailed)
 			continue
 		}
 		line := fmt.Sprintf("  %s\t%d\t", l.Fault, l.Faults)
@@ -95,7 +110,7 @@ func writeLiveness(w io.Writer, ls []Liveness) {
 		} else {
 			line += "-\t-\t-\t-\t-\t"
 		}
-		fmt.Fprintf(tw, "%s%d\t%d\t\n", line, l.Faults-l.Followed, l.LockFailed)
+		fmt.Fprintf(tw, "%s%d\t%d\t%d\t\n", line, l.Faults-l.Followed, l.OverTarget, l.LockFailed)
 	}
 	tw.Flush()
 }

@@ -131,20 +131,22 @@ func writeRunTimeline(b *strings.Builder, r *Result) {
 			x(vi.At), tlTop, x(vi.At), height-10, color, html.EscapeString(title))
 	}
 	b.WriteString("</svg></div>\n")
-	writeLivenessTable(b, v.Liveness)
+	writeLivenessTable(b, v)
 }
 
 // writeLivenessTable writes the liveness by fault as an HTML table.
-func writeLivenessTable(b *strings.Builder, ls []Liveness) {
+func writeLivenessTable(b *strings.Builder, v *Verdict) {
+	ls := v.Liveness
 	if len(ls) == 0 {
 		return
 	}
-	b.WriteString(`<table class="live"><tr><th>fault</th><th>faults</th><th>start to grant, median</th><th>max</th>` +
-		`<th>heal to grant, median</th><th>p99</th><th>max</th><th>no grant after</th><th>Lock calls failed instead of waiting</th></tr>` + "\n")
+	fmt.Fprintf(b, `<table class="live"><tr><th>fault</th><th>faults</th><th>start to grant, median</th><th>max</th>`+
+		`<th>heal to grant, median</th><th>p99</th><th>max</th><th>no grant after</th><th>over the target (%v from the heal)</th>`+
+		`<th>Lock calls failed instead of waiting</th></tr>`+"\n", v.LivenessTarget)
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	for _, l := range ls {
 		if l.Fault == "" {
-			fmt.Fprintf(b, "<tr><td>no fault</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td>%d</td></tr>\n", l.LockFailed)
+			fmt.Fprintf(b, "<tr><td>no fault</td>%s<td>%d</td></tr>\n", strings.Repeat("<td></td>", 8), l.LockFailed)
 			continue
 		}
 		times := strings.Repeat("<td>-</td>", 5)
@@ -152,8 +154,8 @@ func writeLivenessTable(b *strings.Builder, ls []Liveness) {
 			times = fmt.Sprintf("<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>",
 				ms(l.StartMedian), ms(l.StartMax), ms(l.HealMedian), ms(l.HealP99), ms(l.HealMax))
 		}
-		fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td>%s<td>%d</td><td>%d</td></tr>\n",
-			html.EscapeString(l.Fault), l.Faults, times, l.Faults-l.Followed, l.LockFailed)
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td>%s<td>%d</td><td>%d</td><td>%d</td></tr>\n",
+			html.EscapeString(l.Fault), l.Faults, times, l.Faults-l.Followed, l.OverTarget, l.LockFailed)
 	}
 	b.WriteString("</table>\n")
 }
