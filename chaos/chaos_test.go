@@ -136,6 +136,7 @@ func TestIntegrationChaos(t *testing.T) {
 			writeLiveness(&live, v.Liveness)
 			t.Logf("%d Lock calls failed instead of waiting; register %s (%d calls); by fault:\n%s",
 				v.LockFailures, v.Register, v.RegisterOps, live.String())
+			logLockFailures(t, res.History.Events())
 			for _, x := range v.Failures() {
 				t.Errorf("violation outside the documented limits: %s: %s (fault %q)", x.Kind, x.Detail, x.Fault)
 			}
@@ -242,5 +243,24 @@ func checkNoGrantWhileCut(t *testing.T, events []Event, ttl time.Duration) {
 	}
 	if n == 0 {
 		t.Error("no replication-cut in the history")
+	}
+}
+
+// logLockFailures logs the Lock calls that failed instead of waiting, by
+// class, with the first error of each.
+func logLockFailures(t *testing.T, events []Event) {
+	n, first := map[string]int{}, map[string]string{}
+	var classes []string
+	for _, e := range events {
+		if e.Op != OpFail || !failedInsteadOfWaiting(e) {
+			continue
+		}
+		if n[e.Class]++; n[e.Class] == 1 {
+			classes = append(classes, e.Class)
+			first[e.Class] = e.Err
+		}
+	}
+	for _, c := range classes {
+		t.Logf("Lock failed instead of waiting (%s) %d times, first: %s", c, n[c], first[c])
 	}
 }
