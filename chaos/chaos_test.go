@@ -14,8 +14,10 @@ import (
 // The short chaos run of make test: every backend for a few seconds, with
 // the most telling faults round-robin (FaultsFor lists them first). It
 // fails on any violation outside the documented limits, a stale fenced
-// write accepted or a fence regression above all, and checks that the run
-// did its work: faults injected, grants after each of them.
+// write accepted, a fence regression or a register history that is not
+// linearizable above all (a Lock call that failed instead of waiting only
+// once enforceLockWaits is set), and checks that the run did its work:
+// faults injected, grants after each of them.
 func TestIntegrationChaos(t *testing.T) {
 	testenv.SkipIfShort(t, "runs servers and faults for a minute")
 	testenv.RequireBinary(t, "redis-server")
@@ -130,8 +132,17 @@ func TestIntegrationChaos(t *testing.T) {
 					t.Logf("%s: %d, %d of them within the documented limits", k, all, explained)
 				}
 			}
-			for _, x := range v.Unexplained() {
+			var live strings.Builder
+			writeLiveness(&live, v.Liveness)
+			t.Logf("%d Lock calls failed instead of waiting; register %s (%d calls); by fault:\n%s",
+				v.LockFailures, v.Register, v.RegisterOps, live.String())
+			logLockFailures(t, res.History.Events())
+			for _, x := range v.Failures() {
 				t.Errorf("violation outside the documented limits: %s: %s (fault %q)", x.Kind, x.Detail, x.Fault)
+			}
+			if v.Register != RegisterLinearizable || v.RegisterOps < 2*v.Grants-2*v.Clients {
+				t.Errorf("register %s, %d calls checked for %d grants; want linearizable, a read and a write a grant",
+					v.Register, v.RegisterOps, v.Grants)
 			}
 			for _, n := range res.ClientNotes {
 				t.Errorf("client failed: %s", n)
@@ -232,5 +243,24 @@ func checkNoGrantWhileCut(t *testing.T, events []Event, ttl time.Duration) {
 	}
 	if n == 0 {
 		t.Error("no replication-cut in the history")
+	}
+}
+
+// logLockFailures logs the Lock calls that failed instead of waiting, by
+// class, with the first error of each.
+func logLockFailures(t *testing.T, events []Event) {
+	n, first := map[string]int{}, map[string]string{}
+	var classes []string
+	for _, e := range events {
+		if e.Op != OpFail || !failedInsteadOfWaiting(e) {
+			continue
+		}
+		if n[e.Class]++; n[e.Class] == 1 {
+			classes = append(classes, e.Class)
+			first[e.Class] = e.Err
+		}
+	}
+	for _, c := range classes {
+		t.Logf("Lock failed instead of waiting (%s) %d times, first: %s", c, n[c], first[c])
 	}
 }

@@ -2,8 +2,10 @@ package chaos
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -32,10 +34,26 @@ const (
 	// LostUpdate: an addition the unfenced set acknowledged is missing
 	// from its final contents.
 	LostUpdate Kind = "lost-update"
+	// LockFailed: a Lock call failed instead of waiting: it returned an
+	// error before its context ended (see LockTimedOut). Every fault the
+	// harness injects heals, and Lock waits through transient faults
+	// (the dlock.Locker contract), so this is never within the limits;
+	// but see enforceLockWaits.
+	LockFailed Kind = "lock-failed"
+	// NotLinearizable: the clients' calls to the fenced register, as they
+	// saw them, are not a linearizable history of a fenced register: a
+	// write reported accepted that a later read does not see, a refused
+	// write that one does, a read of a value never written.
+	NotLinearizable Kind = "not-linearizable"
+	// LinearizabilityUnknown: the linearizability check ran out of its
+	// budget (CheckConfig.LinearizabilityBudget) before it could decide.
+	// It fails the run: an undecided history is not a linearizable one.
+	LinearizabilityUnknown Kind = "linearizability-unknown"
 )
 
 // Kinds lists every kind of violation, in the order reports show them.
-var Kinds = []Kind{LeaseOverlap, SectionOverlap, StaleWrite, FenceRegression, HolderRefused, LostUpdate}
+var Kinds = []Kind{LeaseOverlap, SectionOverlap, StaleWrite, FenceRegression, HolderRefused, LostUpdate, LockFailed,
+	NotLinearizable, LinearizabilityUnknown}
 
 // A Violation is one thing the checker found wrong.
 type Violation struct {
@@ -83,8 +101,59 @@ type Verdict struct {
 	Crashes      int `json:"crashes"`
 	Faults       int `json:"faults"`
 
+	// LockFailures counts the Lock calls that failed instead of waiting
+	// (each is a LockFailed violation); FailedAcquires counts those and
+	// the calls that waited 10 TTL in vain.
+	LockFailures int `json:"lock_failures"`
+	// Register is the verdict of the linearizability check of the fenced
+	// register: RegisterLinearizable, RegisterNotLinearizable or
+	// RegisterUnknown.
+	Register string `json:"register"`
+	// RegisterOps counts the clients' calls to the register it checked.
+	RegisterOps int `json:"register_ops"`
+
 	Violations []Violation `json:"violations"`
 	Recoveries []Recovery  `json:"recoveries"`
+	// Liveness sums up the recoveries and the Lock failures by kind of
+	// fault, in the order the faults first came.
+	Liveness []Liveness `json:"liveness"`
+	// LivenessTarget is the longest time from a fault's end to the next
+	// grant that docs/SAFETY.md sets as the target: the attribution
+	// window (CheckConfig.Window), so that the lock is back before the
+	// next fault can begin. Missing it is reported, not a violation.
+	LivenessTarget time.Duration `json:"liveness_target"`
+}
+
+// The verdicts of the linearizability check (Verdict.Register).
+const (
+	RegisterLinearizable    = "linearizable"
+	RegisterNotLinearizable = "NOT linearizable"
+	RegisterUnknown         = "unknown"
+)
+
+// Liveness sums up how the lock came back after one kind of fault.
+type Liveness struct {
+	// Fault is the kind of fault; "" for the Lock failures outside the
+	// window of every fault.
+	Fault string `json:"fault"`
+	// Faults counts the faults of this kind, and Followed those followed
+	// by a grant before the run ended.
+	Faults   int `json:"faults"`
+	Followed int `json:"followed"`
+	// HealMedian, HealP99 (nearest rank) and HealMax are the times from
+	// the fault's end to the next grant, over the faults followed by one.
+	HealMedian time.Duration `json:"heal_to_grant_median"`
+	HealP99    time.Duration `json:"heal_to_grant_p99"`
+	HealMax    time.Duration `json:"heal_to_grant_max"`
+	// StartMedian and StartMax are the times from its start.
+	StartMedian time.Duration `json:"start_to_grant_median"`
+	StartMax    time.Duration `json:"start_to_grant_max"`
+	// OverTarget counts the faults whose next grant came more than the
+	// Verdict's LivenessTarget after their end, or never.
+	OverTarget int `json:"over_target"`
+	// LockFailed counts the Lock calls that failed instead of waiting in
+	// the window of a fault of this kind.
+	LockFailed int `json:"lock_failed"`
 }
 
 // Count returns the number of violations of kind k, and how many of them
@@ -112,10 +181,23 @@ func (v *Verdict) Unexplained() []Violation {
 	return out
 }
 
+// Failures returns the violations that fail the run: those outside the
+// documented limits, but for the LockFailed ones while enforceLockWaits
+// is false.
+func (v *Verdict) Failures() []Violation {
+	var out []Violation
+	for _, x := range v.Unexplained() {
+		if x.Kind != LockFailed || enforceLockWaits {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // OK reports whether the run is within the documented limits: no
-// unexplained violation (a stale write accepted or a fence regression is
-// never explained).
-func (v *Verdict) OK() bool { return len(v.Unexplained()) == 0 }
+// violation among Failures (a stale write accepted, a fence regression or
+// a register history that is not linearizable is never explained).
+func (v *Verdict) OK() bool { return len(v.Failures()) == 0 }
 
 // CheckConfig says how to judge a history.
 type CheckConfig struct {
@@ -125,7 +207,15 @@ type CheckConfig struct {
 	// Window is how long after a fault ends a violation is still put down
 	// to it: the time the backend needs to settle, at least a TTL.
 	Window time.Duration
+	// LinearizabilityBudget is the most time the linearizability check of
+	// the fenced register may take; by default
+	// DefaultLinearizabilityBudget. A check that runs out of it fails the
+	// run (LinearizabilityUnknown).
+	LinearizabilityBudget time.Duration
 }
+
+// DefaultLinearizabilityBudget is CheckConfig.LinearizabilityBudget's default.
+const DefaultLinearizabilityBudget = 30 * time.Second
 
 // lease is one grant and its end, as its client saw it.
 type lease struct {
@@ -171,6 +261,8 @@ type parsed struct {
 	faults      []*fault
 	accepted    []Event
 	refused     []Event
+	failures    []Event // Lock calls that failed instead of waiting
+	register    []Event // the clients' calls to the register and its replies
 	added       map[string]Event
 	final       []string
 	haveFinal   bool
@@ -198,6 +290,11 @@ func parse(evs []Event, v *Verdict) *parsed {
 			v.Acquires++
 		case OpFail:
 			v.FailedAcquires++
+			if failedInsteadOfWaiting(e) {
+				p.failures = append(p.failures, e)
+			}
+		case OpRegRead, OpRegWrite, OpRegReply:
+			p.register = append(p.register, e)
 		case OpGrant:
 			l := &lease{client: e.Client, fence: e.Fence, start: e.At, until: e.Until}
 			p.leases = append(p.leases, l)
@@ -298,7 +395,11 @@ func Check(h *History, cfg CheckConfig) *Verdict {
 	if p.haveFinal {
 		c.lostUpdates(p.added, p.final)
 	}
+	c.lockFailures(p.failures)
+	c.linearizable(p.register, p.start, cmp.Or(cfg.LinearizabilityBudget, DefaultLinearizabilityBudget))
 	v.Recoveries = recoveries(p.faults, p.leases)
+	v.LivenessTarget = cfg.Window
+	v.Liveness = liveness(p.faults, v.Recoveries, v.Violations, cfg.Window)
 	slices.SortStableFunc(v.Violations, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
 	return v
 }
@@ -320,15 +421,43 @@ type checker struct {
 // whose window holds at.
 func (c *checker) report(k Kind, at Mono, clients []int, format string, args ...any) {
 	x := Violation{Kind: k, At: at, Clients: clients, Detail: fmt.Sprintf(format, args...)}
+	if f := c.faultAt(at); f != nil {
+		x.Fault = f.name
+		x.Limit = Expect(c.cfg.Backend, f.kind, k)
+	}
+	c.v.Violations = append(c.v.Violations, x)
+}
+
+// faultAt returns the latest fault whose window holds at: from its start
+// to Window after its end. It returns nil if there is none.
+func (c *checker) faultAt(at Mono) *fault {
 	for i := len(c.faults) - 1; i >= 0; i-- {
 		f := c.faults[i]
 		if at >= f.start && at <= f.end.Add(c.cfg.Window) {
-			x.Fault = f.name
-			x.Limit = Expect(c.cfg.Backend, f.kind, k)
-			break
+			return f
 		}
 	}
-	c.v.Violations = append(c.v.Violations, x)
+	return nil
+}
+
+// failedInsteadOfWaiting reports whether e, an OpFail, is a Lock call
+// that failed before its context ended. A history from before Class was
+// recorded tells a call that waited in vain by its context's error.
+func failedInsteadOfWaiting(e Event) bool {
+	if e.Class == "" {
+		return !strings.Contains(e.Err, context.DeadlineExceeded.Error())
+	}
+	return e.Class != LockTimedOut
+}
+
+// lockFailures reports every Lock call that failed instead of waiting.
+func (c *checker) lockFailures(failures []Event) {
+	for _, e := range failures {
+		class := cmp.Or(e.Class, LockError)
+		c.report(LockFailed, e.At, []int{e.Client}, "client %d's Lock call failed instead of waiting (%s): %s",
+			e.Client, class, e.Err)
+		c.v.LockFailures++
+	}
 }
 
 // leaseOverlaps finds pairs of leases of different clients valid at once.
@@ -459,6 +588,73 @@ func (c *checker) lostUpdates(added map[string]Event, final []string) {
 		c.report(LostUpdate, e.At, []int{e.Client},
 			"client %d's addition %q was acknowledged but is not in the final set", e.Client, e.Value)
 	}
+}
+
+// liveness sums up the recoveries and the LockFailed violations by kind
+// of fault, in the order the kinds first came, against target; a last row
+// with no fault holds the LockFailed violations outside every fault's
+// window, if any.
+func liveness(faults []*fault, rs []Recovery, vs []Violation, target time.Duration) []Liveness {
+	var out []Liveness
+	index := map[string]int{}
+	row := func(kind string) *Liveness {
+		i, ok := index[kind]
+		if !ok {
+			i = len(out)
+			index[kind] = i
+			out = append(out, Liveness{Fault: kind})
+		}
+		return &out[i]
+	}
+	fromHeal := map[string][]time.Duration{}
+	fromStart := map[string][]time.Duration{}
+	for i, r := range rs {
+		kind := faults[i].kind
+		l := row(kind)
+		l.Faults++
+		if r.FromHeal >= 0 {
+			l.Followed++
+			fromHeal[kind] = append(fromHeal[kind], r.FromHeal)
+		}
+		if r.FromHeal < 0 && i < len(rs)-1 || r.FromHeal > target {
+			l.OverTarget++ // the last fault may have had no time for a grant
+		}
+		if r.FromStart >= 0 {
+			fromStart[kind] = append(fromStart[kind], r.FromStart)
+		}
+	}
+	for _, x := range vs {
+		if x.Kind != LockFailed {
+			continue
+		}
+		kind, _, _ := strings.Cut(x.Fault, " ")
+		if x.Fault == "" {
+			kind = ""
+		}
+		row(kind).LockFailed++
+	}
+	for i := range out {
+		l := &out[i]
+		if ds := fromHeal[l.Fault]; len(ds) > 0 {
+			slices.Sort(ds)
+			l.HealMedian, l.HealP99, l.HealMax = ds[len(ds)/2], percentile(ds, 99), ds[len(ds)-1]
+		}
+		if ds := fromStart[l.Fault]; len(ds) > 0 {
+			slices.Sort(ds)
+			l.StartMedian, l.StartMax = ds[len(ds)/2], ds[len(ds)-1]
+		}
+	}
+	if i, ok := index[""]; ok && i != len(out)-1 { // the row of no fault goes last
+		row := out[i]
+		out = append(slices.Delete(out, i, i+1), row)
+	}
+	return out
+}
+
+// percentile returns the p-th percentile of sorted, by nearest rank.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 × n)
+	return sorted[max(rank, 1)-1]
 }
 
 // recoveries measures, for every fault, the time to the next grant.

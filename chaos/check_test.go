@@ -1,10 +1,16 @@
 package chaos
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlock-go/dlock"
 )
 
 // hist builds a history by hand: times in milliseconds from t0.
@@ -251,6 +257,12 @@ func TestExpectNeverExcusesFencing(t *testing.T) {
 					t.Errorf("Expect(%s, %s, %s) excuses it: %v", backend, f, k, excused)
 				}
 			}
+			// Every fault heals, and the register is the harness's own.
+			for _, k := range []Kind{LockFailed, NotLinearizable, LinearizabilityUnknown} {
+				if why := Expect(backend, f, k); why != "" {
+					t.Errorf("Expect(%s, %s, %s) excuses it: %s", backend, f, k, why)
+				}
+			}
 		}
 	}
 	if got := Allowed(BackendRedlock5, FaultKillEmpty); len(got) != 0 {
@@ -306,6 +318,8 @@ func TestTimelineShowsEverything(t *testing.T) {
 	b.add(5, Event{Op: OpFault, Fault: FaultKillEmpty, Target: "node 1"}).add(6, Event{Op: OpHeal})
 	b.cycle(1, 10, 10, 50, 1000).cycle(2, 11, 30, 60, 1000)
 	b.add(70, Event{Op: OpRefused, Client: 1, Fence: 10, Max: 11})
+	b.add(80, Event{Op: OpFail, Client: 2, Class: LockError, Err: "EOF"})
+	b.regWrite(1, 10, "a", 90, 91, true).regRead(2, 95, 96, 10, "a")
 	b.add(2000, Event{Op: OpStop})
 	r := &Result{Options: Options{Backend: BackendRedis, Clients: 2, Seed: 7}, History: &b.h, Verdict: b.check(BackendRedis)}
 	var sb strings.Builder
@@ -313,13 +327,14 @@ func TestTimelineShowsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := sb.String()
-	for _, want := range []string{"<svg", "client 2", "kill-empty", "fence 11", "refused", "#ff9f1c", "seed 7", "</html>"} {
+	for _, want := range []string{"<svg", "client 2", "kill-empty", "fence 11", "refused", "#ff9f1c", "seed 7", "</html>",
+		"1 Lock calls failed instead of waiting", "register linearizable", "heal to grant, median", "<td>kill-empty</td><td>1</td>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("timeline lacks %q", want)
 		}
 	}
-	if strings.Contains(page, "#d62728\" stroke-width") {
-		t.Errorf("an explained violation drawn as unexplained")
+	if n := strings.Count(page, "#d62728\" stroke-width"); n != 1 {
+		t.Errorf("%d violations drawn as unexplained; want the Lock failure alone", n)
 	}
 }
 
@@ -327,6 +342,7 @@ func TestSummaryNamesUnexplainedViolations(t *testing.T) {
 	b := newHist().add(0, Event{Op: OpStart})
 	b.add(5, Event{Op: OpFault, Fault: FaultLatency, Target: "node 1"}).add(6, Event{Op: OpHeal})
 	b.cycle(1, 10, 10, 50, 1000).cycle(2, 11, 30, 60, 1000)
+	b.add(70, Event{Op: OpFail, Client: 3, Class: LockUnavailable, Err: "dlock: node 1 unavailable"})
 	b.add(2000, Event{Op: OpStop})
 	r := &Result{Options: Options{Backend: BackendRedlock3, Seed: 3}, History: &b.h, Verdict: b.check(BackendRedlock3)}
 	var sb strings.Builder
@@ -334,9 +350,291 @@ func TestSummaryNamesUnexplainedViolations(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := sb.String()
-	for _, want := range []string{"redlock3", "FAIL: 2 unexplained", "VIOLATION lease-overlap at 30ms", "(during or after latency node 1)", "latency", "seed 3"} {
+	failed := "FAIL: 2 unexplained (1 Lock failures not enforced yet)"
+	if enforceLockWaits {
+		failed = "FAIL: 3 unexplained"
+	}
+	for _, want := range []string{"redlock3", failed, "VIOLATION lease-overlap at 30ms", "(during or after latency node 1)", "latency", "seed 3",
+		"LOCK FAILED", "REGISTER", "linearizable", "heal→grant median", "VIOLATION lock-failed at 70ms: client 3's Lock call failed instead of waiting (unavailable): dlock: node 1 unavailable"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Lock calls that failed before their context ended are LockFailed
+// violations, never within the limits, put down to the fault in force and
+// counted by fault; a call that waited out its context is not one.
+func TestCheckLockFailures(t *testing.T) {
+	b := newHist().add(0, Event{Op: OpStart})
+	b.add(100, Event{Op: OpFault, Fault: FaultKill, Target: "node 1"})
+	b.add(150, Event{Op: OpFail, Client: 1, Class: LockError, Err: "EOF"})
+	b.add(160, Event{Op: OpFail, Client: 2, Class: LockUnavailable, Err: "dlock: 127.0.0.1:1 unavailable"})
+	b.add(170, Event{Op: OpFail, Client: 3, Class: LockTimedOut, Err: "dlock: lock not obtained: context deadline exceeded"})
+	b.add(300, Event{Op: OpHeal})
+	b.cycle(1, 10, 400, 410, 1000)
+	b.add(5000, Event{Op: OpFail, Client: 2, Class: LockNotObtained, Err: "dlock: lock not obtained"}) // outside every window
+	// A history from before Class was recorded.
+	b.add(5100, Event{Op: OpFail, Client: 3, Err: "dlock: lock not obtained: context deadline exceeded"})
+	b.add(6000, Event{Op: OpStop})
+	for _, backend := range []string{BackendRedis, BackendSentinel, BackendZK3} {
+		v := b.check(backend)
+		if v.LockFailures != 3 || v.FailedAcquires != 5 || kinds(v)[LockFailed] != 3 || len(v.Violations) != 3 {
+			t.Fatalf("%s: %d Lock failures, %d failed acquires, violations %+v; want 3, 5 and 3 lock-failed",
+				backend, v.LockFailures, v.FailedAcquires, v.Violations)
+		}
+		if n := len(v.Unexplained()); n != 3 {
+			t.Errorf("%s: %d unexplained; want every Lock failure outside the limits", backend, n)
+		}
+		if got := len(v.Failures()) > 0; got != enforceLockWaits || v.OK() == enforceLockWaits {
+			t.Errorf("%s: Failures %v, OK %v with enforceLockWaits %v", backend, v.Failures(), v.OK(), enforceLockWaits)
+		}
+		x := v.Violations[0]
+		if x.Fault != "kill node 1" || !strings.Contains(x.Detail, "EOF") || !slices.Equal(x.Clients, []int{1}) {
+			t.Errorf("%s: %+v; want it put down to kill node 1, naming the error and the client", backend, x)
+		}
+		want := []Liveness{{Fault: FaultKill, Faults: 1, Followed: 1, HealMedian: 100 * time.Millisecond,
+			HealP99: 100 * time.Millisecond, HealMax: 100 * time.Millisecond, StartMedian: 300 * time.Millisecond,
+			StartMax: 300 * time.Millisecond, LockFailed: 2}, {Fault: "", LockFailed: 1}}
+		if !slices.Equal(v.Liveness, want) {
+			t.Errorf("%s: liveness %+v; want %+v", backend, v.Liveness, want)
+		}
+	}
+	// With no Lock failure, and once enforced, OK follows Unexplained.
+	if v := newHist().cycle(1, 10, 10, 20, 1000).check(BackendRedis); len(v.Failures()) != 0 || !v.OK() || v.LockFailures != 0 {
+		t.Errorf("a clean history: %+v", v)
+	}
+}
+
+// The time from each fault's end to the next grant is summed up by kind
+// of fault: median, 99th percentile by nearest rank, longest.
+func TestCheckLiveness(t *testing.T) {
+	b := newHist().add(0, Event{Op: OpStart})
+	at := 100
+	for i, ms := range []int{30, 10, 20, 40, 1200} { // heal to grant; the window, and target, is 1s
+		b.add(at, Event{Op: OpFault, Fault: FaultPause, Target: "node 1"})
+		b.add(at+50, Event{Op: OpHeal})
+		b.cycle(1, uint64(10+i), at+50+ms, at+50+ms+5, 1000)
+		at += 3000
+	}
+	b.add(at, Event{Op: OpFault, Fault: FaultReset}).add(at, Event{Op: OpHeal}) // the last: no grant after it
+	b.add(at+100, Event{Op: OpStop})
+	v := b.check(BackendRedis)
+	if len(v.Liveness) != 2 {
+		t.Fatalf("liveness %+v", v.Liveness)
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	p := v.Liveness[0]
+	if p.Fault != FaultPause || p.Faults != 5 || p.Followed != 5 || p.HealMedian != ms(30) || p.HealP99 != ms(1200) ||
+		p.HealMax != ms(1200) || p.StartMedian != ms(80) || p.StartMax != ms(1250) || p.OverTarget != 1 {
+		t.Errorf("pause: %+v", p)
+	}
+	if v.LivenessTarget != time.Second {
+		t.Errorf("liveness target %v; want the window, 1s", v.LivenessTarget)
+	}
+	// The last fault had no time for a grant: not over the target.
+	if r := v.Liveness[1]; r.Fault != FaultReset || r.Faults != 1 || r.Followed != 0 || r.HealMax != 0 || r.OverTarget != 0 {
+		t.Errorf("reset: %+v", r)
+	}
+	ds := make([]time.Duration, 200)
+	for i := range ds {
+		ds[i] = time.Duration(i + 1)
+	}
+	if p99 := percentile(ds, 99); p99 != 198 {
+		t.Errorf("99th percentile of 1..200: %v; want 198", p99)
+	}
+	if p99 := percentile(ds[:1], 99); p99 != 1 {
+		t.Errorf("99th percentile of one: %v", p99)
+	}
+}
+
+// reg records a client's call to the fenced register and its reply, at
+// times in milliseconds from t0.
+func (b *hist) regWrite(client int, fence uint64, value string, call, reply int, accepted bool) *hist {
+	b.add(call, Event{Op: OpRegWrite, Client: client, Fence: fence, Value: value})
+	if reply < 0 {
+		return b // no reply: the client stopped first
+	}
+	r := Event{Op: OpRegReply, Client: client, Fence: fence, Value: value}
+	if !accepted {
+		r.Err = "refused"
+	}
+	return b.add(reply, r)
+}
+
+func (b *hist) regRead(client int, call, reply int, fence uint64, value string) *hist {
+	b.add(call, Event{Op: OpRegRead, Client: client})
+	return b.add(reply, Event{Op: OpRegReply, Client: client, Fence: fence, Value: value})
+}
+
+// The clients' calls to the fenced register are checked for
+// linearizability against a model of the register: a write reported
+// accepted is seen by every later read (until a higher fence), a refused
+// write never is. A write reported done but lost, as fence.Row.Update's on
+// MariaDB at REPEATABLE READ was (issue 31), fails the run, and so does a
+// refused write that becomes visible.
+func TestCheckRegisterLinearizable(t *testing.T) {
+	tests := []struct {
+		name  string
+		build func(b *hist)
+		want  string
+	}{
+		{"sequential", func(b *hist) {
+			b.regRead(1, 10, 11, 0, "")
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regRead(2, 20, 21, 10, "a")
+			b.regWrite(2, 11, "b", 22, 23, true)
+			b.regWrite(1, 10, "late", 30, 31, false) // a superseded holder, refused
+			b.regRead(3, 40, 41, 11, "b")
+		}, RegisterLinearizable},
+		{"a write reported done but lost", func(b *hist) {
+			b.regRead(1, 10, 11, 0, "")
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regRead(2, 20, 21, 0, "") // does not see it
+			b.regWrite(2, 11, "b", 22, 23, true)
+		}, RegisterNotLinearizable},
+		{"a write reported done, then replaced by an older value", func(b *hist) {
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regWrite(2, 11, "b", 22, 23, true)
+			b.regRead(3, 30, 31, 10, "a")
+		}, RegisterNotLinearizable},
+		{"a refused write becomes visible", func(b *hist) {
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regWrite(2, 9, "stale", 22, 23, false)
+			b.regRead(3, 30, 31, 9, "stale")
+		}, RegisterNotLinearizable},
+		{"a stale write accepted", func(b *hist) {
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regWrite(2, 9, "stale", 22, 23, true)
+		}, RegisterNotLinearizable},
+		{"the current holder refused", func(b *hist) {
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regWrite(2, 11, "b", 22, 23, false)
+		}, RegisterNotLinearizable},
+		{"a read of a value never written", func(b *hist) {
+			b.regRead(1, 10, 11, 7, "ghost")
+		}, RegisterNotLinearizable},
+		{"a read during a write sees either", func(b *hist) {
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regWrite(2, 11, "b", 20, 30, true)
+			b.regRead(3, 21, 22, 10, "a")
+			b.regRead(4, 23, 24, 11, "b")
+			b.regRead(3, 40, 41, 11, "b")
+		}, RegisterLinearizable},
+		{"but not back again", func(b *hist) {
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regWrite(2, 11, "b", 20, 30, true)
+			b.regRead(3, 21, 22, 11, "b")
+			b.regRead(4, 23, 24, 10, "a")
+		}, RegisterNotLinearizable},
+		{"a write with no reply may have landed", func(b *hist) {
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regWrite(2, 11, "b", 20, -1, false)
+			b.regRead(3, 30, 31, 11, "b")
+		}, RegisterLinearizable},
+		{"or not", func(b *hist) {
+			b.regWrite(1, 10, "a", 12, 13, true)
+			b.regWrite(2, 11, "b", 20, -1, false)
+			b.regRead(3, 30, 31, 10, "a")
+		}, RegisterLinearizable},
+		{"no calls", func(b *hist) {}, RegisterLinearizable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newHist().add(0, Event{Op: OpStart})
+			tt.build(b)
+			b.add(100, Event{Op: OpStop})
+			v := b.check(BackendRedis)
+			if v.Register != tt.want {
+				t.Fatalf("register %s; want %s; violations %+v", v.Register, tt.want, v.Violations)
+			}
+			n := kinds(v)[NotLinearizable]
+			if ok := tt.want == RegisterLinearizable; v.OK() != ok || (n == 0) != ok || len(v.Violations) != n {
+				t.Errorf("OK %v with %d not-linearizable of %d violations: %+v", v.OK(), n, len(v.Violations), v.Violations)
+			}
+			for _, x := range v.Violations {
+				if x.Limit != "" || !strings.Contains(x.Detail, "client ") || len(x.Clients) == 0 {
+					t.Errorf("violation %+v: want no limit, the calls and their clients", x)
+				}
+				t.Log(x.Detail)
+			}
+		})
+	}
+	// A fault in force explains nothing of it, on any backend.
+	b := newHist().add(0, Event{Op: OpStart})
+	b.add(5, Event{Op: OpFault, Fault: FaultMasterPause, Target: "node 1"})
+	b.regWrite(1, 10, "a", 12, 13, true).regRead(2, 20, 21, 0, "")
+	b.add(30, Event{Op: OpHeal}).add(100, Event{Op: OpStop})
+	if v := b.check(BackendSentinel); v.OK() || v.Register != RegisterNotLinearizable {
+		t.Errorf("a lost write during a split brain judged OK: %+v", v.Violations)
+	}
+}
+
+// The linearizability check gives up when its budget runs out, and says
+// so: the run fails with LinearizabilityUnknown, it does not pass.
+func TestCheckRegisterUnknownFails(t *testing.T) {
+	b := newHist().add(0, Event{Op: OpStart})
+	b.regWrite(1, 10, "a", 12, 13, true).regRead(2, 20, 21, 10, "a")
+	b.add(100, Event{Op: OpStop})
+	v := Check(&b.h, CheckConfig{Backend: BackendRedis, Window: time.Second, LinearizabilityBudget: time.Nanosecond})
+	if v.Register != RegisterUnknown || v.OK() || kinds(v)[LinearizabilityUnknown] != 1 {
+		t.Errorf("register %s, OK %v, violations %+v; want unknown, a failure", v.Register, v.OK(), v.Violations)
+	}
+}
+
+// The check cuts the history at every read that overlaps no other call,
+// so its work grows with the run, not exponentially: a run of 20,000
+// cycles, with stretches where two clients overlap, is checked in a
+// fraction of its budget.
+func TestCheckRegisterScales(t *testing.T) {
+	b := newHist().add(0, Event{Op: OpStart})
+	fence := uint64(0)
+	var value string
+	at := 10
+	for i := range 20000 {
+		c := i%5 + 1
+		b.regRead(c, at, at+1, fence, value)
+		fence++
+		value = fmt.Sprintf("c%d-%d", c, i)
+		b.regWrite(c, fence, value, at+2, at+3, true)
+		if i%100 == 0 { // a paused client's late write, overlapping the next holder's calls
+			b.regWrite(c%5+1, fence-1, "late", at+4, at+7, false)
+			b.regRead(c, at+5, at+6, fence, value)
+		}
+		at += 10
+	}
+	b.add(at, Event{Op: OpStop})
+	began := time.Now()
+	v := b.check(BackendRedis)
+	took := time.Since(began)
+	t.Logf("%d calls checked in %v", v.RegisterOps, took)
+	if v.Register != RegisterLinearizable || v.RegisterOps != 40400 {
+		t.Fatalf("register %s, %d calls: %+v", v.Register, v.RegisterOps, v.Violations)
+	}
+	if took > DefaultLinearizabilityBudget/3 {
+		t.Errorf("checking %d calls took %v", v.RegisterOps, took)
+	}
+}
+
+// A client records the class of each failed Lock call: only a call whose
+// own context ended waited.
+func TestLockClass(t *testing.T) {
+	since := time.Now().Add(-time.Second)
+	tests := []struct {
+		err      error
+		timedOut bool
+		want     string
+	}{
+		{dlock.NotObtained(context.DeadlineExceeded), true, LockTimedOut},
+		{errors.Join(dlock.NotObtained(context.DeadlineExceeded), dlock.Unavailable("127.0.0.1:1", since, io.EOF)), true, LockTimedOut},
+		{io.EOF, true, LockTimedOut},
+		{dlock.Unavailable("127.0.0.1:1", since, io.EOF), false, LockUnavailable},
+		{dlock.NotObtained(errors.New("given back")), false, LockNotObtained},
+		{fmt.Errorf("redislock: %w", io.EOF), false, LockError},
+	}
+	for _, tt := range tests {
+		if got := lockClass(tt.err, tt.timedOut); got != tt.want {
+			t.Errorf("lockClass(%v, %v) = %s; want %s", tt.err, tt.timedOut, got, tt.want)
 		}
 	}
 }

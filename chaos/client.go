@@ -159,10 +159,11 @@ func (c *client) cycle(ctx context.Context, locker dlock.Locker, store *storeCon
 	c.emit(Event{Op: OpAcquire})
 	lctx, cancel := context.WithTimeout(ctx, 10*c.cfg.TTL)
 	l, err := locker.Lock(lctx)
+	timedOut := lctx.Err() != nil
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
-			c.emit(Event{Op: OpFail, Err: err.Error()})
+			c.emit(Event{Op: OpFail, Err: err.Error(), Class: lockClass(err, timedOut)})
 			sleep(ctx, c.cfg.TTL/10)
 		}
 		return nil
@@ -182,6 +183,12 @@ func (c *client) cycle(ctx context.Context, locker dlock.Locker, store *storeCon
 
 	c.emit(Event{Op: OpEnter, Fence: fence})
 	elem := fmt.Sprintf("c%d-%d", c.cfg.ID, seq)
+	c.emit(Event{Op: OpRegRead})
+	rf, rv, err := store.read()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	c.emit(Event{Op: OpRegReply, Fence: rf, Value: rv})
 	set, err := store.get()
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -191,9 +198,16 @@ func (c *client) cycle(ctx context.Context, locker dlock.Locker, store *storeCon
 		return fmt.Errorf("store: %w", err)
 	}
 	c.emit(Event{Op: OpAdded, Fence: fence, Value: elem})
-	if _, err := store.write(c.cfg.ID, fence, elem); err != nil {
+	c.emit(Event{Op: OpRegWrite, Fence: fence, Value: elem})
+	ok, max, err := store.write(c.cfg.ID, fence, elem)
+	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	reply := Event{Op: OpRegReply, Fence: fence, Value: elem}
+	if !ok {
+		reply.Err, reply.Max = "refused", max
+	}
+	c.emit(reply)
 	c.emit(Event{Op: OpExit, Fence: fence})
 
 	c.emit(Event{Op: OpRelease, Fence: fence})
@@ -202,6 +216,21 @@ func (c *client) cycle(ctx context.Context, locker dlock.Locker, store *storeCon
 	cancel()
 	c.cur.Store(nil)
 	return nil
+}
+
+// lockClass returns the class of a failed Lock call's error err (see
+// OpFail): timedOut says whether the call's own context had ended when it
+// returned.
+func lockClass(err error, timedOut bool) string {
+	switch {
+	case timedOut:
+		return LockTimedOut
+	case errors.Is(err, dlock.ErrUnavailable):
+		return LockUnavailable
+	case errors.Is(err, dlock.ErrNotObtained):
+		return LockNotObtained
+	}
+	return LockError
 }
 
 // connect makes the lock the client contends for, through its proxies.

@@ -12,8 +12,9 @@
 // protected resource), and client processes, each reaching each server
 // through a TCP proxy of its own; with Options.TLS, through TLS with a
 // client certificate and a password. Every client loops: Lock, enter its critical section, read the
-// Store's set, work, write the set back with one more element, write the
-// fenced register with its lease's fence, leave, Release. The clients are
+// fenced register, read the Store's set, work, write the set back with one
+// more element, write the fenced register with its lease's fence, leave,
+// Release. The clients are
 // deliberately naive: they do not look at Done inside the critical
 // section, as a client paused at the wrong instant could not either.
 //
@@ -37,12 +38,17 @@
 // Check reads the History and reports overlapping valid leases,
 // overlapping critical sections, stale fenced writes accepted, fence
 // regressions, refusals of the current holder, lost updates to the
-// unfenced set, and the time from each fault to the next grant. Each
-// violation is put down to the fault in whose window it happened, and
-// Expect says whether that fault on that backend is a documented physical
-// limit (a client paused past its TTL overlaps the next holder; a single
-// Redis that restarts empty forgets its locks) or a failure. A stale
-// write accepted or a fence regression is never within the limits.
+// unfenced set, Lock calls that failed instead of waiting, and whether
+// the clients' calls to the fenced register form a linearizable history
+// (checked with porcupine against a model of the register); and, by kind
+// of fault, the time from the fault's start and from its end to the next
+// grant. Each violation is put down to the fault in whose window it
+// happened, and Expect says whether that fault on that backend is a
+// documented physical limit (a client paused past its TTL overlaps the
+// next holder; a single Redis that restarts empty forgets its locks) or a
+// failure. A failed Lock and a register history that is not
+// linearizable are never within the limits; a stale write accepted or a
+// fence regression only where two masters grant at once (see Expect).
 // docs/SAFETY.md holds the matrix and measured results.
 //
 // A program that calls Run must call RunClientIfChild first thing in

@@ -100,6 +100,17 @@ func FaultsFor(backend string) []string {
 	return nil
 }
 
+// enforceLockWaits says whether a Lock call that failed instead of waiting
+// (LockFailed) fails a run: Verdict.OK, and with it make test's short runs
+// and the exit code of dlock chaos.
+//
+// It is false until every backend's Lock waits through transient faults
+// (issue 32; the contract in dlock.Locker): until then such calls are
+// found, counted, reported and listed as outside the limits, but they do
+// not fail the run. Set it to true when the backends have landed; nothing
+// else changes.
+const enforceLockWaits = false
+
 // Reasons for the documented limits, as reports and docs/SAFETY.md give them.
 const (
 	limitClientPause = "a client paused past its TTL resumes inside its critical section after its lease ended; " +
@@ -139,9 +150,16 @@ const (
 // each gives its session up one session timeout after its connection
 // dropped, past the Until of every lease it held (at most a third of the
 // session timeout after its last confirmation). So nothing is expected.
+//
+// A Lock call that failed instead of waiting (LockFailed) and a register
+// history that is not linearizable, or not known to be, are never
+// expected: every fault the harness injects heals, and the register is
+// the harness's own.
 func Expect(backend, fault string, k Kind) string {
 	failover := fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition
 	switch {
+	case k == LockFailed || k == NotLinearizable || k == LinearizabilityUnknown:
+		return ""
 	case splitBrain(backend, fault) && (k == FenceRegression || k == HolderRefused || k == StaleWrite):
 		return limitSplitBrain
 	case k == StaleWrite || k == FenceRegression || k == HolderRefused:

@@ -157,7 +157,7 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		heal = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.SetLatency(0) })
 	case FaultBlackhole:
 		apply = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.Blackhole(true) })
-		heal = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.Blackhole(false) })
+		heal = each(in.d.serverProxies(node), unblackhole)
 	case FaultReset:
 		hold = 0
 		apply = each(in.d.serverProxies(node), (*testenv.Proxy).Reset)
@@ -192,7 +192,7 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		c := in.victim()
 		target, hold = fmt.Sprintf("client %d", c+1), in.outlast()
 		apply = each(in.d.proxies[c], func(p *testenv.Proxy) { p.Blackhole(true) })
-		heal = each(in.d.proxies[c], func(p *testenv.Proxy) { p.Blackhole(false) })
+		heal = each(in.d.proxies[c], unblackhole)
 	default:
 		return fmt.Errorf("chaos: unknown fault %q", kind)
 	}
@@ -307,6 +307,21 @@ func (in *injector) victim() int {
 		return c
 	}
 	return in.rng.IntN(len(in.clients))
+}
+
+// unblackhole ends p's blackhole and resets every connection that went
+// through it. The proxy drops what it reads while blackholed, so a
+// connection that outlived the blackhole would carry a stream with a hole
+// in it, which no network makes: TCP retransmits what was lost, or the
+// connection breaks. Left open, such streams were read as garbage: on
+// etcd, every request of a client on its HTTP/2 connection to the member
+// failed with PROTOCOL_ERROR or "malformed method name", for as long as
+// the connection lasted (seconds, until a reset fault or a timeout),
+// which was measured as slow recovery from the faults that followed.
+// Resetting them is what testenv's Cut does when it ends.
+func unblackhole(p *testenv.Proxy) {
+	p.Blackhole(false)
+	p.Reset()
 }
 
 func each(ps []*testenv.Proxy, f func(*testenv.Proxy)) func() error {

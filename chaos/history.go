@@ -23,7 +23,7 @@ const (
 	OpExit     Op = "exit"     // and left it
 	OpRelease  Op = "release"  // a Release call began; Err is its result
 	OpDone     Op = "done"     // the lease's Done closed; Err is the lease's Err
-	OpFail     Op = "fail"     // a Lock call failed; Err says why
+	OpFail     Op = "fail"     // a Lock call returned an error: Err says why, Class what kind (see LockClass)
 	OpAdded    Op = "added"    // the unfenced set acknowledged the addition of Value
 	OpWrite    Op = "write"    // the fenced register accepted a write (Fence, Value)
 	OpRefused  Op = "refused"  // the fenced register refused a write: Fence below Max
@@ -35,6 +35,23 @@ const (
 	OpLog      Op = "log"      // a note: Value
 	OpCrashed  Op = "crashed"  // a client process exited unexpectedly: Err
 	OpSnapshot Op = "snapshot" // a client read the unfenced set: Values
+
+	// A client's calls to the fenced register, as the client saw them:
+	// each call is recorded when it is sent and its reply when it
+	// arrives, for the linearizability check. A client has at most one
+	// call pending.
+	OpRegRead  Op = "reg-read"  // a client asked the register for its value
+	OpRegWrite Op = "reg-write" // a client sent the register a write: Fence, Value
+	OpRegReply Op = "reg-reply" // the register answered the pending call: to a read, the Fence and Value it holds; to a write, Err "" (accepted) or "refused" with Max
+)
+
+// The classes of a failed Lock call (OpFail's Class). Only LockTimedOut
+// is a Lock that waited: the others failed instead of waiting.
+const (
+	LockTimedOut    = "timeout"      // the call's own context ended (it waited 10 TTL) before a grant
+	LockUnavailable = "unavailable"  // it failed with an error matching dlock.ErrUnavailable before its context ended
+	LockNotObtained = "not-obtained" // it failed with an error matching dlock.ErrNotObtained, and not ErrUnavailable, before its context ended
+	LockError       = "error"        // it failed with any other error before its context ended
 )
 
 // An Event is one entry of a history.
@@ -50,6 +67,7 @@ type Event struct {
 	Err    string   `json:"err,omitempty"`
 	Fault  string   `json:"fault,omitempty"`
 	Target string   `json:"target,omitempty"`
+	Class  string   `json:"class,omitempty"`
 }
 
 func (e Event) String() string {

@@ -4,18 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 )
 
 // WriteSummary writes the summary table of results, one row per run, and
-// below it every violation outside the documented limits and the recovery
-// times by fault.
+// below it, for each run, the liveness by fault (how soon the lock came
+// back, and the Lock calls that failed instead of waiting) and every
+// violation outside the documented limits.
 func WriteSummary(w io.Writer, results []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tTIME\tFAULTS\tGRANTS\tLOSSES\tLEASE OVERLAPS\tSECTION OVERLAPS\tLOST UPDATES\tSTALE WRITES\tSTALE REFUSED\tFENCE REGRESSIONS\tVERDICT")
+	fmt.Fprintln(tw, "BACKEND\tTIME\tFAULTS\tGRANTS\tLOSSES\tLEASE OVERLAPS\tSECTION OVERLAPS\tLOST UPDATES\tSTALE WRITES\tSTALE REFUSED\tFENCE REGRESSIONS\tLOCK FAILED\tREGISTER\tVERDICT")
 	for _, r := range results {
 		v := r.Verdict
 		cell := func(k Kind) string {
@@ -25,38 +25,46 @@ func WriteSummary(w io.Writer, results []*Result) error {
 			}
 			return fmt.Sprint(all)
 		}
-		verdict := "ok"
-		if !v.OK() {
-			verdict = fmt.Sprintf("FAIL: %d unexplained", len(v.Unexplained()))
-		}
-		if r.Interrupted {
-			verdict += ", interrupted"
-		}
 		name := v.Backend
 		if r.Options.TLS {
 			name += " (TLS)"
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, v.Duration.Round(time.Second),
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", name, v.Duration.Round(time.Second),
 			v.Faults, v.Grants, v.Losses, cell(LeaseOverlap), cell(SectionOverlap), cell(LostUpdate),
-			cell(StaleWrite), v.StaleRefused, cell(FenceRegression), verdict)
+			cell(StaleWrite), v.StaleRefused, cell(FenceRegression), v.LockFailures, v.Register, verdictText(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\n(n limit): of n, those within the documented limits of the fault in force (docs/SAFETY.md).")
+	fmt.Fprintln(w, "LOCK FAILED: Lock calls that returned an error before their context ended, instead of waiting.")
+	fmt.Fprintln(w, "REGISTER: whether the clients' calls to the fenced register form a linearizable history.")
 	for _, r := range results {
 		v := r.Verdict
-		if len(v.Recoveries) > 0 {
-			fmt.Fprintf(w, "\n%s, seed %d: time from each fault to the next grant, by fault (median, longest):\n", v.Backend, r.Options.Seed)
-			writeRecoveries(w, v.Recoveries)
+		if len(v.Liveness) > 0 {
+			fmt.Fprintf(w, "\n%s, seed %d: time to the next grant (target: under %v from the fault's end), and Lock calls that failed instead of waiting, by fault:\n",
+				v.Backend, r.Options.Seed, v.LivenessTarget)
+			writeLiveness(w, v.Liveness)
 		}
 		t0 := start(r)
+		lockFailed := 0
 		for _, x := range v.Unexplained() {
+			if x.Kind == LockFailed {
+				if lockFailed++; lockFailed > maxLockFailedLines {
+					continue
+				}
+			}
 			fmt.Fprintf(w, "%s VIOLATION %s at %v: %s", v.Backend, x.Kind, x.At.Sub(t0).Round(time.Millisecond), x.Detail)
 			if x.Fault != "" {
 				fmt.Fprintf(w, " (during or after %s)", x.Fault)
 			}
+			if x.Kind == LockFailed && !enforceLockWaits {
+				fmt.Fprint(w, " [not enforced yet]")
+			}
 			fmt.Fprintln(w)
+		}
+		if n := lockFailed - maxLockFailedLines; n > 0 {
+			fmt.Fprintf(w, "%s: and %d more Lock calls that failed instead of waiting (all of them in the JSON output)\n", v.Backend, n)
 		}
 		for _, n := range r.ClientNotes {
 			fmt.Fprintf(w, "%s client failed: %s\n", v.Backend, oneLine(n))
@@ -65,43 +73,46 @@ func WriteSummary(w io.Writer, results []*Result) error {
 	return nil
 }
 
-// writeRecoveries writes one line per kind of fault.
-func writeRecoveries(w io.Writer, rs []Recovery) {
-	by := map[string][]time.Duration{}
-	var order []string
-	for _, r := range rs {
-		kind, _, _ := strings.Cut(r.Fault, " ")
-		if _, ok := by[kind]; !ok {
-			order = append(order, kind)
-		}
-		by[kind] = append(by[kind], r.FromStart)
+// maxLockFailedLines is how many LockFailed violations WriteSummary lists
+// for each run: a backend that fails its Lock calls on a fault fails
+// hundreds in a long run.
+const maxLockFailedLines = 10
+
+// verdictText is the verdict column of a run.
+func verdictText(r *Result) string {
+	v := r.Verdict
+	text := "ok"
+	if n := len(v.Failures()); n > 0 {
+		text = fmt.Sprintf("FAIL: %d unexplained", n)
 	}
-	for _, kind := range order {
-		ds := by[kind]
-		var got []time.Duration
-		none := 0
-		for _, d := range ds {
-			if d < 0 {
-				none++
-				continue
-			}
-			got = append(got, d)
-		}
-		line := fmt.Sprintf("  %-15s x%-3d", kind, len(ds))
-		if len(got) > 0 {
-			med, longest := medianMax(got)
-			line += fmt.Sprintf(" %8v %8v", med.Round(time.Millisecond), longest.Round(time.Millisecond))
-		}
-		if none > 0 {
-			line += fmt.Sprintf("  (%d with no grant before the run ended)", none)
-		}
-		fmt.Fprintln(w, line)
+	if n := len(v.Unexplained()) - len(v.Failures()); n > 0 {
+		text += fmt.Sprintf(" (%d Lock failures not enforced yet)", n)
 	}
+	if r.Interrupted {
+		text += ", interrupted"
+	}
+	return text
 }
 
-func medianMax(ds []time.Duration) (time.Duration, time.Duration) {
-	s := slices.Sorted(slices.Values(ds))
-	return s[len(s)/2], s[len(s)-1]
+// writeLiveness writes one line per kind of fault.
+func writeLiveness(w io.Writer, ls []Liveness) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  fault\tfaults\tstart→grant median\tmax\theal→grant median\tp99\tmax\tno grant after\tover target\tLock failed\t")
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	for _, l := range ls {
+		if l.Fault == "" {
+			fmt.Fprintf(tw, "  no fault\t\t\t\t\t\t\t\t\t%d\t\n", l.LockFailed)
+			continue
+		}
+		line := fmt.Sprintf("  %s\t%d\t", l.Fault, l.Faults)
+		if l.Followed > 0 {
+			line += fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", ms(l.StartMedian), ms(l.StartMax), ms(l.HealMedian), ms(l.HealP99), ms(l.HealMax))
+		} else {
+			line += "-\t-\t-\t-\t-\t"
+		}
+		fmt.Fprintf(tw, "%s%d\t%d\t%d\t\n", line, l.Faults-l.Followed, l.OverTarget, l.LockFailed)
+	}
+	tw.Flush()
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -276,7 +276,7 @@ func (in *injector) failoverFault(ctx context.Context, kind string) (target stri
 	case FaultMasterPartition:
 		l := d.links[m]
 		do = func() error { l.Blackhole(true); return nil }
-		undo = func() error { l.Blackhole(false); return nil }
+		undo = func() error { unblackhole(l); return nil }
 	}
 	apply = func() error {
 		start := time.Now()

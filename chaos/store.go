@@ -18,7 +18,8 @@ import (
 //
 // The fenced register accepts a write only if its fence is at least as
 // high as every fence it has accepted before, and records each write it
-// accepts or refuses in the history, stamped when it decides. It decides
+// accepts or refuses in the history, stamped when it decides; a read
+// returns the fence and value of the last write it accepted. It decides
 // through package fence's memory Store, the one fence.Handler keeps for an
 // HTTP service, so every run checks that guard's verdicts. The set is
 // read and replaced whole, with no check at all: a client that reads it,
@@ -28,6 +29,7 @@ import (
 // The protocol is one line per request and per reply:
 //
 //	FWRITE client fence value  ->  OK | REFUSED max
+//	FREAD                      ->  REG fence value    (REG 0 alone when never written)
 //	GET                        ->  SET elem,elem,...   (SET alone when empty)
 //	PUT elem,elem,...          ->  OK
 type Store struct {
@@ -37,6 +39,8 @@ type Store struct {
 
 	mu       sync.Mutex
 	register fence.Store // the fenced register's highest fence
+	regFence uint64      // the fence and value of its last accepted write
+	regValue string
 	set      []string
 	conns    map[net.Conn]bool
 }
@@ -130,6 +134,10 @@ func (s *Store) handle(line string) string {
 			return "ERR FWRITE: bad client or fence"
 		}
 		return s.fencedWrite(client, fence, f[2])
+	case "FREAD":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return strings.TrimSuffix(fmt.Sprintf("REG %d %s", s.regFence, s.regValue), " ")
 	case "GET":
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -162,6 +170,7 @@ func (s *Store) fencedWrite(client int, f uint64, value string) string {
 		return "ERR FWRITE: " + err.Error()
 	}
 	s.hist.Add(Event{Op: OpWrite, Client: client, Fence: f, Value: value})
+	s.regFence, s.regValue = f, value
 	return "OK"
 }
 
@@ -220,18 +229,37 @@ func (sc *storeConn) put(set []string) error {
 	return err
 }
 
-// write makes a fenced write; it reports whether the register accepted it.
-func (sc *storeConn) write(client int, fence uint64, value string) (bool, error) {
+// write makes a fenced write; it reports whether the register accepted it,
+// and if not, the highest fence the register had seen.
+func (sc *storeConn) write(client int, fence uint64, value string) (ok bool, max uint64, err error) {
 	reply, err := sc.call(fmt.Sprintf("FWRITE %d %d %s", client, fence, value))
 	switch {
 	case err != nil:
-		return false, err
+		return false, 0, err
 	case reply == "OK":
-		return true, nil
+		return true, 0, nil
 	case strings.HasPrefix(reply, "REFUSED "):
-		return false, nil
+		if max, err := strconv.ParseUint(reply[len("REFUSED "):], 10, 64); err == nil {
+			return false, max, nil
+		}
 	}
-	return false, fmt.Errorf("chaos: store: FWRITE answered %q", reply)
+	return false, 0, fmt.Errorf("chaos: store: FWRITE answered %q", reply)
+}
+
+// read reads the fenced register: the fence and value of the last write
+// it accepted.
+func (sc *storeConn) read() (uint64, string, error) {
+	reply, err := sc.call("FREAD")
+	if err != nil {
+		return 0, "", err
+	}
+	body, ok := strings.CutPrefix(reply, "REG ")
+	num, value, _ := strings.Cut(body, " ")
+	f, err := strconv.ParseUint(num, 10, 64)
+	if !ok || err != nil {
+		return 0, "", fmt.Errorf("chaos: store: FREAD answered %q", reply)
+	}
+	return f, value, nil
 }
 
 func (sc *storeConn) close() error { return sc.c.Close() }

@@ -21,7 +21,9 @@ const (
 // without a server, with a timeline of each result: every client's
 // leases and critical sections, the faults, the fenced register's
 // refusals, and the violations (red outside the documented limits, amber
-// within them), each with its details on hover.
+// within them), each with its details on hover; and below it, by fault,
+// how soon the lock came back and the Lock calls that failed instead of
+// waiting.
 func WriteTimeline(w io.Writer, results []*Result) error {
 	var b strings.Builder
 	b.WriteString(`<!DOCTYPE html>
@@ -33,6 +35,9 @@ h2{font-size:16px;margin:24px 0 4px}
 .legend span{display:inline-block;margin-right:14px}
 .sw{display:inline-block;width:14px;height:10px;margin-right:4px;vertical-align:middle}
 text{font:11px system-ui,sans-serif}
+table.live{border-collapse:collapse;margin-top:6px}
+table.live td,table.live th{border:1px solid #ccc;padding:2px 8px;text-align:right}
+table.live td:first-child,table.live th:first-child{text-align:left}
 </style></head><body>
 <h1 style="font-size:18px">dlock chaos timeline</h1>
 <p class="legend"><span><i class="sw" style="background:#9ecae1"></i>lease, valid from its grant to the first of its Until, Done and Release</span><span><i class="sw" style="background:#3182bd"></i>critical section</span><span><i class="sw" style="background:#fdae6b"></i>lease that ended lost</span><span><i class="sw" style="background:rgba(120,120,120,.25)"></i>fault</span><span><i class="sw" style="background:#222"></i>stale write refused by its fence</span><span><i class="sw" style="background:#d62728"></i>violation</span><span><i class="sw" style="background:#ff9f1c"></i>violation within a documented limit</span></p>
@@ -65,10 +70,14 @@ func writeRunTimeline(b *strings.Builder, r *Result) {
 	height := tlTop + clients*tlRowHeight + 10
 	verdict := "within the documented limits"
 	if !v.OK() {
-		verdict = fmt.Sprintf("%d violations outside the documented limits", len(v.Unexplained()))
+		verdict = fmt.Sprintf("%d violations outside the documented limits", len(v.Failures()))
 	}
-	fmt.Fprintf(b, "<h2>%s: %v, %d clients, seed %d, %d faults, %d grants: %s</h2>\n",
-		html.EscapeString(v.Backend), v.Duration.Round(time.Second), clients, r.Options.Seed, v.Faults, v.Grants, verdict)
+	if n := len(v.Unexplained()) - len(v.Failures()); n > 0 {
+		verdict += fmt.Sprintf(" (%d Lock failures not enforced yet)", n)
+	}
+	fmt.Fprintf(b, "<h2>%s: %v, %d clients, seed %d, %d faults, %d grants, %d Lock calls failed instead of waiting, register %s: %s</h2>\n",
+		html.EscapeString(v.Backend), v.Duration.Round(time.Second), clients, r.Options.Seed, v.Faults, v.Grants,
+		v.LockFailures, html.EscapeString(v.Register), verdict)
 	fmt.Fprintf(b, `<div class="scroll"><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d">`+"\n", width+tlLeft+20, height)
 
 	// The axis: a tick every second, labelled every five.
@@ -122,4 +131,31 @@ func writeRunTimeline(b *strings.Builder, r *Result) {
 			x(vi.At), tlTop, x(vi.At), height-10, color, html.EscapeString(title))
 	}
 	b.WriteString("</svg></div>\n")
+	writeLivenessTable(b, v)
+}
+
+// writeLivenessTable writes the liveness by fault as an HTML table.
+func writeLivenessTable(b *strings.Builder, v *Verdict) {
+	ls := v.Liveness
+	if len(ls) == 0 {
+		return
+	}
+	fmt.Fprintf(b, `<table class="live"><tr><th>fault</th><th>faults</th><th>start to grant, median</th><th>max</th>`+
+		`<th>heal to grant, median</th><th>p99</th><th>max</th><th>no grant after</th><th>over the target (%v from the heal)</th>`+
+		`<th>Lock calls failed instead of waiting</th></tr>`+"\n", v.LivenessTarget)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	for _, l := range ls {
+		if l.Fault == "" {
+			fmt.Fprintf(b, "<tr><td>no fault</td>%s<td>%d</td></tr>\n", strings.Repeat("<td></td>", 8), l.LockFailed)
+			continue
+		}
+		times := strings.Repeat("<td>-</td>", 5)
+		if l.Followed > 0 {
+			times = fmt.Sprintf("<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>",
+				ms(l.StartMedian), ms(l.StartMax), ms(l.HealMedian), ms(l.HealP99), ms(l.HealMax))
+		}
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%d</td>%s<td>%d</td><td>%d</td><td>%d</td></tr>\n",
+			html.EscapeString(l.Fault), l.Faults, times, l.Faults-l.Followed, l.OverTarget, l.LockFailed)
+	}
+	b.WriteString("</table>\n")
 }

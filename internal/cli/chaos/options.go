@@ -39,8 +39,17 @@ history of every operation is checked for:
   stale writes       the fenced register accepting a superseded holder's write
   fence regressions  a grant whose fence is not above every earlier one
   lost updates       acknowledged additions missing from the set
+  lock failed        a Lock call that failed instead of waiting through
+                     the fault (every fault heals)
+  not linearizable   the clients' calls to the fenced register, checked
+                     with porcupine against a model of the register: a
+                     write reported accepted that a later read misses, a
+                     refused write that one sees
 
-and each violation is put down to the fault in force. Some are physical
+and each violation is put down to the fault in force. For each kind of
+fault the report gives the time from its start and from its end to the
+next grant (median, 99th percentile, longest) and the Lock calls that
+failed in its window. Some violations are physical
 limits, documented in docs/SAFETY.md: a client paused past its TTL is
 still in its critical section when the next holder enters (only its
 fence stops its writes); a single Redis that restarts without its data,
