@@ -102,14 +102,11 @@ func FaultsFor(backend string) []string {
 
 // enforceLockWaits says whether a Lock call that failed instead of waiting
 // (LockFailed) fails a run: Verdict.OK, and with it make test's short runs
-// and the exit code of dlock chaos.
-//
-// It is false until every backend's Lock waits through transient faults
-// (issue 32; the contract in dlock.Locker): until then such calls are
-// found, counted, reported and listed as outside the limits, but they do
-// not fail the run. Set it to true when the backends have landed; nothing
-// else changes.
-const enforceLockWaits = false
+// and the exit code of dlock chaos. It is true: dlock.Locker's contract
+// has every backend's Lock wait through transient faults. A backend being
+// brought up may set it false for a while, to have such calls counted,
+// reported and listed without failing the run.
+const enforceLockWaits = true
 
 // Reasons for the documented limits, as reports and docs/SAFETY.md give them.
 const (
