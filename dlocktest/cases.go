@@ -53,15 +53,32 @@ func mustLock(t testing.TB, ctx context.Context, l dlock.Locker) dlock.Lease {
 }
 
 // expectNotObtained checks that l cannot take the lock right now.
-func expectNotObtained(t testing.TB, ctx context.Context, l dlock.Locker, why string) {
+func expectNotObtained(t testing.TB, ctx context.Context, l dlock.Locker, holder dlock.Lease, why string) {
 	t.Helper()
-	lease, err := l.TryLock(ctx)
-	if err == nil {
-		lease.Release(ctx)
-		t.Fatalf("TryLock succeeded %s", why)
-	}
-	if !errors.Is(err, dlock.ErrNotObtained) {
-		t.Fatalf("TryLock %s: %v; want ErrNotObtained", why, err)
+	for {
+		start := time.Now()
+		lease, err := l.TryLock(ctx)
+		switch {
+		case err == nil && start.After(holder.Until()):
+			// The attempt began after the holder's lease ended: nothing
+			// to judge (a retry after ErrUnavailable on a loaded machine).
+			t.Logf("TryLock %s began after the holder's Until; not judged", why)
+			lease.Release(ctx)
+			return
+		case err == nil:
+			lease.Release(ctx)
+			t.Fatalf("TryLock succeeded %s", why)
+		case errors.Is(err, dlock.ErrNotObtained):
+			return
+		case errors.Is(err, dlock.ErrUnavailable) && holder.Err() == nil && time.Until(holder.Until()) > 0:
+			// Healthy servers may still not answer within a backend's
+			// bound when the machine is loaded (Redlock's node timeout
+			// is a few hundred milliseconds): that is no wrong answer,
+			// only none; ask again while the holder's lease is valid.
+			t.Logf("TryLock %s: %v; asking again", why, err)
+		default:
+			t.Fatalf("TryLock %s: %v; want ErrNotObtained", why, err)
+		}
 	}
 }
 
@@ -276,7 +293,7 @@ func (s *suite) expiry(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	lease := mustLock(t, ctx, a)
 	until := lease.Until()
-	expectNotObtained(t, ctx, b, "while the fixed lease is valid")
+	expectNotObtained(t, ctx, b, lease, "while the fixed lease is valid")
 	closed := waitDone(t, lease, ttl+Slack, "the TTL")
 	if late := closed.Sub(until); late > Slack {
 		t.Errorf("Done closed %v after Until", late)
@@ -314,7 +331,7 @@ func (s *suite) refresh(t *testing.T) {
 	if lease.Err() != nil {
 		t.Fatalf("lease ended after Refresh: %v", lease.Err())
 	}
-	expectNotObtained(t, ctx, b, "after Refresh, past the original TTL")
+	expectNotObtained(t, ctx, b, lease, "after Refresh, past the original TTL")
 	if err := lease.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -333,7 +350,7 @@ func (s *suite) renewal(t *testing.T) {
 	first := lease.Until()
 	deadline := time.Now().Add(4 * ttl)
 	for time.Now().Before(deadline) {
-		expectNotObtained(t, ctx, b, "while the holder renews")
+		expectNotObtained(t, ctx, b, lease, "while the holder renews")
 		// A renewal sent at time s is valid until s+TTL at most: Until may
 		// never be further away than one TTL.
 		if ahead := time.Until(lease.Until()); ahead > ttl {
@@ -377,7 +394,7 @@ func (s *suite) releaseAfterLoss(t *testing.T) {
 	if err := old.Refresh(ctx); !errors.Is(err, dlock.ErrLost) {
 		t.Errorf("Refresh of a lost lease = %v; want ErrLost", err)
 	}
-	expectNotObtained(t, ctx, c, "after a stale holder's Release")
+	expectNotObtained(t, ctx, c, cur, "after a stale holder's Release")
 	if cur.Err() != nil {
 		t.Errorf("current holder lost its lease to a stale Release: %v", cur.Err())
 	}
@@ -391,7 +408,7 @@ func (s *suite) releaseAfterLoss(t *testing.T) {
 	if err := unaware.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 		t.Errorf("Release by a holder whose lock was taken = %v; want ErrNotHeld", err)
 	}
-	expectNotObtained(t, ctx, c, "after a Release by a holder whose lock was taken")
+	expectNotObtained(t, ctx, c, cur, "after a Release by a holder whose lock was taken")
 	if cur.Err() != nil {
 		t.Errorf("current holder lost its lease to another's Release: %v", cur.Err())
 	}

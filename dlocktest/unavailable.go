@@ -223,8 +223,12 @@ func (s *suite) closedWhileUnavailable(t *testing.T) {
 	}
 	select {
 	case <-closed:
-		if took := time.Since(closing); took > CloseWait {
-			t.Errorf("Close with the servers unreachable took %v; want within %v", took, CloseWait)
+		// The backends document 1s to 1.5s for a Close that cannot reach
+		// the servers; a loaded machine adds up to a second (zklock's
+		// took 2.5s beside five test processes). Before issue 32 they took
+		// 5s to 10s.
+		if took, bound := time.Since(closing), CloseWait+time.Second; took > bound {
+			t.Errorf("Close with the servers unreachable took %v; want within %v", took, bound)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close with the servers unreachable still running after 30s")
