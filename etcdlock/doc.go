@@ -156,7 +156,9 @@
 //
 // Every key is on its grant's etcd lease and goes with it: at the release,
 // at the clean-up of a failed or abandoned attempt (a revoke, waited for up
-// to five seconds, then retried in the background), and at the latest when
+// to five seconds, or a third of the renewal period and at most a second
+// after a Lock's ctx ended, then retried in the background; a Lock whose
+// revoke fails so reports the cluster unavailable), and at the latest when
 // the cluster expires the etcd lease, one TTL (rounded up to seconds) after
 // its last renewal. Close waits for the clean-ups. Nothing is kept per name.
 //

@@ -590,10 +590,16 @@ func (g *grant) waitDelete(ctx context.Context, v verdict, rev int64) error {
 
 // abandon gives up a grant that will not hold: it stops its renewal and
 // revokes its etcd lease, which deletes its key. It waits for the revoke
-// (at most five seconds, or to the end of a TryLock's bound), so that the
-// next attempt does not find the key; a revoke that fails, and one of a
-// call that met a cluster that fails or of a Client being closed, is made
-// in the background instead, so as not to hold the caller up.
+// (at most five seconds, or to the end of a TryLock's bound; after a
+// Lock's ctx ended, one attempt at most), so that the next attempt does
+// not find the key; a revoke that fails, and one of a call that met a
+// cluster that fails or of a Client being closed, is made in the
+// background instead, so as not to hold the caller up.
+//
+// A wait in a watch hears nothing of a cluster that went silent, and the
+// renewal of the waiter's etcd lease may not be due yet: the revoke is
+// then the Lock's first request to fail, and its failure is the call's
+// outage, which the Lock's error reports.
 func (g *grant) abandon(ctx context.Context, cl *call) {
 	c := g.lk.c
 	c.sched.Remove(&g.entry)
@@ -601,13 +607,21 @@ func (g *grant) abandon(ctx context.Context, cl *call) {
 	if d, ok := ctx.Deadline(); ok && cl.try {
 		limit = min(limit, time.Until(d))
 	}
+	over := !cl.try && ended(ctx) != nil
+	if over {
+		limit = min(limit, max(g.period()/3, 100*time.Millisecond), time.Second)
+	}
 	if cl.outage().open() || c.ctx.Err() != nil || limit <= 0 {
 		c.revokeLater(g.id)
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer cancel()
+	start := time.Now()
 	if _, err := c.cli.Revoke(rctx, g.id); err != nil && !leaseNotFound(err) {
+		if over && transient(err) {
+			cl.out.failed(start, fmt.Errorf("revoking the waiter's etcd lease: %w", err))
+		}
 		c.revokeLater(g.id)
 	}
 }

@@ -193,3 +193,67 @@ func TestIntegrationRefreshOnSilentCluster(t *testing.T) {
 		t.Fatalf("Refresh on a silent cluster still running %v after the lease's Until", time.Since(until))
 	}
 }
+
+// A Lock waiting behind a holder when the cluster goes away (refusing
+// connections, or silent) returns when its ctx ends, with an error
+// matching dlock.ErrUnavailable as well as ErrNotObtained and ctx's error:
+// before, with the wait in a watch that told nothing and the renewal of
+// the waiter's etcd lease not due yet, it returned 5s late (the revoke of
+// its key waited for the cluster) and as a plain ErrNotObtained, which
+// "dlock run --wait" reported as a lock held by another owner.
+func TestIntegrationWaitingWhenClusterGoes(t *testing.T) {
+	e := sharedEtcd(t)
+	for _, refuse := range []bool{true, false} {
+		t.Run(map[bool]string{true: "refused", false: "silent"}[refuse], func(t *testing.T) {
+			name := "waiting-when-cluster-goes-" + map[bool]string{true: "refused", false: "silent"}[refuse]
+			const ttl, wait = 30 * time.Second, 3 * time.Second
+			held, err := connect(t, []string{e.Addr()}).NewMutex(name, etcdlock.WithTTL(ttl)).Lock(ctxFor(t, 10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Release(ctxFor(t, 10*time.Second))
+			p := testenv.StartProxy(t, e.Addr())
+			waiting := make(chan struct{})
+			var once sync.Once
+			obs := dlock.ObserverFunc(func(ev dlock.Event) {
+				if ev.Kind == dlock.EventWaiting {
+					once.Do(func() { close(waiting) })
+				}
+			})
+			// Its Close cannot finish the clean-ups: the cluster is gone.
+			wc := etcdlock.New(dial(t, p.Addr()), etcdlock.WithObserver(obs))
+			defer wc.Close()
+			waiter := wc.NewMutex(name, etcdlock.WithTTL(ttl))
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				l, err := waiter.Lock(ctx)
+				if l != nil {
+					l.Release(context.Background())
+				}
+				done <- err
+			}()
+			select {
+			case <-waiting:
+			case err := <-done:
+				t.Fatalf("Lock of a held lock returned %v", err)
+			}
+			cut(p, refuse)
+			deadline, _ := ctx.Deadline()
+			select {
+			case err := <-done:
+				late := time.Since(deadline)
+				t.Logf("measured: Lock returned %v after its ctx ended: %v", late.Round(time.Millisecond), err)
+				if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, dlock.ErrUnavailable) {
+					t.Errorf("Lock = %v; want ErrNotObtained, DeadlineExceeded and ErrUnavailable", err)
+				}
+				if late > time.Second+500*time.Millisecond {
+					t.Errorf("Lock returned %v after its ctx ended", late)
+				}
+			case <-time.After(wait + 30*time.Second):
+				t.Fatal("Lock still waiting 30s after its ctx ended")
+			}
+		})
+	}
+}

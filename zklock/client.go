@@ -241,6 +241,18 @@ func (s *Client) Timeout() time.Duration {
 	return s.timeoutLocked()
 }
 
+// GrantedTimeout returns the session timeout the ensemble granted, or 0
+// if the Client has not learnt it. The ensemble clamps the timeout asked
+// for (WithSessionTimeout) to its minSessionTimeout and maxSessionTimeout,
+// so it may be longer than the one asked for: the ensemble keeps the
+// session, and the locks of a client that died, that long after it last
+// heard from it, while the Client's leases last by Timeout.
+func (s *Client) GrantedTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.granted
+}
+
 // timeoutLocked is Timeout; s.mu must be held.
 func (s *Client) timeoutLocked() time.Duration {
 	if s.granted > 0 && s.granted < s.cfg.timeout {

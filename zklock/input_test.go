@@ -197,16 +197,20 @@ func TestIntegrationDigestAuthAloneProtects(t *testing.T) {
 }
 
 // The Client uses the smaller of the timeout it asked for and the one the
-// ensemble granted, which it learns from go-zookeeper's log.
+// ensemble granted, which it learns from go-zookeeper's log, and
+// GrantedTimeout reports the granted one.
 func TestIntegrationNegotiatedTimeout(t *testing.T) {
-	for _, tt := range []struct{ ask, want time.Duration }{
-		{2 * time.Minute, time.Minute},                   // the test servers' maxSessionTimeout
-		{100 * time.Millisecond, 100 * time.Millisecond}, // granted 400ms (two ticks); the smaller stands
-		{5 * time.Second, 5 * time.Second},
+	for _, tt := range []struct{ ask, want, granted time.Duration }{
+		{2 * time.Minute, time.Minute, time.Minute},                              // the test servers' maxSessionTimeout
+		{100 * time.Millisecond, 100 * time.Millisecond, 400 * time.Millisecond}, // minSessionTimeout, two ticks; the smaller stands
+		{5 * time.Second, 5 * time.Second, 5 * time.Second},
 	} {
 		s := connect(t, []string{sharedZK(t).Addr()}, zklock.WithSessionTimeout(tt.ask))
 		if got := s.Timeout(); got != tt.want {
 			t.Errorf("asked for %v: Timeout() = %v; want %v", tt.ask, got, tt.want)
+		}
+		if got := s.GrantedTimeout(); got != tt.granted {
+			t.Errorf("asked for %v: GrantedTimeout() = %v; want %v", tt.ask, got, tt.granted)
 		}
 	}
 }

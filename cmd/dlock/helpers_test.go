@@ -38,11 +38,21 @@ type proc struct {
 
 func startDlock(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
+	return startDlockTo(t, nil, env, args...)
+}
+
+// startDlockTo is startDlock with dlock's stderr going to the file
+// stderr, if not nil, rather than to the result.
+func startDlockTo(t testing.TB, stderr *os.File, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(binary(t), args...), exited: make(chan struct{})}
 	// A clean environment: no DLOCK_* from the machine running the tests.
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	p.cmd.Env = append(base, env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if stderr != nil {
+		p.cmd.Stderr = stderr
+	}
 	p.start = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting dlock %v: %v", args, err)

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// A ZooKeeper that is down fails as fast as a Redis that is down: at once
-// when its port refuses connections, and within --wait (or the 5s Redis
-// gets to answer) when it accepts them but never answers.
+// A ZooKeeper that is down fails as fast as a Redis that is down: without
+// --wait, at once when its port refuses connections, and within the 5s
+// Redis gets to answer when it accepts them but never answers; with
+// --wait, when --wait ends (issue 32: before, at once when refused).
 func TestZooKeeperUnreachableFailsFast(t *testing.T) {
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,18 +35,21 @@ func TestZooKeeperUnreachableFailsFast(t *testing.T) {
 		limit  time.Duration
 	}{
 		{"refused, --wait 0", refusing, "0", 2 * time.Second},
-		{"refused, --wait 1m", refusing, "1m", 2 * time.Second},
+		{"refused, --wait 1s", refusing, "1s", 2 * time.Second},
 		{"silent, --wait 1s", silent.Addr().String(), "1s", 2 * time.Second},
 		{"silent, --wait 0", silent.Addr().String(), "0", 8 * time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := dlock(t, nil, "run", "--zk", tc.server, "--wait", tc.wait, "x", "--", "true")
-			if r.code != 69 || !strings.Contains(r.stderr, "cannot reach the lock service") {
-				t.Errorf("exit %d, %q; want 69, cannot reach", r.code, r.stderr)
+			if r.code != 69 || !strings.Contains(r.stderr, "the lock service is unavailable: zookeeper "+tc.server+" since ") {
+				t.Errorf("exit %d, %q; want 69, the service unavailable", r.code, r.stderr)
 			}
 			if r.took > tc.limit {
 				t.Errorf("took %v; want at most %v", r.took, tc.limit)
+			}
+			if wait, _ := time.ParseDuration(tc.wait); r.took < wait {
+				t.Errorf("took %v; want all of --wait %v", r.took, wait)
 			}
 			t.Logf("%s: exit %d after %v", tc.name, r.code, r.took.Round(time.Millisecond))
 		})

@@ -42,6 +42,8 @@ type Target struct {
 	rdbs    []*redis.Client     // the Redis connections, for notes of forced releases
 	pgTLS   string              // PostgreSQL: what TLS the connection negotiated
 	closers []func()
+
+	warnings []string // what the command must tell the user, learnt connecting
 }
 
 // Lock kinds of "dlock run --kind".
@@ -111,6 +113,12 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		}
 		t.zk = s
 		t.closers = append(t.closers, func() { s.Close() })
+		if g := s.GrantedTimeout(); spec.LongestTTL > 0 && g > spec.LongestTTL {
+			// Below minSessionTimeout: the ensemble keeps a dead
+			// dlock's session, and its lock, for longer than --ttl.
+			t.warnings = append(t.warnings, fmt.Sprintf("WARNING: --ttl %v is below the ZooKeeper ensemble's minSessionTimeout: it granted a session timeout of %v, so a dlock that dies holds the lock for up to %v; use --ttl %v or more, or lower the ensemble's minSessionTimeout",
+				spec.LongestTTL, g, g, g))
+		}
 		return t, nil
 	}
 	conns := make([]redislock.Conn, len(spec.Redis))
@@ -290,29 +298,24 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// Kind names the backend: "redis", "redlock", "zookeeper" or "postgres".
+// Kind names the backend: "redis", "redlock", "zookeeper", "postgres",
+// "mysql" or "etcd".
 func (t *Target) Kind() string { return t.spec.Kind() }
 
-// Describe says what the target is, for messages: "redis 127.0.0.1:6379".
+// Describe says what the target is, for messages: "redis 127.0.0.1:6379"
+// (see Spec.Describe), and on PostgreSQL the TLS the connection
+// negotiated.
 func (t *Target) Describe() string {
-	if t.zk != nil {
-		return "zookeeper " + strings.Join(t.spec.ZK, ",")
-	}
-	if t.etcd != nil {
-		return "etcd " + strings.Join(t.spec.Etcd, ",")
-	}
 	if t.spec.Postgres != nil {
-		return "postgres " + describePostgres(t.spec.Postgres) + " (" + t.pgTLS + ")"
+		return t.spec.Describe() + " (" + t.pgTLS + ")"
 	}
-	if t.spec.MySQL != nil {
-		return "mysql " + describeMySQL(t.spec.MySQL)
-	}
-	addrs := make([]string, len(t.spec.Redis))
-	for i, o := range t.spec.Redis {
-		addrs[i] = o.Addr
-	}
-	return t.Kind() + " " + strings.Join(addrs, ",")
+	return t.spec.Describe()
 }
+
+// Warnings returns what the command must tell the user about the
+// connection before it goes on, one line each: a ZooKeeper session
+// timeout longer than --ttl.
+func (t *Target) Warnings() []string { return t.warnings }
 
 // Close releases every lease still held and closes the connections.
 func (t *Target) Close() {

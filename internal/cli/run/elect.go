@@ -38,17 +38,18 @@ resigned, for another campaign to win at once, when COMMAND and its
 processes have exited. Without --again, a lost leadership ends dlock
 with 76; with --again, dlock campaigns again once COMMAND is stopped,
 and runs it anew when it leads again, until COMMAND exits by itself or
-dlock gets a signal.
+dlock gets a signal. A campaign waits for a lock service that is
+unavailable, at the start too, as "dlock run --wait forever" does.
 
 With --leader, dlock prints the current leader, as its term, a space and
 its value, and exits 0, or exits 3 if there is none.
 
 Exit codes: COMMAND's own; 3 no leader (--leader); 64 bad usage: a flag,
-a URL, a NAME the backend cannot take; 69 lock service unreachable or
-failed; 71 cannot supervise COMMAND; 76 leadership lost (without
---again); 126 COMMAND not executable; 127 COMMAND not found; 128+n dlock
-interrupted by signal n while campaigning, or COMMAND killed by signal
-n. COMMAND's own code passes through as it is.
+a URL, a NAME the backend cannot take; 69 lock service failed, or
+unavailable (--leader); 71 cannot supervise COMMAND; 76 leadership lost
+(without --again); 126 COMMAND not executable; 127 COMMAND not found;
+128+n dlock interrupted by signal n while campaigning, or COMMAND killed
+by signal n. COMMAND's own code passes through as it is.
 
 Flags:
 `
@@ -74,7 +75,7 @@ func ElectFlagSet(o *ElectOptions) *flag.FlagSet {
 	fs := cmdutil.NewFlagSet("dlock elect")
 	o.Backend.Register(fs)
 	o.TTL, o.Grace = DefaultTTL, unsetGrace
-	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time of the leadership, renewed every ttl/3 while COMMAND runs")
+	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time of the leadership, renewed every ttl/3 while COMMAND runs: how long it outlives a dlock that died (ZooKeeper: the session timeout)")
 	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
 	fs.StringVar(&o.Value, "value", "", "the value this process leads with, which --leader prints (default HOSTNAME:PID)")
 	fs.BoolVar(&o.Again, "again", false, "after a lost leadership, campaign again and run COMMAND anew when leading, instead of exiting 76")
@@ -157,13 +158,16 @@ func ElectMain(args []string, io cmdutil.IO) int {
 		return cmdutil.Fail(io, fmt.Errorf("dlock elect: %w", err), cmdutil.ExitUsage)
 	}
 	spec.LongestTTL = o.TTL
+	// A campaign waits as "dlock run --wait forever" does, for the
+	// leadership and for a lock service that is unavailable.
 	r := &runner{io: io, spec: spec, o: Options{Backend: o.Backend, Name: o.Name, Command: o.Command, TTL: o.TTL,
-		Grace: o.Grace, Kind: backend.KindMutex, Verbose: o.Verbose, graceGiven: o.graceGiven}}
+		Grace: o.Grace, Kind: backend.KindMutex, Verbose: o.Verbose, WaitForever: true, graceGiven: o.graceGiven}}
 	return r.elect(o)
 }
 
 // elect connects, then campaigns and runs COMMAND while leading, again
-// after each loss with --again.
+// after each loss with --again. A campaign waits for a lock service that
+// is unavailable, at the start too; --leader tries once.
 func (r *runner) elect(o ElectOptions) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
@@ -174,12 +178,32 @@ func (r *runner) elect(o ElectOptions) int {
 		obs = dlock.LogObserver(log)
 		r.spec.Log = log
 	}
-	cctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
-	t, err := backend.Connect(cctx, r.spec, obs)
-	cancel()
-	if err != nil {
-		return r.failed(acquired{err: &unreachable{err}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type connected struct {
+		t   *backend.Target
+		err error
 	}
+	got := make(chan connected, 1)
+	go func() {
+		t, err := r.connect(ctx, ctx, obs, !o.Leader)
+		got <- connected{t, err}
+	}()
+	var c connected
+	select {
+	case c = <-got:
+	case sig := <-sigs:
+		cancel()
+		if c = <-got; c.t != nil {
+			c.t.Close()
+		}
+		r.say("interrupted by %s while connecting to campaign in election %q", signame(sig), r.o.Name)
+		return 128 + signum(sig)
+	}
+	if c.err != nil {
+		return r.failed(acquired{err: c.err})
+	}
+	t := c.t
 	defer t.Close()
 	e, err := t.Election(r.o.Name, r.o.TTL)
 	if err != nil {

@@ -25,10 +25,18 @@ func (r *runner) failed(a acquired) int {
 		r.say("lock %q: %s; use another name, or the --kind that holds it", r.o.Name, cmdutil.Reason(a.err))
 		return cmdutil.ExitUsage
 	}
-	if errors.Is(a.err, dlock.ErrNotObtained) && notVoting(a.err) {
+	if errors.Is(a.err, dlock.ErrNotObtained) && notVoting(a.err) && r.o.Wait == 0 && !r.o.WaitForever {
 		// Nobody holds it: the service cannot grant it yet. Exit 75
 		// would tell a fleet's cron job that another host ran it.
 		r.say("lock %q cannot be granted yet: %s; use --wait to wait for the nodes", r.o.Name, cmdutil.Reason(a.err))
+		return cmdutil.ExitUnavailable
+	}
+	var down *dlock.UnavailableError
+	if errors.As(a.err, &down) {
+		// Checked before ErrNotObtained, which a wait that ended
+		// while the service failed matches too: that is not a
+		// conflict.
+		r.sayUnavailable(down)
 		return cmdutil.ExitUnavailable
 	}
 	if errors.Is(a.err, dlock.ErrNotObtained) {
@@ -54,6 +62,36 @@ func (r *runner) failed(a acquired) int {
 		r.say("lock %q: %s", r.o.Name, cmdutil.Reason(a.err))
 	}
 	return cmdutil.ExitUnavailable
+}
+
+// sayUnavailable says that the lock service is unavailable, on one line
+// that is the same on every backend: which servers (as given on the
+// command line), since when (UTC) and for how long, the last failure, and
+// what --wait did:
+//
+//	dlock: lock "nightly": the lock service is unavailable: redis 10.0.0.5:6379 since 02:00:01.250Z (30.0s): dial tcp 10.0.0.5:6379: connect: connection refused; --wait 30s ended
+func (r *runner) sayUnavailable(u *dlock.UnavailableError) {
+	var tail string
+	switch {
+	case r.o.Wait > 0 && !r.o.WaitForever:
+		tail = fmt.Sprintf("; --wait %v ended", r.o.Wait)
+	case !r.o.WaitForever:
+		tail = "; use --wait to wait for it"
+	}
+	r.say("lock %q: the lock service is unavailable: %s since %s (%v): %s%s", r.o.Name, r.spec.Describe(),
+		u.Since.UTC().Format("15:04:05.000Z"), readable(time.Since(u.Since)), cmdutil.Reason(u.Err), tail)
+}
+
+// readable rounds d as dlock.UnavailableError does: whole milliseconds
+// below a second, tenths of a second below a minute, whole seconds above.
+func readable(d time.Duration) time.Duration {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // sayNotObtained says why the lock was not obtained: held by another

@@ -60,21 +60,30 @@ the lock is not renewed past D after it was granted: COMMAND gets the same
 early stop, so as to be gone by then, and dlock exits 79. With
 --once-per D, dlock skips COMMAND and exits 0 if the last run of NAME that
 exited 0 finished less than D ago (checked while holding the lock, and
-recorded before releasing it). If dlock itself
-dies (kill -9, the OOM killer), everything of COMMAND's is killed at once.
+recorded before releasing it). If dlock itself dies (kill -9, the OOM
+killer), everything of COMMAND's is killed at once, and the lock outlives
+it by --ttl (on ZooKeeper the session timeout: --ttl, within the
+ensemble's minSessionTimeout and maxSessionTimeout).
+
+--wait D counts from dlock's start and covers the lock service too: a
+service that refuses connections, does not answer, restarts or fails over
+is waited for, at connect time as well, and dlock exits 69 only if D ends
+with it still unavailable, naming its servers and since when. Without
+--wait, dlock tries once: 69 at once if the service is unavailable, 75 if
+another owner holds the lock.
 
 Exit codes: COMMAND's own; 64 bad usage: a flag, a URL, a password the
 server refuses, a NAME the backend cannot take, --permits other than the
 size of the semaphore in use, or a name held by another kind of lock
-(another --kind); 69 lock service unreachable or failed, and nothing else; 71
-cannot listen on --metrics-addr, or cannot supervise COMMAND; 75 lock
-held by another (see --conflict-exit-code); 76 lock lost, or COMMAND
-stopped because the lock could not be renewed; 79 COMMAND stopped at
---max-hold; 126 COMMAND not executable; 127 COMMAND not found; 128+n
-COMMAND killed by signal n. COMMAND's own code passes through as it is:
-a COMMAND that exits 75 or 76 itself cannot be told from a conflict or a
-lost lock, so check stderr, or give --conflict-exit-code a code COMMAND
-never uses (dlock's own codes are refused).
+(another --kind); 69 lock service unavailable (when --wait ends) or
+failed, and nothing else; 71 cannot listen on --metrics-addr, or cannot
+supervise COMMAND; 75 lock held by another (see --conflict-exit-code); 76
+lock lost, or COMMAND stopped because the lock could not be renewed; 79
+COMMAND stopped at --max-hold; 126 COMMAND not executable; 127 COMMAND not
+found; 128+n COMMAND killed by signal n. COMMAND's own code passes through
+as it is: a COMMAND that exits 75 or 76 itself cannot be told from a
+conflict or a lost lock, so check stderr, or give --conflict-exit-code a
+code COMMAND never uses (dlock's own codes are refused).
 
 Flags:
 `
@@ -162,8 +171,8 @@ func FlagSet(o *Options) *flag.FlagSet {
 	o.Backend.Register(fs)
 	o.Backend.RegisterSession(fs)
 	o.TTL, o.Grace, o.Kind, o.ConflictExit = DefaultTTL, unsetGrace, backend.KindMutex, cmdutil.ExitConflict
-	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time, renewed every ttl/3 while COMMAND runs")
-	fs.Var(durationFlag{d: &o.Wait, forever: &o.WaitForever}, "wait", "how long to wait for the lock: 0 fails at once, a duration such as 5m, or forever")
+	fs.Var(durationFlag{d: &o.TTL}, "ttl", "lease time, renewed every ttl/3 while COMMAND runs: how long the lock outlives a dlock that died (ZooKeeper: the session timeout)")
+	fs.Var(durationFlag{d: &o.Wait, forever: &o.WaitForever}, "wait", "how long to wait for the lock, and for a lock service that is unavailable, from the start: 0 tries once, a duration such as 5m, or forever")
 	fs.StringVar(&o.Kind, "kind", o.Kind, "lock kind: "+strings.Join(backend.Kinds, ", "))
 	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits; must match the size of a semaphore in use")
 	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255, except dlock's own: 64 69 71 76 79 126 127)")

@@ -15,14 +15,18 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 )
 
-// ConnectTimeout bounds connecting to the lock service, apart from --wait.
-// A server that refuses connections fails at once, and one that does not
+// ConnectTimeout bounds one attempt to connect to the lock service. A
+// server that refuses connections fails at once, and one that does not
 // answer within backend.AnswerTimeout.
 const ConnectTimeout = 15 * time.Second
 
-// MinConnectTimeout is the least time a connection is given when --wait
-// is shorter.
+// MinConnectTimeout is the least time the first attempt to connect is
+// given when --wait is shorter.
 const MinConnectTimeout = time.Second
+
+// ConnectRetry is how long dlock waits between attempts to connect to a
+// lock service that is unavailable, while --wait lasts.
+var ConnectRetry = dlock.ExponentialBackoff(100*time.Millisecond, time.Second)
 
 // ReleaseTimeout bounds the release after COMMAND exits.
 const ReleaseTimeout = 10 * time.Second
@@ -171,16 +175,16 @@ func (r *runner) setGrace(leaseTime time.Duration) {
 	}
 }
 
-// acquire connects and takes the lock as the flags say.
+// acquire connects and takes the lock as the flags say. --wait counts
+// from now, connecting included: a lock service that is unavailable is
+// waited for as a lock that is held is.
 func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
-	cctx, cancel := context.WithTimeout(ctx, r.connectTimeout())
-	t, err := backend.Connect(cctx, r.spec, obs)
-	cancel()
+	start := time.Now()
+	wctx, cancel := r.waitContext(ctx, start)
+	defer cancel()
+	t, err := r.connect(ctx, wctx, obs, r.o.Wait > 0 || r.o.WaitForever)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = dlock.NotObtained(ctx.Err())
-		}
-		return acquired{err: &unreachable{err}}
+		return acquired{err: err}
 	}
 	a.target = t
 	l, err := t.Locker(r.o.Name, backend.LockOptions{Kind: r.o.Kind, Permits: r.o.Permits, TTL: r.o.TTL, MaxHold: r.o.MaxHold})
@@ -193,20 +197,86 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 			return a
 		}
 	}
-	start := time.Now()
-	ctx = dlock.WithLabel(ctx, holderLabel(start))
-	switch {
-	case r.o.WaitForever:
-		a.lease, a.err = l.Lock(ctx)
-	case r.o.Wait > 0:
-		wctx, cancel := context.WithTimeout(ctx, r.o.Wait)
-		a.lease, a.err = l.Lock(wctx)
-		cancel()
-	default:
-		a.lease, a.err = l.TryLock(ctx)
+	label := holderLabel(start)
+	if r.o.Wait > 0 || r.o.WaitForever {
+		a.lease, a.err = l.Lock(dlock.WithLabel(wctx, label))
+	} else {
+		a.lease, a.err = l.TryLock(dlock.WithLabel(ctx, label))
 	}
 	a.waited = time.Since(start)
 	return a
+}
+
+// waitContext returns ctx ending when --wait, counted from start, does;
+// without --wait, or with --wait forever, ctx as it is.
+func (r *runner) waitContext(ctx context.Context, start time.Time) (context.Context, context.CancelFunc) {
+	if r.o.Wait > 0 && !r.o.WaitForever {
+		return context.WithDeadline(ctx, start.Add(r.o.Wait))
+	}
+	return context.WithCancel(ctx)
+}
+
+// connect connects to the lock service (backend.Connect) and prints what
+// the connection warns of. If wait, it tries again, backing off
+// (ConnectRetry), while the service is unavailable, until wctx ends (at the
+// end of --wait; never with --wait forever); otherwise it tries once. Each
+// attempt ends by ConnectTimeout, and by the end of --wait, except that the
+// first is given MinConnectTimeout at least. ctx ends on a signal.
+//
+// Its error is an *unreachable, with one that no new attempt heals
+// (backend.Permanent) as it is, or a *dlock.UnavailableError naming the
+// service and since when it has failed, and the last attempt's error.
+func (r *runner) connect(ctx, wctx context.Context, obs dlock.Observer, wait bool) (*backend.Target, error) {
+	since := time.Now()
+	for attempt := 1; ; attempt++ {
+		timeout := ConnectTimeout
+		if d, ok := wctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+			if attempt == 1 {
+				timeout = max(timeout, MinConnectTimeout)
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		t, err := backend.Connect(cctx, r.spec, obs)
+		cancel()
+		if err == nil {
+			for _, w := range t.Warnings() {
+				r.say("%s", w)
+			}
+			return t, nil
+		}
+		switch {
+		case ctx.Err() != nil: // a signal
+			return nil, &unreachable{dlock.NotObtained(ctx.Err())}
+		case backend.Permanent(err):
+			return nil, &unreachable{err}
+		}
+		err = dlock.Unavailable(r.spec.Describe(), since, err)
+		if !wait || wctx.Err() != nil {
+			return nil, &unreachable{err}
+		}
+		if attempt == 1 && r.o.Verbose {
+			r.say("%s; trying again %s", cmdutil.Reason(err), r.until())
+		}
+		pause, _ := ConnectRetry.Backoff(attempt)
+		select {
+		case <-time.After(pause):
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return nil, &unreachable{dlock.NotObtained(ctx.Err())}
+			}
+			return nil, &unreachable{err}
+		}
+	}
+}
+
+// until says until when dlock waits: "until --wait 5m ends", or "until
+// it answers" with --wait forever.
+func (r *runner) until() string {
+	if r.o.WaitForever {
+		return "until it answers"
+	}
+	return fmt.Sprintf("until --wait %v ends", r.o.Wait)
 }
 
 // checkPermits returns a UsageError if the semaphore NAME exists with
@@ -229,16 +299,6 @@ func (r *runner) checkPermits(ctx context.Context, t *backend.Target) error {
 func permitsMismatch(name string, given, stored int) error {
 	return cmdutil.Usagef("--permits %d disagrees with the semaphore %s, which has %d permits while it is in use: use --permits %d, or another name",
 		given, cmdutil.Quote(name), stored, stored)
-}
-
-// connectTimeout bounds connecting: ConnectTimeout, or a finite --wait if
-// that is shorter (but at least MinConnectTimeout, for a session to be
-// made), so that a service that does not answer fails within --wait.
-func (r *runner) connectTimeout() time.Duration {
-	if r.o.Wait > 0 && !r.o.WaitForever {
-		return min(ConnectTimeout, max(r.o.Wait, MinConnectTimeout))
-	}
-	return ConnectTimeout
 }
 
 // unreachable is a failure to connect to the lock service.
