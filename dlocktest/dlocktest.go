@@ -168,6 +168,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("TTLOutOfRange", s.ttlOutOfRange)
 	t.Run("TryLockUnavailable", s.tryLockUnavailable)
 	t.Run("LockUnavailableUntilContext", s.lockUnavailableUntilContext)
+	t.Run("LockWaitingWhenServersGo", s.lockWaitingWhenServersGo)
 	t.Run("LockWaitsThroughPause", s.lockWaitsThroughPause)
 	t.Run("LockWaitsThroughRestart", s.lockWaitsThroughRestart)
 	t.Run("ClosedWhileUnavailable", s.closedWhileUnavailable)

@@ -137,6 +137,55 @@ func (s *suite) lockUnavailableUntilContext(t *testing.T) {
 	}
 }
 
+// lockWaitingWhenServersGo: a Lock already waiting behind a holder when
+// its servers stop answering, and do not come back before its ctx ends,
+// returns when ctx ends (within a second), with an error that says the
+// servers were unavailable: ErrNotObtained, the ctx's error and
+// ErrUnavailable. It does not say only that another owner holds the lock,
+// which would send an operator to look for a holder instead of a server.
+func (s *suite) lockWaitingWhenServersGo(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Silent", true: "Refused"}[refuse], func(t *testing.T) {
+			key := uniqueKey(t)
+			held := mustLock(t, ctxFor(t, time.Minute), s.b.NewLocker(t, key, Options{TTL: FaultTTL}))
+			defer held.Release(ctxFor(t, 10*time.Second))
+			obs, waiting := waitingObserver()
+			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL, Observer: obs})
+			const wait = 4 * time.Second
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			done := startLock(ctx, l)
+			select {
+			case <-waiting:
+			case r := <-done:
+				t.Fatalf("Lock of a held lock returned (%v, %v) before the fault", r.lease, r.err)
+			}
+			fail(refuse)
+			r := <-done
+			if r.err == nil {
+				r.lease.Release(ctxFor(t, 10*time.Second))
+				t.Fatal("Lock of a held lock on servers gone succeeded")
+			}
+			deadline, _ := ctx.Deadline()
+			late := r.at.Sub(deadline)
+			t.Logf("measured: returned %v after its context ended: %v", late.Round(time.Millisecond), r.err)
+			if !errors.Is(r.err, dlock.ErrNotObtained) || !errors.Is(r.err, context.DeadlineExceeded) || !errors.Is(r.err, dlock.ErrUnavailable) {
+				t.Errorf("Lock waiting when its servers went = %v; want ErrNotObtained, DeadlineExceeded and ErrUnavailable", r.err)
+			}
+			if late > time.Second+Slack {
+				t.Errorf("Lock returned %v after its context ended; want within 1s", late)
+			}
+			// A Close that cannot reach the servers may say that its
+			// clean-ups did not finish: that is its job here.
+			if s.b.CloseClient != nil {
+				if err := s.b.CloseClient(l); err != nil {
+					t.Logf("Close with the servers gone: %v", err)
+				}
+			}
+		})
+	}
+}
+
 // lockWaitsThroughFault: a Lock waiting for a held lock when every server
 // stops for PauseFor (or restarts) keeps waiting, and is granted once the
 // servers are back and the holder has released, or its lease has run out.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,6 +218,9 @@ func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool
 	if sent == 0 {
 		return out, f
 	}
+	// The caller may reuse only once the replies are in (a sweep does),
+	// while the fan's AfterFunc reads it whenever its context ends.
+	only = slices.Clone(only)
 	f.ctx, f.cancel = context.WithTimeout(ctx, timeout)
 	f.left.Store(sent)
 	f.told = make([]atomic.Bool, len(c.nodes))
