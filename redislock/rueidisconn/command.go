@@ -14,7 +14,11 @@ func (c conn) Command(ctx context.Context, args ...string) transport.Result {
 	if len(args) == 0 {
 		return transport.Result{Err: errNoCommand}
 	}
-	return result(c.c.Do(ctx, c.c.B().Arbitrary(args[0]).Args(args[1:]...).Build()))
+	var res [1]transport.Result
+	bounded(ctx, res[:], func(res []transport.Result) {
+		res[0] = result(c.c.Do(ctx, c.c.B().Arbitrary(args[0]).Args(args[1:]...).Build()))
+	})
+	return res[0]
 }
 
 // Command fails as every call of a Conn made from a nil client does.

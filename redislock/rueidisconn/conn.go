@@ -1,10 +1,11 @@
 // Package rueidisconn connects redislock to a rueidis client, whose
 // automatic pipelining sends the calls of many goroutines that take locks
 // at once together (goredisconn does the same for go-redis). Standalone,
-// Sentinel and Cluster clients all work. rueidis bounds every call by its
-// context. The pub/sub connection is sent a PING every second while
-// channels are subscribed, and replaced when one is not answered within a
-// second (rueidis's own check takes its ConnWriteTimeout, ten seconds by
+// Sentinel and Cluster clients all work. A call returns by its context's
+// end, even while it waits for a connection that another call is making.
+// The pub/sub connection is sent a PING every second while channels are
+// subscribed, and replaced when one is not answered within a second
+// (rueidis's own check takes its ConnWriteTimeout, ten seconds by
 // default).
 //
 //	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
@@ -40,6 +41,10 @@ func New(c rueidis.Client) redislock.Conn {
 }
 
 func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+	bounded(ctx, results, func(results []transport.Result) { c.eval1(ctx, calls, results) })
+}
+
+func (c conn) eval1(ctx context.Context, calls []transport.Call, results []transport.Result) {
 	if len(calls) == 1 && calls[0].WaitReplicas > 0 {
 		results[0] = c.evalWait(ctx, calls[0])
 		return
