@@ -310,7 +310,11 @@
 // never dlock.ErrNotObtained, since whether the lock is held is unknown;
 // a grant that arrives too late to be used is given back first, which
 // takes a round trip more. An attempt given up is cleaned up in the
-// background, as any interrupted one (see Nothing left behind).
+// background, as any interrupted one (see Nothing left behind). Release
+// waits for the database no longer, whatever its ctx (in session mode, it
+// may also wait for a renewal under way on the lease's connection, until
+// the lease's Until at most): the lease ends all the same, and its row is
+// freed in the background, or expires within its TTL.
 //
 // Two answers are not unavailability. A lock's row that another
 // transaction holds is a held lock: pglock's transactions wait a second
