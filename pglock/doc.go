@@ -59,6 +59,10 @@
 //     ... FOR UPDATE, a long transaction that touched it) past that
 //     (55P03) found the lock held, and is not made again at once (see
 //     Faults).
+//   - statement_timeout: pglock does not override it, but waits for a
+//     row's lock at most half of it when that is less than a second, so
+//     that a held row is still a held lock: a wait that statement_timeout
+//     cut short (57014) would look like a database that does not answer.
 //   - idle_in_transaction_session_timeout: no transaction of pglock's
 //     spans two round trips (Migrate's neither), so the timeout never
 //     ends one, however slow the network. WriteFenced's transaction spans
