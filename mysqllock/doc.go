@@ -61,6 +61,12 @@
 //     Faults). MySQL 5.7 offers neither way; there the session's setting
 //     stands, and a row held past the attempt timeout counts as an
 //     unavailable database.
+//   - max_statement_time (MariaDB): those statements run without it (set
+//     in the statement too), since one shorter than the lock wait would
+//     cut the wait short (1969) and make a held lock look like a server
+//     that does not answer; a row's lock ends their wait first. It still
+//     bounds every other statement, GET_LOCK's wait included (see
+//     Waiting).
 //   - read_only, super_read_only, transaction_read_only: mysqllock does
 //     not override them. Such a server is unavailable to mysqllock: Lock
 //     waits until it takes writes, as after a switchover (see Faults),
