@@ -126,7 +126,8 @@ type Backend struct {
 	Unreachable func(t testing.TB, key string, o Options) (l dlock.Locker, fail func(refuse bool))
 
 	// TryLockBound is how long TryLock may take when the servers do not
-	// answer, as the backend documents.
+	// answer, as the backend documents. Release on such servers returns
+	// within it too, or by the lease's Until if that is later.
 	TryLockBound time.Duration
 
 	// LockName returns the name that the events of the lock NewLocker
@@ -172,6 +173,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("LockWaitsThroughPause", s.lockWaitsThroughPause)
 	t.Run("LockWaitsThroughRestart", s.lockWaitsThroughRestart)
 	t.Run("ClosedWhileUnavailable", s.closedWhileUnavailable)
+	t.Run("ReleaseUnavailable", s.releaseUnavailable)
 }
 
 type suite struct{ b Backend }

@@ -107,6 +107,43 @@ func (s *suite) tryLockUnavailable(t *testing.T) {
 	}
 }
 
+// releaseUnavailable: on servers that stopped answering, or that refuse
+// connections, Release returns within the backend's TryLockBound, or by
+// the lease's Until if that is later, even with a context that never
+// ends, and the lease has ended when it returns (released, or lost): the
+// holder is done with it, and what the release could not do is the
+// backend's to finish in the background, or the lease's expiry's.
+func (s *suite) releaseUnavailable(t *testing.T) {
+	for _, f := range failures {
+		t.Run(f.name, func(t *testing.T) {
+			key := uniqueKey(t)
+			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
+			held := mustLock(t, ctxFor(t, 10*time.Second), l)
+			fail(f.refuse)
+			start := time.Now()
+			bound := max(s.b.TryLockBound, time.Until(held.Until()))
+			done := make(chan error, 1)
+			go func() { done <- held.Release(context.Background()) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(bound + 30*time.Second):
+				t.Fatalf("Release on unreachable servers still running after %v; want within %v", time.Since(start), bound)
+			}
+			took := time.Since(start)
+			t.Logf("measured: Release on %s servers returned after %v: %v", f.name, took.Round(time.Millisecond), err)
+			if took > bound+Slack {
+				t.Errorf("Release on unreachable servers took %v; want within %v (the backend's TryLockBound, or the lease's Until)", took, bound)
+			}
+			select {
+			case <-held.Done():
+			default:
+				t.Errorf("Release on unreachable servers returned %v, and the lease is still open (Err %v)", err, held.Err())
+			}
+		})
+	}
+}
+
 // lockUnavailableUntilContext: on unreachable servers Lock keeps trying
 // until its context ends, then returns an error matching ErrNotObtained,
 // the context's error and ErrUnavailable.

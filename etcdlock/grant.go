@@ -61,8 +61,10 @@ func (g *grant) period() time.Duration { return max(g.span/3, time.Millisecond) 
 // attempt returns the context of one request of the grant's waits,
 // renewals and release: a third of the period, and at least 100ms. A member
 // that stopped answering (paused, cut off from the others) then holds up
-// one attempt, and the next goes to the next endpoint.
+// one attempt, and the next goes to the next endpoint. A connection that
+// failed on every endpoint is tried again first (see reconnect).
 func (g *grant) attempt(ctx context.Context) (context.Context, context.CancelFunc) {
+	g.lk.c.reconnect()
 	return context.WithTimeout(ctx, max(g.period()/3, 100*time.Millisecond))
 }
 
@@ -70,9 +72,11 @@ func (g *grant) attempt(ctx context.Context) (context.Context, context.CancelFun
 // queues again after a grant that was given back for being too short (see
 // lease.Fresh), and both queue again when the key was lost before it held
 // (see requeue). TryLock waits at most tryTimeout for a cluster that does
-// not answer, and then returns an error matching dlock.ErrUnavailable,
-// not dlock.ErrNotObtained; a Lock whose ctx ends while the cluster fails
-// returns one matching both, and ctx's error.
+// not answer, and no longer than it takes the client to find that no
+// endpoint accepts a connection (see whenRefused), and then returns an
+// error matching dlock.ErrUnavailable, not dlock.ErrNotObtained; a Lock
+// whose ctx ends while the cluster fails returns one matching both, and
+// ctx's error.
 func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dlock.Lease, error) {
 	if err := lk.check(ctx); err != nil {
 		return nil, err
@@ -80,6 +84,10 @@ func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dloc
 	cl := &call{try: try}
 	parent := ctx
 	if try {
+		var refused context.CancelCauseFunc
+		ctx, refused = context.WithCancelCause(ctx)
+		defer refused(nil)
+		lk.c.whenRefused(ctx, min(lk.attemptTimeout(), refusedGrace), func() { refused(errRefused) })
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, tryTimeout(lk.cfg.ttl), errTryBound)
 		defer cancel()
@@ -100,6 +108,9 @@ func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dloc
 		o := cl.outage()
 		if !o.open() {
 			o = outage{since: start, last: noAnswer(time.Since(start))}
+		}
+		if cause := ended(ctx); errors.Is(cause, errRefused) {
+			o.last = cause
 		}
 		return nil, fmt.Errorf("etcdlock: TryLock %q: %w", lk.name, lk.c.unavailable(o))
 	}
@@ -283,7 +294,9 @@ func (lk *locker) enqueue(ctx context.Context, cl *call) (*grant, []*pb.Response
 // etcd lease time's ninth, at least 100ms), until it succeeds, fails with
 // an error that is not transient, ctx ends, or the retry strategy gives
 // up. A member that stopped answering (paused, cut off from the others)
-// holds up one attempt, and the next goes to the next endpoint. An attempt
+// holds up one attempt, and the next goes to the next endpoint; a
+// connection that failed on every endpoint is tried again first (see
+// reconnect). An attempt
 // whose time ran out failed for that, whatever its error says: a server
 // that finds the deadline passed before the client does answers "Unknown:
 // context deadline exceeded". Deadlines, the attempt's and ctx's, are read
@@ -298,6 +311,7 @@ func (lk *locker) enqueue(ctx context.Context, cl *call) (*grant, []*pb.Response
 func (lk *locker) retry(ctx context.Context, cl *call, f func(context.Context) error) error {
 	timeout := lk.attemptTimeout()
 	for failures := 1; ; failures++ {
+		lk.c.reconnect()
 		start := time.Now()
 		deadline := start.Add(timeout)
 		actx, cancel := context.WithDeadline(ctx, deadline)
@@ -611,7 +625,7 @@ func (g *grant) abandon(ctx context.Context, cl *call) {
 	if over {
 		limit = min(limit, max(g.period()/3, 100*time.Millisecond), time.Second)
 	}
-	if cl.outage().open() || c.ctx.Err() != nil || limit <= 0 {
+	if cl.outage().open() || c.ctx.Err() != nil || limit <= 0 || errors.Is(context.Cause(ctx), errRefused) {
 		c.revokeLater(g.id)
 		return
 	}

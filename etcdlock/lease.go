@@ -109,16 +109,19 @@ func (h *Lease) Refresh(ctx context.Context) error {
 // lease had already been lost: its key was gone (deleted, or its etcd lease
 // expired). A delete that gets no answer in time (a member that stopped
 // answering) is followed by revokes, through the next endpoints, until one
-// answers or ctx is done: a revoke that succeeds releases the lease, and so
-// does one that finds the etcd lease gone before Until after an earlier
-// revoke got no answer (that revoke reached the server). If no request
-// gets through, the lease ends as lost and the revoke is tried again in
-// the background.
+// answers, ctx is done, or the time a TryLock waits for the cluster (the
+// TTL, 2s to 5s) has passed, whatever ctx says: a revoke that succeeds
+// releases the lease, and so does one that finds the etcd lease gone
+// before Until after an earlier revoke got no answer (that revoke reached
+// the server). If no request gets through, the lease ends as lost and the
+// revoke is tried again in the background.
 func (h *Lease) Release(ctx context.Context) error {
 	if ended, err := h.BeginRelease(); ended {
 		return err
 	}
 	g := h.g
+	ctx, cancelAll := context.WithTimeout(ctx, tryTimeout(g.lk.cfg.ttl))
+	defer cancelAll()
 	cli := g.lk.c.cli
 	actx, cancel := g.attempt(ctx)
 	resp, err := cli.Txn(actx).If(h.IsOwner()).Then(clientv3.OpDelete(g.key)).Commit()
@@ -157,7 +160,7 @@ func (h *Lease) Release(ctx context.Context) error {
 			return lease.NotHeld(h.Err())
 		}
 	}
-	err = fmt.Errorf("etcdlock: releasing %q: %w", h.Key(), err)
+	err = fmt.Errorf("etcdlock: releasing %q: %w (the etcd lease is revoked in the background; at worst it expires one TTL after its last renewal)", h.Key(), err)
 	h.End(dlock.Lost(err))
 	return err
 }

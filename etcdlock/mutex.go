@@ -43,7 +43,9 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 }
 
 // TryLock takes the lock if it is free. It returns an error matching
-// dlock.ErrNotObtained if another owner holds it or waits for it.
+// dlock.ErrNotObtained if another owner holds it or waits for it, and one
+// matching dlock.ErrUnavailable if the cluster cannot be reached or does
+// not answer within its bound (see Faults in the package doc).
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.lk.ev.Begin()
 	return a.End(m.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lk.acquire(ctx, true, &a) }))

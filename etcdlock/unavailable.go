@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"google.golang.org/grpc/connectivity"
 )
 
 // Bounds of the time TryLock waits for a cluster that does not answer
@@ -27,6 +28,71 @@ func tryTimeout(ttl time.Duration) time.Duration {
 
 // errTryBound is the cause of a TryLock's context ended by its bound.
 var errTryBound = errors.New("etcdlock: TryLock's time for a cluster that does not answer ran out")
+
+// refusedGrace bounds the time a TryLock gives a connection that was
+// failing on every endpoint when it began to connect again (see
+// whenRefused).
+const refusedGrace = 500 * time.Millisecond
+
+// errRefused is the cause of a TryLock's context ended because the client
+// has no connection to any endpoint (see whenRefused).
+var errRefused = errors.New("etcdlock: no endpoint accepts a connection")
+
+// whenRefused calls f if, before ctx ends, the client's connection fails
+// on every endpoint: gRPC's TRANSIENT_FAILURE, which each endpoint that
+// refused a connection, or failed one, puts it in until one connects
+// again. A TryLock then answers at once, as on the other backends, rather
+// than at the end of its bound: a request would wait for a connection
+// until its context ended. A connection failing already is tried again
+// first, a few times within grace (see reconnect), and f is called only
+// if it has not connected by then: a cluster back meanwhile is found. An
+// endpoint that accepts connections but does not answer is still waited
+// for.
+func (c *Client) whenRefused(ctx context.Context, grace time.Duration, f func()) {
+	conn := c.cli.ActiveConnection()
+	if conn == nil {
+		return
+	}
+	go func() {
+		if conn.GetState() == connectivity.TransientFailure {
+			// gRPC keeps the state until a connection succeeds.
+			end := time.NewTimer(grace)
+			defer end.Stop()
+			again := time.NewTicker(grace / 5)
+			defer again.Stop()
+			for conn.ResetConnectBackoff(); conn.GetState() == connectivity.TransientFailure; {
+				select {
+				case <-ctx.Done():
+					return
+				case <-end.C:
+					f()
+					return
+				case <-again.C:
+					conn.ResetConnectBackoff()
+				}
+			}
+		}
+		for s := conn.GetState(); conn.WaitForStateChange(ctx, s); {
+			if s = conn.GetState(); s == connectivity.TransientFailure {
+				f()
+				return
+			}
+		}
+	}()
+}
+
+// reconnect makes the client's connection try the endpoints again at
+// once if it fails on all of them. gRPC would otherwise wait out its own
+// backoff (a second, growing 1.6 times with each failure, up to two
+// minutes), however soon the cluster is back, while every request waits
+// for a connection until its context ends: a waiter, a renewal or a
+// release would meet the cluster back only then. Every attempt calls it,
+// so that the retry strategy, and the renewal period, set the pace.
+func (c *Client) reconnect() {
+	if conn := c.cli.ActiveConnection(); conn != nil && conn.GetState() == connectivity.TransientFailure {
+		conn.ResetConnectBackoff()
+	}
+}
 
 // An outage is what the requests of one Lock or TryLock, or the renewals
 // of one grant, met of a cluster that fails: since when they have failed

@@ -257,3 +257,95 @@ func TestIntegrationWaitingWhenClusterGoes(t *testing.T) {
 		})
 	}
 }
+
+// TryLock, at the default TTL, on endpoints that refuse connections
+// (none ever listened, or the one that did went away) returns
+// dlock.ErrUnavailable as soon as the client has no connection to any of
+// them, not at the end of its bound: it took the whole bound, 5.0s, before
+// (with DialTimeout 2s the user expected it within 2s). A silent
+// endpoint still takes the bound: only the bound tells it from a slow one.
+func TestIntegrationTryLockRefusedEndpoints(t *testing.T) {
+	e := sharedEtcd(t)
+	p := testenv.StartProxy(t, e.Addr())
+	gone := connect(t, []string{p.Addr()})
+	if l, err := gone.NewMutex("refused-endpoints").TryLock(ctxFor(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	} else {
+		l.Release(ctxFor(t, 10*time.Second))
+	}
+	p.SetRefuse(true)
+	p.Reset()
+	for _, tc := range []struct {
+		what string
+		c    *etcdlock.Client
+	}{
+		{"never listened", connect(t, []string{"127.0.0.1:1"})},
+		{"went away", gone},
+		{"went away, asked again", gone},
+	} {
+		start := time.Now()
+		_, err := tc.c.NewMutex("refused-endpoints").TryLock(context.Background())
+		took := time.Since(start)
+		t.Logf("measured: TryLock on an endpoint that %s returned after %v: %v", tc.what, took.Round(time.Millisecond), err)
+		if !errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("TryLock on an endpoint that %s = %v; want ErrUnavailable, not ErrNotObtained", tc.what, err)
+		}
+		if took > time.Second {
+			t.Errorf("TryLock on an endpoint that %s took %v; want within a second", tc.what, took)
+		}
+	}
+	// Once it is back, before gRPC's backoff would connect again, the
+	// next TryLock finds it.
+	p.SetRefuse(false)
+	l, err := gone.NewMutex("refused-endpoints").TryLock(context.Background())
+	if err != nil {
+		t.Fatalf("TryLock once the endpoint is back: %v", err)
+	}
+	l.Release(ctxFor(t, 10*time.Second))
+}
+
+// A Lock waiting while the cluster refuses connections for a while (a
+// member down for 12s) is granted as soon as its retry strategy asks
+// again after the cluster is back, not when gRPC's own reconnect backoff
+// (1s growing 1.6 times per failure, up to two minutes) next lets the
+// client connect: that took 1.4 to 7.4s after the cluster was back
+// (40s down: 7.4s), with requests failing at once in between.
+func TestIntegrationLockReconnectsWhenBack(t *testing.T) {
+	e := sharedEtcd(t)
+	p := testenv.StartProxy(t, e.Addr())
+	m := connect(t, []string{p.Addr()}).NewMutex("reconnects-when-back", etcdlock.WithTTL(2*time.Second),
+		etcdlock.WithRetry(dlock.ExponentialBackoff(10*time.Millisecond, 100*time.Millisecond)))
+	l, err := m.TryLock(ctxFor(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(ctxFor(t, 10*time.Second))
+	p.SetRefuse(true)
+	p.Reset()
+	ctx := ctxFor(t, time.Minute)
+	type result struct {
+		l   dlock.Lease
+		at  time.Time
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := m.Lock(ctx)
+		done <- result{l, time.Now(), err}
+	}()
+	time.Sleep(12 * time.Second)
+	p.SetRefuse(false)
+	back := time.Now()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Lock through 12s of refused connections: %v", r.err)
+	}
+	r.l.Release(ctx)
+	took := r.at.Sub(back)
+	t.Logf("measured: granted %v after the cluster was back", took.Round(time.Millisecond))
+	// The retry's longest wait (100ms), an attempt (222ms at TTL 2s), a
+	// connection and the grant's two requests.
+	if took > time.Second {
+		t.Errorf("granted %v after the cluster was back; want within a second", took)
+	}
+}

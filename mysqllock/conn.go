@@ -87,11 +87,14 @@ const (
 // would have outlasted its attempt timeout and looked like a database that
 // does not answer. Each attempt's statements that write set it so, in
 // the statement itself, on the servers that offer a way (see waitHint):
-// no round trip more, and nothing else of the session changes.
+// no round trip more, and nothing else of the session changes. On
+// MariaDB they also run without max_statement_time, which, shorter than
+// the lock wait, would cut it short (1969) and make a held lock look like
+// a server that does not answer; they end with the lock wait anyway.
 func (s session) lockWait(stmt string) string {
 	switch s.wait {
 	case setStmt:
-		return fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout = %d FOR %s", s.waitS, stmt)
+		return fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout = %d, max_statement_time = 0 FOR %s", s.waitS, stmt)
 	case setVarOf:
 		verb, rest, _ := strings.Cut(stmt, " ")
 		return fmt.Sprintf("%s /*+ SET_VAR(innodb_lock_wait_timeout = %d) */ %s", verb, s.waitS, rest)

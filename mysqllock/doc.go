@@ -61,6 +61,12 @@
 //     Faults). MySQL 5.7 offers neither way; there the session's setting
 //     stands, and a row held past the attempt timeout counts as an
 //     unavailable database.
+//   - max_statement_time (MariaDB): those statements run without it (set
+//     in the statement too), since one shorter than the lock wait would
+//     cut the wait short (1969) and make a held lock look like a server
+//     that does not answer; a row's lock ends their wait first. It still
+//     bounds every other statement, GET_LOCK's wait included (see
+//     Waiting).
 //   - read_only, super_read_only, transaction_read_only: mysqllock does
 //     not override them. Such a server is unavailable to mysqllock: Lock
 //     waits until it takes writes, as after a switchover (see Faults),
@@ -295,7 +301,11 @@
 // never dlock.ErrNotObtained, since whether the lock is held is unknown;
 // a grant that arrives too late to be used is given back first, which
 // takes a round trip more. An attempt given up is cleaned up in the
-// background, as any interrupted one (see Nothing left behind).
+// background, as any interrupted one (see Nothing left behind). Release
+// waits for the database no longer, whatever its ctx (in session mode, it
+// may also wait for a renewal under way on the lease's connection, until
+// the lease's Until at most): the lease ends all the same, and its row is
+// freed in the background, or expires within its TTL.
 //
 // Two answers are not unavailability. A lock's row that another
 // transaction holds is a held lock: an attempt's statements wait a second

@@ -364,3 +364,46 @@ func TestIntegrationMaxStatementTime(t *testing.T) {
 		t.Errorf("Release: %v", err)
 	}
 }
+
+// With max_statement_time (MariaDB) shorter than mysqllock's lock wait (a
+// second), a lock whose row another transaction holds is still a held
+// lock: TryLock returns an error matching dlock.ErrNotObtained, not
+// dlock.ErrUnavailable (it returned "unavailable: Error 1969: Query
+// execution was interrupted (max_statement_time exceeded)" after 300ms
+// before the statements that wait for a row's lock ran without it), and
+// Lock takes the lock once the transaction ends.
+func TestIntegrationMaxStatementTimeBelowLockWait(t *testing.T) {
+	srv := sharedDB(t)
+	dsn := withParam(srv.DSN(), "max_statement_time=0.3")
+	for _, md := range modes {
+		t.Run(md.name, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			name := unique("max-statement-time")
+			l := md.newLocker(newClient(t, dsn), name, mysqllock.WithTTL(5*time.Second))
+			first, err := l.TryLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first.Release(ctx)
+			tx, err := openDB(t, srv.RootDSN()).BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, "SELECT token FROM dlock_leases WHERE name = ? FOR UPDATE", name); err != nil {
+				t.Fatal(err)
+			}
+			got, err := l.TryLock(ctxFor(t, 10*time.Second))
+			if got != nil || !errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) {
+				t.Errorf("TryLock of a row another transaction holds, max_statement_time 0.3 = %v, %v; want ErrNotObtained (held), not unavailable", got, err)
+			}
+			done := startLock(ctx, l)
+			time.Sleep(500 * time.Millisecond)
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			r := waitFor(t, done, 5*time.Second, "once the transaction ended")
+			r.lease.Release(ctx)
+		})
+	}
+}

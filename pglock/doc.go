@@ -59,6 +59,10 @@
 //     ... FOR UPDATE, a long transaction that touched it) past that
 //     (55P03) found the lock held, and is not made again at once (see
 //     Faults).
+//   - statement_timeout: pglock does not override it, but waits for a
+//     row's lock at most half of it when that is less than a second, so
+//     that a held row is still a held lock: a wait that statement_timeout
+//     cut short (57014) would look like a database that does not answer.
 //   - idle_in_transaction_session_timeout: no transaction of pglock's
 //     spans two round trips (Migrate's neither), so the timeout never
 //     ends one, however slow the network. WriteFenced's transaction spans
@@ -310,7 +314,11 @@
 // never dlock.ErrNotObtained, since whether the lock is held is unknown;
 // a grant that arrives too late to be used is given back first, which
 // takes a round trip more. An attempt given up is cleaned up in the
-// background, as any interrupted one (see Nothing left behind).
+// background, as any interrupted one (see Nothing left behind). Release
+// waits for the database no longer, whatever its ctx (in session mode, it
+// may also wait for a renewal under way on the lease's connection, until
+// the lease's Until at most): the lease ends all the same, and its row is
+// freed in the background, or expires within its TTL.
 //
 // Two answers are not unavailability. A lock's row that another
 // transaction holds is a held lock: pglock's transactions wait a second

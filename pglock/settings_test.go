@@ -332,3 +332,45 @@ func crashBackend(t *testing.T, pg *testenv.Postgres) {
 		t.Fatal(err)
 	}
 }
+
+// With statement_timeout shorter than pglock's lock wait (a second), a
+// lock whose row another transaction holds is still a held lock: TryLock
+// returns an error matching dlock.ErrNotObtained, not dlock.ErrUnavailable
+// (it returned "unavailable: canceling statement due to statement timeout
+// (57014)" after 300ms before the lock wait was made shorter than the
+// statement timeout), and Lock takes the lock once the transaction ends.
+func TestIntegrationStatementTimeoutBelowLockWait(t *testing.T) {
+	pg := sharedDB(t)
+	url := pg.URL() + "&statement_timeout=300"
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			name := unique("statement-timeout")
+			l := m.newLocker(newClient(t, url), name, pglock.WithTTL(5*time.Second))
+			first, err := l.TryLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first.Release(ctx)
+			tx, err := newPool(t, pg.URL()).Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, "SELECT FROM dlock_leases WHERE name = $1 FOR UPDATE", name); err != nil {
+				t.Fatal(err)
+			}
+			got, err := l.TryLock(ctxFor(t, 10*time.Second))
+			if got != nil || !errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) {
+				t.Errorf("TryLock of a row another transaction holds, statement_timeout 300ms = %v, %v; want ErrNotObtained (held), not unavailable", got, err)
+			}
+			done := startLock(ctx, l)
+			time.Sleep(500 * time.Millisecond)
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := waitFor(t, done, 5*time.Second, "once the transaction ended")
+			r.lease.Release(ctx)
+		})
+	}
+}

@@ -27,13 +27,18 @@ const beginTx = "BEGIN ISOLATION LEVEL READ COMMITTED"
 // the local flush, and what it asks of synchronous standbys.
 //
 // It also bounds the transaction's waits for a row's lock to
-// sqllease.LockWait (1s), unless lock_timeout is shorter already: a
-// statement that meets a lock's row held by another transaction past it
-// fails with lock_not_available (55P03), and an attempt so failing found
-// the lock held, where waiting on would have outlasted its attempt
-// timeout and looked like a database that does not answer.
+// sqllease.LockWait (1s), or to half of statement_timeout if that is
+// shorter, unless lock_timeout is shorter already: a statement that meets
+// a lock's row held by another transaction past it fails with
+// lock_not_available (55P03), and an attempt so failing found the lock
+// held, where waiting on would have outlasted its attempt timeout, or
+// been cancelled by statement_timeout (57014), and looked like a database
+// that does not answer.
 const settings = "SELECT CASE WHEN current_setting('synchronous_commit') = 'off' THEN set_config('synchronous_commit', 'local', true) END, " +
-	"CASE WHEN current_setting('lock_timeout')::interval NOT BETWEEN interval '1 microsecond' AND interval '1s' THEN set_config('lock_timeout', '1s', true) END"
+	"CASE WHEN current_setting('lock_timeout')::interval NOT BETWEEN interval '1 microsecond' AND w.wait " +
+	"THEN set_config('lock_timeout', greatest(1, floor(extract(epoch FROM w.wait) * 1000))::bigint::text, true) END " +
+	"FROM (SELECT CASE WHEN current_setting('statement_timeout')::interval > interval '0' " +
+	"THEN least(interval '1s', current_setting('statement_timeout')::interval / 2) ELSE interval '1s' END AS wait) w"
 
 // send sends the statements of b through via in one round trip, in a
 // transaction of their own (see beginTx) that commits after the last,

@@ -149,10 +149,39 @@
 // check interval per level of the path that the lock created. A path
 // created by an attempt that then failed before it made its node has never
 // had a child, so the ensemble would keep it: the attempt deletes it. Close
-// waits up to five seconds for these clean-ups. Nothing is kept per lock
+// waits for these clean-ups, a second and a half at most in all (see
+// Faults). Nothing is kept per lock
 // name beyond that: fences need no counter node (see Fencing). Before
 // ZooKeeper 3.5.3 there are no container nodes, and the paths the locks
 // create stay.
+//
+// # Faults
+//
+// Lock waits through what heals: a server that refuses or resets
+// connections or does not answer, an election, a session that moves to
+// another server or is renewed, and one that expired (it queues again in
+// the new session). It makes its requests again once the Client has
+// reconnected, and when ctx ends first, its error matches
+// dlock.ErrUnavailable as well as dlock.ErrNotObtained and ctx.Err(): a
+// *dlock.UnavailableError naming the servers, since when the requests
+// have failed, and the last failure. What waiting does not heal fails at
+// once: a node the credentials may not create or read (zk.ErrNoAuth; see
+// WithDigestAuth), a bad path or option, a lock of another kind, a closed
+// Client.
+//
+// TryLock waits for an ensemble that does not answer, or refuses
+// connections, at most the lock's TTL, but at least 2 seconds and at most
+// 5 (a grant later than the TTL could not be used), and returns then an
+// error matching dlock.ErrUnavailable, never dlock.ErrNotObtained:
+// whether the lock is held is unknown. Refresh returns by the lease's
+// Until, and Release within TryLock's bound, on an ensemble that does not
+// answer, whatever their ctx; a node Release could not delete is deleted
+// in the background, or goes with the session.
+//
+// Close waits for the ensemble a second at most for the releases, and a
+// second and a half in all; a node it could not delete goes when the
+// ensemble expires the session. A Lock or TryLock under way returns at
+// once, with an error matching both ErrClosed and dlock.ErrNotObtained.
 //
 // # Observing
 //

@@ -336,7 +336,10 @@ func (h *Lease) Refresh(ctx context.Context) error {
 // dlock.ErrNotHeld and dlock.ErrLost if the lease had already been lost.
 // The delete's answer decides how the lease ends: a confirmation or a
 // session event that comes in meanwhile (and may find the node already
-// deleted) does not end it as lost.
+// deleted) does not end it as lost. Release waits for the ensemble as
+// long as a TryLock does at most (the TTL, 2s to 5s), whatever ctx says:
+// past it, the lease ends all the same, and the node is deleted in the
+// background, or with the session.
 func (h *Lease) Release(ctx context.Context) error {
 	if ended, err := h.Ended(true); ended {
 		return err
@@ -354,7 +357,9 @@ func (h *Lease) Release(ctx context.Context) error {
 		_, err := h.Ended(true)
 		return err
 	}
-	err := n.q.s.delete(ctx, n.path)
+	dctx, cancel := context.WithTimeout(ctx, tryTimeout(n.q.cfg.ttl))
+	err := n.q.s.delete(dctx, n.path)
+	cancel()
 	switch {
 	case err == nil:
 		if h.End(dlock.ErrReleased) {

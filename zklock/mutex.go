@@ -86,7 +86,9 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 }
 
 // TryLock takes the lock if it is free. It returns an error matching
-// dlock.ErrNotObtained if another owner holds it or waits for it.
+// dlock.ErrNotObtained if another owner holds it or waits for it, and one
+// matching dlock.ErrUnavailable if the ensemble cannot be reached or does
+// not answer within its bound (see Faults in the package doc).
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
 	a := m.q.ev.Begin()
 	return a.End(m.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.acquire(ctx, false, &a) }))

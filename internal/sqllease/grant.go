@@ -91,12 +91,17 @@ func (g *Grant) Refresh(ctx context.Context) error {
 
 // Release frees the row if this lease still holds it, and wakes waiters.
 // From the moment it is called, the lease is not renewed, and a renewal
-// already on its way cannot end it as lost.
+// already on its way cannot end it as lost. It waits for the database at
+// most the lease's attempt timeout (see AttemptTimeout), whatever ctx
+// says: past it, the lease ends all the same and the row is freed in the
+// background.
 func (g *Grant) Release(ctx context.Context) error {
 	if ended, err := g.BeginRelease(); ended {
 		return err
 	}
 	g.ls.Renew.Remove(&g.entry)
+	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout(g.cfg.TTL))
+	defer cancel()
 	freed, err := g.ls.release(ctx, g.Key(), g.Token())
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep

@@ -218,13 +218,18 @@ func (s *Session) Refresh(ctx context.Context) error {
 // another connection, in the background if need be (see
 // SessionConn.ReleaseFailed). A holder that releases a lease whose
 // session has ended frees its row the same way: it is done with it, and
-// the row would otherwise stay held until it expires.
+// the row would otherwise stay held until it expires. It waits for the
+// database at most the lease's attempt timeout (see AttemptTimeout),
+// whatever ctx says, and for a renewal under way on the connection until
+// the lease's Until at most.
 func (s *Session) Release(ctx context.Context) error {
 	if ended, err := s.Ended(true); ended {
 		s.letGo(err)
 		return err
 	}
 	s.ls.Renew.Remove(&s.entry)
+	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout(s.cfg.TTL))
+	defer cancel()
 	freed, err := s.conn.Unlock(ctx, s)
 	switch {
 	case errors.Is(err, ErrEnded): // ended as Release began
