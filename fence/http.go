@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -32,7 +33,9 @@ const Header = "Dlock-Fence"
 // The body is one line of plain text saying why. Requests for one
 // resource run next one at a time in this process, in the order they
 // were admitted, so a stale request admitted just before a newer one
-// finishes before the newer one starts. Several processes sharing a Redis
+// finishes before the newer one starts. A request whose context ends
+// while it waits for its turn (its client has gone) is answered 503
+// without being checked or admitted. Several processes sharing a Redis
 // or SQL store refuse stale fences alike, but do not take turns: their
 // handlers must write to a resource that checks the fence again (an SQL
 // guard in the same transaction) if two admitted writes may not overlap.
@@ -49,9 +52,10 @@ type handler struct {
 	turns map[string]*turn // the resources with a request in flight
 }
 
-// A turn serializes the requests of one resource.
+// A turn serializes the requests of one resource: a request takes it by
+// sending into its channel, and gives it up by receiving.
 type turn struct {
-	sync.Mutex
+	ch    chan struct{}
 	users int // guarded by handler.mu
 }
 
@@ -71,7 +75,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "fence: the request names no resource", http.StatusBadRequest)
 		return
 	}
-	t := h.enter(res)
+	t, err := h.enter(r.Context(), res)
+	if err != nil {
+		// The client has gone, or the server is shutting down.
+		http.Error(w, "fence: the request ended while it waited for its turn", http.StatusServiceUnavailable)
+		return
+	}
 	defer h.leave(res, t)
 	err = h.store.Advance(r.Context(), res, f)
 	var stale *StaleError
@@ -90,23 +99,33 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// enter waits for res's turn.
-func (h *handler) enter(res string) *turn {
+// enter waits for res's turn, or until ctx ends.
+func (h *handler) enter(ctx context.Context, res string) (*turn, error) {
 	h.mu.Lock()
 	t := h.turns[res]
 	if t == nil {
-		t = &turn{}
+		t = &turn{ch: make(chan struct{}, 1)}
 		h.turns[res] = t
 	}
 	t.users++
 	h.mu.Unlock()
-	t.Lock()
-	return t
+	select {
+	case t.ch <- struct{}{}:
+		return t, nil
+	case <-ctx.Done():
+		h.forget(res, t)
+		return nil, ctx.Err()
+	}
 }
 
-// leave ends res's turn, and forgets res when no request waits for it.
+// leave ends res's turn.
 func (h *handler) leave(res string, t *turn) {
-	t.Unlock()
+	<-t.ch
+	h.forget(res, t)
+}
+
+// forget drops a user of t, and forgets res when no request waits for it.
+func (h *handler) forget(res string, t *turn) {
 	h.mu.Lock()
 	if t.users--; t.users == 0 {
 		delete(h.turns, res)
