@@ -35,6 +35,13 @@
 // refuses names ending in ".fence" or ".fence.lock", and the Redis guard
 // keys beginning with "dlock:".
 //
+// A guard trusts the fences it is given: a fence that no holder of the
+// lock has, far above the lock's, makes every real holder stale from then
+// on. Only a lock's holders may reach a guard (Handler's endpoint must
+// authenticate its writers); WithMaxJump bounds how far one fence may
+// jump; and Reset (see Resetter, and ResetFile) lets an operator set a
+// resource's record back, reporting it to the guard's observer.
+//
 // A guard is only as good as its memory of the highest fence: a record
 // that is lost or unreadable is refused, never read as "no fence yet",
 // where the guard can tell. An SQL guard's fences are as durable as the

@@ -93,26 +93,11 @@ func fencedFile(name string, fence uint64, write func() error) error {
 	if err := checkInput(name, fence, maxResource); err != nil {
 		return err
 	}
-	if clean := filepath.Clean(name); strings.HasSuffix(clean, FileSuffix) || strings.HasSuffix(clean, FileSuffix+lockSuffix) {
-		return badInput{fmt.Sprintf("fence: %s ends in %s or %s%s, as the files that record another file's fence, and that its writers lock, are named: "+
-			"writes to it would replace them; give the file another name", name, FileSuffix, FileSuffix, lockSuffix)}
-	}
-	record := name + FileSuffix
-	lock, err := openRegular(record+lockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
+	record, lock, err := lockFile(name)
 	if err != nil {
-		return fmt.Errorf("fence: opening the lock of %s: %w", name, err)
+		return err
 	}
 	defer lock.Close() // and with it the flock
-	for {
-		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("fence: locking %s: %w", lock.Name(), err)
-	}
-	step("locked")
 	newest, mode, err := readRecord(record)
 	if err != nil {
 		return err
@@ -126,6 +111,33 @@ func fencedFile(name string, fence uint64, write func() error) error {
 		}
 	}
 	return write()
+}
+
+// lockFile refuses a name that is the fence file or the lock file of
+// another, and takes the exclusive flock of name's lock file, which
+// closing lock lets go. It returns the name of name's fence file.
+func lockFile(name string) (record string, lock *os.File, err error) {
+	if clean := filepath.Clean(name); strings.HasSuffix(clean, FileSuffix) || strings.HasSuffix(clean, FileSuffix+lockSuffix) {
+		return "", nil, badInput{fmt.Sprintf("fence: %s ends in %s or %s%s, as the files that record another file's fence, and that its writers lock, are named: "+
+			"writes to it would replace them; give the file another name", name, FileSuffix, FileSuffix, lockSuffix)}
+	}
+	record = name + FileSuffix
+	lock, err = openRegular(record+lockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", nil, fmt.Errorf("fence: opening the lock of %s: %w", name, err)
+	}
+	for {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		lock.Close()
+		return "", nil, fmt.Errorf("fence: locking %s: %w", lock.Name(), err)
+	}
+	step("locked")
+	return record, lock, nil
 }
 
 // readRecord returns the fence recorded in the fence file record, 0 if

@@ -20,7 +20,9 @@ const Header = "Dlock-Fence"
 //
 //   - 400 Bad Request if the header is missing or not a fence (a decimal
 //     from 1 to 2^63-1), or resource returns "" or a name the store does
-//     not take (an SQL store's are at most 255 bytes);
+//     not take (an SQL store's are at most 255 bytes), or the store was
+//     made with WithMaxJump and the fence is further above the newest
+//     than it allows;
 //   - 409 Conflict if a higher fence has been accepted for the resource: a
 //     later holder of the lock has written, and this request's lease is
 //     no longer current;
@@ -39,6 +41,16 @@ const Header = "Dlock-Fence"
 // or SQL store refuse stale fences alike, but do not take turns: their
 // handlers must write to a resource that checks the fence again (an SQL
 // guard in the same transaction) if two admitted writes may not overlap.
+//
+// Handler trusts the fence a request carries: it cannot tell a holder's
+// from a forged one. The endpoint must authenticate its writers (put
+// Handler behind the service's authentication, and admit only the
+// lock's holders). A single request with a fence far above the lock's,
+// such as 2^63-1, would otherwise be admitted and make every real
+// holder's requests stale (409) from then on, across restarts with a
+// Redis or SQL store, until an operator resets the resource's record
+// (see Resetter; "dlock fence reset" for the command's guards). A store
+// made with WithMaxJump refuses such a fence, within the bound it sets.
 func Handler(store Store, resource func(r *http.Request) string, next http.Handler) http.Handler {
 	return &handler{store: store, resource: resource, next: next, turns: map[string]*turn{}}
 }
@@ -84,10 +96,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.leave(res, t)
 	err = h.store.Advance(r.Context(), res, f)
 	var stale *StaleError
+	var high *TooHighError
 	var bad badInput
 	switch {
 	case errors.As(err, &stale):
 		http.Error(w, stale.Error(), http.StatusConflict)
+	case errors.As(err, &high):
+		http.Error(w, high.Error(), http.StatusBadRequest)
 	case errors.As(err, &bad):
 		http.Error(w, bad.Error(), http.StatusBadRequest)
 	case err != nil:

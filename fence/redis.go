@@ -78,7 +78,7 @@ var ErrNotPersistent = errors.New("fence: the server may forget fences")
 // NewRedis returns a guard for the keys of the deployment that conn
 // reaches: goredisconn.New(rdb) for a go-redis client, rueidisconn.New(c)
 // for a rueidis one, as for redislock. Of the options, it takes
-// WithObserver and AcceptFenceLoss. It makes no request: the server's
+// WithObserver, AcceptFenceLoss and WithMaxJump. It makes no request: the server's
 // persistence is read by the guard's first call.
 func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
 	return &Redis{conn: conn, config: newConfig(opts), persistent: make(chan struct{}, 1)}
@@ -184,7 +184,11 @@ func (r *Redis) write(ctx context.Context, key string, fence uint64, op string, 
 	if op == "advance" {
 		keys = keys[:2]
 	}
-	err = r.eval(ctx, key, fence, op, keys, append([]string{strconv.FormatUint(fence, 10), op}, args...))
+	bound := ""
+	if r.maxJump > 0 {
+		bound = strconv.FormatUint(r.maxJump, 10)
+	}
+	err = r.eval(ctx, key, fence, op, keys, append([]string{strconv.FormatUint(fence, 10), op, bound}, args...))
 	observe(r.observer, "Redis", key, fence, err)
 	return err
 }
@@ -205,9 +209,12 @@ func (r *Redis) eval(ctx context.Context, resource string, fence uint64, op stri
 	if ok && len(reply) == 1 && reply[0] == int64(1) {
 		return nil
 	}
-	if ok && len(reply) == 2 && reply[0] == int64(0) {
+	if ok && len(reply) == 2 && (reply[0] == int64(0) || reply[0] == int64(2)) {
 		if s, _ := reply[1].(string); s != "" {
 			newest, err := strconv.ParseUint(s, 10, 64)
+			if err == nil && reply[0] == int64(2) {
+				return &TooHighError{Resource: resource, Fence: fence, Newest: newest, MaxJump: r.maxJump}
+			}
 			if err == nil {
 				return &StaleError{Resource: resource, Fence: fence, Newest: newest}
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock/fence"
 	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -124,5 +125,44 @@ func TestIntegrationRedisTagKeysApart(t *testing.T) {
 		if err := g.Set(ctx, "{"+old+"}", c.fence, "v"); c.stale != errors.Is(err, fence.ErrStale) || !c.stale && err != nil {
 			t.Errorf("Set of {%s} with fence %d, after an earlier version recorded 200: %v; want stale %v", old, c.fence, err, c.stale)
 		}
+	}
+}
+
+// A reset of a key all one hash tag to 0 forgets its fence for good: the
+// fence an earlier version kept for it is not read again. Reset works on
+// a server that does not persist every write, which the guard's writes
+// refuse.
+func TestIntegrationRedisResetTagKey(t *testing.T) {
+	srv := sharedRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	g := fence.NewRedis(goredisconn.New(rdb))
+	ctx := ctxFor(t, 10*time.Second)
+	old := unique("old")
+	if _, err := srv.Do("SET", "dlock:guard:{"+old+"}", "200"); err != nil {
+		t.Fatal(err)
+	}
+	if prev, err := g.Reset(ctx, "{"+old+"}", 0); err != nil || prev != 200 {
+		t.Fatalf("Reset of {%s} to 0: %d, %v; want 200, the earlier version's", old, prev, err)
+	}
+	if err := g.Set(ctx, "{"+old+"}", 5, "v"); err != nil {
+		t.Errorf("Set of {%s} with fence 5 after a reset to 0: %v", old, err)
+	}
+	if err := g.Set(ctx, old, 150, "v"); !errors.Is(err, fence.ErrStale) {
+		t.Errorf("Set of %s with 150: %v; want ErrStale (its own fence is 200)", old, err)
+	}
+	if _, err := g.Reset(ctx, "dlock:guard:{x}", 1); err == nil {
+		t.Error("Reset of a guard key: no error")
+	}
+
+	lazy := testenv.StartRedis(t, testenv.RedisConfig{})
+	lrdb := redis.NewClient(&redis.Options{Addr: lazy.Addr()})
+	t.Cleanup(func() { lrdb.Close() })
+	lg := fence.NewRedis(goredisconn.New(lrdb))
+	if err := lg.Check(ctx, "k", 5); !errors.Is(err, fence.ErrNotPersistent) {
+		t.Fatalf("Check on a server without persistence: %v; want ErrNotPersistent", err)
+	}
+	if _, err := lg.Reset(ctx, "k", 5); err != nil {
+		t.Errorf("Reset on a server without persistence: %v", err)
 	}
 }
