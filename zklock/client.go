@@ -51,11 +51,12 @@ type Client struct {
 	lostConn  time.Time // when the connection with a session was lost; zero while it has one
 	granted   time.Duration
 	nodes     map[*node]struct{}
-	owners    map[ownerKey]*node // held nodes by lock path and owner token
-	giveUp    *time.Timer        // while the connection is down: see giveUpSession
-	closed    bool               // Close has begun: no new connection is made
-	closing   chan struct{}      // closed when Close begins
-	retiring  sync.WaitGroup     // connections being replaced and closed
+	owners    map[ownerKey]*node    // held nodes by lock path and owner token
+	aclOK     map[string]aclChecked // lock paths whose ACL passed checkACL
+	giveUp    *time.Timer           // while the connection is down: see giveUpSession
+	closed    bool                  // Close has begun: no new connection is made
+	closing   chan struct{}         // closed when Close begins
+	retiring  sync.WaitGroup        // connections being replaced and closed
 
 	ready     chan struct{} // closed at the first session
 	readyOnce sync.Once
@@ -84,7 +85,7 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 		return nil, err
 	}
 	s := &Client{servers: servers, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.lockLog),
-		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), ready: make(chan struct{}),
+		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), aclOK: map[string]aclChecked{}, ready: make(chan struct{}),
 		heard: make(chan struct{}), closing: make(chan struct{})}
 	l, err := s.dial()
 	if err != nil {
