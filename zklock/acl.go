@@ -33,24 +33,45 @@ func (c *clientConfig) guarded() bool {
 // waiters), deleting them, and changing the ACL.
 const unsafePerms = zk.PermCreate | zk.PermDelete | zk.PermAdmin
 
-// insiders returns the identities ("scheme:id") that the Client's ACL
-// names: its own entries, with the "auth" scheme standing for the
-// digests of WithDigestAuth's credentials, as ZooKeeper expands it.
-func (c *clientConfig) insiders() map[string]bool {
-	in := map[string]bool{}
-	for _, a := range c.acl {
+// aclRights returns the rights that the Client's ACL gives each identity
+// ("scheme:id"), as the ACL of node, the Client's own, shows it: there
+// ZooKeeper has turned the "auth" scheme into the session's identities
+// (a digest user, an x509 subject). If node cannot be read, the "auth"
+// scheme stands for WithDigestAuth's users.
+func (s *Client) aclRights(ctx context.Context, node string) map[string]int32 {
+	s.mu.Lock()
+	g := s.aclGranted
+	s.mu.Unlock()
+	if g != nil {
+		return g
+	}
+	g = map[string]int32{}
+	acl, err := call(ctx, s, func(c *zk.Conn) ([]zk.ACL, error) {
+		acl, _, err := c.GetACL(node)
+		return acl, err
+	})
+	if err == nil {
+		for _, a := range acl {
+			g[a.Scheme+":"+a.ID] |= a.Perms
+		}
+		s.mu.Lock()
+		s.aclGranted = g
+		s.mu.Unlock()
+		return g
+	}
+	for _, a := range s.cfg.acl {
 		if a.Scheme != "auth" {
-			in[a.Scheme+":"+a.ID] = true
+			g[a.Scheme+":"+a.ID] |= a.Perms
 			continue
 		}
-		for _, cred := range c.auth {
+		for _, cred := range s.cfg.auth {
 			user, password, _ := strings.Cut(cred, ":")
-			for _, d := range zk.DigestACL(zk.PermAll, user, password) {
-				in[d.Scheme+":"+d.ID] = true
+			for _, d := range zk.DigestACL(a.Perms, user, password) {
+				g[d.Scheme+":"+d.ID] |= a.Perms
 			}
 		}
 	}
-	return in
+	return g
 }
 
 // aclChecked is the identity of a lock path whose ACL passed: its
@@ -62,11 +83,12 @@ type aclChecked struct {
 }
 
 // checkACL returns an error matching ErrPathACL if the ACL of dir, whose
-// Stat from a listing is st, lets someone outside the Client's ACL
-// create, delete or administer its children; nil if it does not, or if
-// the Client's nodes are open to all anyway. It reads the ACL once per
-// creation and ACL version of dir.
-func (s *Client) checkACL(ctx context.Context, dir string, st *zk.Stat) error {
+// Stat from a listing is st, gives someone rights to create, delete or
+// administer its children that the Client's ACL does not give them; nil
+// if it does not, or if the Client's nodes are open to all anyway. node
+// is the Client's own node in dir. It reads the ACL once per creation
+// and ACL version of dir.
+func (s *Client) checkACL(ctx context.Context, dir, node string, st *zk.Stat) error {
 	if !s.cfg.guarded() {
 		return nil
 	}
@@ -87,11 +109,12 @@ func (s *Client) checkACL(ctx context.Context, dir string, st *zk.Stat) error {
 	if err != nil {
 		return err
 	}
-	in := s.cfg.insiders()
+	g := s.aclRights(ctx, node)
 	var open []string
 	for _, e := range a.acl {
-		if id := e.Scheme + ":" + e.ID; e.Perms&unsafePerms != 0 && !in[id] {
-			open = append(open, fmt.Sprintf("%s (%s)", id, perms(e.Perms&unsafePerms)))
+		id := e.Scheme + ":" + e.ID
+		if more := e.Perms & unsafePerms &^ (g[id] | g["world:anyone"]); more != 0 {
+			open = append(open, fmt.Sprintf("%s (%s)", id, perms(more)))
 		}
 	}
 	if len(open) > 0 {

@@ -414,7 +414,7 @@ func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a
 			}
 			// Once p is in q.dir, q.dir cannot be replaced: its ACL is the
 			// one p lives under.
-			switch err := s.checkACL(ctx, q.dir, st); {
+			switch err := s.checkACL(ctx, q.dir, p.path, st); {
 			case ctx.Err() != nil:
 				return giveUp(dlock.NotObtained(ctx.Err()))
 			case transient(err):
