@@ -42,8 +42,15 @@ const (
 	EventFenceAccepted
 	// EventFenceRefused: a guard of package fence refused a write whose
 	// fence was stale; Err is the *fence.StaleError, which gives the
-	// newest fence. A lease outlived by its holder's work shows here.
+	// newest fence. A lease outlived by its holder's work shows here. A
+	// guard made with fence.WithMaxJump also refuses a fence too far
+	// above the newest: Err is then a *fence.TooHighError.
 	EventFenceRefused
+	// EventFenceReset: an operator reset a guard's record of the newest
+	// fence of a resource (package fence's Reset). Name is the resource,
+	// Lock the guard, Fence the fence recorded now (0 if the record was
+	// removed) and Previous the one recorded before.
+	EventFenceReset
 )
 
 var eventNames = [...]string{
@@ -57,6 +64,7 @@ var eventNames = [...]string{
 	EventReleased:      "released",
 	EventFenceAccepted: "fence-accepted",
 	EventFenceRefused:  "fence-refused",
+	EventFenceReset:    "fence-reset",
 }
 
 // String returns the kind's name in lower case, such as "acquired".
@@ -90,6 +98,9 @@ type Event struct {
 	// Err is the cause of EventNotAcquired, EventRenewFailed and
 	// EventLost.
 	Err error
+	// Previous is, on EventFenceReset, the fence recorded before the
+	// reset.
+	Previous uint64
 }
 
 // An Observer is told about lock events. Backends call Observe
@@ -136,8 +147,8 @@ func (m multiObserver) Observe(e Event) {
 	}
 }
 
-// LogObserver returns an Observer that logs every event to l: losses and
-// refused stale writes at Warn, failed renewals and failed acquisitions with a hard error at Info,
+// LogObserver returns an Observer that logs every event to l: losses,
+// refused fences and reset ones at Warn, failed renewals and failed acquisitions with a hard error at Info,
 // and everything else at Debug. A nil l means slog.Default().
 func LogObserver(l *slog.Logger) Observer {
 	if l == nil {
@@ -151,7 +162,7 @@ type logObserver struct{ l *slog.Logger }
 func (o logObserver) Observe(e Event) {
 	level := slog.LevelDebug
 	switch e.Kind {
-	case EventLost, EventFenceRefused:
+	case EventLost, EventFenceRefused, EventFenceReset:
 		level = slog.LevelWarn
 	case EventRenewFailed:
 		level = slog.LevelInfo
@@ -165,8 +176,11 @@ func (o logObserver) Observe(e Event) {
 		return
 	}
 	attrs := []slog.Attr{slog.String("lock", e.Name), slog.String("kind", e.Lock)}
-	if e.Fence != 0 {
+	if e.Fence != 0 || e.Kind == EventFenceReset {
 		attrs = append(attrs, slog.Uint64("fence", e.Fence))
+	}
+	if e.Kind == EventFenceReset {
+		attrs = append(attrs, slog.Uint64("previous", e.Previous))
 	}
 	if e.Kind == EventAcquired || e.Kind == EventNotAcquired {
 		attrs = append(attrs, slog.Duration("wait", e.Wait))

@@ -9,6 +9,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -20,19 +21,64 @@ type listing struct {
 	holders []*mvccpb.KeyValue
 	waiters int
 	detail  string // what was found, for dlock.KindUnknown
+	rev     int64  // the store's revision when the keys were listed
 }
 
-// list reads every key of the lock called name, in one request, and
-// decides who holds it by the rules the locks themselves use.
+// list reads every key of the lock called name, without their values,
+// in one request, and decides who holds it by the rules the locks
+// themselves use.
 func (c *Client) list(ctx context.Context, name string) (listing, error) {
 	if name == "" {
 		return listing{}, errors.New("etcdlock: empty lock name")
 	}
-	resp, err := c.cli.Get(ctx, prefix(name), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	resp, err := c.cli.Get(ctx, prefix(name), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
 		return listing{}, fmt.Errorf("etcdlock: listing %q: %w", name, err)
 	}
-	kvs := resp.Kvs
+	l, err := classifyKeys(name, resp.Kvs)
+	l.rev = resp.Header.Revision
+	return l, err
+}
+
+// values reads the values of l's holders as they were when l was listed,
+// in one request: the other keys' values, which may be large, are not
+// read. If that revision has been compacted since, it reads the current
+// values; a holder whose key has gone by then has none.
+func (c *Client) values(ctx context.Context, name string, l listing) (map[string][]byte, error) {
+	if len(l.holders) == 0 {
+		return nil, nil
+	}
+	out := map[string][]byte{}
+	rev := l.rev
+	// etcd takes at most 128 operations in one transaction (--max-txn-ops).
+	for holders := l.holders; len(holders) > 0; {
+		n := min(len(holders), 100)
+		ops := make([]clientv3.Op, n)
+		for i, kv := range holders[:n] {
+			ops[i] = clientv3.OpGet(string(kv.Key), clientv3.WithRev(rev))
+		}
+		resp, err := c.cli.Txn(ctx).Then(ops...).Commit()
+		if errors.Is(err, rpctypes.ErrCompacted) && rev != 0 {
+			rev = 0
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("etcdlock: inspecting %q: reading its holders: %w", name, err)
+		}
+		for _, r := range resp.Responses {
+			for _, kv := range r.GetResponseRange().Kvs {
+				out[string(kv.Key)] = kv.Value
+			}
+		}
+		holders = holders[n:]
+	}
+	return out, nil
+}
+
+// classifyKeys decides who holds the lock called name whose keys, oldest
+// first, are kvs.
+func classifyKeys(name string, kvs []*mvccpb.KeyValue) (listing, error) {
 	if len(kvs) == 0 {
 		return listing{kind: dlock.KindFree}, nil
 	}
@@ -72,8 +118,11 @@ func (c *Client) list(ctx context.Context, name string) (listing, error) {
 
 // Inspect reports which kind of lock uses name, which keys hold it and how
 // many wait, deciding who holds by the rules the locks themselves use. It
-// takes one listing of the name's keys and one TimeToLive of each holder's
-// etcd lease. Info.TTL is the longest time left on a holder's etcd lease
+// takes one listing of the name's keys, one read of the holders' values
+// (as they were at the listing; the waiters' are not read) and one
+// TimeToLive of each holder's etcd lease. Each Holder's Owner is cut to
+// 256 bytes and "...": a key that another writer changed may hold a
+// large value. Info.TTL is the longest time left on a holder's etcd lease
 // (whole seconds, as etcd counts them), Info.Fence the highest holder's
 // fence (its key's create revision), and each Holder's Where names its key
 // and etcd lease. A holder that is a concurrency.Mutex has Owner "" (it
@@ -84,11 +133,16 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		return dlock.Info{}, err
 	}
 	info := dlock.Info{Name: name, Kind: l.kind, Waiters: l.waiters, PermitLimit: l.permits, Detail: l.detail}
+	values, err := c.values(ctx, name, l)
+	if err != nil {
+		return dlock.Info{}, err
+	}
 	for _, kv := range l.holders {
 		k, _ := parseKey(name, string(kv.Key))
+		owner := cut(ownerOf(values[string(kv.Key)]))
 		info.Holders = append(info.Holders, dlock.Holder{
-			Owner: ownerOf(kv.Value),
-			Label: lease.Label(ownerOf(kv.Value)),
+			Owner: owner,
+			Label: lease.Label(owner),
 			Mode:  k.mode(),
 			Holds: 1,
 			Fence: uint64(kv.CreateRevision),
@@ -139,4 +193,13 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		deleted = deleted || resp.Succeeded
 	}
 	return deleted, nil
+}
+
+// cut returns s, cut to 256 bytes and "..." if it is longer: what Inspect
+// reports of a value that may be large.
+func cut(s string) string {
+	if len(s) > 256 {
+		return s[:256] + "..."
+	}
+	return s
 }

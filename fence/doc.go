@@ -29,9 +29,18 @@
 // All guards accept an equal fence: one holder may write many times under
 // one lease. A resource must be guarded by one lock, whose fences alone it
 // compares. Resources whose names differ, by as little as a trailing
-// blank or a letter's case, never share a fence, with one exception: a
-// Redis key that is all one hash tag, "{x}", shares the fence of the key
-// in it, "x" (see RedisKey).
+// blank or a letter's case, never share a fence (see RedisKey for how a
+// Redis key that is all one hash tag, "{x}", is kept apart from "x").
+// Nor can a guarded resource be one of the guard's own records: WriteFile
+// refuses names ending in ".fence" or ".fence.lock", and the Redis guard
+// keys beginning with "dlock:".
+//
+// A guard trusts the fences it is given: a fence that no holder of the
+// lock has, far above the lock's, makes every real holder stale from then
+// on. Only a lock's holders may reach a guard (Handler's endpoint must
+// authenticate its writers); WithMaxJump bounds how far one fence may
+// jump; and Reset (see Resetter, and ResetFile) lets an operator set a
+// resource's record back, reporting it to the guard's observer.
 //
 // A guard is only as good as its memory of the highest fence: a record
 // that is lost or unreadable is refused, never read as "no fence yet",

@@ -32,6 +32,36 @@ func (e *StaleError) Error() string {
 // Is reports whether target is ErrStale.
 func (e *StaleError) Is(target error) bool { return target == ErrStale }
 
+// ErrTooHigh is the error, matched with errors.Is, of a fence refused
+// by a guard made with WithMaxJump because it is further above the
+// newest fence accepted for the resource than the bound allows. Such a
+// guard returns it as a *TooHighError.
+var ErrTooHigh = errors.New("fence: fence implausibly far above the newest")
+
+// A TooHighError reports a fence refused by a guard made with
+// WithMaxJump: Fence is more than MaxJump above Newest, the highest
+// fence accepted for Resource. It matches ErrTooHigh under errors.Is.
+type TooHighError struct {
+	Resource string
+	Fence    uint64
+	Newest   uint64
+	MaxJump  uint64
+}
+
+func (e *TooHighError) Error() string {
+	return fmt.Sprintf("fence: fence %d for %q is more than %d (WithMaxJump) above the newest accepted, %d: refused as no holder of the lock could have it; "+
+		"if one does, reset the resource's fence or raise the bound", e.Fence, e.Resource, e.MaxJump, e.Newest)
+}
+
+// Is reports whether target is ErrTooHigh.
+func (e *TooHighError) Is(target error) bool { return target == ErrTooHigh }
+
+// tooHigh reports whether fence is more than maxJump above newest, with
+// maxJump 0 for no bound and newest 0 for no fence yet.
+func tooHigh(fence, newest, maxJump uint64) bool {
+	return maxJump > 0 && newest > 0 && fence > newest && fence-newest > maxJump
+}
+
 // maxResource is the longest resource name, in bytes, that the guards
 // other than SQL accept; SQL takes at most maxSQLResource.
 const maxResource = 4096

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,8 +28,9 @@ const FileSuffix = ".fence"
 const lockSuffix = ".lock"
 
 // WriteFile writes data to the file name, replacing it as a whole, with
-// permissions perm, unless a higher fence than fence has written it: then
-// it writes nothing and returns a *StaleError. An equal fence passes.
+// permissions perm (before the umask), unless a higher fence than fence
+// has written it: then it writes nothing and returns a *StaleError. An
+// equal fence passes.
 //
 // It records the fence in name+FileSuffix and writes data, each through a
 // temporary file in name's directory that it syncs and renames over the
@@ -49,7 +51,19 @@ const lockSuffix = ".lock"
 // it into a lock of the server's). The lock file stays, empty.
 //
 // A name that ends in FileSuffix, or in FileSuffix+".lock", is refused:
-// such a file is the fence file, or the lock file, of another.
+// such a file is the fence file, or the lock file, of another. So is a
+// name that is a symbolic link (the rename would replace the link, and
+// the fence would guard it rather than the file that other writers reach
+// by another path: give the path of the file it points to), and a fence
+// file or lock file that is a symbolic link or not a regular file (a link
+// could lead out of the directory, to a file that the write would create
+// or change).
+//
+// The files WriteFile creates have the permissions open(2) gives them:
+// perm for the file, and those of the fence file it replaces (0644 for
+// the first) for the fence file and 0644 for the lock file, less the
+// process's umask. It never widens them: with umask 077 each is the
+// owner's alone.
 //
 // A fence file that does not hold a fence (empty, or with anything but a
 // decimal number and a newline, as a crash of a WriteFile of an older
@@ -60,6 +74,9 @@ const lockSuffix = ".lock"
 // "dlock inspect" shows; or, if no holder of the lock can still write,
 // remove it.
 func WriteFile(name string, fence uint64, data []byte, perm os.FileMode) error {
+	if fi, err := os.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return badInput{fmt.Sprintf("fence: %s is a symbolic link: give the path of the file it points to, which the fence then guards", name)}
+	}
 	return fencedFile(name, fence, func() error { return replace(name, data, perm, "data") })
 }
 
@@ -76,26 +93,11 @@ func fencedFile(name string, fence uint64, write func() error) error {
 	if err := checkInput(name, fence, maxResource); err != nil {
 		return err
 	}
-	if clean := filepath.Clean(name); strings.HasSuffix(clean, FileSuffix) || strings.HasSuffix(clean, FileSuffix+lockSuffix) {
-		return badInput{fmt.Sprintf("fence: %s ends in %s or %s%s, as the files that record another file's fence, and that its writers lock, are named: "+
-			"writes to it would replace them; give the file another name", name, FileSuffix, FileSuffix, lockSuffix)}
-	}
-	record := name + FileSuffix
-	lock, err := os.OpenFile(record+lockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
+	record, lock, err := lockFile(name)
 	if err != nil {
-		return fmt.Errorf("fence: opening the lock of %s: %w", name, err)
+		return err
 	}
 	defer lock.Close() // and with it the flock
-	for {
-		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("fence: locking %s: %w", lock.Name(), err)
-	}
-	step("locked")
 	newest, mode, err := readRecord(record)
 	if err != nil {
 		return err
@@ -111,26 +113,48 @@ func fencedFile(name string, fence uint64, write func() error) error {
 	return write()
 }
 
+// lockFile refuses a name that is the fence file or the lock file of
+// another, and takes the exclusive flock of name's lock file, which
+// closing lock lets go. It returns the name of name's fence file.
+func lockFile(name string) (record string, lock *os.File, err error) {
+	if clean := filepath.Clean(name); strings.HasSuffix(clean, FileSuffix) || strings.HasSuffix(clean, FileSuffix+lockSuffix) {
+		return "", nil, badInput{fmt.Sprintf("fence: %s ends in %s or %s%s, as the files that record another file's fence, and that its writers lock, are named: "+
+			"writes to it would replace them; give the file another name", name, FileSuffix, FileSuffix, lockSuffix)}
+	}
+	record = name + FileSuffix
+	lock, err = openRegular(record+lockSuffix, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", nil, fmt.Errorf("fence: opening the lock of %s: %w", name, err)
+	}
+	for {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		lock.Close()
+		return "", nil, fmt.Errorf("fence: locking %s: %w", lock.Name(), err)
+	}
+	step("locked")
+	return record, lock, nil
+}
+
 // readRecord returns the fence recorded in the fence file record, 0 if
 // there is none, and the file's permissions (0644 if there is none). A
 // file that does not hold a fence is an error.
 func readRecord(record string) (uint64, os.FileMode, error) {
-	// O_NONBLOCK: opening a named pipe would wait for a writer, with the
-	// lock held.
-	f, err := os.OpenFile(record, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(record, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, 0o644, nil
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("fence: reading %s: %w", record, err)
+		return 0, 0, fmt.Errorf("fence: reading the fence: %w, so it holds no fence and every write to the file it guards is refused", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, 0, fmt.Errorf("fence: reading %s: %w", record, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return 0, 0, fmt.Errorf("fence: %s is not a regular file (%v), so it holds no fence and every write to the file it guards is refused", record, fi.Mode().Type())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 64))
 	if err != nil {
@@ -146,15 +170,39 @@ func readRecord(record string) (uint64, os.FileMode, error) {
 	return n, fi.Mode().Perm(), nil
 }
 
+// openRegular opens name as os.OpenFile does, but refuses a symbolic
+// link (O_NOFOLLOW: a link could lead to a file elsewhere, which a write
+// would create or change) and anything but a regular file, with an error
+// that names it. It does not wait for a writer of a named pipe.
+func openRegular(name string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link, not a regular file", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%v)", name, fi.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // replace writes data to name through a temporary file and a rename, and
-// syncs both. what names the file for the test's steps: "data" or
-// "record".
+// syncs both. The temporary file is created with permissions perm less
+// the process's umask, by open(2), and keeps them. what names the file
+// for the test's steps: "data" or "record".
 func replace(name string, data []byte, perm os.FileMode, what string) error {
 	dir, base := filepath.Split(name)
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+tempBase(base)+".*.tmp")
+	tmp, err := createTemp(dir, "."+tempBase(base)+".", ".tmp", perm)
 	if err != nil {
 		return fmt.Errorf("fence: writing %s: %w", name, err)
 	}
@@ -163,9 +211,6 @@ func replace(name string, data []byte, perm os.FileMode, what string) error {
 	_, err = tmp.Write(data)
 	if err == nil {
 		step(what + " temp written")
-		err = tmp.Chmod(perm)
-	}
-	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -187,6 +232,20 @@ func replace(name string, data []byte, perm os.FileMode, what string) error {
 	}
 	step(what + " dir synced")
 	return nil
+}
+
+// createTemp creates a new file in dir, named prefix, up to 10 random
+// digits and suffix, with permissions perm less the process's umask, as
+// open(2) applies it (os.CreateTemp's are 0600, whatever the umask).
+func createTemp(dir, prefix, suffix string, perm os.FileMode) (*os.File, error) {
+	for range 10000 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)+suffix)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("no unused temporary file name in %s", dir)
 }
 
 // tempBase returns base, cut short at a character's start if need be

@@ -91,3 +91,23 @@ func sqliteDB(t testing.TB) *sql.DB {
 func postgresDB(t testing.TB) *sql.DB {
 	return openDB(t, "pgx", sharedPostgres(t).URL())
 }
+
+var (
+	redisOnce sync.Once
+	redisSrv  *testenv.Redis
+	redisErr  error
+)
+
+// sharedRedis returns a Redis server shared by the tests that need no
+// restart, that persists every write as a Redis guard needs, starting it
+// if need be.
+func sharedRedis(t testing.TB) *testenv.Redis {
+	t.Helper()
+	testenv.SkipIfShort(t, "needs redis-server")
+	testenv.RequireBinary(t, "redis-server")
+	redisOnce.Do(func() { redisSrv, redisErr = testenv.LaunchRedis(testenv.RedisConfig{Persistence: true}) })
+	if redisErr != nil {
+		t.Fatal(redisErr)
+	}
+	return redisSrv
+}

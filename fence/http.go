@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,7 +20,9 @@ const Header = "Dlock-Fence"
 //
 //   - 400 Bad Request if the header is missing or not a fence (a decimal
 //     from 1 to 2^63-1), or resource returns "" or a name the store does
-//     not take (an SQL store's are at most 255 bytes);
+//     not take (an SQL store's are at most 255 bytes), or the store was
+//     made with WithMaxJump and the fence is further above the newest
+//     than it allows;
 //   - 409 Conflict if a higher fence has been accepted for the resource: a
 //     later holder of the lock has written, and this request's lease is
 //     no longer current;
@@ -32,10 +35,22 @@ const Header = "Dlock-Fence"
 // The body is one line of plain text saying why. Requests for one
 // resource run next one at a time in this process, in the order they
 // were admitted, so a stale request admitted just before a newer one
-// finishes before the newer one starts. Several processes sharing a Redis
+// finishes before the newer one starts. A request whose context ends
+// while it waits for its turn (its client has gone) is answered 503
+// without being checked or admitted. Several processes sharing a Redis
 // or SQL store refuse stale fences alike, but do not take turns: their
 // handlers must write to a resource that checks the fence again (an SQL
 // guard in the same transaction) if two admitted writes may not overlap.
+//
+// Handler trusts the fence a request carries: it cannot tell a holder's
+// from a forged one. The endpoint must authenticate its writers (put
+// Handler behind the service's authentication, and admit only the
+// lock's holders). A single request with a fence far above the lock's,
+// such as 2^63-1, would otherwise be admitted and make every real
+// holder's requests stale (409) from then on, across restarts with a
+// Redis or SQL store, until an operator resets the resource's record
+// (see Resetter; "dlock fence reset" for the command's guards). A store
+// made with WithMaxJump refuses such a fence, within the bound it sets.
 func Handler(store Store, resource func(r *http.Request) string, next http.Handler) http.Handler {
 	return &handler{store: store, resource: resource, next: next, turns: map[string]*turn{}}
 }
@@ -49,9 +64,10 @@ type handler struct {
 	turns map[string]*turn // the resources with a request in flight
 }
 
-// A turn serializes the requests of one resource.
+// A turn serializes the requests of one resource: a request takes it by
+// sending into its channel, and gives it up by receiving.
 type turn struct {
-	sync.Mutex
+	ch    chan struct{}
 	users int // guarded by handler.mu
 }
 
@@ -71,14 +87,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "fence: the request names no resource", http.StatusBadRequest)
 		return
 	}
-	t := h.enter(res)
+	t, err := h.enter(r.Context(), res)
+	if err != nil {
+		// The client has gone, or the server is shutting down.
+		http.Error(w, "fence: the request ended while it waited for its turn", http.StatusServiceUnavailable)
+		return
+	}
 	defer h.leave(res, t)
 	err = h.store.Advance(r.Context(), res, f)
 	var stale *StaleError
+	var high *TooHighError
 	var bad badInput
 	switch {
 	case errors.As(err, &stale):
 		http.Error(w, stale.Error(), http.StatusConflict)
+	case errors.As(err, &high):
+		http.Error(w, high.Error(), http.StatusBadRequest)
 	case errors.As(err, &bad):
 		http.Error(w, bad.Error(), http.StatusBadRequest)
 	case err != nil:
@@ -90,23 +114,33 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// enter waits for res's turn.
-func (h *handler) enter(res string) *turn {
+// enter waits for res's turn, or until ctx ends.
+func (h *handler) enter(ctx context.Context, res string) (*turn, error) {
 	h.mu.Lock()
 	t := h.turns[res]
 	if t == nil {
-		t = &turn{}
+		t = &turn{ch: make(chan struct{}, 1)}
 		h.turns[res] = t
 	}
 	t.users++
 	h.mu.Unlock()
-	t.Lock()
-	return t
+	select {
+	case t.ch <- struct{}{}:
+		return t, nil
+	case <-ctx.Done():
+		h.forget(res, t)
+		return nil, ctx.Err()
+	}
 }
 
-// leave ends res's turn, and forgets res when no request waits for it.
+// leave ends res's turn.
 func (h *handler) leave(res string, t *turn) {
-	t.Unlock()
+	<-t.ch
+	h.forget(res, t)
+}
+
+// forget drops a user of t, and forgets res when no request waits for it.
+func (h *handler) forget(res string, t *turn) {
 	h.mu.Lock()
 	if t.users--; t.users == 0 {
 		delete(h.turns, res)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/fence"
-	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -25,12 +24,21 @@ func stores(t *testing.T) []struct {
 	name  string
 	store fence.Store
 } {
+	return storesWith(t)
+}
+
+// storesWith returns the Store implementations under test, made with
+// opts.
+func storesWith(t *testing.T, opts ...fence.Option) []struct {
+	name  string
+	store fence.Store
+} {
 	out := []struct {
 		name  string
 		store fence.Store
-	}{{"memory", fence.NewMemory()}}
+	}{{"memory", fence.NewMemory(opts...)}}
 	db := sqliteDB(t)
-	g := fence.NewSQL(fence.SQLite)
+	g := fence.NewSQL(fence.SQLite, opts...)
 	if err := g.Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
@@ -40,19 +48,18 @@ func stores(t *testing.T) []struct {
 	}{"sqlite", g.Store(db)})
 	if !testing.Short() {
 		pdb := postgresDB(t)
-		pg := fence.NewSQL(fence.Postgres, fence.WithTable(unique("fences")))
+		pg := fence.NewSQL(fence.Postgres, append([]fence.Option{fence.WithTable(unique("fences"))}, opts...)...)
 		if err := pg.Migrate(context.Background(), pdb); err != nil {
 			t.Fatal(err)
 		}
 		mdb := mariaDB(t)
 		// The test server flushes its log lazily, for speed: a Store
 		// refuses it unless told to take the risk.
-		my := fence.NewSQL(fence.MySQL, fence.WithTable(unique("fences")), fence.AcceptFenceLoss())
+		my := fence.NewSQL(fence.MySQL, append([]fence.Option{fence.WithTable(unique("fences")), fence.AcceptFenceLoss()}, opts...)...)
 		if err := my.Migrate(context.Background(), mdb); err != nil {
 			t.Fatal(err)
 		}
-		srv := testenv.StartRedis(t, testenv.RedisConfig{Persistence: true})
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		rdb := redis.NewClient(&redis.Options{Addr: sharedRedis(t).Addr()})
 		t.Cleanup(func() { rdb.Close() })
 		out = append(out, struct {
 			name  string
@@ -63,7 +70,7 @@ func stores(t *testing.T) []struct {
 		}{"mariadb", my.Store(mdb)}, struct {
 			name  string
 			store fence.Store
-		}{"redis", fence.NewRedis(goredisconn.New(rdb)).Store()})
+		}{"redis", fence.NewRedis(goredisconn.New(rdb), opts...).Store()})
 	}
 	return out
 }

@@ -25,7 +25,10 @@ func (r *recorder) Observe(e dlock.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, fmt.Sprintf("%v %s %s %d", e.Kind, e.Lock, e.Name, e.Fence))
-	if e.Kind == dlock.EventFenceRefused && !errors.Is(e.Err, fence.ErrStale) {
+	if e.Kind == dlock.EventFenceReset {
+		r.events = append(r.events, fmt.Sprintf("previous %d", e.Previous))
+	}
+	if e.Kind == dlock.EventFenceRefused && !errors.Is(e.Err, fence.ErrStale) && !errors.Is(e.Err, fence.ErrTooHigh) {
 		r.events = append(r.events, "refused without a StaleError")
 	}
 }

@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -77,7 +78,7 @@ var ErrNotPersistent = errors.New("fence: the server may forget fences")
 // NewRedis returns a guard for the keys of the deployment that conn
 // reaches: goredisconn.New(rdb) for a go-redis client, rueidisconn.New(c)
 // for a rueidis one, as for redislock. Of the options, it takes
-// WithObserver and AcceptFenceLoss. It makes no request: the server's
+// WithObserver, AcceptFenceLoss and WithMaxJump. It makes no request: the server's
 // persistence is read by the guard's first call.
 func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
 	return &Redis{conn: conn, config: newConfig(opts), persistent: make(chan struct{}, 1)}
@@ -88,44 +89,67 @@ func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
 // key in braces, so that both hash to the same Cluster slot. (The
 // prefix is not redislock's "dlock:fence:", so that guarded keys and
 // locks may share a deployment.) The fence key stays after key is
-// deleted or expires, so that a stale holder cannot write it again. It
-// returns an error for a key that has no hash tag but contains a '}',
-// which no key of the same slot can be built for: give such a key a hash
-// tag; and for a key that itself begins with "dlock:guard:", whose writes
-// could overwrite another key's fence.
+// deleted or expires, so that a stale holder cannot write it again.
 //
-// A key that is all one hash tag, such as "{x}", has the fence key of the
-// key in it, "x": the two share a fence.
+// A key that is all one hash tag, such as "{x}", would so share the
+// fence key of the key in it, "x"; it has "dlock:guard:dlock:guard:{x}"
+// instead, and, until its first write there, the fence that earlier
+// versions kept for it in "dlock:guard:{x}" counts as its newest. No two
+// keys share a fence key.
+//
+// It returns an error for a key that has no hash tag but contains a '}',
+// which no key of the same slot can be built for: give such a key a hash
+// tag; and for a key that itself begins with "dlock:guard:", which names
+// a fence key.
 func RedisKey(key string) (string, error) {
+	fk, _, err := guardKeys(key)
+	return fk, err
+}
+
+// guardKeys returns the fence key of key, as RedisKey does, and the key
+// in which earlier versions kept its fence if that was another.
+func guardKeys(key string) (fk, legacy string, err error) {
 	if key == "" {
-		return "", badInput{"fence: empty Redis key"}
+		return "", "", badInput{"fence: empty Redis key"}
 	}
 	if strings.HasPrefix(key, guardPrefix) {
-		return "", badInput{fmt.Sprintf("fence: Redis key %q begins with %q, the prefix of the keys that hold the guard's fences: writing it could overwrite another key's fence", key, guardPrefix)}
+		return "", "", badInput{fmt.Sprintf("fence: Redis key %q begins with %q, the prefix of the keys that hold the guard's fences: writing it could overwrite another key's fence", key, guardPrefix)}
 	}
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return guardPrefix + key, nil
+			if open == 0 && end+2 == len(key) {
+				// "{x}": guardPrefix+key is the fence key of "x". Keys
+				// beginning with guardPrefix are refused, so no other
+				// key's fence key begins with it twice.
+				return guardPrefix + guardPrefix + key, guardPrefix + key, nil
+			}
+			return guardPrefix + key, "", nil
 		}
 	}
 	if strings.ContainsRune(key, '}') {
-		return "", badInput{fmt.Sprintf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))}
+		return "", "", badInput{fmt.Sprintf("fence: Redis key %q has a '}' but no {hash tag}; give it one, such as {%s}", key, strings.ReplaceAll(key, "}", ""))}
 	}
-	return guardPrefix + "{" + key + "}", nil
+	return guardPrefix + "{" + key + "}", "", nil
 }
 
 // guardPrefix begins the keys that hold the fences of a Redis guard.
 const guardPrefix = "dlock:guard:"
 
+// ownPrefix begins every key that dlock writes: its locks' and its
+// guards'. Set and HSet refuse to write such a key.
+const ownPrefix = "dlock:"
+
 // Set sets key to value, as SET does (removing any expiry), unless a
 // higher fence has written to key: then it writes nothing and returns a
-// *StaleError.
+// *StaleError. A key that begins with "dlock:", as every key of dlock's
+// locks and guards does, is refused.
 func (r *Redis) Set(ctx context.Context, key string, fence uint64, value string) error {
 	return r.write(ctx, key, fence, "set", value)
 }
 
 // HSet sets fields of the hash key, as HSET does, unless a higher fence
 // has written to key: then it writes nothing and returns a *StaleError.
+// A key that begins with "dlock:" is refused, as by Set.
 // fieldsAndValues alternate field and value: "name", "x", "qty", "3".
 func (r *Redis) HSet(ctx context.Context, key string, fence uint64, fieldsAndValues ...string) error {
 	if len(fieldsAndValues) == 0 || len(fieldsAndValues)%2 != 0 {
@@ -146,18 +170,25 @@ func (r *Redis) write(ctx context.Context, key string, fence uint64, op string, 
 	if err := checkInput(key, fence, maxResource); err != nil {
 		return err
 	}
-	fk, err := RedisKey(key)
+	fk, legacy, err := guardKeys(key)
 	if err != nil {
 		return err
+	}
+	if op != "advance" && strings.HasPrefix(key, ownPrefix) {
+		return badInput{fmt.Sprintf("fence: Redis key %q begins with %q, as the keys of dlock's locks and guards do: writing it could change a lock's fence counter or another key's fence; give the key another name", key, ownPrefix)}
 	}
 	if err := r.checkPersistent(ctx); err != nil {
 		return err
 	}
-	keys := []string{fk, key}
+	keys := []string{fk, cmp.Or(legacy, fk), key}
 	if op == "advance" {
-		keys = keys[:1]
+		keys = keys[:2]
 	}
-	err = r.eval(ctx, key, fence, op, keys, append([]string{strconv.FormatUint(fence, 10), op}, args...))
+	bound := ""
+	if r.maxJump > 0 {
+		bound = strconv.FormatUint(r.maxJump, 10)
+	}
+	err = r.eval(ctx, key, fence, op, keys, append([]string{strconv.FormatUint(fence, 10), op, bound}, args...))
 	observe(r.observer, "Redis", key, fence, err)
 	return err
 }
@@ -178,9 +209,12 @@ func (r *Redis) eval(ctx context.Context, resource string, fence uint64, op stri
 	if ok && len(reply) == 1 && reply[0] == int64(1) {
 		return nil
 	}
-	if ok && len(reply) == 2 && reply[0] == int64(0) {
+	if ok && len(reply) == 2 && (reply[0] == int64(0) || reply[0] == int64(2)) {
 		if s, _ := reply[1].(string); s != "" {
 			newest, err := strconv.ParseUint(s, 10, 64)
+			if err == nil && reply[0] == int64(2) {
+				return &TooHighError{Resource: resource, Fence: fence, Newest: newest, MaxJump: r.maxJump}
+			}
 			if err == nil {
 				return &StaleError{Resource: resource, Fence: fence, Newest: newest}
 			}
@@ -190,8 +224,8 @@ func (r *Redis) eval(ctx context.Context, resource string, fence uint64, op stri
 }
 
 // Store returns the guard as a Store for Handler: Advance records the
-// fence of a resource in the key "dlock:guard:{resource}" (resource in a
-// hash tag, or as it is if it has one).
+// fence of a resource in the key RedisKey(resource) returns,
+// "dlock:guard:{resource}" for a resource without a hash tag.
 func (r *Redis) Store() Store { return redisStore{r} }
 
 type redisStore struct{ r *Redis }

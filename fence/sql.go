@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,7 +19,10 @@ type Dialect struct {
 	column     string // the type of the resource column
 	lockSuffix string // what makes a SELECT read the newest row and lock it
 	numbered   bool   // placeholders are $1, $2, … rather than ?
-	upsert     string // records $2 for $1 unless higher: {{table}} is the table
+	// upsert records $2 for $1 unless a higher fence is recorded, or
+	// $2 exceeds the recorded one by more than $3; {{table}} is the
+	// table.
+	upsert string
 	// mayNotAutocommit is set where a session may not autocommit
 	// (MySQL's autocommit=0), so that a statement run on a *sql.DB may
 	// never be committed.
@@ -41,7 +45,8 @@ var (
 		numbered:   true,
 		syncCommit: "SELECT set_config('synchronous_commit', 'on', true)",
 		upsert: `INSERT INTO {{table}} AS f (resource, fence) VALUES ($1, $2)
-ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= excluded.fence`,
+ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence
+WHERE f.fence <= excluded.fence AND excluded.fence - f.fence <= $3`,
 	}
 	// MySQL is the dialect of MySQL and MariaDB (InnoDB tables). The first
 	// writers of a new resource may meet in a deadlock that InnoDB breaks
@@ -57,7 +62,7 @@ ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE f.fence <= exc
 		mayNotAutocommit: true,
 		durable:          "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit = 1",
 		upsert: `INSERT INTO {{table}} (resource, fence) VALUES (?, ?)
-ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`,
+ON DUPLICATE KEY UPDATE fence = CASE WHEN VALUES(fence) <= fence OR VALUES(fence) - fence > ? THEN fence ELSE VALUES(fence) END`,
 	}
 	// SQLite is the dialect of SQLite 3.24 or later. SQLite has one writer
 	// at a time: open the database with a busy timeout, so that writers
@@ -68,7 +73,8 @@ ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))`,
 		name:   "SQLite",
 		column: "text",
 		upsert: `INSERT INTO {{table}} (resource, fence) VALUES (?, ?)
-ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence WHERE fence <= excluded.fence`,
+ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence
+WHERE fence <= excluded.fence AND excluded.fence - fence <= ?`,
 	}
 )
 
@@ -105,8 +111,8 @@ type SQL struct {
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
 // NewSQL returns a guard for a database of the given dialect, configured
-// by WithTable and WithObserver. An invalid option is reported by the
-// guard's first call.
+// by WithTable, WithObserver, WithMaxJump and AcceptFenceLoss. An invalid
+// option is reported by the guard's first call.
 func NewSQL(dialect Dialect, opts ...Option) *SQL {
 	g := &SQL{dialect: dialect, config: newConfig(opts)}
 	if g.dialect.upsert == "" && g.err == nil {
@@ -202,7 +208,11 @@ func (g *SQL) Check(ctx context.Context, tx *sql.Tx, resource string, fence uint
 // advance is Check after its input is checked.
 func (g *SQL) advance(ctx context.Context, tx *sql.Tx, resource string, fence uint64) error {
 	upsert := strings.ReplaceAll(g.dialect.upsert, "{{table}}", g.table)
-	if _, err := tx.ExecContext(ctx, upsert, resource, int64(fence)); err != nil {
+	bound := int64(math.MaxInt64)
+	if g.maxJump > 0 && g.maxJump < math.MaxInt64 {
+		bound = int64(g.maxJump)
+	}
+	if _, err := tx.ExecContext(ctx, upsert, resource, int64(fence), bound); err != nil {
 		return fmt.Errorf("fence: recording fence %d for %q in table %s: %w", fence, resource, g.table, err)
 	}
 	// The row is ours until tx ends; a locking read sees its newest value
@@ -222,8 +232,11 @@ func (g *SQL) advance(ctx context.Context, tx *sql.Tx, resource string, fence ui
 		return fmt.Errorf("fence: table %s keeps the fence of %q in the row of %q: its resource column compares them equal, so they would share a fence: "+
 			"give the column a type that compares names byte for byte, as Schema's does (%s)", g.table, resource, stored, g.dialect.column)
 	}
-	if uint64(newest) > fence {
+	switch {
+	case uint64(newest) > fence:
 		return &StaleError{Resource: resource, Fence: fence, Newest: uint64(newest)}
+	case uint64(newest) < fence: // the upsert kept the row: too high
+		return &TooHighError{Resource: resource, Fence: fence, Newest: uint64(newest), MaxJump: g.maxJump}
 	}
 	return nil
 }

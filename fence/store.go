@@ -26,13 +26,15 @@ type Store interface {
 // Redis one on a server that writes every write to disk before it
 // answers, which NewRedis checks).
 // It keeps one entry per resource it has seen. Of the options, it takes
-// WithObserver.
+// WithObserver and WithMaxJump.
 func NewMemory(opts ...Option) Store {
-	return &memory{newest: map[string]uint64{}, observer: newConfig(opts).observer}
+	c := newConfig(opts)
+	return &memory{newest: map[string]uint64{}, observer: c.observer, maxJump: c.maxJump}
 }
 
 type memory struct {
 	observer dlock.Observer
+	maxJump  uint64
 	mu       sync.Mutex
 	newest   map[string]uint64
 }
@@ -45,6 +47,8 @@ func (m *memory) Advance(_ context.Context, resource string, fence uint64) error
 	var err error
 	if newest := m.newest[resource]; newest > fence {
 		err = &StaleError{Resource: resource, Fence: fence, Newest: newest}
+	} else if tooHigh(fence, newest, m.maxJump) {
+		err = &TooHighError{Resource: resource, Fence: fence, Newest: newest, MaxJump: m.maxJump}
 	} else {
 		m.newest[resource] = fence
 	}

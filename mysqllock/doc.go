@@ -152,6 +152,16 @@
 // sessions. Each held lease takes one of the pool's connections; size the
 // pool for them.
 //
+// GET_LOCK needs no privilege, its names are the whole server's, and a
+// SessionMutex's LockName is derived from the table's name and the lock's
+// alone: any account that may connect to the server, with no grant on any
+// database, can take it and keep every SessionMutex of that name from the
+// lock for as long as it stays connected. It cannot take the row, so it
+// cannot hold the lock, only block it. On a server that accounts you do
+// not trust can connect to, use lease mode, whose lock is the row alone,
+// which only the grants on the table reach; or give the lock a name with
+// a secret of the deployment in it, which makes its LockName unguessable.
+//
 // # Fencing
 //
 // Every grant, in either mode, sets the row's fence to the larger of the

@@ -160,6 +160,16 @@
 // reports as a loss. Each held lease takes one of the pool's connections;
 // size the pool for them.
 //
+// Advisory locks need no privilege, and a SessionMutex's key is derived
+// from the table's name and the lock's alone: any account that may
+// connect to the database, with no grant on pglock's objects, can take it
+// (pg_advisory_lock) and keep every SessionMutex of that name from the
+// lock for as long as it stays connected. It cannot take the row, so it
+// cannot hold the lock, only block it. On a database that accounts you do
+// not trust can connect to, use lease mode, whose lock is the row alone,
+// which only the grants on the table reach; or give the lock a name with
+// a secret of the deployment in it, which makes its key unguessable.
+//
 // # Fencing
 //
 // Every grant, in either mode, sets the row's fence to the largest of

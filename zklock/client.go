@@ -45,17 +45,19 @@ type Client struct {
 
 	noContainers atomic.Bool // the ensemble has no container nodes (before 3.5.3)
 
-	mu        sync.Mutex
-	id        int64     // the current session's ID; 0 while there is none
-	suspended bool      // the connection is down: ownership is uncertain
-	lostConn  time.Time // when the connection with a session was lost; zero while it has one
-	granted   time.Duration
-	nodes     map[*node]struct{}
-	owners    map[ownerKey]*node // held nodes by lock path and owner token
-	giveUp    *time.Timer        // while the connection is down: see giveUpSession
-	closed    bool               // Close has begun: no new connection is made
-	closing   chan struct{}      // closed when Close begins
-	retiring  sync.WaitGroup     // connections being replaced and closed
+	mu         sync.Mutex
+	id         int64     // the current session's ID; 0 while there is none
+	suspended  bool      // the connection is down: ownership is uncertain
+	lostConn   time.Time // when the connection with a session was lost; zero while it has one
+	granted    time.Duration
+	nodes      map[*node]struct{}
+	owners     map[ownerKey]*node    // held nodes by lock path and owner token
+	aclOK      map[string]aclChecked // lock paths whose ACL passed checkACL
+	aclGranted map[string]int32      // the rights the Client's ACL gives, by identity; nil until read
+	giveUp     *time.Timer           // while the connection is down: see giveUpSession
+	closed     bool                  // Close has begun: no new connection is made
+	closing    chan struct{}         // closed when Close begins
+	retiring   sync.WaitGroup        // connections being replaced and closed
 
 	ready     chan struct{} // closed at the first session
 	readyOnce sync.Once
@@ -84,7 +86,7 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 		return nil, err
 	}
 	s := &Client{servers: servers, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.lockLog),
-		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), ready: make(chan struct{}),
+		nodes: make(map[*node]struct{}), owners: make(map[ownerKey]*node), aclOK: map[string]aclChecked{}, ready: make(chan struct{}),
 		heard: make(chan struct{}), closing: make(chan struct{})}
 	l, err := s.dial()
 	if err != nil {

@@ -206,6 +206,22 @@
 // error when ctx is done. WithDigestAuth makes the nodes the Client
 // creates its user's alone.
 //
+// ZooKeeper gives the right to delete a node by its parent's ACL, not
+// the node's own: whoever may delete the children of a lock's path may
+// delete its holder's node, and the next node in line then holds. A path
+// the Client creates gets the Client's ACL; a path another made first,
+// open to all, would let anyone take the lock from an authenticated
+// holder. So a Client made with WithDigestAuth or WithACL (unless its ACL
+// gives everyone those rights anyway) reads the ACL of each lock path it
+// queues under, once its node is there, and refuses the path, removing
+// its node, with an error matching ErrPathACL that names the path and
+// who else may create, delete or change the ACL there. It reads it again
+// whenever the path is made anew or its ACL changes. The parents of the
+// path need no check: while the path holds a node it cannot be deleted,
+// and a path deleted while empty and made again with another ACL is
+// refused at the next Lock. Set the ACLs of paths made by hand (such as
+// a shared root for the locks) to the Client's.
+//
 // # Kinds
 //
 // One path serves one kind of lock at a time. A Lock or TryLock that finds

@@ -42,6 +42,13 @@ var (
 	// ErrUpgrade is dlock.ErrUpgrade: the write side of an RWMutex asked
 	// through the Context of a read lease of the same RWMutex.
 	ErrUpgrade = dlock.ErrUpgrade
+
+	// ErrPathACL is matched by the error of a Lock or TryLock, of a Client
+	// made with WithDigestAuth or WithACL, on a lock path whose ACL lets
+	// someone outside the Client's ACL create, delete or administer its
+	// children: they could delete the holder's node and take the lock.
+	// The error names the path and who. See "Security" in the package doc.
+	ErrPathACL = errors.New("zklock: the lock path's ACL lets others delete its nodes")
 )
 
 func init() {

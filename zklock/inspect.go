@@ -27,8 +27,10 @@ const inspectAttempts = 5
 //
 // Info.TTL is 0 (a node lives as long as its session), Info.Fence is the
 // highest holder's fence, and each Holder's Where names its node and
-// session. A Mutex of Curator or go-zookeeper's zk.Lock on the path is
-// reported as dlock.KindMutex: their nodes are named alike.
+// session; its Owner is cut to 256 bytes and "..." (ZooKeeper sends a
+// node's data whole, up to the ensemble's jute.maxbuffer). A Mutex of
+// Curator or go-zookeeper's zk.Lock on the path is reported as
+// dlock.KindMutex: their nodes are named alike.
 func (s *Client) Inspect(ctx context.Context, path string) (dlock.Info, error) {
 	if err := checkPath(path); err != nil {
 		return dlock.Info{}, err
@@ -339,10 +341,16 @@ func failure(call, path, doing string, err error) error {
 }
 
 // ownerOf returns the owner token a node's data holds: the data itself,
-// or the token of the leader's record an election's leader wrote there.
+// or the token of the leader's record an election's leader wrote there;
+// cut to 256 bytes and "...", since another client may have written
+// large data there.
 func ownerOf(data []byte) string {
-	if r, err := election.Parse(string(data)); err == nil {
-		return r.Token
+	s := string(data)
+	if r, err := election.Parse(s); err == nil {
+		s = r.Token
 	}
-	return string(data)
+	if len(s) > 256 {
+		return s[:256] + "..."
+	}
+	return s
 }

@@ -38,6 +38,7 @@ type ClientOption func(*clientConfig)
 type clientConfig struct {
 	timeout time.Duration
 	acl     []zk.ACL    // nil until WithACL: see newClientConfig
+	aclSet  bool        // WithACL was given
 	auth    []string    // "user:password" for the digest scheme
 	tls     *tls.Config // from WithTLS; nil for plain TCP
 	log     *slog.Logger
@@ -89,14 +90,18 @@ func WithSessionTimeout(d time.Duration) ClientOption {
 // WithDigestAuth, zk.AuthACL(zk.PermAll): all rights to the user the
 // Client authenticated as, and none to anyone else. Every
 // client of a lock needs to read its path's children and to create and
-// delete children there.
+// delete children there. Unless the ACL gives everyone those rights, a
+// Lock or TryLock refuses a lock path, made by another, whose own ACL
+// lets someone the ACL does not name create or delete there
+// (ErrPathACL): ZooKeeper takes the right to delete a holder's node from
+// its path's ACL.
 func WithACL(acl ...zk.ACL) ClientOption {
 	return func(c *clientConfig) {
 		if len(acl) == 0 {
 			c.err = errors.New("zklock: WithACL needs at least one ACL entry")
 			return
 		}
-		c.acl = acl
+		c.acl, c.aclSet = acl, true
 	}
 }
 
@@ -104,7 +109,8 @@ func WithACL(acl ...zk.ACL) ClientOption {
 // scheme, on every connection it makes, and makes the nodes the Client
 // creates readable and writable by that user only (unless WithACL says
 // otherwise): every Client of a lock must then authenticate as the same
-// user. The default is no authentication. Digest credentials travel in
+// user. A lock path that another made, whose ACL lets others create or
+// delete its children, is refused (ErrPathACL; see WithACL). The default is no authentication. Digest credentials travel in
 // clear unless the connection is encrypted: see WithTLS.
 func WithDigestAuth(user, password string) ClientOption {
 	return func(c *clientConfig) {

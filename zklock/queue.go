@@ -412,6 +412,24 @@ func (q *queue) await(ctx context.Context, p pending, token string, wait bool, a
 				q.remove(ctx, p)
 				return nil, false, err
 			}
+			// Once p is in q.dir, q.dir cannot be replaced: its ACL is the
+			// one p lives under.
+			switch err := s.checkACL(ctx, q.dir, p.path, st); {
+			case ctx.Err() != nil:
+				return giveUp(dlock.NotObtained(ctx.Err()))
+			case transient(err):
+				if err := pause(ctx, n); err != nil {
+					return giveUp(err)
+				}
+				continue
+			case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired):
+				return nil, true, nil
+			case err != nil && !errors.Is(err, ErrPathACL):
+				return giveUp(describe("reading the ACL of", q.dir, err))
+			case err != nil:
+				q.remove(ctx, p)
+				return nil, false, err
+			}
 			looked = true
 		}
 		v := q.judge(kids, me)

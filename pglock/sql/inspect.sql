@@ -2,8 +2,11 @@
 -- owner token, the fence of its latest grant and the milliseconds left
 -- before it expires (0 if it has), on the database's clock; and the
 -- backend that holds its advisory lock $2 in session mode, or 0. No row:
--- the name was never locked. Reads only.
-SELECT l.token, l.fence,
+-- the name was never locked. Reads only. The token is cut to 256
+-- characters and '...': a row another writer changed may hold a huge one,
+-- and an operator needs only its start.
+SELECT CASE WHEN char_length(l.token) > 256 THEN left(l.token, 256) || '...' ELSE l.token END,
+       l.fence,
        CASE WHEN l.expires_at > now()
             THEN ceil(extract(epoch FROM l.expires_at - now()) * 1000)::bigint
             ELSE 0 END, -- a freed row's expiry is -infinity

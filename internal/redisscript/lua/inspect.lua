@@ -10,8 +10,14 @@
 -- writer pttl, readers, {reader tokens}, {permit tokens}, owner1, holds1,
 -- owner2, holds2, ...}; at most 1000 readers, permits and owners are listed.
 local function kind(k) return redis.call('TYPE', k)['ok'] end
--- Values are read at most 256 bytes long: a key that something else wrote
--- may be huge, and an operator's terminal needs only its start.
+-- Values are sent at most 256 bytes long (and '...'), strings, hash fields
+-- and set members alike: a key that something else wrote may be huge, and
+-- an operator's terminal needs only its start. So the reply stays within
+-- about 3 x 1000 x 259 bytes, whatever the keys hold.
+local function cut(s)
+  if #s > 256 then return string.sub(s, 1, 256) .. '...' end
+  return s
+end
 local function get(k)
   if redis.call('STRLEN', k) > 256 then return redis.call('GETRANGE', k, 0, 255) .. '...' end
   return redis.call('GET', k)
@@ -20,7 +26,11 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lock = kind(KEYS[1])
 local out = {dlock_holder(KEYS[1]) or '', redis.call('PTTL', KEYS[1]), '', 0, 0, '', '', -2, 0, {}, {}}
-local function live(k) return redis.call('ZRANGEBYSCORE', k, '(' .. now, '+inf', 'LIMIT', 0, 1000) end
+local function live(k)
+  local members = redis.call('ZRANGEBYSCORE', k, '(' .. now, '+inf', 'LIMIT', 0, 1000)
+  for i = 1, #members do members[i] = cut(members[i]) end
+  return members
+end
 if kind(KEYS[2]) == 'string' then out[3] = get(KEYS[2]) end
 if kind(KEYS[3]) == 'list' then out[4] = redis.call('LLEN', KEYS[3]) end
 if KEYS[9] and kind(KEYS[9]) == 'zset' then out[4] = out[4] + redis.call('ZCARD', KEYS[9]) end
@@ -47,7 +57,7 @@ elseif lock == 'hash' then
   local fields = redis.call('HSCAN', KEYS[1], 0, 'MATCH', 'o:*', 'COUNT', 1000)[2] -- at most ~1000 owners shown
   for i = 1, #fields, 2 do
     if string.sub(fields[i], 1, 2) == 'o:' then
-      table.insert(out, string.sub(fields[i], 3))
+      table.insert(out, cut(string.sub(fields[i], 3)))
       table.insert(out, string.sub(fields[i + 1], 1, 256))
     end
   end
