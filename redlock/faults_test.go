@@ -14,6 +14,7 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/dlock-go/dlock/redislock/transport"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/redis/go-redis/v9"
 )
@@ -521,4 +522,59 @@ func TestIntegrationOneSilentNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Nodes whose Conn cannot serve a call, ever (a closed Redis client, a TLS
+// handshake refused), are not unavailable: with more of them than a
+// majority can spare, TryLock and Lock fail at once, as with error replies
+// that waiting cannot heal (TryLock said ErrNotObtained, "held", and Lock
+// waited until its ctx ended). And nodes that refuse for good cannot vote:
+// with one refusing and one silent of three, no majority can vote, and
+// TryLock returns ErrUnavailable, not ErrNotObtained (nobody holds the lock
+// on the one node that answered).
+func TestIntegrationNodesThatCannotServe(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	t.Run("closed Redis clients", func(t *testing.T) {
+		conns := make([]redislock.Conn, len(servers))
+		for i, s := range servers {
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+			rdb.Close()
+			conns[i] = goredisconn.New(rdb)
+		}
+		c := redlock.New(conns)
+		t.Cleanup(func() { c.Close() })
+		m := c.NewMutex("closed-clients")
+		for range 20 { // each starts a clean-up, which retries its nodes (it once raced with its fan-outs)
+			_, err := m.TryLock(timeout(t, 10*time.Second))
+			if errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, transport.ErrUnusable) {
+				t.Fatalf("TryLock on closed clients = %v; want transport.ErrUnusable, neither ErrNotObtained nor ErrUnavailable", err)
+			}
+		}
+		start := time.Now()
+		_, err := m.Lock(timeout(t, 5*time.Second))
+		took := time.Since(start)
+		t.Logf("measured: Lock on closed clients returned after %v", took.Round(time.Millisecond))
+		if errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, transport.ErrUnusable) {
+			t.Errorf("Lock on closed clients = %v; want transport.ErrUnusable, not ErrNotObtained", err)
+		}
+		if took > time.Second {
+			t.Errorf("Lock on closed clients took %v; want it to fail at once", took)
+		}
+	})
+	t.Run("one refusing, one silent", func(t *testing.T) {
+		if _, err := servers[0].Do("ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
+			t.Fatal(err)
+		}
+		refusing := redis.NewClient(&redis.Options{Addr: servers[0].Addr(), Username: "noscript", Password: "pw", ContextTimeoutEnabled: true})
+		t.Cleanup(func() { refusing.Close() })
+		silent := testenv.StartProxy(t, servers[1].Addr())
+		silent.Blackhole(true)
+		c := redlock.New([]redislock.Conn{goredisconn.New(refusing), goRedis(t, silent.Addr()), goRedis(t, servers[2].Addr())})
+		t.Cleanup(func() { c.Close() })
+		_, err := c.NewMutex("refusing-and-silent").TryLock(timeout(t, 10*time.Second))
+		if !errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("TryLock with one node refusing and one silent = %v; want ErrUnavailable, not ErrNotObtained", err)
+		}
+	})
 }
