@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,6 +218,9 @@ func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool
 	if sent == 0 {
 		return out, f
 	}
+	// The callback below may run after the caller has its replies and
+	// has reused only for its next fan-out.
+	only = slices.Clone(only)
 	f.ctx, f.cancel = context.WithTimeout(ctx, timeout)
 	f.left.Store(sent)
 	f.told = make([]atomic.Bool, len(c.nodes))
