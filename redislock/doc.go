@@ -77,8 +77,9 @@
 // round trip. A lease's Until is the send time of its last successful
 // acquire or renewal plus the TTL, less 1% of the TTL and 2ms for clock
 // drift. Done closes at Until if no renewal has succeeded by then (the
-// server is unreachable or paused), and at the first renewal that finds the
-// key gone or owned by someone else. Either way, Err says why.
+// server is unreachable or paused, or answers that it cannot serve for now,
+// see Faults), and at the first renewal that finds the key gone or owned
+// by someone else. Either way, Err says why.
 //
 // A lock can be lost while its holder is still working: a process pause
 // longer than the TTL cannot be prevented by any lock service. Check
@@ -163,7 +164,8 @@
 //   - An attempt whose reply is lost is given back in the background: its
 //     release, keyed by the attempt's own token (a reentrant hold by its
 //     own hold id), deletes only what that attempt took. The clean-up
-//     keeps trying while the server cannot be reached, however long, and
+//     keeps trying while the server cannot be reached or cannot serve it
+//     (see Faults), however long, and
 //     then looks a few more times over about four seconds, since a request
 //     buffered on a paused server runs when the server resumes. Once
 //     Close has begun, each clean-up looks once more and stops (see

@@ -288,7 +288,7 @@ func (m *FairMutex) giveBack(ctx context.Context, token string, requeue bool) (a
 		args = append(args, m.waitMs)
 	}
 	v, err := m.c.eval(ctx, redisscript.FairRelease, []string{m.keys.lock, m.queue, m.times}, args...)
-	if err != nil && mayHaveRun(err) {
+	if err != nil && unfinished(err) {
 		m.c.abandon(releaseCall(m.keys, token, releaseScript))
 	}
 	return v, err
@@ -323,10 +323,10 @@ func (l *fairLease) Release(ctx context.Context) error {
 	v, err := l.m.release(ctx, l.Token())
 	if err != nil {
 		l.End(dlock.ErrReleased)
-		if isReply(err) {
+		if !unfinished(err) {
 			return describe(l.Key(), redisscript.FairRelease, err)
 		}
-		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
+		return fmt.Errorf("redislock: release of %q did not reach the server or was turned away (retrying in the background; at worst the lock expires within its TTL): %w",
 			l.Key(), describe(l.Key(), redisscript.FairRelease, err))
 	}
 	if n, _ := v.(int64); n < 1 {
