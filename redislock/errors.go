@@ -41,10 +41,10 @@ func mayHaveRun(err error) bool { return !isReply(err) && !redisscript.Unsent(er
 
 // turnedAway reports whether err is the reply of a server that cannot
 // serve calls for a while (LOADING, BUSY, a failover under way, ...; see
-// redisscript.Transient): the call did not run, and the same call sent
+// redisscript.TurnedAway): the call did not run, and the same call sent
 // later may. A release, a renewal or a clean-up so refused is unfinished
 // business, as one that could not reach the server is, not an answer.
-func turnedAway(err error) bool { return isReply(err) && redisscript.Transient(err) }
+func turnedAway(err error) bool { return redisscript.TurnedAway(err) }
 
 // unfinished reports whether a release that failed with err must be sent
 // again, in the background (see Client.abandon): it may have run, or was

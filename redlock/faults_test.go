@@ -410,6 +410,52 @@ func TestIntegrationReleaseWithPausedNode(t *testing.T) {
 	gone(t, servers, "paused-release") // the paused node's key, once it resumed
 }
 
+// A node that turns a release away for now (BUSY: another client's script
+// runs long) has not answered it: the release is sent again there in the
+// background, as to a node that cannot be reached (the node's key stayed
+// until its TTL).
+func TestIntegrationReleaseTurnedAwayIsRetried(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	if _, err := servers[2].Do("CONFIG", "SET", "busy-reply-threshold", "100"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := timeout(t, 30*time.Second)
+	m := newClient(t, addrsOf(servers), goRedis).NewMutex("busy-release", redlock.WithTTL(20*time.Second))
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); slices.Contains(values(servers, "busy-release"), ""); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the key is not on every node 5s after Lock: %q", values(servers, "busy-release"))
+		}
+	}
+	busy := redis.NewClient(&redis.Options{Addr: servers[2].Addr(), ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { busy.Close() })
+	ran := make(chan error, 1)
+	go func() {
+		ran <- busy.Eval(ctx, `local s = tonumber(redis.call('TIME')[1])
+while tonumber(redis.call('TIME')[1]) - s < 2 do end
+return 1`, nil).Err()
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := servers[2].Do("PING"); err != nil && strings.Contains(err.Error(), "BUSY") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never got busy")
+		}
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release with 2 of 3 nodes answering = %v; want nil", err)
+	}
+	if err := <-ran; err != nil {
+		t.Fatalf("the busy script: %v", err)
+	}
+	gone(t, servers, "busy-release")
+}
+
 // Issue 18.4: a release waits for a majority up to the lease's Until, not
 // one node timeout: nodes that answer later than the node timeout, but
 // while the lease is valid, release it.

@@ -247,6 +247,12 @@ func Transient(err error) bool {
 	return !errors.Is(err, transport.ErrUnusable) && !BadTLS(err)
 }
 
+// TurnedAway reports whether err is the reply of a server that cannot
+// serve calls for a while (see passing): the call did not run, and the
+// same call sent later may. A release or a clean-up so refused has not
+// been answered; it is unfinished, as one that could not reach the server.
+func TurnedAway(err error) bool { return IsReply(err) && Transient(err) }
+
 // BadTLS reports whether err is a TLS handshake that failed for a reason
 // that trying again does not change: the server does not speak TLS (its
 // first bytes are not a TLS record), its certificate is not trusted or not
