@@ -130,13 +130,21 @@
 // then matches dlock.ErrNotObtained, the context's error and, if the
 // server was still failing, dlock.ErrUnavailable. (A Lock whose context
 // ends within the first AttemptTimeout of a server's silence has seen no
-// failure yet, and reports none.) What waiting cannot heal fails at once:
+// failure yet, and reports none.) A reply of the list above that never
+// changes keeps Lock waiting all the same, since dlock cannot tell it from
+// one that will: READONLY from a replica the client points at (not a
+// master that a failover demoted), OOM from a server whose memory is full
+// of keys without an expiry under maxmemory-policy noeviction. Lock then
+// returns when its context ends, and its error quotes the reply: give
+// Lock a deadline. What waiting cannot heal fails at once:
 // any other error reply (NOAUTH, WRONGPASS, NOPERM, a key of another type,
-// a script the server refuses), a Redis client that was closed or never
-// given (transport.ErrUnusable), a TLS handshake refused on the
-// certificates or met by a server that does not speak TLS, a bad name or
-// option, a closed Client, a lock of another kind. Client.Close waits for
-// the server at most one second.
+// a script the server refuses), a go-redis client that was closed or a
+// Redis client never given (transport.ErrUnusable), a TLS handshake refused
+// on the certificates, by either side, or met by a server that does not
+// speak TLS, a bad name or option, a closed Client, a lock of another kind.
+// (rueidis reports a client that was closed with the error it gives while
+// it cannot connect, ErrClosing: a closed rueidis client looks
+// unavailable.) Client.Close waits for the server at most one second.
 //
 // # Observing
 //
