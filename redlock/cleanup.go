@@ -86,8 +86,8 @@ func (c *Client) start(s *sweep) {
 // at most one TTL), and looking again, at lateLooks, on a node
 // whose acquire may still run. Once the Client is closing, every node
 // left gets one last try and is left: Close need not wait for a node that
-// is down, nor for an acquire that may still land (its key, on a
-// minority, expires within its TTL).
+// is down, nor for an acquire that may still land (its keys expire within
+// their TTL).
 func (c *Client) runSweep(ctx context.Context, s *sweep) {
 	if s.before != nil {
 		s.before()

@@ -119,8 +119,9 @@ const closeWait = time.Second
 // lease ends with dlock.ErrLost wrapping ErrClosed. Each clean-up gets one
 // last try on each node left, bounded by the node timeout, once Close
 // begins, and no more: it no longer looks again for an acquire that may
-// still land (a key such an acquire sets is on a minority, and expires
-// within its TTL). Nodes that cannot be reached, or do not answer, so
+// still land (the keys such an acquire sets expire within their TTL; on a
+// loaded host, where calls outlast the node timeout, they can be on a
+// majority, so that the lock stays taken for a TTL by no one). Nodes that cannot be reached, or do not answer, so
 // cost Close one second at most. It does not close the nodes' Redis
 // clients. A lease still held ends released (dlock.ErrReleased), or, if
 // no majority confirmed its release, with dlock.ErrLost wrapping
