@@ -238,8 +238,10 @@ func TestIntegrationGoRedisCancelMidBatch(t *testing.T) {
 			// The reply came before the cancellation took effect.
 			o.lease.Release(ctx)
 		case o.cancel:
-			if !errors.Is(o.err, context.Canceled) || !errors.Is(o.err, dlock.ErrNotObtained) {
-				t.Errorf("%s: %v; want an error matching context.Canceled and ErrNotObtained", o.name, o.err)
+			// Whether the lock is held is unknown: since issue 32, TryLock
+			// cut short says so (ErrUnavailable), never ErrNotObtained.
+			if !errors.Is(o.err, context.Canceled) || errors.Is(o.err, dlock.ErrNotObtained) {
+				t.Errorf("%s: %v; want an error matching context.Canceled, not ErrNotObtained", o.name, o.err)
 			}
 			if o.took > time.Second { // scheduling noise on a loaded machine, far below a hang
 				t.Errorf("%s returned %v after its context was cancelled", o.name, o.took)
@@ -324,10 +326,12 @@ func TestIntegrationGoRedisServerKilledMidBatch(t *testing.T) {
 			t.Logf("for example: %v", err)
 			first = false
 		}
-		// The error names the lock and the transport's failure (a reset
-		// connection, or a refused one for a call sent after the kill).
-		if errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "redislock: ") || !strings.Contains(err.Error(), `"dlock:{killed-`) {
-			t.Errorf("after the kill: %v; want the connection's failure, naming the lock", err)
+		// The server is unavailable (issue 32), and the error names the
+		// lock and the transport's failure (a reset connection, a refused
+		// one for a call sent after the kill, or AttemptTimeout for a call
+		// that waited in a batch).
+		if errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, dlock.ErrUnavailable) || !strings.Contains(err.Error(), `redislock: acquire on "dlock:{killed-`) {
+			t.Errorf("after the kill: %v; want ErrUnavailable, not ErrNotObtained, naming the lock", err)
 		}
 	}
 	// Let the clean-ups of the interrupted calls finish before Close.

@@ -189,7 +189,8 @@ var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 
 // cleanUp runs release, the release call of what an interrupted request
 // may have taken, until it deletes something: again with backoff while
-// the server cannot be reached, however long, and a few more times
+// the server cannot be reached or turns it away (see turnedAway), however
+// long, and a few more times
 // (background.LateChecks, about four seconds) after it finds nothing,
 // since a request still buffered on a paused server runs when it resumes,
 // however late. Once Close has begun, it looks once more, within Close's
@@ -205,7 +206,7 @@ func (c *Client) cleanUp(ctx context.Context, release transport.Call) {
 		switch {
 		case err == nil && v != int64(0), closing:
 			return
-		case err == nil || isReply(err):
+		case err == nil || isReply(err) && !turnedAway(err):
 			if checks == len(background.LateChecks) {
 				return
 			}
@@ -236,7 +237,7 @@ func releaseCall(k keys, token string, s *redisscript.Script) transport.Call {
 // in the background (see abandon).
 func (c *Client) release(ctx context.Context, call transport.Call) error {
 	_, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
-	if err != nil && mayHaveRun(err) {
+	if err != nil && unfinished(err) {
 		c.abandon(call)
 	}
 	return err

@@ -77,8 +77,9 @@
 // round trip. A lease's Until is the send time of its last successful
 // acquire or renewal plus the TTL, less 1% of the TTL and 2ms for clock
 // drift. Done closes at Until if no renewal has succeeded by then (the
-// server is unreachable or paused), and at the first renewal that finds the
-// key gone or owned by someone else. Either way, Err says why.
+// server is unreachable or paused, or answers that it cannot serve for now,
+// see Faults), and at the first renewal that finds the key gone or owned
+// by someone else. Either way, Err says why.
 //
 // A lock can be lost while its holder is still working: a process pause
 // longer than the TTL cannot be prevented by any lock service. Check
@@ -129,13 +130,21 @@
 // then matches dlock.ErrNotObtained, the context's error and, if the
 // server was still failing, dlock.ErrUnavailable. (A Lock whose context
 // ends within the first AttemptTimeout of a server's silence has seen no
-// failure yet, and reports none.) What waiting cannot heal fails at once:
+// failure yet, and reports none.) A reply of the list above that never
+// changes keeps Lock waiting all the same, since dlock cannot tell it from
+// one that will: READONLY from a replica the client points at (not a
+// master that a failover demoted), OOM from a server whose memory is full
+// of keys without an expiry under maxmemory-policy noeviction. Lock then
+// returns when its context ends, and its error quotes the reply: give
+// Lock a deadline. What waiting cannot heal fails at once:
 // any other error reply (NOAUTH, WRONGPASS, NOPERM, a key of another type,
-// a script the server refuses), a Redis client that was closed or never
-// given (transport.ErrUnusable), a TLS handshake refused on the
-// certificates or met by a server that does not speak TLS, a bad name or
-// option, a closed Client, a lock of another kind. Client.Close waits for
-// the server at most one second.
+// a script the server refuses), a go-redis client that was closed or a
+// Redis client never given (transport.ErrUnusable), a TLS handshake refused
+// on the certificates, by either side, or met by a server that does not
+// speak TLS, a bad name or option, a closed Client, a lock of another kind.
+// (rueidis reports a client that was closed with the error it gives while
+// it cannot connect, ErrClosing: a closed rueidis client looks
+// unavailable.) Client.Close waits for the server at most one second.
 //
 // # Observing
 //
@@ -163,7 +172,8 @@
 //   - An attempt whose reply is lost is given back in the background: its
 //     release, keyed by the attempt's own token (a reentrant hold by its
 //     own hold id), deletes only what that attempt took. The clean-up
-//     keeps trying while the server cannot be reached, however long, and
+//     keeps trying while the server cannot be reached or cannot serve it
+//     (see Faults), however long, and
 //     then looks a few more times over about four seconds, since a request
 //     buffered on a paused server runs when the server resumes. Once
 //     Close has begun, each clean-up looks once more and stops (see

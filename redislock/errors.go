@@ -39,6 +39,18 @@ func isReply(err error) bool { return redisscript.IsReply(err) }
 // error means nothing was sent).
 func mayHaveRun(err error) bool { return !isReply(err) && !redisscript.Unsent(err) }
 
+// turnedAway reports whether err is the reply of a server that cannot
+// serve calls for a while (LOADING, BUSY, a failover under way, ...; see
+// redisscript.TurnedAway): the call did not run, and the same call sent
+// later may. A release, a renewal or a clean-up so refused is unfinished
+// business, as one that could not reach the server is, not an answer.
+func turnedAway(err error) bool { return redisscript.TurnedAway(err) }
+
+// unfinished reports whether a release that failed with err must be sent
+// again, in the background (see Client.abandon): it may have run, or was
+// turned away for now.
+func unfinished(err error) bool { return mayHaveRun(err) || turnedAway(err) }
+
 var (
 	acquireScript = redisscript.Acquire
 	releaseScript = redisscript.Release

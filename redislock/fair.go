@@ -34,12 +34,13 @@ const MinFairWaiterTimeout = 5 * time.Second
 // most the waiter timeout. A waiter whose context is done leaves the queue
 // at once.
 //
-// Under faults, FIFO holds for waiters whose Lock keeps running: a head
-// waiter granted the lock by an attempt whose reply came too late to use
-// (the server was paused past the TTL) gives the grant back and keeps its
-// place at the head. A waiter whose Lock returns an error (the server
-// could not be reached) has left the queue; calling Lock again joins it at
-// the back. A waiter silent for its waiter timeout loses its place.
+// Under faults, FIFO holds for waiters whose Lock keeps running, as it
+// does while the server cannot be reached: a head waiter granted the lock
+// by an attempt whose reply came too late to use (the server was paused
+// past the TTL), or never came, gives the grant back (in the background,
+// when it never came) and keeps its place at the head. A waiter whose Lock
+// returns an error has left the queue; calling Lock again joins it at the
+// back. A waiter silent for its waiter timeout loses its place.
 //
 // TryLock does not jump the queue: it fails while anyone is waiting. Locks
 // of other kinds on the same name do not respect the queue; a waiter that
@@ -143,7 +144,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	token := fairToken(ctx)
+	token := fairToken(ctx) // the waiter's place in the queue; each attempt has its own
 	var down outage
 	l, _, err := m.attempt(ctx, token, false)
 	if l != nil || final(err) {
@@ -206,27 +207,35 @@ func (m *FairMutex) leave(ctx context.Context, token string, failing bool) {
 	})
 }
 
-// attempt runs the acquire script once for token, joining or renewing its
-// place in the queue if enqueue is set. It returns a lease; or nil and how
-// long to wait before the next attempt; or an error.
-func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*fairLease, time.Duration, error) {
+// attempt runs the acquire script once for waiter, joining or renewing
+// its place in the queue if enqueue is set. The lock is taken with a token
+// of the attempt's own, so that giving back what an attempt whose reply was
+// lost may have taken never touches the grant of a later attempt of the
+// same waiter. It returns a lease; or nil and how long to wait before the
+// next attempt; or an error.
+func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*fairLease, time.Duration, error) {
 	join := "0"
+	token := waiter
 	if enqueue {
-		join = "1"
+		join, token = "1", fairToken(ctx)
 	}
 	start := time.Now()
 	actx, cancel, own := bound(ctx, 0)
 	v, err := m.c.eval(actx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence},
-		token, m.ttl, m.waitMs, join)
+		waiter, m.ttl, m.waitMs, join, token)
 	cancel()
 	if err != nil {
 		if mayHaveRun(err) {
-			// The script may have run: give the lock (if taken) back, and
-			// the place in the queue (if taken) up.
-			m.c.abandon(releaseCall(m.keys, token, releaseScript))
+			// The script may have run: give the lock back if this attempt
+			// took it. A waiter keeps its place, at the head if this was
+			// its turn: its Lock goes on, and leaves the queue when it
+			// ends.
+			call := releaseCall(m.keys, token, releaseScript)
 			if enqueue {
-				m.leave(ctx, token, true)
+				call = transport.Call{Script: redisscript.FairRelease, Keys: []string{m.keys.lock, m.queue, m.times},
+					Args: []string{token, m.prefix, m.waitMs, waiter}}
 			}
+			m.c.abandon(call)
 		}
 		return nil, 0, m.c.failed(ctx, own, start, m.keys.lock, redisscript.FairAcquire, err)
 	}
@@ -244,7 +253,7 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 	until := lease.Validity(start, m.cfg.ttl)
 	if !time.Now().Before(until) {
 		// A waiter keeps its place: the grant was its turn.
-		m.giveBack(context.WithoutCancel(ctx), token, enqueue)
+		m.giveBack(context.WithoutCancel(ctx), token, waiter, enqueue)
 		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("redislock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
 			m.keys.lock, time.Since(start), m.cfg.ttl))
 	}
@@ -276,19 +285,20 @@ func (m *FairMutex) attempt(ctx context.Context, token string, enqueue bool) (*f
 // is deleted in the background (the head waiter then finds the lock free
 // by its fallback poll) or expires within its TTL.
 func (m *FairMutex) release(ctx context.Context, token string) (any, error) {
-	return m.giveBack(ctx, token, false)
+	return m.giveBack(ctx, token, "", false)
 }
 
-// giveBack is release; with requeue set, token also goes back to the head
-// of the queue, for a waiter that gives back a grant that came too late
-// and keeps waiting: it keeps its place.
-func (m *FairMutex) giveBack(ctx context.Context, token string, requeue bool) (any, error) {
+// giveBack is release; with requeue set, waiter, whose attempt took the
+// lock with token, also goes back to the head of the queue, for a waiter
+// that gives back a grant that came too late and keeps waiting: it keeps
+// its place.
+func (m *FairMutex) giveBack(ctx context.Context, token, waiter string, requeue bool) (any, error) {
 	args := []string{token, m.prefix}
 	if requeue {
-		args = append(args, m.waitMs)
+		args = append(args, m.waitMs, waiter)
 	}
 	v, err := m.c.eval(ctx, redisscript.FairRelease, []string{m.keys.lock, m.queue, m.times}, args...)
-	if err != nil && mayHaveRun(err) {
+	if err != nil && unfinished(err) {
 		m.c.abandon(releaseCall(m.keys, token, releaseScript))
 	}
 	return v, err
@@ -323,10 +333,10 @@ func (l *fairLease) Release(ctx context.Context) error {
 	v, err := l.m.release(ctx, l.Token())
 	if err != nil {
 		l.End(dlock.ErrReleased)
-		if isReply(err) {
+		if !unfinished(err) {
 			return describe(l.Key(), redisscript.FairRelease, err)
 		}
-		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
+		return fmt.Errorf("redislock: release of %q did not reach the server or was turned away (retrying in the background; at worst the lock expires within its TTL): %w",
 			l.Key(), describe(l.Key(), redisscript.FairRelease, err))
 	}
 	if n, _ := v.(int64); n < 1 {

@@ -443,3 +443,56 @@ func TestIntegrationFairOrderSurvivesServerPause(t *testing.T) {
 		}
 	}
 }
+
+// A waiter whose attempt timed out during a pause keeps waiting (issue 32),
+// and what that attempt may have taken is given back in the background,
+// keyed by the attempt's own token: never by one that a later attempt of
+// the same waiter takes the lock with. (Every attempt of a Lock used the
+// waiter's token: the clean-up deleted the lock the waiter was then
+// granted, and a third client took it while the waiter's lease was valid,
+// 2 of 2 runs.)
+func TestIntegrationFairCleanUpSparesTheWaitersGrant(t *testing.T) {
+	d := standalone(t)
+	srv := d.servers[0]
+	name := "fair-cleanup-grant"
+	ctx := timeout(t, 30*time.Second)
+	holder, err := newClient(t, d, goRedis).NewFairMutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan dlock.Lease, 1)
+	go func() {
+		l, err := newClient(t, d, goRedis).NewFairMutex(name).Lock(ctx)
+		if err != nil {
+			t.Errorf("the waiter: %v", err)
+		}
+		got <- l
+	}()
+	waitQueueLen(t, d.admin(t), name, 1)
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past AttemptTimeout: an attempt of the waiter times out
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		t.FailNow()
+	}
+	defer l.Release(ctx)
+	third := newClient(t, d, goRedis).NewFairMutex(name)
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(20 * time.Millisecond) { // past the clean-up's late looks
+		if v, _ := srv.Do("GET", lockKey(name)); v != l.Token() && l.Err() == nil {
+			t.Errorf("%v after the waiter was granted, the key holds %q, not its token, while its lease is valid", time.Since(start).Round(time.Millisecond), v)
+			if other, err := third.TryLock(ctx); err == nil {
+				t.Errorf("and another client took the lock, with fence %d (the waiter's: %d)", other.Fence(), l.Fence())
+				other.Release(ctx)
+			}
+			return
+		}
+	}
+}

@@ -57,10 +57,10 @@ func (g *grant) Release(ctx context.Context) error {
 		// trying to release in the background (a hold is given up once,
 		// however often its release runs).
 		g.End(dlock.ErrReleased)
-		if mayHaveRun(err) {
+		if unfinished(err) {
 			g.m.c.abandon(call)
 		}
-		return fmt.Errorf("redislock: release of %q did not reach the server (retried in the background until the Client closes; at worst the lock expires within its TTL): %w",
+		return fmt.Errorf("redislock: release of %q did not reach the server or was turned away (retried in the background until the Client closes; at worst the lock expires within its TTL): %w",
 			g.Key(), describe(g.Key(), g.m.f.release, err))
 	}
 	n, _ := v.(int64)

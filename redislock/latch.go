@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/redislock/transport"
@@ -79,7 +80,9 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	return err
 }
 
-// Count returns the current count: 0 if the latch is not counting.
+// Count returns the current count: 0 if the latch is not counting. If the
+// server cannot be reached or cannot serve the call for now, the error
+// matches dlock.ErrUnavailable, within AttemptTimeout, as TryLock's does.
 func (l *Latch) Count(ctx context.Context) (int, error) {
 	v, err := l.run(ctx, redisscript.LatchCount, []string{l.countKey})
 	return int(v), err
@@ -91,24 +94,44 @@ func (l *Latch) Count(ctx context.Context) (int, error) {
 // case a notice is lost, so a lost notice costs at most about half a
 // second. Wait returns when it sees the count at zero: if the latch is set
 // again at once after reaching zero, a waiter may see the new count and
-// go on waiting. If ctx is done first, the error matches ctx.Err().
+// go on waiting. It waits through a server that cannot be reached or
+// cannot serve it for now, as Mutex.Lock does. If ctx is done first, the
+// error matches ctx.Err() and, if the server was still failing,
+// dlock.ErrUnavailable.
 func (l *Latch) Wait(ctx context.Context) error {
+	var down outage
+	// done returns Wait's error once ctx has ended with cause, or err.
+	done := func(cause, err error) error {
+		if cause == nil {
+			return err
+		}
+		if down.last != nil {
+			cause = fmt.Errorf("%w: %w", cause, l.c.unavailable(down.since, down.last))
+		}
+		return l.cancelled(cause)
+	}
 	n, err := l.Count(ctx)
-	if err != nil || n == 0 {
+	if !errors.Is(err, dlock.ErrUnavailable) && (err != nil || n == 0) {
 		return err
 	}
+	down.note(err)
 	w := l.c.subs.wait(ctx, l.zeroChannel, false)
 	defer w.close(false)
 	var idle pause.Timer
 	defer idle.Stop()
 	for attempt := 1; ; attempt++ {
 		// Check again at once: zero may have come before the subscription.
-		if n, err := l.Count(ctx); err != nil || n == 0 {
-			return err
+		n, err := l.Count(ctx)
+		if err == nil && n == 0 {
+			return nil
 		}
+		if err != nil && !errors.Is(err, dlock.ErrUnavailable) {
+			return done(cancelled(ctx, nil), err)
+		}
+		down.note(err)
 		wait, _ := DefaultRetry.Backoff(attempt)
 		if !idle.Wait(ctx, w.c, wait) {
-			return l.cancelled(ctx.Err())
+			return done(ctx.Err(), nil)
 		}
 	}
 }
@@ -137,13 +160,19 @@ func (l *Latch) call(ctx context.Context, eval func(context.Context, *redisscrip
 	if err := ctx.Err(); err != nil {
 		return 0, l.cancelled(err)
 	}
+	start := time.Now()
 	v, err := eval(ctx, sc, keys, args...)
 	if err != nil {
 		if errors.Is(err, ErrOutcomeUnknown) { // it says why, ctx's end included
 			return 0, fmt.Errorf("redislock: %s on latch %q: %w", sc.Name, l.name, err)
 		}
-		if cause := cancelled(ctx, err); cause != nil && !isReply(err) {
+		// eval bounds the call by AttemptTimeout: a deadline error is
+		// ctx's only if ctx has ended.
+		if cause := ended(ctx, true, err); cause != nil && !isReply(err) {
 			return 0, l.cancelled(cause)
+		}
+		if redisscript.Transient(err) || timedOut(err) {
+			return 0, l.c.unavailable(start, l.describe(sc, err))
 		}
 		return 0, l.describe(sc, err)
 	}

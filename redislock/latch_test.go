@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/redislock"
 )
 
@@ -198,5 +200,57 @@ func TestIntegrationLatchCountDownRenewsLife(t *testing.T) {
 	}
 	if pttl := d.admin(t).PTTL(ctx, key).Val(); pttl < redislock.LatchLife-time.Minute {
 		t.Errorf("PTTL after CountDown = %v; want about LatchLife (%v)", pttl, redislock.LatchLife)
+	}
+}
+
+// Wait waits through a server that cannot answer, as Lock does: a 2s
+// pause does not end it (it returned "i/o timeout" during the pause), and
+// when its ctx ends while the server still fails, its error matches
+// dlock.ErrUnavailable too. Count on a paused server returns within
+// AttemptTimeout an error matching dlock.ErrUnavailable, as TryLock's.
+func TestIntegrationLatchWaitsThroughAPause(t *testing.T) {
+	d := standalone(t)
+	srv := d.servers[0]
+	ctx := timeout(t, 30*time.Second)
+	l := newClient(t, d, goRedis).NewLatch("latch-pause")
+	if ok, err := l.TrySetCount(ctx, 1); !ok || err != nil {
+		t.Fatalf("TrySetCount(1) = %v, %v; want true", ok, err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- l.Wait(ctx) }()
+	time.Sleep(200 * time.Millisecond)
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := l.Count(context.Background())
+	took := time.Since(start)
+	if !errors.Is(err, dlock.ErrUnavailable) || took > redislock.AttemptTimeout+dlocktest.Slack {
+		t.Errorf("Count on a paused server = %v after %v; want ErrUnavailable within AttemptTimeout", err, took.Round(time.Millisecond))
+	}
+	cut, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	if err := l.Wait(cut); !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait whose ctx ended while the server was paused = %v; want ErrUnavailable and DeadlineExceeded", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned during a pause, the latch still counting: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := l.CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Errorf("Wait after the pause and the last CountDown = %v; want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait not released 5s after the last CountDown")
 	}
 }

@@ -87,7 +87,9 @@ func (c *Client) evalOnce(ctx context.Context, base string, s *redisscript.Scrip
 			return nil, unknown(err, err, n)
 		}
 		ran = ran || mayHaveRun(err)
-		if cause := cancelled(ctx, err); cause != nil {
+		// eval bounds each copy by AttemptTimeout: a deadline error is
+		// ctx's only if ctx has ended.
+		if cause := ended(ctx, true, err); cause != nil {
 			return nil, unknown(cause, err, n)
 		}
 		wait, _ := onceRetry.Backoff(n)

@@ -66,11 +66,12 @@ func renewOutcome(st interface {
 		}
 	case r.Err == nil:
 		lose(st, dlock.Lost(dlock.ErrTakenOver))
-	case isReply(r.Err):
+	case isReply(r.Err) && !turnedAway(r.Err):
 		lose(st, dlock.Lost(describe(st.Key(), s, r.Err)))
 	default:
-		// Unreachable server: try again soon; the lease ends by itself at
-		// Until if no renewal gets through.
+		// Unreachable server, or one that cannot serve for now (a long
+		// script, loading its data): try again soon; the lease ends by
+		// itself at Until if no renewal gets through.
 		st.RenewFailed(r.Err)
 		return now.Add(period / 4)
 	}

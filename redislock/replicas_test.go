@@ -153,3 +153,52 @@ func TestWithReplicasBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// A Lock waits through a Redis Cluster failover: once the replica of the
+// lock's slot is promoted, the next attempt goes to it. With go-redis, the
+// Cluster client has to be told to reload its map of the slots (it does so
+// by itself only for commands it may send again, and dlock's scripts are
+// sent once): the attempts kept going to the dead master, and the Lock
+// waited its whole 40s context after a failover that took 3s.
+func TestIntegrationLockWaitsThroughClusterFailover(t *testing.T) {
+	cl := testenv.StartClusterConfig(t, testenv.ClusterConfig{Masters: 3, Replicas: 1})
+	d := &deployment{servers: cl.Nodes, cluster: true}
+	failed := map[int64]bool{} // the shards (by their first slot range) whose master was killed
+	for _, tr := range transports {
+		var name string
+		var slot int64
+		for i := 0; ; i++ { // a name on a shard that still has its replica
+			name = fmt.Sprintf("cluster-failover-%s-%d", tr.name, i)
+			var err error
+			if slot, err = d.admin(t).ClusterKeySlot(context.Background(), lockKey(name)).Result(); err != nil {
+				t.Fatal(err)
+			}
+			if !failed[slot*3/16384] {
+				failed[slot*3/16384] = true
+				break
+			}
+		}
+		c := newClient(t, d, tr.open)
+		l, err := c.NewMutex(name).Lock(timeout(t, 10*time.Second)) // the client knows the slot's master
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(context.Background())
+		t.Run(tr.name, func(t *testing.T) {
+			owner, err := cl.Owner(int(slot))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Nodes[owner].Kill(); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			l, err := c.NewMutex(name).Lock(timeout(t, 20*time.Second))
+			if err != nil {
+				t.Fatalf("Lock through the failover of its slot's master: %v", err)
+			}
+			t.Logf("measured: granted %v after the slot's master was killed", time.Since(killed).Round(time.Millisecond))
+			l.Release(context.Background())
+		})
+	}
+}

@@ -491,3 +491,49 @@ return 1`, nil).Err()
 		t.Errorf("AddPermits = %v; want nil, or an error matching ErrOutcomeUnknown: the change was made", err)
 	}
 }
+
+// A request that must run once is sent again until the server answers or
+// ctx is done, not only for AttemptTimeout, which bounds each copy: over a
+// 2s pause, with rueidis (whose calls end with their context's error),
+// CountDown and AddPermits returned ErrOutcomeUnknown, "context deadline
+// exceeded", after the first copy's second though ctx had 30s left. They
+// now take effect once when the server resumes.
+func TestIntegrationResendOutlastsAttemptTimeout(t *testing.T) {
+	d := standalone(t)
+	srv := d.servers[0]
+	ctx := timeout(t, 30*time.Second)
+	c := newClient(t, d, rueidisClient)
+	latch := c.NewLatch("once-pause")
+	if ok, err := latch.TrySetCount(ctx, 2); !ok || err != nil {
+		t.Fatalf("TrySetCount(2) = %v, %v", ok, err)
+	}
+	sem := c.NewSemaphore("once-pause-sem", 2)
+	if err := sem.SetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		name string
+		do   func() error
+	}{
+		{"CountDown", func() error { return latch.CountDown(ctx) }},
+		{"AddPermits", func() error { return sem.AddPermits(ctx, 1) }},
+	} {
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { time.Sleep(2 * time.Second); srv.Resume() }()
+		start := time.Now()
+		err := call.do()
+		t.Logf("measured: %s over a 2s pause: %v after %v", call.name, err, time.Since(start).Round(time.Millisecond))
+		if err != nil {
+			t.Errorf("%s over a 2s pause = %v; want it sent again until the server answers", call.name, err)
+		}
+		time.Sleep(100 * time.Millisecond) // resumed
+	}
+	if n, err := latch.Count(ctx); n != 1 || err != nil {
+		t.Errorf("the latch counts %d, %v; want 1: counted down once", n, err)
+	}
+	if v, err := srv.Do("GET", lockKey("once-pause-sem")+":limit"); v != "3" || err != nil {
+		t.Errorf("the semaphore's limit is %q, %v; want 3", v, err)
+	}
+}

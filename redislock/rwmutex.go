@@ -433,10 +433,10 @@ func (l *rwLease) Release(ctx context.Context) error {
 	v, err := l.rw.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		l.End(dlock.ErrReleased)
-		if mayHaveRun(err) {
+		if unfinished(err) {
 			l.rw.c.abandon(call)
 		}
-		return fmt.Errorf("redislock: release of %q did not reach the server (retrying in the background; at worst the lock expires within its TTL): %w",
+		return fmt.Errorf("redislock: release of %q did not reach the server or was turned away (retrying in the background; at worst the lock expires within its TTL): %w",
 			l.Key(), describe(l.Key(), call.Script, err))
 	}
 	if n, _ := v.(int64); n < 1 {

@@ -79,14 +79,15 @@ func (c *Client) start(s *sweep) {
 
 // runSweep first waits for the replies still to come, so that a slow
 // acquire cannot land after its delete unseen; then it deletes the key
-// from each node that may hold it, retrying a node that cannot be reached
-// until it answers or the TTL has passed (a key it holds has then expired,
+// from each node that may hold it, retrying a node that cannot be reached,
+// or turns the release away for now (BUSY, LOADING, ...), until it answers
+// or the TTL has passed (a key it holds has then expired,
 // unless a request still buffered on it runs later: a minority's key, for
 // at most one TTL), and looking again, at lateLooks, on a node
 // whose acquire may still run. Once the Client is closing, every node
 // left gets one last try and is left: Close need not wait for a node that
-// is down, nor for an acquire that may still land (its key, on a
-// minority, expires within its TTL).
+// is down, nor for an acquire that may still land (its keys expire within
+// their TTL).
 func (c *Client) runSweep(ctx context.Context, s *sweep) {
 	if s.before != nil {
 		s.before()
@@ -96,7 +97,7 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 		switch {
 		case r.res.Err == nil && positive(r.res.Val):
 			s.deleted[r.node] = true
-		case r.res.Err == nil || redisscript.IsReply(r.res.Err):
+		case r.res.Err == nil || redisscript.IsReply(r.res.Err) && !redisscript.TurnedAway(r.res.Err):
 			// No key of ours: final if the acquire had answered by then;
 			// otherwise the acquire's own outcome decides below.
 			if s.acqKnown[r.node] == acqUnknown {
@@ -143,7 +144,7 @@ func (c *Client) runSweep(ctx context.Context, s *sweep) {
 			switch {
 			case r.res.Err == nil && positive(r.res.Val):
 				s.del[i] = false // deleted
-			case r.res.Err == nil || redisscript.IsReply(r.res.Err):
+			case r.res.Err == nil || redisscript.IsReply(r.res.Err) && !redisscript.TurnedAway(r.res.Err):
 				if absent[i]++; absent[i] == 1 {
 					first[i] = sent
 				}

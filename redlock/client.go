@@ -119,8 +119,9 @@ const closeWait = time.Second
 // lease ends with dlock.ErrLost wrapping ErrClosed. Each clean-up gets one
 // last try on each node left, bounded by the node timeout, once Close
 // begins, and no more: it no longer looks again for an acquire that may
-// still land (a key such an acquire sets is on a minority, and expires
-// within its TTL). Nodes that cannot be reached, or do not answer, so
+// still land (the keys such an acquire sets expire within their TTL; on a
+// loaded host, where calls outlast the node timeout, they can be on a
+// majority, so that the lock stays taken for a TTL by no one). Nodes that cannot be reached, or do not answer, so
 // cost Close one second at most. It does not close the nodes' Redis
 // clients. A lease still held ends released (dlock.ErrReleased), or, if
 // no majority confirmed its release, with dlock.ErrLost wrapping
@@ -218,8 +219,8 @@ func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool
 	if sent == 0 {
 		return out, f
 	}
-	// The caller may reuse only once the replies are in (a sweep does),
-	// while the fan's AfterFunc reads it whenever its context ends.
+	// The callback below may run after the caller has its replies and
+	// has reused only for its next fan-out.
 	only = slices.Clone(only)
 	f.ctx, f.cancel = context.WithTimeout(ctx, timeout)
 	f.left.Store(sent)

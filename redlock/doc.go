@@ -81,18 +81,20 @@
 // majority answers (one round trip to it), and Inspect and ForceUnlock the
 // node timeout at most. An attempt fails as unavailable when so many nodes
 // could not be reached, did not answer, answered that they cannot serve
-// the call for now (LOADING, BUSY, ...; see the redislock package), or sit
-// out their restart window, that no majority could vote: TryLock then
-// returns, within the node timeout (twice it when a grant writes its fence
-// back), an error matching dlock.ErrUnavailable and not
-// dlock.ErrNotObtained, a *dlock.UnavailableError naming the nodes. When a
+// the call for now (LOADING, BUSY, ...; see the redislock package), sit
+// out their restart window, or refuse for good (below), that no majority
+// could vote: TryLock then returns, within the node timeout (twice it when
+// a grant writes its fence back), an error matching dlock.ErrUnavailable
+// and not dlock.ErrNotObtained, a *dlock.UnavailableError naming the
+// nodes. When a
 // majority answered and voted otherwise, the error matches
 // dlock.ErrNotObtained. Lock waits through both, as its retry strategy
 // says, until its context ends; its error then matches
 // dlock.ErrNotObtained, the context's error and, if no majority could
-// vote, dlock.ErrUnavailable. Error replies that waiting cannot heal
-// (NOAUTH, NOPERM, a refused script) from more nodes than a majority can
-// spare fail at once.
+// vote, dlock.ErrUnavailable. What waiting cannot heal (an error reply
+// such as NOAUTH, NOPERM or a refused script, a Redis client that was
+// closed, a TLS handshake refused on the certificates) from more nodes
+// than a majority can spare fails at once.
 //
 // # Observing
 //

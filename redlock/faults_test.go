@@ -14,6 +14,7 @@ import (
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/dlock-go/dlock/redislock/transport"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/redis/go-redis/v9"
 )
@@ -409,6 +410,52 @@ func TestIntegrationReleaseWithPausedNode(t *testing.T) {
 	gone(t, servers, "paused-release") // the paused node's key, once it resumed
 }
 
+// A node that turns a release away for now (BUSY: another client's script
+// runs long) has not answered it: the release is sent again there in the
+// background, as to a node that cannot be reached (the node's key stayed
+// until its TTL).
+func TestIntegrationReleaseTurnedAwayIsRetried(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	if _, err := servers[2].Do("CONFIG", "SET", "busy-reply-threshold", "100"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := timeout(t, 30*time.Second)
+	m := newClient(t, addrsOf(servers), goRedis).NewMutex("busy-release", redlock.WithTTL(20*time.Second))
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); slices.Contains(values(servers, "busy-release"), ""); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the key is not on every node 5s after Lock: %q", values(servers, "busy-release"))
+		}
+	}
+	busy := redis.NewClient(&redis.Options{Addr: servers[2].Addr(), ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { busy.Close() })
+	ran := make(chan error, 1)
+	go func() {
+		ran <- busy.Eval(ctx, `local s = tonumber(redis.call('TIME')[1])
+while tonumber(redis.call('TIME')[1]) - s < 2 do end
+return 1`, nil).Err()
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := servers[2].Do("PING"); err != nil && strings.Contains(err.Error(), "BUSY") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never got busy")
+		}
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release with 2 of 3 nodes answering = %v; want nil", err)
+	}
+	if err := <-ran; err != nil {
+		t.Fatalf("the busy script: %v", err)
+	}
+	gone(t, servers, "busy-release")
+}
+
 // Issue 18.4: a release waits for a majority up to the lease's Until, not
 // one node timeout: nodes that answer later than the node timeout, but
 // while the lease is valid, release it.
@@ -521,4 +568,59 @@ func TestIntegrationOneSilentNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Nodes whose Conn cannot serve a call, ever (a closed Redis client, a TLS
+// handshake refused), are not unavailable: with more of them than a
+// majority can spare, TryLock and Lock fail at once, as with error replies
+// that waiting cannot heal (TryLock said ErrNotObtained, "held", and Lock
+// waited until its ctx ended). And nodes that refuse for good cannot vote:
+// with one refusing and one silent of three, no majority can vote, and
+// TryLock returns ErrUnavailable, not ErrNotObtained (nobody holds the lock
+// on the one node that answered).
+func TestIntegrationNodesThatCannotServe(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	t.Run("closed Redis clients", func(t *testing.T) {
+		conns := make([]redislock.Conn, len(servers))
+		for i, s := range servers {
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+			rdb.Close()
+			conns[i] = goredisconn.New(rdb)
+		}
+		c := redlock.New(conns)
+		t.Cleanup(func() { c.Close() })
+		m := c.NewMutex("closed-clients")
+		for range 20 { // each starts a clean-up, which retries its nodes (it once raced with its fan-outs)
+			_, err := m.TryLock(timeout(t, 10*time.Second))
+			if errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, transport.ErrUnusable) {
+				t.Fatalf("TryLock on closed clients = %v; want transport.ErrUnusable, neither ErrNotObtained nor ErrUnavailable", err)
+			}
+		}
+		start := time.Now()
+		_, err := m.Lock(timeout(t, 5*time.Second))
+		took := time.Since(start)
+		t.Logf("measured: Lock on closed clients returned after %v", took.Round(time.Millisecond))
+		if errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, transport.ErrUnusable) {
+			t.Errorf("Lock on closed clients = %v; want transport.ErrUnusable, not ErrNotObtained", err)
+		}
+		if took > time.Second {
+			t.Errorf("Lock on closed clients took %v; want it to fail at once", took)
+		}
+	})
+	t.Run("one refusing, one silent", func(t *testing.T) {
+		if _, err := servers[0].Do("ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {
+			t.Fatal(err)
+		}
+		refusing := redis.NewClient(&redis.Options{Addr: servers[0].Addr(), Username: "noscript", Password: "pw", ContextTimeoutEnabled: true})
+		t.Cleanup(func() { refusing.Close() })
+		silent := testenv.StartProxy(t, servers[1].Addr())
+		silent.Blackhole(true)
+		c := redlock.New([]redislock.Conn{goredisconn.New(refusing), goRedis(t, silent.Addr()), goRedis(t, servers[2].Addr())})
+		t.Cleanup(func() { c.Close() })
+		_, err := c.NewMutex("refusing-and-silent").TryLock(timeout(t, 10*time.Second))
+		if !errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("TryLock with one node refusing and one silent = %v; want ErrUnavailable, not ErrNotObtained", err)
+		}
+	})
 }

@@ -156,8 +156,9 @@ func (g *grant) Refresh(ctx context.Context) error {
 // the node timeout, if that is later) or until ctx is done; the other
 // nodes are handled in the background, and Close waits for them. It
 // returns an error, carrying the NodeErrors, only when no majority
-// confirmed the release; nodes that could not be reached are retried in
-// the background, and their keys expire within the TTL at worst.
+// confirmed the release; nodes that could not be reached, or turned it away
+// for now (BUSY, LOADING, ...), are retried in the background, and their
+// keys expire within the TTL at worst.
 func (g *grant) Release(ctx context.Context) error {
 	if ended, err := g.BeginRelease(); ended {
 		return err
@@ -204,7 +205,7 @@ late:
 		switch {
 		case r.res.Err != nil:
 			errs = append(errs, &NodeError{Node: c.nodes[i].name, Err: r.res.Err})
-			if !redisscript.IsReply(r.res.Err) && !redisscript.Unsent(r.res.Err) {
+			if !redisscript.IsReply(r.res.Err) && !redisscript.Unsent(r.res.Err) || redisscript.TurnedAway(r.res.Err) {
 				s.del[i], s.late[i] = true, g.acq[i] == acqUnknown
 			}
 		case positive(r.res.Val):

@@ -191,7 +191,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			nodeErrs = append(nodeErrs, err)
 			if redisscript.Transient(r.res.Err) {
 				failing++
-			} else if redisscript.IsReply(r.res.Err) {
+			} else { // a refusal, a closed Redis client, a TLS handshake refused
 				hardErrs = append(hardErrs, &NodeError{Node: err.Node, Err: m.describe(r.res.Err)})
 			}
 			continue
@@ -227,9 +227,10 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		if cause := cancelled(ctx); cause != nil {
 			return nil, dlock.NotObtained(cause)
 		}
-		if failing+len(waiting) > n-quorum {
-			// Too many nodes could not vote for any majority to form:
-			// whether the lock is held is unknown.
+		if failing+len(waiting)+len(hardErrs) > n-quorum {
+			// Too many nodes could not vote for any majority to form
+			// (failing, abstaining, or refusing for good): whether the
+			// lock is held is unknown.
 			return nil, m.c.unavailable(start, why)
 		}
 		return nil, dlock.NotObtained(why)

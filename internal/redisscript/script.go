@@ -247,10 +247,20 @@ func Transient(err error) bool {
 	return !errors.Is(err, transport.ErrUnusable) && !BadTLS(err)
 }
 
+// TurnedAway reports whether err is the reply of a server that cannot
+// serve calls for a while (see passing): the call did not run, and the
+// same call sent later may. A release or a clean-up so refused has not
+// been answered; it is unfinished, as one that could not reach the server.
+func TurnedAway(err error) bool { return IsReply(err) && Transient(err) }
+
 // BadTLS reports whether err is a TLS handshake that failed for a reason
 // that trying again does not change: the server does not speak TLS (its
 // first bytes are not a TLS record), its certificate is not trusted or not
-// for its name, or it refused the client's certificate.
+// for its name, or it refused the client's certificate. With TLS 1.3 the
+// server refuses a client's certificate (none given, or one it does not
+// trust) after the client's side of the handshake is done: the refusal
+// comes as a TLS alert in the reply to the first command, a *net.OpError
+// whose Op is "remote error".
 func BadTLS(err error) bool {
 	var (
 		rec     tls.RecordHeaderError
@@ -259,9 +269,11 @@ func BadTLS(err error) bool {
 		unknown x509.UnknownAuthorityError
 		host    x509.HostnameError
 		invalid x509.CertificateInvalidError
+		op      *net.OpError
 	)
 	return errors.As(err, &rec) || errors.As(err, &verify) || errors.As(err, &alert) ||
-		errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid)
+		errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) ||
+		errors.As(err, &op) && op.Op == "remote error" // a TLS alert from the server
 }
 
 // asking names the kind of lock whose script s is, as the start of a

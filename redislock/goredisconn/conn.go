@@ -12,6 +12,12 @@
 // not bound a call to a server that does not answer. It then still reports
 // dlock.ErrNotObtained and releases whatever the late reply granted.
 //
+// A *redis.ClusterClient is told to reload its map of the slots whenever a
+// call cannot reach its node or gets no answer from it, since go-redis
+// reloads it by itself only for commands it may send again (dlock's
+// scripts are sent once) or every ClusterStateReloadInterval: so Lock and
+// the renewals follow a failover to the promoted replica.
+//
 // The pub/sub connection on which release notices arrive is watched: when
 // it has carried nothing for a second while channels are subscribed, it is
 // sent a PING, and when that is not answered within another second (a
@@ -96,6 +102,29 @@ func (c *conn) Eval(ctx context.Context, calls []transport.Call, results []trans
 		}
 	default:
 		c.evalMany(ctx, calls, results)
+	}
+	c.lostNode(results)
+}
+
+// lostNode has a *redis.ClusterClient reload its map of the slots when a
+// call could not reach its node or got no answer from it: go-redis does so
+// itself only when it may send the command again, which dlock's scripts
+// forbid (see sentOnce), and otherwise every ClusterStateReloadInterval
+// (60s), so calls kept going to a master that a failover had replaced (a
+// Lock waited 40s, its whole context, after the slot's master was killed
+// and its replica promoted in 3s). The reload runs in the background, one
+// at a time.
+func (c *conn) lostNode(results []transport.Result) {
+	cc, ok := c.c.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	for _, r := range results {
+		var re *transport.ReplyError
+		if r.Err != nil && !errors.As(r.Err, &re) && !errors.Is(r.Err, context.Canceled) && !errors.Is(r.Err, transport.ErrUnusable) {
+			cc.ReloadState(context.Background())
+			return
+		}
 	}
 }
 

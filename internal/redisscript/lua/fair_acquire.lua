@@ -3,9 +3,13 @@
 -- KEYS[2] queue (list of waiter tokens)
 -- KEYS[3] waiter deadlines (sorted set token -> server time in ms)
 -- KEYS[4] fence counter (of the lock's slot)
--- ARGV[1] owner token       ARGV[2] TTL in milliseconds
+-- ARGV[1] waiter token (its place in the queue)
+-- ARGV[2] TTL in milliseconds
 -- ARGV[3] waiter timeout in milliseconds
 -- ARGV[4] '1' to join (or stay in) the queue when not obtained, '0' not to
+-- ARGV[5] optional: the token the lock is taken with, the attempt's own
+--         (default ARGV[1]), so that a clean-up of this attempt, keyed by
+--         it, can never release a later attempt's grant to the same waiter
 -- Waiters at the head of the queue whose deadline (server TIME) has passed
 -- are dropped first. The lock is taken when it is free and the queue is
 -- empty or headed by this token; the token then leaves the queue, and the
@@ -60,7 +64,7 @@ if pttl == -2 and (not head or head == token) then
     redis.call('LPOP', KEYS[2])
     redis.call('ZREM', KEYS[3], token)
   end
-  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+  redis.call('SET', KEYS[1], ARGV[5] or token, 'PX', ARGV[2])
   local fence = redis.call('INCR', KEYS[4])
   local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
   if fence < clock - 100000 then -- see acquire.lua: lifted to the clock when 100ms behind it

@@ -5,8 +5,12 @@
 -- waiter is the prefix followed by its token)
 -- ARGV[3] optional: a waiter timeout in milliseconds. When given, the owner
 --         goes back to the head of the queue, with that deadline: it was
---         granted the lock by an attempt whose reply came too late, gives
---         the grant back, and keeps its place in line.
+--         granted the lock by an attempt whose reply came too late, or was
+--         lost, gives the grant back, and keeps its place in line (moved
+--         to the head if a later attempt put it back in the queue).
+-- ARGV[4] optional, with ARGV[3]: the owner's waiter token, its place in
+--         the queue, when the lock was taken with a token of the attempt's
+--         own (see fair_acquire.lua; default ARGV[1])
 -- Dead waiters (deadline passed, in server TIME) are dropped from the head
 -- of the queue before the new head is woken.
 -- Returns 1 plus the number of subscribers woken when released, 0 when the
@@ -30,10 +34,10 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ARGV[3] and ARGV[3] ~= '' then
   local wait = tonumber(ARGV[3])
-  if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then
-    redis.call('LPUSH', KEYS[2], ARGV[1])
-  end
-  redis.call('ZADD', KEYS[3], now + wait, ARGV[1])
+  local waiter = ARGV[4] or ARGV[1]
+  redis.call('LREM', KEYS[2], 0, waiter)
+  redis.call('LPUSH', KEYS[2], waiter)
+  redis.call('ZADD', KEYS[3], now + wait, waiter)
   if redis.call('PTTL', KEYS[2]) < wait then
     redis.call('PEXPIRE', KEYS[2], wait)
   end
