@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/bench"
 	"github.com/dlock-go/dlock/internal/cli/chaos"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
@@ -63,7 +64,19 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 
 // Main runs the dlock command with args (without the program name) and
 // returns the process exit code.
+//
+// Nothing it writes holds a secret it was given: it notes what may be
+// one in every argument and in the lock service's variables before it
+// parses anything, and writes through cmdutil.Redacting.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	cmdutil.NoteSecrets(args...)
+	for _, name := range backend.ConnectionEnv {
+		cmdutil.NoteSecrets(getenv(name))
+	}
+	for _, name := range backend.PasswordEnv {
+		cmdutil.NoteSecret(getenv(name))
+	}
+	stdout, stderr = cmdutil.Redacting(stdout), cmdutil.Redacting(stderr)
 	streams := cmdutil.IO{In: stdin, Out: stdout, Err: stderr, Getenv: getenv}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)

@@ -32,17 +32,17 @@ func parseEtcd(list string) ([]string, error) {
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, cmdutil.Usagef("--etcd %q has an empty endpoint; want host:port[,host:port...]", list)
+			return nil, cmdutil.Usagef("--etcd %q has an empty endpoint; want host:port[,host:port...]", cmdutil.RedactInput(list))
 		}
 		if strings.Contains(s, "://") {
-			return nil, cmdutil.Usagef("--etcd endpoint %q: give host:port, without a scheme (the TLS flags turn TLS on)", s)
+			return nil, cmdutil.Usagef("--etcd endpoint %q: give host:port, without a scheme (the TLS flags turn TLS on)%s", cmdutil.RedactInput(s), credentialsHint(s, "--etcd-user"))
 		}
 		host, port, err := net.SplitHostPort(s)
 		if err != nil || host == "" {
-			return nil, cmdutil.Usagef("--etcd endpoint %q is not host:port (etcd's client port is usually 2379)", s)
+			return nil, cmdutil.Usagef("--etcd endpoint %q is not host:port (etcd's client port is usually 2379)%s", cmdutil.RedactInput(s), credentialsHint(s, "--etcd-user"))
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--etcd endpoint %q: port %q is not a number from 1 to 65535", s, port)
+			return nil, cmdutil.Usagef("--etcd endpoint %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
 		}
 		endpoints = append(endpoints, s)
 	}

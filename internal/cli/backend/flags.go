@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +32,10 @@ const (
 // reach the lock service, credentials included: dlock run removes them
 // from COMMAND's environment.
 var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvMySQL, EnvEtcd, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+
+// PasswordEnv lists the variables of ConnectionEnv that hold a password
+// alone.
+var PasswordEnv = []string{EnvRedisPassword}
 
 // IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
 // sets one of ConnectionEnv.
@@ -227,7 +230,7 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 		if err != nil {
 			return Spec{}, err
 		}
-		if err := f.TLS.applyTLS(o, redact(u), &spec.Warnings); err != nil {
+		if err := f.TLS.applyTLS(o, cmdutil.RedactInput(u), &spec.Warnings); err != nil {
 			return Spec{}, err
 		}
 		if seen[o.Addr] {
@@ -242,7 +245,7 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 // parseRedis checks one Redis URL. The password, if the URL has none, comes
 // from password (the environment).
 func parseRedis(raw, password string) (*redis.Options, error) {
-	shown := redact(raw)
+	shown := cmdutil.RedactInput(raw)
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
 		return nil, cmdutil.Usagef("--redis %q is not a URL; want redis://[user:password@]host:port[/db] or rediss://... for TLS", shown)
@@ -263,35 +266,13 @@ func parseRedis(raw, password string) (*redis.Options, error) {
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, cmdutil.Usagef("--redis %q: %v", shown, redactErr(err, raw))
+		return nil, cmdutil.Usagef("--redis %q: %v", shown, cmdutil.RedactIn(err.Error(), raw))
 	}
 	if o.Password == "" && password != "" {
 		o.Password = password
 	}
 	return o, nil
 }
-
-// redact hides the user information of a URL for messages: everything
-// between the scheme and the last '@', whether or not the URL parses (a
-// password with an unencoded '#', '/' or '?' makes the rest of it look
-// like a path or a fragment, and one with a '%' makes it unparsable).
-// Control characters are escaped by the %q of the messages.
-func redact(raw string) string {
-	raw = passwordParam.ReplaceAllString(raw, "${1}xxxxx")
-	at := strings.LastIndex(raw, "@")
-	if at < 0 {
-		return raw
-	}
-	scheme := ""
-	if i := strings.Index(raw[:at], "://"); i >= 0 {
-		scheme = raw[:i+3]
-	}
-	return scheme + "xxxxx@" + raw[at+1:]
-}
-
-// passwordParam matches a query parameter that may carry a password
-// (?password=…, &sentinel_password=…), up to its value.
-var passwordParam = regexp.MustCompile(`(?i)([?&][a-z_]*pass[a-z_]*=)[^&]*`)
 
 // splitURLs splits the value of DLOCK_REDIS into URLs. They are separated
 // by commas or white space, but a URL's password may contain either, so a
@@ -323,51 +304,32 @@ func splitURLs(v string) []string {
 	return urls
 }
 
-func redactErr(err error, raw string) string {
-	msg := err.Error()
-	for _, m := range passwordParam.FindAllStringSubmatch(raw, -1) {
-		if v := strings.TrimPrefix(m[0], m[1]); v != "" {
-			msg = strings.ReplaceAll(msg, v, "xxxxx")
-		}
-	}
-	at := strings.LastIndex(raw, "@")
-	if at < 0 {
-		return msg
-	}
-	info := raw[:at]
-	if i := strings.Index(info, "://"); i >= 0 {
-		info = info[i+3:]
-	}
-	// The error may quote the URL, or any part of it from where the parser
-	// lost its way: hide the user information, every tail of it, and every
-	// piece of it between characters a URL parser splits at.
-	for k := range len(info) {
-		msg = strings.ReplaceAll(msg, info[k:]+"@", "xxxxx@")
-	}
-	for _, piece := range strings.FieldsFunc(info, func(r rune) bool { return strings.ContainsRune("/#?%@:, ", r) }) {
-		if len(piece) >= 3 {
-			msg = strings.ReplaceAll(msg, piece, "xxxxx")
-		}
-	}
-	return msg
-}
-
 // parseZK checks a comma-separated list of ZooKeeper servers.
 func parseZK(list string) ([]string, error) {
 	var servers []string
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", list)
+			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", cmdutil.RedactInput(list))
 		}
 		host, port, err := net.SplitHostPort(s)
 		if err != nil || host == "" {
-			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)", s)
+			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file"))
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", s, port)
+			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
 		}
 		servers = append(servers, s)
 	}
 	return servers, nil
+}
+
+// credentialsHint is what a message about a server address adds when the
+// address carries user information, user:password@host:port, which
+// --zk and --etcd do not take.
+func credentialsHint(addr, flag string) string {
+	if !strings.Contains(addr, "@") {
+		return ""
+	}
+	return "; credentials do not go in the address"
 }

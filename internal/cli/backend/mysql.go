@@ -21,7 +21,7 @@ const EnvMySQL = "DLOCK_MYSQL" // a MySQL or MariaDB DSN, user:password@tcp(host
 // reads (user:password@tcp(host:port)/db?param=value), or a URL
 // mysql://user:password@host:port/db, which it turns into one.
 func parseMySQL(raw string) (*mysql.Config, error) {
-	shown := redact(raw)
+	shown := cmdutil.RedactInput(raw)
 	if strings.HasPrefix(raw, "mysql://") {
 		u, err := url.Parse(raw)
 		if err != nil || u.Host == "" {
@@ -44,7 +44,7 @@ func parseMySQL(raw string) (*mysql.Config, error) {
 	}
 	cfg, err := mysql.ParseDSN(raw)
 	if err != nil {
-		return nil, cmdutil.Usagef("--mysql %q: %v; want user:password@tcp(host:port)/db", shown, redactErr(err, raw))
+		return nil, cmdutil.Usagef("--mysql %q: %v; want user:password@tcp(host:port)/db", shown, cmdutil.RedactIn(err.Error(), raw))
 	}
 	return checkMySQL(cfg, shown)
 }

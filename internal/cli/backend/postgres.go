@@ -22,13 +22,20 @@ const EnvPostgres = "DLOCK_POSTGRES" // a PostgreSQL URL, postgres://user:passwo
 // parsePostgres checks a PostgreSQL URL (or key=value connection string)
 // the way pgxpool reads it.
 func parsePostgres(raw string) (*pgxpool.Config, error) {
-	shown := redact(raw)
+	shown := cmdutil.RedactInput(raw)
 	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Scheme != "postgres" && u.Scheme != "postgresql" {
 		return nil, cmdutil.Usagef("--postgres %q: scheme %q is not supported; use postgres://user:password@host:port/db", shown, u.Scheme)
 	}
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		return nil, cmdutil.Usagef("--postgres %q: %v", shown, redactErr(err, raw))
+		msg := err.Error()
+		var pe *pgconn.ParseConfigError
+		if i := strings.LastIndex(msg, "`: "); errors.As(err, &pe) && i >= 0 {
+			// "cannot parse `…`: why": the message quotes the input
+			// already, redacted, and pgx's redaction cannot be sure.
+			msg = msg[i+3:]
+		}
+		return nil, cmdutil.Usagef("--postgres %q: %v", shown, cmdutil.RedactIn(msg, raw))
 	}
 	return cfg, nil
 }
