@@ -38,8 +38,9 @@ The lock service comes from --redis URL (once: one Redis; three or more
 times: Redlock over independent masters), --zk host:port[,host:port...],
 --postgres URL or --mysql DSN (run's and bench's --session for session
 mode) or --etcd host:port[,host:port...], or from DLOCK_REDIS, DLOCK_ZK,
-DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD. DLOCK_REDIS_PASSWORD supplies
-the password of Redis URLs without one (dlock fence: also --password-file).
+DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD. --password-file FILE (or, for
+Redis, DLOCK_REDIS_PASSWORD) supplies the password of a URL or DSN without
+one: a password in a flag is on the command line, which every user reads.
 
 Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
 69 the lock service cannot be reached or failed; each command's others

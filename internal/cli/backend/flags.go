@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +58,9 @@ type Flags struct {
 	Session       bool
 	TLS           TLSFlags
 	RestartWindow time.Duration // Redlock; 0: redlock's default
+	// PasswordFile names a file whose first line is the password of the
+	// lock service, for a URL or DSN that carries none.
+	PasswordFile string
 }
 
 // Register adds --redis and --zk to fs.
@@ -65,6 +70,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
 	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db (env "+EnvPostgres+")")
 	fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db (env "+EnvMySQL+")")
+	fs.StringVar(&f.PasswordFile, "password-file", "", "read the password of the lock service from this file's first line, for a --redis URL, --postgres URL or --mysql DSN that carries none, so that it is not on the command line, which every user can read")
 	f.TLS.register(fs)
 	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s (dlock run: or its --ttl, if longer)")
 }
@@ -149,7 +155,7 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	urls, zkList, pg, my, etcdList := []string(f.Redis), f.ZK, f.Postgres, f.MySQL, f.Etcd
 	if len(urls) == 0 && zkList == "" && pg == "" && my == "" && etcdList == "" {
 		if v := getenv(EnvRedis); v != "" {
-			urls = splitURLs(v)
+			urls = SplitURLs(v)
 		}
 		zkList, pg, my, etcdList = getenv(EnvZK), getenv(EnvPostgres), getenv(EnvMySQL), getenv(EnvEtcd)
 	}
@@ -174,10 +180,26 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	}
 	spec := Spec{RestartWindow: f.RestartWindow}
 	f.TLS.resolve(getenv)
+	filed := ""
+	if f.PasswordFile != "" {
+		if zkList != "" || etcdList != "" {
+			return Spec{}, cmdutil.Usagef("--password-file goes with --redis, --postgres or --mysql")
+		}
+		var err error
+		if filed, err = ReadPasswordFile(f.PasswordFile); err != nil {
+			return Spec{}, err
+		}
+	}
 	if pg != "" {
 		cfg, err := parsePostgres(pg)
 		if err != nil {
 			return Spec{}, err
+		}
+		if filed != "" {
+			if hasPassword(pg) {
+				return Spec{}, cmdutil.Usagef("--password-file and a password in the --postgres URL: give one")
+			}
+			cfg.ConnConfig.Password = filed
 		}
 		if f.TLS.given() {
 			if err := f.TLS.applyPostgres(cfg); err != nil {
@@ -194,6 +216,12 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 		cfg, err := parseMySQL(my)
 		if err != nil {
 			return Spec{}, err
+		}
+		if filed != "" {
+			if cfg.Passwd != "" {
+				return Spec{}, cmdutil.Usagef("--password-file and a password in the --mysql DSN: give one")
+			}
+			cfg.Passwd = filed
 		}
 		spec.MySQL, spec.Session = cfg, f.Session
 		return spec, nil
@@ -225,10 +253,20 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 		return spec, nil
 	}
 	seen := map[string]bool{}
+	password := getenv(EnvRedisPassword)
+	if filed != "" {
+		password = filed
+	}
 	for _, u := range urls {
-		o, err := parseRedis(u, getenv(EnvRedisPassword))
+		o, err := parseRedis(u)
 		if err != nil {
 			return Spec{}, err
+		}
+		switch {
+		case o.Password != "" && filed != "":
+			return Spec{}, cmdutil.Usagef("--password-file and a password in the --redis URL %q: give one", cmdutil.RedactInput(u))
+		case o.Password == "":
+			o.Password = password
 		}
 		if err := f.TLS.applyTLS(o, cmdutil.RedactInput(u), &spec.Warnings); err != nil {
 			return Spec{}, err
@@ -242,9 +280,8 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	return spec, nil
 }
 
-// parseRedis checks one Redis URL. The password, if the URL has none, comes
-// from password (the environment).
-func parseRedis(raw, password string) (*redis.Options, error) {
+// parseRedis checks one Redis URL.
+func parseRedis(raw string) (*redis.Options, error) {
 	shown := cmdutil.RedactInput(raw)
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
@@ -268,17 +305,46 @@ func parseRedis(raw, password string) (*redis.Options, error) {
 	if err != nil {
 		return nil, cmdutil.Usagef("--redis %q: %v", shown, cmdutil.RedactIn(err.Error(), raw))
 	}
-	if o.Password == "" && password != "" {
-		o.Password = password
-	}
 	return o, nil
 }
 
-// splitURLs splits the value of DLOCK_REDIS into URLs. They are separated
+// ReadPasswordFile returns the password in the first line of the file
+// name, and notes it for cmdutil.Redact. An empty first line is an error.
+func ReadPasswordFile(name string) (string, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", cmdutil.Usagef("--password-file: %v", err)
+	}
+	password, _, _ := strings.Cut(string(b), "\n")
+	password = strings.TrimSuffix(password, "\r")
+	if password == "" {
+		return "", cmdutil.Usagef("--password-file %s: the first line is empty", name)
+	}
+	cmdutil.NoteSecret(password)
+	return password, nil
+}
+
+// hasPassword reports whether a PostgreSQL URL or connection string
+// carries a password: in its user information, or as a parameter or
+// keyword.
+func hasPassword(raw string) bool {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, set := u.User.Password(); set {
+			return true
+		}
+	}
+	return pgPasswordKey.MatchString(raw)
+}
+
+// pgPasswordKey matches the password parameter of a PostgreSQL URL or the
+// password keyword of a connection string.
+var pgPasswordKey = regexp.MustCompile(`(?i)(^|[\s?&])password\s*=`)
+
+// SplitURLs splits the value of DLOCK_REDIS into URLs. They are separated
 // by commas or white space, but a URL's password may contain either, so a
 // new URL starts only where a separator is followed by redis:// or
 // rediss://.
-func splitURLs(v string) []string {
+func SplitURLs(v string) []string {
 	isSep := func(b byte) bool { return b == ',' || b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 	var urls []string
 	start := 0

@@ -99,7 +99,7 @@ func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
 func mysqlRefused(err error) error {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) && (my.Number == 1045 || my.Number == 1044 || my.Number == 1049 || my.Number == 1698) {
-		return cmdutil.Usagef("%s (error %d); check the user, password and database of --mysql or %s", my.Message, my.Number, EnvMySQL)
+		return cmdutil.Usagef("%s (error %d); check the user, password and database of --mysql or %s, and --password-file", my.Message, my.Number, EnvMySQL)
 	}
 	if errors.As(err, &my) && (my.Number == 1193 || my.Number == 1231 || my.Number == 1232) {
 		// An unknown system variable, or a bad value for one: a DSN

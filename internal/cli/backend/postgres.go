@@ -75,7 +75,7 @@ func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error 
 func pgRefused(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000") {
-		return cmdutil.Usagef("%s (SQLSTATE %s); check the user, password and database of --postgres or %s", pe.Message, pe.Code, EnvPostgres)
+		return cmdutil.Usagef("%s (SQLSTATE %s); check the user, password and database of --postgres or %s, and --password-file", pe.Message, pe.Code, EnvPostgres)
 	}
 	return err
 }
@@ -127,6 +127,10 @@ func negotiated(ctx context.Context, pool *pgxpool.Pool) string {
 	}
 	return tls.VersionName(tc.ConnectionState().Version) + ", " + verified
 }
+
+// Refused turns a login that PostgreSQL or MySQL refused into a UsageError
+// (exit 64) that says what to check; other errors it returns as they are.
+func Refused(err error) error { return pgRefused(mysqlRefused(err)) }
 
 // Denied turns a privilege that the database account lacks into a
 // UsageError (exit 64) that names the grant; other errors it returns as

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -68,16 +67,19 @@ CONFIG GET, is exit 64, unless --accept-fence-loss takes the risk.
 Likewise a MySQL or MariaDB server whose innodb_flush_log_at_trx_commit
 is not 1; on PostgreSQL, check asks for a synchronous commit.
 
-A Redis URL without a password takes one from --password-file (the
-file's first line) or $DLOCK_REDIS_PASSWORD. Under "dlock run", use
---password-file: run keeps $DLOCK_REDIS_PASSWORD from its COMMAND, so
-that the lock server's password does not reach every process COMMAND
-starts; a file, readable only by the account that runs the script, is
-read only by the command that needs it. A refused password is exit 64.
+Without --file, --postgres, --mysql or --redis, the database comes from
+$DLOCK_POSTGRES, $DLOCK_MYSQL or $DLOCK_REDIS (one URL). A URL or DSN
+without a password takes one from --password-file (the file's first
+line), or for Redis from $DLOCK_REDIS_PASSWORD: a password in a flag is on
+the command line, which every user can read. Under "dlock run", use
+--password-file: run keeps the DLOCK_ variables from its COMMAND, so that
+the lock server's password does not reach every process COMMAND starts;
+a file, readable only by the account that runs the script, is read only
+by the command that needs it. A refused password is exit 64.
 
 Exit codes: 0 the fence is current (and DATA written); 77 the fence is
 stale, nothing written; 64 bad usage, a missing or malformed fence,
-empty (without --allow-empty) or terminal input, a password Redis
+empty (without --allow-empty) or terminal input, a password the server
 refuses, a key that holds another type, or a Redis that does not
 persist every write;
 69 the database or Redis cannot be reached or failed; 1 the file could
@@ -110,12 +112,12 @@ func flagSet(o *options) *flag.FlagSet {
 	fs := cmdutil.NewFlagSet("dlock fence")
 	fs.StringVar(&o.fence, "fence", "", "the fence, a decimal number (default $"+EnvFence+")")
 	fs.StringVar(&o.file, "file", "", "the file to guard")
-	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL of the database that keeps the fences")
-	fs.StringVar(&o.mysql, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, of the database that keeps the fences")
-	fs.StringVar(&o.redis, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://")
+	fs.StringVar(&o.postgres, "postgres", "", "PostgreSQL URL of the database that keeps the fences (env "+backend.EnvPostgres+")")
+	fs.StringVar(&o.mysql, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, of the database that keeps the fences (env "+backend.EnvMySQL+")")
+	fs.StringVar(&o.redis, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// (env "+backend.EnvRedis+", one URL)")
 	fs.StringVar(&o.resource, "resource", "", "the resource: a name for --postgres, a key for --redis")
 	fs.StringVar(&o.table, "table", fence.DefaultTable, "the table of fences, with --postgres")
-	fs.StringVar(&o.passwordFile, "password-file", "", "with --redis: read the password from this file (its first line)")
+	fs.StringVar(&o.passwordFile, "password-file", "", "read the password of Redis, PostgreSQL or MySQL from this file's first line, for a URL or DSN that carries none, so that it is not on the command line, which every user can read")
 	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "write: store empty input (refused without it)")
 	fs.BoolVar(&o.acceptLoss, "accept-fence-loss", false, "use a Redis server that does not persist every write, or a MySQL server that does not flush every commit, which can forget fences in a crash and then let a stale write through")
 	return fs
@@ -147,15 +149,34 @@ func parse(args []string, getenv func(string) string) (options, uint64, error) {
 			n++
 		}
 	}
+	if n == 0 {
+		// As the other commands, dlock fence takes its database from
+		// the environment, where a password is not on the command line.
+		for _, e := range []struct {
+			p   *string
+			env string
+		}{{&o.postgres, backend.EnvPostgres}, {&o.mysql, backend.EnvMySQL}, {&o.redis, backend.EnvRedis}} {
+			if v := getenv(e.env); v != "" {
+				*e.p = v
+				n++
+			}
+		}
+		if n > 1 {
+			return o, 0, cmdutil.Usagef("dlock fence %s: more than one of $%s, $%s and $%s is set; give --postgres, --mysql or --redis", o.verb, backend.EnvPostgres, backend.EnvMySQL, backend.EnvRedis)
+		}
+		if urls := backend.SplitURLs(o.redis); len(urls) > 1 {
+			return o, 0, cmdutil.Usagef("dlock fence %s: $%s holds %d Redis URLs; dlock fence takes one Redis server: give --redis URL", o.verb, backend.EnvRedis, len(urls))
+		}
+	}
 	switch {
 	case n != 1:
-		return o, 0, cmdutil.Usagef("dlock fence %s: give one of --file PATH, --postgres URL, --mysql DSN or --redis URL", o.verb)
+		return o, 0, cmdutil.Usagef("dlock fence %s: give one of --file PATH, --postgres URL, --mysql DSN or --redis URL (or set $%s, $%s or $%s)", o.verb, backend.EnvPostgres, backend.EnvMySQL, backend.EnvRedis)
 	case o.file != "" && o.resource != "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: --resource goes with --postgres, --mysql or --redis, not --file", o.verb)
 	case o.file == "" && o.resource == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: missing --resource", o.verb)
-	case o.passwordFile != "" && o.redis == "":
-		return o, 0, cmdutil.Usagef("dlock fence %s: --password-file goes with --redis", o.verb)
+	case o.passwordFile != "" && o.file != "":
+		return o, 0, cmdutil.Usagef("dlock fence %s: --password-file goes with --redis, --postgres or --mysql", o.verb)
 	case o.acceptLoss && o.redis == "" && o.mysql == "" && o.postgres == "":
 		return o, 0, cmdutil.Usagef("dlock fence %s: --accept-fence-loss goes with --redis, --mysql or --postgres", o.verb)
 	case o.verb == "check" && o.allowEmpty:
@@ -267,36 +288,18 @@ func (o options) readData(in io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-// resolve checks the --redis or --postgres URL as the other commands do
-// (their messages hide the password), with $DLOCK_REDIS_PASSWORD for a
-// Redis URL without one; the other connection variables do not apply.
+// resolve checks the --redis, --postgres or --mysql input as the other
+// commands do (their messages hide the password), with the password from
+// --password-file or, for a Redis URL, $DLOCK_REDIS_PASSWORD, for an
+// input that carries none; the other connection variables do not apply.
 func (o options) resolve(getenv func(string) string) (backend.Spec, error) {
-	var bf backend.Flags
-	bf.Postgres = o.postgres
-	bf.MySQL = o.mysql
+	bf := backend.Flags{Postgres: o.postgres, MySQL: o.mysql, PasswordFile: o.passwordFile}
 	if o.redis != "" {
 		bf.Redis.Set(o.redis)
 	}
-	password := getenv(backend.EnvRedisPassword)
-	if o.passwordFile != "" {
-		if u, err := url.Parse(o.redis); err == nil && u.User != nil {
-			if _, set := u.User.Password(); set {
-				return backend.Spec{}, cmdutil.Usagef("--password-file and a password in the --redis URL: give one")
-			}
-		}
-		b, err := os.ReadFile(o.passwordFile)
-		if err != nil {
-			return backend.Spec{}, cmdutil.Usagef("--password-file: %v", err)
-		}
-		password, _, _ = strings.Cut(string(b), "\n")
-		password = strings.TrimSuffix(password, "\r")
-		if password == "" {
-			return backend.Spec{}, cmdutil.Usagef("--password-file %s: the first line is empty", o.passwordFile)
-		}
-	}
 	return bf.Resolve(func(k string) string {
 		if k == backend.EnvRedisPassword {
-			return password
+			return getenv(k)
 		}
 		return ""
 	})
@@ -315,7 +318,7 @@ func refused(err error) error {
 		msg, _, _ = strings.Cut(cmdutil.Reason(err), ", or give NewRedis")
 		return cmdutil.Usagef("%s, or give --accept-fence-loss to take the risk", msg)
 	case strings.Contains(msg, "NOAUTH"):
-		return cmdutil.Usagef("%s: the server wants a password; give it in the URL (redis://:PASSWORD@host:port), in --password-file or in $%s (which dlock run keeps from its COMMAND)", cmdutil.Reason(err), backend.EnvRedisPassword)
+		return cmdutil.Usagef("%s: the server wants a password; give it in --password-file, in $%s (which dlock run keeps from its COMMAND) or in the URL (redis://:PASSWORD@host:port)", cmdutil.Reason(err), backend.EnvRedisPassword)
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
 		return cmdutil.Usagef("%s: the server refused the password; check the URL's, --password-file's or $%s", cmdutil.Reason(err), backend.EnvRedisPassword)
 	case strings.Contains(msg, "WRONGTYPE"):
@@ -334,6 +337,9 @@ func (o options) checkSQL(ctx context.Context, dialect fence.Dialect, db *sql.DB
 	}
 	g := fence.NewSQL(dialect, opts...)
 	if err := g.Migrate(ctx, db); err != nil {
+		if r := backend.Refused(err); cmdutil.IsUsage(r) {
+			return cmdutil.ExitUsage, r
+		}
 		return cmdutil.ExitUnavailable, denied(err, o.table)
 	}
 	err := g.Store(db).Advance(ctx, o.resource, f)

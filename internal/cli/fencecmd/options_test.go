@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 // their messages hide the password.
 func TestResolve(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
-		{"check --postgres notaurl --resource r", "cannot parse"},
+		{"check --postgres notaurl --resource r", "failed to parse"},
 		{"check --postgres mysql://u:s3cret@h/db --resource r", `scheme "mysql"`},
 		{"check --redis http://u:s3cret@h --resource r", `scheme "http"`},
 		{"check --redis redis://u:s3cret@h:99999 --resource r", "port"},
