@@ -27,6 +27,7 @@ Usage:
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
+  dlock fence reset --fence N --yes [flags]     set a resource's newest fence, even lower (an operator's)
   dlock bench [flags]                           measure lock throughput and latency on a deployment
   dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend

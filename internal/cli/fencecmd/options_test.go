@@ -35,8 +35,8 @@ func TestParse(t *testing.T) {
 		{"write --postgres p --resource r", "7", 0, "takes --file or --redis"},
 		{"check --file f extra", "7", 0, `unexpected argument "extra"`},
 		{"check --bogus", "7", 0, "unknown flag --bogus"},
-		{"", "7", 0, "missing check or write"},
-		{"--file f", "7", 0, "missing check or write"},
+		{"", "7", 0, "missing check, write or reset"},
+		{"--file f", "7", 0, "missing check, write or reset"},
 	} {
 		_, f, err := parse(strings.Fields(c.args), env(c.env))
 		switch {
