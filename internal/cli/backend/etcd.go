@@ -16,6 +16,8 @@ import (
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // EnvEtcd is read when no backend flag is given.
@@ -70,13 +72,21 @@ const MaxEtcdName = 4096
 // connectEtcd makes an etcd client of the endpoints and checks that the
 // cluster answers.
 func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   t.spec.Etcd,
 		DialTimeout: AnswerTimeout,
 		TLS:         t.spec.EtcdTLS,
 		Logger:      zap.NewNop(),
 		Context:     ctx,
-	})
+	}
+	if c := t.spec.EtcdTLS; c != nil && c.ServerName != "" {
+		// The etcd client names each endpoint's host to grpc, which
+		// verifies the certificate against it, whatever the TLS
+		// configuration says: --tls-server-name needs credentials that
+		// keep their name. A later dial option wins over the client's.
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithTransportCredentials(serverNamed{credentials.NewTLS(c), c.ServerName}))
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -158,4 +168,19 @@ func (t *Target) etcdLocker(name string, o LockOptions) (dlock.Locker, bool) {
 		return t.etcd.NewSemaphore(n, o.Permits, opts...), true
 	}
 	return nil, false
+}
+
+// serverNamed are TLS credentials that verify the server's certificate
+// against name, whichever endpoint they connect to.
+type serverNamed struct {
+	credentials.TransportCredentials
+	name string
+}
+
+func (s serverNamed) ClientHandshake(ctx context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return s.TransportCredentials.ClientHandshake(ctx, s.name, conn)
+}
+
+func (s serverNamed) Clone() credentials.TransportCredentials {
+	return serverNamed{s.TransportCredentials.Clone(), s.name}
 }
