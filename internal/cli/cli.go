@@ -42,6 +42,8 @@ mode) or --etcd host:port[,host:port...], or from DLOCK_REDIS, DLOCK_ZK,
 DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD. --password-file FILE (or, for
 Redis, DLOCK_REDIS_PASSWORD) supplies the password of a URL or DSN without
 one: a password in a flag is on the command line, which every user reads.
+--zk-auth-file FILE (user:password) authenticates to ZooKeeper, and
+--etcd-user with --password-file (or DLOCK_ETCD_PASSWORD) to etcd.
 
 Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
 69 the lock service cannot be reached or failed; each command's others

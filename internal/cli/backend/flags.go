@@ -4,6 +4,7 @@
 package backend
 
 import (
+	"cmp"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -28,16 +29,19 @@ const (
 	EnvRedis         = "DLOCK_REDIS"          // Redis URLs, separated by commas or spaces
 	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
 	EnvZK            = "DLOCK_ZK"             // host:port[,host:port...]
+	EnvZKAuthFile    = "DLOCK_ZK_AUTH_FILE"   // a file whose first line is user:password
+	EnvEtcdUser      = "DLOCK_ETCD_USER"      // the etcd user
+	EnvEtcdPassword  = "DLOCK_ETCD_PASSWORD"  // its password
 )
 
 // ConnectionEnv lists the environment variables that tell dlock how to
 // reach the lock service, credentials included: dlock run removes them
 // from COMMAND's environment.
-var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvMySQL, EnvEtcd, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvZKAuthFile, EnvPostgres, EnvMySQL, EnvEtcd, EnvEtcdUser, EnvEtcdPassword, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
 
 // PasswordEnv lists the variables of ConnectionEnv that hold a password
 // alone.
-var PasswordEnv = []string{EnvRedisPassword}
+var PasswordEnv = []string{EnvRedisPassword, EnvEtcdPassword}
 
 // IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
 // sets one of ConnectionEnv.
@@ -59,8 +63,13 @@ type Flags struct {
 	TLS           TLSFlags
 	RestartWindow time.Duration // Redlock; 0: redlock's default
 	// PasswordFile names a file whose first line is the password of the
-	// lock service, for a URL or DSN that carries none.
+	// lock service, for a URL or DSN that carries none, or of EtcdUser.
 	PasswordFile string
+	// ZKAuthFile names a file whose first line is user:password, for
+	// ZooKeeper's digest authentication (zklock.WithDigestAuth).
+	ZKAuthFile string
+	// EtcdUser is the etcd user to authenticate as.
+	EtcdUser string
 }
 
 // Register adds --redis and --zk to fs.
@@ -70,7 +79,9 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
 	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db (env "+EnvPostgres+")")
 	fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db (env "+EnvMySQL+")")
-	fs.StringVar(&f.PasswordFile, "password-file", "", "read the password of the lock service from this file's first line, for a --redis URL, --postgres URL or --mysql DSN that carries none, so that it is not on the command line, which every user can read")
+	fs.StringVar(&f.PasswordFile, "password-file", "", "read the password of the lock service from this file's first line, for a --redis URL, --postgres URL or --mysql DSN that carries none, or of --etcd-user, so that it is not on the command line, which every user can read")
+	fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+")")
+	fs.StringVar(&f.EtcdUser, "etcd-user", "", "etcd: authenticate as this user, with the password of --password-file or "+EnvEtcdPassword+" (env "+EnvEtcdUser+")")
 	f.TLS.register(fs)
 	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s (dlock run: or its --ttl, if longer)")
 }
@@ -101,7 +112,12 @@ type Spec struct {
 	MySQL    *mysql.Config    // MySQL or MariaDB
 	Etcd     []string         // etcd endpoints
 	EtcdTLS  *tls.Config      // etcd over TLS; nil for plain TCP
-	Session  bool             // PostgreSQL or MySQL session mode
+	// EtcdUser and EtcdPassword authenticate to etcd; "" for none.
+	EtcdUser, EtcdPassword string
+	// ZKUser and ZKPassword authenticate to ZooKeeper with the digest
+	// scheme (zklock.WithDigestAuth); "" for none.
+	ZKUser, ZKPassword string
+	Session            bool // PostgreSQL or MySQL session mode
 	// ReadOnly is for inspect and release: PostgreSQL's and MySQL's
 	// table is not created (a missing table holds no lock).
 	ReadOnly bool
@@ -180,11 +196,18 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	}
 	spec := Spec{RestartWindow: f.RestartWindow}
 	f.TLS.resolve(getenv)
+	switch {
+	case f.ZKAuthFile != "" && zkList == "":
+		return Spec{}, cmdutil.Usagef("--zk-auth-file goes with --zk")
+	case f.EtcdUser != "" && etcdList == "":
+		return Spec{}, cmdutil.Usagef("--etcd-user goes with --etcd")
+	case f.PasswordFile != "" && zkList != "":
+		return Spec{}, cmdutil.Usagef("--password-file does not go with --zk; give ZooKeeper's user:password in --zk-auth-file")
+	case f.PasswordFile != "" && etcdList != "" && f.EtcdUser == "" && getenv(EnvEtcdUser) == "":
+		return Spec{}, cmdutil.Usagef("--password-file with --etcd is the password of --etcd-user, which is missing")
+	}
 	filed := ""
 	if f.PasswordFile != "" {
-		if zkList != "" || etcdList != "" {
-			return Spec{}, cmdutil.Usagef("--password-file goes with --redis, --postgres or --mysql")
-		}
 		var err error
 		if filed, err = ReadPasswordFile(f.PasswordFile); err != nil {
 			return Spec{}, err
@@ -232,6 +255,9 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 			return Spec{}, err
 		}
 		spec.Etcd = endpoints
+		if spec.EtcdUser, spec.EtcdPassword, err = f.etcdAuth(getenv, filed); err != nil {
+			return Spec{}, err
+		}
 		if f.TLS.given() {
 			if spec.EtcdTLS, err = f.TLS.config(nil); err != nil {
 				return Spec{}, err
@@ -245,6 +271,11 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 			return Spec{}, err
 		}
 		spec.ZK = servers
+		if file := cmp.Or(f.ZKAuthFile, getenv(EnvZKAuthFile)); file != "" {
+			if spec.ZKUser, spec.ZKPassword, err = readZKAuth(file); err != nil {
+				return Spec{}, err
+			}
+		}
 		if f.TLS.given() { // any TLS flag: the servers are secure client ports
 			if spec.ZKTLS, err = f.TLS.config(nil); err != nil {
 				return Spec{}, err
@@ -306,6 +337,37 @@ func parseRedis(raw string) (*redis.Options, error) {
 		return nil, cmdutil.Usagef("--redis %q: %v", shown, cmdutil.RedactIn(err.Error(), raw))
 	}
 	return o, nil
+}
+
+// etcdAuth returns the etcd user and its password: the user from
+// --etcd-user or DLOCK_ETCD_USER, the password from --password-file
+// (filed) or DLOCK_ETCD_PASSWORD.
+func (f *Flags) etcdAuth(getenv func(string) string, filed string) (user, password string, err error) {
+	user, password = cmp.Or(f.EtcdUser, getenv(EnvEtcdUser)), cmp.Or(filed, getenv(EnvEtcdPassword))
+	switch {
+	case user != "" && password == "":
+		return "", "", cmdutil.Usagef("--etcd-user %s needs its password: give --password-file FILE or set %s", cmdutil.Quote(user), EnvEtcdPassword)
+	case user == "" && password != "":
+		return "", "", cmdutil.Usagef("%s is set, but no --etcd-user (or %s) says whose password it is", EnvEtcdPassword, EnvEtcdUser)
+	}
+	return user, password, nil
+}
+
+// readZKAuth returns the user and password in the first line of the file
+// name, user:password, as ZooKeeper's addauth digest takes them, and
+// notes the password for cmdutil.Redact.
+func readZKAuth(name string) (user, password string, err error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", "", cmdutil.Usagef("--zk-auth-file: %v", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	user, password, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
+	cmdutil.NoteSecret(password)
+	if !ok || user == "" || password == "" {
+		return "", "", cmdutil.Usagef("--zk-auth-file %s: the first line is not user:password", name)
+	}
+	return user, password, nil
 }
 
 // ReadPasswordFile returns the password in the first line of the file
@@ -397,5 +459,5 @@ func credentialsHint(addr, flag string) string {
 	if !strings.Contains(addr, "@") {
 		return ""
 	}
-	return "; credentials do not go in the address"
+	return "; credentials do not go in the address: give " + flag
 }

@@ -12,8 +12,11 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/pglock"
+	"github.com/dlock-go/dlock/zklock"
+	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // EnvPostgres is read when no backend flag is given.
@@ -135,4 +138,22 @@ func Refused(err error) error { return pgRefused(mysqlRefused(err)) }
 // Denied turns a privilege that the database account lacks into a
 // UsageError (exit 64) that names the grant; other errors it returns as
 // they are.
-func Denied(err error) error { return postgresDenied(mysqlDenied(err)) }
+func Denied(err error) error { return postgresDenied(mysqlDenied(authDenied(err))) }
+
+// authDenied turns the refusals of etcd and ZooKeeper that no retry heals
+// into UsageErrors: a user whose role may not write the lock's prefix, a
+// session without the credentials the lock's nodes ask for, a lock path
+// whose ACL lets others in (zklock.ErrPathACL).
+func authDenied(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrUserEmpty):
+		return cmdutil.Usagef("%s: grant the role of --etcd-user readwrite on the lock's prefix, NAME/", cmdutil.Reason(err))
+	case errors.Is(err, zk.ErrNoAuth):
+		return cmdutil.Usagef("%s: give the credentials of the lock's user in --zk-auth-file", cmdutil.Reason(err))
+	case errors.Is(err, zklock.ErrPathACL):
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+	}
+	return err
+}

@@ -105,6 +105,9 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		if spec.ZKTLS != nil {
 			opts = append(opts, zklock.WithTLS(spec.ZKTLS))
 		}
+		if spec.ZKUser != "" {
+			opts = append(opts, zklock.WithDigestAuth(spec.ZKUser, spec.ZKPassword))
+		}
 		s, err := connectZK(ctx, spec.ZK, opts...)
 		if err != nil {
 			return nil, err
