@@ -14,5 +14,6 @@ import (
 func main() {
 	chaos.RunClientIfChild() // "dlock chaos" runs its clients as copies of dlock
 	run.SuperviseIfChild()   // "dlock run" supervises COMMAND from a copy of dlock
+	_ = cli.Undumpable()     // COMMAND, of the same user, cannot read dlock's environment
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }

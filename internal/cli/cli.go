@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/bench"
 	"github.com/dlock-go/dlock/internal/cli/chaos"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
@@ -26,6 +27,7 @@ Usage:
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
+  dlock fence reset --fence N --yes [flags]     set a resource's newest fence, even lower (an operator's)
   dlock bench [flags]                           measure lock throughput and latency on a deployment
   dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend
@@ -37,8 +39,11 @@ The lock service comes from --redis URL (once: one Redis; three or more
 times: Redlock over independent masters), --zk host:port[,host:port...],
 --postgres URL or --mysql DSN (run's and bench's --session for session
 mode) or --etcd host:port[,host:port...], or from DLOCK_REDIS, DLOCK_ZK,
-DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD. DLOCK_REDIS_PASSWORD supplies
-the password of Redis URLs without one (dlock fence: also --password-file).
+DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD. --password-file FILE (or, for
+Redis, DLOCK_REDIS_PASSWORD) supplies the password of a URL or DSN without
+one: a password in a flag is on the command line, which every user reads.
+--zk-auth-file FILE (user:password) authenticates to ZooKeeper, and
+--etcd-user with --password-file (or DLOCK_ETCD_PASSWORD) to etcd.
 
 Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
 69 the lock service cannot be reached or failed; each command's others
@@ -63,7 +68,19 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 
 // Main runs the dlock command with args (without the program name) and
 // returns the process exit code.
+//
+// Nothing it writes holds a secret it was given: it notes what may be
+// one in every argument and in the lock service's variables before it
+// parses anything, and writes through cmdutil.Redacting.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	cmdutil.NoteSecrets(args...)
+	for _, name := range backend.ConnectionEnv {
+		cmdutil.NoteSecrets(getenv(name))
+	}
+	for _, name := range backend.PasswordEnv {
+		cmdutil.NoteSecret(getenv(name))
+	}
+	stdout, stderr = cmdutil.Redacting(stdout), cmdutil.Redacting(stderr)
 	streams := cmdutil.IO{In: stdin, Out: stdout, Err: stderr, Getenv: getenv}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)

@@ -9,14 +9,14 @@ import (
 
 // completionFlags lists each command's flags for the completion scripts.
 var completionFlags = map[string]string{
-	"run":     "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --ttl --wait --kind --permits --conflict-exit-code --grace --max-hold --once-per --leave-children --metrics-addr -v --help",
-	"elect":   "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --ttl --grace --value --again --leader -v --help",
-	"inspect": "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window -o --help",
-	"release": "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --force --yes --help",
-	"bench":   "--redis --zk --postgres --mysql --etcd --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
+	"run":     "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --ttl --wait --kind --permits --conflict-exit-code --grace --max-hold --once-per --leave-children --metrics-addr -v --help",
+	"elect":   "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --ttl --grace --value --again --leader -v --help",
+	"inspect": "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window -o --help",
+	"release": "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --force --yes --help",
+	"bench":   "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
 	"chaos":   "--backend --faults --duration --clients --ttl --work --session-timeout --schedule --seed -o --timeline --library-defaults --tls --help",
 	"demo":    "--workers --rounds --no-zk --help",
-	"fence":   "--fence --file --postgres --redis --resource --table --help",
+	"fence":   "--fence --file --postgres --mysql --redis --resource --table --password-file --allow-empty --accept-fence-loss --help",
 }
 
 const completionCommands = "run elect inspect release fence bench chaos demo completion version help"

@@ -18,14 +18,21 @@ import (
 )
 
 // Certs are throwaway PEM files for TLS tests: a CA, a server certificate
-// it signed for 127.0.0.1 and the name "localhost", and a client
-// certificate it signed.
+// it signed for 127.0.0.1 and the name "localhost", another for the name
+// CertName alone, and a client certificate it signed.
 type Certs struct {
 	Dir                   string
 	CA                    string // the CA's certificate
 	ServerCert, ServerKey string
 	ClientCert, ClientKey string
+	// NamedCert and NamedKey are a server certificate for CertName, not
+	// for 127.0.0.1: a client that connects to 127.0.0.1 accepts it only
+	// when told to expect that name.
+	NamedCert, NamedKey string
 }
+
+// CertName is the only name Certs.NamedCert carries.
+const CertName = "server.dlock.test"
 
 // NewCerts writes a new CA and the certificates it signs into a temporary
 // directory that t removes.
@@ -66,7 +73,7 @@ func WriteCerts(dir string) (*Certs, error) {
 	if err := writePEM(c.CA, "CERTIFICATE", caDER); err != nil {
 		return nil, err
 	}
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (certFile, keyFile string, err error) {
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage, dnsOnly ...string) (certFile, keyFile string, err error) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			return "", "", fmt.Errorf("testenv: %w", err)
@@ -79,7 +86,10 @@ func WriteCerts(dir string) (*Certs, error) {
 			KeyUsage:     x509.KeyUsageDigitalSignature,
 			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 		}
-		if usage == x509.ExtKeyUsageServerAuth {
+		switch {
+		case len(dnsOnly) > 0:
+			tmpl.DNSNames = dnsOnly
+		case usage == x509.ExtKeyUsageServerAuth:
 			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 			tmpl.DNSNames = []string{"localhost"}
 		}
@@ -101,6 +111,9 @@ func WriteCerts(dir string) (*Certs, error) {
 		return nil, err
 	}
 	if c.ClientCert, c.ClientKey, err = leaf("client", 3, x509.ExtKeyUsageClientAuth); err != nil {
+		return nil, err
+	}
+	if c.NamedCert, c.NamedKey, err = leaf("named", 4, x509.ExtKeyUsageServerAuth, CertName); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -55,6 +55,10 @@ type Etcd struct {
 	peerPort int    // peer (Raft) port
 	cluster  string // the --initial-cluster value
 	token    string // the --initial-cluster-token value
+	// tlsPort, if not 0, is a second client port, served over TLS with
+	// the certificate certFile and its key keyFile.
+	tlsPort           int
+	certFile, keyFile string
 }
 
 // newEtcd prepares, but does not start, a server named name with a new
@@ -95,10 +99,16 @@ func (e *Etcd) startLocked() error {
 // startWaitLocked starts the server process and, if wait, waits until it
 // reports itself healthy. e.mu must be held.
 func (e *Etcd) startWaitLocked(wait bool) error {
-	cmd := exec.Command(e.bin,
+	listen := e.clientURL()
+	var tlsArgs []string
+	if e.tlsPort != 0 {
+		listen += ",https://" + e.TLSAddr()
+		tlsArgs = []string{"--cert-file", e.certFile, "--key-file", e.keyFile}
+	}
+	cmd := exec.Command(e.bin, append([]string{
 		"--name", e.name,
 		"--data-dir", filepath.Join(e.dir, "data"),
-		"--listen-client-urls", e.clientURL(),
+		"--listen-client-urls", listen,
 		"--advertise-client-urls", e.clientURL(),
 		"--listen-peer-urls", e.peerURL(),
 		"--initial-advertise-peer-urls", e.peerURL(),
@@ -109,7 +119,7 @@ func (e *Etcd) startWaitLocked(wait bool) error {
 		"--election-timeout", strconv.FormatInt(EtcdElectionTimeout.Milliseconds(), 10),
 		"--logger", "zap",
 		"--log-outputs", "stderr",
-	) // the v2 API is off by default in 3.4, and gone in 3.6
+	}, tlsArgs...)...) // the v2 API is off by default in 3.4, and gone in 3.6
 	cmd.Dir = e.dir
 	p, err := startProcess(cmd, filepath.Join(e.dir, etcdOutFileName), "etcd")
 	if err != nil {
@@ -295,6 +305,52 @@ func LaunchEtcd() (*Etcd, error) {
 		etcds.add(e)
 		return e, nil
 	})
+}
+
+// LaunchEtcdTLS starts a standalone server as LaunchEtcd does, which also
+// serves clients over TLS on a second port (see TLSAddr), with the server
+// certificate certFile and its key keyFile, such as those of Certs. The
+// plain client port stays open, for the probes and tests that need no
+// TLS. The caller must Close the returned Etcd.
+func LaunchEtcdTLS(certFile, keyFile string) (*Etcd, error) {
+	return launchRetrying(func() (*Etcd, error) {
+		e, err := newEtcd("etcd", "")
+		if err != nil {
+			return nil, err
+		}
+		if e.tlsPort, err = FreePort(); err != nil {
+			e.Close()
+			return nil, err
+		}
+		e.certFile, e.keyFile = certFile, keyFile
+		e.cluster = e.name + "=" + e.peerURL()
+		e.token = filepath.Base(e.dir)
+		e.mu.Lock()
+		err = e.startLocked()
+		e.mu.Unlock()
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
+		etcds.add(e)
+		return e, nil
+	})
+}
+
+// StartEtcdTLS starts a server as LaunchEtcdTLS does, for the test t, as
+// StartEtcd does.
+func StartEtcdTLS(t testing.TB, certFile, keyFile string) *Etcd {
+	t.Helper()
+	return startForTest(t, "etcd", "needs an etcd server", lookEtcd, func() (*Etcd, error) { return LaunchEtcdTLS(certFile, keyFile) })
+}
+
+// TLSAddr returns the host:port of the server's TLS client port, or "" if
+// it has none (LaunchEtcdTLS).
+func (e *Etcd) TLSAddr() string {
+	if e.tlsPort == 0 {
+		return ""
+	}
+	return "127.0.0.1:" + strconv.Itoa(e.tlsPort)
 }
 
 // StartEtcd starts a standalone server as LaunchEtcd does and closes it

@@ -14,8 +14,11 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // EnvEtcd is read when no backend flag is given.
@@ -32,17 +35,17 @@ func parseEtcd(list string) ([]string, error) {
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, cmdutil.Usagef("--etcd %q has an empty endpoint; want host:port[,host:port...]", list)
+			return nil, cmdutil.Usagef("--etcd %q has an empty endpoint; want host:port[,host:port...]", cmdutil.RedactInput(list))
 		}
 		if strings.Contains(s, "://") {
-			return nil, cmdutil.Usagef("--etcd endpoint %q: give host:port, without a scheme (the TLS flags turn TLS on)", s)
+			return nil, cmdutil.Usagef("--etcd endpoint %q: give host:port, without a scheme (the TLS flags turn TLS on)%s", cmdutil.RedactInput(s), credentialsHint(s, "--etcd-user and --password-file"))
 		}
 		host, port, err := net.SplitHostPort(s)
 		if err != nil || host == "" {
-			return nil, cmdutil.Usagef("--etcd endpoint %q is not host:port (etcd's client port is usually 2379)", s)
+			return nil, cmdutil.Usagef("--etcd endpoint %q is not host:port (etcd's client port is usually 2379)%s", cmdutil.RedactInput(s), credentialsHint(s, "--etcd-user and --password-file"))
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--etcd endpoint %q: port %q is not a number from 1 to 65535", s, port)
+			return nil, cmdutil.Usagef("--etcd endpoint %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
 		}
 		endpoints = append(endpoints, s)
 	}
@@ -70,27 +73,54 @@ const MaxEtcdName = 4096
 // connectEtcd makes an etcd client of the endpoints and checks that the
 // cluster answers.
 func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   t.spec.Etcd,
 		DialTimeout: AnswerTimeout,
 		TLS:         t.spec.EtcdTLS,
 		Logger:      zap.NewNop(),
 		Context:     ctx,
-	})
+		Username:    t.spec.EtcdUser,
+		Password:    t.spec.EtcdPassword,
+	}
+	if c := t.spec.EtcdTLS; c != nil && c.ServerName != "" {
+		// The etcd client names each endpoint's host to grpc, which
+		// verifies the certificate against it, whatever the TLS
+		// configuration says: --tls-server-name needs credentials that
+		// keep their name. A later dial option wins over the client's.
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithTransportCredentials(serverNamed{credentials.NewTLS(c), c.ServerName}))
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return err
+		return etcdRefused(err)
 	}
 	t.closers = append(t.closers, func() { cli.Close() })
 	cctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
-	// A read of one key needs a leader that answers, as every lock does.
-	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), "dlock-probe", clientv3.WithCountOnly()); err != nil {
+	// A read of one key needs a leader that answers, as every lock does;
+	// a user not allowed to read it was answered all the same.
+	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), "dlock-probe", clientv3.WithCountOnly()); err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		if r := etcdRefused(err); cmdutil.IsUsage(r) {
+			return r
+		}
 		return fmt.Errorf("etcd %s does not answer: %w", strings.Join(t.spec.Etcd, ","), err)
 	}
 	c := etcdlock.New(cli, etcdlock.WithObserver(obs), etcdlock.WithLogger(t.spec.log()))
 	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
 	t.etcd = c
 	return nil
+}
+
+// etcdRefused turns etcd's refusal of the command's credentials, or of
+// their absence, into a UsageError (exit 64) that names the flags; other
+// errors it returns as they are.
+func etcdRefused(err error) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrAuthFailed):
+		return cmdutil.Usagef("%s: check --etcd-user and its password (--password-file or %s)", cmdutil.Reason(err), EnvEtcdPassword)
+	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrInvalidAuthToken):
+		return cmdutil.Usagef("%s: the cluster wants a user; give --etcd-user and its password (--password-file or %s)", cmdutil.Reason(err), EnvEtcdPassword)
+	}
+	return err
 }
 
 // handshakeAny returns nil once one of servers completes a TLS handshake
@@ -158,4 +188,19 @@ func (t *Target) etcdLocker(name string, o LockOptions) (dlock.Locker, bool) {
 		return t.etcd.NewSemaphore(n, o.Permits, opts...), true
 	}
 	return nil, false
+}
+
+// serverNamed are TLS credentials that verify the server's certificate
+// against name, whichever endpoint they connect to.
+type serverNamed struct {
+	credentials.TransportCredentials
+	name string
+}
+
+func (s serverNamed) ClientHandshake(ctx context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return s.TransportCredentials.ClientHandshake(ctx, s.name, conn)
+}
+
+func (s serverNamed) Clone() credentials.TransportCredentials {
+	return serverNamed{s.TransportCredentials.Clone(), s.name}
 }

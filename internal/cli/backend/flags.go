@@ -4,12 +4,14 @@
 package backend
 
 import (
+	"cmp"
 	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -27,12 +29,19 @@ const (
 	EnvRedis         = "DLOCK_REDIS"          // Redis URLs, separated by commas or spaces
 	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
 	EnvZK            = "DLOCK_ZK"             // host:port[,host:port...]
+	EnvZKAuthFile    = "DLOCK_ZK_AUTH_FILE"   // a file whose first line is user:password
+	EnvEtcdUser      = "DLOCK_ETCD_USER"      // the etcd user
+	EnvEtcdPassword  = "DLOCK_ETCD_PASSWORD"  // its password
 )
 
 // ConnectionEnv lists the environment variables that tell dlock how to
 // reach the lock service, credentials included: dlock run removes them
 // from COMMAND's environment.
-var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvPostgres, EnvMySQL, EnvEtcd, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvZKAuthFile, EnvPostgres, EnvMySQL, EnvEtcd, EnvEtcdUser, EnvEtcdPassword, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+
+// PasswordEnv lists the variables of ConnectionEnv that hold a password
+// alone.
+var PasswordEnv = []string{EnvRedisPassword, EnvEtcdPassword}
 
 // IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
 // sets one of ConnectionEnv.
@@ -53,6 +62,14 @@ type Flags struct {
 	Session       bool
 	TLS           TLSFlags
 	RestartWindow time.Duration // Redlock; 0: redlock's default
+	// PasswordFile names a file whose first line is the password of the
+	// lock service, for a URL or DSN that carries none, or of EtcdUser.
+	PasswordFile string
+	// ZKAuthFile names a file whose first line is user:password, for
+	// ZooKeeper's digest authentication (zklock.WithDigestAuth).
+	ZKAuthFile string
+	// EtcdUser is the etcd user to authenticate as.
+	EtcdUser string
 }
 
 // Register adds --redis and --zk to fs.
@@ -62,6 +79,9 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
 	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db (env "+EnvPostgres+")")
 	fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db (env "+EnvMySQL+")")
+	fs.StringVar(&f.PasswordFile, "password-file", "", "read the password of the lock service from this file's first line, for a --redis URL, --postgres URL or --mysql DSN that carries none, or of --etcd-user, so that it is not on the command line, which every user can read")
+	fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+")")
+	fs.StringVar(&f.EtcdUser, "etcd-user", "", "etcd: authenticate as this user, with the password of --password-file or "+EnvEtcdPassword+" (env "+EnvEtcdUser+")")
 	f.TLS.register(fs)
 	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s (dlock run: or its --ttl, if longer)")
 }
@@ -92,7 +112,12 @@ type Spec struct {
 	MySQL    *mysql.Config    // MySQL or MariaDB
 	Etcd     []string         // etcd endpoints
 	EtcdTLS  *tls.Config      // etcd over TLS; nil for plain TCP
-	Session  bool             // PostgreSQL or MySQL session mode
+	// EtcdUser and EtcdPassword authenticate to etcd; "" for none.
+	EtcdUser, EtcdPassword string
+	// ZKUser and ZKPassword authenticate to ZooKeeper with the digest
+	// scheme (zklock.WithDigestAuth); "" for none.
+	ZKUser, ZKPassword string
+	Session            bool // PostgreSQL or MySQL session mode
 	// ReadOnly is for inspect and release: PostgreSQL's and MySQL's
 	// table is not created (a missing table holds no lock).
 	ReadOnly bool
@@ -146,7 +171,7 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	urls, zkList, pg, my, etcdList := []string(f.Redis), f.ZK, f.Postgres, f.MySQL, f.Etcd
 	if len(urls) == 0 && zkList == "" && pg == "" && my == "" && etcdList == "" {
 		if v := getenv(EnvRedis); v != "" {
-			urls = splitURLs(v)
+			urls = SplitURLs(v)
 		}
 		zkList, pg, my, etcdList = getenv(EnvZK), getenv(EnvPostgres), getenv(EnvMySQL), getenv(EnvEtcd)
 	}
@@ -171,10 +196,33 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	}
 	spec := Spec{RestartWindow: f.RestartWindow}
 	f.TLS.resolve(getenv)
+	switch {
+	case f.ZKAuthFile != "" && zkList == "":
+		return Spec{}, cmdutil.Usagef("--zk-auth-file goes with --zk")
+	case f.EtcdUser != "" && etcdList == "":
+		return Spec{}, cmdutil.Usagef("--etcd-user goes with --etcd")
+	case f.PasswordFile != "" && zkList != "":
+		return Spec{}, cmdutil.Usagef("--password-file does not go with --zk; give ZooKeeper's user:password in --zk-auth-file")
+	case f.PasswordFile != "" && etcdList != "" && f.EtcdUser == "" && getenv(EnvEtcdUser) == "":
+		return Spec{}, cmdutil.Usagef("--password-file with --etcd is the password of --etcd-user, which is missing")
+	}
+	filed := ""
+	if f.PasswordFile != "" {
+		var err error
+		if filed, err = ReadPasswordFile(f.PasswordFile); err != nil {
+			return Spec{}, err
+		}
+	}
 	if pg != "" {
 		cfg, err := parsePostgres(pg)
 		if err != nil {
 			return Spec{}, err
+		}
+		if filed != "" {
+			if hasPassword(pg) {
+				return Spec{}, cmdutil.Usagef("--password-file and a password in the --postgres URL: give one")
+			}
+			cfg.ConnConfig.Password = filed
 		}
 		if f.TLS.given() {
 			if err := f.TLS.applyPostgres(cfg); err != nil {
@@ -192,6 +240,12 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 		if err != nil {
 			return Spec{}, err
 		}
+		if filed != "" {
+			if cfg.Passwd != "" {
+				return Spec{}, cmdutil.Usagef("--password-file and a password in the --mysql DSN: give one")
+			}
+			cfg.Passwd = filed
+		}
 		spec.MySQL, spec.Session = cfg, f.Session
 		return spec, nil
 	}
@@ -201,6 +255,9 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 			return Spec{}, err
 		}
 		spec.Etcd = endpoints
+		if spec.EtcdUser, spec.EtcdPassword, err = f.etcdAuth(getenv, filed); err != nil {
+			return Spec{}, err
+		}
 		if f.TLS.given() {
 			if spec.EtcdTLS, err = f.TLS.config(nil); err != nil {
 				return Spec{}, err
@@ -214,6 +271,11 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 			return Spec{}, err
 		}
 		spec.ZK = servers
+		if file := cmp.Or(f.ZKAuthFile, getenv(EnvZKAuthFile)); file != "" {
+			if spec.ZKUser, spec.ZKPassword, err = readZKAuth(file); err != nil {
+				return Spec{}, err
+			}
+		}
 		if f.TLS.given() { // any TLS flag: the servers are secure client ports
 			if spec.ZKTLS, err = f.TLS.config(nil); err != nil {
 				return Spec{}, err
@@ -222,12 +284,22 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 		return spec, nil
 	}
 	seen := map[string]bool{}
+	password := getenv(EnvRedisPassword)
+	if filed != "" {
+		password = filed
+	}
 	for _, u := range urls {
-		o, err := parseRedis(u, getenv(EnvRedisPassword))
+		o, err := parseRedis(u)
 		if err != nil {
 			return Spec{}, err
 		}
-		if err := f.TLS.applyTLS(o, redact(u), &spec.Warnings); err != nil {
+		switch {
+		case o.Password != "" && filed != "":
+			return Spec{}, cmdutil.Usagef("--password-file and a password in the --redis URL %q: give one", cmdutil.RedactInput(u))
+		case o.Password == "":
+			o.Password = password
+		}
+		if err := f.TLS.applyTLS(o, cmdutil.RedactInput(u), &spec.Warnings); err != nil {
 			return Spec{}, err
 		}
 		if seen[o.Addr] {
@@ -239,10 +311,9 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	return spec, nil
 }
 
-// parseRedis checks one Redis URL. The password, if the URL has none, comes
-// from password (the environment).
-func parseRedis(raw, password string) (*redis.Options, error) {
-	shown := redact(raw)
+// parseRedis checks one Redis URL.
+func parseRedis(raw string) (*redis.Options, error) {
+	shown := cmdutil.RedactInput(raw)
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
 		return nil, cmdutil.Usagef("--redis %q is not a URL; want redis://[user:password@]host:port[/db] or rediss://... for TLS", shown)
@@ -263,41 +334,79 @@ func parseRedis(raw, password string) (*redis.Options, error) {
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, cmdutil.Usagef("--redis %q: %v", shown, redactErr(err, raw))
-	}
-	if o.Password == "" && password != "" {
-		o.Password = password
+		return nil, cmdutil.Usagef("--redis %q: %v", shown, cmdutil.RedactIn(err.Error(), raw))
 	}
 	return o, nil
 }
 
-// redact hides the user information of a URL for messages: everything
-// between the scheme and the last '@', whether or not the URL parses (a
-// password with an unencoded '#', '/' or '?' makes the rest of it look
-// like a path or a fragment, and one with a '%' makes it unparsable).
-// Control characters are escaped by the %q of the messages.
-func redact(raw string) string {
-	raw = passwordParam.ReplaceAllString(raw, "${1}xxxxx")
-	at := strings.LastIndex(raw, "@")
-	if at < 0 {
-		return raw
+// etcdAuth returns the etcd user and its password: the user from
+// --etcd-user or DLOCK_ETCD_USER, the password from --password-file
+// (filed) or DLOCK_ETCD_PASSWORD.
+func (f *Flags) etcdAuth(getenv func(string) string, filed string) (user, password string, err error) {
+	user, password = cmp.Or(f.EtcdUser, getenv(EnvEtcdUser)), cmp.Or(filed, getenv(EnvEtcdPassword))
+	switch {
+	case user != "" && password == "":
+		return "", "", cmdutil.Usagef("--etcd-user %s needs its password: give --password-file FILE or set %s", cmdutil.Quote(user), EnvEtcdPassword)
+	case user == "" && password != "":
+		return "", "", cmdutil.Usagef("%s is set, but no --etcd-user (or %s) says whose password it is", EnvEtcdPassword, EnvEtcdUser)
 	}
-	scheme := ""
-	if i := strings.Index(raw[:at], "://"); i >= 0 {
-		scheme = raw[:i+3]
-	}
-	return scheme + "xxxxx@" + raw[at+1:]
+	return user, password, nil
 }
 
-// passwordParam matches a query parameter that may carry a password
-// (?password=…, &sentinel_password=…), up to its value.
-var passwordParam = regexp.MustCompile(`(?i)([?&][a-z_]*pass[a-z_]*=)[^&]*`)
+// readZKAuth returns the user and password in the first line of the file
+// name, user:password, as ZooKeeper's addauth digest takes them, and
+// notes the password for cmdutil.Redact.
+func readZKAuth(name string) (user, password string, err error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", "", cmdutil.Usagef("--zk-auth-file: %v", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	user, password, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
+	cmdutil.NoteSecret(password)
+	if !ok || user == "" || password == "" {
+		return "", "", cmdutil.Usagef("--zk-auth-file %s: the first line is not user:password", name)
+	}
+	return user, password, nil
+}
 
-// splitURLs splits the value of DLOCK_REDIS into URLs. They are separated
+// ReadPasswordFile returns the password in the first line of the file
+// name, and notes it for cmdutil.Redact. An empty first line is an error.
+func ReadPasswordFile(name string) (string, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", cmdutil.Usagef("--password-file: %v", err)
+	}
+	password, _, _ := strings.Cut(string(b), "\n")
+	password = strings.TrimSuffix(password, "\r")
+	if password == "" {
+		return "", cmdutil.Usagef("--password-file %s: the first line is empty", name)
+	}
+	cmdutil.NoteSecret(password)
+	return password, nil
+}
+
+// hasPassword reports whether a PostgreSQL URL or connection string
+// carries a password: in its user information, or as a parameter or
+// keyword.
+func hasPassword(raw string) bool {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, set := u.User.Password(); set {
+			return true
+		}
+	}
+	return pgPasswordKey.MatchString(raw)
+}
+
+// pgPasswordKey matches the password parameter of a PostgreSQL URL or the
+// password keyword of a connection string.
+var pgPasswordKey = regexp.MustCompile(`(?i)(^|[\s?&])password\s*=`)
+
+// SplitURLs splits the value of DLOCK_REDIS into URLs. They are separated
 // by commas or white space, but a URL's password may contain either, so a
 // new URL starts only where a separator is followed by redis:// or
 // rediss://.
-func splitURLs(v string) []string {
+func SplitURLs(v string) []string {
 	isSep := func(b byte) bool { return b == ',' || b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 	var urls []string
 	start := 0
@@ -323,51 +432,32 @@ func splitURLs(v string) []string {
 	return urls
 }
 
-func redactErr(err error, raw string) string {
-	msg := err.Error()
-	for _, m := range passwordParam.FindAllStringSubmatch(raw, -1) {
-		if v := strings.TrimPrefix(m[0], m[1]); v != "" {
-			msg = strings.ReplaceAll(msg, v, "xxxxx")
-		}
-	}
-	at := strings.LastIndex(raw, "@")
-	if at < 0 {
-		return msg
-	}
-	info := raw[:at]
-	if i := strings.Index(info, "://"); i >= 0 {
-		info = info[i+3:]
-	}
-	// The error may quote the URL, or any part of it from where the parser
-	// lost its way: hide the user information, every tail of it, and every
-	// piece of it between characters a URL parser splits at.
-	for k := range len(info) {
-		msg = strings.ReplaceAll(msg, info[k:]+"@", "xxxxx@")
-	}
-	for _, piece := range strings.FieldsFunc(info, func(r rune) bool { return strings.ContainsRune("/#?%@:, ", r) }) {
-		if len(piece) >= 3 {
-			msg = strings.ReplaceAll(msg, piece, "xxxxx")
-		}
-	}
-	return msg
-}
-
 // parseZK checks a comma-separated list of ZooKeeper servers.
 func parseZK(list string) ([]string, error) {
 	var servers []string
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", list)
+			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", cmdutil.RedactInput(list))
 		}
 		host, port, err := net.SplitHostPort(s)
 		if err != nil || host == "" {
-			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)", s)
+			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file"))
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", s, port)
+			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
 		}
 		servers = append(servers, s)
 	}
 	return servers, nil
+}
+
+// credentialsHint is what a message about a server address adds when the
+// address carries user information, user:password@host:port, which
+// --zk and --etcd do not take.
+func credentialsHint(addr, flag string) string {
+	if !strings.Contains(addr, "@") {
+		return ""
+	}
+	return "; credentials do not go in the address: give " + flag
 }

@@ -21,7 +21,7 @@ const EnvMySQL = "DLOCK_MYSQL" // a MySQL or MariaDB DSN, user:password@tcp(host
 // reads (user:password@tcp(host:port)/db?param=value), or a URL
 // mysql://user:password@host:port/db, which it turns into one.
 func parseMySQL(raw string) (*mysql.Config, error) {
-	shown := redact(raw)
+	shown := cmdutil.RedactInput(raw)
 	if strings.HasPrefix(raw, "mysql://") {
 		u, err := url.Parse(raw)
 		if err != nil || u.Host == "" {
@@ -44,7 +44,7 @@ func parseMySQL(raw string) (*mysql.Config, error) {
 	}
 	cfg, err := mysql.ParseDSN(raw)
 	if err != nil {
-		return nil, cmdutil.Usagef("--mysql %q: %v; want user:password@tcp(host:port)/db", shown, redactErr(err, raw))
+		return nil, cmdutil.Usagef("--mysql %q: %v; want user:password@tcp(host:port)/db", shown, cmdutil.RedactIn(err.Error(), raw))
 	}
 	return checkMySQL(cfg, shown)
 }
@@ -99,7 +99,7 @@ func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
 func mysqlRefused(err error) error {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) && (my.Number == 1045 || my.Number == 1044 || my.Number == 1049 || my.Number == 1698) {
-		return cmdutil.Usagef("%s (error %d); check the user, password and database of --mysql or %s", my.Message, my.Number, EnvMySQL)
+		return cmdutil.Usagef("%s (error %d); check the user, password and database of --mysql or %s, and --password-file", my.Message, my.Number, EnvMySQL)
 	}
 	if errors.As(err, &my) && (my.Number == 1193 || my.Number == 1231 || my.Number == 1232) {
 		// An unknown system variable, or a bad value for one: a DSN

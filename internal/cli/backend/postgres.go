@@ -12,8 +12,11 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/pglock"
+	"github.com/dlock-go/dlock/zklock"
+	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // EnvPostgres is read when no backend flag is given.
@@ -22,13 +25,20 @@ const EnvPostgres = "DLOCK_POSTGRES" // a PostgreSQL URL, postgres://user:passwo
 // parsePostgres checks a PostgreSQL URL (or key=value connection string)
 // the way pgxpool reads it.
 func parsePostgres(raw string) (*pgxpool.Config, error) {
-	shown := redact(raw)
+	shown := cmdutil.RedactInput(raw)
 	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Scheme != "postgres" && u.Scheme != "postgresql" {
 		return nil, cmdutil.Usagef("--postgres %q: scheme %q is not supported; use postgres://user:password@host:port/db", shown, u.Scheme)
 	}
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		return nil, cmdutil.Usagef("--postgres %q: %v", shown, redactErr(err, raw))
+		msg := err.Error()
+		var pe *pgconn.ParseConfigError
+		if i := strings.LastIndex(msg, "`: "); errors.As(err, &pe) && i >= 0 {
+			// "cannot parse `…`: why": the message quotes the input
+			// already, redacted, and pgx's redaction cannot be sure.
+			msg = msg[i+3:]
+		}
+		return nil, cmdutil.Usagef("--postgres %q: %v", shown, cmdutil.RedactIn(msg, raw))
 	}
 	return cfg, nil
 }
@@ -68,7 +78,7 @@ func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error 
 func pgRefused(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000") {
-		return cmdutil.Usagef("%s (SQLSTATE %s); check the user, password and database of --postgres or %s", pe.Message, pe.Code, EnvPostgres)
+		return cmdutil.Usagef("%s (SQLSTATE %s); check the user, password and database of --postgres or %s, and --password-file", pe.Message, pe.Code, EnvPostgres)
 	}
 	return err
 }
@@ -121,7 +131,29 @@ func negotiated(ctx context.Context, pool *pgxpool.Pool) string {
 	return tls.VersionName(tc.ConnectionState().Version) + ", " + verified
 }
 
+// Refused turns a login that PostgreSQL or MySQL refused into a UsageError
+// (exit 64) that says what to check; other errors it returns as they are.
+func Refused(err error) error { return pgRefused(mysqlRefused(err)) }
+
 // Denied turns a privilege that the database account lacks into a
 // UsageError (exit 64) that names the grant; other errors it returns as
 // they are.
-func Denied(err error) error { return postgresDenied(mysqlDenied(err)) }
+func Denied(err error) error { return postgresDenied(mysqlDenied(authDenied(err))) }
+
+// authDenied turns the refusals of etcd and ZooKeeper that no retry heals
+// into UsageErrors: a user whose role may not write the lock's prefix, a
+// session without the credentials the lock's nodes ask for, a lock path
+// whose ACL lets others in (zklock.ErrPathACL).
+func authDenied(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrUserEmpty):
+		return cmdutil.Usagef("%s: grant the role of --etcd-user readwrite on the lock's prefix, NAME/", cmdutil.Reason(err))
+	case errors.Is(err, zk.ErrNoAuth):
+		return cmdutil.Usagef("%s: give the credentials of the lock's user in --zk-auth-file", cmdutil.Reason(err))
+	case errors.Is(err, zklock.ErrPathACL):
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+	}
+	return err
+}

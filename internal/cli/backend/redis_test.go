@@ -18,7 +18,7 @@ import (
 func redlockSpec(t *testing.T, addrs []string, ttl time.Duration) Spec {
 	var spec Spec
 	for _, a := range addrs {
-		o, err := parseRedis("redis://"+a, "")
+		o, err := parseRedis("redis://" + a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestIntegrationRedlockOneMasterDown(t *testing.T) {
 // failed after 15s with only "context deadline exceeded".
 func TestIntegrationRedisTLSToPlainServer(t *testing.T) {
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
-	o, err := parseRedis("rediss://"+srv.Addr()+"/?dial_timeout=2s", "")
+	o, err := parseRedis("rediss://" + srv.Addr() + "/?dial_timeout=2s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,9 +56,9 @@ func TestSplitURLs(t *testing.T) {
 		{"redis://a:1", []string{"redis://a:1"}},
 		{" , ", nil},
 	} {
-		got := splitURLs(tc.in)
+		got := SplitURLs(tc.in)
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
-			t.Errorf("splitURLs(%q) = %q; want %q", tc.in, got, tc.want)
+			t.Errorf("SplitURLs(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }

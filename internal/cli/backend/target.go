@@ -107,6 +107,9 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 		if spec.ZKTLS != nil {
 			opts = append(opts, zklock.WithTLS(spec.ZKTLS))
 		}
+		if spec.ZKUser != "" {
+			opts = append(opts, zklock.WithDigestAuth(spec.ZKUser, spec.ZKPassword))
+		}
 		s, err := connectZK(ctx, spec.ZK, opts...)
 		if err != nil {
 			return nil, err
@@ -186,9 +189,9 @@ func refusedCredentials(errs []error) error {
 		msg := strings.TrimSuffix(err.Error(), ".")
 		switch {
 		case strings.Contains(msg, "NOAUTH"):
-			return cmdutil.Usagef("%s: the server wants a password; give it in the URL (redis://:PASSWORD@host:port) or in %s", msg, EnvRedisPassword)
+			return cmdutil.Usagef("%s: the server wants a password; give it in --password-file, in %s or in the URL (redis://:PASSWORD@host:port)", msg, EnvRedisPassword)
 		case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
-			return cmdutil.Usagef("%s: the server refused the password; check the URL's, or %s", msg, EnvRedisPassword)
+			return cmdutil.Usagef("%s: the server refused the password; check --password-file's, %s or the URL's", msg, EnvRedisPassword)
 		case strings.Contains(msg, "DB index is out of range"):
 			return cmdutil.Usagef("%s: the URL's database number (redis://host:port/DB) is past the server's last database (its 'databases' setting, 16 by default)", msg)
 		}

@@ -45,6 +45,9 @@ func System() IO {
 
 // IsTerminal reports whether s is a terminal.
 func IsTerminal(s any) bool {
+	if w, ok := s.(io.Writer); ok {
+		s = Unwrap(w)
+	}
 	f, ok := s.(*os.File)
 	if !ok {
 		return false
@@ -122,7 +125,12 @@ func explain(fs *flag.FlagSet, err error) error {
 	switch {
 	case strings.HasPrefix(msg, "flag provided but not defined: "):
 		name := strings.TrimLeft(strings.TrimPrefix(msg, "flag provided but not defined: "), "-")
-		return Usagef("%s: unknown flag --%s; %s", fs.Name(), name, help)
+		if flag, _, ok := strings.Cut(name, " "); ok && fs.Lookup(flag) != nil {
+			// "--postgres URL" as one argument, quoted together: the
+			// value is not echoed, since it may hold a password.
+			return Usagef("%s: --%s and its value came as one argument (quoted together?); give them as two, or as --%s=VALUE", fs.Name(), flag, flag)
+		}
+		return Usagef("%s: unknown flag --%s; %s", fs.Name(), RedactInput(name), help)
 	case strings.HasPrefix(msg, "flag needs an argument: "):
 		name := strings.TrimLeft(strings.TrimPrefix(msg, "flag needs an argument: "), "-")
 		f := fs.Lookup(name)
@@ -133,7 +141,7 @@ func explain(fs *flag.FlagSet, err error) error {
 		return Usagef("%s: --%s needs a value%s", fs.Name(), name, example)
 	case strings.HasPrefix(msg, "invalid value "), strings.HasPrefix(msg, "invalid boolean value "):
 		// invalid value "x" for flag -ttl: <reason>
-		return Usagef("%s: %s", fs.Name(), strings.Replace(msg, "for flag -", "for --", 1))
+		return Usagef("%s: %s", fs.Name(), Redact(strings.Replace(msg, "for flag -", "for --", 1)))
 	}
 	return Usagef("%s: %s; %s", fs.Name(), msg, help)
 }

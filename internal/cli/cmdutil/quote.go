@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -50,3 +51,33 @@ func Reason(err error) string {
 
 // libraryPrefix matches "dlock: " as a word, not the end of "redlock: ".
 var libraryPrefix = regexp.MustCompile(`(^|[^A-Za-z0-9_])dlock: `)
+
+// MaxValue is how many bytes of a stored value Show shows.
+const MaxValue = 256
+
+// Show returns s, a value that something else stored (a holder's owner or
+// label, a leader's value), for a line on a terminal: cut to MaxValue
+// bytes and "...", as the libraries' Inspect cuts them, and quoted with
+// Go's escapes if it holds anything a terminal would not print as itself,
+// so that escape sequences cannot fake what the operator sees, nor a
+// newline a second line.
+func Show(s string) string {
+	s = Cut(s)
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == utf8.RuneError }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// Cut returns s cut to MaxValue bytes, at the start of a character, and
+// "...", if it is longer.
+func Cut(s string) string {
+	if len(s) <= MaxValue {
+		return s
+	}
+	cut := MaxValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}

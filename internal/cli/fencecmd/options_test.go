@@ -35,8 +35,8 @@ func TestParse(t *testing.T) {
 		{"write --postgres p --resource r", "7", 0, "takes --file or --redis"},
 		{"check --file f extra", "7", 0, `unexpected argument "extra"`},
 		{"check --bogus", "7", 0, "unknown flag --bogus"},
-		{"", "7", 0, "missing check or write"},
-		{"--file f", "7", 0, "missing check or write"},
+		{"", "7", 0, "missing check, write or reset"},
+		{"--file f", "7", 0, "missing check, write or reset"},
 	} {
 		_, f, err := parse(strings.Fields(c.args), env(c.env))
 		switch {
@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 // their messages hide the password.
 func TestResolve(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
-		{"check --postgres notaurl --resource r", "cannot parse"},
+		{"check --postgres notaurl --resource r", "failed to parse"},
 		{"check --postgres mysql://u:s3cret@h/db --resource r", `scheme "mysql"`},
 		{"check --redis http://u:s3cret@h --resource r", `scheme "http"`},
 		{"check --redis redis://u:s3cret@h:99999 --resource r", "port"},

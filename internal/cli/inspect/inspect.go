@@ -8,12 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/dlock-go/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/cli/cmdutil"
@@ -32,7 +29,9 @@ node and session; with PostgreSQL, a session-mode holder's backend; with
 MySQL, a session-mode holder's connection. It only reads.
 
 It creates no table: with PostgreSQL or MySQL, a missing table shows the
-lock free.
+lock free. Values that something else stored are shown cut to 256 bytes,
+and quoted with Go's escapes if they hold a control character; the table
+lists at most 100 holders.
 
 Exit codes: 0 shown; 64 bad usage, a NAME the backend cannot take, or a
 database account without the privileges it needs; 69 lock service
@@ -126,6 +125,7 @@ func Main(args []string, streams cmdutil.IO) int {
 		return cmdutil.Fail(streams, fmt.Errorf("dlock inspect: %w", backend.Denied(err)), cmdutil.ExitUnavailable)
 	}
 	if o.output == "json" {
+		cutValues(&r)
 		enc := json.NewEncoder(streams.Out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(r); err != nil {
@@ -137,20 +137,29 @@ func Main(args []string, streams cmdutil.IO) int {
 	return cmdutil.ExitOK
 }
 
-// writeTable writes r for people.
+// MaxHolderRows is how many holders the table lists (-o json lists every
+// one the backend returns).
+const MaxHolderRows = 100
+
+// writeTable writes r for people: every value that something else
+// stored goes through cmdutil.Show.
 func writeTable(out io.Writer, r backend.Report) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t"+format+"\n", append([]any{k}, args...)...) }
-	row("lock", "%s", printable(r.Name))
+	row("lock", "%s", cmdutil.Show(r.Name))
 	row("service", "%s", r.Where)
 	if r.Path != "" {
-		row("path", "%s", printable(r.Path))
+		row("path", "%s", cmdutil.Show(r.Path))
 	}
-	row("kind", "%s", printable(r.Kind))
+	row("kind", "%s", cmdutil.Show(r.Kind))
 	if !r.Held {
 		row("held", "no")
 	}
-	for _, h := range r.Holders {
+	for i, h := range r.Holders {
+		if i == MaxHolderRows {
+			row("holder", "... %d more (-o json lists them)", len(r.Holders)-i)
+			break
+		}
 		var extra []string
 		if h.Mode != "" {
 			extra = append(extra, h.Mode)
@@ -162,12 +171,12 @@ func writeTable(out io.Writer, r backend.Report) {
 			extra = append(extra, fmt.Sprintf("fence %d", h.Fence))
 		}
 		if h.Where != "" {
-			extra = append(extra, printable(h.Where))
+			extra = append(extra, cmdutil.Show(h.Where))
 		}
-		who := printable(h.Owner)
+		who := cmdutil.Show(h.Owner)
 		if h.Label != "" {
-			who = printable(h.Label)
-			extra = append([]string{"token " + printable(strings.TrimSuffix(h.Owner, "~"+h.Label))}, extra...)
+			who = cmdutil.Show(h.Label)
+			extra = append([]string{"token " + cmdutil.Show(strings.TrimSuffix(h.Owner, "~"+h.Label))}, extra...)
 		}
 		row("holder", "%s (%s)", who, strings.Join(extra, ", "))
 	}
@@ -192,10 +201,10 @@ func writeTable(out io.Writer, r backend.Report) {
 		row("waiters", "%d", *r.Waiters)
 	}
 	if r.Detail != "" {
-		row("found", "%s", printable(r.Detail))
+		row("found", "%s", cmdutil.Show(r.Detail))
 	}
 	if r.Forced != "" {
-		row("forced", "%s", printable(r.Forced))
+		row("forced", "%s", cmdutil.Show(r.Forced))
 	}
 	w.Flush()
 	if len(r.Nodes) > 0 {
@@ -204,10 +213,10 @@ func writeTable(out io.Writer, r backend.Report) {
 		fmt.Fprintln(w, "MASTER\tKIND\tHOLDER\tFENCE\tTTL")
 		for _, n := range r.Nodes {
 			if n.Error != "" {
-				fmt.Fprintf(w, "%s\terror: %s\t\t\t\n", n.Addr, printable(n.Error))
+				fmt.Fprintf(w, "%s\terror: %s\t\t\t\n", n.Addr, cmdutil.Show(n.Error))
 				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\n", n.Addr, printable(n.Kind), printable(dash(n.Holder)), n.Fence, time.Duration(n.TTLms)*time.Millisecond)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\n", n.Addr, cmdutil.Show(n.Kind), cmdutil.Show(dash(n.Holder)), n.Fence, time.Duration(n.TTLms)*time.Millisecond)
 		}
 		w.Flush()
 	}
@@ -220,12 +229,17 @@ func dash(s string) string {
 	return s
 }
 
-// printable returns s, or s quoted with Go's escapes if it holds anything
-// a terminal would not print as itself (escape sequences in a value that
-// something else stored could otherwise fake what the operator sees).
-func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == utf8.RuneError }) < 0 {
-		return s
+// cutValues cuts every value in r that something else stored to
+// cmdutil.MaxValue bytes (cmdutil.Cut), as the table shows them; the JSON
+// encoder escapes what a terminal would act on.
+func cutValues(r *backend.Report) {
+	for i := range r.Holders {
+		h := &r.Holders[i]
+		h.Owner, h.Label, h.Where = cmdutil.Cut(h.Owner), cmdutil.Cut(h.Label), cmdutil.Cut(h.Where)
 	}
-	return strconv.Quote(s)
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		n.Holder, n.Error = cmdutil.Cut(n.Holder), cmdutil.Cut(n.Error)
+	}
+	r.Detail, r.Forced = cmdutil.Cut(r.Detail), cmdutil.Cut(r.Forced)
 }

@@ -42,7 +42,9 @@ dlock gets a signal. A campaign waits for a lock service that is
 unavailable, at the start too, as "dlock run --wait forever" does.
 
 With --leader, dlock prints the current leader, as its term, a space and
-its value, and exits 0, or exits 3 if there is none.
+its value, and exits 0, or exits 3 if there is none. The value is shown as
+"dlock inspect" shows stored values: cut to 256 bytes, and quoted with
+Go's escapes if it holds a control character.
 
 Exit codes: COMMAND's own; 3 no leader (--leader); 64 bad usage: a flag,
 a URL, a NAME the backend cannot take; 69 lock service failed, or
@@ -275,6 +277,6 @@ func (r *runner) printLeader(e dlock.Election) int {
 	case err != nil:
 		return r.failed(acquired{err: err})
 	}
-	fmt.Fprintf(r.io.Out, "%d %s\n", l.Term, l.Value)
+	fmt.Fprintf(r.io.Out, "%d %s\n", l.Term, cmdutil.Show(l.Value)) // as inspect shows a stored value
 	return cmdutil.ExitOK
 }

@@ -193,7 +193,7 @@ func (r *runner) startSupervisor(lease dlock.Lease, foreground bool) (*superviso
 	// or removed since dlock started.
 	cmd := exec.Command("/proc/self/exe", r.o.Command...)
 	cmd.Args[0] = "dlock-run-supervisor"
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.io.In, r.io.Out, r.io.Err
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.io.In, cmdutil.Unwrap(r.io.Out), cmdutil.Unwrap(r.io.Err) // COMMAND's own streams
 	// COMMAND gets dlock's environment without the lock service's
 	// connection settings and credentials.
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), backend.IsConnectionEnv),
