@@ -103,7 +103,7 @@ func TestIntegrationChaos(t *testing.T) {
 					testenv.RequireBinary(t, "mariadbd") // fails in CI, skips with the hint elsewhere
 				}
 			}
-			o := Options{Backend: tc.backend, Duration: tc.duration, TTL: 500 * time.Millisecond,
+			o := Options{Backend: tc.backend, Duration: tc.duration, MinFaults: tc.faults, TTL: 500 * time.Millisecond,
 				Work: 10 * time.Millisecond, SessionTimeout: time.Second, LibraryDefaults: tc.defaults, Faults: tc.only, TLS: tc.tls}
 			if tc.tls && tc.backend != BackendZK3 {
 				o.TTL = 2 * time.Second
