@@ -120,13 +120,3 @@ func (g *Grant) Release(ctx context.Context) error {
 	}
 	return g.Released()
 }
-
-// lose ends a lease that a renewal or refresh found lost, reporting the
-// failed renewal first.
-func lose(st interface {
-	End(error) bool
-	RenewFailed(error)
-}, err error) {
-	st.RenewFailed(err)
-	st.End(err)
-}

@@ -164,7 +164,11 @@ func (s *Session) dispose(ctx context.Context) bool {
 }
 
 // extend confirms the lease and extends it to the TTL from the moment it
-// asked. It reports whether the lease is still held.
+// asked. It reports whether the lease is still held. A confirmation that
+// finds the lease lost ends it with Lose; Release does not mark a Session
+// as releasing (see lease.State.BeginRelease), since the two take turns
+// on the connection, and a confirmation that comes second finds it given
+// back (ErrEnded).
 func (s *Session) extend(ctx context.Context) bool {
 	ctx, cancel := context.WithDeadline(ctx, s.Until()) // past Until, the lease has ended anyway
 	defer cancel()
@@ -173,9 +177,9 @@ func (s *Session) extend(ctx context.Context) bool {
 	case err == nil:
 		return s.Extend(lease.Validity(start, s.cfg.TTL))
 	case errors.Is(err, ErrNotHeld):
-		lose(s, dlock.Lost(dlock.ErrTakenOver))
+		s.Lose(dlock.Lost(dlock.ErrTakenOver))
 	case !errors.Is(err, ErrEnded):
-		lose(s, dlock.Lost(s.ls.SessionLost(err)))
+		s.Lose(dlock.Lost(s.ls.SessionLost(err)))
 	}
 	return false
 }
