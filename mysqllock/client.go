@@ -9,8 +9,8 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -31,10 +31,10 @@ type Client struct {
 	sql statements
 	obs dlock.Observer // from WithObserver and WithLogger; nil for none
 
-	waiters  sqllease.Waiters
-	leases   *sqllease.Leases // held leases, the watchdog, and (in Background) clean-ups
-	sessions sessions         // what it learnt of the pool's connections
-	faults   sqllease.Faults  // how its locks read their attempts' errors
+	waiters  dblease.Waiters
+	leases   *dblease.Leases // held leases, the watchdog, and (in Background) clean-ups
+	sessions sessions        // what it learnt of the pool's connections
+	faults   dblease.Faults  // how its locks read their attempts' errors
 }
 
 // New returns a Client that locks through db, a pool of connections
@@ -56,7 +56,7 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 	default:
 		c.sql = newStatements(table)
 	}
-	c.leases = sqllease.New(sqllease.Dialect{
+	c.leases = dblease.New(dblease.Dialect{
 		Pkg: "mysqllock", ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
 		Release: c.release, Refresh: c.refresh, Describe: c.describe,
 		LookAgain: func(ctx context.Context, name, token string) background.Outcome {
@@ -64,7 +64,7 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 		},
 		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
 	})
-	c.faults = sqllease.Faults{Pkg: "mysqllock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
+	c.faults = dblease.Faults{Pkg: "mysqllock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
 		Service: c.sessions.server}
 	return c
 }

@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -121,7 +121,7 @@ func unavailable(err error) bool {
 	}
 	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, mysql.ErrPktSync) || errors.Is(err, mysql.ErrPktSyncMul) ||
-		errors.Is(err, errGetLockNull) || sqllease.NetFault(err)
+		errors.Is(err, errGetLockNull) || dblease.NetFault(err)
 }
 
 // describe turns the failure of doing what to the lock called name into
@@ -179,7 +179,7 @@ func endedByServer(err error) bool {
 }
 
 // cancelled returns the context error behind a failed call, or nil.
-func cancelled(ctx context.Context, err error) error { return sqllease.Cancelled(ctx, err) }
+func cancelled(ctx context.Context, err error) error { return dblease.Cancelled(ctx, err) }
 
 // sessionLost returns the cause of a loss of the session: ErrSessionLost
 // and the connection's error.

@@ -5,16 +5,16 @@ import (
 	"errors"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 )
 
 // A locker is what Mutex and SessionMutex share: the lock's name, options
 // and events, and the way Lock and TryLock go about their attempts (see
-// sqllease.Locker), which are the only thing the two modes do differently.
+// dblease.Locker), which are the only thing the two modes do differently.
 // While a session holds the lock's GET_LOCK lock, a session-mode attempt
 // waits on the server, up to its block argument, for its release, which
-// ends the wait at once (see sqllease.Busy); a lease-mode attempt ignores
+// ends the wait at once (see dblease.Busy); a lease-mode attempt ignores
 // block.
 type locker struct {
 	c    *Client
@@ -22,16 +22,16 @@ type locker struct {
 	cfg  config
 	err  error         // a bad name or option, reported by every call
 	ev   *lease.Events // nil without an observer
-	core sqllease.Locker
+	core dblease.Locker
 }
 
-func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option, attempt sqllease.AttemptFunc) locker {
+func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option, attempt dblease.AttemptFunc) locker {
 	l := locker{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, kind)}
 	l.err = errors.Join(checkName(name), l.cfg.check(), c.cfg.restart.CheckTTL("mysqllock", l.cfg.TTL))
-	l.core = sqllease.Locker{
+	l.core = dblease.Locker{
 		Name: name, Err: l.err, Events: l.ev, Held: held,
 		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.waiters.Wait, Attempt: attempt,
-		Timeout: sqllease.AttemptTimeout(l.cfg.TTL), Faults: c.faults,
+		Timeout: dblease.AttemptTimeout(l.cfg.TTL), Faults: c.faults,
 	}
 	return l
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // Defaults of the options.
@@ -42,12 +42,12 @@ type clientConfig struct {
 	table   string
 	obs     dlock.Observer
 	log     *slog.Logger
-	restart sqllease.RestartWindow
+	restart dblease.RestartWindow
 }
 
 func newClientConfig(opts []ClientOption) clientConfig {
 	c := clientConfig{table: DefaultTable}
-	sqllease.Apply(&c, opts)
+	dblease.Apply(&c, opts)
 	return c
 }
 
@@ -108,11 +108,11 @@ func WithLogger(l *slog.Logger) ClientOption {
 // An Option configures a lock, of either mode.
 type Option func(*config)
 
-type config struct{ sqllease.Config }
+type config struct{ dblease.Config }
 
 func newConfig(opts []Option) config {
-	c := config{sqllease.NewConfig(DefaultTTL, DefaultRetry)}
-	sqllease.Apply(&c, opts)
+	c := config{dblease.NewConfig(DefaultTTL, DefaultRetry)}
+	dblease.Apply(&c, opts)
 	return c
 }
 
@@ -120,21 +120,21 @@ func (c config) check() error { return c.Check("mysqllock", MinTTL, MaxTTL) }
 
 // ttlMicros returns the TTL in whole microseconds, rounded up, so that the
 // database never holds a lease for less than the TTL.
-func (c config) ttlMicros() int64 { return sqllease.Units(c.TTL, time.Microsecond) }
+func (c config) ttlMicros() int64 { return dblease.Units(c.TTL, time.Microsecond) }
 
 // windows returns, in whole microseconds, how long a server whose
 // identity changed, and one that started, grants a lock of these options
 // nothing under restart window w: 0 for not at all.
-func (c config) windows(w sqllease.RestartWindow) (identity, restart int64) {
+func (c config) windows(w dblease.RestartWindow) (identity, restart int64) {
 	i, r := w.Spans(c.TTL)
-	return sqllease.Units(i, time.Microsecond), sqllease.Units(r, time.Microsecond)
+	return dblease.Units(i, time.Microsecond), dblease.Units(r, time.Microsecond)
 }
 
 // waitTimeout returns the wait_timeout, in whole seconds, that a
 // session-mode lease sets on its connection: the TTL rounded up, and at
 // least 1, MySQL's smallest.
 func (c config) waitTimeout() int64 {
-	return max(sqllease.Units(c.TTL, time.Second), 1)
+	return max(dblease.Units(c.TTL, time.Second), 1)
 }
 
 // checkEvery returns how often a session-mode lease checks that its

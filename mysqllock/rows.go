@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/background"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -23,7 +23,7 @@ type querier interface {
 // and if that takes nothing, holder.sql to learn why, and create.sql if
 // the row does not exist. It returns the grant's fence, or 0 and how long
 // the holder's row has left (0 if not known). The statements that write
-// wait at most sqllease.LockWait for the row's lock (see lockWait).
+// wait at most dblease.LockWait for the row's lock (see lockWait).
 func (c *Client) take(ctx context.Context, conn *conn, name, token string, ttl, gate int64) (fence uint64, left time.Duration, err error) {
 	res, err := conn.ExecContext(ctx, conn.lockWait(fill(c.sql.acquire, token, ttl, name, gate)))
 	if err != nil {
@@ -91,7 +91,7 @@ func (c *Client) release(ctx context.Context, name, token string) (bool, error) 
 }
 
 // free releases the row now if the database answers within
-// sqllease.LookTimeout, whether or not ctx is done, and otherwise in the
+// dblease.LookTimeout, whether or not ctx is done, and otherwise in the
 // background (see abandon).
 func (c *Client) free(ctx context.Context, name, token string) { c.leases.Free(ctx, name, token) }
 
@@ -111,7 +111,7 @@ func (c *Client) abandon(name, token string, conn int64) {
 }
 
 // lookAgain is one look of a clean-up (see abandon), within ctx's
-// deadline (see sqllease.Leases.Clean).
+// deadline (see dblease.Leases.Clean).
 func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) background.Outcome {
 	// The check comes first, so that a connection found ended has
 	// committed whatever it ran before the release looks.
@@ -149,11 +149,11 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) 
 // refresh extends the leases gs to their TTL from now, in one statement
 // per TTL among them (the watchdog's batches usually share one). held[i]
 // reports whether gs[i] still holds its row.
-func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool, err error) {
+func (c *Client) refresh(ctx context.Context, gs []*dblease.Grant) (held []bool, err error) {
 	held = make([]bool, len(gs))
 	byTTL := make(map[int64][]int)
 	for i, g := range gs {
-		ttl := sqllease.Units(g.TTL(), time.Microsecond)
+		ttl := dblease.Units(g.TTL(), time.Microsecond)
 		byTTL[ttl] = append(byTTL[ttl], i)
 	}
 	err = c.with(ctx, func(q querier) error {
@@ -173,7 +173,7 @@ func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool
 // refreshTTL extends the leases gs[i], for each i of at, which share the
 // TTL ttl, to it from now, on q, and sets held[i] to whether gs[i] still
 // holds its row.
-func (c *Client) refreshTTL(ctx context.Context, q querier, gs []*sqllease.Grant, at []int, ttl int64, held []bool) error {
+func (c *Client) refreshTTL(ctx context.Context, q querier, gs []*dblease.Grant, at []int, ttl int64, held []bool) error {
 	names, tokens := make([]string, len(at)), make([]string, len(at))
 	for j, i := range at {
 		names[j], tokens[j] = gs[i].Key(), gs[i].Token()

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 )
 
 // A SessionMutex is an exclusive lock in session mode: the lock's row, as
@@ -88,12 +88,12 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		// ends a GET_LOCK that waits longer so, with NULL. The lock was
 		// held throughout: wait again, as long as the server lets.
 		conn.done(ctx)
-		return nil, sqllease.Busy, nil
+		return nil, dblease.Busy, nil
 	case !got.Valid:
 		err = fmt.Errorf("%w (GET_LOCK(%q))", errGetLockNull, m.lockName)
 	case got.Int64 != 1:
 		conn.done(ctx) // held by another session
-		return nil, sqllease.Busy, nil
+		return nil, dblease.Busy, nil
 	default:
 		start = time.Now() // after the wait for GET_LOCK
 		fence, left, err = m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros(), gate)
@@ -145,7 +145,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 			m.name, time.Since(start), m.cfg.TTL))
 	}
 	sc := &sessionConn{m: m, conn: conn, id: id, before: before, stop: make(chan struct{})}
-	s := sqllease.NewSession(ctx, m.c.leases, m.ev, m.name, token, fence, until, m.cfg.Config, sc)
+	s := dblease.NewSession(ctx, m.c.leases, m.ev, m.name, token, fence, until, m.cfg.Config, sc)
 	if fence > maxFence {
 		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the GET_LOCK lock
 		return nil, 0, fenceOutOfRange(m.name, fence)

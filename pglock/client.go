@@ -10,8 +10,8 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -36,8 +36,8 @@ type Client struct {
 	obs  dlock.Observer // from WithObserver and WithLogger; nil for none
 
 	notices *listener
-	leases  *sqllease.Leases // held leases, the watchdog, and (in Background) the listener and clean-ups
-	faults  sqllease.Faults  // how its locks read their attempts' errors
+	leases  *dblease.Leases // held leases, the watchdog, and (in Background) the listener and clean-ups
+	faults  dblease.Faults  // how its locks read their attempts' errors
 }
 
 // New returns a Client that locks through pool, configured by opts
@@ -57,7 +57,7 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 	default:
 		c.obj, c.sql = obj, newStatements(obj)
 	}
-	c.leases = sqllease.New(sqllease.Dialect{
+	c.leases = dblease.New(dblease.Dialect{
 		Pkg: "pglock", ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
 		Release: c.release, Refresh: c.refresh, Describe: c.describe,
 		LookAgain: func(ctx context.Context, name, token string) background.Outcome {
@@ -67,7 +67,7 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 	})
 	c.notices = newListener(c)
 	service := serviceOf(pool)
-	c.faults = sqllease.Faults{Pkg: "pglock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
+	c.faults = dblease.Faults{Pkg: "pglock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
 		Service: func() string { return service }}
 	return c
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -116,7 +116,7 @@ func unavailable(err error) bool {
 		}
 		return false
 	}
-	return errors.Is(err, pgconn.ErrConnClosed) || sqllease.NetFault(err)
+	return errors.Is(err, pgconn.ErrConnClosed) || dblease.NetFault(err)
 }
 
 // describe turns the failure of doing what to the lock or resource name
@@ -173,7 +173,7 @@ func endedByServer(err error) bool {
 }
 
 // cancelled returns the context error behind a failed call, or nil.
-func cancelled(ctx context.Context, err error) error { return sqllease.Cancelled(ctx, err) }
+func cancelled(ctx context.Context, err error) error { return dblease.Cancelled(ctx, err) }
 
 // staleFence returns the error of a write to resource with fence f, refused
 // because newest has been written.

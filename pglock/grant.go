@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // newGrant returns a Mutex's lease: the row holds its token. The caller
-// registers it with the client (see sqllease.Grant.Keep).
-func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *sqllease.Grant {
-	return sqllease.NewGrant(ctx, m.c.leases, m.ev, m.name, token, fence, until, m.cfg.Config)
+// registers it with the client (see dblease.Grant.Keep).
+func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until time.Time) *dblease.Grant {
+	return dblease.NewGrant(ctx, m.c.leases, m.ev, m.name, token, fence, until, m.cfg.Config)
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // A listener LISTENs for the Client's release notices on one connection
@@ -17,7 +17,7 @@ import (
 // all, since a release may have gone unheard.
 type listener struct {
 	c *Client
-	sqllease.Waiters
+	dblease.Waiters
 	mu      sync.Mutex
 	running bool
 }
@@ -26,7 +26,7 @@ func newListener(c *Client) *listener { return &listener{c: c} }
 
 // wait registers a waiter for the lock called name, starting the listener
 // if it is not running. The caller must close the waiter.
-func (l *listener) wait(name string) *sqllease.Waiter {
+func (l *listener) wait(name string) *dblease.Waiter {
 	w := l.Wait(name)
 	l.mu.Lock()
 	start := !l.running

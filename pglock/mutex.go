@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -73,7 +73,7 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 		}
 		return nil, 0, m.c.describe("acquiring", m.name, err)
 	case fence == 0 && wait > 0:
-		return nil, time.Duration(wait) * time.Millisecond, sqllease.Abstaining("pglock", m.name, time.Duration(wait)*time.Millisecond)
+		return nil, time.Duration(wait) * time.Millisecond, dblease.Abstaining("pglock", m.name, time.Duration(wait)*time.Millisecond)
 	case fence == 0:
 		return nil, time.Duration(left) * time.Millisecond, nil
 	case fence > maxFence:

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // Defaults of the options.
@@ -38,12 +38,12 @@ type clientConfig struct {
 	table   string
 	obs     dlock.Observer
 	log     *slog.Logger
-	restart sqllease.RestartWindow
+	restart dblease.RestartWindow
 }
 
 func newClientConfig(opts []ClientOption) clientConfig {
 	c := clientConfig{table: DefaultTable}
-	sqllease.Apply(&c, opts)
+	dblease.Apply(&c, opts)
 	return c
 }
 
@@ -106,11 +106,11 @@ func WithLogger(l *slog.Logger) ClientOption {
 // An Option configures a lock, of either mode.
 type Option func(*config)
 
-type config struct{ sqllease.Config }
+type config struct{ dblease.Config }
 
 func newConfig(opts []Option) config {
-	c := config{sqllease.NewConfig(DefaultTTL, DefaultRetry)}
-	sqllease.Apply(&c, opts)
+	c := config{dblease.NewConfig(DefaultTTL, DefaultRetry)}
+	dblease.Apply(&c, opts)
 	return c
 }
 
@@ -118,14 +118,14 @@ func (c config) check() error { return c.Check("pglock", MinTTL, MaxTTL) }
 
 // ttlMillis returns the TTL in whole milliseconds, rounded up, so that the
 // database never holds a lease for less than the TTL.
-func (c config) ttlMillis() int64 { return sqllease.Units(c.TTL, time.Millisecond) }
+func (c config) ttlMillis() int64 { return dblease.Units(c.TTL, time.Millisecond) }
 
 // windows returns, in whole milliseconds, how long a server whose
 // identity changed, and one that started, grants a lock of these options
 // nothing under restart window w: 0 for not at all.
-func (c config) windows(w sqllease.RestartWindow) (identity, restart int64) {
+func (c config) windows(w dblease.RestartWindow) (identity, restart int64) {
 	i, r := w.Spans(c.TTL)
-	return sqllease.Units(i, time.Millisecond), sqllease.Units(r, time.Millisecond)
+	return dblease.Units(i, time.Millisecond), dblease.Units(r, time.Millisecond)
 }
 
 // WithTTL sets the lease time: how long the lock outlives a holder that

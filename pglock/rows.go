@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/background"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -42,7 +42,7 @@ func (c *Client) release(ctx context.Context, name, token string) (bool, error) 
 }
 
 // free releases the row now if the database answers within
-// sqllease.LookTimeout, whether or not ctx is done, and otherwise in the
+// dblease.LookTimeout, whether or not ctx is done, and otherwise in the
 // background (see abandon).
 func (c *Client) free(ctx context.Context, name, token string) { c.leases.Free(ctx, name, token) }
 
@@ -63,7 +63,7 @@ func (c *Client) abandon(name, token string, pid uint32) {
 }
 
 // lookAgain is one look of a clean-up (see abandon), within ctx's
-// deadline (see sqllease.Leases.Clean).
+// deadline (see dblease.Leases.Clean).
 func (c *Client) lookAgain(ctx context.Context, name, token string, pid uint32) background.Outcome {
 	// The check comes first, in a statement of its own, so that a backend
 	// found ended has committed whatever it ran before the release looks.
@@ -94,10 +94,10 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, pid uint32) 
 
 // refresh extends the leases gs to their TTL from now, in one statement.
 // held[i] reports whether gs[i] still holds its row.
-func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool, err error) {
+func (c *Client) refresh(ctx context.Context, gs []*dblease.Grant) (held []bool, err error) {
 	names, tokens, ttls := make([]string, len(gs)), make([]string, len(gs)), make([]int64, len(gs))
 	for i, g := range gs {
-		names[i], tokens[i], ttls[i] = g.Key(), g.Token(), sqllease.Units(g.TTL(), time.Millisecond)
+		names[i], tokens[i], ttls[i] = g.Key(), g.Token(), dblease.Units(g.TTL(), time.Millisecond)
 	}
 	still := make(map[[2]string]bool, len(gs))
 	var name, token string

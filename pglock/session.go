@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -96,7 +96,7 @@ func (m *SessionMutex) attempt(ctx context.Context, _ time.Duration) (dlock.Leas
 	if fence == nil {
 		pc.Release()
 		if wait > 0 {
-			return nil, time.Duration(wait) * time.Millisecond, sqllease.Abstaining("pglock", m.name, time.Duration(wait)*time.Millisecond)
+			return nil, time.Duration(wait) * time.Millisecond, dblease.Abstaining("pglock", m.name, time.Duration(wait)*time.Millisecond)
 		}
 		if left != nil {
 			return nil, time.Duration(*left) * time.Millisecond, nil
@@ -114,7 +114,7 @@ func (m *SessionMutex) attempt(ctx context.Context, _ time.Duration) (dlock.Leas
 			m.name, time.Since(start), m.cfg.TTL))
 	}
 	conn := &sessionConn{m: m, conn: pc, pid: pid, before: before}
-	s := sqllease.NewSession(ctx, m.c.leases, m.ev, m.name, token, uint64(*fence), until, m.cfg.Config, conn)
+	s := dblease.NewSession(ctx, m.c.leases, m.ev, m.name, token, uint64(*fence), until, m.cfg.Config, conn)
 	if *fence > maxFence {
 		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the advisory lock
 		return nil, 0, m.c.fenceOutOfRange(m.name, *fence)

@@ -1,4 +1,4 @@
-package sqllease
+package dblease
 
 import (
 	"context"
@@ -67,7 +67,7 @@ var (
 	// ErrEnded is what a use of a session's connection returns once the
 	// connection has been given back or closed. It never reaches a
 	// caller.
-	ErrEnded = errors.New("sqllease: the session lease has ended")
+	ErrEnded = errors.New("dblease: the session lease has ended")
 
 	// ErrDropped is what Unlock returns when the connection was closed for
 	// want of an answer by Until, and the row may still be the lease's. It
@@ -76,7 +76,7 @@ var (
 
 	// ErrNotHeld is what Confirm returns when the row is no longer held by
 	// the lease's token.
-	ErrNotHeld = errors.New("sqllease: the lock's row is not held by the session lease")
+	ErrNotHeld = errors.New("dblease: the lock's row is not held by the session lease")
 )
 
 // disposeTimeout bounds the release of a session's lock whose lease ended
