@@ -151,7 +151,7 @@ func (ss *sessions) put(key any, s session) {
 func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 	var s session
 	var uptime int64
-	if _, restart := c.cfg.restart.Spans(0); restart > 0 {
+	if _, restart := c.core.Cfg.Restart.Spans(0); restart > 0 {
 		// SHOW, not information_schema or performance_schema, whose
 		// status tables differ between MySQL and MariaDB; asked first,
 		// so that the start it gives is, if anything, late.
@@ -254,7 +254,7 @@ func (c *Client) again(ctx context.Context, f func(q querier) error) error {
 // ” (no lock has that name), or finds it there, and learns since when it
 // has been recorded: a change of identity starts the identity window.
 func (c *Client) gate(ctx context.Context, cn *conn, cfg config) (int64, error) {
-	identity, restart := cfg.windows(c.cfg.restart)
+	identity, restart := cfg.Windows(c.core.Cfg.Restart, time.Microsecond)
 	if identity > 0 && !cn.epoch {
 		err := dblease.Again(ctx, transient, func() error {
 			if _, err := cn.ExecContext(ctx, cn.lockWait(fill(c.sql.epochNote, cn.ident))); err != nil {

@@ -28,13 +28,13 @@ import (
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	s := &electionStore{c: c, name: name}
-	err := m.err
+	err := m.core.Err
 	if err == nil {
 		err = c.usable()
 	}
 	if err == nil {
 		var leaders string
-		if leaders, err = quoteTable(c.cfg.table + "_leaders"); err == nil {
+		if leaders, err = quoteTable(c.core.Cfg.Table + "_leaders"); err == nil {
 			r := strings.NewReplacer("{{table}}", tableOf(c), "{{leaders}}", leaders, "{{now}}", nowMicros)
 			load := func(name string) string {
 				b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
@@ -48,12 +48,12 @@ func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 			err = fmt.Errorf("mysqllock: election %q: the leaders' table: %w", name, err)
 		}
 	}
-	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.cfg.TTL, Err: err})
+	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.core.Cfg.TTL, Err: err})
 }
 
 // tableOf returns the Client's quoted table name.
 func tableOf(c *Client) string {
-	q, _ := quoteTable(c.cfg.table) // checked by New
+	q, _ := quoteTable(c.core.Cfg.Table) // checked by New
 	return q
 }
 

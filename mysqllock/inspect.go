@@ -35,7 +35,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		us, who int64
 	)
 	err := c.with(ctx, func(q querier) error {
-		return q.QueryRowContext(ctx, fill(c.sql.inspect, name, sessionLockName(c.cfg.table, name))).Scan(&token, &fence, &us, &who)
+		return q.QueryRowContext(ctx, fill(c.sql.inspect, name, sessionLockName(c.core.Cfg.Table, name))).Scan(&token, &fence, &us, &who)
 	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows), isNoSuchTable(err):
@@ -74,7 +74,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	}
 	var who int64
 	if err := c.with(ctx, func(q querier) error {
-		return q.QueryRowContext(ctx, fill("SELECT COALESCE(IS_USED_LOCK(?), 0)", sessionLockName(c.cfg.table, name))).Scan(&who)
+		return q.QueryRowContext(ctx, fill("SELECT COALESCE(IS_USED_LOCK(?), 0)", sessionLockName(c.core.Cfg.Table, name))).Scan(&who)
 	}); err != nil {
 		return false, c.describe("force unlock", name, err)
 	}
@@ -99,7 +99,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return who != 0, c.describe("force unlock", name, err)
 	}
 	if n == 1 {
-		c.waiters.Wake(name)
+		c.core.Waiters.Wake(name)
 	}
 	return n == 1 || who != 0, nil
 }

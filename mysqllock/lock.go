@@ -6,7 +6,6 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/dblease"
-	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // A locker is what Mutex and SessionMutex share: the lock's name, options
@@ -18,26 +17,18 @@ import (
 // block.
 type locker struct {
 	c    *Client
-	name string
-	cfg  config
-	err  error         // a bad name or option, reported by every call
-	ev   *lease.Events // nil without an observer
-	core dblease.Locker
+	core *dblease.Locker
 }
 
-func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option, attempt dblease.AttemptFunc) locker {
-	l := locker{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, kind)}
-	l.err = errors.Join(checkName(name), l.cfg.check(), c.cfg.restart.CheckTTL("mysqllock", l.cfg.TTL))
-	l.core = dblease.Locker{
-		Name: name, Err: l.err, Events: l.ev, Held: held,
-		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.waiters.Wait, Attempt: attempt,
-		Timeout: dblease.AttemptTimeout(l.cfg.TTL), Faults: c.faults,
-	}
-	return l
+func newLocker(c *Client, name, kind string, session bool, opts []Option, attempt dblease.AttemptFunc) locker {
+	cfg := dblease.NewConfig(DefaultTTL, DefaultRetry)
+	dblease.Apply(&cfg, opts)
+	err := errors.Join(checkName(name), cfg.Check("mysqllock", MinTTL, MaxTTL))
+	return locker{c: c, core: c.core.NewLocker(name, kind, session, cfg, err, attempt)}
 }
 
 // Name returns the lock's name.
-func (l *locker) Name() string { return l.name }
+func (l *locker) Name() string { return l.core.Name }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
 // dlock.ErrNotObtained if another owner holds it, and one matching

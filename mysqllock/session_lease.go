@@ -37,7 +37,7 @@ var _ dblease.SessionConn = (*sessionConn)(nil)
 // interval, until the lease ends.
 func (c *sessionConn) Watch(s *dblease.Session) {
 	go func() {
-		t := time.NewTicker(c.m.cfg.checkEvery())
+		t := time.NewTicker(checkEvery(c.m.core.Cfg))
 		defer t.Stop()
 		for {
 			select {
@@ -47,7 +47,7 @@ func (c *sessionConn) Watch(s *dblease.Session) {
 			}
 			if err := c.check(s); err != nil {
 				if !errors.Is(err, dblease.ErrEnded) {
-					s.End(dlock.Lost(sessionLost(err)))
+					s.End(dlock.Lost(c.m.c.core.SessionLost(err)))
 				}
 				return
 			}
@@ -113,8 +113,8 @@ func (c *sessionConn) confirm(ctx context.Context, s *dblease.Session) (time.Tim
 		return time.Time{}, dblease.ErrEnded
 	}
 	start := time.Now()
-	name, token, lock := c.m.name, s.Token(), c.m.lockName
-	res, err := c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionRefresh, name, token, lock, c.m.cfg.ttlMicros()))
+	name, token, lock := c.m.core.Name, s.Token(), c.m.lockName
+	res, err := c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionRefresh, name, token, lock, dblease.Units(c.m.core.Cfg.TTL, time.Microsecond)))
 	if err == nil {
 		if n, _ := res.RowsAffected(); n != 1 {
 			// Not extended: the row is not ours, the GET_LOCK lock is not
@@ -155,7 +155,7 @@ func (c *sessionConn) Unlock(ctx context.Context, s *dblease.Session) (freed boo
 	if c.conn == nil {
 		return false, dblease.ErrEnded
 	}
-	res, err := c.conn.ExecContext(ctx, fill(c.m.c.sql.release, c.m.name, s.Token()))
+	res, err := c.conn.ExecContext(ctx, fill(c.m.c.sql.release, c.m.core.Name, s.Token()))
 	if err == nil {
 		n, _ := res.RowsAffected()
 		freed = n == 1
@@ -168,7 +168,7 @@ func (c *sessionConn) Unlock(ctx context.Context, s *dblease.Session) (freed boo
 	}
 	c.conn = nil
 	if freed {
-		c.m.c.waiters.Wake(c.m.name)
+		c.m.c.core.Waiters.Wake(c.m.core.Name)
 	}
 	return freed, err
 }
@@ -187,9 +187,9 @@ func (c *sessionConn) ReleaseFailed(ctx context.Context, s *dblease.Session, err
 		case perr == nil && freed:
 			s.End(dlock.ErrReleased)
 		case perr == nil:
-			s.End(dlock.Lost(sessionLost(err)))
+			s.End(dlock.Lost(c.m.c.core.SessionLost(err)))
 		default:
-			c.m.c.leases.Abandon(s.Key(), s.Token())
+			c.m.c.core.Abandon(s.Key(), s.Token(), 0)
 			if s.End(dlock.ErrReleased) {
 				return fmt.Errorf("mysqllock: release of %q did not complete (its connection is closed, which frees the GET_LOCK lock, and the row is freed in the background; at worst it expires within its TTL): %w",
 					s.Key(), c.m.c.describe("releasing", s.Key(), errors.Join(err, perr)))
@@ -197,7 +197,7 @@ func (c *sessionConn) ReleaseFailed(ctx context.Context, s *dblease.Session, err
 		}
 		return nil
 	}
-	c.m.c.leases.Abandon(s.Key(), s.Token())
+	c.m.c.core.Abandon(s.Key(), s.Token(), 0)
 	if s.End(dlock.ErrReleased) {
 		return fmt.Errorf("mysqllock: release of %q failed (its connection is closed instead, which frees the GET_LOCK lock, and the row is freed in the background; at worst it expires within its TTL): %w",
 			s.Key(), c.m.c.describe("releasing", s.Key(), err))

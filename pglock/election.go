@@ -25,7 +25,7 @@ import (
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name},
-		TTL: m.cfg.TTL, Err: m.err})
+		TTL: m.core.Cfg.TTL, Err: m.core.Err})
 }
 
 type electionStore struct {
@@ -38,7 +38,7 @@ func (s *electionStore) describe(what string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == codeUndefinedColumn {
 		return fmt.Errorf("pglock: %s %q: %w (table %s has no leader column yet: run Client.Migrate, or the SQL of SchemaSQL, again)",
-			what, s.name, err, s.c.cfg.table)
+			what, s.name, err, s.c.core.Cfg.Table)
 	}
 	return s.c.describe(what, s.name, err)
 }

@@ -34,7 +34,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		fence, ms int64
 		pid       int32
 	)
-	err := queryRow(ctx, c.pool, []any{&token, &fence, &ms, &pid}, c.sql.inspect, name, advisoryKey(c.cfg.table, name))
+	err := queryRow(ctx, c.pool, []any{&token, &fence, &ms, &pid}, c.sql.inspect, name, advisoryKey(c.core.Cfg.Table, name))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
 		return info, nil
@@ -70,7 +70,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if err := c.usable(); err != nil {
 		return false, err
 	}
-	rows, err := c.pool.Query(ctx, c.sql.terminate, advisoryKey(c.cfg.table, name))
+	rows, err := c.pool.Query(ctx, c.sql.terminate, advisoryKey(c.core.Cfg.Table, name))
 	if err != nil {
 		return false, c.describe("force unlock", name, err)
 	}
@@ -79,7 +79,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, fmt.Errorf("pglock: force unlock %q: ending the session that holds its advisory lock: %w (the role needs to be the holder's, or a member of pg_signal_backend)", name, err)
 	}
 	if len(ended) > 0 {
-		c.awaitUnlocked(ctx, advisoryKey(c.cfg.table, name))
+		c.awaitUnlocked(ctx, advisoryKey(c.core.Cfg.Table, name))
 	}
 	var tag pgconn.CommandTag
 	err = again(ctx, func() (err error) {

@@ -64,7 +64,7 @@ func (c *sessionConn) watchLocked(s *dblease.Session) {
 			case ctx.Err() != nil: // stopped for a use of the connection
 				return
 			case err != nil:
-				s.End(dlock.Lost(sessionLost(err)))
+				s.End(dlock.Lost(c.m.c.core.SessionLost(err)))
 				return
 			}
 		}
@@ -98,7 +98,7 @@ func (c *sessionConn) Confirm(ctx context.Context, s *dblease.Session) (time.Tim
 	c.stopWatchLocked()
 	start := time.Now()
 	var pid uint32
-	err := queryRow(ctx, c.conn, []any{&pid}, c.m.c.sql.sessionRefresh, c.m.name, s.Token(), c.m.cfg.ttlMillis())
+	err := queryRow(ctx, c.conn, []any{&pid}, c.m.c.sql.sessionRefresh, c.m.core.Name, s.Token(), dblease.Units(c.m.core.Cfg.TTL, time.Millisecond))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		c.watchLocked(s)
@@ -127,7 +127,7 @@ func (c *sessionConn) Unlock(ctx context.Context, s *dblease.Session) (freed boo
 	}
 	c.stopWatchLocked()
 	var unlocked bool
-	err = queryRow(ctx, c.conn, []any{&freed, &unlocked, nil}, c.m.c.sql.sessionRelease, c.m.name, s.Token(), c.m.key, c.before, c.m.c.obj.channel)
+	err = queryRow(ctx, c.conn, []any{&freed, &unlocked, nil}, c.m.c.sql.sessionRelease, c.m.core.Name, s.Token(), c.m.key, c.before, c.m.c.obj.channel)
 	if err == nil && unlocked {
 		c.conn.Release()
 	} else {
@@ -146,7 +146,7 @@ func (c *sessionConn) ReleaseFailed(ctx context.Context, s *dblease.Session, err
 	case endedByServer(err):
 		// The database had ended the session, and with it the advisory
 		// lock, before the release reached it: the message said so.
-		s.End(dlock.Lost(sessionLost(err)))
+		s.End(dlock.Lost(c.m.c.core.SessionLost(err)))
 		return nil
 	case pgconn.SafeToRetry(err):
 		// The connection was closed before the release was sent (the
@@ -161,7 +161,7 @@ func (c *sessionConn) ReleaseFailed(ctx context.Context, s *dblease.Session, err
 			return nil
 		}
 	}
-	c.m.c.leases.Abandon(s.Key(), s.Token())
+	c.m.c.core.Abandon(s.Key(), s.Token(), 0)
 	if s.End(dlock.ErrReleased) {
 		return fmt.Errorf("pglock: release of %q did not complete (its connection is closed instead, which frees the advisory lock, and the row is freed in the background; at worst it expires within its TTL): %w",
 			s.Key(), c.m.c.describe("releasing", s.Key(), err))

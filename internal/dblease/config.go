@@ -2,6 +2,7 @@ package dblease
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -15,6 +16,14 @@ func Apply[T any, O ~func(*T)](c *T, opts []O) {
 			o(c)
 		}
 	}
+}
+
+// ClientConfig is what a Client's options set.
+type ClientConfig struct {
+	Table   string         // WithTable's name, as given
+	Obs     dlock.Observer // WithObserver's; nil for none
+	Log     *slog.Logger   // WithLogger's; nil for none
+	Restart RestartWindow
 }
 
 // Config is what a lock's options set, in either mode.
@@ -42,6 +51,14 @@ func (c Config) Check(pkg string, minTTL, maxTTL time.Duration) error {
 		return fmt.Errorf("%s: WithMaxHold(%v): want a positive duration, or 0 for no cap", pkg, c.MaxHold)
 	}
 	return dlock.CheckRetry(c.Retry)
+}
+
+// Windows returns, in whole units of unit, how long a server whose
+// identity changed, and one that started, grants a lock of these options
+// nothing under restart window w: 0 for not at all.
+func (c Config) Windows(w RestartWindow, unit time.Duration) (identity, restart int64) {
+	i, r := w.Spans(c.TTL)
+	return Units(i, unit), Units(r, unit)
 }
 
 // Units returns d in whole units, rounded up: a TTL so given to the
