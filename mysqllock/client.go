@@ -35,7 +35,7 @@ type Client struct {
 // call that needs them. Call Migrate, or run the SQL of SchemaSQL, before
 // the first lock.
 func New(db *sql.DB, opts ...ClientOption) *Client {
-	cfg := newClientConfig(opts)
+	cfg := dblease.NewClientConfig(DefaultTable, opts)
 	c := &Client{db: db}
 	table, err := quoteTable(cfg.Table)
 	switch {

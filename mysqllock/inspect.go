@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -28,7 +28,6 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := c.usable(); err != nil {
 		return dlock.Info{}, err
 	}
-	info := dlock.Info{Name: name, Kind: dlock.KindFree}
 	var (
 		token   []byte
 		fence   uint64
@@ -39,21 +38,15 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows), isNoSuchTable(err):
-		return info, nil
+		return dblease.Info(name, "", 0, 0, ""), nil
 	case err != nil:
 		return dlock.Info{}, c.describe("inspect", name, err)
 	}
-	info.Fence = fence
-	if len(token) == 0 || us <= 0 {
-		return info, nil
-	}
-	info.Kind, info.TTL = dlock.KindMutex, time.Duration(us)*time.Microsecond
-	h := dlock.Holder{Owner: string(token), Label: lease.Label(string(token)), Mode: dlock.ModeExclusive, Holds: 1, Fence: info.Fence}
+	var where string
 	if who != 0 {
-		h.Where = fmt.Sprintf("session mode, GET_LOCK lock held by connection %d", who)
+		where = fmt.Sprintf("session mode, GET_LOCK lock held by connection %d", who)
 	}
-	info.Holders = []dlock.Holder{h}
-	return info, nil
+	return dblease.Info(name, string(token), fence, time.Duration(us)*time.Microsecond, where), nil
 }
 
 // ForceUnlock is an operator's override: it frees the lock called name

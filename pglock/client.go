@@ -37,7 +37,7 @@ type Client struct {
 // bad table name is reported by the first call that needs them. Call
 // Migrate, or run the SQL of SchemaSQL, before the first lock.
 func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
-	cfg := newClientConfig(opts)
+	cfg := dblease.NewClientConfig(DefaultTable, opts)
 	c := &Client{pool: pool}
 	obj, err := objectsFor(cfg.Table)
 	switch {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/election"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -73,17 +74,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if err != nil {
 		return election.Record{}, false, s.describe("reading the leader of", err)
 	}
-	if rec == "" {
-		return election.Record{}, false, nil
-	}
-	r, err := election.Parse(rec)
-	if err != nil {
-		return election.Record{}, false, fmt.Errorf("pglock: election %q: %w", s.name, err)
-	}
-	if r.Token != token {
-		return election.Record{}, false, nil // the record of a deposed leader
-	}
-	return r, true, nil
+	return dblease.Leader("pglock", s.name, token, rec)
 }
 
 func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {

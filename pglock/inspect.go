@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -28,7 +28,6 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := c.usable(); err != nil {
 		return dlock.Info{}, err
 	}
-	info := dlock.Info{Name: name, Kind: dlock.KindFree}
 	var (
 		token     string
 		fence, ms int64
@@ -37,21 +36,15 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	err := queryRow(ctx, c.pool, []any{&token, &fence, &ms, &pid}, c.sql.inspect, name, advisoryKey(c.core.Cfg.Table, name))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
-		return info, nil
+		return dblease.Info(name, "", 0, 0, ""), nil
 	case err != nil:
 		return dlock.Info{}, c.describe("inspect", name, err)
 	}
-	info.Fence = uint64(max(fence, 0))
-	if token == "" || ms <= 0 {
-		return info, nil
-	}
-	info.Kind, info.TTL = dlock.KindMutex, time.Duration(ms)*time.Millisecond
-	h := dlock.Holder{Owner: token, Label: lease.Label(token), Mode: dlock.ModeExclusive, Holds: 1, Fence: info.Fence}
+	var where string
 	if pid != 0 {
-		h.Where = fmt.Sprintf("session mode, advisory lock held by backend %d", pid)
+		where = fmt.Sprintf("session mode, advisory lock held by backend %d", pid)
 	}
-	info.Holders = []dlock.Holder{h}
-	return info, nil
+	return dblease.Info(name, token, uint64(max(fence, 0)), time.Duration(ms)*time.Millisecond, where), nil
 }
 
 // ForceUnlock is an operator's override: it frees the lock called name

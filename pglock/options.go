@@ -36,12 +36,6 @@ type ClientOption func(*clientConfig)
 
 type clientConfig = dblease.ClientConfig
 
-func newClientConfig(opts []ClientOption) clientConfig {
-	c := clientConfig{Table: DefaultTable}
-	dblease.Apply(&c, opts)
-	return c
-}
-
 // WithTable sets the table that holds the locks' rows, of both modes:
 // "name" or "schema.name", letters, digits and underscores, used as given
 // (quoted, so case matters). Two more objects take their names from it:
@@ -63,9 +57,7 @@ func WithTable(name string) ClientOption { return func(c *clientConfig) { c.Tabl
 // no lock for the lock's TTL; with it, the server also grants nothing for
 // d after its postmaster started, and nothing for d after its identity
 // changed. d must be positive.
-func WithRestartWindow(d time.Duration) ClientOption {
-	return func(c *clientConfig) { c.Restart.Window, c.Restart.Set = d, true }
-}
+func WithRestartWindow(d time.Duration) ClientOption { return dblease.WithRestartWindow(d) }
 
 // WithoutRestartDetection lets the server grant at once after a failover
 // or a restore, which may have lost leases still valid: a second holder

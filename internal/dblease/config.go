@@ -26,6 +26,19 @@ type ClientConfig struct {
 	Restart RestartWindow
 }
 
+// NewClientConfig returns the options of a Client that opts set, skipping
+// nil ones, over the defaults: table, and none other.
+func NewClientConfig[O ~func(*ClientConfig)](table string, opts []O) ClientConfig {
+	c := ClientConfig{Table: table}
+	Apply(&c, opts)
+	return c
+}
+
+// WithRestartWindow is the option WithRestartWindow(d) of either package.
+func WithRestartWindow(d time.Duration) func(*ClientConfig) {
+	return func(c *ClientConfig) { c.Restart.Window, c.Restart.Set = d, true }
+}
+
 // Config is what a lock's options set, in either mode.
 type Config struct {
 	TTL     time.Duration
