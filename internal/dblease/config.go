@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -126,4 +127,19 @@ func (w RestartWindow) Spans(ttl time.Duration) (identity, restart time.Duration
 func Abstaining(pkg, name string, left time.Duration) error {
 	return dlock.NotObtained(fmt.Errorf("%s: the database server started, or changed (a failover, a restore), less than its restart window ago: it grants %q to no one for %v more, so that no lease granted before can still be valid (see WithRestartWindow)",
 		pkg, name, left))
+}
+
+// CheckName returns the error, naming package pkg, of a lock or resource
+// name (what says which) that is empty, longer than max bytes, or not
+// valid UTF-8.
+func CheckName(pkg, what, name string, max int) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s: empty %s name", pkg, what)
+	case len(name) > max:
+		return fmt.Errorf("%s: %s name of %d bytes is longer than the limit of %d", pkg, what, len(name), max)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%s: %s name %q is not valid UTF-8", pkg, what, name)
+	}
+	return nil
 }
