@@ -216,7 +216,7 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) 
 
 // closeTimeout bounds Close's waits in all: for the releases of the
 // leases still held, and then, for what is left of it, for the clean-ups
-// of interrupted calc. A database that does not answer within it is not
+// of interrupted calls. A database that does not answer within it is not
 // waited for: what Close could not free expires within its TTL.
 const closeTimeout = 1500 * time.Millisecond
 
