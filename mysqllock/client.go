@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/background"
-	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -25,16 +22,10 @@ import (
 // lasts, so size the pool (SetMaxOpenConns) for them. Close the Client
 // before the *sql.DB.
 type Client struct {
-	db  *sql.DB
-	cfg clientConfig
-	err error // a nil db or a bad table name, reported by every call
-	sql statements
-	obs dlock.Observer // from WithObserver and WithLogger; nil for none
-
-	waiters  sqllease.Waiters
-	leases   *sqllease.Leases // held leases, the watchdog, and (in Background) clean-ups
-	sessions sessions         // what it learnt of the pool's connections
-	faults   sqllease.Faults  // how its locks read their attempts' errors
+	db       *sql.DB
+	sql      statements
+	sessions sessions        // what it learnt of the pool's connections
+	core     *dblease.Client // its options, held leases, the watchdog, and (in Background) clean-ups
 }
 
 // New returns a Client that locks through db, a pool of connections
@@ -44,28 +35,26 @@ type Client struct {
 // call that needs them. Call Migrate, or run the SQL of SchemaSQL, before
 // the first lock.
 func New(db *sql.DB, opts ...ClientOption) *Client {
-	cfg := newClientConfig(opts)
-	c := &Client{db: db, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.log)}
-	switch table, err := quoteTable(cfg.table); {
+	cfg := dblease.NewClientConfig(DefaultTable, opts)
+	c := &Client{db: db}
+	table, err := quoteTable(cfg.Table)
+	switch {
 	case db == nil:
-		c.err = errors.New("mysqllock: New was given a nil *sql.DB")
-	case err != nil:
-		c.err = err
-	case cfg.restart.Check("mysqllock") != nil:
-		c.err = cfg.restart.Check("mysqllock")
-	default:
+		err = errors.New("mysqllock: New was given a nil *sql.DB")
+	case err == nil:
+		err = cfg.Restart.Check("mysqllock")
+	}
+	if err == nil {
 		c.sql = newStatements(table)
 	}
-	c.leases = sqllease.New(sqllease.Dialect{
-		Pkg: "mysqllock", ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
-		Release: c.release, Refresh: c.refresh, Describe: c.describe,
-		LookAgain: func(ctx context.Context, name, token string) background.Outcome {
-			return c.lookAgain(ctx, name, token, 0)
-		},
-		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
-	})
-	c.faults = sqllease.Faults{Pkg: "mysqllock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
-		Service: c.sessions.server}
+	c.core = dblease.New(dblease.Dialect{
+		Faults: dblease.Faults{Pkg: "mysqllock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
+			Service: c.sessions.server},
+		ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
+		Release: c.release, Refresh: c.refresh, Look: c.look, Describe: c.describe,
+		IsServerError: isServerError, EndedByServer: endedByServer,
+		MaxFence: maxFence, FenceOutOfRange: fenceOutOfRange,
+	}, cfg, err)
 	return c
 }
 
@@ -105,14 +94,14 @@ func (c *Client) Migrate(ctx context.Context) error {
 		return nil
 	}
 	if !isNoSuchTable(err) {
-		return c.describe("migrating table", c.cfg.table, err)
+		return c.describe("migrating table", c.core.Cfg.Table, err)
 	}
 	if err := c.with(ctx, func(q querier) error { _, err := q.ExecContext(ctx, c.sql.schema); return err }); err != nil {
 		var my *mysql.MySQLError
 		if errors.As(err, &my) && (my.Number == errTableAccess || my.Number == errDBAccess) {
-			return fmt.Errorf("mysqllock: creating table %s: %w (the table is missing and the account may not create it: grant it CREATE on the database, or run the SQL of SchemaSQL as an account that may)", c.cfg.table, err)
+			return fmt.Errorf("mysqllock: creating table %s: %w (the table is missing and the account may not create it: grant it CREATE on the database, or run the SQL of SchemaSQL as an account that may)", c.core.Cfg.Table, err)
 		}
-		return c.describe("migrating table", c.cfg.table, err)
+		return c.describe("migrating table", c.core.Cfg.Table, err)
 	}
 	return nil
 }
@@ -128,10 +117,10 @@ func (c *Client) Migrate(ctx context.Context) error {
 // and Close reports the failure. It does not close the *sql.DB. Every held
 // lease ends with dlock.ErrReleased. A Lock or TryLock under way returns
 // at once, with an error matching both ErrClosed and dlock.ErrNotObtained.
-func (c *Client) Close() error { return c.leases.Close(c.waiters.WakeAll) }
+func (c *Client) Close() error { return c.core.Close(c.core.Waiters.WakeAll) }
 
 // usable returns the error every call on an unusable Client returns.
-func (c *Client) usable() error { return c.leases.Usable(c.err) }
+func (c *Client) usable() error { return c.core.Usable() }
 
 // discard closes a connection that may hold a GET_LOCK lock, or may run a
 // statement that takes a lock's row, instead of handing it back to the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/mysqllock"
 )
@@ -158,7 +158,7 @@ func backend(m *testenv.MariaDB, md mode) dlocktest.Backend {
 		},
 		// The attempt timeout of a lock with the fault cases' TTL: see
 		// Faults in the package doc.
-		TryLockBound: sqllease.AttemptTimeout(dlocktest.FaultTTL),
+		TryLockBound: dblease.AttemptTimeout(dlocktest.FaultTTL),
 	}
 }
 

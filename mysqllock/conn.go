@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // A conn is a connection of the pool that mysqllock has taken for one use.
@@ -80,7 +80,7 @@ const (
 )
 
 // lockWait returns stmt, which begins with its keyword (UPDATE, INSERT),
-// made to wait at most sqllease.LockWait (or the session's
+// made to wait at most dblease.LockWait (or the session's
 // innodb_lock_wait_timeout, if it is shorter) for a row's lock that
 // another transaction holds, and then to fail with 1205: an attempt so
 // failing found the lock held, where waiting on, 50 seconds by default,
@@ -151,7 +151,7 @@ func (ss *sessions) put(key any, s session) {
 func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 	var s session
 	var uptime int64
-	if _, restart := c.cfg.restart.Spans(0); restart > 0 {
+	if _, restart := c.core.Cfg.Restart.Spans(0); restart > 0 {
 		// SHOW, not information_schema or performance_schema, whose
 		// status tables differ between MySQL and MariaDB; asked first,
 		// so that the start it gives is, if anything, late.
@@ -166,7 +166,7 @@ func (c *Client) learn(ctx context.Context, sc *sql.Conn) (session, error) {
 		", VERSION(), CONCAT(@@hostname, ':', @@port), @@SESSION.innodb_lock_wait_timeout").
 		Scan(&s.id, &autocommit, &s.ident, &s.now, &version, &server, &s.waitS)
 	s.server = "mysql " + server
-	s.wait, s.waitS = hintFor(version), min(s.waitS, int64(sqllease.LockWait/time.Second))
+	s.wait, s.waitS = hintFor(version), min(s.waitS, int64(dblease.LockWait/time.Second))
 	// Uptime is the difference of two readings of the clock in whole
 	// seconds, the statement's start and the server's, each rounded
 	// down: the server may have started up to a second later than now
@@ -242,9 +242,9 @@ func (c *Client) with(ctx context.Context, f func(q querier) error) error {
 }
 
 // again is with, run again while it fails with a transient error (see
-// sqllease.Again).
+// dblease.Again).
 func (c *Client) again(ctx context.Context, f func(q querier) error) error {
-	return sqllease.Again(ctx, transient, func() error { return c.with(ctx, f) })
+	return dblease.Again(ctx, transient, func() error { return c.with(ctx, f) })
 }
 
 // gate returns the moment, on the server's clock in microseconds, before
@@ -254,9 +254,9 @@ func (c *Client) again(ctx context.Context, f func(q querier) error) error {
 // ” (no lock has that name), or finds it there, and learns since when it
 // has been recorded: a change of identity starts the identity window.
 func (c *Client) gate(ctx context.Context, cn *conn, cfg config) (int64, error) {
-	identity, restart := cfg.windows(c.cfg.restart)
+	identity, restart := cfg.Windows(c.core.Cfg.Restart, time.Microsecond)
 	if identity > 0 && !cn.epoch {
-		err := sqllease.Again(ctx, transient, func() error {
+		err := dblease.Again(ctx, transient, func() error {
 			if _, err := cn.ExecContext(ctx, cn.lockWait(fill(c.sql.epochNote, cn.ident))); err != nil {
 				return err
 			}
@@ -291,5 +291,5 @@ func (c *Client) abstaining(cn *conn, name string, gate int64) (time.Duration, e
 		return 0, nil
 	}
 	left := time.Duration(gate-now) * time.Microsecond
-	return left, sqllease.Abstaining("mysqllock", name, left)
+	return left, dblease.Abstaining("mysqllock", name, left)
 }

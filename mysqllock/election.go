@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/election"
 	"github.com/go-sql-driver/mysql"
 )
@@ -28,32 +29,25 @@ import (
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	s := &electionStore{c: c, name: name}
-	err := m.err
+	err := m.core.Err
 	if err == nil {
 		err = c.usable()
 	}
 	if err == nil {
 		var leaders string
-		if leaders, err = quoteTable(c.cfg.table + "_leaders"); err == nil {
-			r := strings.NewReplacer("{{table}}", tableOf(c), "{{leaders}}", leaders, "{{now}}", nowMicros)
-			load := func(name string) string {
-				b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-				if err != nil {
-					panic("mysqllock: missing embedded sql/" + name + ".sql")
-				}
-				return r.Replace(stripHeader(string(b)))
-			}
+		if leaders, err = quoteTable(c.core.Cfg.Table + "_leaders"); err == nil {
+			load := dblease.SQLFiles("mysqllock", sqlFiles, strings.NewReplacer("{{table}}", tableOf(c), "{{leaders}}", leaders, "{{now}}", nowMicros))
 			s.schema, s.publish, s.read, s.withdraw = load("elect_schema"), load("elect_publish"), load("elect_read"), load("elect_withdraw")
 		} else {
 			err = fmt.Errorf("mysqllock: election %q: the leaders' table: %w", name, err)
 		}
 	}
-	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.cfg.TTL, Err: err})
+	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.core.Cfg.TTL, Err: err})
 }
 
 // tableOf returns the Client's quoted table name.
 func tableOf(c *Client) string {
-	q, _ := quoteTable(c.cfg.table) // checked by New
+	q, _ := quoteTable(c.core.Cfg.Table) // checked by New
 	return q
 }
 
@@ -115,14 +109,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if err != nil {
 		return election.Record{}, false, s.c.describe("reading the leader of", s.name, err)
 	}
-	r, err := election.Parse(string(rec))
-	if err != nil {
-		return election.Record{}, false, fmt.Errorf("mysqllock: election %q: %w", s.name, err)
-	}
-	if r.Token != string(token) {
-		return election.Record{}, false, nil // the record of a deposed leader
-	}
-	return r, true, nil
+	return dblease.Leader("mysqllock", s.name, string(token), string(rec))
 }
 
 func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {

@@ -1,14 +1,13 @@
 package mysqllock
 
 import (
-	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -121,7 +120,7 @@ func unavailable(err error) bool {
 	}
 	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, mysql.ErrPktSync) || errors.Is(err, mysql.ErrPktSyncMul) ||
-		errors.Is(err, errGetLockNull) || sqllease.NetFault(err)
+		errors.Is(err, errGetLockNull) || dblease.NetFault(err)
 }
 
 // describe turns the failure of doing what to the lock called name into
@@ -131,11 +130,11 @@ func (c *Client) describe(what, name string, err error) error {
 	if errors.As(err, &my) {
 		switch my.Number {
 		case errNoSuchTable:
-			return fmt.Errorf("mysqllock: %s %q: %w (table %s is missing: call Client.Migrate, or run the SQL of SchemaSQL)", what, name, err, c.cfg.table)
+			return fmt.Errorf("mysqllock: %s %q: %w (table %s is missing: call Client.Migrate, or run the SQL of SchemaSQL)", what, name, err, c.core.Cfg.Table)
 		case errBadField:
-			return fmt.Errorf("mysqllock: %s %q: %w (table %s is not mysqllock's: give WithTable another name)", what, name, err, c.cfg.table)
+			return fmt.Errorf("mysqllock: %s %q: %w (table %s is not mysqllock's: give WithTable another name)", what, name, err, c.core.Cfg.Table)
 		case errTableAccess, errDBAccess:
-			return fmt.Errorf("mysqllock: %s %q: %w (grant the account SELECT, INSERT and UPDATE on %s)", what, name, err, c.cfg.table)
+			return fmt.Errorf("mysqllock: %s %q: %w (grant the account SELECT, INSERT and UPDATE on %s)", what, name, err, c.core.Cfg.Table)
 		case errAccessDenied:
 			return fmt.Errorf("mysqllock: %s %q: %w (check the user and password of the DSN)", what, name, err)
 		case errBadDB:
@@ -177,10 +176,3 @@ func endedByServer(err error) bool {
 	}
 	return false
 }
-
-// cancelled returns the context error behind a failed call, or nil.
-func cancelled(ctx context.Context, err error) error { return sqllease.Cancelled(ctx, err) }
-
-// sessionLost returns the cause of a loss of the session: ErrSessionLost
-// and the connection's error.
-func sessionLost(err error) error { return fmt.Errorf("%w: %w", ErrSessionLost, err) }

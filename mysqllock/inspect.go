@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -28,32 +28,25 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := c.usable(); err != nil {
 		return dlock.Info{}, err
 	}
-	info := dlock.Info{Name: name, Kind: dlock.KindFree}
 	var (
 		token   []byte
 		fence   uint64
 		us, who int64
 	)
 	err := c.with(ctx, func(q querier) error {
-		return q.QueryRowContext(ctx, fill(c.sql.inspect, name, sessionLockName(c.cfg.table, name))).Scan(&token, &fence, &us, &who)
+		return q.QueryRowContext(ctx, fill(c.sql.inspect, name, sessionLockName(c.core.Cfg.Table, name))).Scan(&token, &fence, &us, &who)
 	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows), isNoSuchTable(err):
-		return info, nil
+		return dblease.Info(name, "", 0, 0, ""), nil
 	case err != nil:
 		return dlock.Info{}, c.describe("inspect", name, err)
 	}
-	info.Fence = fence
-	if len(token) == 0 || us <= 0 {
-		return info, nil
-	}
-	info.Kind, info.TTL = dlock.KindMutex, time.Duration(us)*time.Microsecond
-	h := dlock.Holder{Owner: string(token), Label: lease.Label(string(token)), Mode: dlock.ModeExclusive, Holds: 1, Fence: info.Fence}
+	var where string
 	if who != 0 {
-		h.Where = fmt.Sprintf("session mode, GET_LOCK lock held by connection %d", who)
+		where = fmt.Sprintf("session mode, GET_LOCK lock held by connection %d", who)
 	}
-	info.Holders = []dlock.Holder{h}
-	return info, nil
+	return dblease.Info(name, string(token), fence, time.Duration(us)*time.Microsecond, where), nil
 }
 
 // ForceUnlock is an operator's override: it frees the lock called name
@@ -74,7 +67,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	}
 	var who int64
 	if err := c.with(ctx, func(q querier) error {
-		return q.QueryRowContext(ctx, fill("SELECT COALESCE(IS_USED_LOCK(?), 0)", sessionLockName(c.cfg.table, name))).Scan(&who)
+		return q.QueryRowContext(ctx, fill("SELECT COALESCE(IS_USED_LOCK(?), 0)", sessionLockName(c.core.Cfg.Table, name))).Scan(&who)
 	}); err != nil {
 		return false, c.describe("force unlock", name, err)
 	}
@@ -99,7 +92,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return who != 0, c.describe("force unlock", name, err)
 	}
 	if n == 1 {
-		c.waiters.Wake(name)
+		c.core.Waiters.Wake(name)
 	}
 	return n == 1 || who != 0, nil
 }

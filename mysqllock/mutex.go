@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
 )
 
@@ -27,7 +28,7 @@ var _ dlock.Locker = (*Mutex)(nil)
 // name or option is reported by Lock and TryLock.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{}
-	m.locker = newLocker(c, name, "Mutex", &c.leases.Grants, opts, m.attempt)
+	m.locker = newLocker(c, name, "Mutex", false, opts, m.attempt)
 	return m
 }
 
@@ -41,22 +42,16 @@ const maxFence = 1 << 53
 func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
 	conn, err := m.c.conn(ctx)
 	if err != nil {
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("connecting to take", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "connecting to take", err)
 	}
-	gate, err := m.c.gate(ctx, conn, m.cfg)
+	gate, err := m.c.gate(ctx, conn, m.core.Cfg)
 	if err != nil {
 		conn.end(ctx, err)
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("acquiring", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "acquiring", err)
 	}
-	token := lease.NewToken(ctx)
+	name, token := m.core.Name, lease.NewToken(ctx)
 	start := time.Now()
-	fence, left, err := m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros(), gate)
+	fence, left, err := m.c.take(ctx, conn, name, token, dblease.Units(m.core.Cfg.TTL, time.Microsecond), gate)
 	if err == nil || isServerError(err) {
 		conn.done(ctx) // the outcome is known: taken, held, or not run
 	} else {
@@ -64,42 +59,18 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 		// outcome reaching us: free the row if it holds our token, once
 		// the connection that ran them has ended.
 		discard(conn.Conn)
-		m.c.abandon(m.name, token, conn.id)
+		m.c.core.Abandon(name, token, conn.id)
 	}
 	switch {
 	case err != nil:
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("acquiring", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "acquiring", err)
 	case fence == 0:
-		if wait, err := m.c.abstaining(conn, m.name, gate); wait > 0 {
+		if wait, err := m.c.abstaining(conn, name, gate); wait > 0 {
 			return nil, wait, err
 		}
 		return nil, left, nil
-	case fence > maxFence:
-		m.c.free(ctx, m.name, token)
-		return nil, 0, fenceOutOfRange(m.name, fence)
 	}
-	if cause := cancelled(ctx, nil); cause != nil {
-		// Do not hand a lock to a caller that has stopped waiting for it.
-		m.c.free(ctx, m.name, token)
-		return nil, 0, dlock.NotObtained(cause)
-	}
-	until := lease.Validity(start, m.cfg.TTL)
-	if !time.Now().Before(until) {
-		m.c.free(ctx, m.name, token)
-		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("mysqllock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.TTL))
-	}
-	g := newGrant(ctx, m, token, fence, until)
-	if err := g.Keep(ctx); err != nil {
-		return nil, 0, err
-	}
-	if err := lease.Fresh(ctx, g, m.cfg.TTL); err != nil {
-		return nil, time.Millisecond, err
-	}
-	return g, 0, nil
+	return m.core.Granted(ctx, token, fence, start)
 }
 
 // fenceOutOfRange is the error of a grant whose fence is past maxFence:

@@ -5,24 +5,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // MaxNameBytes is the longest lock name accepted, in bytes.
 const MaxNameBytes = 1024
 
 // checkName returns an error naming what is wrong with a lock name.
-func checkName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("mysqllock: empty lock name")
-	case len(name) > MaxNameBytes:
-		return fmt.Errorf("mysqllock: lock name of %d bytes is longer than the limit of %d", len(name), MaxNameBytes)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("mysqllock: lock name %q is not valid UTF-8", name)
-	}
-	return nil
-}
+func checkName(name string) error { return dblease.CheckName("mysqllock", "lock", name, MaxNameBytes) }
 
 // maxIdentifier is MySQL's limit on a table or database name, in
 // characters (here, bytes: only ASCII is accepted).

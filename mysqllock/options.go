@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // Defaults of the options.
@@ -38,27 +38,14 @@ var DefaultRetry = dlock.ExponentialBackoff(2*time.Millisecond, 64*time.Millisec
 // A ClientOption configures a Client.
 type ClientOption func(*clientConfig)
 
-type clientConfig struct {
-	table   string
-	obs     dlock.Observer
-	log     *slog.Logger
-	restart sqllease.RestartWindow
-}
-
-func newClientConfig(opts []ClientOption) clientConfig {
-	c := clientConfig{table: DefaultTable}
-	sqllease.Apply(&c, opts)
-	return c
-}
+type clientConfig = dblease.ClientConfig
 
 // WithTable sets the table that holds the locks' rows, of both modes:
 // "name" or "database.name", letters, digits and underscores, used as
 // given (quoted with backticks). The default is DefaultTable
 // ("dlock_leases"). Clients that are to exclude each other must use the
 // same table.
-func WithTable(name string) ClientOption {
-	return func(c *clientConfig) { c.table = name }
-}
+func WithTable(name string) ClientOption { return func(c *clientConfig) { c.Table = name } }
 
 // WithRestartWindow sets the restart window: how long a database server
 // that started, or whose identity changed, grants no lock, so that no
@@ -72,9 +59,7 @@ func WithTable(name string) ClientOption {
 // no lock for the lock's TTL; with it, the server also grants nothing for
 // d after it started (by its Uptime), and nothing for d after its identity
 // changed. d must be positive.
-func WithRestartWindow(d time.Duration) ClientOption {
-	return func(c *clientConfig) { c.restart.Window, c.restart.Set = d, true }
-}
+func WithRestartWindow(d time.Duration) ClientOption { return dblease.WithRestartWindow(d) }
 
 // WithoutRestartDetection lets the server grant at once after a failover
 // or a restore, which may have lost leases still valid: a second holder
@@ -82,9 +67,7 @@ func WithRestartWindow(d time.Duration) ClientOption {
 // fence is higher all the same). It exists for deployments whose copies
 // never lag (synchronous replication, shared storage), and for
 // benchmarks. It overrides WithRestartWindow.
-func WithoutRestartDetection() ClientOption {
-	return func(c *clientConfig) { c.restart.Off = true }
-}
+func WithoutRestartDetection() ClientOption { return func(c *clientConfig) { c.Restart.Off = true } }
 
 // WithObserver has every lock of the Client report its events to o (see
 // dlock.Observer): the start, wait and outcome of each Lock and TryLock,
@@ -93,53 +76,30 @@ func WithoutRestartDetection() ClientOption {
 // must be quick. Package dlockprom turns the events into Prometheus
 // metrics. The default is none; a nil o means none. It combines with
 // WithLogger.
-func WithObserver(o dlock.Observer) ClientOption {
-	return func(c *clientConfig) { c.obs = o }
-}
+func WithObserver(o dlock.Observer) ClientOption { return func(c *clientConfig) { c.Obs = o } }
 
 // WithLogger has every lock of the Client log its events to l, through
 // dlock.LogObserver: losses at Warn, failed renewals and failed
 // acquisitions with a hard error at Info, the rest at Debug. The default is
 // none; a nil l means none. It combines with WithObserver.
-func WithLogger(l *slog.Logger) ClientOption {
-	return func(c *clientConfig) { c.log = l }
-}
+func WithLogger(l *slog.Logger) ClientOption { return func(c *clientConfig) { c.Log = l } }
 
 // An Option configures a lock, of either mode.
 type Option func(*config)
 
-type config struct{ sqllease.Config }
-
-func newConfig(opts []Option) config {
-	c := config{sqllease.NewConfig(DefaultTTL, DefaultRetry)}
-	sqllease.Apply(&c, opts)
-	return c
-}
-
-func (c config) check() error { return c.Check("mysqllock", MinTTL, MaxTTL) }
-
-// ttlMicros returns the TTL in whole microseconds, rounded up, so that the
-// database never holds a lease for less than the TTL.
-func (c config) ttlMicros() int64 { return sqllease.Units(c.TTL, time.Microsecond) }
-
-// windows returns, in whole microseconds, how long a server whose
-// identity changed, and one that started, grants a lock of these options
-// nothing under restart window w: 0 for not at all.
-func (c config) windows(w sqllease.RestartWindow) (identity, restart int64) {
-	i, r := w.Spans(c.TTL)
-	return sqllease.Units(i, time.Microsecond), sqllease.Units(r, time.Microsecond)
-}
+type config = dblease.Config
 
 // waitTimeout returns the wait_timeout, in whole seconds, that a
-// session-mode lease sets on its connection: the TTL rounded up, and at
-// least 1, MySQL's smallest.
-func (c config) waitTimeout() int64 {
-	return max(sqllease.Units(c.TTL, time.Second), 1)
+// session-mode lease of options c sets on its connection: the TTL
+// rounded up, and at least 1, MySQL's smallest.
+func waitTimeout(c config) int64 {
+	return max(dblease.Units(c.TTL, time.Second), 1)
 }
 
-// checkEvery returns how often a session-mode lease checks that its
-// connection is alive: a tenth of the TTL, between 20ms and one second.
-func (c config) checkEvery() time.Duration {
+// checkEvery returns how often a session-mode lease of options c checks
+// that its connection is alive: a tenth of the TTL, between 20ms and one
+// second.
+func checkEvery(c config) time.Duration {
 	return min(max(c.TTL/10, 20*time.Millisecond), time.Second)
 }
 

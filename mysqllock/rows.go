@@ -6,8 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/background"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -23,7 +22,7 @@ type querier interface {
 // and if that takes nothing, holder.sql to learn why, and create.sql if
 // the row does not exist. It returns the grant's fence, or 0 and how long
 // the holder's row has left (0 if not known). The statements that write
-// wait at most sqllease.LockWait for the row's lock (see lockWait).
+// wait at most dblease.LockWait for the row's lock (see lockWait).
 func (c *Client) take(ctx context.Context, conn *conn, name, token string, ttl, gate int64) (fence uint64, left time.Duration, err error) {
 	res, err := conn.ExecContext(ctx, conn.lockWait(fill(c.sql.acquire, token, ttl, name, gate)))
 	if err != nil {
@@ -85,40 +84,21 @@ func (c *Client) release(ctx context.Context, name, token string) (bool, error) 
 		return err
 	})
 	if n == 1 {
-		c.waiters.Wake(name)
+		c.core.Waiters.Wake(name)
 	}
 	return n == 1, err
 }
 
-// free releases the row now if the database answers within
-// sqllease.LookTimeout, whether or not ctx is done, and otherwise in the
-// background (see abandon).
-func (c *Client) free(ctx context.Context, name, token string) { c.leases.Free(ctx, name, token) }
-
-// abandon frees, in the background, the row of lock name that an
-// interrupted statement may have left held by token. conn is the server's
-// ID of the connection that ran a statement which may have taken the row,
-// or 0 if none did (an interrupted release can only free it).
-//
-// The clean-up looks until the row is freed, or is found not held by
-// token once connection conn has ended: the server ends a connection only
-// after the statement it was running has committed or rolled back, so
-// that no statement of it can land any more. While it lives, the clean-up
-// looks again, with a backoff: until the Client is closed, and Close
-// waits for it (see Close).
-func (c *Client) abandon(name, token string, conn int64) {
-	c.leases.Clean(func(ctx context.Context) background.Outcome { return c.lookAgain(ctx, name, token, conn) })
-}
-
-// lookAgain is one look of a clean-up (see abandon), within ctx's
-// deadline (see sqllease.Leases.Clean).
-func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) background.Outcome {
-	// The check comes first, so that a connection found ended has
-	// committed whatever it ran before the release looks.
-	var alive, n int64
-	err := c.with(ctx, func(q querier) error {
+// look frees the row of lock name if token holds it, and wakes the
+// Client's waiters of it, after asking whether connection conn, if not
+// 0, is alive: the check comes first, so that a connection found ended
+// has committed whatever it ran before the release looks (see
+// dblease.Client.Abandon).
+func (c *Client) look(ctx context.Context, name, token string, conn int64) (freed, alive bool, err error) {
+	var live, n int64
+	err = c.with(ctx, func(q querier) error {
 		if conn != 0 {
-			if err := q.QueryRowContext(ctx, fill(c.sql.alive, conn)).Scan(&alive); err != nil {
+			if err := q.QueryRowContext(ctx, fill(c.sql.alive, conn)).Scan(&live); err != nil {
 				return err
 			}
 		}
@@ -128,32 +108,20 @@ func (c *Client) lookAgain(ctx context.Context, name, token string, conn int64) 
 		}
 		return err
 	})
-	switch {
-	case isServerError(err):
-		return background.Nothing // the table is gone, or not ours: nothing to free
-	case err != nil:
-		return background.Unreachable
-	}
 	if n == 1 {
-		c.waiters.Wake(name)
-		return background.Cleaned
+		c.core.Waiters.Wake(name)
 	}
-	if alive == 0 {
-		return background.Cleaned
-	}
-	// The connection lives: what it runs may still take the row. Look
-	// again.
-	return background.Unreachable
+	return n == 1, live != 0, err
 }
 
 // refresh extends the leases gs to their TTL from now, in one statement
 // per TTL among them (the watchdog's batches usually share one). held[i]
 // reports whether gs[i] still holds its row.
-func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool, err error) {
+func (c *Client) refresh(ctx context.Context, gs []*dblease.Grant) (held []bool, err error) {
 	held = make([]bool, len(gs))
 	byTTL := make(map[int64][]int)
 	for i, g := range gs {
-		ttl := sqllease.Units(g.TTL(), time.Microsecond)
+		ttl := dblease.Units(g.TTL(), time.Microsecond)
 		byTTL[ttl] = append(byTTL[ttl], i)
 	}
 	err = c.with(ctx, func(q querier) error {
@@ -173,7 +141,7 @@ func (c *Client) refresh(ctx context.Context, gs []*sqllease.Grant) (held []bool
 // refreshTTL extends the leases gs[i], for each i of at, which share the
 // TTL ttl, to it from now, on q, and sets held[i] to whether gs[i] still
 // holds its row.
-func (c *Client) refreshTTL(ctx context.Context, q querier, gs []*sqllease.Grant, at []int, ttl int64, held []bool) error {
+func (c *Client) refreshTTL(ctx context.Context, q querier, gs []*dblease.Grant, at []int, ttl int64, held []bool) error {
 	names, tokens := make([]string, len(at)), make([]string, len(at))
 	for j, i := range at {
 		names[j], tokens[j] = gs[i].Key(), gs[i].Token()

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 )
 
 // A SessionMutex is an exclusive lock in session mode: the lock's row, as
@@ -43,8 +43,8 @@ var _ dlock.Locker = (*SessionMutex)(nil)
 // Mutex and a SessionMutex of the same name exclude each other. It never
 // fails: a bad name or option is reported by Lock and TryLock.
 func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
-	m := &SessionMutex{lockName: sessionLockName(c.cfg.table, name)}
-	m.locker = newLocker(c, name, "SessionMutex", &c.leases.Sessions, opts, m.attempt)
+	m := &SessionMutex{lockName: sessionLockName(c.core.Cfg.Table, name)}
+	m.locker = newLocker(c, name, "SessionMutex", true, opts, m.attempt)
 	return m
 }
 
@@ -61,18 +61,13 @@ func (m *SessionMutex) LockName() string { return m.lockName }
 func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.Lease, time.Duration, error) {
 	conn, err := m.c.conn(ctx)
 	if err != nil {
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("connecting to take", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "connecting to take", err)
 	}
-	gate, err := m.c.gate(ctx, conn, m.cfg)
+	name, cfg := m.core.Name, m.core.Cfg
+	gate, err := m.c.gate(ctx, conn, cfg)
 	if err != nil {
 		conn.end(ctx, err)
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("acquiring", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "acquiring", err)
 	}
 	token := lease.NewToken(ctx)
 	var got sql.NullInt64
@@ -88,35 +83,32 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		// ends a GET_LOCK that waits longer so, with NULL. The lock was
 		// held throughout: wait again, as long as the server lets.
 		conn.done(ctx)
-		return nil, sqllease.Busy, nil
+		return nil, dblease.Busy, nil
 	case !got.Valid:
 		err = fmt.Errorf("%w (GET_LOCK(%q))", errGetLockNull, m.lockName)
 	case got.Int64 != 1:
 		conn.done(ctx) // held by another session
-		return nil, sqllease.Busy, nil
+		return nil, dblease.Busy, nil
 	default:
 		start = time.Now() // after the wait for GET_LOCK
-		fence, left, err = m.c.take(ctx, conn, m.name, token, m.cfg.ttlMicros(), gate)
+		fence, left, err = m.c.take(ctx, conn, name, token, dblease.Units(cfg.TTL, time.Microsecond), gate)
 		if err == nil && fence == 0 { // the row is held, or the server may not grant yet: let go of GET_LOCK
 			if _, err := conn.ExecContext(ctx, fill(m.c.sql.sessionDrop, m.lockName)); err != nil {
 				discard(conn.Conn)
 			} else {
 				conn.done(ctx)
 			}
-			if wait, err := m.c.abstaining(conn, m.name, gate); wait > 0 {
+			if wait, err := m.c.abstaining(conn, name, gate); wait > 0 {
 				return nil, wait, err
 			}
 			return nil, left, nil
 		}
 		if err == nil {
-			_, err = conn.ExecContext(ctx, fill(m.c.sql.sessionKeep, m.cfg.waitTimeout()))
+			_, err = conn.ExecContext(ctx, fill(m.c.sql.sessionKeep, waitTimeout(cfg)))
 			if err != nil {
 				discard(conn.Conn)
-				m.c.free(ctx, m.name, token)
-				if cause := cancelled(ctx, err); cause != nil {
-					return nil, 0, dlock.NotObtained(cause)
-				}
-				return nil, 0, m.c.describe("acquiring", m.name, err)
+				m.c.core.Free(ctx, name, token)
+				return nil, 0, m.core.Failed(ctx, "acquiring", err)
 			}
 		}
 	}
@@ -128,38 +120,10 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		// the background.
 		discard(conn.Conn)
 		if !isServerError(err) {
-			m.c.abandon(m.name, token, id)
+			m.c.core.Abandon(name, token, id)
 		}
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("acquiring", m.name, err)
-	}
-	until := lease.Validity(start, m.cfg.TTL)
-	if !time.Now().Before(until) {
-		// Too slow to be a lease. Closing the connection frees the
-		// GET_LOCK lock; the row is freed too.
-		discard(conn.Conn)
-		m.c.free(ctx, m.name, token)
-		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("mysqllock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.TTL))
+		return nil, 0, m.core.Failed(ctx, "acquiring", err)
 	}
 	sc := &sessionConn{m: m, conn: conn, id: id, before: before, stop: make(chan struct{})}
-	s := sqllease.NewSession(ctx, m.c.leases, m.ev, m.name, token, fence, until, m.cfg.Config, sc)
-	if fence > maxFence {
-		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the GET_LOCK lock
-		return nil, 0, fenceOutOfRange(m.name, fence)
-	}
-	if cause := cancelled(ctx, nil); cause != nil {
-		// Do not hand a lock to a caller that has stopped waiting for it.
-		s.End(dlock.Lost(cause))
-		return nil, 0, dlock.NotObtained(cause)
-	}
-	if err := s.Keep(); err != nil {
-		return nil, 0, err
-	}
-	if err := lease.Fresh(ctx, s, m.cfg.TTL); err != nil {
-		return nil, time.Millisecond, err
-	}
-	return s, 0, nil
+	return m.core.SessionGranted(ctx, token, fence, start, sc, func() { discard(conn.Conn) })
 }

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // A sessionConn is a SessionMutex's lease's connection, whose session
-// holds the GET_LOCK lock; the lease itself is a sqllease.Session.
+// holds the GET_LOCK lock; the lease itself is a dblease.Session.
 //
 // database/sql gives no way to wait on an idle connection for the server
 // closing it, so a goroutine pings the connection every check interval
@@ -31,13 +31,13 @@ type sessionConn struct {
 	stopped sync.Once
 }
 
-var _ sqllease.SessionConn = (*sessionConn)(nil)
+var _ dblease.SessionConn = (*sessionConn)(nil)
 
 // Watch starts the goroutine that checks the connection every check
 // interval, until the lease ends.
-func (c *sessionConn) Watch(s *sqllease.Session) {
+func (c *sessionConn) Watch(s *dblease.Session) {
 	go func() {
-		t := time.NewTicker(c.m.cfg.checkEvery())
+		t := time.NewTicker(checkEvery(c.m.core.Cfg))
 		defer t.Stop()
 		for {
 			select {
@@ -46,8 +46,8 @@ func (c *sessionConn) Watch(s *sqllease.Session) {
 			case <-t.C:
 			}
 			if err := c.check(s); err != nil {
-				if !errors.Is(err, sqllease.ErrEnded) {
-					s.End(dlock.Lost(sessionLost(err)))
+				if !errors.Is(err, dblease.ErrEnded) {
+					s.End(dlock.Lost(c.m.c.core.SessionLost(err)))
 				}
 				return
 			}
@@ -61,11 +61,11 @@ func (c *sessionConn) Stop() { c.stopped.Do(func() { close(c.stop) }) }
 // check pings the lease's connection, waiting no later than Until. On
 // failure it closes the connection, which makes sure the GET_LOCK lock
 // goes.
-func (c *sessionConn) check(s *sqllease.Session) error {
+func (c *sessionConn) check(s *dblease.Session) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
-		return sqllease.ErrEnded
+		return dblease.ErrEnded
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), s.Until())
 	defer cancel()
@@ -78,7 +78,7 @@ func (c *sessionConn) check(s *sqllease.Session) error {
 			// whatever reason it does (expiry, its maximum hold), and
 			// its row is freed through the pool (see Unlock).
 			c.dropped = true
-			return sqllease.ErrEnded
+			return dblease.ErrEnded
 		}
 	}
 	return err
@@ -86,35 +86,35 @@ func (c *sessionConn) check(s *sqllease.Session) error {
 
 // Confirm extends the row, on the lease's connection, to the TTL from
 // now, if the row is the lease's and the session holds the GET_LOCK lock.
-// It returns when the request was sent, and sqllease.ErrNotHeld if the
+// It returns when the request was sent, and dblease.ErrNotHeld if the
 // row is not the lease's any more. On any other failure it closes the
 // connection, which makes sure the GET_LOCK lock goes.
 //
 // If ctx is done first (at Until, or the Client is closing), the lease
 // ends at Until by itself, as expired, and its row is freed through the
 // pool (see Unlock): Confirm waits for that, so that a Refresh reports
-// it, and returns sqllease.ErrEnded.
-func (c *sessionConn) Confirm(ctx context.Context, s *sqllease.Session) (time.Time, error) {
+// it, and returns dblease.ErrEnded.
+func (c *sessionConn) Confirm(ctx context.Context, s *dblease.Session) (time.Time, error) {
 	start, err := c.confirm(ctx, s)
 	if err != nil && ctx.Err() != nil {
 		select {
 		case <-s.Done():
 		case <-time.After(time.Until(s.Until()) + 50*time.Millisecond):
 		}
-		return start, sqllease.ErrEnded
+		return start, dblease.ErrEnded
 	}
 	return start, err
 }
 
-func (c *sessionConn) confirm(ctx context.Context, s *sqllease.Session) (time.Time, error) {
+func (c *sessionConn) confirm(ctx context.Context, s *dblease.Session) (time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
-		return time.Time{}, sqllease.ErrEnded
+		return time.Time{}, dblease.ErrEnded
 	}
 	start := time.Now()
-	name, token, lock := c.m.name, s.Token(), c.m.lockName
-	res, err := c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionRefresh, name, token, lock, c.m.cfg.ttlMicros()))
+	name, token, lock := c.m.core.Name, s.Token(), c.m.lockName
+	res, err := c.conn.ExecContext(ctx, fill(c.m.c.sql.sessionRefresh, name, token, lock, dblease.Units(c.m.core.Cfg.TTL, time.Microsecond)))
 	if err == nil {
 		if n, _ := res.RowsAffected(); n != 1 {
 			// Not extended: the row is not ours, the GET_LOCK lock is not
@@ -124,7 +124,7 @@ func (c *sessionConn) confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 			switch {
 			case err != nil:
 			case !row:
-				return start, sqllease.ErrNotHeld
+				return start, dblease.ErrNotHeld
 			case !locked:
 				err = fmt.Errorf("connection %d does not hold GET_LOCK lock %s (a proxy that does not pin sessions?)", c.id, lock)
 			}
@@ -144,18 +144,18 @@ func (c *sessionConn) confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 // gives the connection back to the pool (see conn.done), or closes it if
 // anything failed.
 // It reports whether the row was the lease's. It returns
-// sqllease.ErrDropped if a check or confirmation closed the connection
+// dblease.ErrDropped if a check or confirmation closed the connection
 // for want of an answer by Until: the row may still be the lease's.
-func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bool, err error) {
+func (c *sessionConn) Unlock(ctx context.Context, s *dblease.Session) (freed bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil && c.dropped {
-		return false, sqllease.ErrDropped
+		return false, dblease.ErrDropped
 	}
 	if c.conn == nil {
-		return false, sqllease.ErrEnded
+		return false, dblease.ErrEnded
 	}
-	res, err := c.conn.ExecContext(ctx, fill(c.m.c.sql.release, c.m.name, s.Token()))
+	res, err := c.conn.ExecContext(ctx, fill(c.m.c.sql.release, c.m.core.Name, s.Token()))
 	if err == nil {
 		n, _ := res.RowsAffected()
 		freed = n == 1
@@ -168,7 +168,7 @@ func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bo
 	}
 	c.conn = nil
 	if freed {
-		c.m.c.waiters.Wake(c.m.name)
+		c.m.c.core.Waiters.Wake(c.m.core.Name)
 	}
 	return freed, err
 }
@@ -176,7 +176,7 @@ func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bo
 // ReleaseFailed ends s after its Unlock failed with err: the connection
 // is closed, which frees the GET_LOCK lock. The row is freed, if it is
 // still s's, through the pool, or else in the background.
-func (c *sessionConn) ReleaseFailed(ctx context.Context, s *sqllease.Session, err error) error {
+func (c *sessionConn) ReleaseFailed(ctx context.Context, s *dblease.Session, err error) error {
 	if !isServerError(err) {
 		// The connection failed (the database may have ended the session
 		// before the release reached it): it is closed now, and the
@@ -187,9 +187,9 @@ func (c *sessionConn) ReleaseFailed(ctx context.Context, s *sqllease.Session, er
 		case perr == nil && freed:
 			s.End(dlock.ErrReleased)
 		case perr == nil:
-			s.End(dlock.Lost(sessionLost(err)))
+			s.End(dlock.Lost(c.m.c.core.SessionLost(err)))
 		default:
-			c.m.c.leases.Abandon(s.Key(), s.Token())
+			c.m.c.core.Abandon(s.Key(), s.Token(), 0)
 			if s.End(dlock.ErrReleased) {
 				return fmt.Errorf("mysqllock: release of %q did not complete (its connection is closed, which frees the GET_LOCK lock, and the row is freed in the background; at worst it expires within its TTL): %w",
 					s.Key(), c.m.c.describe("releasing", s.Key(), errors.Join(err, perr)))
@@ -197,7 +197,7 @@ func (c *sessionConn) ReleaseFailed(ctx context.Context, s *sqllease.Session, er
 		}
 		return nil
 	}
-	c.m.c.leases.Abandon(s.Key(), s.Token())
+	c.m.c.core.Abandon(s.Key(), s.Token(), 0)
 	if s.End(dlock.ErrReleased) {
 		return fmt.Errorf("mysqllock: release of %q failed (its connection is closed instead, which frees the GET_LOCK lock, and the row is freed in the background; at worst it expires within its TTL): %w",
 			s.Key(), c.m.c.describe("releasing", s.Key(), err))

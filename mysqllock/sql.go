@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // The statements live in sql/*.sql, each with a header comment that says
@@ -37,14 +39,7 @@ type statements struct {
 }
 
 func newStatements(table string) statements {
-	r := strings.NewReplacer("{{table}}", table, "{{now}}", nowMicros)
-	load := func(name string) string {
-		b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-		if err != nil {
-			panic("mysqllock: missing embedded sql/" + name + ".sql")
-		}
-		return r.Replace(stripHeader(string(b)))
-	}
+	load := dblease.SQLFiles("mysqllock", sqlFiles, strings.NewReplacer("{{table}}", table, "{{now}}", nowMicros))
 	return statements{
 		schema:         load("schema"),
 		exists:         load("exists"),
@@ -66,16 +61,6 @@ func newStatements(table string) statements {
 		epochNote:      load("epoch_note"),
 		epochRead:      load("epoch_read"),
 	}
-}
-
-// stripHeader drops a file's leading comment lines: they are for the
-// reader of the file, not for every round trip and the process list.
-func stripHeader(text string) string {
-	for strings.HasPrefix(text, "--") {
-		_, rest, _ := strings.Cut(text, "\n")
-		text = rest
-	}
-	return strings.TrimSpace(text)
 }
 
 // fill returns stmt with each ? replaced by the next argument and each ?N

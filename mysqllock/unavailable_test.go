@@ -53,7 +53,7 @@ func waitFor(t *testing.T, done <-chan lockResult, d time.Duration, what string)
 // A lock's row that another transaction holds (SELECT ... FOR UPDATE,
 // with the server's default innodb_lock_wait_timeout, 50s) is a held
 // lock: TryLock says not obtained, not unavailable, within a second or so
-// (mysqllock's statements wait at most sqllease.LockWait for a row's
+// (mysqllock's statements wait at most dblease.LockWait for a row's
 // lock), where it took three lock waits, 150s; Lock waits, and takes the
 // lock once the transaction ends.
 func TestIntegrationRowLockedByTransaction(t *testing.T) {

@@ -8,10 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/background"
-	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -28,16 +25,11 @@ import (
 // long as it lasts, so size the pool for them. Close the Client before the
 // pool: closing a pool waits for every connection to come back.
 type Client struct {
-	pool *pgxpool.Pool
-	cfg  clientConfig
-	err  error // a nil pool or a bad table name, reported by every call
-	obj  objects
-	sql  statements
-	obs  dlock.Observer // from WithObserver and WithLogger; nil for none
-
+	pool    *pgxpool.Pool
+	obj     objects
+	sql     statements
 	notices *listener
-	leases  *sqllease.Leases // held leases, the watchdog, and (in Background) the listener and clean-ups
-	faults  sqllease.Faults  // how its locks read their attempts' errors
+	core    *dblease.Client // its options, held leases, the watchdog, and (in Background) the listener and clean-ups
 }
 
 // New returns a Client that locks through pool, configured by opts
@@ -45,30 +37,29 @@ type Client struct {
 // bad table name is reported by the first call that needs them. Call
 // Migrate, or run the SQL of SchemaSQL, before the first lock.
 func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
-	cfg := newClientConfig(opts)
-	c := &Client{pool: pool, cfg: cfg, obs: lease.Observer(cfg.obs, cfg.log)}
-	switch obj, err := objectsFor(cfg.table); {
+	cfg := dblease.NewClientConfig(DefaultTable, opts)
+	c := &Client{pool: pool}
+	obj, err := objectsFor(cfg.Table)
+	switch {
 	case pool == nil:
-		c.err = errors.New("pglock: New was given a nil *pgxpool.Pool")
-	case err != nil:
-		c.err = err
-	case cfg.restart.Check("pglock") != nil:
-		c.err = cfg.restart.Check("pglock")
-	default:
+		err = errors.New("pglock: New was given a nil *pgxpool.Pool")
+	case err == nil:
+		err = cfg.Restart.Check("pglock")
+	}
+	if err == nil {
 		c.obj, c.sql = obj, newStatements(obj)
 	}
-	c.leases = sqllease.New(sqllease.Dialect{
-		Pkg: "pglock", ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
-		Release: c.release, Refresh: c.refresh, Describe: c.describe,
-		LookAgain: func(ctx context.Context, name, token string) background.Outcome {
-			return c.lookAgain(ctx, name, token, 0)
-		},
-		IsServerError: isServerError, EndedByServer: endedByServer, Transient: transient,
-	})
-	c.notices = newListener(c)
 	service := serviceOf(pool)
-	c.faults = sqllease.Faults{Pkg: "pglock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
-		Service: func() string { return service }}
+	c.core = dblease.New(dblease.Dialect{
+		Faults: dblease.Faults{Pkg: "pglock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
+			Service: func() string { return service }},
+		ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
+		Release: c.release, Refresh: c.refresh, Look: c.look, Describe: c.describe,
+		IsServerError: isServerError, EndedByServer: endedByServer,
+		MaxFence: maxFence, FenceOutOfRange: c.fenceOutOfRange,
+	}, cfg, err)
+	c.notices = newListener(c)
+	c.core.Wait = c.notices.wait
 	return c
 }
 
@@ -130,7 +121,7 @@ func (c *Client) Migrate(ctx context.Context) error {
 	}
 	var exists bool
 	if err := c.pool.QueryRow(ctx, c.sql.exists).Scan(&exists); err != nil {
-		return fmt.Errorf("pglock: migrating table %s: %w", c.cfg.table, err)
+		return fmt.Errorf("pglock: migrating table %s: %w", c.core.Cfg.Table, err)
 	}
 	if exists {
 		return nil
@@ -139,13 +130,13 @@ func (c *Client) Migrate(ctx context.Context) error {
 	// query, which may hold several statements), so that the transaction
 	// is never idle between two of them.
 	_, err := c.pool.Exec(ctx, fmt.Sprintf("%s; SELECT pg_advisory_xact_lock(%d); %s; COMMIT",
-		beginTx, advisoryKey(c.cfg.table, "\x00migrate"), c.sql.schema))
+		beginTx, advisoryKey(c.core.Cfg.Table, "\x00migrate"), c.sql.schema))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == codeNoPrivilege {
-		return fmt.Errorf("pglock: migrating table %s: %w (its objects are missing and the role may not create them: grant it CREATE on the schema, or run the SQL of SchemaSQL as a role that may)", c.cfg.table, err)
+		return fmt.Errorf("pglock: migrating table %s: %w (its objects are missing and the role may not create them: grant it CREATE on the schema, or run the SQL of SchemaSQL as a role that may)", c.core.Cfg.Table, err)
 	}
 	if err != nil {
-		return c.describe("migrating table", c.cfg.table, err)
+		return c.describe("migrating table", c.core.Cfg.Table, err)
 	}
 	return nil
 }
@@ -167,7 +158,7 @@ func (c *Client) Migrate(ctx context.Context) error {
 // interrupted acquire to end, since until then the statement may still
 // take the lock: Close returns once nothing of the Client's can land
 // any more, or at its timeout.
-func (c *Client) Close() error { return c.leases.Close(nil) }
+func (c *Client) Close() error { return c.core.Close(nil) }
 
 // usable returns the error every call on an unusable Client returns.
-func (c *Client) usable() error { return c.leases.Usable(c.err) }
+func (c *Client) usable() error { return c.core.Usable() }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/pglock"
 )
@@ -144,7 +144,7 @@ func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
 		},
 		// The attempt timeout of a lock with the fault cases' TTL: see
 		// Faults in the package doc.
-		TryLockBound: sqllease.AttemptTimeout(dlocktest.FaultTTL),
+		TryLockBound: dblease.AttemptTimeout(dlocktest.FaultTTL),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/election"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,7 +26,7 @@ import (
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name},
-		TTL: m.cfg.TTL, Err: m.err})
+		TTL: m.core.Cfg.TTL, Err: m.core.Err})
 }
 
 type electionStore struct {
@@ -38,7 +39,7 @@ func (s *electionStore) describe(what string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == codeUndefinedColumn {
 		return fmt.Errorf("pglock: %s %q: %w (table %s has no leader column yet: run Client.Migrate, or the SQL of SchemaSQL, again)",
-			what, s.name, err, s.c.cfg.table)
+			what, s.name, err, s.c.core.Cfg.Table)
 	}
 	return s.c.describe(what, s.name, err)
 }
@@ -73,17 +74,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if err != nil {
 		return election.Record{}, false, s.describe("reading the leader of", err)
 	}
-	if rec == "" {
-		return election.Record{}, false, nil
-	}
-	r, err := election.Parse(rec)
-	if err != nil {
-		return election.Record{}, false, fmt.Errorf("pglock: election %q: %w", s.name, err)
-	}
-	if r.Token != token {
-		return election.Record{}, false, nil // the record of a deposed leader
-	}
-	return r, true, nil
+	return dblease.Leader("pglock", s.name, token, rec)
 }
 
 func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {

@@ -1,15 +1,14 @@
 package pglock
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"github.com/dlock-go/dlock/fence"
 	"strings"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -116,7 +115,7 @@ func unavailable(err error) bool {
 		}
 		return false
 	}
-	return errors.Is(err, pgconn.ErrConnClosed) || sqllease.NetFault(err)
+	return errors.Is(err, pgconn.ErrConnClosed) || dblease.NetFault(err)
 }
 
 // describe turns the failure of doing what to the lock or resource name
@@ -132,9 +131,9 @@ func (c *Client) describe(what, name string, err error) error {
 		switch pgErr.Code {
 		case codeUndefinedTable:
 			return fmt.Errorf("pglock: %s %q: %w (the objects of table %s are missing: call Client.Migrate, or run the SQL of SchemaSQL)",
-				what, name, err, c.cfg.table)
+				what, name, err, c.core.Cfg.Table)
 		case codeUndefinedColumn:
-			return fmt.Errorf("pglock: %s %q: %w (table %s is not pglock's: give WithTable another name)", what, name, err, c.cfg.table)
+			return fmt.Errorf("pglock: %s %q: %w (table %s is not pglock's: give WithTable another name)", what, name, err, c.core.Cfg.Table)
 		case codeUndefinedObject:
 			if !strings.Contains(pgErr.Message, "idle_session_timeout") {
 				break
@@ -144,7 +143,7 @@ func (c *Client) describe(what, name string, err error) error {
 			return fmt.Errorf("pglock: %s %q: %w (the transaction is read-only: default_transaction_read_only is on, for the server, the database or the role, or the server is a standby; pglock writes its rows, and does not override the setting: Lock waits until the server takes writes, as after a switchover, and TryLock reports it unavailable; connect to a primary, with default_transaction_read_only off)", what, name, err)
 		case codeNoPrivilege:
 			return fmt.Errorf("pglock: %s %q: %w (grant the role SELECT, INSERT and UPDATE on %s and %s_fences, and USAGE on %s_fence_seq)",
-				what, name, err, c.cfg.table, c.cfg.table, c.cfg.table)
+				what, name, err, c.core.Cfg.Table, c.core.Cfg.Table, c.core.Cfg.Table)
 		}
 	}
 	return fmt.Errorf("pglock: %s %q: %w", what, name, err)
@@ -171,9 +170,6 @@ func endedByServer(err error) bool {
 	}
 	return sev == "FATAL" || sev == "PANIC"
 }
-
-// cancelled returns the context error behind a failed call, or nil.
-func cancelled(ctx context.Context, err error) error { return sqllease.Cancelled(ctx, err) }
 
 // staleFence returns the error of a write to resource with fence f, refused
 // because newest has been written.

@@ -82,7 +82,7 @@ const maxFence = 1<<53 - 1
 
 // fenceOutOfRange returns the error of a grant of lock name whose fence
 // is above maxFence; the grant is freed.
-func (c *Client) fenceOutOfRange(name string, fence int64) error {
+func (c *Client) fenceOutOfRange(name string, fence uint64) error {
 	return fmt.Errorf("pglock: the database gave lock %q fence %d, above 2^53-1, which JSON and JavaScript cannot read exactly: check the database's clock, the sequence %s and the fences in table %s",
 		name, fence, c.obj.sequence, c.obj.table)
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -28,30 +28,23 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := c.usable(); err != nil {
 		return dlock.Info{}, err
 	}
-	info := dlock.Info{Name: name, Kind: dlock.KindFree}
 	var (
 		token     string
 		fence, ms int64
 		pid       int32
 	)
-	err := queryRow(ctx, c.pool, []any{&token, &fence, &ms, &pid}, c.sql.inspect, name, advisoryKey(c.cfg.table, name))
+	err := queryRow(ctx, c.pool, []any{&token, &fence, &ms, &pid}, c.sql.inspect, name, advisoryKey(c.core.Cfg.Table, name))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
-		return info, nil
+		return dblease.Info(name, "", 0, 0, ""), nil
 	case err != nil:
 		return dlock.Info{}, c.describe("inspect", name, err)
 	}
-	info.Fence = uint64(max(fence, 0))
-	if token == "" || ms <= 0 {
-		return info, nil
-	}
-	info.Kind, info.TTL = dlock.KindMutex, time.Duration(ms)*time.Millisecond
-	h := dlock.Holder{Owner: token, Label: lease.Label(token), Mode: dlock.ModeExclusive, Holds: 1, Fence: info.Fence}
+	var where string
 	if pid != 0 {
-		h.Where = fmt.Sprintf("session mode, advisory lock held by backend %d", pid)
+		where = fmt.Sprintf("session mode, advisory lock held by backend %d", pid)
 	}
-	info.Holders = []dlock.Holder{h}
-	return info, nil
+	return dblease.Info(name, token, uint64(max(fence, 0)), time.Duration(ms)*time.Millisecond, where), nil
 }
 
 // ForceUnlock is an operator's override: it frees the lock called name
@@ -70,7 +63,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	if err := c.usable(); err != nil {
 		return false, err
 	}
-	rows, err := c.pool.Query(ctx, c.sql.terminate, advisoryKey(c.cfg.table, name))
+	rows, err := c.pool.Query(ctx, c.sql.terminate, advisoryKey(c.core.Cfg.Table, name))
 	if err != nil {
 		return false, c.describe("force unlock", name, err)
 	}
@@ -79,7 +72,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, fmt.Errorf("pglock: force unlock %q: ending the session that holds its advisory lock: %w (the role needs to be the holder's, or a member of pg_signal_backend)", name, err)
 	}
 	if len(ended) > 0 {
-		c.awaitUnlocked(ctx, advisoryKey(c.cfg.table, name))
+		c.awaitUnlocked(ctx, advisoryKey(c.core.Cfg.Table, name))
 	}
 	var tag pgconn.CommandTag
 	err = again(ctx, func() (err error) {

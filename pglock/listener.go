@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // A listener LISTENs for the Client's release notices on one connection
@@ -16,8 +16,7 @@ import (
 // waiters rely on their fallback poll; when it gets one, it wakes them
 // all, since a release may have gone unheard.
 type listener struct {
-	c *Client
-	sqllease.Waiters
+	c       *Client
 	mu      sync.Mutex
 	running bool
 }
@@ -26,14 +25,14 @@ func newListener(c *Client) *listener { return &listener{c: c} }
 
 // wait registers a waiter for the lock called name, starting the listener
 // if it is not running. The caller must close the waiter.
-func (l *listener) wait(name string) *sqllease.Waiter {
-	w := l.Wait(name)
+func (l *listener) wait(name string) *dblease.Waiter {
+	w := l.c.core.Waiters.Wait(name)
 	l.mu.Lock()
 	start := !l.running
 	l.running = true
 	l.mu.Unlock()
 	if start {
-		l.c.leases.Background.Go(l.run) // refused once the Client is closed; Lock then fails
+		l.c.core.Background.Go(l.run) // refused once the Client is closed; Lock then fails
 	}
 	return w
 }
@@ -77,12 +76,12 @@ func (l *listener) listen(ctx context.Context) bool {
 	if _, err := conn.Exec(ctx, "LISTEN "+l.c.obj.listen); err != nil {
 		return false
 	}
-	l.WakeAll()
+	l.c.core.Waiters.WakeAll()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true
 		}
-		l.Wake(n.Payload)
+		l.c.core.Waiters.Wake(n.Payload)
 	}
 }

@@ -5,35 +5,26 @@ import (
 	"errors"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // A locker is what Mutex and SessionMutex share: the lock's name, options
 // and events, and the way Lock and TryLock go about their attempts (see
-// sqllease.Locker), which are the only thing the two modes do differently.
+// dblease.Locker), which are the only thing the two modes do differently.
 type locker struct {
 	c    *Client
-	name string
-	cfg  config
-	err  error         // a bad name or option, reported by every call
-	ev   *lease.Events // nil without an observer
-	core sqllease.Locker
+	core *dblease.Locker
 }
 
-func newLocker(c *Client, name, kind string, held *lease.Registry, opts []Option, attempt sqllease.AttemptFunc) locker {
-	l := locker{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, kind)}
-	l.err = errors.Join(checkName("lock", name), l.cfg.check(), c.cfg.restart.CheckTTL("pglock", l.cfg.TTL))
-	l.core = sqllease.Locker{
-		Name: name, Err: l.err, Events: l.ev, Held: held,
-		Retry: l.cfg.Retry, Usable: c.usable, Wait: c.notices.wait, Attempt: attempt,
-		Timeout: sqllease.AttemptTimeout(l.cfg.TTL), Faults: c.faults,
-	}
-	return l
+func newLocker(c *Client, name, kind string, session bool, opts []Option, attempt dblease.AttemptFunc) locker {
+	cfg := dblease.NewConfig(DefaultTTL, DefaultRetry)
+	dblease.Apply(&cfg, opts)
+	err := errors.Join(checkName("lock", name), cfg.Check("pglock", MinTTL, MaxTTL))
+	return locker{c: c, core: c.core.NewLocker(name, kind, session, cfg, err, attempt)}
 }
 
 // Name returns the lock's name.
-func (l *locker) Name() string { return l.name }
+func (l *locker) Name() string { return l.core.Name }
 
 // TryLock makes one attempt to take the lock. It returns an error matching
 // dlock.ErrNotObtained if another owner holds it, and one matching

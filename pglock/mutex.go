@@ -3,12 +3,11 @@ package pglock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -33,7 +32,7 @@ var _ dlock.Locker = (*Mutex)(nil)
 // or option is reported by Lock and TryLock.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{}
-	m.locker = newLocker(c, name, "Mutex", &c.leases.Grants, opts, m.attempt)
+	m.locker = newLocker(c, name, "Mutex", false, opts, m.attempt)
 	return m
 }
 
@@ -41,17 +40,15 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
 	pc, err := m.c.pool.Acquire(ctx)
 	if err != nil {
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("connecting to take", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "connecting to take", err)
 	}
+	name, cfg := m.core.Name, m.core.Cfg
 	token := lease.NewToken(ctx)
 	start := time.Now()
 	var fence, left, wait int64
-	identity, restart := m.cfg.windows(m.c.cfg.restart)
-	err = m.c.take(ctx, pc, m.name, m.c.sql.acquire, []any{&fence, &left, &wait},
-		m.name, token, m.cfg.ttlMillis(), m.c.obj.sequence, identity, restart)
+	identity, restart := cfg.Windows(m.c.core.Cfg.Restart, time.Millisecond)
+	err = m.c.take(ctx, pc, name, m.c.sql.acquire, []any{&fence, &left, &wait},
+		name, token, dblease.Units(cfg.TTL, time.Millisecond), m.c.obj.sequence, identity, restart)
 	switch {
 	case err == nil || isServerError(err) || pgconn.SafeToRetry(err):
 		// The outcome is known: taken, held, or not run.
@@ -62,41 +59,17 @@ func (m *Mutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time
 		// once its backend can no longer take it.
 		pid := pc.Conn().PgConn().PID()
 		discard(pc)
-		m.c.abandon(m.name, token, pid)
+		m.c.core.Abandon(name, token, int64(pid))
 	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows): // the row was deleted while we ran
 		return nil, 0, nil
 	case err != nil:
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("acquiring", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "acquiring", err)
 	case fence == 0 && wait > 0:
-		return nil, time.Duration(wait) * time.Millisecond, sqllease.Abstaining("pglock", m.name, time.Duration(wait)*time.Millisecond)
+		return nil, time.Duration(wait) * time.Millisecond, dblease.Abstaining("pglock", name, time.Duration(wait)*time.Millisecond)
 	case fence == 0:
 		return nil, time.Duration(left) * time.Millisecond, nil
-	case fence > maxFence:
-		m.c.free(ctx, m.name, token)
-		return nil, 0, m.c.fenceOutOfRange(m.name, fence)
 	}
-	if cause := cancelled(ctx, nil); cause != nil {
-		// Do not hand a lock to a caller that has stopped waiting for it.
-		m.c.free(ctx, m.name, token)
-		return nil, 0, dlock.NotObtained(cause)
-	}
-	until := lease.Validity(start, m.cfg.TTL)
-	if !time.Now().Before(until) {
-		m.c.free(ctx, m.name, token)
-		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.TTL))
-	}
-	g := newGrant(ctx, m, token, uint64(fence), until)
-	if err := g.Keep(ctx); err != nil {
-		return nil, 0, err
-	}
-	if err := lease.Fresh(ctx, g, m.cfg.TTL); err != nil {
-		return nil, time.Millisecond, err
-	}
-	return g, 0, nil
+	return m.core.Granted(ctx, token, uint64(fence), start)
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -16,14 +16,10 @@ const MaxNameBytes = 1024
 // checkName returns an error naming what is wrong with a lock or resource
 // name: what says which.
 func checkName(what, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("pglock: empty %s name", what)
-	case len(name) > MaxNameBytes:
-		return fmt.Errorf("pglock: %s name of %d bytes is longer than the limit of %d", what, len(name), MaxNameBytes)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("pglock: %s name %q is not valid UTF-8", what, name)
-	case strings.IndexByte(name, 0) >= 0:
+	if err := dblease.CheckName("pglock", what, name, MaxNameBytes); err != nil {
+		return err
+	}
+	if strings.IndexByte(name, 0) >= 0 {
 		return fmt.Errorf("pglock: %s name %q contains a NUL byte, which PostgreSQL text cannot hold", what, name)
 	}
 	return nil

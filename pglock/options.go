@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // Defaults of the options.
@@ -34,18 +34,7 @@ var DefaultRetry = dlock.ExponentialBackoff(8*time.Millisecond, 512*time.Millise
 // A ClientOption configures a Client.
 type ClientOption func(*clientConfig)
 
-type clientConfig struct {
-	table   string
-	obs     dlock.Observer
-	log     *slog.Logger
-	restart sqllease.RestartWindow
-}
-
-func newClientConfig(opts []ClientOption) clientConfig {
-	c := clientConfig{table: DefaultTable}
-	sqllease.Apply(&c, opts)
-	return c
-}
+type clientConfig = dblease.ClientConfig
 
 // WithTable sets the table that holds the locks' rows, of both modes:
 // "name" or "schema.name", letters, digits and underscores, used as given
@@ -54,9 +43,7 @@ func newClientConfig(opts []ClientOption) clientConfig {
 // and the table name_fences, which WriteFenced keeps. The default is
 // DefaultTable ("dlock_leases"). Clients that are to exclude each other
 // must use the same table.
-func WithTable(name string) ClientOption {
-	return func(c *clientConfig) { c.table = name }
-}
+func WithTable(name string) ClientOption { return func(c *clientConfig) { c.Table = name } }
 
 // WithRestartWindow sets the restart window: how long a database server
 // that started, or whose identity changed, grants no lock, so that no
@@ -70,9 +57,7 @@ func WithTable(name string) ClientOption {
 // no lock for the lock's TTL; with it, the server also grants nothing for
 // d after its postmaster started, and nothing for d after its identity
 // changed. d must be positive.
-func WithRestartWindow(d time.Duration) ClientOption {
-	return func(c *clientConfig) { c.restart.Window, c.restart.Set = d, true }
-}
+func WithRestartWindow(d time.Duration) ClientOption { return dblease.WithRestartWindow(d) }
 
 // WithoutRestartDetection lets the server grant at once after a failover
 // or a restore, which may have lost leases still valid: a second holder
@@ -80,9 +65,7 @@ func WithRestartWindow(d time.Duration) ClientOption {
 // fence is higher all the same). It exists for deployments whose copies
 // never lag (synchronous replication, shared storage), and for
 // benchmarks. It overrides WithRestartWindow.
-func WithoutRestartDetection() ClientOption {
-	return func(c *clientConfig) { c.restart.Off = true }
-}
+func WithoutRestartDetection() ClientOption { return func(c *clientConfig) { c.Restart.Off = true } }
 
 // WithObserver has every lock of the Client report its events to o (see
 // dlock.Observer): the start, wait and outcome of each Lock and TryLock,
@@ -91,42 +74,18 @@ func WithoutRestartDetection() ClientOption {
 // must be quick. Package dlockprom turns the events into Prometheus
 // metrics. The default is none; a nil o means none. It combines with
 // WithLogger.
-func WithObserver(o dlock.Observer) ClientOption {
-	return func(c *clientConfig) { c.obs = o }
-}
+func WithObserver(o dlock.Observer) ClientOption { return func(c *clientConfig) { c.Obs = o } }
 
 // WithLogger has every lock of the Client log its events to l, through
 // dlock.LogObserver: losses at Warn, failed renewals and failed
 // acquisitions with a hard error at Info, the rest at Debug. The default is
 // none; a nil l means none. It combines with WithObserver.
-func WithLogger(l *slog.Logger) ClientOption {
-	return func(c *clientConfig) { c.log = l }
-}
+func WithLogger(l *slog.Logger) ClientOption { return func(c *clientConfig) { c.Log = l } }
 
 // An Option configures a lock, of either mode.
 type Option func(*config)
 
-type config struct{ sqllease.Config }
-
-func newConfig(opts []Option) config {
-	c := config{sqllease.NewConfig(DefaultTTL, DefaultRetry)}
-	sqllease.Apply(&c, opts)
-	return c
-}
-
-func (c config) check() error { return c.Check("pglock", MinTTL, MaxTTL) }
-
-// ttlMillis returns the TTL in whole milliseconds, rounded up, so that the
-// database never holds a lease for less than the TTL.
-func (c config) ttlMillis() int64 { return sqllease.Units(c.TTL, time.Millisecond) }
-
-// windows returns, in whole milliseconds, how long a server whose
-// identity changed, and one that started, grants a lock of these options
-// nothing under restart window w: 0 for not at all.
-func (c config) windows(w sqllease.RestartWindow) (identity, restart int64) {
-	i, r := w.Spans(c.TTL)
-	return sqllease.Units(i, time.Millisecond), sqllease.Units(r, time.Millisecond)
-}
+type config = dblease.Config
 
 // WithTTL sets the lease time: how long the lock outlives a holder that
 // stops renewing it, because it crashed, paused or lost its network. The

@@ -2,13 +2,12 @@ package pglock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/lease"
-	"github.com/dlock-go/dlock/internal/sqllease"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -44,8 +43,8 @@ var _ dlock.Locker = (*SessionMutex)(nil)
 // Mutex and a SessionMutex of the same name exclude each other. It never
 // fails: a bad name or option is reported by Lock and TryLock.
 func (c *Client) NewSessionMutex(name string, opts ...Option) *SessionMutex {
-	m := &SessionMutex{key: advisoryKey(c.cfg.table, name)}
-	m.locker = newLocker(c, name, "SessionMutex", &c.leases.Sessions, opts, m.attempt)
+	m := &SessionMutex{key: advisoryKey(c.core.Cfg.Table, name)}
+	m.locker = newLocker(c, name, "SessionMutex", true, opts, m.attempt)
 	return m
 }
 
@@ -61,21 +60,19 @@ func (m *SessionMutex) AdvisoryKey() int64 { return m.key }
 func (m *SessionMutex) attempt(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
 	pc, err := m.c.pool.Acquire(ctx)
 	if err != nil {
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("connecting to take", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "connecting to take", err)
 	}
+	name, cfg := m.core.Name, m.core.Cfg
 	token := lease.NewToken(ctx)
 	start := time.Now()
 	var fence, left *int64
 	var pid uint32
 	var before string
 	var wait int64
-	ttl := m.cfg.ttlMillis()
-	identity, restart := m.cfg.windows(m.c.cfg.restart)
-	err = m.c.take(ctx, pc, m.name, m.c.sql.sessionAcquire, []any{&fence, &pid, &before, &left, nil, &wait},
-		m.name, token, ttl, m.c.obj.sequence, m.key, strconv.FormatInt(ttl, 10), identity, restart)
+	ttl := dblease.Units(cfg.TTL, time.Millisecond)
+	identity, restart := cfg.Windows(m.c.core.Cfg.Restart, time.Millisecond)
+	err = m.c.take(ctx, pc, name, m.c.sql.sessionAcquire, []any{&fence, &pid, &before, &left, nil, &wait},
+		name, token, ttl, m.c.obj.sequence, m.key, strconv.FormatInt(ttl, 10), identity, restart)
 	if err != nil {
 		// The lock may be the session's all the same: an advisory lock
 		// outlives the statement that took it, and the statements may
@@ -86,56 +83,22 @@ func (m *SessionMutex) attempt(ctx context.Context, _ time.Duration) (dlock.Leas
 		backend := pc.Conn().PgConn().PID()
 		discard(pc)
 		if !isServerError(err) && !pgconn.SafeToRetry(err) {
-			m.c.abandon(m.name, token, backend)
+			m.c.core.Abandon(name, token, int64(backend))
 		}
-		if cause := cancelled(ctx, err); cause != nil {
-			return nil, 0, dlock.NotObtained(cause)
-		}
-		return nil, 0, m.c.describe("acquiring", m.name, err)
+		return nil, 0, m.core.Failed(ctx, "acquiring", err)
 	}
 	if fence == nil {
 		pc.Release()
 		if wait > 0 {
-			return nil, time.Duration(wait) * time.Millisecond, sqllease.Abstaining("pglock", m.name, time.Duration(wait)*time.Millisecond)
+			return nil, time.Duration(wait) * time.Millisecond, dblease.Abstaining("pglock", name, time.Duration(wait)*time.Millisecond)
 		}
 		if left != nil {
 			return nil, time.Duration(*left) * time.Millisecond, nil
 		}
 		return nil, 0, nil
 	}
-	until := lease.Validity(start, m.cfg.TTL)
-	if !time.Now().Before(until) {
-		// Too slow to be a lease: a State made with its Until past would
-		// end, and run its clean-up, before it was fully made. Closing the
-		// connection frees the advisory lock; the row is freed too.
-		discard(pc)
-		m.c.free(ctx, m.name, token)
-		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.TTL))
-	}
 	conn := &sessionConn{m: m, conn: pc, pid: pid, before: before}
-	s := sqllease.NewSession(ctx, m.c.leases, m.ev, m.name, token, uint64(*fence), until, m.cfg.Config, conn)
-	if *fence > maxFence {
-		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the advisory lock
-		return nil, 0, m.c.fenceOutOfRange(m.name, *fence)
-	}
-	if cause := cancelled(ctx, nil); cause != nil {
-		// Do not hand a lock to a caller that has stopped waiting for it.
-		s.End(dlock.Lost(cause))
-		return nil, 0, dlock.NotObtained(cause)
-	}
-	if !time.Now().Before(s.Until()) {
-		s.End(dlock.Lost(dlock.ErrExpired))
-		return nil, time.Millisecond, dlock.NotObtained(fmt.Errorf("pglock: acquiring %q took %v, longer than the TTL %v less the drift allowance",
-			m.name, time.Since(start), m.cfg.TTL))
-	}
-	if err := s.Keep(); err != nil {
-		return nil, 0, err
-	}
-	if err := lease.Fresh(ctx, s, m.cfg.TTL); err != nil {
-		return nil, time.Millisecond, err
-	}
-	return s, 0, nil
+	return m.core.SessionGranted(ctx, token, uint64(*fence), start, conn, func() { discard(pc) })
 }
 
 // discard closes a connection of the pool that may hold an advisory lock,
@@ -153,7 +116,3 @@ func discard(pc *pgxpool.Conn) {
 	pg.Conn().Close()
 	pc.Release()
 }
-
-// sessionLost returns the cause of a loss of the session: ErrSessionLost
-// and the connection's error.
-func sessionLost(err error) error { return fmt.Errorf("%w: %w", ErrSessionLost, err) }

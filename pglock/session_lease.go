@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // A sessionConn is a SessionMutex's lease's connection, whose session
-// holds the advisory lock; the lease itself is a sqllease.Session.
+// holds the advisory lock; the lease itself is a dblease.Session.
 //
 // Between uses, a goroutine waits on the connection for anything the
 // database sends, as a listener would: a session that the database ends
@@ -35,10 +35,10 @@ type sessionConn struct {
 	watched chan struct{} // closed when the watching goroutine has returned
 }
 
-var _ sqllease.SessionConn = (*sessionConn)(nil)
+var _ dblease.SessionConn = (*sessionConn)(nil)
 
 // Watch starts the goroutine that waits on the idle connection.
-func (c *sessionConn) Watch(s *sqllease.Session) {
+func (c *sessionConn) Watch(s *dblease.Session) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.watchLocked(s)
@@ -48,7 +48,7 @@ func (c *sessionConn) Watch(s *sqllease.Session) {
 // connection back or closes it.
 func (c *sessionConn) Stop() {}
 
-func (c *sessionConn) watchLocked(s *sqllease.Session) {
+func (c *sessionConn) watchLocked(s *dblease.Session) {
 	if c.conn == nil || s.Err() != nil {
 		return
 	}
@@ -64,7 +64,7 @@ func (c *sessionConn) watchLocked(s *sqllease.Session) {
 			case ctx.Err() != nil: // stopped for a use of the connection
 				return
 			case err != nil:
-				s.End(dlock.Lost(sessionLost(err)))
+				s.End(dlock.Lost(c.m.c.core.SessionLost(err)))
 				return
 			}
 		}
@@ -86,23 +86,23 @@ func (c *sessionConn) stopWatchLocked() {
 // now, and reads its backend's PID: an answer that names the backend
 // which took the advisory lock proves that the session was alive, and
 // the row still the lease's, when the request was sent. It returns when
-// the request was sent, and sqllease.ErrNotHeld if the row is not the
+// the request was sent, and dblease.ErrNotHeld if the row is not the
 // lease's any more. On any other failure it closes the connection, which
 // makes sure the advisory lock goes.
-func (c *sessionConn) Confirm(ctx context.Context, s *sqllease.Session) (time.Time, error) {
+func (c *sessionConn) Confirm(ctx context.Context, s *dblease.Session) (time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
-		return time.Time{}, sqllease.ErrEnded
+		return time.Time{}, dblease.ErrEnded
 	}
 	c.stopWatchLocked()
 	start := time.Now()
 	var pid uint32
-	err := queryRow(ctx, c.conn, []any{&pid}, c.m.c.sql.sessionRefresh, c.m.name, s.Token(), c.m.cfg.ttlMillis())
+	err := queryRow(ctx, c.conn, []any{&pid}, c.m.c.sql.sessionRefresh, c.m.core.Name, s.Token(), dblease.Units(c.m.core.Cfg.TTL, time.Millisecond))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		c.watchLocked(s)
-		return start, sqllease.ErrNotHeld
+		return start, dblease.ErrNotHeld
 	case err == nil && pid != c.pid:
 		err = fmt.Errorf("the connection reaches backend %d, not %d, which took the lock (a pooler in transaction mode?)", pid, c.pid)
 	}
@@ -119,15 +119,15 @@ func (c *sessionConn) Confirm(ctx context.Context, s *sqllease.Session) (time.Ti
 // idle_session_timeout and notifies waiters on the lease's connection,
 // and gives the connection back to the pool, or closes it if anything
 // failed. It reports whether the row was the lease's.
-func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bool, err error) {
+func (c *sessionConn) Unlock(ctx context.Context, s *dblease.Session) (freed bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
-		return false, sqllease.ErrEnded
+		return false, dblease.ErrEnded
 	}
 	c.stopWatchLocked()
 	var unlocked bool
-	err = queryRow(ctx, c.conn, []any{&freed, &unlocked, nil}, c.m.c.sql.sessionRelease, c.m.name, s.Token(), c.m.key, c.before, c.m.c.obj.channel)
+	err = queryRow(ctx, c.conn, []any{&freed, &unlocked, nil}, c.m.c.sql.sessionRelease, c.m.core.Name, s.Token(), c.m.key, c.before, c.m.c.obj.channel)
 	if err == nil && unlocked {
 		c.conn.Release()
 	} else {
@@ -141,12 +141,12 @@ func (c *sessionConn) Unlock(ctx context.Context, s *sqllease.Session) (freed bo
 // is closed, which frees the advisory lock. A session the database had
 // ended is lost; a release never sent frees the row through the pool; any
 // other failure frees it in the background.
-func (c *sessionConn) ReleaseFailed(ctx context.Context, s *sqllease.Session, err error) error {
+func (c *sessionConn) ReleaseFailed(ctx context.Context, s *dblease.Session, err error) error {
 	switch {
 	case endedByServer(err):
 		// The database had ended the session, and with it the advisory
 		// lock, before the release reached it: the message said so.
-		s.End(dlock.Lost(sessionLost(err)))
+		s.End(dlock.Lost(c.m.c.core.SessionLost(err)))
 		return nil
 	case pgconn.SafeToRetry(err):
 		// The connection was closed before the release was sent (the
@@ -161,7 +161,7 @@ func (c *sessionConn) ReleaseFailed(ctx context.Context, s *sqllease.Session, er
 			return nil
 		}
 	}
-	c.m.c.leases.Abandon(s.Key(), s.Token())
+	c.m.c.core.Abandon(s.Key(), s.Token(), 0)
 	if s.End(dlock.ErrReleased) {
 		return fmt.Errorf("pglock: release of %q did not complete (its connection is closed instead, which frees the advisory lock, and the row is freed in the background; at worst it expires within its TTL): %w",
 			s.Key(), c.m.c.describe("releasing", s.Key(), err))

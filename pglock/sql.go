@@ -3,6 +3,8 @@ package pglock
 import (
 	"embed"
 	"strings"
+
+	"github.com/dlock-go/dlock/internal/dblease"
 )
 
 // The statements live in sql/*.sql, each with a header comment that says
@@ -24,14 +26,7 @@ type statements struct {
 }
 
 func newStatements(o objects) statements {
-	r := strings.NewReplacer("{{table}}", o.table, "{{sequence}}", o.sequence, "{{fences}}", o.fences)
-	load := func(name string) string {
-		b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
-		if err != nil {
-			panic("pglock: missing embedded sql/" + name + ".sql")
-		}
-		return r.Replace(stripHeader(string(b)))
-	}
+	load := dblease.SQLFiles("pglock", sqlFiles, strings.NewReplacer("{{table}}", o.table, "{{sequence}}", o.sequence, "{{fences}}", o.fences))
 	return statements{
 		schema:         load("schema"),
 		exists:         load("exists"),
@@ -51,15 +46,4 @@ func newStatements(o objects) statements {
 		electRead:      load("elect_read"),
 		electWithdraw:  load("elect_withdraw"),
 	}
-}
-
-// stripHeader drops a file's leading comment lines: they are for the
-// reader of the file, not for every round trip and pg_stat_activity.
-// Comments further down (the schema's) stay.
-func stripHeader(text string) string {
-	for strings.HasPrefix(text, "--") {
-		_, rest, _ := strings.Cut(text, "\n")
-		text = rest
-	}
-	return strings.TrimSpace(text)
 }

@@ -3,7 +3,7 @@ package pglock
 import (
 	"context"
 
-	"github.com/dlock-go/dlock/internal/sqllease"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -27,7 +27,7 @@ const beginTx = "BEGIN ISOLATION LEVEL READ COMMITTED"
 // the local flush, and what it asks of synchronous standbys.
 //
 // It also bounds the transaction's waits for a row's lock to
-// sqllease.LockWait (1s), or to half of statement_timeout if that is
+// dblease.LockWait (1s), or to half of statement_timeout if that is
 // shorter, unless lock_timeout is shorter already: a statement that meets
 // a lock's row held by another transaction past it fails with
 // lock_not_available (55P03), and an attempt so failing found the lock
@@ -106,5 +106,5 @@ func query(ctx context.Context, via sender, dest []any, each func() error, sql s
 }
 
 // again runs f again while it fails with a transient error (see
-// sqllease.Again).
-func again(ctx context.Context, f func() error) error { return sqllease.Again(ctx, transient, f) }
+// dblease.Again).
+func again(ctx context.Context, f func() error) error { return dblease.Again(ctx, transient, f) }

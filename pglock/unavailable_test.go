@@ -55,7 +55,7 @@ func waitFor(t *testing.T, done <-chan lockResult, d time.Duration, what string)
 // A lock's row that another transaction holds (SELECT ... FOR UPDATE,
 // with the server's default lock_timeout, none) is a held lock: TryLock
 // says not obtained, not unavailable, within a second or so (pglock's
-// statements wait at most sqllease.LockWait for a row's lock); Lock waits,
+// statements wait at most dblease.LockWait for a row's lock); Lock waits,
 // and takes the lock once the transaction ends.
 func TestIntegrationRowLockedByTransaction(t *testing.T) {
 	pg := sharedDB(t)

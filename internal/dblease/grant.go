@@ -1,4 +1,4 @@
-package sqllease
+package dblease
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // A Grant is a lease-mode lease: the lock's row holds its token.
 type Grant struct {
 	*lease.State
-	ls    *Leases
+	c     *Client
 	cfg   Config
 	entry renewal.Entry
 }
@@ -22,14 +22,44 @@ var _ dlock.Lease = (*Grant)(nil)
 
 // NewGrant returns the lease of lock name, held by token with fence until
 // until, under options cfg; Keep registers it with the Client.
-func NewGrant(ctx context.Context, ls *Leases, ev *lease.Events, name, token string, fence uint64, until time.Time, cfg Config) *Grant {
-	g := &Grant{ls: ls, cfg: cfg}
+func NewGrant(ctx context.Context, c *Client, ev *lease.Events, name, token string, fence uint64, until time.Time, cfg Config) *Grant {
+	g := &Grant{c: c, cfg: cfg}
 	g.State = lease.New(ctx, ev, name, token, fence, until, g.forget)
 	if cfg.MaxHold > 0 {
 		g.CapHold(time.Now().Add(cfg.MaxHold))
 	}
 	g.entry.Value = g
 	return g
+}
+
+// Granted hands out the lease-mode lease that the statements sent at
+// start granted to token, with fence: made and registered with the
+// Client, and checked fresh (see lease.Fresh). If the fence is past the
+// Dialect's MaxFence, ctx is done, or the grant came too late to be a
+// lease, it frees the row instead, and returns the error of the attempt.
+func (l *Locker) Granted(ctx context.Context, token string, fence uint64, start time.Time) (dlock.Lease, time.Duration, error) {
+	if fence > l.c.MaxFence {
+		l.c.Free(ctx, l.Name, token)
+		return nil, 0, l.c.FenceOutOfRange(l.Name, fence)
+	}
+	if cause := Cancelled(ctx, nil); cause != nil {
+		// Do not hand a lock to a caller that has stopped waiting for it.
+		l.c.Free(ctx, l.Name, token)
+		return nil, 0, dlock.NotObtained(cause)
+	}
+	until := lease.Validity(start, l.Cfg.TTL)
+	if !time.Now().Before(until) {
+		l.c.Free(ctx, l.Name, token)
+		return nil, time.Millisecond, l.tooSlow(start)
+	}
+	g := NewGrant(ctx, l.c, l.Events, l.Name, token, fence, until, l.Cfg)
+	if err := g.Keep(ctx); err != nil {
+		return nil, 0, err
+	}
+	if err := lease.Fresh(ctx, g, l.Cfg.TTL); err != nil {
+		return nil, time.Millisecond, err
+	}
+	return g, 0, nil
 }
 
 // TTL returns the lease's TTL.
@@ -40,13 +70,13 @@ func (g *Grant) TTL() time.Duration { return g.cfg.TTL }
 // g and returns an error matching both ErrClosed and dlock.ErrNotObtained:
 // the grant came as Close began.
 func (g *Grant) Keep(ctx context.Context) error {
-	if !g.ls.Grants.Add(g) {
-		g.ls.Free(ctx, g.Key(), g.Token())
-		g.End(dlock.Lost(g.ls.ErrClosed))
-		return dlock.NotObtained(g.ls.ErrClosed)
+	if !g.c.Grants.Add(g) {
+		g.c.Free(ctx, g.Key(), g.Token())
+		g.End(dlock.Lost(g.c.ErrClosed))
+		return dlock.NotObtained(g.c.ErrClosed)
 	}
 	if g.cfg.Renew {
-		g.ls.Renew.Add(&g.entry, g.cfg.TTL/3)
+		g.c.Renew.Add(&g.entry, g.cfg.TTL/3)
 	}
 	if g.Err() != nil { // ended already: make sure it is forgotten
 		g.forget()
@@ -57,10 +87,10 @@ func (g *Grant) Keep(ctx context.Context) error {
 // forget stops renewing an ended lease and drops it from the client; a
 // lease that reached its maximum hold frees its row in the background.
 func (g *Grant) forget() {
-	g.ls.Renew.Remove(&g.entry)
-	g.ls.Grants.Remove(g)
+	g.c.Renew.Remove(&g.entry)
+	g.c.Grants.Remove(g)
 	if g.MaxHoldReached() {
-		g.ls.Abandon(g.Key(), g.Token())
+		g.c.Abandon(g.Key(), g.Token(), 0)
 	}
 }
 
@@ -71,9 +101,9 @@ func (g *Grant) Refresh(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	held, err := g.ls.refresh(ctx, []*Grant{g})
+	held, err := g.c.refresh(ctx, []*Grant{g})
 	if err != nil {
-		err = g.ls.Describe("refreshing", g.Key(), err)
+		err = g.c.Describe("refreshing", g.Key(), err)
 		g.RenewFailed(err)
 		return err
 	}
@@ -99,19 +129,19 @@ func (g *Grant) Release(ctx context.Context) error {
 	if ended, err := g.BeginRelease(); ended {
 		return err
 	}
-	g.ls.Renew.Remove(&g.entry)
+	g.c.Renew.Remove(&g.entry)
 	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout(g.cfg.TTL))
 	defer cancel()
-	freed, err := g.ls.release(ctx, g.Key(), g.Token())
+	freed, err := g.c.release(ctx, g.Key(), g.Token())
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep
 		// trying to free the row in the background.
 		g.End(dlock.ErrReleased)
-		if g.ls.notRun(err) { // a terminated session ran nothing
-			g.ls.Abandon(g.Key(), g.Token())
+		if g.c.notRun(err) { // a terminated session ran nothing
+			g.c.Abandon(g.Key(), g.Token(), 0)
 		}
 		return fmt.Errorf("%s: release of %q did not reach the database (retrying in the background; at worst the lease expires within its TTL): %w",
-			g.ls.Pkg, g.Key(), g.ls.Describe("releasing", g.Key(), err))
+			g.c.Pkg, g.Key(), g.c.Describe("releasing", g.Key(), err))
 	}
 	if !freed {
 		g.End(dlock.Lost(dlock.ErrTakenOver))
@@ -119,14 +149,4 @@ func (g *Grant) Release(ctx context.Context) error {
 		return err
 	}
 	return g.Released()
-}
-
-// lose ends a lease that a renewal or refresh found lost, reporting the
-// failed renewal first.
-func lose(st interface {
-	End(error) bool
-	RenewFailed(error)
-}, err error) {
-	st.RenewFailed(err)
-	st.End(err)
 }

@@ -1,4 +1,4 @@
-package sqllease
+package dblease
 
 import (
 	"context"
@@ -44,6 +44,44 @@ type Locker struct {
 
 	// Faults says what an attempt's error means.
 	Faults
+
+	Cfg Config  // the lock's options
+	c   *Client // the Client whose lock it is
+}
+
+// NewLocker returns the Locker of the lock called name, of kind ("Mutex",
+// "SessionMutex") and options cfg, in session mode if session is true,
+// whose attempts are made by attempt. err is what is wrong with the
+// name or the options, if anything: every Lock and TryLock returns it,
+// and so they do if the TTL is longer than the Client's restart window.
+func (c *Client) NewLocker(name, kind string, session bool, cfg Config, err error, attempt AttemptFunc) *Locker {
+	held := &c.Grants
+	if session {
+		held = &c.Sessions
+	}
+	return &Locker{
+		Name: name, Err: errors.Join(err, c.Cfg.Restart.CheckTTL(c.Pkg, cfg.TTL)), Events: lease.NewEvents(c.Obs, name, kind),
+		Held: held, Retry: cfg.Retry, Usable: c.Usable, Wait: c.Wait, Attempt: attempt,
+		Timeout: AttemptTimeout(cfg.TTL), Faults: c.Faults, Cfg: cfg, c: c,
+	}
+}
+
+// Failed returns the error of an attempt that failed with err while doing
+// what ("acquiring"): one matching dlock.ErrNotObtained and the context
+// error behind err, if ctx ended or err says so (see Cancelled);
+// otherwise err, as the Client's Dialect describes it.
+func (l *Locker) Failed(ctx context.Context, what string, err error) error {
+	if cause := Cancelled(ctx, err); cause != nil {
+		return dlock.NotObtained(cause)
+	}
+	return l.c.Describe(what, l.Name, err)
+}
+
+// tooSlow returns the error of an attempt whose grant, asked for at
+// start, came too late to be a lease.
+func (l *Locker) tooSlow(start time.Time) error {
+	return dlock.NotObtained(fmt.Errorf("%s: acquiring %q took %v, longer than the TTL %v less the drift allowance",
+		l.Pkg, l.Name, time.Since(start), l.Cfg.TTL))
 }
 
 // Faults are a dialect's reading of the errors of an attempt.
@@ -51,8 +89,11 @@ type Faults struct {
 	// Pkg is the package's name, with which its error messages start.
 	Pkg string
 
-	// Transient reports whether an attempt's error is transient (see
-	// Dialect.Transient): the attempt is made again at once. Nil: none is.
+	// Transient reports whether err is a failure that a concurrent
+	// statement caused, and that running the statement again at once
+	// gets past: a serialization failure, a deadlock, a lock wait that
+	// timed out. The statement did not run. An attempt so failing is made
+	// again at once (see Again). Nil: none is.
 	Transient func(error) bool
 
 	// RowLocked reports whether an attempt's error says that it waited

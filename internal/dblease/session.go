@@ -1,4 +1,4 @@
-package sqllease
+package dblease
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // its holder hearing.
 type Session struct {
 	*lease.State
-	ls    *Leases
+	c     *Client
 	cfg   Config
 	conn  SessionConn
 	entry renewal.Entry
@@ -35,7 +35,7 @@ var _ dlock.Lease = (*Session)(nil)
 type SessionConn interface {
 	// Watch starts watching the idle connection, so that a session the
 	// database ends, or a broken connection, ends s at once with a cause
-	// made by Leases.SessionLost.
+	// made by Client.SessionLost.
 	Watch(s *Session)
 
 	// Stop stops the watching, when s has ended.
@@ -67,7 +67,7 @@ var (
 	// ErrEnded is what a use of a session's connection returns once the
 	// connection has been given back or closed. It never reaches a
 	// caller.
-	ErrEnded = errors.New("sqllease: the session lease has ended")
+	ErrEnded = errors.New("dblease: the session lease has ended")
 
 	// ErrDropped is what Unlock returns when the connection was closed for
 	// want of an answer by Until, and the row may still be the lease's. It
@@ -76,7 +76,7 @@ var (
 
 	// ErrNotHeld is what Confirm returns when the row is no longer held by
 	// the lease's token.
-	ErrNotHeld = errors.New("sqllease: the lock's row is not held by the session lease")
+	ErrNotHeld = errors.New("dblease: the lock's row is not held by the session lease")
 )
 
 // disposeTimeout bounds the release of a session's lock whose lease ended
@@ -86,14 +86,53 @@ const disposeTimeout = 5 * time.Second
 // NewSession returns the lease of lock name on conn, held by token with
 // fence until until, under options cfg; Keep registers it with the
 // Client.
-func NewSession(ctx context.Context, ls *Leases, ev *lease.Events, name, token string, fence uint64, until time.Time, cfg Config, conn SessionConn) *Session {
-	s := &Session{ls: ls, cfg: cfg, conn: conn}
+func NewSession(ctx context.Context, c *Client, ev *lease.Events, name, token string, fence uint64, until time.Time, cfg Config, conn SessionConn) *Session {
+	s := &Session{c: c, cfg: cfg, conn: conn}
 	s.State = lease.New(ctx, ev, name, token, fence, until, s.ended)
 	if cfg.MaxHold > 0 {
 		s.CapHold(time.Now().Add(cfg.MaxHold))
 	}
 	s.entry.Value = s
 	return s
+}
+
+// SessionGranted hands out the session-mode lease that the statements
+// sent at start granted to token, with fence, on conn: made and
+// registered with the Client, and checked fresh (see lease.Fresh). If the
+// grant came too late to be a lease, it calls drop, which must close the
+// connection (and so free the session's lock), and frees the row. If the
+// fence is past the Dialect's MaxFence, or ctx is done, it ends the lease,
+// which frees both. Either way it returns the error of the attempt.
+func (l *Locker) SessionGranted(ctx context.Context, token string, fence uint64, start time.Time, conn SessionConn, drop func()) (dlock.Lease, time.Duration, error) {
+	until := lease.Validity(start, l.Cfg.TTL)
+	if !time.Now().Before(until) {
+		// Too slow to be a lease: a State made with its Until past would
+		// end, and run its clean-up, before it was fully made.
+		drop()
+		l.c.Free(ctx, l.Name, token)
+		return nil, time.Millisecond, l.tooSlow(start)
+	}
+	s := NewSession(ctx, l.c, l.Events, l.Name, token, fence, until, l.Cfg, conn)
+	if fence > l.c.MaxFence {
+		s.Release(context.WithoutCancel(ctx)) // never handed out: frees the row and the session's lock
+		return nil, 0, l.c.FenceOutOfRange(l.Name, fence)
+	}
+	if cause := Cancelled(ctx, nil); cause != nil {
+		// Do not hand a lock to a caller that has stopped waiting for it.
+		s.End(dlock.Lost(cause))
+		return nil, 0, dlock.NotObtained(cause)
+	}
+	if !time.Now().Before(s.Until()) {
+		s.End(dlock.Lost(dlock.ErrExpired))
+		return nil, time.Millisecond, l.tooSlow(start)
+	}
+	if err := s.Keep(); err != nil {
+		return nil, 0, err
+	}
+	if err := lease.Fresh(ctx, s, l.Cfg.TTL); err != nil {
+		return nil, time.Millisecond, err
+	}
+	return s, 0, nil
 }
 
 // TTL returns the lease's TTL.
@@ -105,13 +144,13 @@ func (s *Session) TTL() time.Duration { return s.cfg.TTL }
 // session's lock, and returns an error matching both ErrClosed and
 // dlock.ErrNotObtained: the grant came as Close began.
 func (s *Session) Keep() error {
-	if !s.ls.Sessions.Add(s) {
-		s.End(dlock.Lost(s.ls.ErrClosed))
-		return dlock.NotObtained(s.ls.ErrClosed)
+	if !s.c.Sessions.Add(s) {
+		s.End(dlock.Lost(s.c.ErrClosed))
+		return dlock.NotObtained(s.c.ErrClosed)
 	}
 	s.conn.Watch(s)
 	if s.cfg.Renew {
-		s.ls.Renew.Add(&s.entry, s.cfg.TTL/3)
+		s.c.Renew.Add(&s.entry, s.cfg.TTL/3)
 	}
 	if s.Err() != nil { // ended already: make sure it is forgotten
 		s.forget()
@@ -123,8 +162,8 @@ func (s *Session) Keep() error {
 // client.
 func (s *Session) forget() {
 	s.conn.Stop()
-	s.ls.Renew.Remove(&s.entry)
-	s.ls.Sessions.Remove(s)
+	s.c.Renew.Remove(&s.entry)
+	s.c.Sessions.Remove(s)
 }
 
 // ended runs when the lease ends, for whatever reason: unless Release has
@@ -141,9 +180,9 @@ func (s *Session) ended() {
 				return background.Cleaned
 			}
 		}
-		return s.ls.LookAgain(ctx, s.Key(), s.Token())
+		return s.c.lookAgain(ctx, s.Key(), s.Token(), 0)
 	}
-	if !s.ls.Clean(look) {
+	if !s.c.Clean(look) {
 		go s.dispose(context.Background())
 	}
 }
@@ -160,11 +199,15 @@ func (s *Session) dispose(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
 	defer cancel()
 	_, err := s.conn.Unlock(ctx, s)
-	return err == nil || errors.Is(err, ErrEnded) && !errors.Is(err, ErrDropped) || errors.Is(s.Err(), s.ls.ErrSessionLost)
+	return err == nil || errors.Is(err, ErrEnded) && !errors.Is(err, ErrDropped) || errors.Is(s.Err(), s.c.ErrSessionLost)
 }
 
 // extend confirms the lease and extends it to the TTL from the moment it
-// asked. It reports whether the lease is still held.
+// asked. It reports whether the lease is still held. A confirmation that
+// finds the lease lost ends it with Lose; Release does not mark a Session
+// as releasing (see lease.State.BeginRelease), since the two take turns
+// on the connection, and a confirmation that comes second finds it given
+// back (ErrEnded).
 func (s *Session) extend(ctx context.Context) bool {
 	ctx, cancel := context.WithDeadline(ctx, s.Until()) // past Until, the lease has ended anyway
 	defer cancel()
@@ -173,9 +216,9 @@ func (s *Session) extend(ctx context.Context) bool {
 	case err == nil:
 		return s.Extend(lease.Validity(start, s.cfg.TTL))
 	case errors.Is(err, ErrNotHeld):
-		lose(s, dlock.Lost(dlock.ErrTakenOver))
+		s.Lose(dlock.Lost(dlock.ErrTakenOver))
 	case !errors.Is(err, ErrEnded):
-		lose(s, dlock.Lost(s.ls.SessionLost(err)))
+		s.Lose(dlock.Lost(s.c.SessionLost(err)))
 	}
 	return false
 }
@@ -208,7 +251,7 @@ func (s *Session) Refresh(ctx context.Context) error {
 		_, err := s.Ended(false)
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("%s: refresh of %q: %w (the confirmation goes on; the lease stands unless it fails)", s.ls.Pkg, s.Key(), ctx.Err())
+		return fmt.Errorf("%s: refresh of %q: %w (the confirmation goes on; the lease stands unless it fails)", s.c.Pkg, s.Key(), ctx.Err())
 	}
 }
 
@@ -227,7 +270,7 @@ func (s *Session) Release(ctx context.Context) error {
 		s.letGo(err)
 		return err
 	}
-	s.ls.Renew.Remove(&s.entry)
+	s.c.Renew.Remove(&s.entry)
 	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout(s.cfg.TTL))
 	defer cancel()
 	freed, err := s.conn.Unlock(ctx, s)
@@ -251,7 +294,7 @@ func (s *Session) Release(ctx context.Context) error {
 // returns, says that the session ended: the row may still hold the
 // lease's token.
 func (s *Session) letGo(err error) {
-	if errors.Is(err, s.ls.ErrSessionLost) {
-		s.ls.Abandon(s.Key(), s.Token())
+	if errors.Is(err, s.c.ErrSessionLost) {
+		s.c.Abandon(s.Key(), s.Token(), 0)
 	}
 }

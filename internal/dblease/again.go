@@ -1,4 +1,4 @@
-package sqllease
+package dblease
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // Tries is how many times a statement that fails with a transient error
-// (see Dialect.Transient) is run in all before its error counts: such a
+// (see Faults.Transient) is run in all before its error counts: such a
 // failure says that a concurrent statement got in the way, and the next
 // try finds it done.
 const Tries = 3

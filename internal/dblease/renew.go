@@ -1,4 +1,4 @@
-package sqllease
+package dblease
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // leases in one statement, and confirms each session-mode lease on its
 // own connection, all at once. It returns when each is to be renewed
 // next, or the zero time to stop.
-func (ls *Leases) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
+func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
 	next := make([]time.Time, len(batch))
 	var grants []*Grant
 	var at []int // the index in batch of each of grants
@@ -30,7 +30,7 @@ func (ls *Leases) renewBatch(ctx context.Context, batch []*renewal.Entry) []time
 		}
 	}
 	if len(grants) > 0 {
-		for i, t := range ls.renewGrants(ctx, grants) {
+		for i, t := range c.renewGrants(ctx, grants) {
 			next[at[i]] = t
 		}
 	}
@@ -39,7 +39,7 @@ func (ls *Leases) renewBatch(ctx context.Context, batch []*renewal.Entry) []time
 }
 
 // renewGrants renews lease-mode leases in one statement.
-func (ls *Leases) renewGrants(ctx context.Context, gs []*Grant) []time.Time {
+func (c *Client) renewGrants(ctx context.Context, gs []*Grant) []time.Time {
 	deadline := gs[0].Until()
 	for _, g := range gs[1:] {
 		if u := g.Until(); u.Before(deadline) {
@@ -50,7 +50,7 @@ func (ls *Leases) renewGrants(ctx context.Context, gs []*Grant) []time.Time {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	start := time.Now()
-	held, err := ls.refresh(ctx, gs)
+	held, err := c.refresh(ctx, gs)
 	now := time.Now()
 	next := make([]time.Time, len(gs))
 	for i, g := range gs {
@@ -62,7 +62,7 @@ func (ls *Leases) renewGrants(ctx context.Context, gs []*Grant) []time.Time {
 		case err != nil:
 			// Try again soon; the lease ends by itself at Until if no
 			// renewal gets through.
-			g.RenewFailed(ls.Describe("renewing", g.Key(), err))
+			g.RenewFailed(c.Describe("renewing", g.Key(), err))
 			next[i] = now.Add(period / 4)
 		case !held[i]:
 			g.Lose(dlock.Lost(dlock.ErrTakenOver)) // unless Release began meanwhile

@@ -1,4 +1,4 @@
-package sqllease
+package dblease
 
 import (
 	"context"
@@ -11,23 +11,21 @@ import (
 
 var errTestClosed = errors.New("test: client closed")
 
-// newTestLocker returns a Locker on leases of their own whose attempts
-// are made by attempt.
-func newTestLocker(ls *Leases, attempt AttemptFunc) *Locker {
-	var ws Waiters
-	return &Locker{
-		Name: "l", Held: &ls.Grants, Retry: dlock.ExponentialBackoff(time.Millisecond, 4*time.Millisecond),
-		Usable: func() error { return ls.Usable(nil) }, Wait: ws.Wait, Attempt: attempt,
-		Timeout: MinAttemptTimeout, Faults: Faults{Pkg: "test"},
-	}
+// newTestLocker returns a Locker of Client c whose attempts are made by
+// attempt.
+func newTestLocker(c *Client, attempt AttemptFunc) *Locker {
+	l := c.NewLocker("l", "Mutex", false, NewConfig(time.Minute, dlock.ExponentialBackoff(time.Millisecond, 4*time.Millisecond)), nil, attempt)
+	l.Timeout = MinAttemptTimeout
+	return l
 }
 
-func testLeases() *Leases {
+func testClient() *Client {
 	return New(Dialect{
-		Pkg: "test", ErrClosed: errTestClosed, ErrSessionLost: errors.New("test: session lost"),
+		Faults: Faults{Pkg: "test"}, ErrClosed: errTestClosed, ErrSessionLost: errors.New("test: session lost"),
 		Release:       func(context.Context, string, string) (bool, error) { return true, nil },
 		IsServerError: func(error) bool { return true },
-	})
+		MaxFence:      1<<53 - 1,
+	}, ClientConfig{}, nil)
 }
 
 // A grant that comes as Close begins, to a Lock whose ctx ends at the same
@@ -37,13 +35,13 @@ func testLeases() *Leases {
 // nor ctx.Err().
 func TestGrantAsCloseBegins(t *testing.T) {
 	for _, try := range []bool{false, true} {
-		ls := testLeases()
+		c := testClient()
 		ctx, cancel := context.WithCancel(context.Background())
-		l := newTestLocker(ls, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
-			g := NewGrant(actx, ls, nil, "l", "token", 1, time.Now().Add(time.Minute), NewConfig(time.Minute, dlock.NoRetry()))
+		l := newTestLocker(c, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+			g := NewGrant(actx, c, nil, "l", "token", 1, time.Now().Add(time.Minute), NewConfig(time.Minute, dlock.NoRetry()))
 			cancel()
-			go ls.Close(nil) // waits for this call to end
-			for !ls.Grants.Closed() {
+			go c.Close(nil) // waits for this call to end
+			for !c.Grants.Closed() {
 				time.Sleep(time.Millisecond)
 			}
 			if err := g.Keep(actx); err != nil {
@@ -71,16 +69,16 @@ var fault = errors.New("test: connection refused")
 // failure; TryLock's matches ErrUnavailable and not ErrNotObtained; an
 // error that is neither ends Lock at once.
 func TestLockWaitsThroughFaults(t *testing.T) {
-	ls := testLeases()
-	defer ls.Close(nil)
+	c := testClient()
+	defer c.Close(nil)
 	failing := 3
 	var tries int
-	l := newTestLocker(ls, func(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+	l := newTestLocker(c, func(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
 		tries++
 		if tries <= failing {
 			return nil, 0, fault
 		}
-		return NewGrant(ctx, ls, nil, "l", "token", 1, time.Now().Add(time.Minute), NewConfig(time.Minute, dlock.NoRetry())), 0, nil
+		return NewGrant(ctx, c, nil, "l", "token", 1, time.Now().Add(time.Minute), NewConfig(time.Minute, dlock.NoRetry())), 0, nil
 	})
 	l.Unavailable = func(err error) bool { return errors.Is(err, fault) }
 	l.Service = func() string { return "test 127.0.0.1:1" }
@@ -122,9 +120,9 @@ func TestLockWaitsThroughFaults(t *testing.T) {
 // An attempt that does not answer within its Timeout is given up: Lock
 // counts it as unavailable, and TryLock returns within the Timeout.
 func TestAttemptTimeout(t *testing.T) {
-	ls := testLeases()
-	defer ls.Close(nil)
-	l := newTestLocker(ls, func(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+	c := testClient()
+	defer c.Close(nil)
+	l := newTestLocker(c, func(ctx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
 		<-ctx.Done() // a database that does not answer
 		return nil, 0, dlock.NotObtained(ctx.Err())
 	})

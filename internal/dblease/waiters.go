@@ -1,4 +1,4 @@
-package sqllease
+package dblease
 
 import "sync"
 

@@ -1,8 +1,10 @@
-package sqllease
+package dblease
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -15,6 +17,27 @@ func Apply[T any, O ~func(*T)](c *T, opts []O) {
 			o(c)
 		}
 	}
+}
+
+// ClientConfig is what a Client's options set.
+type ClientConfig struct {
+	Table   string         // WithTable's name, as given
+	Obs     dlock.Observer // WithObserver's; nil for none
+	Log     *slog.Logger   // WithLogger's; nil for none
+	Restart RestartWindow
+}
+
+// NewClientConfig returns the options of a Client that opts set, skipping
+// nil ones, over the defaults: table, and none other.
+func NewClientConfig[O ~func(*ClientConfig)](table string, opts []O) ClientConfig {
+	c := ClientConfig{Table: table}
+	Apply(&c, opts)
+	return c
+}
+
+// WithRestartWindow is the option WithRestartWindow(d) of either package.
+func WithRestartWindow(d time.Duration) func(*ClientConfig) {
+	return func(c *ClientConfig) { c.Restart.Window, c.Restart.Set = d, true }
 }
 
 // Config is what a lock's options set, in either mode.
@@ -42,6 +65,14 @@ func (c Config) Check(pkg string, minTTL, maxTTL time.Duration) error {
 		return fmt.Errorf("%s: WithMaxHold(%v): want a positive duration, or 0 for no cap", pkg, c.MaxHold)
 	}
 	return dlock.CheckRetry(c.Retry)
+}
+
+// Windows returns, in whole units of unit, how long a server whose
+// identity changed, and one that started, grants a lock of these options
+// nothing under restart window w: 0 for not at all.
+func (c Config) Windows(w RestartWindow, unit time.Duration) (identity, restart int64) {
+	i, r := w.Spans(c.TTL)
+	return Units(i, unit), Units(r, unit)
 }
 
 // Units returns d in whole units, rounded up: a TTL so given to the
@@ -96,4 +127,19 @@ func (w RestartWindow) Spans(ttl time.Duration) (identity, restart time.Duration
 func Abstaining(pkg, name string, left time.Duration) error {
 	return dlock.NotObtained(fmt.Errorf("%s: the database server started, or changed (a failover, a restore), less than its restart window ago: it grants %q to no one for %v more, so that no lease granted before can still be valid (see WithRestartWindow)",
 		pkg, name, left))
+}
+
+// CheckName returns the error, naming package pkg, of a lock or resource
+// name (what says which) that is empty, longer than max bytes, or not
+// valid UTF-8.
+func CheckName(pkg, what, name string, max int) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s: empty %s name", pkg, what)
+	case len(name) > max:
+		return fmt.Errorf("%s: %s name of %d bytes is longer than the limit of %d", pkg, what, len(name), max)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%s: %s name %q is not valid UTF-8", pkg, what, name)
+	}
+	return nil
 }
