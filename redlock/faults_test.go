@@ -12,9 +12,9 @@ import (
 	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
-	"github.com/dlock-go/dlock/redislock/transport"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/redis/go-redis/v9"
 )
@@ -593,16 +593,16 @@ func TestIntegrationNodesThatCannotServe(t *testing.T) {
 		m := c.NewMutex("closed-clients")
 		for range 20 { // each starts a clean-up, which retries its nodes (it once raced with its fan-outs)
 			_, err := m.TryLock(timeout(t, 10*time.Second))
-			if errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, transport.ErrUnusable) {
-				t.Fatalf("TryLock on closed clients = %v; want transport.ErrUnusable, neither ErrNotObtained nor ErrUnavailable", err)
+			if errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, redisconn.ErrUnusable) {
+				t.Fatalf("TryLock on closed clients = %v; want redisconn.ErrUnusable, neither ErrNotObtained nor ErrUnavailable", err)
 			}
 		}
 		start := time.Now()
 		_, err := m.Lock(timeout(t, 5*time.Second))
 		took := time.Since(start)
 		t.Logf("measured: Lock on closed clients returned after %v", took.Round(time.Millisecond))
-		if errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, transport.ErrUnusable) {
-			t.Errorf("Lock on closed clients = %v; want transport.ErrUnusable, not ErrNotObtained", err)
+		if errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, redisconn.ErrUnusable) {
+			t.Errorf("Lock on closed clients = %v; want redisconn.ErrUnusable, not ErrNotObtained", err)
 		}
 		if took > time.Second {
 			t.Errorf("Lock on closed clients took %v; want it to fail at once", took)

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redlock"
 )
@@ -25,7 +24,7 @@ type countingConn struct {
 	gate  sync.RWMutex // held by a test to stop the client's calls, as a pause of its process would
 }
 
-func (c *countingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *countingConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	c.gate.RLock()
 	defer c.gate.RUnlock()
 	c.mu.Lock()
