@@ -10,14 +10,13 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/dlock-go/dlock/redislock"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 //go:embed lua/write.lua
 var writeSrc string
 
-var writeScript = transport.NewScript("write", writeSrc)
+var writeScript = redisconn.NewScript("write", writeSrc)
 
 // A Redis guards a user's own keys on a Redis deployment (standalone,
 // Sentinel or Cluster), which need not be the one the lock lives on. It
@@ -52,7 +51,7 @@ var writeScript = transport.NewScript("write", writeSrc)
 // the last writes loses them as a restart would: the guard does not wait
 // for replicas.
 type Redis struct {
-	conn transport.Conn
+	conn redisconn.Conn
 	config
 
 	// persistent is held while the server's configuration is read: a
@@ -80,7 +79,7 @@ var ErrNotPersistent = errors.New("fence: the server may forget fences")
 // for a rueidis one, as for redislock. Of the options, it takes
 // WithObserver, AcceptFenceLoss and WithMaxJump. It makes no request: the server's
 // persistence is read by the guard's first call.
-func NewRedis(conn redislock.Conn, opts ...Option) *Redis {
+func NewRedis(conn redisconn.Conn, opts ...Option) *Redis {
 	return &Redis{conn: conn, config: newConfig(opts), persistent: make(chan struct{}, 1)}
 }
 
@@ -199,8 +198,8 @@ func (r *Redis) eval(ctx context.Context, resource string, fence uint64, op stri
 	if op == "advance" {
 		what = "fence check of"
 	}
-	results := make([]transport.Result, 1)
-	r.conn.Eval(ctx, []transport.Call{{Script: writeScript, Keys: keys, Args: args}}, results)
+	results := make([]redisconn.Result, 1)
+	r.conn.Eval(ctx, []redisconn.Call{{Script: writeScript, Keys: keys, Args: args}}, results)
 	res := results[0]
 	if res.Err != nil {
 		return fmt.Errorf("fence: %s Redis key %q: %w", what, resource, res.Err)
@@ -237,7 +236,7 @@ func (s redisStore) Advance(ctx context.Context, resource string, fence uint64) 
 // A commander is a Conn that can also send a plain command, as the Conns
 // of goredisconn and rueidisconn can.
 type commander interface {
-	Command(ctx context.Context, args ...string) transport.Result
+	Command(ctx context.Context, args ...string) redisconn.Result
 }
 
 // checkPersistent returns nil if the server persists every write, or the
@@ -282,7 +281,7 @@ func (r *Redis) readPersistence(ctx context.Context) (verdict, err error) {
 	for _, param := range []string{"appendonly", "appendfsync", "no-appendfsync-on-rewrite", "maxmemory", "maxmemory-policy"} {
 		res := cmd.Command(ctx, "CONFIG", "GET", param)
 		if res.Err != nil {
-			var re *transport.ReplyError
+			var re *redisconn.ReplyError
 			if msg := res.Err.Error(); errors.As(res.Err, &re) && (strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")) {
 				return fmt.Errorf("%w, as far as the guard can tell: the server refused CONFIG GET %s (%v); allow CONFIG GET for this user, and %s",
 					ErrNotPersistent, param, res.Err, fix), nil

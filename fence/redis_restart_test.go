@@ -10,8 +10,8 @@ import (
 
 	"github.com/dlock-go/dlock/fence"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
-	"github.com/dlock-go/dlock/redislock/transport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -138,4 +138,4 @@ func TestIntegrationRedisPersistenceUnknown(t *testing.T) {
 }
 
 // evalOnly is a Conn with no Command method.
-type evalOnly struct{ transport.Conn }
+type evalOnly struct{ redisconn.Conn }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/dlock-go/dlock/fence"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
-	"github.com/dlock-go/dlock/redislock/transport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -110,22 +110,22 @@ func TestIntegrationRedisResent(t *testing.T) {
 
 // twiceConn sends every call twice in one round trip and returns the
 // second run's result.
-type twiceConn struct{ transport.Conn }
+type twiceConn struct{ redisconn.Conn }
 
 // Command passes a plain command on, so that the guard can read the
 // server's persistence through the wrapper.
-func (c twiceConn) Command(ctx context.Context, args ...string) transport.Result {
+func (c twiceConn) Command(ctx context.Context, args ...string) redisconn.Result {
 	return c.Conn.(interface {
-		Command(context.Context, ...string) transport.Result
+		Command(context.Context, ...string) redisconn.Result
 	}).Command(ctx, args...)
 }
 
-func (c twiceConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
-	doubled := make([]transport.Call, 0, 2*len(calls))
+func (c twiceConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
+	doubled := make([]redisconn.Call, 0, 2*len(calls))
 	for _, call := range calls {
 		doubled = append(doubled, call, call)
 	}
-	out := make([]transport.Result, len(doubled))
+	out := make([]redisconn.Result, len(doubled))
 	c.Conn.Eval(ctx, doubled, out)
 	for i := range results {
 		if out[2*i].Err != nil {

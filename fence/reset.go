@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A Resetter is a Store whose record of a resource's newest fence an
@@ -76,7 +76,7 @@ func (m *memory) Reset(_ context.Context, resource string, fence uint64) (uint64
 //go:embed lua/reset.lua
 var resetSrc string
 
-var resetScript = transport.NewScript("reset", resetSrc)
+var resetScript = redisconn.NewScript("reset", resetSrc)
 
 // Reset records fence as the newest written to key, whatever was
 // recorded, and returns what was (0 for nothing); fence 0 removes the
@@ -91,8 +91,8 @@ func (r *Redis) Reset(ctx context.Context, key string, fence uint64) (previous u
 	if err != nil {
 		return 0, err
 	}
-	results := make([]transport.Result, 1)
-	r.conn.Eval(ctx, []transport.Call{{Script: resetScript, Keys: []string{fk, cmp.Or(legacy, fk)}, Args: []string{strconv.FormatUint(fence, 10)}}}, results)
+	results := make([]redisconn.Result, 1)
+	r.conn.Eval(ctx, []redisconn.Call{{Script: resetScript, Keys: []string{fk, cmp.Or(legacy, fk)}, Args: []string{strconv.FormatUint(fence, 10)}}}, results)
 	if err := results[0].Err; err != nil {
 		return 0, fmt.Errorf("fence: resetting the fence of Redis key %q: %w", key, err)
 	}

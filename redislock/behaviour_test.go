@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/redis/go-redis/v9"
@@ -27,7 +26,7 @@ type countingConn struct {
 	evals, calls, acquires atomic.Int64
 }
 
-func (c *countingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *countingConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	c.evals.Add(1)
 	c.calls.Add(int64(len(calls)))
 	for _, call := range calls {

@@ -14,7 +14,7 @@ import (
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A Client makes locks on one Redis deployment. It owns the two things its
@@ -144,14 +144,14 @@ func (c *Client) usable() error {
 func (c *Client) eval(ctx context.Context, s *redisscript.Script, keys []string, args ...string) (any, error) {
 	ctx, cancel, _ := bound(ctx, 0)
 	defer cancel()
-	var res [1]transport.Result
-	c.conn.Eval(ctx, []transport.Call{{Script: s, Keys: keys, Args: args}}, res[:])
+	var res [1]redisconn.Result
+	c.conn.Eval(ctx, []redisconn.Call{{Script: s, Keys: keys, Args: args}}, res[:])
 	return res[0].Val, res[0].Err
 }
 
 // abandon runs, in the background, the release call of what an
 // interrupted request may have taken (see cleanUp).
-func (c *Client) abandon(release transport.Call) {
+func (c *Client) abandon(release redisconn.Call) {
 	if c.closing() {
 		// Close gives what it could not reach up: the key expires
 		// within its TTL.
@@ -195,7 +195,7 @@ var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // since a request still buffered on a paused server runs when it resumes,
 // however late. Once Close has begun, it looks once more, within Close's
 // time, and stops: a key left expires within its TTL.
-func (c *Client) cleanUp(ctx context.Context, release transport.Call) {
+func (c *Client) cleanUp(ctx context.Context, release redisconn.Call) {
 	checks := 0
 	for n := 1; ; n++ {
 		closing := c.closing()
@@ -229,13 +229,13 @@ func (c *Client) cleanUp(ctx context.Context, release transport.Call) {
 
 // releaseCall is the call of script s that deletes the lock k that token
 // holds and wakes waiters: release.lua's shape.
-func releaseCall(k keys, token string, s *redisscript.Script) transport.Call {
-	return transport.Call{Script: s, Keys: []string{k.lock}, Args: []string{token, k.channel}}
+func releaseCall(k keys, token string, s *redisscript.Script) redisconn.Call {
+	return redisconn.Call{Script: s, Keys: []string{k.lock}, Args: []string{token, k.channel}}
 }
 
 // release runs a release call now if the server answers, and otherwise
 // in the background (see abandon).
-func (c *Client) release(ctx context.Context, call transport.Call) error {
+func (c *Client) release(ctx context.Context, call redisconn.Call) error {
 	_, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil && unfinished(err) {
 		c.abandon(call)

@@ -139,7 +139,7 @@
 // Lock a deadline. What waiting cannot heal fails at once:
 // any other error reply (NOAUTH, WRONGPASS, NOPERM, a key of another type,
 // a script the server refuses), a go-redis client that was closed or a
-// Redis client never given (transport.ErrUnusable), a TLS handshake refused
+// Redis client never given (redisconn.ErrUnusable), a TLS handshake refused
 // on the certificates, by either side, or met by a server that does not
 // speak TLS, a bad name or option, a closed Client, a lock of another kind.
 // (rueidis reports a client that was closed with the error it gives while

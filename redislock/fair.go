@@ -11,7 +11,7 @@ import (
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // MinFairWaiterTimeout is the shortest time a FairMutex's queue keeps a
@@ -232,7 +232,7 @@ func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*
 			// ends.
 			call := releaseCall(m.keys, token, releaseScript)
 			if enqueue {
-				call = transport.Call{Script: redisscript.FairRelease, Keys: []string{m.keys.lock, m.queue, m.times},
+				call = redisconn.Call{Script: redisscript.FairRelease, Keys: []string{m.keys.lock, m.queue, m.times},
 					Args: []string{token, m.prefix, m.waitMs, waiter}}
 			}
 			m.c.abandon(call)
@@ -317,7 +317,7 @@ func (l *fairLease) forget() {
 	l.m.c.renew.Remove(&l.entry)
 	l.m.c.leases.Remove(l)
 	if l.MaxHoldReached() { // give the lock back, to the head of the queue
-		l.m.c.abandon(transport.Call{Script: redisscript.FairRelease, Keys: []string{l.m.keys.lock, l.m.queue, l.m.times}, Args: []string{l.Token(), l.m.prefix}})
+		l.m.c.abandon(redisconn.Call{Script: redisscript.FairRelease, Keys: []string{l.m.keys.lock, l.m.queue, l.m.times}, Args: []string{l.Token(), l.m.prefix}})
 	}
 }
 
@@ -347,10 +347,10 @@ func (l *fairLease) Release(ctx context.Context) error {
 	return l.Released()
 }
 
-func (l *fairLease) refreshCall() transport.Call {
-	return transport.Call{Script: refreshScript, Keys: []string{l.m.keys.lock}, Args: []string{l.Token(), l.m.ttl}}
+func (l *fairLease) refreshCall() redisconn.Call {
+	return redisconn.Call{Script: refreshScript, Keys: []string{l.m.keys.lock}, Args: []string{l.Token(), l.m.ttl}}
 }
 
-func (l *fairLease) renewed(r transport.Result, start, now time.Time) time.Time {
+func (l *fairLease) renewed(r redisconn.Result, start, now time.Time) time.Time {
 	return renewOutcome(l, r, refreshScript, lease.Validity(start, l.m.cfg.ttl), now, l.m.cfg.ttl/3)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A grant is a Mutex's lease.
@@ -75,10 +75,10 @@ func (g *grant) Release(ctx context.Context) error {
 	return g.Released()
 }
 
-func (g *grant) refreshCall() transport.Call {
-	return transport.Call{Script: g.m.f.refresh, Keys: append([]string{g.m.keys.lock}, g.m.extra...), Args: []string{g.Token(), g.m.ttl}}
+func (g *grant) refreshCall() redisconn.Call {
+	return redisconn.Call{Script: g.m.f.refresh, Keys: append([]string{g.m.keys.lock}, g.m.extra...), Args: []string{g.Token(), g.m.ttl}}
 }
 
-func (g *grant) renewed(r transport.Result, start, now time.Time) time.Time {
+func (g *grant) renewed(r redisconn.Result, start, now time.Time) time.Time {
 	return renewOutcome(g, r, g.m.f.refresh, lease.Validity(start, g.m.cfg.ttl), now, g.m.cfg.ttl/3)
 }

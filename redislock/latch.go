@@ -11,7 +11,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // ErrInvalidCount is returned, wrapped, by Latch.TrySetCount for a count
@@ -189,7 +189,7 @@ func (l *Latch) cancelled(cause error) error {
 
 // describe names the problem behind a failed latch script.
 func (l *Latch) describe(sc *redisscript.Script, err error) error {
-	var re *transport.ReplyError
+	var re *redisconn.ReplyError
 	if errors.As(err, &re) && strings.Contains(re.Msg, "DLOCKCOUNT") {
 		return fmt.Errorf("redislock: latch %q: %s; something other than dlock wrote it: %w",
 			l.name, strings.TrimPrefix(re.Msg, "DLOCKCOUNT "), ErrInvalidCount)

@@ -12,7 +12,7 @@ import (
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A Mutex is an exclusive lock on one Redis deployment, identified by
@@ -276,12 +276,12 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 	}
 	giveBack := m.releaseCall(token, hold)
 	start := time.Now()
-	var res [1]transport.Result
+	var res [1]redisconn.Result
 	mark := "" // "*": take the lock marked, see acquire.lua
 	if waited {
 		mark = "*"
 	}
-	call := transport.Call{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
+	call := redisconn.Call{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}
 	if m.f.lined && ln != nil {
 		since, onWin := ln.w.line()
@@ -289,7 +289,7 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 		call.Args = append(call.Args, m.c.id, strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(ln.life), 10), onWin)
 	}
 	actx, cancel, own := bound(ctx, m.cfg.replicaTimeout)
-	m.c.conn.Eval(actx, []transport.Call{call}, res[:])
+	m.c.conn.Eval(actx, []redisconn.Call{call}, res[:])
 	cancel()
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
@@ -348,11 +348,11 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 }
 
 // releaseCall is the call that gives up the hold hold of owner token.
-func (m *Mutex) releaseCall(token, hold string) transport.Call {
+func (m *Mutex) releaseCall(token, hold string) redisconn.Call {
 	if m.f.lined {
-		return transport.Call{Script: m.f.release, Keys: []string{m.keys.lock, m.keys.waiting}, Args: []string{token, m.keys.channel, hold, m.keys.wake}}
+		return redisconn.Call{Script: m.f.release, Keys: []string{m.keys.lock, m.keys.waiting}, Args: []string{token, m.keys.channel, hold, m.keys.wake}}
 	}
-	return transport.Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
+	return redisconn.Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
 }
 
 // A line is what a waiting attempt needs to stand in the lock's line of

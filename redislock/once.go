@@ -10,7 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // ErrOutcomeUnknown is matched by the error of Semaphore.AddPermits,
@@ -110,7 +110,7 @@ func (c *Client) evalOnce(ctx context.Context, base string, s *redisscript.Scrip
 // of evalOnce record under the request id (a refusal: DLOCK..., or a key
 // of another type): every copy of the request gets the same.
 func recorded(err error) bool {
-	var re *transport.ReplyError
+	var re *redisconn.ReplyError
 	return errors.As(err, &re) && (strings.HasPrefix(re.Msg, "DLOCK") || strings.HasPrefix(re.Msg, "WRONGTYPE dlock "))
 }
 
@@ -118,7 +118,7 @@ func recorded(err error) bool {
 // the script, for a while only: it is busy with another script, loading
 // its data, or (a Cluster) moving the slot or without a master for it.
 func unrun(err error) bool {
-	var re *transport.ReplyError
+	var re *redisconn.ReplyError
 	if !errors.As(err, &re) {
 		return false
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A renewable is a lease the client's watchdog renews. Every lock kind's
@@ -16,18 +16,18 @@ import (
 // pipelined round trip.
 type renewable interface {
 	// refreshCall returns the script call that extends the lease.
-	refreshCall() transport.Call
+	refreshCall() redisconn.Call
 	// renewed applies the outcome of that call, sent at start, and returns
 	// when to renew next, or the zero time to stop.
-	renewed(r transport.Result, start, now time.Time) time.Time
+	renewed(r redisconn.Result, start, now time.Time) time.Time
 	// Until is the lease's deadline.
 	Until() time.Time
 }
 
 // renewBatch refreshes a batch of leases in one pipelined round trip.
 func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
-	calls := make([]transport.Call, len(batch))
-	results := make([]transport.Result, len(batch))
+	calls := make([]redisconn.Call, len(batch))
+	results := make([]redisconn.Result, len(batch))
 	deadline := time.Now().Add(time.Minute)
 	for i, e := range batch {
 		r := e.Value.(renewable)
@@ -58,7 +58,7 @@ func renewOutcome(st interface {
 	Lose(error) bool
 	RenewFailed(error)
 	Key() string
-}, r transport.Result, s *redisscript.Script, until, now time.Time, period time.Duration) time.Time {
+}, r redisconn.Result, s *redisscript.Script, until, now time.Time, period time.Duration) time.Time {
 	switch {
 	case r.Err == nil && r.Val == int64(1):
 		if st.Extend(until) {
@@ -123,9 +123,9 @@ func (c *Client) refresh(ctx context.Context, l refreshable, ttl time.Duration) 
 // even if the Conn has not: go-redis ends a call only at a deadline, and
 // Close, which cancels the renewals under way, must not wait for a server
 // that does not answer. The results are then ctx's error.
-func (c *Client) evalOrLeave(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *Client) evalOrLeave(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	done := make(chan struct{})
-	own := make([]transport.Result, len(results))
+	own := make([]redisconn.Result, len(results))
 	go func() {
 		c.conn.Eval(ctx, calls, own)
 		close(done)
@@ -141,7 +141,7 @@ func (c *Client) evalOrLeave(ctx context.Context, calls []transport.Call, result
 		default:
 		}
 		for i := range results {
-			results[i] = transport.Result{Err: ctx.Err()}
+			results[i] = redisconn.Result{Err: ctx.Err()}
 		}
 	}
 }

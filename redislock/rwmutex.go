@@ -12,7 +12,7 @@ import (
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // ErrUpgrade is returned by the write side of an RWMutex when ctx carries
@@ -309,10 +309,10 @@ func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Du
 		script, args = redisscript.RWWriteAcquire, []string{token, rw.ttl, px, intent, owner}
 	}
 	start := time.Now()
-	var res [1]transport.Result
+	var res [1]redisconn.Result
 	actx, cancel, own := bound(ctx, rw.cfg.replicaTimeout)
 	defer cancel()
-	rw.c.conn.Eval(actx, []transport.Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence}, Args: args,
+	rw.c.conn.Eval(actx, []redisconn.Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence}, Args: args,
 		WaitReplicas: rw.cfg.replicas, WaitTimeout: rw.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
@@ -362,8 +362,8 @@ func side(read bool) string {
 
 // releaseCall gives up a read share (read) or the write lock that token
 // holds.
-func (rw *RWMutex) releaseCall(read bool, token string) transport.Call {
-	return transport.Call{Script: redisscript.RWRelease, Keys: []string{rw.writer, rw.readers, rw.base}, Args: []string{token, rw.channel, side(read)}}
+func (rw *RWMutex) releaseCall(read bool, token string) redisconn.Call {
+	return redisconn.Call{Script: redisscript.RWRelease, Keys: []string{rw.writer, rw.readers, rw.base}, Args: []string{token, rw.channel, side(read)}}
 }
 
 // grant makes the lease of a share or write lock taken at start, and
@@ -447,11 +447,11 @@ func (l *rwLease) Release(ctx context.Context) error {
 	return l.Released()
 }
 
-func (l *rwLease) refreshCall() transport.Call {
-	return transport.Call{Script: redisscript.RWRefresh, Keys: []string{l.rw.writer, l.rw.readers, l.rw.base},
+func (l *rwLease) refreshCall() redisconn.Call {
+	return redisconn.Call{Script: redisscript.RWRefresh, Keys: []string{l.rw.writer, l.rw.readers, l.rw.base},
 		Args: []string{l.Token(), l.rw.ttl, side(l.read)}}
 }
 
-func (l *rwLease) renewed(r transport.Result, start, now time.Time) time.Time {
+func (l *rwLease) renewed(r redisconn.Result, start, now time.Time) time.Time {
 	return renewOutcome(l, r, redisscript.RWRefresh, lease.Validity(start, l.rw.cfg.ttl), now, l.rw.cfg.ttl/3)
 }

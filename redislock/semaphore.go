@@ -12,7 +12,7 @@ import (
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // ErrInvalidPermits is returned, wrapped, by every call on a Semaphore made
@@ -197,10 +197,10 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	m := s.m
 	token := lease.NewToken(ctx)
 	start := time.Now()
-	var res [1]transport.Result
+	var res [1]redisconn.Result
 	actx, cancel, own := bound(ctx, m.cfg.replicaTimeout)
 	defer cancel()
-	m.c.conn.Eval(actx, []transport.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
+	m.c.conn.Eval(actx, []redisconn.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
 		Args:         []string{token, m.ttl, strconv.Itoa(s.permits)},
 		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
 	v, err := res[0].Val, res[0].Err
@@ -330,7 +330,7 @@ func (s *Semaphore) describe(sc *redisscript.Script, err error) error {
 	if errors.Is(err, ErrOutcomeUnknown) { // it says why
 		return fmt.Errorf("redislock: %s on semaphore %q: %w", sc.Name, s.m.name, err)
 	}
-	var re *transport.ReplyError
+	var re *redisconn.ReplyError
 	if errors.As(err, &re) {
 		switch {
 		case strings.Contains(re.Msg, "DLOCKLIMIT"):

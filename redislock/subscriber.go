@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // subscriptionLinger is how long a channel stays subscribed after its last
@@ -24,7 +24,7 @@ type subscriber struct {
 
 	mu       sync.Mutex
 	seq      uint64 // orders exclusive waiters
-	l        transport.Listener
+	l        redisconn.Listener
 	chans    map[string]*channel
 	sweeping bool
 	closed   bool
@@ -159,7 +159,7 @@ const confirmWait = 250 * time.Millisecond
 // subscribe subscribes ch, waiting for the server's confirmation at most
 // AttemptTimeout. If that fails, the subscription is undone, and the
 // channel's waiters are woken by their polls alone.
-func (s *subscriber) subscribe(l transport.Listener, ch *channel) {
+func (s *subscriber) subscribe(l redisconn.Listener, ch *channel) {
 	ctx, cancel := s.taskContext(AttemptTimeout)
 	err := l.Subscribe(ctx, ch.name)
 	cancel()

@@ -12,9 +12,9 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
-	"github.com/dlock-go/dlock/redislock/transport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,7 +25,7 @@ type splitConn struct {
 	listen         redislock.Conn // pub/sub
 }
 
-func (c splitConn) Listen(onMessage func(string)) transport.Listener {
+func (c splitConn) Listen(onMessage func(string)) redisconn.Listener {
 	return c.listen.Listen(onMessage)
 }
 

@@ -4,11 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // acqOutcome is what became of one node's acquire.
@@ -38,7 +37,7 @@ func outcomeOf(r reply) acqOutcome {
 // A sweep deletes one token's key, in the background, from every node
 // where it may remain after a failed attempt or a release.
 type sweep struct {
-	call transport.Call // the release
+	call redisconn.Call // the release
 	ttl  time.Duration
 	// del: a delete must still reach the node. late: the node's acquire
 	// may still run (its call failed), so finding no key there is not
@@ -59,7 +58,7 @@ type sweep struct {
 	before func()
 }
 
-func (c *Client) newSweep(call transport.Call, ttl time.Duration) *sweep {
+func (c *Client) newSweep(call redisconn.Call, ttl time.Duration) *sweep {
 	n := len(c.nodes)
 	return &sweep{call: call, ttl: ttl, del: make([]bool, n), late: make([]bool, n), deleted: make([]bool, n)}
 }

@@ -10,13 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/renewal"
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A Client makes Redlock locks over N independent Redis masters. It owns
@@ -46,7 +44,7 @@ type Client struct {
 }
 
 type node struct {
-	conn redislock.Conn
+	conn redisconn.Conn
 	name string
 }
 
@@ -54,7 +52,7 @@ type node struct {
 // replicas of each other, not one Cluster), each through its own Conn. New
 // never fails; an empty, nil or duplicate node, or a bad option, is
 // reported by the first lock operation.
-func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
+func New(nodes []redisconn.Conn, opts ...ClientOption) *Client {
 	c := &Client{cfg: newClientConfig(opts), closed: make(chan struct{}), workers: workers{jobs: make(chan func())}}
 	c.obs = lease.Observer(c.cfg.obs, c.cfg.log)
 	c.err = c.setNodes(nodes)
@@ -68,7 +66,7 @@ func New(nodes []redislock.Conn, opts ...ClientOption) *Client {
 	return c
 }
 
-func (c *Client) setNodes(conns []redislock.Conn) error {
+func (c *Client) setNodes(conns []redisconn.Conn) error {
 	if len(conns) == 0 {
 		return errors.New("redlock: New needs at least one node; use an odd number, 3 or 5, of independent masters")
 	}
@@ -97,7 +95,7 @@ func (c *Client) setNodes(conns []redislock.Conn) error {
 	return nil
 }
 
-func sameConn(a, b redislock.Conn) bool {
+func sameConn(a, b redisconn.Conn) bool {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	return ta == tb && ta.Comparable() && a == b
 }
@@ -165,17 +163,17 @@ func (c *Client) usable() error {
 // reply is one node's outcome of one call.
 type reply struct {
 	node int
-	res  transport.Result
+	res  redisconn.Result
 }
 
 // fanOut sends call to every node at once, each with the node timeout, and
 // returns a channel that receives each node's reply as it arrives.
-func (c *Client) fanOut(ctx context.Context, call transport.Call) <-chan reply {
+func (c *Client) fanOut(ctx context.Context, call redisconn.Call) <-chan reply {
 	return c.fanOutTo(ctx, call, nil)
 }
 
 // fanOutTo is fanOut to the nodes i with only[i] set, or all if only is nil.
-func (c *Client) fanOutTo(ctx context.Context, call transport.Call, only []bool) <-chan reply {
+func (c *Client) fanOutTo(ctx context.Context, call redisconn.Call, only []bool) <-chan reply {
 	replies, _ := c.fanOutFor(ctx, call, only, c.cfg.nodeTimeout)
 	return replies
 }
@@ -209,7 +207,7 @@ func (f *fan) cutAt(t time.Time) {
 // or not the Conn has returned (go-redis without ContextTimeoutEnabled
 // ends a call at its ReadTimeout only). A call given up so may still run
 // on its node, as one that timed out may.
-func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool, timeout time.Duration) (<-chan reply, *fan) {
+func (c *Client) fanOutFor(ctx context.Context, call redisconn.Call, only []bool, timeout time.Duration) (<-chan reply, *fan) {
 	out := make(chan reply, len(c.nodes))
 	sent := int32(len(c.nodes))
 	if only != nil {
@@ -230,8 +228,8 @@ func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool
 			continue
 		}
 		c.workers.run(func() {
-			var res [1]transport.Result
-			n.conn.Eval(f.ctx, []transport.Call{call}, res[:])
+			var res [1]redisconn.Result
+			n.conn.Eval(f.ctx, []redisconn.Call{call}, res[:])
 			if f.told[i].CompareAndSwap(false, true) {
 				out <- reply{i, res[0]}
 			}
@@ -247,7 +245,7 @@ func (c *Client) fanOutFor(ctx context.Context, call transport.Call, only []bool
 		}
 		for i := range c.nodes {
 			if (only == nil || only[i]) && f.told[i].CompareAndSwap(false, true) {
-				out <- reply{i, transport.Result{Err: err}}
+				out <- reply{i, redisconn.Result{Err: err}}
 			}
 		}
 	})

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redlock"
 )
 
@@ -107,8 +107,8 @@ func TestIntegrationCloseFinishesCleanups(t *testing.T) {
 }
 
 // conns opens a new go-redis connection to each server.
-func conns(t testing.TB, servers []*testenv.Redis) []redislock.Conn {
-	cs := make([]redislock.Conn, len(servers))
+func conns(t testing.TB, servers []*testenv.Redis) []redisconn.Conn {
+	cs := make([]redisconn.Conn, len(servers))
 	for i, s := range servers {
 		cs[i] = goRedis(t, s.Addr())
 	}

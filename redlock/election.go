@@ -9,7 +9,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/election"
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // NewElection returns the election called name (see dlock.Election). Its
@@ -46,7 +46,7 @@ func (s *electionStore) Publish(ctx context.Context, _ dlock.Lease, r election.R
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	call := transport.Call{Script: redisscript.ElectPublish, Keys: []string{s.lock, s.record}, Args: []string{r.Token, r.String(), s.ttl, s.channel}}
+	call := redisconn.Call{Script: redisscript.ElectPublish, Keys: []string{s.lock, s.record}, Args: []string{r.Token, r.String(), s.ttl, s.channel}}
 	replies := s.c.fanOut(ctx, call)
 	ok, refused := 0, 0
 	var errs []error
@@ -76,7 +76,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if err := s.c.usable(); err != nil {
 		return election.Record{}, false, err
 	}
-	replies := s.c.fanOut(ctx, transport.Call{Script: redisscript.ElectRead, Keys: []string{s.lock, s.record}})
+	replies := s.c.fanOut(ctx, redisconn.Call{Script: redisscript.ElectRead, Keys: []string{s.lock, s.record}})
 	answered := 0
 	votes := map[string]int{}
 	var errs []error
@@ -116,7 +116,7 @@ func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	replies := s.c.fanOut(ctx, transport.Call{Script: redisscript.ElectWithdraw, Keys: []string{s.record}, Args: []string{r.String(), s.channel}})
+	replies := s.c.fanOut(ctx, redisconn.Call{Script: redisscript.ElectWithdraw, Keys: []string{s.record}, Args: []string{r.String(), s.channel}})
 	var errs []error
 	for range s.c.nodes {
 		if rep := <-replies; rep.res.Err != nil {
@@ -142,7 +142,7 @@ func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	listeners := make([]transport.Listener, len(s.c.nodes))
+	listeners := make([]redisconn.Listener, len(s.c.nodes))
 	for i, n := range s.c.nodes {
 		listeners[i] = n.conn.Listen(notify)
 		wg.Go(func() { listeners[i].Subscribe(ctx, s.channel) })

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/redis/go-redis/v9"
@@ -14,7 +14,7 @@ func Example() {
 	// One go-redis client per independent master, configured as for
 	// redislock: ContextTimeoutEnabled, so that a deadline on ctx bounds
 	// every call.
-	var nodes []redislock.Conn
+	var nodes []redisconn.Conn
 	for _, addr := range exampleAddrs {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 		defer rdb.Close()

@@ -12,9 +12,8 @@ import (
 	"github.com/dlock-go/dlock/dlocktest"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/testenv"
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
-	"github.com/dlock-go/dlock/redislock/transport"
 	"github.com/dlock-go/dlock/redlock"
 	"github.com/redis/go-redis/v9"
 )
@@ -317,14 +316,14 @@ func TestBadArguments(t *testing.T) {
 		want string
 	}{
 		{"no nodes", redlock.New(nil).NewMutex("x"), "at least one node"},
-		{"nil node", redlock.New([]redislock.Conn{a, nil}).NewMutex("x"), "node 1 is a nil Conn"},
-		{"same Conn twice", redlock.New([]redislock.Conn{a, b, a}).NewMutex("x"), "nodes 0 and 2"},
-		{"same address twice", redlock.New([]redislock.Conn{a, goRedis(t, "127.0.0.1:1")}).NewMutex("x"), "both 127.0.0.1:1"},
-		{"empty name", redlock.New([]redislock.Conn{a}).NewMutex(""), "empty lock name"},
-		{"TTL below drift", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithTTL(40*time.Millisecond)), "leaves no validity"},
-		{"tiny TTL", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithTTL(time.Millisecond)), "outside the range"},
-		{"zero node timeout", redlock.New([]redislock.Conn{a}, redlock.WithNodeTimeout(0)).NewMutex("x"), "node timeout"},
-		{"bad retry", redlock.New([]redislock.Conn{a}).NewMutex("x", redlock.WithRetry(nil)), "retry strategy is nil"},
+		{"nil node", redlock.New([]redisconn.Conn{a, nil}).NewMutex("x"), "node 1 is a nil Conn"},
+		{"same Conn twice", redlock.New([]redisconn.Conn{a, b, a}).NewMutex("x"), "nodes 0 and 2"},
+		{"same address twice", redlock.New([]redisconn.Conn{a, goRedis(t, "127.0.0.1:1")}).NewMutex("x"), "both 127.0.0.1:1"},
+		{"empty name", redlock.New([]redisconn.Conn{a}).NewMutex(""), "empty lock name"},
+		{"TTL below drift", redlock.New([]redisconn.Conn{a}).NewMutex("x", redlock.WithTTL(40*time.Millisecond)), "leaves no validity"},
+		{"tiny TTL", redlock.New([]redisconn.Conn{a}).NewMutex("x", redlock.WithTTL(time.Millisecond)), "outside the range"},
+		{"zero node timeout", redlock.New([]redisconn.Conn{a}, redlock.WithNodeTimeout(0)).NewMutex("x"), "node timeout"},
+		{"bad retry", redlock.New([]redisconn.Conn{a}).NewMutex("x", redlock.WithRetry(nil)), "retry strategy is nil"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, op := range []func() (dlock.Lease, error){
@@ -504,7 +503,7 @@ func TestIntegrationSlowReleaseWithinValidity(t *testing.T) {
 func TestIntegrationOneSilentNode(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
-	readme := func(t testing.TB, addr string) redislock.Conn {
+	readme := func(t testing.TB, addr string) redisconn.Conn {
 		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { c.Close() })
 		return goredisconn.New(c)
@@ -582,7 +581,7 @@ func TestIntegrationNodesThatCannotServe(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
 	t.Run("closed Redis clients", func(t *testing.T) {
-		conns := make([]redislock.Conn, len(servers))
+		conns := make([]redisconn.Conn, len(servers))
 		for i, s := range servers {
 			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
 			rdb.Close()
@@ -593,16 +592,16 @@ func TestIntegrationNodesThatCannotServe(t *testing.T) {
 		m := c.NewMutex("closed-clients")
 		for range 20 { // each starts a clean-up, which retries its nodes (it once raced with its fan-outs)
 			_, err := m.TryLock(timeout(t, 10*time.Second))
-			if errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, transport.ErrUnusable) {
-				t.Fatalf("TryLock on closed clients = %v; want transport.ErrUnusable, neither ErrNotObtained nor ErrUnavailable", err)
+			if errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, redisconn.ErrUnusable) {
+				t.Fatalf("TryLock on closed clients = %v; want redisconn.ErrUnusable, neither ErrNotObtained nor ErrUnavailable", err)
 			}
 		}
 		start := time.Now()
 		_, err := m.Lock(timeout(t, 5*time.Second))
 		took := time.Since(start)
 		t.Logf("measured: Lock on closed clients returned after %v", took.Round(time.Millisecond))
-		if errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, transport.ErrUnusable) {
-			t.Errorf("Lock on closed clients = %v; want transport.ErrUnusable, not ErrNotObtained", err)
+		if errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, redisconn.ErrUnusable) {
+			t.Errorf("Lock on closed clients = %v; want redisconn.ErrUnusable, not ErrNotObtained", err)
 		}
 		if took > time.Second {
 			t.Errorf("Lock on closed clients took %v; want it to fail at once", took)
@@ -616,7 +615,7 @@ func TestIntegrationNodesThatCannotServe(t *testing.T) {
 		t.Cleanup(func() { refusing.Close() })
 		silent := testenv.StartProxy(t, servers[1].Addr())
 		silent.Blackhole(true)
-		c := redlock.New([]redislock.Conn{goredisconn.New(refusing), goRedis(t, silent.Addr()), goRedis(t, servers[2].Addr())})
+		c := redlock.New([]redisconn.Conn{goredisconn.New(refusing), goRedis(t, silent.Addr()), goRedis(t, servers[2].Addr())})
 		t.Cleanup(func() { c.Close() })
 		_, err := c.NewMutex("refusing-and-silent").TryLock(timeout(t, 10*time.Second))
 		if !errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // liftStep is the granularity, in microseconds, to which quorum_acquire.lua
@@ -47,7 +46,7 @@ func (m *Mutex) writeFence(ctx context.Context, holders []int, token string, fen
 	for _, i := range holders {
 		only[i] = true
 	}
-	call := transport.Call{Script: redisscript.QuorumFence, Keys: []string{m.keys.lock, m.keys.fence},
+	call := redisconn.Call{Script: redisscript.QuorumFence, Keys: []string{m.keys.lock, m.keys.fence},
 		Args: []string{token, strconv.FormatUint(fence, 10)}}
 	replies := m.c.fanOutTo(ctx, call, only)
 	ok := 0

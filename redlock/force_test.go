@@ -10,7 +10,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redlock"
 )
 
@@ -45,7 +45,7 @@ func TestIntegrationForceUnlockWinsOverRetake(t *testing.T) {
 			if lost {
 				servers[0].Do("DEL", lockKey(name))
 			}
-			conns := []redislock.Conn{goRedis(t, servers[0].Addr())}
+			conns := []redisconn.Conn{goRedis(t, servers[0].Addr())}
 			for _, s := range servers[1:] {
 				p := testenv.StartProxy(t, s.Addr())
 				p.SetLatency(lag / 2)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A grant is a Redlock lease.
@@ -48,7 +47,7 @@ func (g *grant) forget() {
 	g.m.c.renew.Remove(&g.entry)
 	g.m.c.leases.Remove(g)
 	if g.MaxHoldReached() {
-		call := transport.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+		call := redisconn.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
 		s := g.m.c.newSweep(call, g.m.cfg.ttl)
 		for i := range s.del {
 			s.del[i] = true
@@ -73,7 +72,7 @@ type tally struct {
 
 func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) tally {
 	c := g.m.c
-	call := transport.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
+	call := redisconn.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
 	replies := c.fanOut(ctx, call)
 	t := tally{failed: make([]bool, len(c.nodes))}
 	for range c.nodes {
@@ -183,7 +182,7 @@ late:
 			g.acq[i] = acqUnknown
 		}
 	}
-	call := transport.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+	call := redisconn.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
 	s := c.newSweep(call, g.m.cfg.ttl)
 	s.acq, s.acqLeft, s.acqKnown = g.acqReplies, g.acqLeft, g.acq
 	// A release waits for a majority until the lease's Until, not one

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/testenv"
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redislock/rueidisconn"
 	"github.com/dlock-go/dlock/redlock"
@@ -57,16 +57,16 @@ func TestMain(m *testing.M) {
 }
 
 // opener opens a new connection to one address.
-type opener func(t testing.TB, addr string) redislock.Conn
+type opener func(t testing.TB, addr string) redisconn.Conn
 
-func goRedis(t testing.TB, addr string) redislock.Conn {
+func goRedis(t testing.TB, addr string) redisconn.Conn {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
 		DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	t.Cleanup(func() { c.Close() })
 	return goredisconn.New(c)
 }
 
-func rueidisClient(t testing.TB, addr string) redislock.Conn {
+func rueidisClient(t testing.TB, addr string) redisconn.Conn {
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true,
 		ForceSingleClient: true, DisableRetry: true, Dialer: net.Dialer{Timeout: 200 * time.Millisecond}})
 	if err != nil {
@@ -84,7 +84,7 @@ var transports = []struct {
 // newClient returns a redlock Client over addrs, each node on its own new
 // connection, closed when t ends.
 func newClient(t testing.TB, addrs []string, open opener, opts ...redlock.ClientOption) *redlock.Client {
-	conns := make([]redislock.Conn, len(addrs))
+	conns := make([]redisconn.Conn, len(addrs))
 	for i, a := range addrs {
 		conns[i] = open(t, a)
 	}

@@ -9,12 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // Inspect reports who holds the lock called name, asking every node at
@@ -35,7 +34,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := c.usable(); err != nil {
 		return dlock.Info{}, err
 	}
-	call := transport.Call{Script: redisscript.Inspect, Keys: redisscript.InspectKeys(name)}
+	call := redisconn.Call{Script: redisscript.Inspect, Keys: redisscript.InspectKeys(name)}
 	replies := c.fanOut(ctx, call)
 	views := make([]string, len(c.nodes))
 	owners := map[string]int{}
@@ -114,7 +113,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	}
 	k := rediskeys.For(name)
 	keys := []string{k.Base, k.Base + deposedSuffix}
-	replies := c.fanOut(ctx, transport.Call{Script: redisscript.QuorumForce, Keys: keys, Args: []string{k.Channel}})
+	replies := c.fanOut(ctx, redisconn.Call{Script: redisscript.QuorumForce, Keys: keys, Args: []string{k.Channel}})
 	held := false
 	var deposed []string // the tokens deleted, on any node
 	var life int64       // how long the set of deposed tokens lives, in ms
@@ -159,7 +158,7 @@ const deposedSuffix = ":deposed"
 // It returns the errors of the nodes that did not confirm.
 func (c *Client) depose(ctx context.Context, keys []string, life int64, deposed []string) []error {
 	args := append([]string{strconv.FormatInt(life, 10)}, deposed...)
-	replies := c.fanOut(ctx, transport.Call{Script: redisscript.QuorumDepose, Keys: keys, Args: args})
+	replies := c.fanOut(ctx, redisconn.Call{Script: redisscript.QuorumDepose, Keys: keys, Args: args})
 	var errs []error
 	for range c.nodes {
 		if r := <-replies; r.res.Err != nil {
@@ -170,7 +169,7 @@ func (c *Client) depose(ctx context.Context, keys []string, life int64, deposed 
 }
 
 // forced reads a node's reply to quorum_force.lua.
-func forced(res transport.Result) (token string, pttl int64, deleted bool, err error) {
+func forced(res redisconn.Result) (token string, pttl int64, deleted bool, err error) {
 	if res.Err != nil {
 		return "", 0, false, res.Err
 	}

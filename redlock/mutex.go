@@ -8,13 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A Mutex is an exclusive lock held on a majority of a Client's nodes. It is
@@ -165,7 +164,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	token := lease.NewToken(ctx)
 	start := time.Now()
 	n, quorum := len(m.c.nodes), m.c.quorum
-	acquire := transport.Call{Script: redisscript.QuorumAcquire,
+	acquire := redisconn.Call{Script: redisscript.QuorumAcquire,
 		Keys: []string{m.keys.lock, m.keys.fence, epochKey}, Args: []string{token, m.ttl, m.window}}
 	replies := m.c.fanOut(ctx, acquire)
 	if m.c.cfg.detectRestart {
@@ -212,7 +211,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			waiting = append(waiting, a)
 		}
 	}
-	release := transport.Call{Script: redisscript.Release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel}}
+	release := redisconn.Call{Script: redisscript.Release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel}}
 	fail := func(why error) (*grant, error) {
 		s := m.c.newSweep(release, m.cfg.ttl)
 		for i, o := range outcome {
@@ -331,7 +330,7 @@ func took(outcome []acqOutcome) []int {
 
 // describe explains an error reply of the acquire script.
 func (m *Mutex) describe(err error) error {
-	if re := (*transport.ReplyError)(nil); errors.As(err, &re) && strings.HasPrefix(re.Msg, "DLOCKINFO") {
+	if re := (*redisconn.ReplyError)(nil); errors.As(err, &re) && strings.HasPrefix(re.Msg, "DLOCKINFO") {
 		return fmt.Errorf("redlock: restart detection needs INFO and LASTSAVE inside scripts, and the node refused (%s); allow both for this user (ACL +info +lastsave), or turn detection off with WithoutRestartDetection: %w", re.Msg, err)
 	}
 	return redisscript.Describe("redlock", m.keys.lock, redisscript.QuorumAcquire, err)

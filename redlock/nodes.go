@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // nodeState is what a Client has learnt about one node.
@@ -46,7 +46,7 @@ const configEvery = time.Minute
 // goredisconn and rueidisconn can. Restart detection reads CONFIG GET
 // through it.
 type commander interface {
-	Command(ctx context.Context, args ...string) transport.Result
+	Command(ctx context.Context, args ...string) redisconn.Result
 }
 
 // checkSoon reads, in the background, the configuration of every node

@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // renewBatch extends a batch of leases: one pipelined round trip per node,
@@ -16,11 +15,11 @@ import (
 // leases a majority extended are then retaken, in the background, on the
 // nodes that answered that their key is absent (see retake.go).
 func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
-	calls := make([]transport.Call, len(batch))
+	calls := make([]redisconn.Call, len(batch))
 	deadline := time.Now().Add(time.Minute)
 	for i, e := range batch {
 		g := e.Value.(*grant)
-		calls[i] = transport.Call{Script: redisscript.QuorumRefresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
+		calls[i] = redisconn.Call{Script: redisscript.QuorumRefresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
 		if u := g.Until(); u.Before(deadline) {
 			deadline = u
 		}
@@ -32,7 +31,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	start := time.Now()
 	for i, n := range c.nodes {
 		go func() {
-			results := make([]transport.Result, len(calls))
+			results := make([]redisconn.Result, len(calls))
 			n.conn.Eval(ctx, calls, results)
 			arrivals <- nodeResults{i, results}
 		}()
@@ -95,7 +94,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 // nodeResults are one node's replies to a batch.
 type nodeResults struct {
 	node    int
-	results []transport.Result
+	results []redisconn.Result
 }
 
 // retakeAbsent retakes the leases of a batch that a majority extended,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redlock"
 )
 
@@ -163,7 +163,7 @@ func TestIntegrationNewDeploymentGrantsAtOnce(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WithRestartWindow") {
 		t.Errorf("TryLock with a TTL above the window = %v; want an error naming WithRestartWindow", err)
 	}
-	if _, err := redlock.New([]redislock.Conn{goRedis(t, servers[0].Addr())}, redlock.WithRestartWindow(0)).NewMutex("x").TryLock(ctx); err == nil ||
+	if _, err := redlock.New([]redisconn.Conn{goRedis(t, servers[0].Addr())}, redlock.WithRestartWindow(0)).NewMutex("x").TryLock(ctx); err == nil ||
 		!strings.Contains(err.Error(), "must be positive") {
 		t.Errorf("a zero restart window = %v; want an error", err)
 	}

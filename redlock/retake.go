@@ -4,9 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A lease stands on a bare majority when a competitor's failed attempt
@@ -101,15 +100,15 @@ func (c *Client) retake(ctx context.Context, jobs []retakeJob) int {
 	defer cancel()
 	type nodeCalls struct {
 		jobs    []int // into held
-		calls   []transport.Call
-		results []transport.Result
+		calls   []redisconn.Call
+		results []redisconn.Result
 	}
 	per := make([]nodeCalls, len(c.nodes))
 	for k, j := range held {
 		for i, a := range j.absent {
 			if a {
 				per[i].jobs = append(per[i].jobs, k)
-				per[i].calls = append(per[i].calls, transport.Call{Script: redisscript.QuorumRetake,
+				per[i].calls = append(per[i].calls, redisconn.Call{Script: redisscript.QuorumRetake,
 					Keys: []string{j.g.m.keys.lock, j.g.m.keys.deposed}, Args: []string{j.g.Token(), j.g.m.ttl}})
 			}
 		}
@@ -120,7 +119,7 @@ func (c *Client) retake(ctx context.Context, jobs []retakeJob) int {
 		if len(p.calls) == 0 {
 			continue
 		}
-		p.results = make([]transport.Result, len(p.calls))
+		p.results = make([]redisconn.Result, len(p.calls))
 		wg.Add(1)
 		c.workers.run(func() {
 			defer wg.Done()

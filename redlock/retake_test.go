@@ -11,14 +11,14 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/testenv"
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redlock"
 )
 
 // countedClient returns a Client over servers whose Conns count the
 // scripts they send, and the counters.
 func countedClient(t testing.TB, servers []*testenv.Redis, open opener, opts ...redlock.ClientOption) (*redlock.Client, []*countingConn) {
-	cs := make([]redislock.Conn, len(servers))
+	cs := make([]redisconn.Conn, len(servers))
 	counted := make([]*countingConn, len(servers))
 	for i, s := range servers {
 		counted[i] = &countingConn{Conn: open(t, s.Addr()), calls: map[string]int{}}
@@ -298,7 +298,7 @@ func TestIntegrationReleaseRacingRetakesLeavesNoKey(t *testing.T) {
 	ctx := timeout(t, 60*time.Second)
 	slow := testenv.StartProxy(t, servers[2].Addr())
 	slow.SetLatency(30 * time.Millisecond)
-	cs := make([]redislock.Conn, len(servers))
+	cs := make([]redisconn.Conn, len(servers))
 	counted := make([]*countingConn, len(servers))
 	for i, s := range servers {
 		addr := s.Addr()

@@ -9,23 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/testenv"
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redlock"
 )
 
 // countingConn counts the script calls that pass through a Conn.
 type countingConn struct {
-	redislock.Conn
+	redisconn.Conn
 	mu    sync.Mutex
 	calls map[string]int
 	gate  sync.RWMutex // held by a test to stop the client's calls, as a pause of its process would
 }
 
-func (c *countingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *countingConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	c.gate.RLock()
 	defer c.gate.RUnlock()
 	c.mu.Lock()
@@ -55,7 +53,7 @@ func TestIntegrationGrantInOneRound(t *testing.T) {
 	ctx := timeout(t, 30*time.Second)
 	var counters []*countingConn
 	newCounted := func() *redlock.Mutex {
-		cs := make([]redislock.Conn, len(servers))
+		cs := make([]redisconn.Conn, len(servers))
 		for i, s := range servers {
 			cc := &countingConn{Conn: goRedis(t, s.Addr()), calls: map[string]int{}}
 			counters = append(counters, cc)
@@ -268,7 +266,7 @@ func TestIntegrationLaggingCounterDoesNotLowerFence(t *testing.T) {
 	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
 	age(t, servers)
 	ctx := timeout(t, 30*time.Second)
-	cs := make([]redislock.Conn, len(servers))
+	cs := make([]redisconn.Conn, len(servers))
 	counted := make([]*countingConn, len(servers))
 	for i, s := range servers {
 		counted[i] = &countingConn{Conn: goRedis(t, s.Addr()), calls: map[string]int{}}

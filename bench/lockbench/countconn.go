@@ -4,8 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock"
 )
 
@@ -17,7 +16,7 @@ type countingConn struct {
 	maxBatch atomic.Int64
 }
 
-func (c *countingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *countingConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	c.evals.Add(1)
 	n := int64(len(calls))
 	c.calls.Add(n)

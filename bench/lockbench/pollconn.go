@@ -6,8 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock"
 )
 
@@ -39,7 +38,7 @@ type pollConn struct {
 	notice bool      // a notice came since then
 }
 
-func (c *pollConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *pollConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	acquire := -1
 	for i, call := range calls {
 		if call.Script.Name == "join_line" { // a releaser stands in line: its next attempt wants a notice
@@ -72,7 +71,7 @@ func (c *pollConn) Eval(ctx context.Context, calls []transport.Call, results []t
 	}
 }
 
-func (c *pollConn) Listen(onMessage func(channel string)) transport.Listener {
+func (c *pollConn) Listen(onMessage func(channel string)) redisconn.Listener {
 	return c.Conn.Listen(func(ch string) {
 		dlockWaits.notices.Add(1)
 		c.mu.Lock()

@@ -9,8 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock"
 )
 
@@ -111,7 +110,7 @@ const (
 	scCount
 )
 
-func scriptClass(calls []transport.Call) uint8 {
+func scriptClass(calls []redisconn.Call) uint8 {
 	if len(calls) != 1 {
 		return scOther
 	}
@@ -161,7 +160,7 @@ type timingConn struct {
 	rec *evalRecorder
 }
 
-func (c *timingConn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *timingConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	start := c.rec.since()
 	c.Conn.Eval(ctx, calls, results)
 	c.rec.add(evalRec{class: scriptClass(calls), start: start, end: c.rec.since()})

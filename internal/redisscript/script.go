@@ -14,17 +14,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // A Script is a Lua script with its SHA-1 digest (defined in package
-// transport, where a user writing a Conn sees it).
-type Script = transport.Script
+// redisconn, where a user writing a Conn sees it).
+type Script = redisconn.Script
 
 // New returns a Script for src.
-func New(name, src string) *Script { return transport.NewScript(name, src) }
+func New(name, src string) *Script { return redisconn.NewScript(name, src) }
 
 //go:embed lua/*.lua
 var files embed.FS
@@ -154,7 +153,7 @@ var (
 
 // A ReplyError is an error reply from the server, as opposed to a failure
 // to reach it.
-type ReplyError = transport.ReplyError
+type ReplyError = redisconn.ReplyError
 
 // IsReply reports whether err is an error reply from the server.
 func IsReply(err error) bool {
@@ -229,7 +228,7 @@ var passing = []string{"LOADING", "BUSY ", "TRYAGAIN", "MOVED ", "ASK ", "CLUSTE
 // answered that it cannot serve the call for a while (see passing). What
 // waiting cannot heal is not: every other error reply (a refused login or
 // permission, a key of another type, a script error), a Redis client that
-// was closed or never given (transport.ErrUnusable), and a TLS handshake that failed
+// was closed or never given (redisconn.ErrUnusable), and a TLS handshake that failed
 // on the certificates or met a server that does not speak TLS.
 func Transient(err error) bool {
 	if err == nil {
@@ -244,7 +243,7 @@ func Transient(err error) bool {
 		}
 		return false
 	}
-	return !errors.Is(err, transport.ErrUnusable) && !BadTLS(err)
+	return !errors.Is(err, redisconn.ErrUnusable) && !BadTLS(err)
 }
 
 // TurnedAway reports whether err is the reply of a server that cannot

@@ -5,8 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,8 +32,8 @@ type batcher struct {
 // A pending call waits in a batcher's queue, then in a batch in flight.
 type pending struct {
 	ctx    context.Context
-	call   transport.Call
-	result transport.Result // set before done is closed
+	call   redisconn.Call
+	result redisconn.Result // set before done is closed
 	done   chan struct{}
 
 	// Under the batcher's mu:
@@ -46,7 +45,7 @@ type pending struct {
 // batch. When ctx is done first, the result is ctx's error; the call may
 // then have run (its batch was already sent) or not, as after a read
 // timeout.
-func (b *batcher) eval(ctx context.Context, call transport.Call) transport.Result {
+func (b *batcher) eval(ctx context.Context, call redisconn.Call) redisconn.Result {
 	b.mu.Lock()
 	if !b.busy {
 		b.busy = true
@@ -72,7 +71,7 @@ func (b *batcher) eval(ctx context.Context, call transport.Call) transport.Resul
 		return p.result
 	default:
 	}
-	return transport.Result{Err: ctx.Err()}
+	return redisconn.Result{Err: ctx.Err()}
 }
 
 // handOver is called when a send is answered: it starts sending the queue,
@@ -112,13 +111,13 @@ func (b *batcher) take() []*pending {
 
 // flush sends batches until the queue is empty.
 func (b *batcher) flush(batch []*pending) {
-	var calls []transport.Call
-	var results []transport.Result
+	var calls []redisconn.Call
+	var results []redisconn.Result
 	for batch != nil {
 		calls, results = calls[:0], results[:0]
 		for _, p := range batch {
 			calls = append(calls, p.call)
-			results = append(results, transport.Result{})
+			results = append(results, redisconn.Result{})
 		}
 		ctx, cancel := batchContext(batch)
 		b.conn.evalMany(ctx, calls, results)
@@ -162,7 +161,7 @@ func batchContext(batch []*pending) (context.Context, context.CancelFunc) {
 // *redis.Client nor a *redis.ClusterClient (a Ring, or a user's own
 // Client, whose routing the conn does not know), or the Cluster's map of
 // slots cannot tell the node.
-func (c *conn) batcherFor(ctx context.Context, call transport.Call) *batcher {
+func (c *conn) batcherFor(ctx context.Context, call redisconn.Call) *batcher {
 	if c.one != nil {
 		return c.one
 	}

@@ -1,6 +1,6 @@
-// Package goredisconn connects redislock to a go-redis v9 client: a
-// *redis.Client, *redis.ClusterClient, a Sentinel failover client, or any
-// redis.UniversalClient.
+// Package goredisconn connects redislock, redlock and fence.NewRedis to a
+// go-redis v9 client: a *redis.Client, *redis.ClusterClient, a Sentinel
+// failover client, or any redis.UniversalClient.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //	locks := redislock.New(goredisconn.New(rdb))
@@ -49,9 +49,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -70,10 +68,11 @@ type conn struct {
 	nodes sync.Map // of a *redis.ClusterClient: master address -> *batcher
 }
 
-// New returns a redislock.Conn that talks through c. A nil c (or a nil
+// New returns a Conn that talks through c, for redislock.New, redlock.New
+// or fence.NewRedis. A nil c (or a nil
 // *redis.Client inside the interface) gives a Conn whose every call fails
 // with an error saying so.
-func New(c Client) redislock.Conn {
+func New(c Client) redisconn.Conn {
 	if c == nil {
 		return nilConn{}
 	}
@@ -90,7 +89,7 @@ func New(c Client) redislock.Conn {
 // Eval runs a single call with those that other goroutines make at the
 // same time on the same server, in one pipeline (see batcher), and several
 // calls (a renewal batch) in a pipeline of their own.
-func (c *conn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *conn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	switch {
 	case len(calls) == 1 && calls[0].WaitReplicas > 0:
 		results[0] = c.evalWait(ctx, calls[0])
@@ -114,14 +113,14 @@ func (c *conn) Eval(ctx context.Context, calls []transport.Call, results []trans
 // Lock waited 40s, its whole context, after the slot's master was killed
 // and its replica promoted in 3s). The reload runs in the background, one
 // at a time.
-func (c *conn) lostNode(results []transport.Result) {
+func (c *conn) lostNode(results []redisconn.Result) {
 	cc, ok := c.c.(*redis.ClusterClient)
 	if !ok {
 		return
 	}
 	for _, r := range results {
-		var re *transport.ReplyError
-		if r.Err != nil && !errors.As(r.Err, &re) && !errors.Is(r.Err, context.Canceled) && !errors.Is(r.Err, transport.ErrUnusable) {
+		var re *redisconn.ReplyError
+		if r.Err != nil && !errors.As(r.Err, &re) && !errors.Is(r.Err, context.Canceled) && !errors.Is(r.Err, redisconn.ErrUnusable) {
 			cc.ReloadState(context.Background())
 			return
 		}
@@ -129,7 +128,7 @@ func (c *conn) lostNode(results []transport.Result) {
 }
 
 // evalOne runs one call by itself.
-func (c *conn) evalOne(ctx context.Context, call transport.Call) transport.Result {
+func (c *conn) evalOne(ctx context.Context, call redisconn.Call) redisconn.Result {
 	cmd := script(ctx, "evalsha", call.Script.SHA1, call)
 	c.c.Process(ctx, cmd)
 	if isNoScript(cmd.Err()) {
@@ -141,7 +140,7 @@ func (c *conn) evalOne(ctx context.Context, call transport.Call) transport.Resul
 
 // evalMany runs calls in one pipeline, and those that failed with NOSCRIPT
 // again by EVAL in a second.
-func (c *conn) evalMany(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c *conn) evalMany(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	cmds := c.pipeline(ctx, calls, "evalsha")
 	var retry []int
 	for i, cmd := range cmds {
@@ -153,7 +152,7 @@ func (c *conn) evalMany(ctx context.Context, calls []transport.Call, results []t
 	if len(retry) == 0 {
 		return
 	}
-	again := make([]transport.Call, len(retry))
+	again := make([]redisconn.Call, len(retry))
 	for j, i := range retry {
 		again[j] = calls[i]
 	}
@@ -169,13 +168,13 @@ func (c *conn) evalMany(ctx context.Context, calls []transport.Call, results []t
 // key of its own to route by; a redirect (the slot moved, or is moving)
 // comes back as the script's error and makes the client reload its map of
 // the slots, for the next attempt.
-func (c *conn) evalWait(ctx context.Context, call transport.Call) transport.Result {
+func (c *conn) evalWait(ctx context.Context, call redisconn.Call) redisconn.Result {
 	pipeliner := c.c.Pipeline
 	cc, cluster := c.c.(*redis.ClusterClient)
 	if cluster && len(call.Keys) > 0 {
 		node, err := cc.MasterForKey(ctx, call.Keys[0])
 		if err != nil {
-			return transport.Result{Err: err, Replicas: -1}
+			return redisconn.Result{Err: err, Replicas: -1}
 		}
 		pipeliner = node.Pipeline
 	}
@@ -186,7 +185,7 @@ func (c *conn) evalWait(ctx context.Context, call transport.Call) transport.Resu
 			cmd = script(ctx, "evalsha", call.Script.SHA1, call)
 		}
 		p.Process(ctx, cmd)
-		wait := p.Do(ctx, "wait", call.WaitReplicas, transport.WaitMillis(call.WaitTimeout))
+		wait := p.Do(ctx, "wait", call.WaitReplicas, redisconn.WaitMillis(call.WaitTimeout))
 		p.Exec(ctx)
 		if byHash && isNoScript(cmd.Err()) {
 			continue
@@ -206,7 +205,7 @@ func (c *conn) evalWait(ctx context.Context, call transport.Call) transport.Resu
 
 // pipeline sends every call as verb ("evalsha" or "eval") in one
 // pipeline.
-func (c *conn) pipeline(ctx context.Context, calls []transport.Call, verb string) []sentOnce {
+func (c *conn) pipeline(ctx context.Context, calls []redisconn.Call, verb string) []sentOnce {
 	p := c.c.Pipeline()
 	cmds := make([]sentOnce, len(calls))
 	for i, call := range calls {
@@ -237,7 +236,7 @@ func (sentOnce) NoRetry() bool { return true }
 // script returns the call as verb ("evalsha" with the digest as body, or
 // "eval" with the source), keys and arguments in the order go-redis's
 // cluster routing expects.
-func script(ctx context.Context, verb, body string, call transport.Call) sentOnce {
+func script(ctx context.Context, verb, body string, call redisconn.Call) sentOnce {
 	a := make([]any, 0, 3+len(call.Keys)+len(call.Args))
 	a = append(a, verb, body, len(call.Keys))
 	for _, k := range call.Keys {
@@ -249,26 +248,26 @@ func script(ctx context.Context, verb, body string, call transport.Call) sentOnc
 	return sentOnce{redis.NewCmd(ctx, a...)}
 }
 
-func result(cmd *redis.Cmd) transport.Result {
+func result(cmd *redis.Cmd) redisconn.Result {
 	v, err := cmd.Result()
 	switch {
 	case err == nil:
-		return transport.Result{Val: v}
+		return redisconn.Result{Val: v}
 	case errors.Is(err, redis.Nil):
-		return transport.Result{}
+		return redisconn.Result{}
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
-		return transport.Result{Err: &transport.ReplyError{Msg: re.Error()}}
+		return redisconn.Result{Err: &redisconn.ReplyError{Msg: re.Error()}}
 	}
-	return transport.Result{Err: closed(err)}
+	return redisconn.Result{Err: closed(err)}
 }
 
 // closed marks the error of a call on a closed client, which waiting
-// cannot heal, with transport.ErrUnusable.
+// cannot heal, with redisconn.ErrUnusable.
 func closed(err error) error {
 	if errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("%w: %w", transport.ErrUnusable, err)
+		return fmt.Errorf("%w: %w", redisconn.ErrUnusable, err)
 	}
 	return err
 }
@@ -279,15 +278,15 @@ func isNoScript(err error) bool {
 
 type nilConn struct{}
 
-var errNil = fmt.Errorf("goredisconn: New was given a nil client (%w)", transport.ErrUnusable)
+var errNil = fmt.Errorf("goredisconn: New was given a nil client (%w)", redisconn.ErrUnusable)
 
-func (nilConn) Eval(_ context.Context, calls []transport.Call, results []transport.Result) {
+func (nilConn) Eval(_ context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	for i := range calls {
-		results[i] = transport.Result{Err: errNil}
+		results[i] = redisconn.Result{Err: errNil}
 	}
 }
 
-func (nilConn) Listen(func(string)) transport.Listener { return nilListener{} }
+func (nilConn) Listen(func(string)) redisconn.Listener { return nilListener{} }
 
 type nilListener struct{}
 

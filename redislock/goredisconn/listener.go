@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -37,7 +36,7 @@ type listener struct {
 // that does not answer it within pingEvery more is replaced.
 const pingEvery = time.Second
 
-func (c *conn) Listen(onMessage func(string)) transport.Listener {
+func (c *conn) Listen(onMessage func(string)) redisconn.Listener {
 	return &listener{c: c.c, onMessage: onMessage, channels: make(map[string]bool), pending: make(map[string][]chan struct{})}
 }
 

@@ -3,7 +3,7 @@ package rueidisconn
 import (
 	"context"
 
-	"github.com/dlock-go/dlock/redislock/transport"
+	"github.com/dlock-go/dlock/redisconn"
 )
 
 // bounded runs call, which fills results, and returns by ctx's end
@@ -14,12 +14,12 @@ import (
 // the client's ConnWriteTimeout: ten seconds by default. A call given up
 // so may still be sent later, as one that timed out may: its results say
 // ctx's error, which redislock treats as an outcome unknown.
-func bounded(ctx context.Context, results []transport.Result, call func(results []transport.Result)) {
+func bounded(ctx context.Context, results []redisconn.Result, call func(results []redisconn.Result)) {
 	if ctx.Done() == nil {
 		call(results)
 		return
 	}
-	own := make([]transport.Result, len(results))
+	own := make([]redisconn.Result, len(results))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -30,7 +30,7 @@ func bounded(ctx context.Context, results []transport.Result, call func(results 
 		copy(results, own)
 	case <-ctx.Done():
 		for i := range results {
-			results[i] = transport.Result{Err: context.Cause(ctx)}
+			results[i] = redisconn.Result{Err: context.Cause(ctx)}
 		}
 	}
 }

@@ -1,12 +1,12 @@
-// Package rueidisconn connects redislock to a rueidis client, whose
-// automatic pipelining sends the calls of many goroutines that take locks
-// at once together (goredisconn does the same for go-redis). Standalone,
-// Sentinel and Cluster clients all work. A call returns by its context's
-// end, even while it waits for a connection that another call is making.
-// The pub/sub connection is sent a PING every second while channels are
-// subscribed, and replaced when one is not answered within a second
-// (rueidis's own check takes its ConnWriteTimeout, ten seconds by
-// default).
+// Package rueidisconn connects redislock, redlock and fence.NewRedis to a
+// rueidis client, whose automatic pipelining sends the calls of many
+// goroutines that take locks at once together (goredisconn does the same
+// for go-redis). Standalone, Sentinel and Cluster clients all work. A call
+// returns by its context's end, even while it waits for a connection that
+// another call is making. The pub/sub connection is sent a PING every
+// second while channels are subscribed, and replaced when one is not
+// answered within a second (rueidis's own check takes its
+// ConnWriteTimeout, ten seconds by default).
 //
 //	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 //	locks := redislock.New(rueidisconn.New(c))
@@ -20,17 +20,16 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redislock/transport"
-
-	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/redis/rueidis"
 )
 
 type conn struct{ c rueidis.Client }
 
-// New returns a redislock.Conn that talks through c. A nil c gives a Conn
+// New returns a Conn that talks through c, for redislock.New, redlock.New
+// or fence.NewRedis. A nil c gives a Conn
 // whose every call fails with an error saying so.
-func New(c rueidis.Client) redislock.Conn {
+func New(c rueidis.Client) redisconn.Conn {
 	if c == nil {
 		return nilConn{}
 	}
@@ -40,11 +39,11 @@ func New(c rueidis.Client) redislock.Conn {
 	return conn{c}
 }
 
-func (c conn) Eval(ctx context.Context, calls []transport.Call, results []transport.Result) {
-	bounded(ctx, results, func(results []transport.Result) { c.eval1(ctx, calls, results) })
+func (c conn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
+	bounded(ctx, results, func(results []redisconn.Result) { c.eval1(ctx, calls, results) })
 }
 
-func (c conn) eval1(ctx context.Context, calls []transport.Call, results []transport.Result) {
+func (c conn) eval1(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	if len(calls) == 1 && calls[0].WaitReplicas > 0 {
 		results[0] = c.evalWait(ctx, calls[0])
 		return
@@ -101,7 +100,7 @@ func (c conn) do(ctx context.Context, build func() rueidis.Completed) rueidis.Re
 // doMulti runs build(calls[i]) for each i in idx in one DoMulti and sets
 // results[i], running again those whose dial another call's context cut
 // short. It returns the indexes whose reply was NOSCRIPT.
-func (c conn) doMulti(ctx context.Context, calls []transport.Call, results []transport.Result, idx []int, build func(transport.Call) rueidis.Completed) (noScript []int) {
+func (c conn) doMulti(ctx context.Context, calls []redisconn.Call, results []redisconn.Result, idx []int, build func(redisconn.Call) rueidis.Completed) (noScript []int) {
 	for try := 1; len(idx) > 0; try++ {
 		cmds := make(rueidis.Commands, len(idx))
 		for j, i := range idx {
@@ -127,13 +126,13 @@ func (c conn) doMulti(ctx context.Context, calls []transport.Call, results []tra
 
 // evalWait runs one script and WAIT on one dedicated connection, so that
 // WAIT counts the script's writes.
-func (c conn) evalWait(ctx context.Context, call transport.Call) transport.Result {
-	var r transport.Result
+func (c conn) evalWait(ctx context.Context, call redisconn.Call) redisconn.Result {
+	var r redisconn.Result
 	err := c.c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		wait := dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(transport.WaitMillis(call.WaitTimeout)).Build()
+		wait := dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(redisconn.WaitMillis(call.WaitTimeout)).Build()
 		rs := dc.DoMulti(ctx, c.evalsha(call), wait)
 		if isNoScript(rs[0].Error()) {
-			rs = dc.DoMulti(ctx, c.eval(call), dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(transport.WaitMillis(call.WaitTimeout)).Build())
+			rs = dc.DoMulti(ctx, c.eval(call), dc.B().Wait().Numreplicas(int64(call.WaitReplicas)).Timeout(redisconn.WaitMillis(call.WaitTimeout)).Build())
 		}
 		r = result(rs[0])
 		r.Replicas = -1
@@ -143,35 +142,35 @@ func (c conn) evalWait(ctx context.Context, call transport.Call) transport.Resul
 		return nil
 	})
 	if err != nil {
-		return transport.Result{Err: err, Replicas: -1}
+		return redisconn.Result{Err: err, Replicas: -1}
 	}
 	return r
 }
 
-func (c conn) evalsha(call transport.Call) rueidis.Completed {
+func (c conn) evalsha(call redisconn.Call) rueidis.Completed {
 	return c.c.B().Evalsha().Sha1(call.Script.SHA1).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
 }
 
-func (c conn) eval(call transport.Call) rueidis.Completed {
+func (c conn) eval(call redisconn.Call) rueidis.Completed {
 	return c.c.B().Eval().Script(call.Script.Src).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
 }
 
-func result(r rueidis.RedisResult) transport.Result {
+func result(r rueidis.RedisResult) redisconn.Result {
 	if err := r.Error(); err != nil {
 		if rueidis.IsRedisNil(err) {
-			return transport.Result{}
+			return redisconn.Result{}
 		}
 		if re, ok := rueidis.IsRedisErr(err); ok {
-			return transport.Result{Err: &transport.ReplyError{Msg: re.Error()}}
+			return redisconn.Result{Err: &redisconn.ReplyError{Msg: re.Error()}}
 		}
-		return transport.Result{Err: err}
+		return redisconn.Result{Err: err}
 	}
 	msg, _ := r.ToMessage()
 	if n, err := msg.AsInt64(); err == nil && msg.IsInt64() {
-		return transport.Result{Val: n}
+		return redisconn.Result{Val: n}
 	}
 	v, err := msg.ToAny()
-	return transport.Result{Val: v, Err: err}
+	return redisconn.Result{Val: v, Err: err}
 }
 
 func isNoScript(err error) bool {
@@ -181,15 +180,15 @@ func isNoScript(err error) bool {
 
 type nilConn struct{}
 
-var errNil = fmt.Errorf("rueidisconn: New was given a nil client (%w)", transport.ErrUnusable)
+var errNil = fmt.Errorf("rueidisconn: New was given a nil client (%w)", redisconn.ErrUnusable)
 
-func (nilConn) Eval(_ context.Context, calls []transport.Call, results []transport.Result) {
+func (nilConn) Eval(_ context.Context, calls []redisconn.Call, results []redisconn.Result) {
 	for i := range calls {
-		results[i] = transport.Result{Err: errNil}
+		results[i] = redisconn.Result{Err: errNil}
 	}
 }
 
-func (nilConn) Listen(func(string)) transport.Listener { return nilListener{} }
+func (nilConn) Listen(func(string)) redisconn.Listener { return nilListener{} }
 
 type nilListener struct{}
 

@@ -5,8 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/redislock/transport"
-
+	"github.com/dlock-go/dlock/redisconn"
 	"github.com/redis/rueidis"
 )
 
@@ -28,7 +27,7 @@ type listener struct {
 	done      chan struct{}
 }
 
-func (c conn) Listen(onMessage func(string)) transport.Listener {
+func (c conn) Listen(onMessage func(string)) redisconn.Listener {
 	return &listener{c: c.c, onMessage: onMessage, connected: make(chan struct{}),
 		channels: make(map[string]bool), pending: make(map[string][]chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
