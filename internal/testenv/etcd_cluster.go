@@ -38,7 +38,7 @@ func LaunchEtcdClusterWith(bin string, n int) (*EtcdCluster, error) {
 			return nil, err
 		}
 		c.Members = append(c.Members, e)
-		initial = append(initial, e.name+"="+e.peerURL())
+		initial = append(initial, e.member+"="+e.peerURL())
 	}
 	token := filepath.Base(c.Members[0].dir)
 	for _, e := range c.Members {
@@ -51,12 +51,12 @@ func LaunchEtcdClusterWith(bin string, n int) (*EtcdCluster, error) {
 		wg.Go(func() {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			errs[i] = e.restartLocked(false)
+			errs[i] = e.startAgainLocked(false)
 		})
 	}
 	wg.Wait()
 	for _, e := range c.Members {
-		etcds.add(e)
+		running.add(&e.daemon)
 	}
 	if err := errors.Join(errs...); err != nil {
 		c.Close()
@@ -96,7 +96,7 @@ func StartEtcdClusterWith(t testing.TB, bin string, n int) *EtcdCluster {
 	}
 	t.Cleanup(func() {
 		for _, e := range c.Members {
-			closeForTest(t, "etcd", e)
+			closeForTest(t, e)
 		}
 	})
 	return c
@@ -213,15 +213,7 @@ func (c *EtcdCluster) Restart() error {
 		return err
 	}
 	for i, e := range c.Members {
-		wg.Go(func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if e.closed {
-				errs[i] = fmt.Errorf("testenv: Restart of closed etcd %s", e.Addr())
-				return
-			}
-			errs[i] = e.restartLocked(false)
-		})
+		wg.Go(func() { errs[i] = e.locked("Restart", func() error { return e.startAgainLocked(false) }) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

@@ -242,10 +242,7 @@ func TestIntegrationZooKeeperEnsemble(t *testing.T) {
 }
 
 func TestIntegrationZooKeeperNoLeftovers(t *testing.T) {
-	if err := zookeepers.closeAll(); err != nil {
-		t.Error(err)
-	}
-	if n := zookeepers.len(); n != 0 {
+	if n := len(running.list("zookeeper")); n != 0 {
 		t.Errorf("%d ZooKeeper servers still registered", n)
 	}
 }

@@ -32,7 +32,7 @@ func TestIntegrationZooKeeperTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	zkExpectDead(t, func() []*ZooKeeper { return []*ZooKeeper{z} })
-	t.Cleanup(func() { closeForTest(t, "zookeeper", z) })
+	t.Cleanup(func() { closeForTest(t, z) })
 	if z.TLSAddr() == "" || z.TLSAddr() == z.Addr() {
 		t.Fatalf("TLSAddr %q, Addr %q", z.TLSAddr(), z.Addr())
 	}
