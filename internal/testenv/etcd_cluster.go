@@ -203,15 +203,11 @@ func (c *EtcdCluster) healthy() error {
 // same ports and directories, and waits until the cluster is healthy. The
 // data survives: like a restart of every machine.
 func (c *EtcdCluster) Restart() error {
-	errs := make([]error, len(c.Members))
-	var wg sync.WaitGroup
-	for i, e := range c.Members {
-		wg.Go(func() { errs[i] = e.Stop() })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := c.each((*Etcd).Stop); err != nil {
 		return err
 	}
+	errs := make([]error, len(c.Members))
+	var wg sync.WaitGroup
 	for i, e := range c.Members {
 		wg.Go(func() { errs[i] = e.locked("Restart", func() error { return e.startAgainLocked(false) }) })
 	}
@@ -224,12 +220,16 @@ func (c *EtcdCluster) Restart() error {
 
 // Close stops every member and removes their directories. Close is
 // idempotent.
-func (c *EtcdCluster) Close() error {
-	errs := make([]error, len(c.Members))
-	var wg sync.WaitGroup
-	for i, e := range c.Members {
-		wg.Go(func() { errs[i] = e.Close() })
+func (c *EtcdCluster) Close() error { return c.each((*Etcd).Close) }
+
+// each calls f on every member, one after the other: a leader told to stop
+// while its followers stop too waits to hand its leadership over until it
+// is killed, five seconds later; one at a time, each stops in a tenth of a
+// second.
+func (c *EtcdCluster) each(f func(*Etcd) error) error {
+	var errs []error
+	for _, e := range c.Members {
+		errs = append(errs, f(e))
 	}
-	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -24,6 +24,7 @@ func TestZooKeeperTLSNeedsCerts(t *testing.T) {
 // certificates given, and requires a client certificate when asked to;
 // the plain port stays; Close leaves no process.
 func TestIntegrationZooKeeperTLS(t *testing.T) {
+	t.Parallel()
 	SkipIfShort(t, "needs ZooKeeper")
 	requireZooKeeper(t)
 	certs := NewCerts(t)
