@@ -403,6 +403,15 @@ func runAs(name, why string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
+// credName names the user cred runs as, for a template's key: "" for
+// the current user.
+func credName(cred *syscall.Credential) string {
+	if cred == nil {
+		return ""
+	}
+	return fmt.Sprintf("uid %d gid %d", cred.Uid, cred.Gid)
+}
+
 // dial returns nil if a TCP connection to addr succeeds within half a
 // second.
 func dial(addr string) error {

@@ -140,20 +140,28 @@ const initSQL = "CREATE DATABASE IF NOT EXISTS `" + MariaDBDatabase + "` CHARACT
 	"GRANT ALL PRIVILEGES ON `" + MariaDBDatabase + `\_%` + "`.* TO '" + MariaDBUser + "'@'127.0.0.1';\n"
 
 // installLocked creates the system tables in an empty data directory,
-// with a root account that needs no password; the next start makes the
-// test database and account (mariadb-install-db runs without the grant
-// tables, so it cannot). m.mu must be held.
+// with a root account that needs no password (with mariadb-install-db, or
+// from its template); the next start makes the test database and account
+// (mariadb-install-db runs without the grant tables, so it cannot). m.mu
+// must be held.
 func (m *MariaDB) installLocked() error {
 	if err := os.WriteFile(filepath.Join(m.dir, mdbInitFileName), []byte(initSQL), 0o644); err != nil {
 		return fmt.Errorf("testenv: %w", err)
 	}
-	cmd := m.command(m.install, "--no-defaults",
-		"--datadir="+filepath.Join(m.dir, mdbDataDir),
-		"--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve",
-		"--tmpdir="+m.dir) // not /tmp: concurrent bootstraps trip over each other's temporary tables there
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("testenv: mariadb-install-db in %s: %v\n%s", m.dir, err, out)
+	data := filepath.Join(m.dir, mdbDataDir)
+	args := []string{"--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"}
+	key := append([]string{m.install, m.server, credName(m.cred)}, args...)
+	err := dataFromTemplate("mariadb", key, data, func() error {
+		// Its tmpdir not /tmp: concurrent bootstraps trip over each
+		// other's temporary tables there.
+		cmd := m.command(m.install, append(args, "--datadir="+data, "--tmpdir="+m.dir)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("testenv: mariadb-install-db in %s: %v\n%s", m.dir, err, out)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	m.needInit = true
 	return nil

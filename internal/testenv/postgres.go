@@ -159,15 +159,19 @@ func (p *Postgres) command(name string, args ...string) *exec.Cmd {
 }
 
 // initdbLocked creates an empty cluster in the data directory, with
-// PostgresUser as its superuser, trusted on every connection. p.mu must
-// be held.
+// PostgresUser as its superuser, trusted on every connection (with
+// initdb, or from its template). p.mu must be held.
 func (p *Postgres) initdbLocked() error {
-	cmd := p.command("initdb", "-D", filepath.Join(p.dir, pgDataDir), "-U", PostgresUser,
-		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("testenv: initdb in %s: %v\n%s", p.dir, err, out)
-	}
-	return nil
+	data := filepath.Join(p.dir, pgDataDir)
+	args := []string{"-U", PostgresUser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"}
+	key := append([]string{filepath.Join(p.bin, "initdb"), filepath.Join(p.bin, "postgres"), credName(p.cred)}, args...)
+	return dataFromTemplate("postgres", key, data, func() error {
+		cmd := p.command("initdb", append([]string{"-D", data}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("testenv: initdb in %s: %v\n%s", p.dir, err, out)
+		}
+		return nil
+	})
 }
 
 // startLocked starts the postmaster and waits until it accepts

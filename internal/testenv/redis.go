@@ -8,6 +8,10 @@
 // dies. [StopAll] stops every server that is still running, for use at the
 // end of a TestMain or a command.
 //
+// A new PostgreSQL or MariaDB data directory is a copy of one that initdb
+// or mariadb-install-db made once per machine, kept in the user's cache
+// directory (dlock-testenv, beside BuildEtcd's binaries).
+//
 // The Launch functions return errors and work outside tests. The Start
 // functions take a testing.TB, skip the test when redis-server is not
 // installed (or fail it when the CI environment variable is "true"), and
