@@ -1,6 +1,9 @@
-// Package testenv starts and controls real redis-server, ZooKeeper and
-// PostgreSQL processes for tests, benchmarks, demos and chaos experiments,
-// and provides an in-process TCP proxy for injecting network faults.
+// Package testenv starts and controls real redis-server, ZooKeeper,
+// PostgreSQL, MariaDB and etcd processes for tests, benchmarks, demos and
+// chaos experiments, and provides an in-process TCP proxy for injecting
+// network faults. Every kind of server has the same controls (Addr, Kill,
+// Stop, Pause, Resume, Restart, Close, LogTail, ...); what differs between
+// them is in its own file.
 //
 // Servers listen only on 127.0.0.1, on ports chosen by [FreePort]. Every
 // process is started in its own process group, is signalled only through
@@ -13,7 +16,7 @@
 // directory (dlock-testenv, beside BuildEtcd's binaries).
 //
 // The Launch functions return errors and work outside tests. The Start
-// functions take a testing.TB, skip the test when redis-server is not
+// functions take a testing.TB, skip the test when the server is not
 // installed (or fail it when the CI environment variable is "true"), and
 // close what they started when the test ends.
 package testenv
