@@ -26,7 +26,7 @@ import (
 type daemon struct {
 	what   string         // the server's program, naming it in errors and logs: "redis-server", "zookeeper", ...
 	logs   []string       // the files in dir the server writes; logs[0] receives its stdout and stderr
-	dir    string         //
+	dir    string         // the server's directory: its logs, data and files
 	port   int            // the client port
 	ownDir bool           // Close removes dir
 	group  bool           // the process forks children that lead process groups of their own (a postmaster's backends), which signals reach too
