@@ -103,7 +103,7 @@ func TestIntegrationChaos(t *testing.T) {
 					testenv.RequireBinary(t, "mariadbd") // fails in CI, skips with the hint elsewhere
 				}
 			}
-			o := Options{Backend: tc.backend, Duration: tc.duration, MinFaults: tc.faults, TTL: 500 * time.Millisecond,
+			o := Options{Backend: tc.backend, Duration: tc.duration, TTL: 500 * time.Millisecond,
 				Work: 10 * time.Millisecond, SessionTimeout: time.Second, LibraryDefaults: tc.defaults, Faults: tc.only, TLS: tc.tls}
 			if tc.tls && tc.backend != BackendZK3 {
 				o.TTL = 2 * time.Second
@@ -120,7 +120,14 @@ func TestIntegrationChaos(t *testing.T) {
 					o.TTL = 6 * time.Second
 				}
 			}
-			res, err := Run(context.Background(), o)
+			// The run lasts until it has done the work checked below;
+			// tc.duration is what that took on a loaded machine (see
+			// untilEnough), and three times it the most it may take.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o.Duration = 3 * tc.duration
+			o.Progress = untilEnough(tc.duration, tc.faults, cancel)
+			res, err := Run(ctx, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,6 +193,23 @@ func TestIntegrationChaos(t *testing.T) {
 				t.Errorf("%d terminate faults ended %d sessions; want some of each", terminates, ended)
 			}
 		})
+	}
+}
+
+// untilEnough returns a Progress function that ends a run, by calling
+// cancel, once it has done the work TestIntegrationChaos checks: 50
+// grants, and faults faults each followed by a quiet Window (the next
+// fault has begun), or faults faults begun by nominal, the run's
+// duration before it ended on its work (a Sentinel failover takes a fault
+// 8-20s to heal). A quick machine gets there sooner, a loaded one later:
+// a fixed duration gave a loaded machine too few faults or grants, and a
+// quick one more faults than the test asks for (the long runs of make
+// chaos are the ones for depth).
+func untilEnough(nominal time.Duration, faults int, cancel func()) func(Progress) {
+	return func(p Progress) {
+		if p.Grants >= 50 && (p.Faults > faults || p.Faults == faults && p.Elapsed >= nominal) {
+			cancel()
+		}
 	}
 }
 

@@ -33,11 +33,6 @@ type Options struct {
 	// Duration is how long the clients contend, faults included; the
 	// default is DefaultDuration.
 	Duration time.Duration
-	// MinFaults, if positive, extends the run past Duration, up to three
-	// times Duration in all, until that many faults have been injected: a
-	// loaded machine, where servers start and recover slowly, then still
-	// runs the faults a short run is for.
-	MinFaults int
 	// Clients is the number of client processes, 2 to MaxClients; the
 	// default is DefaultClients.
 	Clients int
@@ -207,9 +202,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	h.Add(Event{Op: OpStart, Value: fmt.Sprintf("%s%s, %d clients, seed %d", o.Backend, tlsNote, o.Clients, o.Seed)})
 
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
-	go r.stopAfter(runCtx, cancel, time.Now())
 	in := &injector{d: d, hist: h, rng: rand.New(rand.NewPCG(o.Seed, 0)), ttl: o.TTL, session: o.sessionTimeout(),
 		name: name, clients: r.clients, holder: r.holder}
 	var faults sync.WaitGroup
@@ -226,30 +220,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	h.Add(Event{Op: OpStop})
 	v := Check(h, CheckConfig{Backend: o.Backend, Window: o.Window()})
 	return &Result{Options: o, Verdict: v, History: h, Interrupted: interrupted, ClientNotes: notes}, nil
-}
-
-// stopAfter ends the run (cancel) once Duration has passed and MinFaults
-// faults have ended, or three times Duration has passed.
-func (r *run) stopAfter(ctx context.Context, cancel func(), start time.Time) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		r.mu.Lock()
-		done := r.faults
-		if r.fault != "" {
-			done-- // under way
-		}
-		r.mu.Unlock()
-		if took := time.Since(start); took >= 3*r.o.Duration || took >= r.o.Duration && done >= r.o.MinFaults {
-			cancel()
-			return
-		}
-	}
 }
 
 // run is the state of one Run.

@@ -119,6 +119,7 @@ func backend(e *testenv.Etcd) dlocktest.Backend {
 }
 
 func TestIntegrationConformance(t *testing.T) {
+	t.Parallel() // on a server of its own, beside the fault tests that mostly wait
 	dlocktest.Run(t, backend(testenv.StartEtcd(t)))
 }
 

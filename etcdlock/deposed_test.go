@@ -23,6 +23,7 @@ import (
 // etcd 3.4.23 and on EtcdBuildVersion, whose server checks its leadership
 // before a renewal.
 func TestIntegrationDeposedLeaderRenewal(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting
 	testenv.SkipIfShort(t, "needs an etcd cluster")
 	servers := []struct{ name, bin string }{{"debian", ""}, {"v" + testenv.EtcdBuildVersion, testenv.RequireBuiltEtcd(t)}}
 	const rounds = 2
@@ -146,6 +147,7 @@ func (l keepAliveVia) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*
 // the other members; a Refresh of each queued on the paused leader, which
 // is then resumed. Run on Debian's etcd 3.4.23 and on EtcdBuildVersion.
 func TestIntegrationDeposedLeaderLeaseNotFound(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting
 	testenv.SkipIfShort(t, "needs an etcd cluster")
 	servers := []struct{ name, bin string }{{"debian", ""}, {"v" + testenv.EtcdBuildVersion, testenv.RequireBuiltEtcd(t)}}
 	const rounds, locks = 3, 10

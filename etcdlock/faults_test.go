@@ -50,6 +50,7 @@ func cycle(t *testing.T, ctx context.Context, m *etcdlock.Mutex) uint64 {
 // A holder's lease rides out the kill of the cluster's leader: the new
 // leader keeps the etcd lease, renewals go on, and fences keep increasing.
 func TestIntegrationLeaderKill(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting
 	c := testenv.StartEtcdCluster(t, 3)
 	ctx := ctxFor(t, 2*time.Minute)
 	const ttl = 4 * time.Second
@@ -99,6 +100,7 @@ func TestIntegrationLeaderKill(t *testing.T) {
 // granted the lock only once the holder's lease has ended, and the lock is
 // usable again after the member resumes.
 func TestIntegrationMemberPaused(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting
 	c := testenv.StartEtcdCluster(t, 3)
 	ctx := ctxFor(t, 2*time.Minute)
 	const ttl = 2 * time.Second
@@ -201,6 +203,7 @@ func TestIntegrationHolderCutOff(t *testing.T) {
 // cluster keeps its etcd lease, renewals resume, and later fences are
 // larger.
 func TestIntegrationRestartEveryMember(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting
 	c := testenv.StartEtcdCluster(t, 3)
 	ctx := ctxFor(t, 2*time.Minute)
 	const ttl = 20 * time.Second

@@ -205,6 +205,7 @@ func TestIntegrationWaitingWhenClusterGoes(t *testing.T) {
 	e := sharedEtcd(t)
 	for _, refuse := range []bool{true, false} {
 		t.Run(map[bool]string{true: "refused", false: "silent"}[refuse], func(t *testing.T) {
+			t.Parallel() // mostly waiting, through a proxy of its own
 			name := "waiting-when-cluster-goes-" + map[bool]string{true: "refused", false: "silent"}[refuse]
 			const ttl, wait = 30 * time.Second, 3 * time.Second
 			held, err := connect(t, []string{e.Addr()}).NewMutex(name, etcdlock.WithTTL(ttl)).Lock(ctxFor(t, 10*time.Second))
@@ -311,6 +312,7 @@ func TestIntegrationTryLockRefusedEndpoints(t *testing.T) {
 // client connect: that took 1.4 to 7.4s after the cluster was back
 // (40s down: 7.4s), with requests failing at once in between.
 func TestIntegrationLockReconnectsWhenBack(t *testing.T) {
+	t.Parallel() // mostly waiting, through a proxy of its own
 	e := sharedEtcd(t)
 	p := testenv.StartProxy(t, e.Addr())
 	m := connect(t, []string{p.Addr()}).NewMutex("reconnects-when-back", etcdlock.WithTTL(2*time.Second),

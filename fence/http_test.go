@@ -145,6 +145,7 @@ func TestHandler(t *testing.T) {
 func TestHandlerConcurrent(t *testing.T) {
 	for _, s := range stores(t) {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel() // each store on a database or table of its own
 			var mu sync.Mutex
 			seen := map[string][]uint64{}
 			h := fence.Handler(s.store, func(r *http.Request) string { return r.URL.Path }, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,6 +201,7 @@ func TestHandlerConcurrent(t *testing.T) {
 func TestStoreAdvanceAtomic(t *testing.T) {
 	for _, s := range stores(t) {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel() // each store on a database or table of its own
 			ctx := ctxFor(t, time.Minute)
 			const rounds, n = 20, 16
 			for round := range rounds {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/zklock"
 )
 
@@ -23,7 +22,7 @@ func TestIntegrationCloseDuringCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs ZooKeeper")
 	}
-	servers := []string{testenv.StartZooKeeper(t).Addr()}
+	servers := []string{sharedZK(t).Addr()}
 	base := uniquePath(t)
 	for round := range 20 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -183,5 +183,6 @@ func TestIntegrationKinds(t *testing.T) {
 }
 
 func TestIntegrationConformance(t *testing.T) {
+	t.Parallel() // on a server of its own, beside the fault tests that mostly wait
 	dlocktest.Run(t, backend(testenv.StartZooKeeper(t)))
 }

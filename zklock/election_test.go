@@ -12,7 +12,7 @@ import (
 )
 
 func TestIntegrationElection(t *testing.T) {
-	servers := []string{testenv.StartZooKeeper(t).Addr()}
+	servers := []string{sharedZK(t).Addr()}
 	options := func(o dlocktest.Options) []zklock.Option {
 		opts := []zklock.Option{zklock.WithTTL(o.TTL)}
 		if o.NoRenewal {
@@ -38,14 +38,15 @@ func TestIntegrationElection(t *testing.T) {
 
 // Inspect names the leader's owner token, not its record.
 func TestIntegrationElectionInspect(t *testing.T) {
-	servers := []string{testenv.StartZooKeeper(t).Addr()}
+	servers := []string{sharedZK(t).Addr()}
 	ctx := context.Background()
 	c := connect(t, servers)
-	l, err := c.NewElection("/elections/inspect").Campaign(ctx, "leader-value")
+	path := uniquePath(t)
+	l, err := c.NewElection(path).Campaign(ctx, "leader-value")
 	if err != nil {
 		t.Fatalf("Campaign: %v", err)
 	}
-	info, err := c.Inspect(ctx, "/elections/inspect")
+	info, err := c.Inspect(ctx, path)
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != l.Token() {
 		t.Fatalf("Inspect = %+v, %v; want one holder with owner %q", info, err, l.Token())
 	}

@@ -18,6 +18,7 @@ import (
 // survives the election, so the holder keeps the lock throughout, and the
 // waiter proceeds after the release.
 func TestIntegrationLeaderKillKeepsTheLock(t *testing.T) {
+	t.Parallel() // on servers of its own, mostly waiting
 	e := testenv.StartEnsemble(t, 3)
 	ctx := ctxFor(t, 2*time.Minute)
 	path := uniquePath(t)
@@ -87,6 +88,7 @@ func TestIntegrationLeaderKillKeepsTheLock(t *testing.T) {
 // comes back, its session is reported expired and the Client goes on
 // with a new one.
 func TestIntegrationSessionExpiry(t *testing.T) {
+	t.Parallel() // on a server of its own, mostly waiting
 	z := testenv.StartZooKeeper(t)
 	proxy := testenv.StartProxy(t, z.Addr())
 	ctx := ctxFor(t, time.Minute)
@@ -214,6 +216,7 @@ func TestIntegrationSuspendedAndBack(t *testing.T) {
 // A waiter whose session expires while it waits loses its place, queues
 // again on the new session, and still gets the lock.
 func TestIntegrationWaiterOutlivesItsSession(t *testing.T) {
+	t.Parallel() // on a server of its own, mostly waiting
 	z := testenv.StartZooKeeper(t)
 	proxy := testenv.StartProxy(t, z.Addr())
 	ctx := ctxFor(t, time.Minute)

@@ -14,7 +14,7 @@ import (
 // The lease time is a third of the session timeout.
 func TestIntegrationShortGrantNeverReturned(t *testing.T) {
 	const ttl = 2 * time.Second
-	z := testenv.StartZooKeeper(t)
+	z := sharedZK(t)
 	p := testenv.StartProxy(t, z.Addr())
 	path := uniquePath(t)
 	slow := connect(t, []string{p.Addr()}, zklock.WithSessionTimeout(3*ttl))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
-	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/zklock"
 )
 
@@ -32,7 +31,7 @@ func waitFrom(t *testing.T, rec *dlocktest.Recorder, from int, k dlock.EventKind
 // that waits, and the release; a reentrant hold and a Downgrade report
 // acquisitions of their own.
 func TestIntegrationObserverKinds(t *testing.T) {
-	servers := []string{testenv.StartZooKeeper(t).Addr()}
+	servers := []string{sharedZK(t).Addr()}
 	holderSession := connect(t, servers)
 	rec := &dlocktest.Recorder{}
 	observed := connect(t, servers, zklock.WithObserver(rec))
@@ -144,7 +143,7 @@ func TestIntegrationObserverKinds(t *testing.T) {
 
 // WithLogger logs the lock events, alongside WithObserver.
 func TestIntegrationWithLogger(t *testing.T) {
-	servers := []string{testenv.StartZooKeeper(t).Addr()}
+	servers := []string{sharedZK(t).Addr()}
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rec := &dlocktest.Recorder{}

@@ -23,10 +23,12 @@ import (
 // still larger (see the package documentation).
 func TestIntegrationRestartEmptyStartsANewSession(t *testing.T) {
 	t.Run("standalone", func(t *testing.T) {
+		t.Parallel() // each on servers of its own; mostly waiting for a session timeout
 		z := testenv.StartZooKeeper(t)
 		restartEmptyStartsANewSession(t, []string{z.Addr()}, z.RestartEmpty)
 	})
 	t.Run("ensemble", func(t *testing.T) {
+		t.Parallel()
 		e := testenv.StartEnsemble(t, 3)
 		restartEmptyStartsANewSession(t, e.Addrs(), func() error { return restartAllEmpty(e) })
 	})

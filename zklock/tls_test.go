@@ -117,22 +117,39 @@ func TestIntegrationTLSRefused(t *testing.T) {
 		{"no client certificate", z.TLSAddr(), tlsConfig(t, certs, false), []string{z.TLSAddr(), "tls: ", "certificate"}},
 		{"plain port", z.Addr(), tlsConfig(t, certs, true), []string{"TLS handshake with " + z.Addr(), "is that its secure client port?"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := ctxFor(t, tlsFailCtx)
+	// The handshakes fail side by side, each New with a ctx of its own
+	// that it waits out: one after the other, they took tlsFailCtx each.
+	type outcome struct {
+		took        time.Duration
+		err, ctxErr error
+	}
+	outcomes := make([]chan outcome, len(tests))
+	for i, tt := range tests {
+		outcomes[i] = make(chan outcome, 1)
+		ctx := ctxFor(t, tlsFailCtx)
+		go func() {
 			start := time.Now()
 			c, err := zklock.New(ctx, []string{tt.addr}, zklock.WithTLS(tt.cfg))
 			took := time.Since(start)
 			if err == nil {
 				c.Close()
+			}
+			outcomes[i] <- outcome{took, err, ctx.Err()}
+		}()
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := <-outcomes[i]
+			took, err := o.took, o.err
+			if err == nil {
 				t.Fatalf("New succeeded; want a TLS error")
 			}
 			t.Logf("New after %v: %v", took.Round(time.Millisecond), err)
 			if took > tlsFailWithin {
 				t.Errorf("New took %v; want at most %v", took, tlsFailWithin)
 			}
-			if !errors.Is(err, ctx.Err()) {
-				t.Errorf("error %v does not match ctx.Err() %v", err, ctx.Err())
+			if !errors.Is(err, o.ctxErr) {
+				t.Errorf("error %v does not match ctx.Err() %v", err, o.ctxErr)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

@@ -344,7 +344,7 @@ func StartClusterConfig(t testing.TB, cfg ClusterConfig) *Cluster {
 	t.Cleanup(func() {
 		for _, r := range c.Nodes {
 			r.Resume()
-			closeForTest(t, "redis-server", r)
+			closeForTest(t, r)
 		}
 		c.Close()
 	})

@@ -1,14 +1,12 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -39,19 +37,16 @@ func LookEtcd() (string, error) {
 	return path, nil
 }
 
-// etcds holds every etcd server that has been started and not closed, for
-// StopAll.
-var etcds serverSet[*Etcd]
-
 // An Etcd is one etcd server process listening on 127.0.0.1, either
 // standalone or as a member of an [EtcdCluster]. Its methods are safe for
 // concurrent use. The name, ports and directory stay the same across
 // Kill, Stop and Restart, and so does the data: a restarted server keeps
-// what it had written.
+// what it had written. Its directory holds the log etcd.out and the data
+// directory.
 type Etcd struct {
 	daemon
 	bin      string
-	name     string
+	member   string // the member's name
 	peerPort int    // peer (Raft) port
 	cluster  string // the --initial-cluster value
 	token    string // the --initial-cluster-token value
@@ -71,8 +66,9 @@ func newEtcd(name, bin string) (*Etcd, error) {
 			return nil, err
 		}
 	}
-	e := &Etcd{bin: bin, name: name}
-	if err = e.makeDir("testenv-etcd-", nil); err != nil {
+	e := &Etcd{daemon: daemon{what: "etcd", logs: []string{etcdOutFileName}}, bin: bin, member: name}
+	e.srv = e
+	if err = e.makeDir(nil); err != nil {
 		return nil, err
 	}
 	if e.peerPort, err = FreePort(); err != nil {
@@ -106,7 +102,7 @@ func (e *Etcd) startWaitLocked(wait bool) error {
 		tlsArgs = []string{"--cert-file", e.certFile, "--key-file", e.keyFile}
 	}
 	cmd := exec.Command(e.bin, append([]string{
-		"--name", e.name,
+		"--name", e.member,
 		"--data-dir", filepath.Join(e.dir, "data"),
 		"--listen-client-urls", listen,
 		"--advertise-client-urls", e.clientURL(),
@@ -120,56 +116,21 @@ func (e *Etcd) startWaitLocked(wait bool) error {
 		"--logger", "zap",
 		"--log-outputs", "stderr",
 	}, tlsArgs...)...) // the v2 API is off by default in 3.4, and gone in 3.6
-	cmd.Dir = e.dir
-	p, err := startProcess(cmd, filepath.Join(e.dir, etcdOutFileName), "etcd")
-	if err != nil {
-		return err
-	}
-	e.proc = p
 	if !wait {
-		return nil
+		return e.runLocked(cmd, 0, "", nil)
 	}
-	return e.waitHealthyLocked(etcdStartTimeout)
+	return e.runLocked(cmd, etcdStartTimeout, "become healthy", func(int) error { return e.health() })
 }
 
 // waitHealthyLocked waits until the running process answers /health with
 // health true. e.mu must be held.
 func (e *Etcd) waitHealthyLocked(timeout time.Duration) error {
-	p := e.proc
-	return p.poll(timeout, 20*time.Millisecond, e.health, func() error {
-		return e.exitError(p)
-	}, func(last error) error {
-		return fmt.Errorf("testenv: etcd %s (pid %d) not healthy within %v (%v); log tail:\n%s",
-			e.Addr(), p.cmd.Process.Pid, timeout, last, e.LogTail(logTailLines))
-	})
+	return e.waitLocked(timeout, 20*time.Millisecond, "become healthy", e.health)
 }
-
-// exitError describes p, which exited before it was ready, matching
-// errAddrInUse if it could not bind a port.
-func (e *Etcd) exitError(p *process) error {
-	tail := e.LogTail(logTailLines)
-	err := p.exitError("etcd on "+e.Addr(), tail)
-	if strings.Contains(tail, "address already in use") && !errors.Is(err, errAddrInUse) {
-		err = fmt.Errorf("%w: %w", err, errAddrInUse)
-	}
-	return err
-}
-
-// Addr returns the server's client address, "127.0.0.1:port", which is
-// what an etcd client takes as an endpoint.
-func (e *Etcd) Addr() string { return e.addr() }
 
 // Name returns the member's name, "etcd1", "etcd2", ... in a cluster and
 // "etcd" for a standalone server.
-func (e *Etcd) Name() string { return e.name }
-
-// Dir returns the server's directory, which holds the log etcd.out and
-// the data directory.
-func (e *Etcd) Dir() string { return e.dir }
-
-// PID returns the process ID of the running server, or 0 if it is not
-// running.
-func (e *Etcd) PID() int { return e.pid() }
+func (e *Etcd) Name() string { return e.member }
 
 // Health returns nil if the server answers /health with health true,
 // which it does when it is serving and its cluster has a leader.
@@ -188,61 +149,21 @@ func (e *Etcd) IsLeader() (bool, error) {
 	return st.Leader != 0 && st.Leader == st.MemberID, nil
 }
 
-// Kill sends SIGKILL to the server and waits for it to exit, like
-// kill -9. It does nothing if the server is not running.
-func (e *Etcd) Kill() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.proc.kill("etcd " + e.Addr())
-}
+// restartLocked starts a stopped server again and waits until it is
+// healthy, which for a cluster member needs a quorum of the cluster to be
+// running. e.mu must be held.
+func (e *Etcd) restartLocked() error { return e.startAgainLocked(true) }
 
-// Stop stops the server gracefully: it sends SIGTERM, waits up to five
-// seconds and then sends SIGKILL. It does nothing if the server is not
-// running. A paused server is resumed so that it can shut down.
-func (e *Etcd) Stop() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stopLocked()
-}
-
-func (e *Etcd) stopLocked() error { return e.proc.stop("etcd " + e.Addr()) }
-
-// Pause freezes the server with SIGSTOP. Connections stay open, but it
-// answers nothing, and takes no part in its cluster, until Resume.
-func (e *Etcd) Pause() error { return e.signalProc("etcd "+e.Addr(), syscall.SIGSTOP, true) }
-
-// Resume continues a paused server with SIGCONT.
-func (e *Etcd) Resume() error { return e.signalProc("etcd "+e.Addr(), syscall.SIGCONT, false) }
-
-// Restart starts the server again on the same ports and directory,
-// stopping it first if it is running, and waits until it is healthy,
-// which for a cluster member needs a quorum of the cluster to be running.
-// Restart retries for a few seconds while a port is still in use.
-func (e *Etcd) Restart() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return fmt.Errorf("testenv: Restart of closed etcd %s", e.Addr())
-	}
-	if err := e.stopLocked(); err != nil {
-		return err
-	}
-	if err := e.restartLocked(false); err != nil {
-		return err
-	}
-	return e.waitHealthyLocked(etcdStartTimeout)
-}
-
-// restartLocked starts a stopped server again, retrying while a port is
+// startAgainLocked starts a stopped server again, retrying while a port is
 // in use, and waits until it is healthy if wait. e.mu must be held.
-func (e *Etcd) restartLocked(wait bool) error {
+func (e *Etcd) startAgainLocked(wait bool) error {
 	err := startRetrying(func() error {
 		err := e.startWaitLocked(false)
 		if err == nil {
 			// A port still held by the last process shows as an early exit.
 			time.Sleep(50 * time.Millisecond)
 			if !e.proc.running() {
-				err = e.exitError(e.proc)
+				err = e.proc.exitError(e.name(), e.LogTail(logTailLines))
 			}
 		}
 		return err
@@ -259,28 +180,16 @@ func (e *Etcd) restartLocked(wait bool) error {
 // The new server knows no key and no lease, and its revisions start again
 // from 1.
 func (e *Etcd) RestartEmpty() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return fmt.Errorf("testenv: RestartEmpty of closed etcd %s", e.Addr())
-	}
 	if strings.Contains(e.cluster, ",") {
-		return fmt.Errorf("testenv: RestartEmpty of etcd %s, a cluster member", e.Addr())
+		return fmt.Errorf("testenv: RestartEmpty of %s, a cluster member", e.name())
 	}
-	if err := e.stopLocked(); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(filepath.Join(e.dir, "data")); err != nil {
-		return fmt.Errorf("testenv: wiping etcd %s: %w", e.Addr(), err)
-	}
-	return e.restartLocked(true)
+	return e.restartWith("RestartEmpty", func() error {
+		if err := os.RemoveAll(filepath.Join(e.dir, "data")); err != nil {
+			return fmt.Errorf("testenv: wiping %s: %w", e.name(), err)
+		}
+		return nil
+	})
 }
-
-// Close stops the server and removes its directory. Close is idempotent.
-func (e *Etcd) Close() error { return e.close(e.stopLocked, func() { etcds.remove(e) }, true) }
-
-// LogTail returns the last n lines of the server's output, where it logs.
-func (e *Etcd) LogTail(n int) string { return e.logTail(etcdOutFileName, n) }
 
 // LaunchEtcd starts a standalone etcd server (a cluster of one) on free
 // client and peer ports and waits until it is healthy. If the server is
@@ -293,7 +202,7 @@ func LaunchEtcd() (*Etcd, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.cluster = e.name + "=" + e.peerURL()
+		e.cluster = e.member + "=" + e.peerURL()
 		e.token = filepath.Base(e.dir)
 		e.mu.Lock()
 		err = e.startLocked()
@@ -302,7 +211,7 @@ func LaunchEtcd() (*Etcd, error) {
 			e.Close()
 			return nil, err
 		}
-		etcds.add(e)
+		running.add(&e.daemon)
 		return e, nil
 	})
 }
@@ -323,7 +232,7 @@ func LaunchEtcdTLS(certFile, keyFile string) (*Etcd, error) {
 			return nil, err
 		}
 		e.certFile, e.keyFile = certFile, keyFile
-		e.cluster = e.name + "=" + e.peerURL()
+		e.cluster = e.member + "=" + e.peerURL()
 		e.token = filepath.Base(e.dir)
 		e.mu.Lock()
 		err = e.startLocked()
@@ -332,7 +241,7 @@ func LaunchEtcdTLS(certFile, keyFile string) (*Etcd, error) {
 			e.Close()
 			return nil, err
 		}
-		etcds.add(e)
+		running.add(&e.daemon)
 		return e, nil
 	})
 }
@@ -341,7 +250,7 @@ func LaunchEtcdTLS(certFile, keyFile string) (*Etcd, error) {
 // StartEtcd does.
 func StartEtcdTLS(t testing.TB, certFile, keyFile string) *Etcd {
 	t.Helper()
-	return startForTest(t, "etcd", "needs an etcd server", lookEtcd, func() (*Etcd, error) { return LaunchEtcdTLS(certFile, keyFile) })
+	return startForTest(t, "needs an etcd server", lookEtcd, func() (*Etcd, error) { return LaunchEtcdTLS(certFile, keyFile) })
 }
 
 // TLSAddr returns the host:port of the server's TLS client port, or "" if
@@ -361,7 +270,7 @@ func (e *Etcd) TLSAddr() string {
 // server does not start.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
-	return startForTest(t, "etcd", "needs an etcd server", lookEtcd, LaunchEtcd)
+	return startForTest(t, "needs an etcd server", lookEtcd, LaunchEtcd)
 }
 
 // requireEtcd skips the test if etcd is not installed, or fails it when

@@ -66,6 +66,7 @@ func TestEtcdLaunchClusterRejectsBadSize(t *testing.T) {
 }
 
 func TestIntegrationEtcdStandalone(t *testing.T) {
+	t.Parallel()
 	e := StartEtcd(t)
 	if ok, err := e.IsLeader(); err != nil || !ok {
 		t.Fatalf("IsLeader = %v, %v; a standalone server leads itself", ok, err)
@@ -105,6 +106,7 @@ func TestIntegrationEtcdStandalone(t *testing.T) {
 }
 
 func TestIntegrationEtcdCluster(t *testing.T) {
+	t.Parallel()
 	c := StartEtcdCluster(t, 3)
 	leader, err := c.Leader()
 	if err != nil {

@@ -11,6 +11,12 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	// Every test closes what it started (StopAll is for what a failed one
+	// left behind).
+	for _, d := range running.list("") {
+		fmt.Fprintf(os.Stderr, "%s still registered after the tests\n", d.name())
+		code = 1
+	}
 	if err := StopAll(); err != nil {
 		fmt.Fprintln(os.Stderr, "StopAll:", err)
 		code = 1

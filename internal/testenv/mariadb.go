@@ -57,10 +57,6 @@ func LookMariaDB() error {
 	return err
 }
 
-// mariadbs holds every MariaDB that has been started and not closed, for
-// StopAll.
-var mariadbs serverSet[*MariaDB]
-
 // A MariaDB is a private MariaDB server: one mariadbd process listening on
 // 127.0.0.1 only, with its data, Unix socket and log in a temporary
 // directory. When testenv runs as root, the server is created and run as
@@ -72,7 +68,8 @@ var mariadbs serverSet[*MariaDB]
 //
 // Its methods are safe for concurrent use. The address, port and
 // directory stay the same across Kill, Stop and Restart; the data too,
-// except across RestartEmpty.
+// except across RestartEmpty. Its directory holds its log, its socket and,
+// under "data", its data. Stop shuts it down cleanly (SIGTERM).
 type MariaDB struct {
 	daemon
 	server  string              // the path of mariadbd
@@ -107,7 +104,7 @@ func LaunchMariaDB() (*MariaDB, error) {
 			m.Close()
 			return nil, err
 		}
-		mariadbs.add(m)
+		running.add(&m.daemon)
 		return m, nil
 	})
 }
@@ -119,8 +116,9 @@ func newMariaDB(server, install string) (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &MariaDB{server: server, install: install, cred: cred}
-	if err := m.makeDir("testenv-mariadb-", cred); err != nil {
+	m := &MariaDB{daemon: daemon{what: "mariadbd", logs: []string{mdbOutFileName}}, server: server, install: install, cred: cred}
+	m.srv = m
+	if err := m.makeDir(cred); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -142,20 +140,28 @@ const initSQL = "CREATE DATABASE IF NOT EXISTS `" + MariaDBDatabase + "` CHARACT
 	"GRANT ALL PRIVILEGES ON `" + MariaDBDatabase + `\_%` + "`.* TO '" + MariaDBUser + "'@'127.0.0.1';\n"
 
 // installLocked creates the system tables in an empty data directory,
-// with a root account that needs no password; the next start makes the
-// test database and account (mariadb-install-db runs without the grant
-// tables, so it cannot). m.mu must be held.
+// with a root account that needs no password (with mariadb-install-db, or
+// from its template); the next start makes the test database and account
+// (mariadb-install-db runs without the grant tables, so it cannot). m.mu
+// must be held.
 func (m *MariaDB) installLocked() error {
 	if err := os.WriteFile(filepath.Join(m.dir, mdbInitFileName), []byte(initSQL), 0o644); err != nil {
 		return fmt.Errorf("testenv: %w", err)
 	}
-	cmd := m.command(m.install, "--no-defaults",
-		"--datadir="+filepath.Join(m.dir, mdbDataDir),
-		"--auth-root-authentication-method=normal",
-		"--skip-test-db", "--skip-name-resolve",
-		"--tmpdir="+m.dir) // not /tmp: concurrent bootstraps trip over each other's temporary tables there
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("testenv: mariadb-install-db in %s: %v\n%s", m.dir, err, out)
+	data := filepath.Join(m.dir, mdbDataDir)
+	args := []string{"--no-defaults", "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"}
+	key := append([]string{m.install, m.server, credName(m.cred)}, args...)
+	err := dataFromTemplate("mariadb", key, data, func() error {
+		// Its tmpdir not /tmp: concurrent bootstraps trip over each
+		// other's temporary tables there.
+		cmd := m.command(m.install, append(args, "--datadir="+data, "--tmpdir="+m.dir)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("testenv: mariadb-install-db in %s: %v\n%s", m.dir, err, out)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	m.needInit = true
 	return nil
@@ -192,35 +198,20 @@ func (m *MariaDB) startLocked() error {
 	if m.needInit {
 		args = append(args, "--init-file="+filepath.Join(m.dir, mdbInitFileName))
 	}
-	proc, err := startProcess(m.command(m.server, args...), logPath, "mariadbd")
-	if err != nil {
-		return err
-	}
-	m.proc = proc
-	if err := m.waitReady(proc, logPath, logStart); err != nil {
-		m.proc.kill("mariadbd on " + m.Addr())
-		return err
-	}
-	m.needInit = false
-	return nil
-}
-
-// waitReady waits until mariadbd proc has logged, past offset logStart of
-// its log, that it is ready for connections, and accepts TCP connections
-// on the port.
-func (m *MariaDB) waitReady(proc *process, logPath string, logStart int64) error {
-	return proc.poll(mdbStartTimeout, 20*time.Millisecond, func() error {
+	err := m.runLocked(m.command(m.server, args...), mdbStartTimeout, "get ready", func(int) error {
 		if !logged(logPath, logStart, mdbReadyLine) {
 			return errNotYet
 		}
 		return dial(m.Addr())
-	}, func() error {
-		return proc.exitError("mariadbd on "+m.Addr(), m.LogTail(logTailLines))
-	}, func(error) error {
-		return fmt.Errorf("testenv: mariadbd (pid %d) on %s not ready within %v; log tail:\n%s",
-			proc.cmd.Process.Pid, m.Addr(), mdbStartTimeout, m.LogTail(logTailLines))
 	})
+	if err == nil {
+		m.needInit = false
+	}
+	return err
 }
+
+// restartLocked starts the stopped server again. m.mu must be held.
+func (m *MariaDB) restartLocked() error { return startRetrying(m.startLocked) }
 
 // logged reports whether the file at path holds line past offset start.
 func logged(path string, start int64, line string) bool {
@@ -238,14 +229,8 @@ func logged(path string, start int64, line string) bool {
 // variable is "true" or "1") and fails it if the server does not start.
 func StartMariaDB(t testing.TB) *MariaDB {
 	t.Helper()
-	return startForTest(t, "mariadb", "needs MariaDB", LookMariaDB, LaunchMariaDB)
+	return startForTest(t, "needs MariaDB", LookMariaDB, LaunchMariaDB)
 }
-
-// Addr returns the server's address, "127.0.0.1:port".
-func (m *MariaDB) Addr() string { return m.addr() }
-
-// Port returns the server's TCP port.
-func (m *MariaDB) Port() int { return m.port }
 
 // DSN returns a data source name for the database MariaDBDatabase as
 // MariaDBUser, in the form github.com/go-sql-driver/mysql takes:
@@ -264,121 +249,32 @@ func (m *MariaDB) RootDSN() string {
 // command-line client takes with -S.
 func (m *MariaDB) Socket() string { return filepath.Join(m.dir, mdbSocketName) }
 
-// Dir returns the server's directory, which holds its log, its socket
-// and, under "data", its data.
-func (m *MariaDB) Dir() string { return m.dir }
-
-// PID returns the process ID of the running mariadbd, or 0 if it is not
-// running.
-func (m *MariaDB) PID() int { return m.pid() }
-
-// Kill sends SIGKILL to mariadbd, like kill -9, and waits until it is
-// gone. It does nothing if the server is not running.
-func (m *MariaDB) Kill() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc.kill("mariadbd on " + m.Addr())
-}
-
-// Stop shuts the server down cleanly (SIGTERM), waits up to five seconds
-// and then kills it. It does nothing if the server is not running. A
-// paused server is resumed so that it can shut down.
-func (m *MariaDB) Stop() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc.stop("mariadbd on " + m.Addr())
-}
-
-// Pause freezes mariadbd with SIGSTOP. Connections stay open, but nothing
-// answers until Resume.
-func (m *MariaDB) Pause() error { return m.signalProc("mariadbd on "+m.Addr(), syscall.SIGSTOP, true) }
-
-// Resume continues a paused server with SIGCONT.
-func (m *MariaDB) Resume() error {
-	return m.signalProc("mariadbd on "+m.Addr(), syscall.SIGCONT, false)
-}
-
-// Restart starts the server again on the same port and data, stopping it
-// first if it is running, and waits until it accepts connections.
-func (m *MariaDB) Restart() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return fmt.Errorf("testenv: Restart of closed mariadb %s", m.Addr())
-	}
-	if err := m.proc.stop("mariadbd on " + m.Addr()); err != nil {
-		return err
-	}
-	return m.startLocked()
-}
-
 // RestartEmpty stops the server, deletes its data, creates it afresh with
 // mariadb-install-db (the test account and database included) and starts
 // it on the same port: like a database restored to nothing.
 func (m *MariaDB) RestartEmpty() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return fmt.Errorf("testenv: RestartEmpty of closed mariadb %s", m.Addr())
-	}
-	if err := m.proc.stop("mariadbd on " + m.Addr()); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(filepath.Join(m.dir, mdbDataDir)); err != nil {
-		return fmt.Errorf("testenv: wiping mariadb %s: %w", m.Addr(), err)
-	}
-	if err := m.installLocked(); err != nil {
-		return err
-	}
-	return m.startLocked()
+	return m.restartWith("RestartEmpty", func() error {
+		if err := os.RemoveAll(filepath.Join(m.dir, mdbDataDir)); err != nil {
+			return fmt.Errorf("testenv: wiping %s: %w", m.name(), err)
+		}
+		return m.installLocked()
+	})
 }
 
 // Backup takes a cold backup of the server: it shuts it down cleanly,
 // copies its data to a new directory inside the server's, and starts it
 // again. It returns the copy's directory, for RestoreBackup.
-func (m *MariaDB) Backup() (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return "", fmt.Errorf("testenv: Backup of closed mariadb %s", m.Addr())
-	}
-	if err := m.proc.stop("mariadbd on " + m.Addr()); err != nil {
-		return "", err
-	}
-	backup, err := copyData(m.dir, mdbDataDir)
-	if err != nil {
-		return "", err
-	}
-	return backup, m.startLocked()
-}
+func (m *MariaDB) Backup() (string, error) { return m.backup(mdbDataDir) }
 
 // RestoreBackup kills the server (SIGKILL), replaces its data with the
 // copy that Backup made in the directory backup, and starts it again on
 // the same port: like a database restored from a backup, or failed over
 // to a copy that lags.
 func (m *MariaDB) RestoreBackup(backup string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return fmt.Errorf("testenv: RestoreBackup of closed mariadb %s", m.Addr())
-	}
-	staged, err := stageData(m.dir, mdbDataDir, backup)
-	if err != nil {
-		return err
-	}
-	if err := m.proc.kill("mariadbd on " + m.Addr()); err != nil {
-		return err
-	}
-	if err := swapData(m.dir, mdbDataDir, staged); err != nil {
-		return err
-	}
-	return m.startLocked()
+	return m.locked("RestoreBackup", func() error {
+		if err := m.restoreLocked(mdbDataDir, backup); err != nil {
+			return err
+		}
+		return m.startLocked()
+	})
 }
-
-// Close stops the server and removes its directory. Close is idempotent.
-func (m *MariaDB) Close() error {
-	return m.close(func() error { return m.proc.stop("mariadbd on " + m.Addr()) }, func() { mariadbs.remove(m) }, true)
-}
-
-// LogTail returns the last n lines of the server's log.
-func (m *MariaDB) LogTail(n int) string { return m.logTail(mdbOutFileName, n) }

@@ -36,6 +36,7 @@ func TestLookMariaDBNamesThePackage(t *testing.T) {
 }
 
 func TestIntegrationMariaDB(t *testing.T) {
+	t.Parallel()
 	var pids []int
 	t.Cleanup(func() { // after the server is closed
 		for _, pid := range pids {

@@ -79,10 +79,6 @@ func LookPostgres() error {
 	return err
 }
 
-// postgreses holds every Postgres that has been started and not closed,
-// for StopAll.
-var postgreses serverSet[*Postgres]
-
 // A Postgres is a private PostgreSQL cluster: one postmaster and its
 // backends, listening on 127.0.0.1 only, with its data in a temporary
 // directory. When testenv runs as root, the cluster is created and run as
@@ -93,9 +89,13 @@ var postgreses serverSet[*Postgres]
 //
 // Its methods are safe for concurrent use. The address, port and
 // directory stay the same across Kill, Stop and Restart; the data too,
-// except across RestartEmpty.
+// except across RestartEmpty. Its directory holds its log and, under
+// "data", the cluster. Stop asks for a fast shutdown (SIGINT: backends are
+// told to exit and the cluster is shut down cleanly); Kill, Pause and
+// Resume signal the postmaster and every backend, each of which leads a
+// process group of its own.
 type Postgres struct {
-	daemon                     // its proc is the postmaster
+	daemon                     // its process is the postmaster
 	bin    string              // the directory of postgres and initdb
 	cred   *syscall.Credential // whom to run as; nil for the current user
 }
@@ -125,7 +125,7 @@ func LaunchPostgres() (*Postgres, error) {
 			p.Close()
 			return nil, err
 		}
-		postgreses.add(p)
+		running.add(&p.daemon)
 		return p, nil
 	})
 }
@@ -137,8 +137,13 @@ func newPostgres(bin string) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Postgres{bin: bin, cred: cred}
-	if err := p.makeDir("testenv-postgres-", cred); err != nil {
+	p := &Postgres{
+		daemon: daemon{what: "postgres", logs: []string{pgOutFileName}, group: true, stop: syscall.SIGINT},
+		bin:    bin,
+		cred:   cred,
+	}
+	p.srv = p
+	if err := p.makeDir(cred); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -154,15 +159,19 @@ func (p *Postgres) command(name string, args ...string) *exec.Cmd {
 }
 
 // initdbLocked creates an empty cluster in the data directory, with
-// PostgresUser as its superuser, trusted on every connection. p.mu must
-// be held.
+// PostgresUser as its superuser, trusted on every connection (with
+// initdb, or from its template). p.mu must be held.
 func (p *Postgres) initdbLocked() error {
-	cmd := p.command("initdb", "-D", filepath.Join(p.dir, pgDataDir), "-U", PostgresUser,
-		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("testenv: initdb in %s: %v\n%s", p.dir, err, out)
-	}
-	return nil
+	data := filepath.Join(p.dir, pgDataDir)
+	args := []string{"-U", PostgresUser, "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"}
+	key := append([]string{filepath.Join(p.bin, "initdb"), filepath.Join(p.bin, "postgres"), credName(p.cred)}, args...)
+	return dataFromTemplate("postgres", key, data, func() error {
+		cmd := p.command("initdb", append([]string{"-D", data}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("testenv: initdb in %s: %v\n%s", p.dir, err, out)
+		}
+		return nil
+	})
 }
 
 // startLocked starts the postmaster and waits until it accepts
@@ -182,36 +191,20 @@ func (p *Postgres) startLocked(extra ...string) error {
 		"-c", "fsync=off",
 		"-c", "full_page_writes=off",
 	}
-	cmd := p.command("postgres", append(args, extra...)...)
-	proc, err := startProcess(cmd, filepath.Join(p.dir, pgOutFileName), "postgres")
-	if err != nil {
-		return err
-	}
-	p.proc = proc
-	if err := p.waitReady(proc); err != nil {
-		p.killLocked()
-		return err
-	}
-	return nil
+	return p.runLocked(p.command("postgres", append(args, extra...)...), pgStartTimeout, "get ready",
+		func(pid int) error {
+			// Ready, as pg_ctl sees it, in postmaster.pid, and listening.
+			b, err := os.ReadFile(filepath.Join(p.dir, pgDataDir, "postmaster.pid"))
+			if err != nil || !pidFileReady(string(b), pid) {
+				return errNotYet
+			}
+			return dial(p.Addr())
+		})
 }
 
-// waitReady waits until the postmaster proc reports itself ready in its
-// postmaster.pid file, as pg_ctl does, and accepts TCP connections on the
-// port.
-func (p *Postgres) waitReady(proc *process) error {
-	pid := proc.cmd.Process.Pid
-	return proc.poll(pgStartTimeout, 20*time.Millisecond, func() error {
-		b, err := os.ReadFile(filepath.Join(p.dir, pgDataDir, "postmaster.pid"))
-		if err != nil || !pidFileReady(string(b), pid) {
-			return errNotYet
-		}
-		return dial(p.Addr())
-	}, func() error {
-		return proc.exitError("postgres on "+p.Addr(), p.LogTail(logTailLines))
-	}, func(error) error {
-		return fmt.Errorf("testenv: postgres (pid %d) on %s not ready within %v; log tail:\n%s",
-			pid, p.Addr(), pgStartTimeout, p.LogTail(logTailLines))
-	})
+// restartLocked starts the stopped server again. p.mu must be held.
+func (p *Postgres) restartLocked() error {
+	return startRetrying(func() error { return p.startLocked() })
 }
 
 // pidFileReady reports whether the text of a postmaster.pid file says that
@@ -230,14 +223,8 @@ func pidFileReady(text string, pid int) bool {
 // not start.
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
-	return startForTest(t, "postgres", "needs PostgreSQL", LookPostgres, LaunchPostgres)
+	return startForTest(t, "needs PostgreSQL", LookPostgres, LaunchPostgres)
 }
-
-// Addr returns the server's address, "127.0.0.1:port".
-func (p *Postgres) Addr() string { return p.addr() }
-
-// Port returns the server's TCP port.
-func (p *Postgres) Port() int { return p.port }
 
 // URL returns a connection string for the database "postgres" as
 // PostgresUser, such as pgx.Connect and pgxpool.New take.
@@ -245,67 +232,22 @@ func (p *Postgres) URL() string {
 	return "postgres://" + PostgresUser + "@" + p.Addr() + "/postgres?sslmode=disable"
 }
 
-// Dir returns the server's directory, which holds its log and, under
-// "data", the cluster.
-func (p *Postgres) Dir() string { return p.dir }
-
-// PID returns the process ID of the running postmaster, or 0 if it is not
-// running.
-func (p *Postgres) PID() int { return p.pid() }
-
-// Restart starts the server again on the same port and data, stopping it
-// first if it is running, and waits until it accepts connections.
-func (p *Postgres) Restart() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return fmt.Errorf("testenv: Restart of closed postgres %s", p.Addr())
-	}
-	if err := p.stopLocked(); err != nil {
-		return err
-	}
-	return p.startLocked()
-}
-
 // RestartEmpty stops the server, deletes the cluster, creates an empty
 // one with initdb and starts it on the same port: like a database
 // restored to nothing.
 func (p *Postgres) RestartEmpty() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return fmt.Errorf("testenv: RestartEmpty of closed postgres %s", p.Addr())
-	}
-	if err := p.stopLocked(); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(filepath.Join(p.dir, pgDataDir)); err != nil {
-		return fmt.Errorf("testenv: wiping postgres %s: %w", p.Addr(), err)
-	}
-	if err := p.initdbLocked(); err != nil {
-		return err
-	}
-	return p.startLocked()
+	return p.restartWith("RestartEmpty", func() error {
+		if err := os.RemoveAll(filepath.Join(p.dir, pgDataDir)); err != nil {
+			return fmt.Errorf("testenv: wiping %s: %w", p.name(), err)
+		}
+		return p.initdbLocked()
+	})
 }
 
 // Backup takes a cold backup of the cluster: it shuts the server down
 // cleanly, copies its data to a new directory inside the server's, and
 // starts it again. It returns the copy's directory, for RestoreBackup.
-func (p *Postgres) Backup() (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return "", fmt.Errorf("testenv: Backup of closed postgres %s", p.Addr())
-	}
-	if err := p.stopLocked(); err != nil {
-		return "", err
-	}
-	backup, err := copyData(p.dir, pgDataDir)
-	if err != nil {
-		return "", err
-	}
-	return backup, p.startLocked()
-}
+func (p *Postgres) Backup() (string, error) { return p.backup(pgDataDir) }
 
 // RestoreBackup kills the server (SIGKILL), replaces its data with the
 // copy that Backup made in the directory backup, and starts it again on
@@ -315,83 +257,25 @@ func (p *Postgres) Backup() (string, error) {
 // timeline, as a failover to a promoted replica does; RestoreBackup
 // returns once it accepts writes.
 func (p *Postgres) RestoreBackup(backup string, newTimeline bool) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return fmt.Errorf("testenv: RestoreBackup of closed postgres %s", p.Addr())
-	}
-	staged, err := stageData(p.dir, pgDataDir, backup)
-	if err != nil {
-		return err
-	}
-	if err := p.killLocked(); err != nil {
-		return err
-	}
-	if err := swapData(p.dir, pgDataDir, staged); err != nil {
-		return err
-	}
-	if !newTimeline {
-		return p.startLocked()
-	}
-	signal := filepath.Join(p.dir, pgDataDir, "recovery.signal")
-	if err := os.WriteFile(signal, nil, 0o600); err != nil {
-		return fmt.Errorf("testenv: %w", err)
-	}
-	if p.cred != nil {
-		if err := os.Chown(signal, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+	return p.locked("RestoreBackup", func() error {
+		if err := p.restoreLocked(pgDataDir, backup); err != nil {
+			return err
+		}
+		if !newTimeline {
+			return p.startLocked()
+		}
+		signal := filepath.Join(p.dir, pgDataDir, "recovery.signal")
+		if err := os.WriteFile(signal, nil, 0o600); err != nil {
 			return fmt.Errorf("testenv: %w", err)
 		}
-	}
-	// No archive: the recovery ends at the end of the copy's WAL and
-	// promotes. Without hot standby, the server takes no connection, and
-	// reports itself ready, only once it has.
-	return p.startLocked("-c", "restore_command=false", "-c", "hot_standby=off")
+		if p.cred != nil {
+			if err := os.Chown(signal, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+				return fmt.Errorf("testenv: %w", err)
+			}
+		}
+		// No archive: the recovery ends at the end of the copy's WAL and
+		// promotes. Without hot standby, the server takes no connection, and
+		// reports itself ready, only once it has.
+		return p.startLocked("-c", "restore_command=false", "-c", "hot_standby=off")
+	})
 }
-
-// copyData copies the data directory called data inside the server's
-// directory dir to a new directory inside dir, keeping owners and modes,
-// and returns the new directory.
-func copyData(dir, data string) (string, error) {
-	backup, err := os.MkdirTemp(dir, "backup-")
-	if err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
-	}
-	if out, err := exec.Command("cp", "-a", filepath.Join(dir, data), filepath.Join(backup, data)).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("testenv: copying %s: %v: %s", filepath.Join(dir, data), err, out)
-	}
-	return backup, nil
-}
-
-// stageData copies the data directory in backup, which copyData made,
-// beside the server's data directory called data inside dir, for
-// swapData: the copy takes a while, and the server can run meanwhile.
-func stageData(dir, data, backup string) (string, error) {
-	staged := filepath.Join(dir, data+".restored")
-	if err := os.RemoveAll(staged); err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
-	}
-	if out, err := exec.Command("cp", "-a", filepath.Join(backup, data), staged).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("testenv: restoring %s: %v: %s", filepath.Join(backup, data), err, out)
-	}
-	return staged, nil
-}
-
-// swapData replaces the data directory called data inside dir, whose
-// server is not running, with the one stageData staged.
-func swapData(dir, data, staged string) error {
-	if err := os.RemoveAll(filepath.Join(dir, data)); err != nil {
-		return fmt.Errorf("testenv: %w", err)
-	}
-	if err := os.Rename(staged, filepath.Join(dir, data)); err != nil {
-		return fmt.Errorf("testenv: %w", err)
-	}
-	return nil
-}
-
-// Close stops the server and removes its directory. Close is idempotent.
-func (p *Postgres) Close() error {
-	return p.close(p.stopLocked, func() { postgreses.remove(p) }, true)
-}
-
-// LogTail returns the last n lines of the server's log.
-func (p *Postgres) LogTail(n int) string { return p.logTail(pgOutFileName, n) }

@@ -85,6 +85,7 @@ func exited(pid int) bool {
 }
 
 func TestIntegrationPostgres(t *testing.T) {
+	t.Parallel()
 	var pids []int
 	t.Cleanup(func() { // after the server is closed
 		for _, pid := range pids {

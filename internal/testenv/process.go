@@ -1,15 +1,38 @@
 package testenv
 
 import (
-	"errors"
+	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
+
+// process is one run of a server. A single goroutine waits on cmd and
+// closes done when it exits.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // result of cmd.Wait; valid once done is closed
+}
+
+func (p *process) running() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
 
 // startProcess starts cmd from the spawner thread in a process group of
 // its own, to be killed if this process dies, with its stdout and stderr
@@ -46,80 +69,124 @@ func startProcess(cmd *exec.Cmd, logPath, what string) (*process, error) {
 // match errAddrInUse, so that the caller can try another.
 func (p *process) exitError(what, tail string) error {
 	err := fmt.Errorf("testenv: %s exited before it was ready (%v); log tail:\n%s", what, p.err, tail)
-	if strings.Contains(tail, "Address already in use") {
+	if strings.Contains(strings.ToLower(tail), "address already in use") {
 		return fmt.Errorf("%w: %w", err, errAddrInUse)
 	}
 	return err
 }
 
-// A server is a Redis, ZooKeeper or Postgres, as closeForTest sees it.
+// A server is a Redis, ZooKeeper, Postgres, MariaDB or Etcd, as
+// closeForTest sees it.
 type server interface {
-	Addr() string
+	name() string
 	LogTail(n int) string
 	Close() error
 }
 
-// closeForTest closes srv, a server of the kind what, at the end of a
-// test, logging its log tail first if the test failed.
-func closeForTest(t testing.TB, what string, srv server) {
+// closeForTest closes srv at the end of a test, logging its log tail
+// first if the test failed.
+func closeForTest(t testing.TB, srv server) {
 	if t.Failed() {
-		t.Logf("%s %s log tail:\n%s", what, srv.Addr(), srv.LogTail(logTailLines))
+		t.Logf("%s log tail:\n%s", srv.name(), srv.LogTail(logTailLines))
 	}
 	if err := srv.Close(); err != nil {
-		t.Errorf("closing %s %s: %v", what, srv.Addr(), err)
+		t.Errorf("closing %s: %v", srv.name(), err)
 	}
 }
 
-// kill sends SIGKILL to p and waits for it to exit, like kill -9. It does
-// nothing if p is not running. what names the server in errors.
-func (p *process) kill(what string) error {
-	if !p.running() {
-		return nil
+// procState returns the state letter of pid from /proc.
+func procState(pid int) (byte, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("testenv: killing %s: %w", what, err)
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
 	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
-		return fmt.Errorf("testenv: %s (pid %d) did not exit after SIGKILL", what, p.cmd.Process.Pid)
-	}
+	return b[i+2], true
 }
 
-// stop sends SIGTERM (and SIGCONT, so that a paused process can act on
-// it), waits up to stopTimeout, then kills p.
-func (p *process) stop(what string) error {
-	if !p.running() {
+// procStat returns the fields of /proc/pid/stat after "pid (comm)": state,
+// ppid, pgrp, and so on; nil if there is no such process.
+func procStat(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
 		return nil
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	p.cmd.Process.Signal(syscall.SIGCONT)
-	select {
-	case <-p.done:
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
 		return nil
-	case <-time.After(stopTimeout):
 	}
-	return p.kill(what)
+	return strings.Fields(string(b[i+1:]))
 }
 
-// signal sends sig to a running p and waits briefly until the process
-// state reflects it: stopped if wantStopped, otherwise not stopped.
-func (p *process) signal(what string, sig syscall.Signal, wantStopped bool) error {
-	if !p.running() {
-		return fmt.Errorf("testenv: %s is not running", what)
-	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("testenv: signalling %s: %w", what, err)
-	}
-	pid := p.cmd.Process.Pid
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) && p.running() {
-		state, ok := procState(pid)
-		if !ok || (state == 'T' || state == 't') == wantStopped {
-			break
+// withChildren returns pid and the PIDs of its children, such as a
+// postmaster and its backends, each of which leads a process group of its
+// own.
+func withChildren(pid int) []int {
+	family := []int{pid}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
 		}
-		time.Sleep(time.Millisecond)
+		if f := procStat(child); len(f) >= 2 && f[1] == strconv.Itoa(pid) {
+			family = append(family, child)
+		}
+	}
+	return family
+}
+
+// waitGone waits until none of pids is a live process (a zombie does not
+// count): a new postmaster refuses to start while a backend of the old one
+// still holds its shared memory.
+func waitGone(pids []int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, pid := range pids {
+		for {
+			f := procStat(pid)
+			if f == nil || f[0] == "Z" || f[0] == "X" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("testenv: process %d still running %v after its parent exited", pid, timeout)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	return nil
+}
+
+// tailLines returns up to the last n lines of the file at path.
+func tailLines(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const window = 64 << 10
+	skipFirst := false
+	if fi, err := f.Stat(); err == nil && fi.Size() > window {
+		if _, err := f.Seek(fi.Size()-window, io.SeekStart); err == nil {
+			skipFirst = true
+		}
+	}
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), window)
+	for sc.Scan() {
+		if skipFirst {
+			skipFirst = false
+			continue
+		}
+		if line := sc.Text(); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
 }

@@ -1,6 +1,9 @@
-// Package testenv starts and controls real redis-server, ZooKeeper and
-// PostgreSQL processes for tests, benchmarks, demos and chaos experiments,
-// and provides an in-process TCP proxy for injecting network faults.
+// Package testenv starts and controls real redis-server, ZooKeeper,
+// PostgreSQL, MariaDB and etcd processes for tests, benchmarks, demos and
+// chaos experiments, and provides an in-process TCP proxy for injecting
+// network faults. Every kind of server has the same controls (Addr, Kill,
+// Stop, Pause, Resume, Restart, Close, LogTail, ...); what differs between
+// them is in its own file.
 //
 // Servers listen only on 127.0.0.1, on ports chosen by [FreePort]. Every
 // process is started in its own process group, is signalled only through
@@ -8,25 +11,25 @@
 // dies. [StopAll] stops every server that is still running, for use at the
 // end of a TestMain or a command.
 //
+// A new PostgreSQL or MariaDB data directory is a copy of one that initdb
+// or mariadb-install-db made once per machine, kept in the user's cache
+// directory (dlock-testenv, beside BuildEtcd's binaries).
+//
 // The Launch functions return errors and work outside tests. The Start
-// functions take a testing.TB, skip the test when redis-server is not
+// functions take a testing.TB, skip the test when the server is not
 // installed (or fail it when the CI environment variable is "true"), and
 // close what they started when the test ends.
 package testenv
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -76,34 +79,14 @@ type RedisConfig struct {
 
 // A Redis is a redis-server process listening on 127.0.0.1. Its methods
 // are safe for concurrent use. The address, port and directory stay the
-// same across Kill, Stop and Restart.
+// same across Kill, Stop and Restart. Stop sends SIGTERM; Close hands the
+// tail of the log to RedisConfig.Log.
 type Redis struct {
 	daemon
 	cfg      RedisConfig
 	bin      string
 	busPort  int // cluster bus port; 0 unless the server is a cluster node
-	ownDir   bool
 	password string
-}
-
-// process is one run of a server. A single goroutine waits on cmd and
-// closes done when it exits.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // result of cmd.Wait; valid once done is closed
-}
-
-func (p *process) running() bool {
-	if p == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
 }
 
 // LaunchRedis starts a redis-server described by cfg and waits until it
@@ -125,10 +108,16 @@ func launch(cfg RedisConfig, clusterNode bool) (*Redis, error) {
 		return nil, err
 	}
 	r := &Redis{
+		daemon: daemon{
+			what: "redis-server",
+			logs: []string{outFileName, logFileName},
+			log:  cfg.Log,
+		},
 		cfg:      cfg,
 		bin:      bin,
 		password: findPassword(cfg.Args),
 	}
+	r.srv = r
 	r.cfg.Args = slices.Clone(cfg.Args)
 	if cfg.Dir == "" {
 		dir, err := os.MkdirTemp("", "testenv-redis-")
@@ -171,7 +160,7 @@ func launch(cfg RedisConfig, clusterNode bool) (*Redis, error) {
 		startErr = r.startLocked()
 		r.mu.Unlock()
 		if startErr == nil {
-			register(r)
+			running.add(&r.daemon)
 			return r, nil
 		}
 		if !errors.Is(startErr, errAddrInUse) {
@@ -228,37 +217,17 @@ func (r *Redis) startLocked() error {
 			return fmt.Errorf("testenv: %w", err)
 		}
 	}
-	cmd := exec.Command(r.bin, r.args()...)
-	cmd.Dir = r.dir
-	p, err := startProcess(cmd, filepath.Join(r.dir, outFileName), "redis-server")
-	if err != nil {
-		return err
-	}
-	r.proc = p
-	if err := r.waitReady(p); err != nil {
-		r.killLocked()
-		return err
-	}
-	return nil
-}
-
-// waitReady waits until the process p answers PING and reports its own
-// PID in INFO, so that another server already on the port is not
-// mistaken for it.
-func (r *Redis) waitReady(p *process) error {
-	pid := p.cmd.Process.Pid
-	return p.poll(startTimeout, 20*time.Millisecond, func() error {
+	return r.runLocked(exec.Command(r.bin, r.args()...), startTimeout, "answer PING", func(pid int) error {
 		if !r.answers(pid) {
 			return errNotYet
 		}
 		return nil
-	}, func() error {
-		return p.exitError("redis-server on "+r.Addr(), r.LogTail(logTailLines))
-	}, func(error) error {
-		return fmt.Errorf("testenv: redis-server (pid %d) on %s did not answer PING within %v; log tail:\n%s",
-			pid, r.Addr(), startTimeout, r.LogTail(logTailLines))
 	})
 }
+
+// restartLocked starts the stopped server again, retrying while the port
+// is still taken. r.mu must be held.
+func (r *Redis) restartLocked() error { return startRetrying(r.startLocked) }
 
 // answers reports whether the server on r's port is ready and is the
 // process pid.
@@ -291,97 +260,6 @@ func infoField(info, key string) string {
 	return ""
 }
 
-// Addr returns the server's address, "127.0.0.1:port".
-func (r *Redis) Addr() string { return r.addr() }
-
-// Port returns the server's TCP port.
-func (r *Redis) Port() int { return r.port }
-
-// Dir returns the server's working directory, which holds its log and,
-// with persistence, its data.
-func (r *Redis) Dir() string { return r.dir }
-
-// PID returns the process ID of the running server, or 0 if it is not
-// running.
-func (r *Redis) PID() int { return r.pid() }
-
-// Kill sends SIGKILL to the server and waits for it to exit, like
-// kill -9. It does nothing if the server is not running.
-func (r *Redis) Kill() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.killLocked()
-}
-
-func (r *Redis) killLocked() error { return r.proc.kill("redis-server " + r.Addr()) }
-
-// Stop stops the server gracefully: it sends SIGTERM, waits up to five
-// seconds and then sends SIGKILL. It does nothing if the server is not
-// running. A paused server is resumed so that it can shut down.
-func (r *Redis) Stop() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stopLocked()
-}
-
-func (r *Redis) stopLocked() error { return r.proc.stop("redis-server " + r.Addr()) }
-
-// Pause freezes the server with SIGSTOP. Connections stay open, but it
-// answers nothing until Resume.
-func (r *Redis) Pause() error {
-	return r.signalProc("redis-server "+r.Addr(), syscall.SIGSTOP, true)
-}
-
-// Resume continues a paused server with SIGCONT.
-func (r *Redis) Resume() error {
-	return r.signalProc("redis-server "+r.Addr(), syscall.SIGCONT, false)
-}
-
-// procState returns the state letter of pid from /proc.
-func procState(pid int) (byte, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, false
-	}
-	return b[i+2], true
-}
-
-// Restart starts the server again on the same port and directory with the
-// same configuration, stopping it first if it is running, and waits until
-// it is ready. With persistence the server reloads its data; without it
-// the server comes back empty. Restart retries for a few seconds while the
-// port is still in use.
-func (r *Redis) Restart() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return fmt.Errorf("testenv: Restart of closed redis-server %s", r.Addr())
-	}
-	if err := r.stopLocked(); err != nil {
-		return err
-	}
-	return startRetrying(r.startLocked)
-}
-
-// Close stops the server, hands the tail of its log to RedisConfig.Log
-// and removes its directory if testenv created it. Close is idempotent.
-func (r *Redis) Close() error {
-	return r.close(r.stopLocked, func() {
-		unregister(r)
-		if r.cfg.Log != nil {
-			if tail := r.LogTail(logTailLines); tail != "" {
-				for line := range strings.Lines(tail) {
-					r.cfg.Log(strings.TrimSuffix(line, "\n"))
-				}
-			}
-		}
-	}, r.ownDir)
-}
-
 // Do sends one command to the server on a new connection and returns the
 // reply: simple and bulk strings as they are, integers in decimal, arrays
 // with their elements joined by newlines and nil as "". An error reply is
@@ -403,51 +281,6 @@ func (r *Redis) do(timeout time.Duration, args ...string) (string, error) {
 	return flatten(v), nil
 }
 
-// LogTail returns the last n lines of the server's log, preceded by any
-// output it wrote to stdout or stderr.
-func (r *Redis) LogTail(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	lines := append(tailLines(filepath.Join(r.dir, outFileName), n), tailLines(filepath.Join(r.dir, logFileName), n)...)
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// tailLines returns up to the last n lines of the file at path.
-func tailLines(path string, n int) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	const window = 64 << 10
-	skipFirst := false
-	if fi, err := f.Stat(); err == nil && fi.Size() > window {
-		if _, err := f.Seek(fi.Size()-window, io.SeekStart); err == nil {
-			skipFirst = true
-		}
-	}
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 4096), window)
-	for sc.Scan() {
-		if skipFirst {
-			skipFirst = false
-			continue
-		}
-		if line := sc.Text(); line != "" {
-			lines = append(lines, line)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return lines
-}
-
 // StartRedis starts a redis-server as LaunchRedis does and closes it when
 // the test and its subtests complete. If the test has failed by then, the
 // tail of the server's log is written with t.Log. StartRedis skips the test
@@ -455,14 +288,14 @@ func tailLines(path string, n int) []string {
 // server does not start.
 func StartRedis(t testing.TB, cfg RedisConfig) *Redis {
 	t.Helper()
-	SkipIfShort(t, "needs redis-server")
-	RequireBinary(t, "redis-server")
-	r, err := LaunchRedis(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeForTest(t, "redis-server", r) })
-	return r
+	return startForTest(t, "needs redis-server", lookRedis, func() (*Redis, error) { return LaunchRedis(cfg) })
+}
+
+// lookRedis returns nil if redis-server is installed, and otherwise
+// LookBinary's error.
+func lookRedis() error {
+	_, err := LookBinary("redis-server")
+	return err
 }
 
 // StartRedisN starts n independent servers with the same configuration,

@@ -7,26 +7,11 @@ import (
 	"sync"
 )
 
-// registry holds every Redis that has been started and not closed.
+// registry holds the PID of every process testenv has started, for leak
+// checks in tests.
 var registry struct {
 	sync.Mutex
-	servers map[*Redis]struct{}
-	pids    []int // every PID ever started, for leak checks in tests
-}
-
-func register(r *Redis) {
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.servers == nil {
-		registry.servers = make(map[*Redis]struct{})
-	}
-	registry.servers[r] = struct{}{}
-}
-
-func unregister(r *Redis) {
-	registry.Lock()
-	defer registry.Unlock()
-	delete(registry.servers, r)
+	pids []int
 }
 
 func trackPID(pid int) {
@@ -35,66 +20,54 @@ func trackPID(pid int) {
 	registry.pids = append(registry.pids, pid)
 }
 
+// running holds every server that has been started and not closed, for
+// StopAll.
+var running serverSet
+
 // StopAll closes every server started by this process that has not been
 // closed yet. It is meant for the end of a TestMain or a command.
-func StopAll() error {
-	registry.Lock()
-	servers := make([]*Redis, 0, len(registry.servers))
-	for r := range registry.servers {
-		servers = append(servers, r)
-	}
-	registry.Unlock()
-	var errs []error
-	for _, r := range servers {
-		errs = append(errs, r.Close())
-	}
-	errs = append(errs, zookeepers.closeAll(), postgreses.closeAll(), mariadbs.closeAll(), etcds.closeAll())
-	return errors.Join(errs...)
-}
+func StopAll() error { return running.closeAll() }
 
-// A serverSet holds the servers of one kind that have been started and
-// not closed, for StopAll.
-type serverSet[T interface {
-	comparable
-	Close() error
-}] struct {
+// A serverSet holds servers that have been started and not closed.
+type serverSet struct {
 	mu      sync.Mutex
-	servers map[T]struct{}
+	servers map[*daemon]struct{}
 }
 
-func (s *serverSet[T]) add(srv T) {
+func (s *serverSet) add(d *daemon) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.servers == nil {
-		s.servers = make(map[T]struct{})
+		s.servers = make(map[*daemon]struct{})
 	}
-	s.servers[srv] = struct{}{}
+	s.servers[d] = struct{}{}
 }
 
-func (s *serverSet[T]) remove(srv T) {
+func (s *serverSet) remove(d *daemon) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.servers, srv)
+	delete(s.servers, d)
 }
 
-// len returns the number of servers in the set.
-func (s *serverSet[T]) len() int {
+// list returns the servers in the set whose program is what, or all of
+// them if what is "".
+func (s *serverSet) list(what string) []*daemon {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.servers)
+	var list []*daemon
+	for d := range s.servers {
+		if what == "" || d.what == what {
+			list = append(list, d)
+		}
+	}
+	return list
 }
 
 // closeAll closes every server still in the set.
-func (s *serverSet[T]) closeAll() error {
-	s.mu.Lock()
-	servers := make([]T, 0, len(s.servers))
-	for srv := range s.servers {
-		servers = append(servers, srv)
-	}
-	s.mu.Unlock()
+func (s *serverSet) closeAll() error {
 	var errs []error
-	for _, srv := range servers {
-		errs = append(errs, srv.Close())
+	for _, d := range s.list("") {
+		errs = append(errs, d.Close())
 	}
 	return errors.Join(errs...)
 }

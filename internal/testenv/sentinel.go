@@ -79,12 +79,5 @@ func LaunchSentinelConfig(cfg SentinelConfig) (*Redis, error) {
 // the Sentinel when t ends.
 func StartSentinel(t testing.TB, master *Redis, masterName string) *Redis {
 	t.Helper()
-	SkipIfShort(t, "needs redis-sentinel")
-	RequireBinary(t, "redis-server")
-	s, err := LaunchSentinel(master, masterName)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { closeForTest(t, "redis-server", s) })
-	return s
+	return startForTest(t, "needs redis-sentinel", lookRedis, func() (*Redis, error) { return LaunchSentinel(master, masterName) })
 }

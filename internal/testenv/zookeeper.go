@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -82,28 +81,22 @@ func requireZooKeeper(t testing.TB) {
 	require(t, LookZooKeeper())
 }
 
-// zookeepers holds every ZooKeeper that has been started and not closed,
-// for StopAll.
-var zookeepers serverSet[*ZooKeeper]
-
 // A ZooKeeper is one ZooKeeper server process listening on 127.0.0.1,
 // either standalone or as a member of an [Ensemble]. Its methods are safe
 // for concurrent use. The address, ports and directory stay the same
 // across Kill, Stop and Restart, and so does the data: a restarted server
-// keeps what it had written.
+// keeps what it had written. Its directory holds zoo.cfg, the log
+// zookeeper.out and the data directory.
 type ZooKeeper struct {
-	daemon    // its port is the client port
+	daemon
 	java      string
 	classpath string
-	ownDir    bool
 	id        int    // myid; 0 for a standalone server
 	conf      string // text of zoo.cfg
 	peerPort  int    // quorum port; 0 for a standalone server
 	elecPort  int    // leader election port; 0 for a standalone server
 	tls       *zkTLS // the secure client port's settings; nil for none
 	tlsPort   int    // secure client port; 0 for none
-
-	pids []int // every PID this server has had; under mu
 }
 
 // newZooKeeper prepares, but does not start, a server with a new
@@ -113,8 +106,9 @@ func newZooKeeper() (*ZooKeeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := &ZooKeeper{java: java, classpath: cp, ownDir: true}
-	if err := z.makeDir("testenv-zookeeper-", nil); err != nil {
+	z := &ZooKeeper{daemon: daemon{what: "zookeeper", logs: []string{zkOutFileName}}, java: java, classpath: cp}
+	z.srv = z
+	if err := z.makeDir(nil); err != nil {
 		return nil, err
 	}
 	return z, nil
@@ -191,7 +185,7 @@ func launchZooKeeper(tls *zkTLS) (*ZooKeeper, error) {
 			z.Close()
 			return nil, err
 		}
-		zookeepers.add(z)
+		running.add(&z.daemon)
 		return z, nil
 	})
 }
@@ -204,7 +198,7 @@ func launchZooKeeper(tls *zkTLS) (*ZooKeeper, error) {
 // server does not start.
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
-	return startForTest(t, "zookeeper", "needs ZooKeeper", LookZooKeeper, LaunchZooKeeper)
+	return startForTest(t, "needs ZooKeeper", LookZooKeeper, LaunchZooKeeper)
 }
 
 // startLocked starts a new process and waits until it answers "ruok" and
@@ -228,25 +222,8 @@ func (z *ZooKeeper) startLocked() error {
 		zkMainClass,
 		filepath.Join(z.dir, zkConfFileName),
 	)
-	cmd.Dir = z.dir
-	p, err := startProcess(cmd, filepath.Join(z.dir, zkOutFileName), "zookeeper")
-	if err != nil {
-		return err
-	}
-	z.proc = p
-	z.pids = append(z.pids, cmd.Process.Pid)
-	if err := z.waitUpLocked(p); err != nil {
-		z.killLocked()
-		return err
-	}
-	return nil
-}
-
-// waitUpLocked waits until the process p answers "ruok" on the client
-// port with its own configuration.
-func (z *ZooKeeper) waitUpLocked(p *process) error {
 	wantDir := filepath.Join(z.dir, "data")
-	return p.poll(zkStartTimeout, 20*time.Millisecond, func() error {
+	return z.runLocked(cmd, zkStartTimeout, "answer ruok", func(int) error {
 		if reply, err := fourLetter(z.Addr(), "ruok", zkProbeTimeout); err != nil || reply != "imok" {
 			return errNotYet
 		}
@@ -255,45 +232,24 @@ func (z *ZooKeeper) waitUpLocked(p *process) error {
 			return errNotYet
 		}
 		return nil
-	}, func() error {
-		return p.exitError("zookeeper on "+z.Addr(), z.LogTail(logTailLines))
-	}, func(error) error {
-		return fmt.Errorf("testenv: zookeeper (pid %d) on %s did not answer ruok within %v; log tail:\n%s",
-			p.cmd.Process.Pid, z.Addr(), zkStartTimeout, z.LogTail(logTailLines))
 	})
 }
 
 // waitModeLocked waits until srvr reports one of the modes in want, or
-// any mode if want is empty.
+// any mode if want is empty. z.mu must be held.
 func (z *ZooKeeper) waitModeLocked(timeout time.Duration, want ...string) error {
-	p := z.proc
-	last := ""
-	return p.poll(timeout, 50*time.Millisecond, func() error {
-		if reply, err := fourLetter(z.Addr(), "srvr", zkProbeTimeout); err == nil {
-			last = srvrMode(reply)
-			if last != "" && (len(want) == 0 || slices.Contains(want, last)) {
-				return nil
-			}
+	return z.waitLocked(timeout, 50*time.Millisecond, fmt.Sprintf("serve as %v", want), func() error {
+		reply, err := fourLetter(z.Addr(), "srvr", zkProbeTimeout)
+		if err != nil {
+			return errNotYet
 		}
-		return errNotYet
-	}, func() error {
-		return p.exitError("zookeeper on "+z.Addr(), z.LogTail(logTailLines))
-	}, func(error) error {
-		return fmt.Errorf("testenv: zookeeper %s not serving as %v within %v (mode %q); log tail:\n%s",
-			z.Addr(), want, timeout, last, z.LogTail(logTailLines))
+		mode := srvrMode(reply)
+		if mode != "" && (len(want) == 0 || slices.Contains(want, mode)) {
+			return nil
+		}
+		return fmt.Errorf("mode %q", mode)
 	})
 }
-
-// Addr returns the server's client address, "127.0.0.1:port".
-func (z *ZooKeeper) Addr() string { return z.addr() }
-
-// Dir returns the server's directory, which holds zoo.cfg, the log
-// zookeeper.out and the data directory.
-func (z *ZooKeeper) Dir() string { return z.dir }
-
-// PID returns the process ID of the running server, or 0 if it is not
-// running.
-func (z *ZooKeeper) PID() int { return z.pid() }
 
 // Mode asks the server with "srvr" how it is serving and returns
 // "standalone", "leader" or "follower". It returns an error if the server
@@ -311,57 +267,10 @@ func (z *ZooKeeper) Mode() (string, error) {
 	return mode, nil
 }
 
-// Kill sends SIGKILL to the server and waits for it to exit, like
-// kill -9. It does nothing if the server is not running.
-func (z *ZooKeeper) Kill() error {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return z.killLocked()
-}
-
-func (z *ZooKeeper) killLocked() error { return z.proc.kill("zookeeper " + z.Addr()) }
-
-// Stop stops the server gracefully: it sends SIGTERM, waits up to five
-// seconds and then sends SIGKILL. It does nothing if the server is not
-// running. A paused server is resumed so that it can shut down.
-func (z *ZooKeeper) Stop() error {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return z.stopLocked()
-}
-
-func (z *ZooKeeper) stopLocked() error { return z.proc.stop("zookeeper " + z.Addr()) }
-
-// Pause freezes the server with SIGSTOP. Connections stay open, but it
-// answers nothing, and takes no part in its ensemble, until Resume.
-func (z *ZooKeeper) Pause() error {
-	return z.signalProc("zookeeper "+z.Addr(), syscall.SIGSTOP, true)
-}
-
-// Resume continues a paused server with SIGCONT.
-func (z *ZooKeeper) Resume() error {
-	return z.signalProc("zookeeper "+z.Addr(), syscall.SIGCONT, false)
-}
-
-// Restart starts the server again on the same ports and directory,
-// stopping it first if it is running, and waits until it serves requests:
-// a standalone server as standalone, an ensemble member as leader or
-// follower, which needs a quorum of the ensemble to be running. Restart
-// retries for a few seconds while a port is still in use.
-func (z *ZooKeeper) Restart() error {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if z.closed {
-		return fmt.Errorf("testenv: Restart of closed zookeeper %s", z.Addr())
-	}
-	if err := z.stopLocked(); err != nil {
-		return err
-	}
-	return z.restartLocked()
-}
-
 // restartLocked starts a stopped server again and waits until it serves
-// requests. z.mu must be held.
+// requests: a standalone server as standalone, an ensemble member as
+// leader or follower, which needs a quorum of the ensemble to be running.
+// z.mu must be held.
 func (z *ZooKeeper) restartLocked() error {
 	if err := startRetrying(z.startLocked); err != nil {
 		return err
@@ -374,20 +283,7 @@ func (z *ZooKeeper) restartLocked() error {
 // as Restart does: like a machine replaced with a blank disk. A standalone
 // server then knows no node and no session; its clients' sessions expire
 // when they reconnect. An ensemble member recovers the data from the others.
-func (z *ZooKeeper) RestartEmpty() error {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if z.closed {
-		return fmt.Errorf("testenv: RestartEmpty of closed zookeeper %s", z.Addr())
-	}
-	if err := z.stopLocked(); err != nil {
-		return err
-	}
-	if err := z.wipeLocked(); err != nil {
-		return err
-	}
-	return z.restartLocked()
-}
+func (z *ZooKeeper) RestartEmpty() error { return z.restartWith("RestartEmpty", z.wipeLocked) }
 
 // wipeLocked deletes the data of a stopped server: its snapshots and
 // transaction logs, keeping an ensemble member's myid. z.mu must be held.
@@ -416,14 +312,6 @@ func (z *ZooKeeper) FourLetter(cmd string) (string, error) {
 	}
 	return fourLetter(z.Addr(), cmd, 2*time.Second)
 }
-
-// Close stops the server and removes its directory. Close is idempotent.
-func (z *ZooKeeper) Close() error {
-	return z.close(z.stopLocked, func() { zookeepers.remove(z) }, z.ownDir)
-}
-
-// LogTail returns the last n lines of the server's output, where it logs.
-func (z *ZooKeeper) LogTail(n int) string { return z.logTail(zkOutFileName, n) }
 
 // An Ensemble is a ZooKeeper ensemble of an odd number of servers, all on
 // 127.0.0.1. Servers[i] has myid i+1.
@@ -488,7 +376,7 @@ func launchEnsemble(n int, tls *zkTLS) (*Ensemble, error) {
 		return nil, err
 	}
 	for _, z := range e.Servers {
-		zookeepers.add(z)
+		running.add(&z.daemon)
 	}
 	if tls != nil {
 		for _, z := range e.Servers {
@@ -560,7 +448,7 @@ func StartEnsemble(t testing.TB, n int) *Ensemble {
 	}
 	t.Cleanup(func() {
 		for _, z := range e.Servers {
-			closeForTest(t, "zookeeper", z)
+			closeForTest(t, z)
 		}
 	})
 	return e
@@ -604,15 +492,12 @@ func (e *Ensemble) RestartEmpty() error {
 	var wg sync.WaitGroup
 	for i, z := range e.Servers {
 		wg.Go(func() {
-			z.mu.Lock()
-			defer z.mu.Unlock()
-			if z.closed {
-				errs[i] = fmt.Errorf("testenv: RestartEmpty of closed zookeeper %s", z.Addr())
-				return
-			}
-			if errs[i] = z.stopLocked(); errs[i] == nil {
-				errs[i] = z.wipeLocked()
-			}
+			errs[i] = z.locked("RestartEmpty", func() error {
+				if err := z.stopLocked(); err != nil {
+					return err
+				}
+				return z.wipeLocked()
+			})
 		})
 	}
 	wg.Wait()
@@ -620,17 +505,7 @@ func (e *Ensemble) RestartEmpty() error {
 		return err
 	}
 	for i, z := range e.Servers { // no quorum until most are up: start all, then wait
-		wg.Go(func() {
-			z.mu.Lock()
-			defer z.mu.Unlock()
-			for attempt := 0; ; attempt++ {
-				errs[i] = z.startLocked()
-				if !errors.Is(errs[i], errAddrInUse) || attempt == 9 {
-					return
-				}
-				time.Sleep(300 * time.Millisecond)
-			}
-		})
+		wg.Go(func() { errs[i] = z.locked("RestartEmpty", func() error { return startRetrying(z.startLocked) }) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

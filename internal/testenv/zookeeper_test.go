@@ -53,6 +53,7 @@ func TestZooKeeperSrvrMode(t *testing.T) {
 }
 
 func TestIntegrationZooKeeperStandalone(t *testing.T) {
+	t.Parallel()
 	var z *ZooKeeper
 	zkExpectDead(t, func() []*ZooKeeper {
 		if z == nil {
@@ -149,6 +150,7 @@ func waitNewLeader(t *testing.T, e *Ensemble, old *ZooKeeper, timeout time.Durat
 }
 
 func TestIntegrationZooKeeperEnsemble(t *testing.T) {
+	t.Parallel()
 	var e *Ensemble
 	zkExpectDead(t, func() []*ZooKeeper {
 		if e == nil {
@@ -241,20 +243,12 @@ func TestIntegrationZooKeeperEnsemble(t *testing.T) {
 	}
 }
 
-func TestIntegrationZooKeeperNoLeftovers(t *testing.T) {
-	if err := zookeepers.closeAll(); err != nil {
-		t.Error(err)
-	}
-	if n := zookeepers.len(); n != 0 {
-		t.Errorf("%d ZooKeeper servers still registered", n)
-	}
-}
-
 // Restart keeps a server's nodes; RestartEmpty loses them. A client that
 // saw the old data is refused by the blank server ("it has seen zxid ...
 // our last zxid is 0x0"), as ZooKeeper refuses any client that is ahead of
 // it; a new client is served.
 func TestIntegrationZooKeeperRestartEmpty(t *testing.T) {
+	t.Parallel()
 	z := StartZooKeeper(t)
 	connect := func() *zk.Conn {
 		t.Helper()
@@ -306,6 +300,7 @@ func TestIntegrationZooKeeperRestartEmpty(t *testing.T) {
 // Ensemble.RestartEmpty brings back, after kill -9 of every member, an
 // ensemble that has formed again and knows none of the old nodes.
 func TestIntegrationZooKeeperEnsembleRestartEmpty(t *testing.T) {
+	t.Parallel()
 	e := StartEnsemble(t, 3)
 	conn, _, err := zk.Connect(e.Addrs(), 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {

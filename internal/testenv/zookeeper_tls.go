@@ -109,14 +109,9 @@ func (z *ZooKeeper) addTLS(tls *zkTLS) error {
 // skips, fails and closes it as StartZooKeeper does.
 func StartZooKeeperTLS(t testing.TB, certs *Certs, requireClientCert bool) *ZooKeeper {
 	t.Helper()
-	SkipIfShort(t, "needs ZooKeeper")
-	requireZooKeeper(t)
-	z, err := LaunchZooKeeperTLS(certs, requireClientCert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeForTest(t, "zookeeper", z) })
-	return z
+	return startForTest(t, "needs ZooKeeper", LookZooKeeper, func() (*ZooKeeper, error) {
+		return LaunchZooKeeperTLS(certs, requireClientCert)
+	})
 }
 
 // TLSAddr returns the server's secure client address, "127.0.0.1:port",
@@ -131,21 +126,7 @@ func (z *ZooKeeper) TLSAddr() string {
 // waitTLSPortLocked waits until the secure client port accepts
 // connections. z.mu must be held.
 func (z *ZooKeeper) waitTLSPortLocked() error {
-	p := z.proc
-	deadline := time.Now().Add(zkStartTimeout)
-	for {
-		if !p.running() {
-			return p.exitError("zookeeper on "+z.TLSAddr(), z.LogTail(logTailLines))
-		}
-		c, err := net.DialTimeout("tcp", z.TLSAddr(), zkProbeTimeout)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("testenv: zookeeper %s: secure client port %s not open within %v: %v; log tail:\n%s",
-				z.Addr(), z.TLSAddr(), zkStartTimeout, err, z.LogTail(logTailLines))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return z.waitLocked(zkStartTimeout, 50*time.Millisecond, "open its secure client port "+z.TLSAddr(), func() error {
+		return dial(z.TLSAddr())
+	})
 }

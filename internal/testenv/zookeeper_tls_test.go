@@ -24,6 +24,7 @@ func TestZooKeeperTLSNeedsCerts(t *testing.T) {
 // certificates given, and requires a client certificate when asked to;
 // the plain port stays; Close leaves no process.
 func TestIntegrationZooKeeperTLS(t *testing.T) {
+	t.Parallel()
 	SkipIfShort(t, "needs ZooKeeper")
 	requireZooKeeper(t)
 	certs := NewCerts(t)
@@ -32,7 +33,7 @@ func TestIntegrationZooKeeperTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	zkExpectDead(t, func() []*ZooKeeper { return []*ZooKeeper{z} })
-	t.Cleanup(func() { closeForTest(t, "zookeeper", z) })
+	t.Cleanup(func() { closeForTest(t, z) })
 	if z.TLSAddr() == "" || z.TLSAddr() == z.Addr() {
 		t.Fatalf("TLSAddr %q, Addr %q", z.TLSAddr(), z.Addr())
 	}
