@@ -72,12 +72,6 @@ func (t *Target) Inspect(ctx context.Context, name string) (Report, error) {
 func (t *Target) inspect(ctx context.Context, name string) (Report, error) {
 	r := Report{Name: name, Backend: t.Kind(), Where: t.Describe()}
 	switch {
-	case t.single != nil:
-		info, err := t.single.Inspect(ctx, name)
-		if err != nil {
-			return r, err
-		}
-		r.fill(info)
 	case t.quorum != nil:
 		var ok []dlock.Info
 		var errs []error
@@ -103,38 +97,25 @@ func (t *Target) inspect(ctx context.Context, name string) (Report, error) {
 			return r, fmt.Errorf("only %d of %d Redlock masters answered: %w", len(ok), len(t.nodes), joinErrs(errs))
 		}
 		majorityView(&r)
-	case t.zk != nil:
-		r.Path = ZKPath(name)
-		info, err := t.zk.Inspect(ctx, ZKPath(name))
+	default:
+		a, key := t.admin(name)
+		if a == nil {
+			break
+		}
+		switch {
+		case t.zk != nil:
+			r.Path = key
+		case t.etcd != nil:
+			r.Path = name + "/"
+		}
+		info, err := a.Inspect(ctx, key)
 		if err != nil {
 			return r, err
 		}
 		r.fill(info)
-		r.Name = name
-	case t.etcd != nil:
-		r.Path = name + "/"
-		info, err := t.etcd.Inspect(ctx, name)
-		if err != nil {
-			return r, err
+		if t.pg != nil || t.my != nil {
+			r.Waiters = nil // waiters wait in their own processes, uncounted
 		}
-		r.fill(info)
-		r.Name = name
-	case t.pg != nil:
-		info, err := t.pg.Inspect(ctx, name)
-		if err != nil {
-			return r, err
-		}
-		r.fill(info)
-		r.Name = name
-		r.Waiters = nil // waiters wait in their own processes, uncounted
-	case t.my != nil:
-		info, err := t.my.Inspect(ctx, name)
-		if err != nil {
-			return r, err
-		}
-		r.fill(info)
-		r.Name = name
-		r.Waiters = nil // waiters wait in their own processes, uncounted
 	}
 	return r, nil
 }
@@ -228,11 +209,7 @@ func (t *Target) ForceRelease(ctx context.Context, name string) (int, error) {
 }
 
 func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
-	switch {
-	case t.single != nil:
-		ok, err := t.single.ForceUnlock(ctx, name)
-		return b2i(ok), err
-	case t.quorum != nil:
+	if t.quorum != nil {
 		// Count the masters that hold a key, for the report, then remove
 		// them with redlock's ForceUnlock, which also keeps a renewal under
 		// way from taking a master back (its deposed set).
@@ -251,20 +228,31 @@ func (t *Target) forceRelease(ctx context.Context, name string) (int, error) {
 			return n, fmt.Errorf("not released on every master; a master that did not answer keeps the lock until its TTL runs out: %w", err)
 		}
 		return n, nil
-	case t.zk != nil:
-		held, err := t.zk.ForceUnlock(ctx, ZKPath(name))
-		return b2i(held), err
-	case t.pg != nil:
-		held, err := t.pg.ForceUnlock(ctx, name)
-		return b2i(held), err
-	case t.my != nil:
-		held, err := t.my.ForceUnlock(ctx, name)
-		return b2i(held), err
-	case t.etcd != nil:
-		held, err := t.etcd.ForceUnlock(ctx, name)
+	}
+	if a, key := t.admin(name); a != nil {
+		held, err := a.ForceUnlock(ctx, key)
 		return b2i(held), err
 	}
 	return 0, errors.New("not connected")
+}
+
+// admin returns the Client that inspects and releases the lock called
+// name on a single service, and the name it knows the lock by (a path on
+// ZooKeeper); nil for Redlock, whose masters are inspected one by one.
+func (t *Target) admin(name string) (dlock.Admin, string) {
+	switch {
+	case t.single != nil:
+		return t.single, name
+	case t.zk != nil:
+		return t.zk, ZKPath(name)
+	case t.etcd != nil:
+		return t.etcd, name
+	case t.pg != nil:
+		return t.pg, name
+	case t.my != nil:
+		return t.my, name
+	}
+	return nil, name
 }
 
 func b2i(b bool) int {
