@@ -58,6 +58,13 @@ var (
 	// carries a read lease of the same lock: the writer would wait for that
 	// reader, and the reader for the writer, for ever.
 	ErrUpgrade = errors.New("dlock: cannot upgrade a read lock to a write lock; release the read lock first")
+
+	// ErrClosed is returned, wrapped, by every backend's calls on a closed
+	// Client, and is the cause wrapped in ErrLost for leases still held
+	// when it was closed. A Lock or TryLock that is under way when the
+	// Client is closed, or begins after, returns an error matching both
+	// ErrClosed and ErrNotObtained. Each backend's ErrClosed is this value.
+	ErrClosed = errors.New("dlock: client closed")
 )
 
 // NotObtained returns an error matching both ErrNotObtained and cause under

@@ -17,11 +17,10 @@ var (
 	backends = []string{"redislock", "redlock", "zklock", "etcdlock", "pglock", "mysqllock"}
 	// top holds what sits above the library: the command, the chaos
 	// harness and the observers. Only the command imports them.
-	top = []string{"chaos", "dlockprom", "internal/cli"}
+	top = []string{"chaos", "dlockprom"}
 	// notShared is what lives in internal/ without being shared by the
-	// backends: the command, until it moves under cmd/dlock (issue 34),
-	// and the README's quick start program.
-	notShared = []string{"internal/cli", "internal/quickstart"}
+	// backends: the README's quick start program.
+	notShared = []string{"internal/quickstart"}
 	// adapters are the Redis Conns: they import redisconn, never the
 	// backends that take them.
 	adapters = []string{"redislock/goredisconn", "redislock/rueidisconn"}
@@ -114,7 +113,7 @@ func TestImportLayout(t *testing.T) {
 // wrongWay says why an import from folder from to folder to points the
 // wrong way, or returns "".
 func wrongWay(from, to string) string {
-	command := from == "internal/cli" || strings.HasPrefix(from, "cmd/")
+	command := strings.HasPrefix(from, "cmd/")
 	switch {
 	case slices.Contains(backends, from) && slices.Contains(backends, to):
 		return "a backend imports another backend"
@@ -205,11 +204,10 @@ func TestImportLayoutRules(t *testing.T) {
 		{"internal/redisscript", "redislock", true},
 		{"internal/sqllease", "dlockprom", true},
 		{"redislock", "chaos", true},
-		{"zklock", "internal/cli", true},
+		{"internal/lease", "chaos", true},
 		{"fence", "dlockprom", true},
-		{"internal/cli", "chaos", false},
-		{"cmd/dlock", "internal/cli", false},
-		{"internal/cli", "redislock", false},
+		{"cmd/dlock", "chaos", false},
+		{"cmd/dlock", "redislock", false},
 	} {
 		if got := wrongWay(c.from, c.to) != ""; got != c.wrong {
 			t.Errorf("wrongWay(%q, %q) = %q; want wrong = %v", c.from, c.to, wrongWay(c.from, c.to), c.wrong)

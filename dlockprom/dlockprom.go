@@ -205,9 +205,9 @@ func (c *Collector) Forget(name string) {
 // Until), "taken_over" (dlock.ErrTakenOver: the server says the lock is no
 // longer the lease's), "session_expired" (zklock.ErrSessionExpired),
 // "lease_not_found" (etcdlock.ErrLeaseNotFound: etcd no longer knows the
-// lease's etcd lease), "closed" (the ErrClosed of redislock, redlock,
-// zklock or etcdlock: the client was closed and could not release the
-// lease), or "other".
+// lease's etcd lease), "closed" (dlock.ErrClosed, every backend's
+// ErrClosed: the client was closed and could not release the lease), or
+// "other".
 func Cause(err error) string { return lease.Cause(err) }
 
 // label returns the lock label of a lock name: WithLockLabel's mapping,

@@ -90,8 +90,9 @@ type Backend struct {
 	// ClosedWhileWaiting. A Closers's Close method serves.
 	CloseClient func(l dlock.Locker) error
 
-	// ErrClosed is the backend's error of a closed client (such as
-	// redislock.ErrClosed), which a Lock ended by CloseClient must match.
+	// ErrClosed is the backend's error of a closed client, which a Lock
+	// ended by CloseClient must match: dlock.ErrClosed for every backend
+	// of this module.
 	// A Backend without it fails the case ClosedWhileWaiting.
 	ErrClosed error
 

@@ -13,12 +13,12 @@ import (
 )
 
 var (
-	// ErrClosed is returned by every call on a closed Client, and is the
-	// cause wrapped in dlock.ErrLost for leases still held when it closed.
-	// A Lock or TryLock that is under way when the Client is closed, or
-	// begins after, returns an error matching both ErrClosed and
+	// ErrClosed is dlock.ErrClosed: it is returned by every call on a closed
+	// Client, and is the cause wrapped in dlock.ErrLost for leases still held
+	// when it was closed. A Lock or TryLock that is under way when the Client
+	// is closed, or begins after, returns an error matching both ErrClosed and
 	// dlock.ErrNotObtained.
-	ErrClosed = errors.New("etcdlock: client closed")
+	ErrClosed = dlock.ErrClosed
 
 	// ErrLeaseNotFound is the cause wrapped in dlock.ErrLost when etcd no
 	// longer knows a lease's etcd lease: it expired on the server (the
@@ -42,7 +42,6 @@ var (
 )
 
 func init() {
-	lease.RegisterCause(ErrClosed, "closed")
 	lease.RegisterCause(ErrLeaseNotFound, "lease_not_found")
 }
 

@@ -13,6 +13,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// Every Client is a dlock.Admin.
+var _ dlock.Admin = (*Client)(nil)
+
 // A listing is the keys of one lock, oldest first, split into those that
 // hold it and those that wait.
 type listing struct {

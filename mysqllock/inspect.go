@@ -12,6 +12,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
+// Every Client is a dlock.Admin.
+var _ dlock.Admin = (*Client)(nil)
+
 // Inspect reports who holds the lock called name, in either mode, and for
 // how long, in one statement on the database's clock. Info.Kind is
 // dlock.KindMutex while the row is held and dlock.KindFree otherwise (a

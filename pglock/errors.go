@@ -13,12 +13,12 @@ import (
 )
 
 var (
-	// ErrClosed is returned by every call on a closed Client, and is the
-	// cause wrapped in dlock.ErrLost for leases still held when it was
-	// closed. A Lock or TryLock that is under way when the Client is
-	// closed, or begins after, returns an error matching both ErrClosed
-	// and dlock.ErrNotObtained.
-	ErrClosed = errors.New("pglock: client closed")
+	// ErrClosed is dlock.ErrClosed: it is returned by every call on a closed
+	// Client, and is the cause wrapped in dlock.ErrLost for leases still held
+	// when it was closed. A Lock or TryLock that is under way when the Client
+	// is closed, or begins after, returns an error matching both ErrClosed and
+	// dlock.ErrNotObtained.
+	ErrClosed = dlock.ErrClosed
 
 	// ErrSessionLost is the cause wrapped in dlock.ErrLost when the
 	// connection that held a session-mode lock failed, or the database
@@ -42,7 +42,6 @@ var (
 )
 
 func init() {
-	lease.RegisterCause(ErrClosed, "closed")
 	lease.RegisterCause(ErrSessionLost, "session_lost")
 }
 

@@ -1,10 +1,7 @@
 package redislock
 
 import (
-	"errors"
-
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
@@ -14,14 +11,12 @@ import (
 // dlock.ErrNotReentrant.
 var ErrNotReentrant = dlock.ErrNotReentrant
 
-// ErrClosed is returned by every call on a closed Client, and is the cause
-// wrapped in dlock.ErrLost for leases still held when it was closed.
-// A Lock or TryLock that is under way when the Client is closed, or
-// begins after, returns an error matching both ErrClosed and
+// ErrClosed is dlock.ErrClosed: it is returned by every call on a closed
+// Client, and is the cause wrapped in dlock.ErrLost for leases still held
+// when it was closed. A Lock or TryLock that is under way when the Client
+// is closed, or begins after, returns an error matching both ErrClosed and
 // dlock.ErrNotObtained.
-var ErrClosed = errors.New("redislock: client closed")
-
-func init() { lease.RegisterCause(ErrClosed, "closed") }
+var ErrClosed = dlock.ErrClosed
 
 // describe turns a script failure into an error that names the problem.
 func describe(key string, s *redisscript.Script, err error) error {

@@ -7,6 +7,9 @@ import (
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
 
+// Every Client is a dlock.Admin.
+var _ dlock.Admin = (*Client)(nil)
+
 // Inspect reports who holds the lock called name, for how long, its fence
 // counter, and its waiters or permits, in one round trip. Info.Fence is
 // the fence counter of the name's Cluster slot, which other names of the

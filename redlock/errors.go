@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock"
 )
 
 // A NodeError is the failure of one node in a quorum operation. Operations
@@ -21,14 +21,12 @@ func (e *NodeError) Error() string { return "redlock: node " + e.Node + ": " + e
 // Unwrap returns the node's error.
 func (e *NodeError) Unwrap() error { return e.Err }
 
-// ErrClosed is returned by every call on a closed Client, and is the cause
-// wrapped in dlock.ErrLost for leases still held when it was closed.
-// A Lock or TryLock that is under way when the Client is closed, or
-// begins after, returns an error matching both ErrClosed and
+// ErrClosed is dlock.ErrClosed: it is returned by every call on a closed
+// Client, and is the cause wrapped in dlock.ErrLost for leases still held
+// when it was closed. A Lock or TryLock that is under way when the Client
+// is closed, or begins after, returns an error matching both ErrClosed and
 // dlock.ErrNotObtained.
-var ErrClosed = errors.New("redlock: client closed")
-
-func init() { lease.RegisterCause(ErrClosed, "closed") }
+var ErrClosed = dlock.ErrClosed
 
 // errQuorum describes an operation that reached fewer than a majority.
 func errQuorum(op, key string, ok, quorum, n int, nodeErrs []error) error {

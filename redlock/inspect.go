@@ -16,6 +16,9 @@ import (
 	"github.com/dlock-go/dlock/redisconn"
 )
 
+// Every Client is a dlock.Admin.
+var _ dlock.Admin = (*Client)(nil)
+
 // Inspect reports who holds the lock called name, asking every node at
 // once. The lock is a dlock.KindMutex held by an owner only if a majority
 // of the nodes has that owner's key; Info.TTL is then the least time left

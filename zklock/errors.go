@@ -14,12 +14,12 @@ import (
 )
 
 var (
-	// ErrClosed is returned by every call on a closed Client, and is the
-	// cause wrapped in dlock.ErrLost for leases still held when it closed.
-	// A Lock or TryLock that is under way when the Client is closed, or
-	// begins after, returns an error matching both ErrClosed and
+	// ErrClosed is dlock.ErrClosed: it is returned by every call on a closed
+	// Client, and is the cause wrapped in dlock.ErrLost for leases still held
+	// when it was closed. A Lock or TryLock that is under way when the Client
+	// is closed, or begins after, returns an error matching both ErrClosed and
 	// dlock.ErrNotObtained.
-	ErrClosed = errors.New("zklock: client closed")
+	ErrClosed = dlock.ErrClosed
 
 	// ErrSessionExpired is the cause wrapped in dlock.ErrLost when the
 	// ZooKeeper ensemble expired the session that held a lease: every
@@ -52,7 +52,6 @@ var (
 )
 
 func init() {
-	lease.RegisterCause(ErrClosed, "closed")
 	lease.RegisterCause(ErrSessionExpired, "session_expired")
 }
 

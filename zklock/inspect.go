@@ -14,6 +14,9 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// Every Client is a dlock.Admin.
+var _ dlock.Admin = (*Client)(nil)
+
 // inspectAttempts bounds how many listings Inspect and ForceUnlock take
 // when a node they read vanishes under them (the lock changed hands).
 const inspectAttempts = 5

@@ -7,8 +7,8 @@ import (
 	"os"
 
 	"github.com/dlock-go/dlock/chaos"
-	"github.com/dlock-go/dlock/internal/cli"
-	"github.com/dlock-go/dlock/internal/cli/run"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/run"
 )
 
 func main() {

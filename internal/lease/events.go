@@ -103,11 +103,12 @@ func (a *Attempt) End(l dlock.Lease, err error) (dlock.Lease, error) {
 }
 
 // causes are the short words, for metric labels, of the causes that end
-// leases: the root package's, and those backends add with RegisterCause.
+// leases: the root package's (dlock.ErrClosed is every backend's
+// ErrClosed), and those backends add with RegisterCause.
 var causes = struct {
 	sync.RWMutex
 	list []cause
-}{list: []cause{{dlock.ErrExpired, "expired"}, {dlock.ErrTakenOver, "taken_over"}}}
+}{list: []cause{{dlock.ErrExpired, "expired"}, {dlock.ErrTakenOver, "taken_over"}, {dlock.ErrClosed, "closed"}}}
 
 type cause struct {
 	err  error

@@ -1,0 +1,206 @@
+package backend
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/etcdlock"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+// EnvEtcd is read when no backend flag is given.
+const EnvEtcd = "DLOCK_ETCD" // host:port[,host:port...]
+
+// On etcd the command's lock name is etcdlock's name, the key prefix
+// without its trailing slash, as on Redis, PostgreSQL and MySQL: "dlock run
+// --etcd … locks/nightly" and etcdlock's NewMutex("locks/nightly") are one
+// lock, whose keys are locks/nightly/<lease>.
+
+// parseEtcd checks a comma-separated list of etcd endpoints, host:port.
+func parseEtcd(list string) ([]string, error) {
+	var endpoints []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, cmdutil.Usagef("--etcd %q has an empty endpoint; want host:port[,host:port...]", cmdutil.RedactInput(list))
+		}
+		if strings.Contains(s, "://") {
+			return nil, cmdutil.Usagef("--etcd endpoint %q: give host:port, without a scheme (the TLS flags turn TLS on)%s", cmdutil.RedactInput(s), credentialsHint(s, "--etcd-user and --password-file"))
+		}
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return nil, cmdutil.Usagef("--etcd endpoint %q is not host:port (etcd's client port is usually 2379)%s", cmdutil.RedactInput(s), credentialsHint(s, "--etcd-user and --password-file"))
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("--etcd endpoint %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
+		}
+		endpoints = append(endpoints, s)
+	}
+	return endpoints, nil
+}
+
+// checkEtcdName checks what makes a poor etcd key prefix.
+func checkEtcdName(name string) error {
+	q := cmdutil.Quote(name)
+	switch {
+	case name == "/":
+		return cmdutil.Usagef("the root / cannot be a lock; give a name such as nightly-report or a prefix such as /locks/nightly")
+	case strings.HasSuffix(name, "/"):
+		return cmdutil.Usagef("lock name %s ends with a slash; etcdlock adds the slash itself", q)
+	case len(name) > MaxEtcdName:
+		return cmdutil.Usagef("lock name %s is too long: etcd lock names are at most %d bytes", q, MaxEtcdName)
+	}
+	return nil
+}
+
+// MaxEtcdName is the longest etcd lock name dlock accepts, in bytes: far
+// below etcd's request limit (1.5 MiB by default), and enough for any key.
+const MaxEtcdName = 4096
+
+// connectEtcd makes an etcd client of the endpoints and checks that the
+// cluster answers.
+func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
+	cfg := clientv3.Config{
+		Endpoints:   t.spec.Etcd,
+		DialTimeout: AnswerTimeout,
+		TLS:         t.spec.EtcdTLS,
+		Logger:      zap.NewNop(),
+		Context:     ctx,
+		Username:    t.spec.EtcdUser,
+		Password:    t.spec.EtcdPassword,
+	}
+	if c := t.spec.EtcdTLS; c != nil && c.ServerName != "" {
+		// The etcd client names each endpoint's host to grpc, which
+		// verifies the certificate against it, whatever the TLS
+		// configuration says: --tls-server-name needs credentials that
+		// keep their name. A later dial option wins over the client's.
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithTransportCredentials(serverNamed{credentials.NewTLS(c), c.ServerName}))
+	}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return etcdRefused(err)
+	}
+	t.closers = append(t.closers, func() { cli.Close() })
+	cctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	// A read of one key needs a leader that answers, as every lock does;
+	// a user not allowed to read it was answered all the same.
+	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), "dlock-probe", clientv3.WithCountOnly()); err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		if r := etcdRefused(err); cmdutil.IsUsage(r) {
+			return r
+		}
+		return fmt.Errorf("etcd %s does not answer: %w", strings.Join(t.spec.Etcd, ","), err)
+	}
+	c := etcdlock.New(cli, etcdlock.WithObserver(obs), etcdlock.WithLogger(t.spec.log()))
+	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
+	t.etcd = c
+	return nil
+}
+
+// etcdRefused turns etcd's refusal of the command's credentials, or of
+// their absence, into a UsageError (exit 64) that names the flags; other
+// errors it returns as they are.
+func etcdRefused(err error) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrAuthFailed):
+		return cmdutil.Usagef("%s: check --etcd-user and its password (--password-file or %s)", cmdutil.Reason(err), EnvEtcdPassword)
+	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrInvalidAuthToken):
+		return cmdutil.Usagef("%s: the cluster wants a user; give --etcd-user and its password (--password-file or %s)", cmdutil.Reason(err), EnvEtcdPassword)
+	}
+	return err
+}
+
+// handshakeAny returns nil once one of servers completes a TLS handshake
+// with cfg, or if cfg is nil, and otherwise, within AnswerTimeout, an
+// error naming every server's failure. The etcd client retries a failed
+// handshake until its context ends, and then reports only that the
+// context ended: a TLS port that is not one, or a certificate that is not
+// trusted, would be "does not answer".
+func handshakeAny(ctx context.Context, service string, servers []string, cfg *tls.Config) error {
+	if cfg == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	errs := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() {
+			c := cfg.Clone()
+			if c.ServerName == "" {
+				c.ServerName, _, _ = net.SplitHostPort(srv)
+			}
+			d := tls.Dialer{Config: c}
+			conn, err := d.DialContext(ctx, "tcp", srv)
+			if err == nil {
+				conn.Close()
+			}
+			if err != nil {
+				err = fmt.Errorf("TLS handshake with %s: %w%s", srv, err, plainHint(err))
+			}
+			errs <- err
+		}()
+	}
+	var failed []error
+	for range servers {
+		err := <-errs
+		if err == nil {
+			return nil
+		}
+		failed = append(failed, err)
+	}
+	return fmt.Errorf("no %s server completes a TLS handshake: %w", service, joinErrs(failed))
+}
+
+// plainHint is what a failed handshake adds when the server seems to
+// speak plain text on that port.
+func plainHint(err error) string {
+	var header tls.RecordHeaderError
+	if errors.As(err, &header) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		return " (is that port plain text? drop the TLS flags, or give the server's TLS port)"
+	}
+	return ""
+}
+
+// etcdLocker returns the etcd lock called name of the kind o asks for.
+func (t *Target) etcdLocker(name string, o LockOptions) (dlock.Locker, bool) {
+	n, opts := name, []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
+	switch o.Kind {
+	case KindMutex, KindFair: // an etcd mutex is a queue by revision: always fair
+		return t.etcd.NewMutex(n, opts...), true
+	case KindRead:
+		return t.etcd.NewRWMutex(n, opts...).Reader(), true
+	case KindWrite:
+		return t.etcd.NewRWMutex(n, opts...).Writer(), true
+	case KindSemaphore:
+		return t.etcd.NewSemaphore(n, o.Permits, opts...), true
+	}
+	return nil, false
+}
+
+// serverNamed are TLS credentials that verify the server's certificate
+// against name, whichever endpoint they connect to.
+type serverNamed struct {
+	credentials.TransportCredentials
+	name string
+}
+
+func (s serverNamed) ClientHandshake(ctx context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return s.TransportCredentials.ClientHandshake(ctx, s.name, conn)
+}
+
+func (s serverNamed) Clone() credentials.TransportCredentials {
+	return serverNamed{s.TransportCredentials.Clone(), s.name}
+}

@@ -1,0 +1,142 @@
+package backend
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/mysqllock"
+	"github.com/go-sql-driver/mysql"
+)
+
+// EnvMySQL is read when no backend flag is given.
+const EnvMySQL = "DLOCK_MYSQL" // a MySQL or MariaDB DSN, user:password@tcp(host:port)/db
+
+// parseMySQL checks a DSN in the form github.com/go-sql-driver/mysql
+// reads (user:password@tcp(host:port)/db?param=value), or a URL
+// mysql://user:password@host:port/db, which it turns into one.
+func parseMySQL(raw string) (*mysql.Config, error) {
+	shown := cmdutil.RedactInput(raw)
+	if strings.HasPrefix(raw, "mysql://") {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return nil, cmdutil.Usagef("--mysql %q is not a URL; want mysql://user:password@host:port/db or a DSN, user:password@tcp(host:port)/db", shown)
+		}
+		cfg := mysql.NewConfig()
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+		cfg.Net, cfg.Addr, cfg.DBName = "tcp", u.Host, strings.TrimPrefix(u.Path, "/")
+		if u.Port() == "" {
+			cfg.Addr = u.Host + ":3306"
+		}
+		if len(u.Query()) > 0 {
+			return nil, cmdutil.Usagef("--mysql %q: a mysql:// URL takes no parameters; give a DSN, user:password@tcp(host:port)/db?param=value, for those", shown)
+		}
+		return checkMySQL(cfg, shown)
+	}
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && strings.Contains(raw, "://") {
+		return nil, cmdutil.Usagef("--mysql %q: scheme %q is not supported; use a DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db", shown, u.Scheme)
+	}
+	cfg, err := mysql.ParseDSN(raw)
+	if err != nil {
+		return nil, cmdutil.Usagef("--mysql %q: %v; want user:password@tcp(host:port)/db", shown, cmdutil.RedactIn(err.Error(), raw))
+	}
+	return checkMySQL(cfg, shown)
+}
+
+// checkMySQL refuses a DSN without a database, which mysqllock's table
+// needs, and fills in a dial timeout.
+func checkMySQL(cfg *mysql.Config, shown string) (*mysql.Config, error) {
+	if cfg.DBName == "" {
+		return nil, cmdutil.Usagef("--mysql %q names no database; want user:password@tcp(host:port)/db", shown)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = AnswerTimeout
+	}
+	return cfg, nil
+}
+
+// connectMySQL opens a pool, checks that the database answers, and
+// creates mysqllock's table if it does not exist (mysqllock.Client.Migrate),
+// unless the spec is ReadOnly.
+func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
+	QuietMySQLLogs()
+	conn, err := mysql.NewConnector(t.spec.MySQL)
+	if err != nil {
+		return cmdutil.Usagef("--mysql: %v", err)
+	}
+	db := sql.OpenDB(conn)
+	t.closers = append(t.closers, func() { db.Close() })
+	// database/sql retries a connection that fails as bad twice more:
+	// one answer timeout bounds all three.
+	pctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		if pctx.Err() != nil {
+			return fmt.Errorf("mysql %s does not answer within %v: %w", describeMySQL(t.spec.MySQL), AnswerTimeout, err)
+		}
+		return mysqlRefused(err)
+	}
+	c := mysqllock.New(db, mysqllock.WithObserver(obs))
+	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
+	if !t.spec.ReadOnly {
+		if err := c.Migrate(ctx); err != nil {
+			return mysqlDenied(err)
+		}
+	}
+	t.my = c
+	return nil
+}
+
+// mysqlRefused turns a refused login, an unknown database or a DSN
+// parameter the server refuses into a UsageError: a mistake in the DSN,
+// which no retry fixes.
+func mysqlRefused(err error) error {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && (my.Number == 1045 || my.Number == 1044 || my.Number == 1049 || my.Number == 1698) {
+		return cmdutil.Usagef("%s (error %d); check the user, password and database of --mysql or %s, and --password-file", my.Message, my.Number, EnvMySQL)
+	}
+	if errors.As(err, &my) && (my.Number == 1193 || my.Number == 1231 || my.Number == 1232) {
+		// An unknown system variable, or a bad value for one: a DSN
+		// parameter that the driver passed on as SET.
+		return cmdutil.Usagef("%s (error %d); check the parameters of --mysql or %s", my.Message, my.Number, EnvMySQL)
+	}
+	return err
+}
+
+// mysqlDenied turns a privilege the account lacks (errors 1142 and 1044)
+// into a UsageError: the message names the grant, and no retry helps.
+func mysqlDenied(err error) error {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && (my.Number == 1142 || my.Number == 1044) {
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+	}
+	return err
+}
+
+// describeMySQL names the database for messages: "host:port/db".
+func describeMySQL(cfg *mysql.Config) string { return fmt.Sprintf("%s/%s", cfg.Addr, cfg.DBName) }
+
+// checkMySQLName checks what mysqllock refuses in a lock name.
+func checkMySQLName(name string) error {
+	if len(name) > mysqllock.MaxNameBytes {
+		return cmdutil.Usagef("lock name %s is too long: MySQL lock names are at most %d bytes", cmdutil.Quote(name), mysqllock.MaxNameBytes)
+	}
+	return nil
+}
+
+// QuietMySQLLogs silences the MySQL driver's own log lines, as
+// QuietRedisLogs does go-redis's.
+func QuietMySQLLogs() { mysql.SetLogger(quietMySQL{}) }
+
+// quietMySQL drops the driver's log lines ("unexpected EOF" on a
+// connection the server closed): the errors reach the user through
+// dlock's own messages.
+type quietMySQL struct{}
+
+func (quietMySQL) Print(...any) {}

@@ -1,0 +1,159 @@
+package backend
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/pglock"
+	"github.com/dlock-go/dlock/zklock"
+	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+// EnvPostgres is read when no backend flag is given.
+const EnvPostgres = "DLOCK_POSTGRES" // a PostgreSQL URL, postgres://user:password@host:port/db
+
+// parsePostgres checks a PostgreSQL URL (or key=value connection string)
+// the way pgxpool reads it.
+func parsePostgres(raw string) (*pgxpool.Config, error) {
+	shown := cmdutil.RedactInput(raw)
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return nil, cmdutil.Usagef("--postgres %q: scheme %q is not supported; use postgres://user:password@host:port/db", shown, u.Scheme)
+	}
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		msg := err.Error()
+		var pe *pgconn.ParseConfigError
+		if i := strings.LastIndex(msg, "`: "); errors.As(err, &pe) && i >= 0 {
+			// "cannot parse `…`: why": the message quotes the input
+			// already, redacted, and pgx's redaction cannot be sure.
+			msg = msg[i+3:]
+		}
+		return nil, cmdutil.Usagef("--postgres %q: %v", shown, cmdutil.RedactIn(msg, raw))
+	}
+	return cfg, nil
+}
+
+// connectPostgres opens a pool, checks that the database answers, and
+// creates pglock's table if it does not exist (pglock.Client.Migrate),
+// unless the spec is ReadOnly.
+func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error {
+	pool, err := pgxpool.NewWithConfig(ctx, t.spec.Postgres)
+	if err != nil {
+		return err
+	}
+	t.closers = append(t.closers, pool.Close)
+	pctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		if pctx.Err() != nil {
+			return fmt.Errorf("postgres %s does not answer within %v: %w", describePostgres(t.spec.Postgres), AnswerTimeout, err)
+		}
+		return pgRefused(err)
+	}
+	t.pool = pool
+	t.pgTLS = negotiated(ctx, pool)
+	c := pglock.New(pool, pglock.WithObserver(obs))
+	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
+	if !t.spec.ReadOnly {
+		if err := c.Migrate(ctx); err != nil {
+			return postgresDenied(err)
+		}
+	}
+	t.pg = c
+	return nil
+}
+
+// pgRefused turns a refused login into a UsageError: a mistake in the URL,
+// which no retry fixes.
+func pgRefused(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "28") || pe.Code == "3D000") {
+		return cmdutil.Usagef("%s (SQLSTATE %s); check the user, password and database of --postgres or %s, and --password-file", pe.Message, pe.Code, EnvPostgres)
+	}
+	return err
+}
+
+// postgresDenied turns a privilege the role lacks (SQLSTATE 42501) into a
+// UsageError: the message names the grant, and no retry helps.
+func postgresDenied(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+	}
+	return err
+}
+
+// describePostgres names the database for messages: "host:port/db".
+func describePostgres(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+}
+
+// checkPGName checks what pglock refuses in a lock name.
+func checkPGName(name string) error {
+	if len(name) > pglock.MaxNameBytes {
+		return cmdutil.Usagef("lock name %s is too long: PostgreSQL lock names are at most %d bytes", cmdutil.Quote(name), pglock.MaxNameBytes)
+	}
+	if !utf8.ValidString(name) {
+		return cmdutil.Usagef("lock name %s is not valid UTF-8", cmdutil.Quote(name))
+	}
+	return nil
+}
+
+// negotiated says what TLS a connection of pool has: "TLS 1.3, certificate
+// verified", "TLS 1.3, certificate NOT verified" (sslmode=require or
+// prefer), or "no TLS".
+func negotiated(ctx context.Context, pool *pgxpool.Pool) string {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return "TLS unknown"
+	}
+	defer c.Release()
+	tc, ok := c.Conn().PgConn().Conn().(*tls.Conn)
+	if !ok {
+		return "no TLS"
+	}
+	verified := "certificate verified"
+	// pgx verifies sslmode=verify-ca and verify-full itself, with
+	// InsecureSkipVerify set and a function of its own.
+	if cfg := c.Conn().Config().TLSConfig; cfg == nil || cfg.InsecureSkipVerify && cfg.VerifyPeerCertificate == nil && cfg.VerifyConnection == nil {
+		verified = "certificate NOT verified"
+	}
+	return tls.VersionName(tc.ConnectionState().Version) + ", " + verified
+}
+
+// Refused turns a login that PostgreSQL or MySQL refused into a UsageError
+// (exit 64) that says what to check; other errors it returns as they are.
+func Refused(err error) error { return pgRefused(mysqlRefused(err)) }
+
+// Denied turns a privilege that the database account lacks into a
+// UsageError (exit 64) that names the grant; other errors it returns as
+// they are.
+func Denied(err error) error { return postgresDenied(mysqlDenied(authDenied(err))) }
+
+// authDenied turns the refusals of etcd and ZooKeeper that no retry heals
+// into UsageErrors: a user whose role may not write the lock's prefix, a
+// session without the credentials the lock's nodes ask for, a lock path
+// whose ACL lets others in (zklock.ErrPathACL).
+func authDenied(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrUserEmpty):
+		return cmdutil.Usagef("%s: grant the role of --etcd-user readwrite on the lock's prefix, NAME/", cmdutil.Reason(err))
+	case errors.Is(err, zk.ErrNoAuth):
+		return cmdutil.Usagef("%s: give the credentials of the lock's user in --zk-auth-file", cmdutil.Reason(err))
+	case errors.Is(err, zklock.ErrPathACL):
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+	}
+	return err
+}

@@ -1,0 +1,109 @@
+// Package cli implements the dlock command. Main dispatches to one package
+// per subcommand (run, elect, inspect, release, bench, demo); each parses its own
+// flags, writes to injected streams and returns an exit code, so that tests
+// can drive it without a process.
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/backend"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/bench"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/chaos"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/demo"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/fencecmd"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/inspect"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/run"
+)
+
+const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper, PostgreSQL, MySQL and etcd.
+
+Usage:
+  dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
+  dlock elect [flags] NAME -- COMMAND [ARGS...] run COMMAND only while leading the election NAME
+  dlock elect --leader [flags] NAME             print the current leader of the election NAME
+  dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
+  dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
+  dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
+  dlock fence reset --fence N --yes [flags]     set a resource's newest fence, even lower (an operator's)
+  dlock bench [flags]                           measure lock throughput and latency on a deployment
+  dlock chaos [flags]                           torture local servers with faults and check the locks held
+  dlock demo [flags]                            start local servers and watch workers contend
+  dlock completion bash|zsh|fish                print a shell completion script
+  dlock version                                 print the version and the commit it was built from
+  dlock help [COMMAND]                          print this help, or a command's
+
+The lock service comes from --redis URL (once: one Redis; three or more
+times: Redlock over independent masters), --zk host:port[,host:port...],
+--postgres URL or --mysql DSN (run's and bench's --session for session
+mode) or --etcd host:port[,host:port...], or from DLOCK_REDIS, DLOCK_ZK,
+DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD. --password-file FILE (or, for
+Redis, DLOCK_REDIS_PASSWORD) supplies the password of a URL or DSN without
+one: a password in a flag is on the command line, which every user reads.
+--zk-auth-file FILE (user:password) authenticates to ZooKeeper, and
+--etcd-user with --password-file (or DLOCK_ETCD_PASSWORD) to etcd.
+
+Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
+69 the lock service cannot be reached or failed; each command's others
+are in its help.
+
+Run 'dlock help COMMAND' for a command's flags and exit codes.
+`
+
+// commands maps each subcommand to its entry point.
+var commands = map[string]func(args []string, io cmdutil.IO) int{
+	"run":        run.Main,
+	"elect":      run.ElectMain,
+	"inspect":    inspect.Main,
+	"release":    inspect.ReleaseMain,
+	"bench":      bench.Main,
+	"chaos":      chaos.Main,
+	"demo":       demo.Main,
+	"fence":      fencecmd.Main,
+	"completion": completionMain,
+	"version":    versionMain,
+}
+
+// Main runs the dlock command with args (without the program name) and
+// returns the process exit code.
+//
+// Nothing it writes holds a secret it was given: it notes what may be
+// one in every argument and in the lock service's variables before it
+// parses anything, and writes through cmdutil.Redacting.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	cmdutil.NoteSecrets(args...)
+	for _, name := range backend.ConnectionEnv {
+		cmdutil.NoteSecrets(getenv(name))
+	}
+	for _, name := range backend.PasswordEnv {
+		cmdutil.NoteSecret(getenv(name))
+	}
+	stdout, stderr = cmdutil.Redacting(stdout), cmdutil.Redacting(stderr)
+	streams := cmdutil.IO{In: stdin, Out: stdout, Err: stderr, Getenv: getenv}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return cmdutil.ExitUsage
+	}
+	switch name := args[0]; name {
+	case "--version", "-version":
+		return versionMain(nil, streams)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if cmd, ok := commands[args[1]]; ok {
+				return cmd([]string{"--help"}, streams)
+			}
+			fmt.Fprintf(stderr, "dlock help: unknown command %q; run 'dlock help' for the list\n", args[1])
+			return cmdutil.ExitUsage
+		}
+		fmt.Fprint(stdout, usage)
+		return cmdutil.ExitOK
+	default:
+		if cmd, ok := commands[name]; ok {
+			return cmd(args[1:], streams)
+		}
+		fmt.Fprintf(stderr, "dlock: unknown command %q; run 'dlock help' for the list\n", name)
+		return cmdutil.ExitUsage
+	}
+}

@@ -1,0 +1,245 @@
+// Package inspect implements "dlock inspect" and "dlock release --force".
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/backend"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+)
+
+// Timeout bounds connecting and inspecting.
+const Timeout = 15 * time.Second
+
+// Usage is the help text of "dlock inspect".
+const Usage = `Usage: dlock inspect [flags] NAME
+
+Shows who holds the lock NAME: its kind, holders (owner token, hold count,
+mode), fence, remaining TTL, waiters, readers or permits. With Redlock it
+shows each master's view and the majority's; with ZooKeeper, each holder's
+node and session; with PostgreSQL, a session-mode holder's backend; with
+MySQL, a session-mode holder's connection. It only reads.
+
+It creates no table: with PostgreSQL or MySQL, a missing table shows the
+lock free. Values that something else stored are shown cut to 256 bytes,
+and quoted with Go's escapes if they hold a control character; the table
+lists at most 100 holders.
+
+Exit codes: 0 shown; 64 bad usage, a NAME the backend cannot take, or a
+database account without the privileges it needs; 69 lock service
+unreachable or failed.
+
+Flags:
+`
+
+type options struct {
+	backend backend.Flags
+	output  string
+	name    string
+}
+
+func parse(args []string) (options, error) {
+	var o options
+	fs := flagSet(&o)
+	pos, err := cmdutil.Parse(fs, args)
+	if err != nil {
+		return o, err
+	}
+	return o, finish(&o, pos, "dlock inspect")
+}
+
+func flagSet(o *options) *flag.FlagSet {
+	fs := cmdutil.NewFlagSet("dlock inspect")
+	o.backend.Register(fs)
+	fs.StringVar(&o.output, "o", "table", "output format: table or json")
+	return fs
+}
+
+func finish(o *options, pos []string, cmd string) error {
+	switch {
+	case o.output != "table" && o.output != "json":
+		return cmdutil.Usagef("%s: -o %q is not a format; use -o table or -o json", cmd, o.output)
+	case len(pos) == 0:
+		return cmdutil.Usagef("%s: missing lock NAME", cmd)
+	case len(pos) > 1:
+		return cmdutil.Usagef("%s: %d arguments, want one lock NAME (got %q)", cmd, len(pos), pos)
+	}
+	o.name = pos[0]
+	return nil
+}
+
+// connect resolves the backend flags and connects.
+func connect(ctx context.Context, f *backend.Flags, name string, streams cmdutil.IO) (*backend.Target, error) {
+	spec, err := f.Resolve(streams.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range spec.Warnings {
+		fmt.Fprintln(streams.Err, "dlock:", w)
+	}
+	if err := backend.CheckName(spec.Kind(), name); err != nil {
+		return nil, err
+	}
+	spec.ReadOnly = true
+	t, err := backend.Connect(ctx, spec, nil)
+	if err != nil && !cmdutil.IsUsage(err) {
+		if d := backend.Denied(err); cmdutil.IsUsage(d) {
+			return nil, d
+		}
+		return nil, fmt.Errorf("cannot reach the lock service: %s", cmdutil.Reason(err))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Main runs "dlock inspect" with args and returns the exit code.
+func Main(args []string, streams cmdutil.IO) int {
+	o, err := parse(args)
+	if errors.Is(err, cmdutil.ErrHelp) {
+		var o options
+		cmdutil.PrintUsage(streams.Out, Usage, flagSet(&o))
+		return cmdutil.ExitOK
+	}
+	if err != nil {
+		return cmdutil.Fail(streams, err, cmdutil.ExitUsage)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	t, err := connect(ctx, &o.backend, o.name, streams)
+	if err != nil {
+		return cmdutil.Fail(streams, fmt.Errorf("dlock inspect: %w", err), cmdutil.ExitUnavailable)
+	}
+	defer t.Close()
+	r, err := t.Inspect(ctx, o.name)
+	if err != nil {
+		return cmdutil.Fail(streams, fmt.Errorf("dlock inspect: %w", backend.Denied(err)), cmdutil.ExitUnavailable)
+	}
+	if o.output == "json" {
+		cutValues(&r)
+		enc := json.NewEncoder(streams.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return cmdutil.Fail(streams, err, cmdutil.ExitError)
+		}
+		return cmdutil.ExitOK
+	}
+	writeTable(streams.Out, r)
+	return cmdutil.ExitOK
+}
+
+// MaxHolderRows is how many holders the table lists (-o json lists every
+// one the backend returns).
+const MaxHolderRows = 100
+
+// writeTable writes r for people: every value that something else
+// stored goes through cmdutil.Show.
+func writeTable(out io.Writer, r backend.Report) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	row("lock", "%s", cmdutil.Show(r.Name))
+	row("service", "%s", r.Where)
+	if r.Path != "" {
+		row("path", "%s", cmdutil.Show(r.Path))
+	}
+	row("kind", "%s", cmdutil.Show(r.Kind))
+	if !r.Held {
+		row("held", "no")
+	}
+	for i, h := range r.Holders {
+		if i == MaxHolderRows {
+			row("holder", "... %d more (-o json lists them)", len(r.Holders)-i)
+			break
+		}
+		var extra []string
+		if h.Mode != "" {
+			extra = append(extra, h.Mode)
+		}
+		if h.Holds > 1 {
+			extra = append(extra, fmt.Sprintf("holds %d", h.Holds))
+		}
+		if h.Fence != 0 {
+			extra = append(extra, fmt.Sprintf("fence %d", h.Fence))
+		}
+		if h.Where != "" {
+			extra = append(extra, cmdutil.Show(h.Where))
+		}
+		who := cmdutil.Show(h.Owner)
+		if h.Label != "" {
+			who = cmdutil.Show(h.Label)
+			extra = append([]string{"token " + cmdutil.Show(strings.TrimSuffix(h.Owner, "~"+h.Label))}, extra...)
+		}
+		row("holder", "%s (%s)", who, strings.Join(extra, ", "))
+	}
+	if r.PermitLimit > 0 {
+		row("permits", "%d of %d in use", len(r.Holders), r.PermitLimit)
+	}
+	if r.Fence != 0 {
+		what := "latest granted"
+		if r.Backend == "redis" || r.Backend == "redlock" {
+			what = "latest granted to a name of this slot; the holder's is at most that"
+		}
+		row("fence", "%d (%s)", r.Fence, what)
+	}
+	if r.TTLms > 0 {
+		row("ttl", "%v left", r.TTL().Round(time.Millisecond))
+	}
+	switch {
+	case r.Backend == "redlock":
+	case r.Waiters == nil:
+		row("waiters", "unknown (%s cannot count them)", r.Backend)
+	default:
+		row("waiters", "%d", *r.Waiters)
+	}
+	if r.Detail != "" {
+		row("found", "%s", cmdutil.Show(r.Detail))
+	}
+	if r.Forced != "" {
+		row("forced", "%s", cmdutil.Show(r.Forced))
+	}
+	w.Flush()
+	if len(r.Nodes) > 0 {
+		fmt.Fprintln(out)
+		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "MASTER\tKIND\tHOLDER\tFENCE\tTTL")
+		for _, n := range r.Nodes {
+			if n.Error != "" {
+				fmt.Fprintf(w, "%s\terror: %s\t\t\t\n", n.Addr, cmdutil.Show(n.Error))
+				continue
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%v\n", n.Addr, cmdutil.Show(n.Kind), cmdutil.Show(dash(n.Holder)), n.Fence, time.Duration(n.TTLms)*time.Millisecond)
+		}
+		w.Flush()
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// cutValues cuts every value in r that something else stored to
+// cmdutil.MaxValue bytes (cmdutil.Cut), as the table shows them; the JSON
+// encoder escapes what a terminal would act on.
+func cutValues(r *backend.Report) {
+	for i := range r.Holders {
+		h := &r.Holders[i]
+		h.Owner, h.Label, h.Where = cmdutil.Cut(h.Owner), cmdutil.Cut(h.Label), cmdutil.Cut(h.Where)
+	}
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		n.Holder, n.Error = cmdutil.Cut(n.Holder), cmdutil.Cut(n.Error)
+	}
+	r.Detail, r.Forced = cmdutil.Cut(r.Detail), cmdutil.Cut(r.Forced)
+}
