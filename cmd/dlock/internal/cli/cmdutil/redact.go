@@ -135,8 +135,11 @@ func secretsOf(in string) []string {
 			info := before[s:]
 			if _, pw, ok := strings.Cut(info, ":"); ok {
 				found = append(found, pw)
-			} else if strings.HasSuffix(before[:s], "://") {
-				found = append(found, info) // a token with no user: redis://TOKEN@host
+			} else if isRedisScheme(before[:s]) {
+				// A token with no user: redis://TOKEN@host. Elsewhere
+				// (postgres://app@host) it is a user name, and hiding it
+				// would hide every "postgres" the command writes.
+				found = append(found, info)
 			}
 		}
 		next := strings.IndexByte(in[at+1:], '@')
@@ -146,6 +149,13 @@ func secretsOf(in string) []string {
 		at += 1 + next
 	}
 	return found
+}
+
+// isRedisScheme reports whether prefix, what comes before a URL's user
+// information, ends with the scheme redis:// or rediss://.
+func isRedisScheme(prefix string) bool {
+	p := strings.ToLower(prefix)
+	return strings.HasSuffix(p, "redis://") || strings.HasSuffix(p, "rediss://")
 }
 
 // Redact returns s with every secret that NoteSecrets and NoteSecret

@@ -32,4 +32,10 @@ func TestRedactShapes(t *testing.T) {
 	if got := Redact(`"from-a-file"`); got != `"xxxxx"` {
 		t.Errorf("after NoteSecret, Redact shows %q", got)
 	}
+	// A user name is no secret: hiding it hid every "postgres" the
+	// command wrote (bench's JSON said "kind": "xxxxx").
+	NoteSecrets("--postgres=postgres://postgres@h:5432/db")
+	if got := Redact(`"kind": "postgres"`); got != `"kind": "postgres"` {
+		t.Errorf("after NoteSecrets of a URL with a user and no password, Redact shows %q", got)
+	}
 }
