@@ -346,12 +346,15 @@ func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
 func maxHoldStopsCommand(t *testing.T, d deployment) {
 	name, dir := lockName(t), t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	const ttl, maxHold, grace = time.Second, 2 * time.Second, 200 * time.Millisecond
+	// --ttl 3s: on ZooKeeper --ttl is the session timeout, and a lease
+	// lasts a third of it; at 1s a loaded machine (two make tests side by
+	// side) missed the 333ms lease's renewals and dlock exited 76, lost.
+	const ttl, maxHold, grace = 3 * time.Second, 4 * time.Second, 200 * time.Millisecond
 	// --wait: a new Redlock's nodes may not vote yet.
 	r := dlock(t, []string{"PIDFILE=" + pidFile}, runArgs(d, "--wait", "30s", "--ttl", ttl.String(), "--max-hold", maxHold.String(),
 		"--grace", grace.String(), name, "--", "sh", "-c", `trap "" TERM; echo $$ $(date +%s%N) > "$PIDFILE"; sleep 60`)...)
 	exited := time.Now()
-	if r.code != 79 || !strings.Contains(r.stderr, "--max-hold 2s") || !strings.Contains(r.stderr, "SIGKILL") {
+	if r.code != 79 || !strings.Contains(r.stderr, "--max-hold "+maxHold.String()) || !strings.Contains(r.stderr, "SIGKILL") {
 		t.Fatalf("exit %d, want 79 with a message naming --max-hold and SIGKILL; stderr: %s", r.code, r.stderr)
 	}
 	b, _ := os.ReadFile(pidFile)
