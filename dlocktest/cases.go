@@ -167,6 +167,7 @@ func (s *suite) tryLockRace(t *testing.T) {
 			wg      sync.WaitGroup
 			mu      sync.Mutex
 			winners []dlock.Lease
+			silent  int // answered ErrUnavailable
 		)
 		for i, l := range ls {
 			wg.Go(func() {
@@ -176,6 +177,14 @@ func (s *suite) tryLockRace(t *testing.T) {
 				case err == nil:
 					mu.Lock()
 					winners = append(winners, lease)
+					mu.Unlock()
+				case errors.Is(err, dlock.ErrUnavailable):
+					// Healthy servers that did not answer in the
+					// backend's bound on a loaded machine (Redlock's node
+					// timeout): no answer, not a wrong one.
+					t.Logf("round %d client %d: TryLock: %v", round, i, err)
+					mu.Lock()
+					silent++
 					mu.Unlock()
 				case !errors.Is(err, dlock.ErrNotObtained):
 					t.Errorf("round %d client %d: TryLock: %v", round, i, err)
@@ -187,11 +196,12 @@ func (s *suite) tryLockRace(t *testing.T) {
 		switch {
 		case len(winners) > 1:
 			t.Fatalf("round %d: %d winners; want at most 1", round, len(winners))
-		case len(winners) == 0 && !s.b.SplitVotes:
+		case len(winners) == 0 && !s.b.SplitVotes && silent == 0:
 			t.Fatalf("round %d: no winner; want exactly 1", round)
 		case len(winners) == 0:
-			// Split votes: the losers' partial holds are being released;
-			// a lone attempt must now win.
+			// Split votes, or attempts that got no answer: the losers'
+			// partial holds are being released; a lone attempt must now
+			// win.
 			lease, err := ls[0].Lock(ctx)
 			if err != nil {
 				t.Fatalf("round %d: a lone Lock after a split race: %v", round, err)
