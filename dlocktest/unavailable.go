@@ -259,14 +259,13 @@ func (s *suite) lockWaitsThroughFault(t *testing.T, fault func(t testing.TB)) {
 		if took > bound {
 			t.Errorf("granted %v after the servers were back; want within %v", took, bound)
 		}
-		// Judged once the holder's Release has returned: the waiter may
-		// be granted as soon as the server has carried the release out,
-		// before its reply reaches the holder. A grant is wrong only if
-		// the holder did not give the lock back and its lease was still
-		// valid when the waiter was granted.
-		if err := <-released; err != nil && r.at.Before(held.Until()) {
-			t.Errorf("waiter granted %v before the holder's Until, though the holder's Release failed: %v", held.Until().Sub(r.at), err)
-		}
+		// This case is about liveness. Whether the grant came too soon
+		// cannot be told here: the holder's Release, sent as the servers
+		// came back, may be carried out before its reply reaches the
+		// holder (etcd), or end in the background (PostgreSQL lease
+		// mode), and a restart ends a session mode holder's lease.
+		// MutualExclusion and the chaos runs judge that.
+		<-released
 	case <-time.After(bound + 30*time.Second):
 		t.Fatalf("Lock still waiting %v after the servers were back", time.Since(back))
 	}
