@@ -133,33 +133,21 @@ func handshakeAny(ctx context.Context, service string, servers []string, cfg *tl
 	if cfg == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
-	defer cancel()
-	errs := make(chan error, len(servers))
-	for _, srv := range servers {
-		go func() {
-			c := cfg.Clone()
-			if c.ServerName == "" {
-				c.ServerName, _, _ = net.SplitHostPort(srv)
-			}
-			d := tls.Dialer{Config: c}
-			conn, err := d.DialContext(ctx, "tcp", srv)
-			if err == nil {
-				conn.Close()
-			}
-			if err != nil {
-				err = fmt.Errorf("TLS handshake with %s: %w%s", srv, err, plainHint(err))
-			}
-			errs <- err
-		}()
-	}
-	var failed []error
-	for range servers {
-		err := <-errs
-		if err == nil {
-			return nil
+	failed := anyAnswers(ctx, servers, func(ctx context.Context, srv string) error {
+		c := cfg.Clone()
+		if c.ServerName == "" {
+			c.ServerName, _, _ = net.SplitHostPort(srv)
 		}
-		failed = append(failed, err)
+		d := tls.Dialer{Config: c}
+		conn, err := d.DialContext(ctx, "tcp", srv)
+		if err != nil {
+			return fmt.Errorf("TLS handshake with %s: %w%s", srv, err, plainHint(err))
+		}
+		conn.Close()
+		return nil
+	})
+	if failed == nil {
+		return nil
 	}
 	return fmt.Errorf("no %s server completes a TLS handshake: %w", service, joinErrs(failed))
 }

@@ -253,20 +253,31 @@ const AnswerTimeout = 5 * time.Second
 // unreachable servers until its context ends; this makes a service that
 // is down fail as fast as Redis does.
 func dialAny(ctx context.Context, service string, servers []string) error {
+	failed := anyAnswers(ctx, servers, func(ctx context.Context, srv string) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", srv)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	if failed == nil {
+		return nil
+	}
+	return fmt.Errorf("no %s server accepts connections: %w", service, joinErrs(failed))
+}
+
+// anyAnswers runs try on every server at once, within AnswerTimeout, and
+// returns nil as soon as one succeeds, or else every server's error (an
+// empty, non-nil slice for no servers).
+func anyAnswers(ctx context.Context, servers []string, try func(ctx context.Context, srv string) error) []error {
 	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	errs := make(chan error, len(servers))
 	for _, srv := range servers {
-		go func() {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, "tcp", srv)
-			if err == nil {
-				c.Close()
-			}
-			errs <- err
-		}()
+		go func() { errs <- try(ctx, srv) }()
 	}
-	var failed []error
+	failed := make([]error, 0, len(servers)) // not nil: no server is a failure
 	for range servers {
 		err := <-errs
 		if err == nil {
@@ -274,7 +285,7 @@ func dialAny(ctx context.Context, service string, servers []string) error {
 		}
 		failed = append(failed, err)
 	}
-	return fmt.Errorf("no %s server accepts connections: %w", service, joinErrs(failed))
+	return failed
 }
 
 // ClientName is how this process names itself to the lock service (Redis
