@@ -232,7 +232,7 @@ func (d *daemon) waitLocked(timeout, interval time.Duration, until string, ready
 	deadline := time.Now().Add(timeout)
 	for {
 		if !p.running() {
-			return p.exitError(d.name(), d.LogTail(logTailLines))
+			return p.exitError(d.name(), d.LogTail)
 		}
 		last := ready()
 		if last == nil {

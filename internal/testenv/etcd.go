@@ -163,7 +163,7 @@ func (e *Etcd) startAgainLocked(wait bool) error {
 			// A port still held by the last process shows as an early exit.
 			time.Sleep(50 * time.Millisecond)
 			if !e.proc.running() {
-				err = e.proc.exitError(e.name(), e.LogTail(logTailLines))
+				err = e.proc.exitError(e.name(), e.LogTail)
 			}
 		}
 		return err

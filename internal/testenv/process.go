@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -65,11 +66,14 @@ func startProcess(cmd *exec.Cmd, logPath, what string) (*process, error) {
 }
 
 // exitError describes p, which exited before it was ready; what names the
-// server and tail is the tail of its log. A port already in use makes it
-// match errAddrInUse, so that the caller can try another.
-func (p *process) exitError(what, tail string) error {
-	err := fmt.Errorf("testenv: %s exited before it was ready (%v); log tail:\n%s", what, p.err, tail)
-	if strings.Contains(strings.ToLower(tail), "address already in use") {
+// server and logTail returns the last n lines of its log, of which the
+// error shows logTailLines. A port already in use makes it match
+// errAddrInUse, so that the caller can try another. That is looked for in
+// all the log logTail holds, not in the lines shown: a JVM's
+// BindException comes above a stack trace longer than those.
+func (p *process) exitError(what string, logTail func(n int) string) error {
+	err := fmt.Errorf("testenv: %s exited before it was ready (%v); log tail:\n%s", what, p.err, logTail(logTailLines))
+	if strings.Contains(strings.ToLower(logTail(math.MaxInt)), "address already in use") {
 		return fmt.Errorf("%w: %w", err, errAddrInUse)
 	}
 	return err

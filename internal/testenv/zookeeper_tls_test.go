@@ -3,8 +3,10 @@ package testenv
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -71,5 +73,56 @@ func TestIntegrationZooKeeperTLS(t *testing.T) {
 	}
 	if got, err := ruok(&tls.Config{RootCAs: pool}); err == nil {
 		t.Errorf("ruok over TLS without a client certificate = %q; want an error", got)
+	}
+}
+
+// A secure client port that another process took between FreePort and the
+// server's start is reported as a port in use, so that LaunchZooKeeperTLS
+// tries another: the JVM's BindException comes above a stack trace longer
+// than the log tail an error shows, which once made the launch fail at
+// once (cmd/dlock's TestIntegrationZooKeeperTLS beside a make test).
+func TestIntegrationZooKeeperTLSPortTaken(t *testing.T) {
+	t.Parallel()
+	SkipIfShort(t, "needs ZooKeeper")
+	requireZooKeeper(t)
+	// A socket bound to the port but not listening: the server's bind
+	// fails, and a dial to the port is refused rather than answered.
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := newZooKeeper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	if err := z.addTLS(&zkTLS{certs: NewCerts(t), requireClientCert: true}); err != nil {
+		t.Fatal(err)
+	}
+	z.tlsPort = sa.(*syscall.SockaddrInet4).Port
+	if err := z.writeConf(nil); err != nil {
+		t.Fatal(err)
+	}
+	// As launchZooKeeper starts it: the server answers on its plain port
+	// before it binds the secure one.
+	z.mu.Lock()
+	err = z.startLocked()
+	if err == nil {
+		err = z.waitModeLocked(zkStartTimeout, "standalone")
+	}
+	if err == nil {
+		err = z.waitTLSPortLocked()
+	}
+	z.mu.Unlock()
+	if !errors.Is(err, errAddrInUse) {
+		t.Fatalf("start with the secure port taken: %v; want an error matching %q", err, errAddrInUse)
 	}
 }
