@@ -21,7 +21,8 @@ import (
 // flag they were open to anyone. inspect and release --force take the
 // flag too, and refuse, exit 64, to touch the lock without it.
 func TestIntegrationZooKeeperDigestAuth(t *testing.T) {
-	srv := testenv.StartZooKeeper(t)
+	t.Parallel()
+	srv := sharedZooKeeper(t)
 	auth := filepath.Join(t.TempDir(), "zk-auth")
 	if err := os.WriteFile(auth, []byte("app:S3cretPW-zk\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -98,6 +99,7 @@ func TestIntegrationZooKeeperDigestAuth(t *testing.T) {
 // and inspects it; no user, or a wrong password, is exit 64 naming the
 // flags.
 func TestIntegrationEtcdAuth(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartEtcd(t)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {

@@ -81,27 +81,32 @@ func benchSuite(t *testing.T, d deployment, kind string, nodes int) {
 }
 
 func TestIntegrationBenchRedis(t *testing.T) {
+	t.Parallel()
 	benchSuite(t, redisDeployment(t, 1), "redis", 1)
 }
 
 func TestIntegrationBenchRedlock(t *testing.T) {
+	t.Parallel()
 	// --ttl 4s: each node gets a twentieth of it, 200ms, to vote. With
 	// 1s (50ms each) an uncontended TryLock lost two of three votes under
 	// -race beside another make test.
-	benchSuite(t, redlockDeployment(t, 3, 4*time.Second, 4*time.Second), "redlock", 3)
+	benchSuite(t, redlockDeployment(t, 4*time.Second, 4*time.Second), "redlock", 3)
 }
 
 func TestIntegrationBenchZooKeeper(t *testing.T) {
+	t.Parallel()
 	benchSuite(t, zkDeployment(t), "zookeeper", 1)
 }
 
 func TestIntegrationBenchPostgres(t *testing.T) {
+	t.Parallel()
 	t.Run("Lease", func(t *testing.T) { benchSuite(t, pgDeployment(t, false), "postgres", 1) })
 	t.Run("Session", func(t *testing.T) { benchSuite(t, pgDeployment(t, true), "postgres", 1) })
 }
 
 // The table names every scenario and the deployment.
 func TestIntegrationBenchTable(t *testing.T) {
+	t.Parallel()
 	d := redisDeployment(t, 1)
 	r := dlock(t, nil, append(append([]string{"bench"}, d.flags...), "--duration", "100ms", "--scenarios", "S1,S3")...)
 	if r.code != 0 {

@@ -12,6 +12,7 @@ import (
 // dlock chaos as a user runs it: a short run on one Redis with two faults,
 // as JSON with a timeline; its clients are copies of the dlock binary.
 func TestIntegrationChaos(t *testing.T) {
+	t.Parallel()
 	timeline := filepath.Join(t.TempDir(), "chaos.html")
 	p := startDlock(t, nil, "chaos", "--backend", "redis", "--duration", "5s", "--ttl", "500ms", "--work", "10ms",
 		"--faults", "kill-empty,expire", "--seed", "7", "-o", "json", "--timeline", timeline)
@@ -57,6 +58,7 @@ func TestIntegrationChaos(t *testing.T) {
 }
 
 func TestChaosUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"chaos", "--backend", "etcd"},
 		{"chaos", "--faults", "leader-kill", "--backend", "redis"},

@@ -9,6 +9,7 @@ import (
 // dlock demo as a user runs it: exit 0, a readable account on stdout,
 // nothing on stderr (no library's own log lines), every server stopped.
 func TestIntegrationDemo(t *testing.T) {
+	t.Parallel()
 	p := startDlock(t, nil, "demo", "--workers", "2", "--rounds", "1", "--no-zk")
 	r := p.wait(t, 2*time.Minute)
 	if r.code != 0 || r.stderr != "" {

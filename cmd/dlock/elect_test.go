@@ -15,6 +15,7 @@ import (
 // (exit 76, or a new campaign with --again), and --leader prints the
 // leader.
 func TestIntegrationElect(t *testing.T) {
+	t.Parallel()
 	backends := []struct {
 		name string
 		d    func(t testing.TB) deployment
@@ -32,6 +33,7 @@ func TestIntegrationElect(t *testing.T) {
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			d := b.d(t)
 			t.Run("LeaderOnly", func(t *testing.T) { electLeaderOnly(t, d) })
 			t.Run("LossStopsCommand", func(t *testing.T) { electLoss(t, d, false) })

@@ -23,6 +23,7 @@ import (
 // Root reads any process's /proc files, so a test run as root runs dlock
 // as nobody.
 func TestIntegrationCommandCannotReadSecrets(t *testing.T) {
+	t.Parallel()
 	const secret = "S3cretPW-environ"
 	srv := testenv.StartRedis(t, testenv.RedisConfig{Args: []string{"--requirepass", secret}})
 	bin := binary(t)

@@ -15,7 +15,7 @@ import (
 )
 
 func etcdDeployment(t testing.TB) deployment {
-	srv := testenv.StartEtcd(t)
+	srv := sharedEtcdServer(t)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -41,14 +41,17 @@ func etcdDeployment(t testing.TB) deployment {
 // dlock run, inspect and release --force on etcd pass what they pass on
 // the other backends.
 func TestIntegrationEtcd(t *testing.T) {
+	t.Parallel()
 	runSuite(t, etcdDeployment(t))
 }
 
 func TestIntegrationBenchEtcd(t *testing.T) {
+	t.Parallel()
 	benchSuite(t, etcdDeployment(t), "etcd", 1)
 }
 
 func TestIntegrationEtcdKindsAndRefusals(t *testing.T) {
+	t.Parallel()
 	d := etcdDeployment(t)
 	t.Run("LibrarySharesNames", func(t *testing.T) {
 		// The README's library example and the command name one lock.
@@ -145,6 +148,7 @@ func TestIntegrationEtcdKindsAndRefusals(t *testing.T) {
 // Debian's 3.4.23 here) reach stderr with -v only: without it, stderr holds
 // only what the command says.
 func TestIntegrationEtcdServerWarningWithVerbose(t *testing.T) {
+	t.Parallel()
 	d := etcdDeployment(t)
 	name := lockName(t)
 	quiet := dlock(t, nil, runArgs(d, name, "--", "true")...)

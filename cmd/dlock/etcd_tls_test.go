@@ -13,6 +13,7 @@ import (
 // as "does not answer"). The server's certificate names only
 // testenv.CertName, and dlock reaches it at 127.0.0.1.
 func TestIntegrationEtcdTLSServerName(t *testing.T) {
+	t.Parallel()
 	certs := testenv.NewCerts(t)
 	srv := testenv.StartEtcdTLS(t, certs.NamedCert, certs.NamedKey)
 	tls := []string{"--etcd", srv.TLSAddr(), "--tls-ca", certs.CA}

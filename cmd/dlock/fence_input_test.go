@@ -17,6 +17,7 @@ import (
 // terminal on standard input, with exit 64, and leaves the file as it
 // was: a producer that failed must not replace good data.
 func TestFenceWriteInput(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "report")
 	if code, _, stderr := fenceCmd(t, "good", nil, "write", "--file", file, "--fence", "5"); code != 0 {
 		t.Fatalf("first write: exit %d, %q", code, stderr)
@@ -59,6 +60,7 @@ func TestFenceWriteInput(t *testing.T) {
 // The README's script: a report that fails replaces nothing, and a stale
 // fence stops the script with 77 before its next command.
 func TestFenceReadmeScript(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "report.csv")
 	script := `
@@ -122,6 +124,7 @@ func openTerminal(t *testing.T) (ptmx, tty *os.File) {
 // dlock fence write --file refuses a symbolic link (exit 64) rather than
 // replace it with a regular file.
 func TestFenceWriteSymlink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	target, link := filepath.Join(dir, "target"), filepath.Join(dir, "link")
 	if err := os.WriteFile(target, []byte("kept"), 0o644); err != nil {

@@ -14,6 +14,7 @@ import (
 // password, and a key of another type, are exit 64 with a line that says
 // what to fix; check never calls itself a write.
 func TestIntegrationFenceRedisPassword(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{Persistence: true, Args: []string{"--requirepass", "s3cret"}})
 	dir := t.TempDir()
 	good, wrong := filepath.Join(dir, "good"), filepath.Join(dir, "wrong")

@@ -18,6 +18,7 @@ import (
 // in while an older one stays stale, and 0 forgets the resource. With
 // --max-jump, check refuses the forged fence in the first place.
 func TestIntegrationFenceReset(t *testing.T) {
+	t.Parallel()
 	const forged = "9223372036854775807"
 	redis := testenv.StartRedis(t, testenv.RedisConfig{Persistence: true})
 	pg := testenv.StartPostgres(t)

@@ -30,6 +30,7 @@ func fenceCmd(t *testing.T, stdin string, env []string, args ...string) (int, st
 // or --fence, stale fences exit 77 and write nothing, bad input exits 64
 // with a message naming it.
 func TestFenceFile(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "report")
 	steps := []struct {
 		verb, fence, data string
@@ -93,6 +94,7 @@ func TestFenceFile(t *testing.T) {
 // unreachable server exits 69; a Redis that does not persist every write
 // exits 64, unless --accept-fence-loss.
 func TestFenceServers(t *testing.T) {
+	t.Parallel()
 	pg := testenv.StartPostgres(t)
 	rs := testenv.StartRedis(t, testenv.RedisConfig{Persistence: true})
 	pgFlags := []string{"--postgres", pg.URL(), "--resource", "accounts/7"}
@@ -150,6 +152,7 @@ func TestFenceServers(t *testing.T) {
 // Under dlock run, a COMMAND guards its own write with dlock fence and
 // the fence that run exports.
 func TestFenceUnderRun(t *testing.T) {
+	t.Parallel()
 	d := redisDeployment(t, 1)
 	file := filepath.Join(t.TempDir(), "out")
 	script := `echo "$DLOCK_FENCE" | "$BIN" fence write --file "$FILE" && cat "$FILE.fence"`

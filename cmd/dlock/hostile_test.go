@@ -13,6 +13,7 @@ import (
 // letting it drive the terminal (escape sequences are quoted) and without
 // reading all of a huge value.
 func TestIntegrationInspectHostileValues(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	flags := []string{"--redis", "redis://" + srv.Addr()}
 	fake := "\x1b[2J\x1b[1;1Hheld by nobody\x07"
@@ -39,10 +40,13 @@ func TestIntegrationInspectHostileValues(t *testing.T) {
 // locks), and a forced release leaves a note, for a day, that inspect
 // shows.
 func TestIntegrationForcedReleaseLeavesATrace(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	d := deployment{flags: []string{"--redis", "redis://" + srv.Addr()}}
 	name := lockName(t)
-	holder := holdInBackground(t, d, name)
+	// --ttl 2s: the holder learns of the release at its next renewal,
+	// a third of the TTL later.
+	holder := holdInBackground(t, d, name, "--ttl", "2s")
 	clients, err := srv.Do("CLIENT", "LIST")
 	if err != nil || !strings.Contains(clients, "name=dlock/") {
 		t.Errorf("CLIENT LIST while dlock run holds a lock: %v\n%s", err, clients)
@@ -68,6 +72,7 @@ func TestIntegrationForcedReleaseLeavesATrace(t *testing.T) {
 // release --force removes dlock's holders, never a key that something else
 // wrote under the lock's name.
 func TestIntegrationForceReleaseLeavesForeignKeys(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	flags := []string{"--redis", "redis://" + srv.Addr()}
 	if _, err := srv.Do("RPUSH", "dlock:{foreign}", "a", "b"); err != nil {
@@ -85,6 +90,7 @@ func TestIntegrationForceReleaseLeavesForeignKeys(t *testing.T) {
 // COMMAND does not get the lock service's connection settings or
 // credentials, only DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE.
 func TestIntegrationRunHidesCredentials(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{Args: []string{"--requirepass", "s3cret"}})
 	env := []string{"DLOCK_REDIS=redis://:s3cret@" + srv.Addr(), "DLOCK_REDIS_PASSWORD=s3cret"}
 	r := dlock(t, env, "run", lockName(t), "--", "sh", "-c", "env | grep '^DLOCK_' | sort")

@@ -11,6 +11,7 @@ import (
 // --kind fair`, the name is free for a mutex (it used to be refused with
 // exit 69 for ever, until the kind key was deleted by hand).
 func TestIntegrationKindBindsOnlyWhileHeld(t *testing.T) {
+	t.Parallel()
 	d := redisDeployment(t, 1)
 	name := lockName(t)
 	if r := dlock(t, nil, runArgs(d, "--kind", "fair", name, "--", "true")...); r.code != 0 {
@@ -29,6 +30,7 @@ func TestIntegrationKindBindsOnlyWhileHeld(t *testing.T) {
 // or the --kind, exit 64, neither 75 (held) nor 69 (the service is fine),
 // with a message naming both kinds and --kind.
 func TestIntegrationKindMismatchIsUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		d    func(testing.TB) deployment
@@ -38,6 +40,7 @@ func TestIntegrationKindMismatchIsUsage(t *testing.T) {
 		{"etcd", etcdDeployment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			d := tc.d(t)
 			name := lockName(t)
 			holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")
@@ -61,6 +64,7 @@ func TestIntegrationKindMismatchIsUsage(t *testing.T) {
 // error naming both sizes, on every backend with semaphores; the same size
 // gets a permit.
 func TestIntegrationPermitsDisagree(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		d    func(testing.TB) deployment
@@ -69,6 +73,7 @@ func TestIntegrationPermitsDisagree(t *testing.T) {
 		{"ZooKeeper", zkDeployment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			d := tc.d(t)
 			name := lockName(t)
 			holder := holdInBackground(t, d, name, "--kind", "semaphore", "--permits", "2")

@@ -13,6 +13,7 @@ import (
 // environment: exit 64, and the message says so and names the variable
 // that holds the password.
 func TestIntegrationWrongRedisPassword(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{Args: []string{"--requirepass", "s3cret"}})
 	for _, tc := range []struct {
 		name, url, want string
@@ -37,6 +38,7 @@ func TestIntegrationWrongRedisPassword(t *testing.T) {
 // A database number past the server's last is a mistake in the URL: exit
 // 64, not a service failure.
 func TestIntegrationRedisDatabaseOutOfRange(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	for _, cmd := range [][]string{{"run", "--redis", "redis://" + srv.Addr() + "/16", "x", "--", "true"}, {"inspect", "--redis", "redis://" + srv.Addr() + "/16", "x"}} {
 		r := dlock(t, nil, cmd...)
@@ -51,6 +53,7 @@ func TestIntegrationRedisDatabaseOutOfRange(t *testing.T) {
 
 // A signal while waiting is named as kill(1) names it.
 func TestIntegrationInterruptedWhileWaiting(t *testing.T) {
+	t.Parallel()
 	d := redisDeployment(t, 1)
 	name := lockName(t)
 	holder := holdInBackground(t, d, name)
@@ -67,6 +70,7 @@ func TestIntegrationInterruptedWhileWaiting(t *testing.T) {
 
 // Help writes flags as the README does, each default once.
 func TestHelpWritesFlagsOnce(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"run", "inspect", "release", "bench"} {
 		r := dlock(t, nil, "help", cmd)
 		if r.code != 0 {

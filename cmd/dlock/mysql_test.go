@@ -12,7 +12,7 @@ import (
 )
 
 func mysqlDeployment(t testing.TB, session bool) deployment {
-	srv := testenv.StartMariaDB(t)
+	srv := sharedMariaDB(t)
 	ctx := context.Background()
 	db, err := sql.Open("mysql", srv.DSN())
 	if err != nil {
@@ -43,11 +43,13 @@ func mysqlDeployment(t testing.TB, session bool) deployment {
 // dlock run, inspect and release --force on MySQL (MariaDB), in lease
 // mode and in session mode, pass what they pass on the other backends.
 func TestIntegrationMySQL(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name    string
 		session bool
 	}{{"Lease", false}, {"Session", true}} {
 		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
 			d := mysqlDeployment(t, mode.session)
 			t.Run("SerialisedAppends", func(t *testing.T) { serialisedAppends(t, d) })
 			t.Run("ExitCodeAndEnvironment", func(t *testing.T) { exitCodeAndEnvironment(t, d) })
@@ -112,6 +114,7 @@ func TestIntegrationMySQL(t *testing.T) {
 // which check refuses (64, naming the setting) without
 // --accept-fence-loss.
 func TestIntegrationFenceMySQL(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartMariaDB(t)
 	lazy := []string{"check", "--fence", "5", "--mysql", srv.DSN(), "--resource", "accounts/7"}
 	if code, _, stderr := fenceCmd(t, "", nil, lazy...); code != 64 || !strings.Contains(stderr, "innodb_flush_log_at_trx_commit") || !strings.Contains(stderr, "--accept-fence-loss") {

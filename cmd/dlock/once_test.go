@@ -13,6 +13,7 @@ import (
 // skip it, exit 0 and say why. A run whose COMMAND failed is not recorded,
 // and the record expires after --once-per.
 func TestIntegrationOncePer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		d    func(testing.TB) deployment
@@ -26,6 +27,7 @@ func TestIntegrationOncePer(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			d := tc.d(t)
 			name, file := lockName(t), filepath.Join(t.TempDir(), "runs")
 			env := []string{"FILE=" + file}

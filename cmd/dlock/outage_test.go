@@ -62,7 +62,7 @@ func redisOutage(t *testing.T) outage {
 }
 
 func redlockOutage(t *testing.T) outage {
-	d := redlockDeployment(t, 3, 2*time.Second, 2*time.Second)
+	d := redlockDeploymentOn(t, testenv.StartRedisN(t, 3, testenv.RedisConfig{}), 2*time.Second, 2*time.Second)
 	o := outage{deployment: d}
 	for _, s := range d.redis {
 		o.addrs = append(o.addrs, s.Addr())
@@ -181,6 +181,7 @@ var outages = []struct {
 // that died. The deployments run side by side: most of the time goes in
 // waiting for the faults.
 func TestIntegrationOutages(t *testing.T) {
+	t.Parallel()
 	for _, s := range outages {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

@@ -19,6 +19,7 @@ import (
 // Every server below wants the password; a wrong one is exit 64, naming
 // --password-file.
 func TestIntegrationPasswordFile(t *testing.T) {
+	t.Parallel()
 	const secret = "S3cretPW-file"
 	dir := t.TempDir()
 	good, wrong := filepath.Join(dir, "good"), filepath.Join(dir, "wrong")

@@ -11,7 +11,7 @@ import (
 )
 
 func pgDeployment(t testing.TB, session bool) deployment {
-	srv := testenv.StartPostgres(t)
+	srv := sharedPostgres(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, srv.URL())
 	if err != nil {
@@ -41,11 +41,13 @@ func pgDeployment(t testing.TB, session bool) deployment {
 // dlock run, inspect and release --force on PostgreSQL, in lease mode and
 // in session mode, pass what they pass on the other backends.
 func TestIntegrationPostgres(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name    string
 		session bool
 	}{{"Lease", false}, {"Session", true}} {
 		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
 			d := pgDeployment(t, mode.session)
 			t.Run("SerialisedAppends", func(t *testing.T) { serialisedAppends(t, d) })
 			t.Run("ExitCodeAndEnvironment", func(t *testing.T) { exitCodeAndEnvironment(t, d) })

@@ -19,6 +19,7 @@ import (
 // inspects; one with only SELECT inspects, and its run is exit 64, naming
 // the grant.
 func TestIntegrationMySQLLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartMariaDB(t)
 	ctx := context.Background()
 	root, err := sql.Open("mysql", srv.RootDSN())
@@ -76,6 +77,7 @@ func TestIntegrationMySQLLeastPrivilege(t *testing.T) {
 // run, inspect and fence check work with the grants pglock's and fence's
 // docs name, and a role without them is exit 64, naming the grant.
 func TestIntegrationPostgresLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartPostgres(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, srv.URL())

@@ -10,7 +10,8 @@ import (
 // records the deposed holder's token on every master, so that a renewal
 // under way cannot take a master back for it.
 func TestIntegrationRedlockForceReleaseDeposes(t *testing.T) {
-	d := redlockDeployment(t, 3, 2*time.Second, 2*time.Second)
+	t.Parallel()
+	d := redlockDeployment(t, 2*time.Second, 2*time.Second)
 	name := lockName(t)
 	holder := holdInBackground(t, d, name)
 	defer holder.kill()

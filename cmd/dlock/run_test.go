@@ -31,19 +31,32 @@ type deployment struct {
 	redis []*testenv.Redis
 }
 
+// redisDeployment is a deployment over n Redis servers: the shared
+// standalone server for 1, the shared three for 3 (see shared_test.go),
+// and n new ones otherwise.
 func redisDeployment(t testing.TB, n int) deployment {
+	switch n {
+	case 1:
+		return redisDeploymentOn([]*testenv.Redis{sharedRedis(t)})
+	case 3:
+		return redisDeploymentOn(sharedRedlock(t))
+	}
 	return redisDeploymentOn(testenv.StartRedisN(t, n, testenv.RedisConfig{}))
 }
 
-// redlockDeployment is redisDeployment over n servers for Redlock, with
+// redlockDeployment is redisDeployment over 3 servers for Redlock, with
 // "--ttl ttl --restart-window window" first on every run line. Redlock
 // lets a node vote only once its server has run for the restart window (a
 // new node cannot be told from one that lost its data): this returns when
 // every server has, as the servers of a running deployment have. Waiting
 // for a majority would not do: a run's majority would then need both
 // voting nodes, and one slow to answer on a loaded machine failed it.
-func redlockDeployment(t testing.TB, n int, ttl, window time.Duration) deployment {
-	servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
+func redlockDeployment(t testing.TB, ttl, window time.Duration) deployment {
+	return redlockDeploymentOn(t, sharedRedlock(t), ttl, window)
+}
+
+// redlockDeploymentOn is redlockDeployment over the servers given.
+func redlockDeploymentOn(t testing.TB, servers []*testenv.Redis, ttl, window time.Duration) deployment {
 	// quorum_acquire.lua takes the server to have started a second after
 	// now less uptime_in_seconds (both in whole seconds).
 	need := int((window+time.Second-1)/time.Second) + 1
@@ -102,7 +115,7 @@ func redisDeploymentOn(servers []*testenv.Redis) deployment {
 }
 
 func zkDeployment(t testing.TB) deployment {
-	srv := testenv.StartZooKeeper(t)
+	srv := sharedZooKeeper(t)
 	conn, _, err := zk.Connect([]string{srv.Addr()}, 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
@@ -134,14 +147,19 @@ func zkDeployment(t testing.TB) deployment {
 	}
 }
 
-func TestIntegrationRedis(t *testing.T) { runSuite(t, redisDeployment(t, 1)) }
+func TestIntegrationRedis(t *testing.T) {
+	t.Parallel()
+	runSuite(t, redisDeployment(t, 1))
+}
 func TestIntegrationRedlock(t *testing.T) {
+	t.Parallel()
 	// A short window and TTL keep the wait for new nodes to vote short
 	// (see redlockDeployment). Tests that need another TTL give theirs
 	// later on the line.
-	runSuite(t, redlockDeployment(t, 3, 2*time.Second, 2*time.Second))
+	runSuite(t, redlockDeployment(t, 2*time.Second, 2*time.Second))
 }
 func TestIntegrationZooKeeper(t *testing.T) {
+	t.Parallel()
 	runSuite(t, zkDeployment(t))
 }
 
@@ -251,9 +269,11 @@ func exitCodeAndEnvironment(t *testing.T, d deployment) {
 }
 
 // holdInBackground starts a dlock run that holds name until signalled.
+// It waits up to 30s for the lock (extra may say otherwise): servers slow
+// to answer on a loaded machine are not what the callers test.
 func holdInBackground(t *testing.T, d deployment, name string, extra ...string) *proc {
 	ready := filepath.Join(t.TempDir(), "ready")
-	args := append(runArgs(d, extra...), name, "--", "sh", "-c", `echo $$ > "$READY"; exec sleep 60`)
+	args := append(runArgs(d, append([]string{"--wait", "30s"}, extra...)...), name, "--", "sh", "-c", `echo $$ > "$READY"; exec sleep 60`)
 	p := startDlock(t, []string{"READY=" + ready}, args...)
 	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {
 		t.Fatalf("holder did not start; stderr: %s", p.kill())

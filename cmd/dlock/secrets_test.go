@@ -14,6 +14,7 @@ import (
 // argument where a flag was forgotten, and in the environment, with and
 // without -v. Nothing listens on the ports, so each run ends early.
 func TestSecretsNeverEchoed(t *testing.T) {
+	t.Parallel()
 	type value struct {
 		flag, env string
 		v         string

@@ -17,6 +17,7 @@ import (
 // sequences cannot drive the terminal or a newline forge a second line,
 // and cut short.
 func TestIntegrationElectLeaderValueShown(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
@@ -40,6 +41,7 @@ func TestIntegrationElectLeaderValueShown(t *testing.T) {
 // with 150 permits held lists 100 and says how many more there are (-o
 // json lists them all, as the library returns them: at most 1000).
 func TestIntegrationInspectManyHolders(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()

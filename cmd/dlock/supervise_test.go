@@ -223,6 +223,7 @@ func (f *family) noOverlap(t *testing.T, tags ...string) {
 // SIGKILL reaches it before the lock's end, and dlock exits only when it
 // is gone.
 func TestIntegrationRunStubbornGroupMember(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	proxy := testenv.StartProxy(t, srv.Addr())
 	f, name := newFamily(t), lockName(t)
@@ -248,6 +249,7 @@ func TestIntegrationRunStubbornGroupMember(t *testing.T) {
 // COMMAND's main process exited at once, and stops it when the lock
 // cannot be renewed.
 func TestIntegrationRunDaemon(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	proxy := testenv.StartProxy(t, srv.Addr())
 	f, name := newFamily(t), lockName(t)
@@ -276,6 +278,7 @@ func TestIntegrationRunDaemon(t *testing.T) {
 // code then. With --leave-children, the lock is released when COMMAND's
 // main process exits, and the worker is left running.
 func TestIntegrationRunBackgroundWorker(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	redis := "redis://" + srv.Addr()
 	f, name := newFamily(t), lockName(t)
@@ -311,6 +314,7 @@ func TestIntegrationRunBackgroundWorker(t *testing.T) {
 // dlock killed with SIGKILL: its COMMAND, a group member that ignores
 // SIGTERM and a daemon die with it, before the lock it held expires.
 func TestIntegrationRunKilledDlock(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	redis := "redis://" + srv.Addr()
 	f, name := newFamily(t), lockName(t)
@@ -345,6 +349,7 @@ func TestIntegrationRunKilledDlock(t *testing.T) {
 // A renewal may take a few round trips (a new connection, a script sent
 // again after NOSCRIPT): 40ms each here, against about 800ms allowed.
 func TestIntegrationRunSlowRenewals(t *testing.T) {
+	t.Parallel()
 	srv := testenv.StartRedis(t, testenv.RedisConfig{})
 	proxy := testenv.StartProxy(t, srv.Addr())
 	proxy.SetLatency(20 * time.Millisecond) // each way

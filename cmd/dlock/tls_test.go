@@ -14,6 +14,7 @@ import (
 // with a plain redis:// URL are a usage error; skip_verify=true is warned
 // about.
 func TestIntegrationRedisTLS(t *testing.T) {
+	t.Parallel()
 	certs := testenv.NewCerts(t)
 	port, err := testenv.FreePort()
 	if err != nil {
@@ -59,6 +60,7 @@ func TestIntegrationRedisTLS(t *testing.T) {
 // and inspect it; a wrong CA or no client certificate fails closed, exit
 // 69, with a message about the certificate.
 func TestIntegrationZooKeeperTLS(t *testing.T) {
+	t.Parallel()
 	certs := testenv.NewCerts(t)
 	zk := testenv.StartZooKeeperTLS(t, certs, true)
 	client := []string{"--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey}
@@ -91,6 +93,7 @@ func TestIntegrationZooKeeperTLS(t *testing.T) {
 // 64 (bad usage, as run's help says: fix the URL) and a message about the
 // password; a wrong CA with exit 69 and a message about the certificate.
 func TestIntegrationRunRedisTLSPassword(t *testing.T) {
+	t.Parallel()
 	certs := testenv.NewCerts(t)
 	port, err := testenv.FreePort()
 	if err != nil {

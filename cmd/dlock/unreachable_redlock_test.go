@@ -12,6 +12,7 @@ import (
 // Redlock masters that accept connections but never answer cost one
 // answer timeout (5s) together, not one each.
 func TestIntegrationRedlockSilentMastersFailTogether(t *testing.T) {
+	t.Parallel()
 	var silent []string
 	for range 3 {
 		l, err := net.Listen("tcp", "127.0.0.1:0") // never accepts: nothing answers

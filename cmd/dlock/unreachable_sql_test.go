@@ -10,6 +10,7 @@ import (
 // A database that accepts connections but never answers is exit 69 within
 // the documented time (5s, as for every backend), and the line names it.
 func TestSilentDatabaseFailsNamingIt(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0") // never accepts: nothing answers
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // Redis gets to answer when it accepts them but never answers; with
 // --wait, when --wait ends (issue 32: before, at once when refused).
 func TestZooKeeperUnreachableFailsFast(t *testing.T) {
+	t.Parallel()
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // Bad names are usage errors too, whatever the backend would say of them,
 // and a name is echoed cut short, not whole.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	redis := "--redis=redis://127.0.0.1:1"
 	longName := strings.Repeat("n", 10000)
 	cases := []struct {
@@ -101,6 +102,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "run"}, {"run", "--help"}} {
 		r := dlock(t, nil, args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage") {
@@ -130,6 +132,7 @@ func TestHelpAndVersion(t *testing.T) {
 // The help of inspect and release documents only flags they take: not
 // --session, and not run's --ttl.
 func TestHelpNamesOnlyOwnFlags(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"inspect", "release"} {
 		r := dlock(t, nil, "help", cmd)
 		if r.code != 0 || strings.Contains(r.stdout, "--session") || strings.Contains(r.stdout, "--ttl if") {

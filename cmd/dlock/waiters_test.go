@@ -10,11 +10,13 @@ import (
 // "unknown" rather than 0, leaves them out of its JSON, and release
 // --force does not claim that it woke them (MySQL's poll).
 func TestIntegrationWaitersUnknown(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		deploy func(testing.TB, bool) deployment
 	}{{"MySQL", mysqlDeployment}, {"Postgres", pgDeployment}} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			d := c.deploy(t, false)
 			name := lockName(t)
 			holder := startDlock(t, nil, runArgs(d, name, "--", "sleep", "30")...)
