@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -136,4 +137,23 @@ func processAlive(pid string) bool {
 	// The state follows the command name in parentheses: "pid (comm) S ...".
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// runConcurrently runs f for every item as a subtest of t named by name,
+// at most n at once, and returns when all have run. Unlike subtests that
+// call t.Parallel, these do not queue for a slot of -test.parallel behind
+// every test of the package that is waiting for one: t's own slot covers
+// them, so that a long test starts its work with the package.
+func runConcurrently[T any](t *testing.T, n int, items []T, name func(T) string, f func(*testing.T, T)) {
+	t.Helper()
+	slots := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, item := range items {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			t.Run(name(item), func(t *testing.T) { f(t, item) })
+		})
+	}
+	wg.Wait()
 }

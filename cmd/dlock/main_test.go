@@ -1,10 +1,13 @@
 package main_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -41,7 +44,19 @@ func binary(t testing.TB) string {
 	return dlockBin
 }
 
+// parallel is how many tests run at once unless -test.parallel says
+// otherwise. The tests here mostly wait, on dlock processes, TTLs, --wait
+// and servers that go away and come back, not on the CPU: the default,
+// GOMAXPROCS (2 on CI), left the package at 4-8 minutes.
+const parallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(max(parallel, runtime.GOMAXPROCS(0))))
+	}
 	code := m.Run()
 	if err := testenv.StopAll(); err != nil {
 		fmt.Fprintln(os.Stderr, "StopAll:", err)

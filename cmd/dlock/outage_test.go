@@ -161,42 +161,43 @@ func eachServer[S any](t testing.TB, servers []S, f func(S) error) {
 	check(t, errors.Join(errs...))
 }
 
-// The six deployments, each with the faults that take its servers away.
-var outages = []struct {
-	name  string
-	start func(t *testing.T) outage
-}{
-	{"redis", redisOutage},
-	{"redlock", redlockOutage},
+// The six deployments, each with the faults that take its servers away,
+// the longest to test first.
+var outages = []outageCase{
 	{"zookeeper", zkOutage},
 	{"etcd", etcdOutage},
-	{"postgres", pgOutage},
+	{"redlock", redlockOutage},
+	{"redis", redisOutage},
 	{"mysql", mysqlOutage},
+	{"postgres", pgOutage},
+}
+
+type outageCase struct {
+	name  string
+	start func(t *testing.T) outage
 }
 
 // dlock run and dlock elect under outages, on every backend: a waiting
 // dlock waits through servers that go away for a few seconds, at connect
 // time too, and exits 69 only when its --wait ends with them still away,
 // naming them and since when; --ttl is how long the lock outlives a dlock
-// that died. The deployments run side by side: most of the time goes in
-// waiting for the faults.
+// that died. The deployments run two at a time, from the start of the
+// package's tests: most of the time goes in waiting for the faults, the
+// longest (ZooKeeper's) first.
 func TestIntegrationOutages(t *testing.T) {
 	t.Parallel()
-	for _, s := range outages {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			o := s.start(t)
-			for _, b := range o.blips {
-				t.Run("WaitsThrough"+b.name, func(t *testing.T) { waitsThroughBlip(t, o, b) })
-			}
-			t.Run("DeadHolderFreesWithinTTL", func(t *testing.T) { deadHolderFreesWithinTTL(t, o) })
-			if s.name == "zookeeper" {
-				t.Run("TTLBelowMinSessionTimeout", func(t *testing.T) { ttlBelowMinSessionTimeout(t, o) })
-			}
-			t.Run("DownWhileWaiting", func(t *testing.T) { downWhileWaiting(t, o) })
-			t.Run("DownAtStart", func(t *testing.T) { downAtStart(t, o) })
-		})
-	}
+	runConcurrently(t, 2, outages, func(s outageCase) string { return s.name }, func(t *testing.T, s outageCase) {
+		o := s.start(t)
+		for _, b := range o.blips {
+			t.Run("WaitsThrough"+b.name, func(t *testing.T) { waitsThroughBlip(t, o, b) })
+		}
+		t.Run("DeadHolderFreesWithinTTL", func(t *testing.T) { deadHolderFreesWithinTTL(t, o) })
+		if s.name == "zookeeper" {
+			t.Run("TTLBelowMinSessionTimeout", func(t *testing.T) { ttlBelowMinSessionTimeout(t, o) })
+		}
+		t.Run("DownWhileWaiting", func(t *testing.T) { downWhileWaiting(t, o) })
+		t.Run("DownAtStart", func(t *testing.T) { downAtStart(t, o) })
+	})
 }
 
 // startLogged starts dlock with its stderr going to a file, which the
@@ -337,8 +338,10 @@ func deadHolderFreesWithinTTL(t *testing.T, o outage) {
 // one.
 func ttlBelowMinSessionTimeout(t *testing.T, o outage) {
 	r := dlock(t, nil, append(append([]string{"elect"}, o.flags...), "--leader", "--ttl", "200ms", lockName(t))...)
-	if r.code != 3 {
-		t.Errorf("elect --leader: exit %d, want 3 (no leader); stderr: %s", r.code, r.stderr)
+	// A session of 400ms may also end before the answer on a loaded
+	// machine ("zk: connection closed"): exit 69, after the warning.
+	if r.code != 3 && r.code != 69 {
+		t.Errorf("elect --leader: exit %d, want 3 (no leader), or 69 if the session ended; stderr: %s", r.code, r.stderr)
 	}
 	want := regexp.MustCompile(`^dlock: WARNING: --ttl 200ms is below the ZooKeeper ensemble's minSessionTimeout: it granted a session timeout of 400ms, so a dlock that dies holds the lock for up to 400ms; use --ttl 400ms or more`)
 	if !want.MatchString(r.stderr) {

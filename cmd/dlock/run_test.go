@@ -44,7 +44,8 @@ func redisDeployment(t testing.TB, n int) deployment {
 	return redisDeploymentOn(testenv.StartRedisN(t, n, testenv.RedisConfig{}))
 }
 
-// redlockDeployment is redisDeployment over 3 servers for Redlock, with
+// redlockDeployment is a deployment over the shared three Redis servers
+// (redisDeployment(t, 3)) for Redlock, with
 // "--ttl ttl --restart-window window" first on every run line. Redlock
 // lets a node vote only once its server has run for the restart window (a
 // new node cannot be told from one that lost its data): this returns when
@@ -325,7 +326,10 @@ func lossKillsCommand(t *testing.T, d deployment, stubborn bool) {
 	if stubborn {
 		script = `trap "" TERM; ` + script
 	}
-	const ttl, grace = time.Second, 200 * time.Millisecond // --grace is at most --ttl/3
+	// --ttl 3s: on ZooKeeper a lease lasts a third of it; at 1s a loaded
+	// machine missed the 333ms lease's renewals, and dlock stopped COMMAND
+	// for that before it saw the deletion. --grace is at most --ttl/3.
+	const ttl, grace = 3 * time.Second, 200 * time.Millisecond
 	p := startDlock(t, []string{"READY=" + ready, "PIDFILE=" + pidFile},
 		runArgs(d, "--ttl", ttl.String(), "--grace", grace.String(), name, "--", "sh", "-c", script)...)
 	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {
@@ -452,7 +456,9 @@ func inspectAndForceRelease(t *testing.T, d deployment) {
 	if rep := inspectJSON(t, d, name); rep.Held || len(rep.Holders) != 0 {
 		t.Fatalf("unused lock inspected as %+v", rep)
 	}
-	holder := holdInBackground(t, d, name, "--ttl", "2s", "--grace", "100ms")
+	// --ttl 3s: on ZooKeeper a lease lasts a third of it, and at 2s a
+	// loaded machine missed the renewals of the 667ms lease.
+	holder := holdInBackground(t, d, name, "--ttl", "3s", "--grace", "100ms")
 	got := filepath.Join(dir, "got")
 	waiter := startDlock(t, []string{"GOT=" + got},
 		runArgs(d, "--wait", "1m", name, "--", "sh", "-c", `echo $DLOCK_FENCE > "$GOT"`)...)

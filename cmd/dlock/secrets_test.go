@@ -1,7 +1,9 @@
 package main_test
 
 import (
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -59,10 +61,10 @@ func TestSecretsNeverEchoed(t *testing.T) {
 		{[]string{"release", "--force", "--yes"}, []string{"x"}, 1},
 		{[]string{"bench", "--duration", "1s"}, nil, 1},
 	}
-	runs := 0
+	var runs atomic.Int64
 	check := func(t *testing.T, env []string, secrets []string, args ...string) {
 		t.Helper()
-		runs++
+		runs.Add(1)
 		r := dlock(t, env, args...)
 		for _, s := range secrets {
 			if strings.Contains(r.stdout, s) || strings.Contains(r.stderr, s) {
@@ -70,7 +72,14 @@ func TestSecretsNeverEchoed(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range values {
+	// Two values at a time, so that the test's 400 or so runs of dlock do
+	// not make it the package's longest.
+	indexes := make([]int, len(values))
+	for i := range indexes {
+		indexes[i] = i
+	}
+	runConcurrently(t, 2, indexes, func(i int) string { return fmt.Sprintf("%d-%s", i, values[i].flag) }, func(t *testing.T, i int) {
+		v := values[i]
 		for _, c := range commands {
 			shapes := []func() (args, env []string){
 				func() ([]string, []string) { return []string{"--" + v.flag, v.v}, nil },
@@ -98,10 +107,10 @@ func TestSecretsNeverEchoed(t *testing.T) {
 				check(t, []string{"DLOCK_FENCE=5"}, v.secrets, append(append([]string{"fence", "check"}, shape...), "--resource", "r")...)
 			}
 		}
-	}
+	})
 	// The password variables, with a URL that carries none.
 	check(t, []string{"DLOCK_REDIS_PASSWORD=" + pw}, pws, "run", "-v", "--redis", "redis://127.0.0.1:1", "x", "--", "true")
 	check(t, []string{"DLOCK_REDIS_PASSWORD=" + pw}, pws, "inspect", "--redis", "redis://127.0.0.1:99999", "x")
 	check(t, []string{"DLOCK_REDIS_PASSWORD=" + pw, "DLOCK_FENCE=5"}, pws, "fence", "check", "--redis", "redis://127.0.0.1:1", "--resource", "r")
-	t.Logf("%d runs of dlock", runs)
+	t.Logf("%d runs of dlock", runs.Load())
 }
