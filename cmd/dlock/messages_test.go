@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,12 +58,15 @@ func TestIntegrationInterruptedWhileWaiting(t *testing.T) {
 	d := redisDeployment(t, 1)
 	name := lockName(t)
 	holder := holdInBackground(t, d, name)
-	waiter := startDlock(t, nil, runArgs(d, "--wait", "1m", name, "--", "true")...)
-	time.Sleep(300 * time.Millisecond) // connected and waiting, most likely; either way the message names the signal
+	// -v: its log says when it waits. A fixed 300ms was too short on a
+	// loaded machine: the SIGTERM came before dlock could catch it.
+	waiter, log := startLogged(t, nil, runArgs(d, "-v", "--wait", "1m", name, "--", "true")...)
+	waitQueued(t, waiter, log)
 	waiter.signal(t, syscall.SIGTERM)
 	r := waiter.wait(t, 10*time.Second)
-	if r.code != 128+int(syscall.SIGTERM) || !strings.Contains(r.stderr, "interrupted by SIGTERM") {
-		t.Errorf("waiter after SIGTERM: exit %d, %q; want 143 and 'interrupted by SIGTERM'", r.code, r.stderr)
+	stderr, _ := os.ReadFile(log)
+	if line := dlockLine(string(stderr)); r.code != 128+int(syscall.SIGTERM) || !strings.Contains(line, "interrupted by SIGTERM") {
+		t.Errorf("waiter after SIGTERM: exit %d, %q; want 143 and 'interrupted by SIGTERM'", r.code, line)
 	}
 	holder.signal(t, syscall.SIGINT)
 	holder.wait(t, 10*time.Second)
