@@ -12,9 +12,13 @@ deps:
 	@# etcd 3.6 for the etcdlock tests, built from its Go modules once per machine (about 2 minutes)
 	$(GO) test -count=1 -run '^TestIntegrationBuildEtcd$$' ./internal/testenv
 
-## test: gofmt check, go vet, and every test (real servers) under -race
+## test: gofmt check, go vet, and every test (real servers) under -race.
+## -parallel 4: tests that run side by side mostly wait on servers and timers,
+## so twice as many as the CPUs keeps both cores busy; -timeout well above
+## the slowest package, so a slow machine fails a test, not the whole run.
+TESTFLAGS ?= -parallel 4 -timeout 25m
 test: deps lint
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 $(TESTFLAGS) ./...
 	cd bench && $(GO) test -count=1 ./...
 
 ## test-short: unit tests only, no servers
