@@ -97,3 +97,10 @@ func TestIntegrationCloseWhileUnreachable(t *testing.T) {
 	srv := sharedDB(t)
 	dbleasetest.CloseWhileUnreachable(t, shared(srv, srv.DSN()))
 }
+
+// A Release that cannot reach the database returns an error matching
+// dlock.ErrUnavailable (see dbleasetest.ReleaseUnreachable).
+func TestIntegrationReleaseUnreachable(t *testing.T) {
+	srv := sharedDB(t)
+	dbleasetest.ReleaseUnreachable(t, shared(srv, srv.DSN()))
+}

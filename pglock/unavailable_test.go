@@ -169,3 +169,9 @@ func TestIntegrationLockFailsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A Release that cannot reach the database returns an error matching
+// dlock.ErrUnavailable (see dbleasetest.ReleaseUnreachable).
+func TestIntegrationReleaseUnreachable(t *testing.T) {
+	dbleasetest.ReleaseUnreachable(t, shared(sharedDB(t)))
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/dlocktest"
+	"github.com/dlock-go/dlock/internal/dblease"
 	"github.com/dlock-go/dlock/internal/testenv"
 )
 
@@ -309,6 +310,61 @@ func CloseWhileUnreachable(t *testing.T, db DB) {
 		case <-l.Done():
 		case <-time.After(time.Until(l.Until()) + dlocktest.Slack):
 			t.Fatalf("lease %q still open at its Until after Close", l.Key())
+		}
+	}
+}
+
+// ReleaseUnreachable: a Release that cannot reach the database returns an
+// error matching dlock.ErrUnavailable, as TryLock's does, within the
+// lease's attempt timeout (dblease.AttemptTimeout) and a round trip, and
+// the lease ends as released: the holder is done with it, and the row is
+// freed in the background or expires. The database is silent (every mode),
+// or refuses connections and resets the open ones (lease mode: in session
+// mode a reset connection ends the session, and the lease is lost).
+func ReleaseUnreachable(t *testing.T, db DB) {
+	// Past the attempt timeout, 5s, a silent database's Release gives up
+	// while the lease is still valid: at a TTL of 5s or less the lease
+	// would expire first, and Release would rightly say so.
+	const ttl = 9 * time.Second
+	for mode, modeName := range db.Modes {
+		for _, refuse := range []bool{false, true} {
+			if refuse && modeName != "lease" {
+				continue
+			}
+			fault := "silent"
+			if refuse {
+				fault = "refused"
+			}
+			t.Run(modeName+"/"+fault, func(t *testing.T) {
+				t.Parallel()
+				proxy := testenv.StartProxy(t, db.Addr)
+				c := db.Client(t, proxy.Addr())
+				t.Cleanup(func() { proxy.Close() }) // before the Client's pool closes
+				ctx := Ctx(t, time.Minute)
+				lease, err := c.Locker(mode, Unique("release-unreachable"), ttl).Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if refuse {
+					proxy.SetRefuse(true)
+					proxy.Reset()
+				} else {
+					proxy.Blackhole(true)
+				}
+				start := time.Now()
+				err = lease.Release(ctx)
+				took := time.Since(start)
+				t.Logf("Release with the database %s: %v after %v", fault, err, took.Round(time.Millisecond))
+				if !errors.Is(err, dlock.ErrUnavailable) {
+					t.Errorf("Release with the database %s = %v; want an error matching ErrUnavailable", fault, err)
+				}
+				if bound := dblease.AttemptTimeout(ttl) + time.Second; took > bound {
+					t.Errorf("Release with the database %s took %v; want within %v", fault, took, bound)
+				}
+				if err := lease.Err(); err != dlock.ErrReleased {
+					t.Errorf("Err() after a Release that did not reach the database = %v; want ErrReleased", err)
+				}
+			})
 		}
 	}
 }
