@@ -224,6 +224,7 @@ func TestIntegrationReleaseOfTerminatedSession(t *testing.T) {
 func TestIntegrationAcquireSlowerThanTTL(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel() // independent of the others: names (and proxy, or server) of its own
 			ctx := ctxFor(t, time.Minute)
 			name := unique("slow")
 			proxy := testenv.StartProxy(t, sharedDB(t).Addr())

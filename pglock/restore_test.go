@@ -24,9 +24,7 @@ func TestIntegrationRestoredDatabase(t *testing.T) {
 	// it for the test to mean anything.
 	const ttl = 4 * time.Second
 	window := []pglock.ClientOption{pglock.WithRestartWindow(ttl)}
-	t.Parallel() // a server of its own
-	pg := testenv.StartPostgres(t)
-	migrate(t, pg.URL())
+	t.Parallel() // servers of its own
 	for _, tc := range []struct {
 		name        string
 		m           mode
@@ -40,6 +38,8 @@ func TestIntegrationRestoredDatabase(t *testing.T) {
 		{"new-timeline/default/session", sessionMode, nil, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pg := startDB(t) // restored from a backup: one a case
 			ctx := ctxFor(t, time.Minute)
 			name := unique("restored")
 			// The database has been in use: an attempt has recorded the
