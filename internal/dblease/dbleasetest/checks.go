@@ -159,6 +159,7 @@ func (c *errCount) report(t *testing.T) {
 func RowLockedByTransaction(t *testing.T, db DB) {
 	for mode, modeName := range db.Modes {
 		t.Run(modeName, func(t *testing.T) {
+			t.Parallel() // the modes' locks have names of their own
 			ctx := Ctx(t, time.Minute)
 			name := Unique("row-locked")
 			l := db.locker(t, mode, name, 5*time.Second)
@@ -234,6 +235,7 @@ func LockThroughKill(t *testing.T, modes []string, newDB func(t *testing.T) DB) 
 func WaiterConnectionsReset(t *testing.T, db DB, within time.Duration, why string) {
 	for mode, modeName := range db.Modes {
 		t.Run(modeName, func(t *testing.T) {
+			t.Parallel() // the modes' locks have names of their own
 			ctx := Ctx(t, time.Minute)
 			name := Unique("reset")
 			held, err := db.locker(t, mode, name, 0).Lock(ctx)
