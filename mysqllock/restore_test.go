@@ -24,7 +24,8 @@ func TestIntegrationRestoredDatabase(t *testing.T) {
 	// it for the test to mean anything.
 	const ttl = 4 * time.Second
 	window := []mysqllock.ClientOption{mysqllock.WithRestartWindow(ttl)}
-	t.Parallel() // servers of its own
+	t.Parallel() // a server of its own
+	srv := startDB(t)
 	for i, tc := range []struct {
 		name      string
 		md        mode
@@ -37,8 +38,6 @@ func TestIntegrationRestoredDatabase(t *testing.T) {
 		{"other-server/default/session", sessionMode, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			srv := startDB(t) // restored from a backup: one a case
 			ctx := ctxFor(t, time.Minute)
 			name := unique("restored")
 			// The database has been in use: an attempt has recorded the
