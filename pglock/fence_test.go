@@ -128,7 +128,6 @@ func TestIntegrationMutualExclusionInDatabase(t *testing.T) {
 	admin(t, sharedDB(t).URL(), "CREATE TABLE "+counters+" (id text PRIMARY KEY, n int NOT NULL)")
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			t.Parallel() // independent of the others: names (and proxy, or server) of its own
 			admin(t, sharedDB(t).URL(), "INSERT INTO "+counters+" VALUES ($1, 0)", m.name)
 			name := unique("counter")
 			const clients, rounds = 16, 8

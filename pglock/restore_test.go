@@ -24,7 +24,9 @@ func TestIntegrationRestoredDatabase(t *testing.T) {
 	// it for the test to mean anything.
 	const ttl = 4 * time.Second
 	window := []pglock.ClientOption{pglock.WithRestartWindow(ttl)}
-	t.Parallel() // servers of its own
+	t.Parallel() // a server of its own
+	pg := testenv.StartPostgres(t)
+	migrate(t, pg.URL())
 	for _, tc := range []struct {
 		name        string
 		m           mode
@@ -38,8 +40,6 @@ func TestIntegrationRestoredDatabase(t *testing.T) {
 		{"new-timeline/default/session", sessionMode, nil, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			pg := startDB(t) // restored from a backup: one a case
 			ctx := ctxFor(t, time.Minute)
 			name := unique("restored")
 			// The database has been in use: an attempt has recorded the
