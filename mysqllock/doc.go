@@ -315,7 +315,9 @@
 // waits for the database no longer, whatever its ctx (in session mode, it
 // may also wait for a renewal under way on the lease's connection, until
 // the lease's Until at most): the lease ends all the same, and its row is
-// freed in the background, or expires within its TTL.
+// freed in the background, or expires within its TTL. A Release that
+// could not reach the database, or that it did not answer, returns an
+// error matching dlock.ErrUnavailable, as TryLock does.
 //
 // Two answers are not unavailability. A lock's row that another
 // transaction holds is a held lock: an attempt's statements wait a second

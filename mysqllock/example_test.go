@@ -32,15 +32,12 @@ func Example() {
 	}
 	defer lease.Release(ctx)
 
-	// Work under the lock. Stop if the lease is lost, and hand the fence to
-	// the resource so it can refuse a stale holder.
-	select {
-	case <-lease.Done():
-		fmt.Println("lost:", lease.Err())
-	default:
-		fmt.Println("holding", lease.Key(), "with a fence:", lease.Fence() > 0)
-	}
-	// Output: holding nightly-report with a fence: true
+	// Work under the lease's context, which is cancelled if the lease is
+	// lost, and hand the fence to the resource so it can refuse a stale
+	// holder.
+	work := lease.Context()
+	fmt.Println("holding", lease.Key(), "with a fence:", lease.Fence() > 0, "and a live context:", work.Err() == nil)
+	// Output: holding nightly-report with a fence: true and a live context: true
 }
 
 // Session mode: the lease also keeps a connection holding GET_LOCK, so

@@ -16,6 +16,7 @@ func TestIntegrationShortGrantNeverReturned(t *testing.T) {
 	const ttl = 2 * time.Second
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel() // independent of the other mode: a proxy and names of its own
 			db := sharedDB(t)
 			p := testenv.StartProxy(t, db.Addr())
 			name := unique("short-grant")

@@ -3,12 +3,12 @@ package mysqllock_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"math/rand/v2"
-	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease/dbleasetest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/mysqllock"
 	_ "github.com/go-sql-driver/mysql"
@@ -19,34 +19,14 @@ import (
 // those start their own.
 var db *testenv.MariaDB
 
-// TestMain starts the examples' server. Without MariaDB the package's
-// tests are skipped with a message, or fail when CI is set.
+// TestMain starts the examples' server (see dbleasetest.Main).
 func TestMain(m *testing.M) {
-	if testenv.ShortMain() { // the examples need a server
-		os.Exit(m.Run())
-	}
-	if err := testenv.LookMariaDB(); err != nil {
-		fmt.Fprintln(os.Stderr, "SKIP mysqllock tests:", err)
-		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
-			os.Exit(1)
+	dbleasetest.Main(m, "mysqllock", testenv.LookMariaDB, func() (err error) {
+		if db, err = testenv.LaunchMariaDB(); err == nil {
+			err = migrateDB(db.DSN())
 		}
-		os.Exit(0)
-	}
-	var err error
-	if db, err = testenv.LaunchMariaDB(); err == nil {
-		err = migrateDB(db.DSN())
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "mysqllock tests:", err)
-		testenv.StopAll()
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := testenv.StopAll(); err != nil {
-		fmt.Fprintln(os.Stderr, "mysqllock tests: stopping servers:", err)
-		code = 1
-	}
-	os.Exit(code)
+		return err
+	})
 }
 
 // sharedDB returns the server TestMain started, and skips t under -short,
@@ -57,16 +37,10 @@ func sharedDB(t testing.TB) *testenv.MariaDB {
 	return db
 }
 
-// unique returns base with a random suffix: the tests that share db must
-// not meet each other's tables, rows and locks, even run again with
-// -count.
-func unique(base string) string { return fmt.Sprintf("%s_%08x", base, rand.Uint32()) }
-
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+var (
+	unique = dbleasetest.Unique
+	ctxFor = dbleasetest.Ctx
+)
 
 // openDB returns a pool of connections to dsn, closed when t ends.
 func openDB(t testing.TB, dsn string) *sql.DB {
@@ -145,4 +119,45 @@ func admin(t testing.TB, m *testenv.MariaDB, query string, args ...any) []string
 		t.Fatalf("%s: %v", query, err)
 	}
 	return out
+}
+
+// shared returns m as the checks of dbleasetest reach it, its Clients
+// connecting with dsn (m.DSN(), or one with other parameters).
+func shared(m *testenv.MariaDB, dsn string) dbleasetest.DB {
+	return dbleasetest.DB{
+		Addr: m.Addr(), Modes: modeNames, ErrClosed: mysqllock.ErrClosed,
+		Client: func(t testing.TB, addr string) dbleasetest.Client {
+			c := newClient(t, strings.Replace(dsn, m.Addr(), addr, 1))
+			return dbleasetest.Client{
+				Locker: func(mode int, name string, ttl time.Duration) dlock.Locker {
+					return modes[mode].newLocker(c, name, withTTL(ttl)...)
+				},
+				Election: func(name string, ttl time.Duration) dlock.Election { return c.NewElection(name, withTTL(ttl)...) },
+				Close:    c.Close,
+			}
+		},
+		LockRow: func(t testing.TB, ctx context.Context, name string) func() error {
+			tx, err := openDB(t, m.RootDSN()).BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tx.Rollback() })
+			if _, err := tx.ExecContext(ctx, "SELECT token FROM dlock_leases WHERE name = ? FOR UPDATE", name); err != nil {
+				t.Fatal(err)
+			}
+			return tx.Commit
+		},
+		Kill: m.Kill, Restart: m.Restart,
+	}
+}
+
+// modeNames are the names of modes, in their order.
+var modeNames = []string{leaseMode.name, sessionMode.name}
+
+// withTTL is WithTTL(ttl), or no option if ttl is 0.
+func withTTL(ttl time.Duration) []mysqllock.Option {
+	if ttl == 0 {
+		return nil
+	}
+	return []mysqllock.Option{mysqllock.WithTTL(ttl)}
 }

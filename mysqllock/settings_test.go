@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease/dbleasetest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/mysqllock"
 )
@@ -138,95 +137,6 @@ func settingsDB(t *testing.T, set ...string) *testenv.MariaDB {
 	return srv
 }
 
-// contend has several clients of dsn take and release one lock, in mode
-// md, for d, and fails t if any Lock or Release returns an error, or two
-// hold it at once.
-func contend(t *testing.T, md mode, dsn string, d time.Duration) {
-	t.Helper()
-	name := unique("contended")
-	var inside, overlaps, grants atomic.Int64
-	var mu sync.Mutex
-	errs := map[string]int{}
-	note := func(what string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		errs[fmt.Sprintf("%s: %v", what, err)]++
-	}
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range 4 {
-		l := md.newLocker(newClient(t, dsn), name, mysqllock.WithTTL(5*time.Second))
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				lease, err := l.Lock(ctx)
-				if err != nil {
-					note("Lock", err)
-					cancel()
-					continue
-				}
-				if inside.Add(1) > 1 {
-					overlaps.Add(1)
-				}
-				grants.Add(1)
-				time.Sleep(time.Millisecond)
-				inside.Add(-1)
-				if err := lease.Release(ctx); err != nil {
-					note("Release", err)
-				}
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	t.Logf("%s mode: %d grants in %v", md.name, grants.Load(), d)
-	for e, n := range errs {
-		t.Errorf("%d times %s", n, e)
-	}
-	if n := overlaps.Load(); n > 0 {
-		t.Errorf("%d grants overlapped another", n)
-	}
-	if grants.Load() == 0 {
-		t.Error("no grant at all")
-	}
-}
-
-// campaign has several clients of dsn campaign and resign in one
-// election for d, and fails t if any Campaign or Resign returns an error.
-func campaign(t *testing.T, dsn string, d time.Duration) {
-	t.Helper()
-	name := unique("campaign")
-	var mu sync.Mutex
-	errs := map[string]int{}
-	var terms atomic.Int64
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range 3 {
-		e := newClient(t, dsn).NewElection(name, mysqllock.WithTTL(5*time.Second))
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_, err := e.Campaign(ctx, "v")
-				if err == nil {
-					terms.Add(1)
-					err = e.Resign(ctx)
-				}
-				cancel()
-				if err != nil {
-					mu.Lock()
-					errs[err.Error()]++
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	t.Logf("%d terms in %v", terms.Load(), d)
-	for e, n := range errs {
-		t.Errorf("%d times %s", n, e)
-	}
-}
-
 // Under every isolation level a MariaDB server may default to, with
 // autocommit on or off, contended locks and elections never return a
 // deadlock (1213), a lock wait timeout (1205) or any other error to the
@@ -244,10 +154,11 @@ func TestIntegrationIsolationLevels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			admin(t, srv, fmt.Sprintf("SET GLOBAL tx_isolation = '%s', GLOBAL autocommit = %s", tc.isolation, tc.autocommit))
-			for _, md := range modes {
-				t.Run(md.name, func(t *testing.T) { contend(t, md, srv.DSN(), d) })
+			db := shared(srv, srv.DSN())
+			for i, m := range db.Modes {
+				t.Run(m, func(t *testing.T) { dbleasetest.Contend(t, db, i, d) })
 			}
-			t.Run("election", func(t *testing.T) { campaign(t, srv.DSN(), d) })
+			t.Run("election", func(t *testing.T) { dbleasetest.Campaign(t, db, d) })
 		})
 	}
 }
@@ -403,7 +314,7 @@ func TestIntegrationMaxStatementTimeBelowLockWait(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := waitFor(t, done, 5*time.Second, "once the transaction ended")
-			r.lease.Release(ctx)
+			r.Lease.Release(ctx)
 		})
 	}
 }

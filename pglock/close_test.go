@@ -29,6 +29,7 @@ func TestIntegrationCloseFinishesCleanups(t *testing.T) {
 				sub = "/attempt-lands-late"
 			}
 			t.Run(m.name+sub, func(t *testing.T) {
+				t.Parallel() // independent of the others: names (and proxy, or server) of its own
 				pg := sharedDB(t)
 				proxy := testenv.StartProxy(t, pg.Addr())
 				name := unique("close-attempt")

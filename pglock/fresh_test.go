@@ -15,6 +15,7 @@ func TestIntegrationShortGrantNeverReturned(t *testing.T) {
 	const ttl = 2 * time.Second
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel() // independent of the others: names (and proxy, or server) of its own
 			p := testenv.StartProxy(t, sharedDB(t).Addr())
 			name := unique("short-grant")
 			slow := newClient(t, via(sharedDB(t), p.Addr(), unique("slow")))

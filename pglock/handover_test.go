@@ -39,6 +39,7 @@ func TestIntegrationSessionEndUnheard(t *testing.T) {
 	for _, f := range faults {
 		for _, m := range modes {
 			t.Run(f.name+"/"+m.name, func(t *testing.T) {
+				t.Parallel() // independent of the others: names (and proxy, or server) of its own
 				pg := sharedDB(t)
 				if f.own {
 					pg = startDB(t)

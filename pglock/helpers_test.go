@@ -3,11 +3,11 @@ package pglock_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease/dbleasetest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,34 +18,14 @@ import (
 // those start their own.
 var db *testenv.Postgres
 
-// TestMain starts the examples' cluster. Without PostgreSQL the package's
-// tests are skipped with a message, or fail when CI is set.
+// TestMain starts the examples' cluster (see dbleasetest.Main).
 func TestMain(m *testing.M) {
-	if testenv.ShortMain() { // the examples need a server
-		os.Exit(m.Run())
-	}
-	if err := testenv.LookPostgres(); err != nil {
-		fmt.Fprintln(os.Stderr, "SKIP pglock tests:", err)
-		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
-			os.Exit(1)
+	dbleasetest.Main(m, "pglock", testenv.LookPostgres, func() (err error) {
+		if db, err = testenv.LaunchPostgres(); err == nil {
+			err = migrateDB(db.URL())
 		}
-		os.Exit(0)
-	}
-	var err error
-	if db, err = testenv.LaunchPostgres(); err == nil {
-		err = migrateDB(db.URL())
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pglock tests:", err)
-		testenv.StopAll()
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := testenv.StopAll(); err != nil {
-		fmt.Fprintln(os.Stderr, "pglock tests: stopping servers:", err)
-		code = 1
-	}
-	os.Exit(code)
+		return err
+	})
 }
 
 // sharedDB returns the cluster TestMain started, and skips t under
@@ -56,16 +36,10 @@ func sharedDB(t testing.TB) *testenv.Postgres {
 	return db
 }
 
-// unique returns base with a random suffix: the tests that share db must
-// not meet each other's tables, rows and locks, even run again with
-// -count.
-func unique(base string) string { return fmt.Sprintf("%s_%08x", base, rand.Uint32()) }
-
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+var (
+	unique = dbleasetest.Unique
+	ctxFor = dbleasetest.Ctx
+)
 
 // newPool returns a pool of connections to url, closed when t ends.
 func newPool(t testing.TB, url string) *pgxpool.Pool {
@@ -140,4 +114,47 @@ func admin(t testing.TB, url, sql string, args ...any) []string {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return out
+}
+
+// shared returns pg as the checks of dbleasetest reach it.
+func shared(pg *testenv.Postgres) dbleasetest.DB { return sharedWith(pg, "") }
+
+// sharedWith is shared, with params added to the URL of its Clients.
+func sharedWith(pg *testenv.Postgres, params string) dbleasetest.DB {
+	return dbleasetest.DB{
+		Addr: pg.Addr(), Modes: modeNames, ErrClosed: pglock.ErrClosed,
+		Client: func(t testing.TB, addr string) dbleasetest.Client {
+			c := newClient(t, via(pg, addr, unique("dbleasetest"))+params)
+			return dbleasetest.Client{
+				Locker: func(mode int, name string, ttl time.Duration) dlock.Locker {
+					return modes[mode].newLocker(c, name, withTTL(ttl)...)
+				},
+				Election: func(name string, ttl time.Duration) dlock.Election { return c.NewElection(name, withTTL(ttl)...) },
+				Close:    c.Close,
+			}
+		},
+		LockRow: func(t testing.TB, ctx context.Context, name string) func() error {
+			tx, err := newPool(t, pg.URL()).Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tx.Rollback(context.Background()) })
+			if _, err := tx.Exec(ctx, "SELECT FROM dlock_leases WHERE name = $1 FOR UPDATE", name); err != nil {
+				t.Fatal(err)
+			}
+			return func() error { return tx.Commit(ctx) }
+		},
+		Kill: pg.Kill, Restart: pg.Restart,
+	}
+}
+
+// modeNames are the names of modes, in their order.
+var modeNames = []string{leaseMode.name, sessionMode.name}
+
+// withTTL is WithTTL(ttl), or no option if ttl is 0.
+func withTTL(ttl time.Duration) []pglock.Option {
+	if ttl == 0 {
+		return nil
+	}
+	return []pglock.Option{pglock.WithTTL(ttl)}
 }

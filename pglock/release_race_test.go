@@ -166,6 +166,7 @@ func TestIntegrationReleaseWhenRenewalDue(t *testing.T) {
 	)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel() // independent of the others: names (and proxy, or server) of its own
 			var takenOver, expired, lostEvents atomic.Int64
 			c := newClient(t, sharedDB(t).URL(), pglock.WithObserver(dlock.ObserverFunc(func(e dlock.Event) {
 				if e.Kind == dlock.EventLost && errors.Is(e.Err, dlock.ErrTakenOver) {

@@ -3,111 +3,17 @@ package pglock_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/dblease/dbleasetest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/pglock"
 )
-
-// contend has several clients of url take and release one lock, in mode
-// m, for d, and fails t if any Lock or Release returns an error, or two
-// hold it at once.
-func contend(t *testing.T, m mode, url string, d time.Duration) {
-	t.Helper()
-	name := unique("contended")
-	var inside, overlaps, grants atomic.Int64
-	var mu sync.Mutex
-	errs := map[string]int{}
-	note := func(what string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		errs[fmt.Sprintf("%s: %v", what, err)]++
-	}
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range 4 {
-		l := m.newLocker(newClient(t, url), name, pglock.WithTTL(5*time.Second))
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				lease, err := l.Lock(ctx)
-				if err != nil {
-					note("Lock", err)
-					cancel()
-					continue
-				}
-				if inside.Add(1) > 1 {
-					overlaps.Add(1)
-				}
-				grants.Add(1)
-				time.Sleep(time.Millisecond)
-				inside.Add(-1)
-				if err := lease.Refresh(ctx); err != nil {
-					note("Refresh", err)
-				}
-				if err := lease.Release(ctx); err != nil {
-					note("Release", err)
-				}
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	t.Logf("%s mode: %d grants in %v", m.name, grants.Load(), d)
-	for e, n := range errs {
-		t.Errorf("%d times %s", n, e)
-	}
-	if n := overlaps.Load(); n > 0 {
-		t.Errorf("%d grants overlapped another", n)
-	}
-	if grants.Load() == 0 {
-		t.Error("no grant at all")
-	}
-}
-
-// campaign has several clients of url campaign and resign in one
-// election for d, and fails t if any Campaign or Resign returns an error.
-func campaign(t *testing.T, url string, d time.Duration) {
-	t.Helper()
-	name := unique("campaign")
-	var mu sync.Mutex
-	errs := map[string]int{}
-	var terms atomic.Int64
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range 3 {
-		e := newClient(t, url).NewElection(name, pglock.WithTTL(5*time.Second))
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_, err := e.Campaign(ctx, "v")
-				if err == nil {
-					terms.Add(1)
-					err = e.Resign(ctx)
-				}
-				cancel()
-				if err != nil {
-					mu.Lock()
-					errs[err.Error()]++
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	t.Logf("%d terms in %v", terms.Load(), d)
-	for e, n := range errs {
-		t.Errorf("%d times %s", n, e)
-	}
-}
 
 // With default_transaction_isolation at REPEATABLE READ or SERIALIZABLE,
 // contended locks and elections never return a serialization failure
@@ -117,11 +23,11 @@ func TestIntegrationIsolationLevels(t *testing.T) {
 	const d = time.Second
 	for _, level := range []string{"repeatable read", "serializable"} {
 		t.Run(strings.ReplaceAll(level, " ", "-"), func(t *testing.T) {
-			url := pg.URL() + "&default_transaction_isolation=" + strings.ReplaceAll(level, " ", "%20")
-			for _, m := range modes {
-				t.Run(m.name, func(t *testing.T) { contend(t, m, url, d) })
+			db := sharedWith(pg, "&default_transaction_isolation="+strings.ReplaceAll(level, " ", "%20"))
+			for i, m := range db.Modes {
+				t.Run(m, func(t *testing.T) { dbleasetest.Contend(t, db, i, d) })
 			}
-			t.Run("election", func(t *testing.T) { campaign(t, url, d) })
+			t.Run("election", func(t *testing.T) { dbleasetest.Campaign(t, db, d) })
 		})
 	}
 }
@@ -370,7 +276,7 @@ func TestIntegrationStatementTimeoutBelowLockWait(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := waitFor(t, done, 5*time.Second, "once the transaction ended")
-			r.lease.Release(ctx)
+			r.Lease.Release(ctx)
 		})
 	}
 }

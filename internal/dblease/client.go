@@ -159,6 +159,19 @@ func (c *Client) Free(ctx context.Context, name, token string) {
 	}
 }
 
+// Unreached returns the error of a Release begun at start, under the
+// caller's ctx, that failed, returning rerr, because a statement failed
+// with err: one matching dlock.ErrUnavailable (a *dlock.UnavailableError
+// wrapping rerr) if the database could not be reached or could not answer
+// (err is not its answer to the statement, it ended the session, or
+// Faults.Unavailable says so), unless ctx ended first; otherwise rerr.
+func (c *Client) Unreached(ctx context.Context, start time.Time, rerr, err error) error {
+	if ctx.Err() != nil || !c.notRun(err) && (c.Unavailable == nil || !c.Unavailable(err)) {
+		return rerr
+	}
+	return c.Down(start, rerr)
+}
+
 // release is Dialect.Release, made again while it fails with a transient
 // error (see Again).
 func (c *Client) release(ctx context.Context, name, token string) (freed bool, err error) {

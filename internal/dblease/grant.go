@@ -124,12 +124,14 @@ func (g *Grant) Refresh(ctx context.Context) error {
 // already on its way cannot end it as lost. It waits for the database at
 // most the lease's attempt timeout (see AttemptTimeout), whatever ctx
 // says: past it, the lease ends all the same and the row is freed in the
-// background.
+// background. Its error matches dlock.ErrUnavailable if the database
+// could not be reached or did not answer (see Client.Unreached).
 func (g *Grant) Release(ctx context.Context) error {
 	if ended, err := g.BeginRelease(); ended {
 		return err
 	}
 	g.c.Renew.Remove(&g.entry)
+	start, caller := time.Now(), ctx
 	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout(g.cfg.TTL))
 	defer cancel()
 	freed, err := g.c.release(ctx, g.Key(), g.Token())
@@ -140,8 +142,8 @@ func (g *Grant) Release(ctx context.Context) error {
 		if g.c.notRun(err) { // a terminated session ran nothing
 			g.c.Abandon(g.Key(), g.Token(), 0)
 		}
-		return fmt.Errorf("%s: release of %q did not reach the database (retrying in the background; at worst the lease expires within its TTL): %w",
-			g.c.Pkg, g.Key(), g.c.Describe("releasing", g.Key(), err))
+		return g.c.Unreached(caller, start, fmt.Errorf("%s: release of %q did not reach the database (retrying in the background; at worst the lease expires within its TTL): %w",
+			g.c.Pkg, g.Key(), g.c.Describe("releasing", g.Key(), err)), err)
 	}
 	if !freed {
 		g.End(dlock.Lost(dlock.ErrTakenOver))

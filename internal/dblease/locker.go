@@ -133,10 +133,15 @@ func (l *Locker) unavailable(err error) bool {
 
 // down returns the error of a call whose attempts found the database
 // unavailable since since, the last with err.
-func (l *Locker) down(since time.Time, err error) error {
-	service := l.Pkg
-	if l.Service != nil {
-		service = l.Service()
+func (l *Locker) down(since time.Time, err error) error { return l.Faults.Down(since, err) }
+
+// Down returns the error of a call that found the database unavailable
+// since since, the last failure err: a *dlock.UnavailableError naming the
+// Service.
+func (f Faults) Down(since time.Time, err error) error {
+	service := f.Pkg
+	if f.Service != nil {
+		service = f.Service()
 	}
 	return dlock.Unavailable(service, since, err)
 }

@@ -264,21 +264,24 @@ func (s *Session) Refresh(ctx context.Context) error {
 // the row would otherwise stay held until it expires. It waits for the
 // database at most the lease's attempt timeout (see AttemptTimeout),
 // whatever ctx says, and for a renewal under way on the connection until
-// the lease's Until at most.
+// the lease's Until at most. Its error matches dlock.ErrUnavailable if
+// the database could not be reached or did not answer (see
+// Client.Unreached).
 func (s *Session) Release(ctx context.Context) error {
 	if ended, err := s.Ended(true); ended {
 		s.letGo(err)
 		return err
 	}
 	s.c.Renew.Remove(&s.entry)
+	start, caller := time.Now(), ctx
 	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout(s.cfg.TTL))
 	defer cancel()
 	freed, err := s.conn.Unlock(ctx, s)
 	switch {
 	case errors.Is(err, ErrEnded): // ended as Release began
 	case err != nil:
-		if err := s.conn.ReleaseFailed(ctx, s, err); err != nil {
-			return err
+		if rerr := s.conn.ReleaseFailed(ctx, s, err); rerr != nil {
+			return s.c.Unreached(caller, start, rerr, err)
 		}
 	case !freed:
 		s.End(dlock.Lost(dlock.ErrTakenOver))
