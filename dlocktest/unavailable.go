@@ -110,9 +110,10 @@ func (s *suite) tryLockUnavailable(t *testing.T) {
 // releaseUnavailable: on servers that stopped answering, or that refuse
 // connections, Release returns within the backend's TryLockBound, or by
 // the lease's Until if that is later, even with a context that never
-// ends, and the lease has ended when it returns (released, or lost): the
-// holder is done with it, and what the release could not do is the
-// backend's to finish in the background, or the lease's expiry's.
+// ends, an error matching dlock.ErrUnavailable, and the lease has ended
+// as released when it returns: the holder is done with it, and what the
+// release could not do is the backend's to finish in the background, or
+// the lease's expiry's.
 func (s *suite) releaseUnavailable(t *testing.T) {
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
@@ -139,6 +140,14 @@ func (s *suite) releaseUnavailable(t *testing.T) {
 			case <-held.Done():
 			default:
 				t.Errorf("Release on unreachable servers returned %v, and the lease is still open (Err %v)", err, held.Err())
+			}
+			// Whether the lock was freed is unknown: the error says so,
+			// and the holder is done with the lease (see dlock.Lease).
+			if !errors.Is(err, dlock.ErrUnavailable) {
+				t.Errorf("Release on unreachable servers = %v; want an error matching ErrUnavailable", err)
+			}
+			if e := held.Err(); e != dlock.ErrReleased && !errors.Is(err, dlock.ErrExpired) {
+				t.Errorf("after Release on unreachable servers returned %v, Err() = %v; want ErrReleased (or Release's error to say the lease expired first)", err, e)
 			}
 		})
 	}

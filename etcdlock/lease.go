@@ -181,9 +181,16 @@ func (h *Lease) Release(ctx context.Context) error {
 		out.last = fmt.Errorf("%w (%w)", out.last, perr)
 	}
 	released := h.End(dlock.ErrReleased)
-	g.lk.c.revokeLater(g.id)
-	err = fmt.Errorf("etcdlock: releasing %q: %w (the etcd lease is revoked in the background; at worst it expires one TTL after its last renewal)",
-		h.Key(), g.lk.c.unavailable(out))
+	if released {
+		// onEnd revokes nothing for a released lease; a lease that
+		// reached its Until first was left to onEnd.
+		g.lk.c.revokeLater(g.id)
+	}
+	after := "the etcd lease is revoked in the background; at worst it expires one TTL after its last renewal"
+	if !released {
+		after = "the etcd lease expires one TTL after its last renewal"
+	}
+	err = fmt.Errorf("etcdlock: releasing %q: %w (%s)", h.Key(), g.lk.c.unavailable(out), after)
 	if !released {
 		// It reached its Until while the requests were on their way.
 		_, lerr := h.Ended(true)
