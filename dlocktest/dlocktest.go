@@ -7,7 +7,9 @@
 // even across a server restart that lost its data, and one behaviour under
 // transient faults: Lock waits through a pause or a restart of the
 // servers, and TryLock on servers that do not answer returns within the
-// backend's bound an error matching dlock.ErrUnavailable. RunObserver
+// backend's bound an error matching dlock.ErrUnavailable, and Release on
+// them one that says so too; and the backend's Client is a dlock.Admin
+// whose ForceUnlock frees a held lock. RunObserver
 // checks the events a backend reports to a dlock.Observer, RunElection a
 // backend's dlock.Election, and RunKinds the kinds of lock that share a
 // name: one kind at a time.
@@ -131,10 +133,17 @@ type Backend struct {
 	// within it too, or by the lease's Until if that is later.
 	TryLockBound time.Duration
 
+	// Admin returns the backend's Client, as a dlock.Admin, on
+	// connections of its own, and closes it when t ends. The suite calls
+	// its Inspect and ForceUnlock with the name LockName gives. A Backend
+	// without it fails the case AdminForceUnlock.
+	Admin func(t testing.TB) dlock.Admin
+
 	// LockName returns the name that the events of the lock NewLocker
 	// makes for key carry (Event.Name): the name the backend was given,
-	// such as a ZooKeeper path made from key. Only RunObserver uses it; nil
-	// means key itself.
+	// such as a ZooKeeper path made from key, which its dlock.Admin knows
+	// the lock by too. RunObserver and the case AdminForceUnlock use it;
+	// nil means key itself.
 	LockName func(key string) string
 }
 
@@ -166,6 +175,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ReleaseDuringRenewal", s.releaseDuringRenewal)
 	t.Run("MaxHold", s.maxHold)
 	t.Run("InspectShowsHolder", s.inspectShowsHolder)
+	t.Run("AdminForceUnlock", s.adminForceUnlock)
 	t.Run("ClosedWhileWaiting", s.closedWhileWaiting)
 	t.Run("TTLOutOfRange", s.ttlOutOfRange)
 	t.Run("TryLockUnavailable", s.tryLockUnavailable)
