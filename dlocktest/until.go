@@ -1,6 +1,7 @@
 package dlocktest
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -9,7 +10,9 @@ import (
 
 // WaitDoneByUntil waits up to d for lease's Done to close, failing t if it
 // does not, and then fails t unless Done closed by the lease's Until. It
-// returns when it saw Done closed.
+// returns when it saw Done closed. It judges only what happens from its
+// call on: a caller busy elsewhere while Until passes (restarting a
+// server, say) starts watching first, with WatchDoneByUntil.
 //
 // A lease ends at Until by a timer of its own, and a loaded machine runs
 // timers late: by a hundred milliseconds or more when other processes
@@ -20,26 +23,77 @@ import (
 // than Until by more than Slack fails, as it should.
 func WaitDoneByUntil(t testing.TB, lease dlock.Lease, d time.Duration, what string) time.Time {
 	t.Helper()
+	return WatchDoneByUntil(lease)(t, d, what)
+}
+
+// WatchDoneByUntil starts watching lease as WaitDoneByUntil does, and
+// returns the function that waits for Done and judges it, as
+// WaitDoneByUntil(t, lease, d, what) would have had it been called when
+// WatchDoneByUntil was: the moment Done closed is taken as it happens, not
+// when the caller gets round to looking. The returned function must be
+// called once; until then the watch runs.
+func WatchDoneByUntil(lease dlock.Lease) func(t testing.TB, d time.Duration, what string) time.Time {
 	ran, stop := followUntil(lease)
-	defer stop()
-	closed := waitDone(t, lease, d, what)
-	until := lease.Until() // final: an ended lease's Until does not move
+	closedAt := make(chan time.Time, 1)
+	go func() {
+		<-lease.Done()
+		closedAt <- time.Now()
+	}()
+	// The timer's reports, kept as they come: the caller may look long
+	// after they ran.
+	var mu sync.Mutex
 	var due, at time.Time
-	for wait := time.After(time.Until(until) + d); !due.Equal(until); {
+	seen := make(chan struct{}, 1)
+	quit := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case m := <-ran:
+				mu.Lock()
+				due, at = m[0], m[1]
+				mu.Unlock()
+				select {
+				case seen <- struct{}{}:
+				default:
+				}
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func(t testing.TB, d time.Duration, what string) time.Time {
+		t.Helper()
+		defer func() { close(quit); stop() }()
+		var closed time.Time
 		select {
-		case m := <-ran:
-			due, at = m[0], m[1]
-		case <-wait:
-			t.Fatalf("a timer due at Until did not run %v after it", d)
+		case closed = <-closedAt:
+		case <-time.After(d):
+			t.Fatalf("Done not closed %v after %s", d, what)
+			return time.Time{}
+		}
+		until := lease.Until() // final: an ended lease's Until does not move
+		wait := time.After(time.Until(until) + d)
+		for {
+			mu.Lock()
+			dueNow, atNow := due, at
+			mu.Unlock()
+			if dueNow.Equal(until) {
+				late, timerLate := closed.Sub(until), max(atNow.Sub(dueNow), 0)
+				if late > timerLate+Slack {
+					t.Errorf("Done closed %v after Until, %v after a timer due at Until ran; want no later than that timer (and Slack %v)",
+						late, late-timerLate, Slack)
+				}
+				t.Logf("Done closed %v after Until; a timer due then ran %v late", late, timerLate)
+				return closed
+			}
+			select {
+			case <-seen:
+			case <-wait:
+				t.Fatalf("a timer due at Until did not run %v after it", d)
+				return closed
+			}
 		}
 	}
-	late, timerLate := closed.Sub(until), max(at.Sub(due), 0)
-	if late > timerLate+Slack {
-		t.Errorf("Done closed %v after Until, %v after a timer due at Until ran; want no later than that timer (and Slack %v)",
-			late, late-timerLate, Slack)
-	}
-	t.Logf("Done closed %v after Until; a timer due then ran %v late", late, timerLate)
-	return closed
 }
 
 // followUntil sets a timer for lease's Until, again each time a renewal
