@@ -70,6 +70,7 @@ func waitingObserver() (dlock.Observer, <-chan struct{}) {
 func (s *suite) tryLockUnavailable(t *testing.T) {
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
 			key := uniqueKey(t)
 			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
 			warm, err := l.TryLock(ctxFor(t, 10*time.Second)) // connections ready
@@ -117,6 +118,7 @@ func (s *suite) tryLockUnavailable(t *testing.T) {
 func (s *suite) releaseUnavailable(t *testing.T) {
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
 			key := uniqueKey(t)
 			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
 			held := mustLock(t, ctxFor(t, 10*time.Second), l)
@@ -192,6 +194,7 @@ func (s *suite) lockUnavailableUntilContext(t *testing.T) {
 func (s *suite) lockWaitingWhenServersGo(t *testing.T) {
 	for _, refuse := range []bool{false, true} {
 		t.Run(map[bool]string{false: "Silent", true: "Refused"}[refuse], func(t *testing.T) {
+			t.Parallel()
 			key := uniqueKey(t)
 			held := mustLock(t, ctxFor(t, time.Minute), s.b.NewLocker(t, key, Options{TTL: FaultTTL}))
 			defer held.Release(ctxFor(t, 10*time.Second))
