@@ -66,13 +66,17 @@ func WatchDoneByUntil(lease dlock.Lease) func(t testing.TB, d time.Duration, wha
 		defer func() { close(quit); stop() }()
 		var closed time.Time
 		select {
-		case closed = <-closedAt:
-		case <-time.After(d):
-			t.Fatalf("Done not closed %v after %s", d, what)
-			return time.Time{}
+		case closed = <-closedAt: // closed already: a select among ready cases picks at random
+		default:
+			select {
+			case closed = <-closedAt:
+			case <-time.After(d):
+				t.Fatalf("Done not closed %v after %s", d, what)
+				return time.Time{}
+			}
 		}
 		until := lease.Until() // final: an ended lease's Until does not move
-		wait := time.After(time.Until(until) + d)
+		wait := time.After(max(time.Until(until), 0) + d)
 		for {
 			mu.Lock()
 			dueNow, atNow := due, at
