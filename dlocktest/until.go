@@ -23,35 +23,40 @@ import (
 // than Until by more than Slack fails, as it should.
 func WaitDoneByUntil(t testing.TB, lease dlock.Lease, d time.Duration, what string) time.Time {
 	t.Helper()
-	return WatchDoneByUntil(lease)(t, d, what)
+	return WatchDoneByUntil(t, lease)(d, what)
 }
 
 // WatchDoneByUntil starts watching lease as WaitDoneByUntil does, and
 // returns the function that waits for Done and judges it, as
 // WaitDoneByUntil(t, lease, d, what) would have had it been called when
 // WatchDoneByUntil was: the moment Done closed is taken as it happens, not
-// when the caller gets round to looking. The returned function must be
-// called once; until then the watch runs.
-func WatchDoneByUntil(lease dlock.Lease) func(t testing.TB, d time.Duration, what string) time.Time {
-	ran, stop := followUntil(lease)
+// when the caller gets round to looking. The watch ends when that
+// function returns, or when t ends.
+func WatchDoneByUntil(t testing.TB, lease dlock.Lease) func(d time.Duration, what string) time.Time {
+	ran, stopFollowing := followUntil(lease)
 	closedAt := make(chan time.Time, 1)
-	go func() {
-		<-lease.Done()
-		closedAt <- time.Now()
-	}()
 	// The timer's reports, kept as they come: the caller may look long
 	// after they ran.
 	var mu sync.Mutex
 	var due, at time.Time
 	seen := make(chan struct{}, 1)
 	quit := make(chan struct{})
+	var once sync.Once
+	stop := func() { once.Do(func() { close(quit); stopFollowing() }) }
+	t.Cleanup(stop)
+	go func() {
+		select {
+		case <-lease.Done():
+			closedAt <- time.Now()
+		case <-quit:
+		}
+	}()
 	go func() {
 		for {
 			select {
 			case m := <-ran:
-				// followUntil reports a due instant again and again once
-				// Until stops moving: the first report says when the
-				// timer ran.
+				// The first report of a due instant says when its timer
+				// ran.
 				mu.Lock()
 				if !m[0].Equal(due) {
 					due, at = m[0], m[1]
@@ -66,9 +71,9 @@ func WatchDoneByUntil(lease dlock.Lease) func(t testing.TB, d time.Duration, wha
 			}
 		}
 	}()
-	return func(t testing.TB, d time.Duration, what string) time.Time {
+	return func(d time.Duration, what string) time.Time {
 		t.Helper()
-		defer func() { close(quit); stop() }()
+		defer stop()
 		var closed time.Time
 		select {
 		case closed = <-closedAt: // closed already: a select among ready cases picks at random
@@ -129,7 +134,31 @@ func followUntil(lease dlock.Lease) (ran <-chan [2]time.Time, stop func()) {
 			case <-quit:
 				return
 			}
+			// Until stopped moving at due. Unless a renewal answered
+			// just before its expiry still moves it, the lease ends
+			// there: wait for that, reporting nothing more.
+			if !settled(lease, due, quit) {
+				return
+			}
 		}
 	}()
 	return out, func() { close(quit) }
+}
+
+// settled waits until lease's Until has moved from due, and reports true,
+// or until quit is closed, and reports false. Once the lease has ended at
+// due, only quit ends the wait.
+func settled(lease dlock.Lease, due time.Time, quit <-chan struct{}) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-quit:
+			return false
+		case <-tick.C:
+			if !lease.Until().Equal(due) {
+				return true
+			}
+		}
+	}
 }
