@@ -112,6 +112,18 @@ type Lease interface {
 	// Release gives the lock up. It is idempotent: releasing a released
 	// lease returns nil. It returns an error matching ErrNotHeld (and
 	// ErrLost) if the lease had already been lost.
+	//
+	// A Release that could not reach the servers, or got no answer from
+	// them, does not know whether the lock was freed. It returns an error
+	// matching ErrUnavailable, within the bound its backend documents
+	// for TryLock (or by Until, if that is later), even if ctx has no
+	// deadline. The lease ends all the same: Done is closed and Err
+	// returns ErrReleased (or, if Until passed while the release was on
+	// its way, the expiry's error, which Release's error then matches
+	// too). The lock is freed on the servers no later than it would be
+	// had the holder vanished: when the lease's TTL runs out after its
+	// last renewal (for a ZooKeeper lock, when the session that holds it
+	// ends), or sooner, by a retry the backend makes in the background.
 	Release(ctx context.Context) error
 }
 

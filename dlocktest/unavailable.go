@@ -70,6 +70,7 @@ func waitingObserver() (dlock.Observer, <-chan struct{}) {
 func (s *suite) tryLockUnavailable(t *testing.T) {
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
 			key := uniqueKey(t)
 			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
 			warm, err := l.TryLock(ctxFor(t, 10*time.Second)) // connections ready
@@ -110,12 +111,14 @@ func (s *suite) tryLockUnavailable(t *testing.T) {
 // releaseUnavailable: on servers that stopped answering, or that refuse
 // connections, Release returns within the backend's TryLockBound, or by
 // the lease's Until if that is later, even with a context that never
-// ends, and the lease has ended when it returns (released, or lost): the
-// holder is done with it, and what the release could not do is the
-// backend's to finish in the background, or the lease's expiry's.
+// ends, an error matching dlock.ErrUnavailable, and the lease has ended
+// as released when it returns: the holder is done with it, and what the
+// release could not do is the backend's to finish in the background, or
+// the lease's expiry's.
 func (s *suite) releaseUnavailable(t *testing.T) {
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
 			key := uniqueKey(t)
 			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
 			held := mustLock(t, ctxFor(t, 10*time.Second), l)
@@ -139,6 +142,14 @@ func (s *suite) releaseUnavailable(t *testing.T) {
 			case <-held.Done():
 			default:
 				t.Errorf("Release on unreachable servers returned %v, and the lease is still open (Err %v)", err, held.Err())
+			}
+			// Whether the lock was freed is unknown: the error says so,
+			// and the holder is done with the lease (see dlock.Lease).
+			if !errors.Is(err, dlock.ErrUnavailable) {
+				t.Errorf("Release on unreachable servers = %v; want an error matching ErrUnavailable", err)
+			}
+			if e := held.Err(); e != dlock.ErrReleased && !errors.Is(err, dlock.ErrExpired) {
+				t.Errorf("after Release on unreachable servers returned %v, Err() = %v; want ErrReleased (or Release's error to say the lease expired first)", err, e)
 			}
 		})
 	}
@@ -183,6 +194,7 @@ func (s *suite) lockUnavailableUntilContext(t *testing.T) {
 func (s *suite) lockWaitingWhenServersGo(t *testing.T) {
 	for _, refuse := range []bool{false, true} {
 		t.Run(map[bool]string{false: "Silent", true: "Refused"}[refuse], func(t *testing.T) {
+			t.Parallel()
 			key := uniqueKey(t)
 			held := mustLock(t, ctxFor(t, time.Minute), s.b.NewLocker(t, key, Options{TTL: FaultTTL}))
 			defer held.Release(ctxFor(t, 10*time.Second))

@@ -114,6 +114,7 @@ func backend(e *testenv.Etcd) dlocktest.Backend {
 			}
 			return info
 		},
+		Admin:    func(t testing.TB) dlock.Admin { return connect(t, endpoints) },
 		LockName: lockName,
 	}
 }

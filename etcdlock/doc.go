@@ -191,9 +191,10 @@
 // when the client's connection was failing already: 0 to 1ms on an
 // endpoint where nothing listens, where it took its whole bound. Refresh
 // returns by the lease's Until, and Release within TryLock's bound, on a
-// cluster that does not answer, whatever their ctx; what Release could not
-// revoke is revoked in the background, and expires at worst one TTL after
-// its last renewal.
+// cluster that does not answer, whatever their ctx. A Release that got no
+// answer returns an error matching dlock.ErrUnavailable and ends the lease
+// as released; what it could not revoke is revoked in the background, and
+// expires at worst one TTL after its last renewal.
 //
 // Close waits for the cluster a second at most for the releases, and a
 // second and a half in all. A Lock or TryLock under way returns at once,

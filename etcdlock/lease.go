@@ -113,18 +113,26 @@ func (h *Lease) Refresh(ctx context.Context) error {
 // TTL, 2s to 5s) has passed, whatever ctx says: a revoke that succeeds
 // releases the lease, and so does one that finds the etcd lease gone
 // before Until after an earlier revoke got no answer (that revoke reached
-// the server). If no request gets through, the lease ends as lost and the
-// revoke is tried again in the background.
+// the server). If no request gets through, whether the lock is free is
+// unknown: Release returns an error matching dlock.ErrUnavailable, the
+// lease ends all the same (Err returns dlock.ErrReleased), and the revoke
+// is tried again in the background; at worst the etcd lease expires one
+// TTL after its last renewal.
 func (h *Lease) Release(ctx context.Context) error {
 	if ended, err := h.BeginRelease(); ended {
 		return err
 	}
 	g := h.g
+	parent := ctx
 	ctx, cancelAll := context.WithTimeout(ctx, tryTimeout(g.lk.cfg.ttl))
 	defer cancelAll()
 	cli := g.lk.c.cli
+	start := time.Now()
 	actx, cancel := g.attempt(ctx)
 	resp, err := cli.Txn(actx).If(h.IsOwner()).Then(clientv3.OpDelete(g.key)).Commit()
+	if err != nil && actx.Err() != nil {
+		err = noAnswer(time.Since(start))
+	}
 	cancel()
 	if err == nil && !resp.Succeeded {
 		h.End(dlock.Lost(fmt.Errorf("%w: key %s deleted", dlock.ErrTakenOver, g.key)))
@@ -140,9 +148,15 @@ func (h *Lease) Release(ctx context.Context) error {
 		}
 		return err
 	}
+	var out outage
+	out.failed(start, err)
 	for sent := false; ctx.Err() == nil; sent = true {
+		rstart := time.Now()
 		actx, cancel := g.attempt(ctx)
 		_, err = cli.Revoke(actx, g.id)
+		if err != nil && actx.Err() != nil {
+			err = noAnswer(time.Since(rstart))
+		}
 		cancel()
 		switch {
 		case err == nil:
@@ -160,8 +174,28 @@ func (h *Lease) Release(ctx context.Context) error {
 			return lease.NotHeld(h.Err())
 		}
 	}
-	err = fmt.Errorf("etcdlock: releasing %q: %w (the etcd lease is revoked in the background; at worst it expires one TTL after its last renewal)", h.Key(), err)
-	h.End(dlock.Lost(err))
+	// No request got through: whether the key is gone is unknown. The
+	// holder is done with the lease either way.
+	out.failed(start, err)
+	if perr := parent.Err(); perr != nil {
+		out.last = fmt.Errorf("%w (%w)", out.last, perr)
+	}
+	released := h.End(dlock.ErrReleased)
+	if released {
+		// onEnd revokes nothing for a released lease; a lease that
+		// reached its Until first was left to onEnd.
+		g.lk.c.revokeLater(g.id)
+	}
+	after := "the etcd lease is revoked in the background; at worst it expires one TTL after its last renewal"
+	if !released {
+		after = "the etcd lease expires one TTL after its last renewal"
+	}
+	err = fmt.Errorf("etcdlock: releasing %q: %w (%s)", h.Key(), g.lk.c.unavailable(out), after)
+	if !released {
+		// It reached its Until while the requests were on their way.
+		_, lerr := h.Ended(true)
+		return fmt.Errorf("%w (%w)", lerr, err)
+	}
 	return err
 }
 

@@ -114,6 +114,7 @@ func backend(z *testenv.ZooKeeper) dlocktest.Backend {
 		Inspect: func(t testing.TB, key string) dlock.Info {
 			return inspect(t, connect(t, servers), lockPath(key))
 		},
+		Admin:    func(t testing.TB) dlock.Admin { return connect(t, servers) },
 		LockName: lockPath,
 	}
 }

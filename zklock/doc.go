@@ -175,8 +175,10 @@
 // error matching dlock.ErrUnavailable, never dlock.ErrNotObtained:
 // whether the lock is held is unknown. Refresh returns by the lease's
 // Until, and Release within TryLock's bound, on an ensemble that does not
-// answer, whatever their ctx; a node Release could not delete is deleted
-// in the background, or goes with the session.
+// answer, whatever their ctx. A Release that got no answer returns an
+// error matching dlock.ErrUnavailable and ends the lease as released; the
+// node it could not delete is deleted in the background, or goes with the
+// session.
 //
 // Close waits for the ensemble a second at most for the releases, and a
 // second and a half in all; a node it could not delete goes when the

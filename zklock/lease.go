@@ -337,9 +337,12 @@ func (h *Lease) Refresh(ctx context.Context) error {
 // The delete's answer decides how the lease ends: a confirmation or a
 // session event that comes in meanwhile (and may find the node already
 // deleted) does not end it as lost. Release waits for the ensemble as
-// long as a TryLock does at most (the TTL, 2s to 5s), whatever ctx says:
-// past it, the lease ends all the same, and the node is deleted in the
-// background, or with the session.
+// long as a TryLock does at most (the TTL, 2s to 5s), whatever ctx says.
+// When the delete gets no answer by then, or the connection fails under
+// it, whether the lock is free is unknown: Release returns an error
+// matching dlock.ErrUnavailable, the lease ends all the same (Err returns
+// dlock.ErrReleased), and the node is deleted in the background, or goes
+// with the session.
 func (h *Lease) Release(ctx context.Context) error {
 	if ended, err := h.Ended(true); ended {
 		return err
@@ -357,8 +360,10 @@ func (h *Lease) Release(ctx context.Context) error {
 		_, err := h.Ended(true)
 		return err
 	}
+	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, tryTimeout(n.q.cfg.ttl))
 	err := n.q.s.delete(dctx, n.path)
+	cut := dctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 	cancel()
 	switch {
 	case err == nil:
@@ -370,8 +375,30 @@ func (h *Lease) Release(ctx context.Context) error {
 		h.End(dlock.Lost(dlock.ErrTakenOver))
 	case errors.Is(err, zk.ErrSessionExpired):
 		h.End(dlock.Lost(ErrSessionExpired))
+	case cut || transient(err):
+		// No answer, or a failed connection: whether the node is gone is
+		// unknown. The holder is done with it either way: stop
+		// confirming, and keep trying to delete the node in the
+		// background.
+		released := h.End(dlock.ErrReleased)
+		n.q.s.removeLater(n.path)
+		if cut {
+			err = fmt.Errorf("no answer in %v", time.Since(start).Round(time.Millisecond))
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w (%w)", err, ctx.Err())
+			}
+		}
+		err = fmt.Errorf("zklock: release of %s did not reach the ensemble (the node is deleted in the background, or at worst with the session): %w",
+			n.path, n.q.s.unavailable(outage{since: start, last: err}))
+		if !released {
+			// It reached its Until while the delete was on its way.
+			_, lerr := h.Ended(true)
+			return fmt.Errorf("%w (%w)", lerr, err)
+		}
+		return err
 	default:
-		// The holder is done with it either way: stop confirming, and keep
+		// An answer that refused the delete, or a closed Client: the
+		// holder is done with it either way. Stop confirming, and keep
 		// trying to delete the node in the background.
 		h.End(dlock.ErrReleased)
 		n.q.s.removeLater(n.path)

@@ -37,6 +37,14 @@ func TestIntegrationReleaseDuringRenewal(t *testing.T) {
 				switch err := lease.Release(ctx); {
 				case errors.Is(err, dlock.ErrExpired):
 					n++ // no confirmation got through in 2/3 of the TTL: a loaded machine
+				case errors.Is(err, dlock.ErrUnavailable):
+					// The delete got no answer in its bound (a loaded
+					// machine): not this test's subject, as long as the
+					// lease ended as released (see dlock.Lease).
+					n++
+					if lease.Err() != dlock.ErrReleased {
+						errs <- fmt.Errorf("Release() = %v, and Err() = %w", err, lease.Err())
+					}
 				case err != nil:
 					errs <- fmt.Errorf("Release: %w", err)
 				case lease.Err() != dlock.ErrReleased:
@@ -60,6 +68,6 @@ func TestIntegrationReleaseDuringRenewal(t *testing.T) {
 		t.Errorf("%d of %d releases went wrong", bad, holders*rounds)
 	}
 	if expired > holders*rounds/2 {
-		t.Errorf("%d of %d leases expired before their release: the test could not check its subject", expired, holders*rounds)
+		t.Errorf("%d of %d leases expired before their release, or their release got no answer: the test could not check its subject", expired, holders*rounds)
 	}
 }
