@@ -387,8 +387,9 @@ func (m *Mutex) join(ctx context.Context, w *waiter) (time.Duration, bool) {
 	}
 	since, _ := w.line()
 	wait := linePoll
-	v, err := m.c.eval(ctx, redisscript.JoinLine, []string{m.keys.lock, m.keys.waiting}, m.c.id,
-		strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(wait+lineMargin), 10))
+	call := redisscript.JoinLineCall{Lock: m.keys.lock, Waiting: m.keys.waiting, Client: m.c.id, Since: since,
+		LifeMillis: ttlMillis(wait + lineMargin)}.Call()
+	v, err := m.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	pttl, ok := v.(int64)
 	if err != nil || !ok {
 		return 0, false
@@ -408,7 +409,8 @@ func (m *Mutex) passTurn() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	m.c.eval(ctx, redisscript.PassTurn, []string{m.keys.lock, m.keys.waiting}, m.keys.wake)
+	call := redisscript.PassTurnCall{Lock: m.keys.lock, Waiting: m.keys.waiting, Wake: m.keys.wake}.Call()
+	m.c.eval(ctx, call.Script, call.Keys, call.Args...)
 }
 
 // leaveLine takes this client out of the lock's line of waiting clients,
@@ -421,7 +423,8 @@ func (m *Mutex) leaveLine() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	m.c.eval(ctx, redisscript.LeaveLine, []string{m.keys.waiting}, m.c.id)
+	call := redisscript.LeaveLineCall{Waiting: m.keys.waiting, Client: m.c.id}.Call()
+	m.c.eval(ctx, call.Script, call.Keys, call.Args...)
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

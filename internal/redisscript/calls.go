@@ -151,3 +151,95 @@ type QuorumFenceCall struct {
 func (f QuorumFenceCall) Call() redisconn.Call {
 	return redisconn.Call{Script: QuorumFence, Keys: []string{f.Lock, f.Counter}, Args: []string{f.Token, strconv.FormatUint(f.Fence, 10)}}
 }
+
+// JoinLineCall is a call of join_line.lua: put a client in a Mutex's line
+// of waiting clients without trying to take the lock (a client that has
+// just released the lock and woken another joins behind the line). The
+// reply is the holder's remaining TTL in ms; -1 when the holder is already
+// marked; 0 when the lock is free.
+type JoinLineCall struct {
+	Lock       string // KEYS[1]: the lock key
+	Waiting    string // KEYS[2]: the waiting clients
+	Client     string // ARGV[1]: the client's id
+	Since      int64  // ARGV[2]: its score
+	LifeMillis int64  // ARGV[3]: how long its place is kept, in ms
+}
+
+// Call returns the call of JoinLine.
+func (j JoinLineCall) Call() redisconn.Call {
+	return redisconn.Call{Script: JoinLine, Keys: []string{j.Lock, j.Waiting},
+		Args: []string{j.Client, strconv.FormatInt(j.Since, 10), strconv.FormatInt(j.LifeMillis, 10)}}
+}
+
+// PassTurnCall is a call of pass_turn.lua: wake the next client in a
+// Mutex's line, for a client that was woken but has no waiter left. The
+// reply is the number of subscribers woken: 0 when the lock is held or the
+// line is empty.
+type PassTurnCall struct {
+	Lock    string // KEYS[1]: the lock key
+	Waiting string // KEYS[2]: the waiting clients
+	Wake    string // ARGV[1]: the prefix of the clients' own channels
+}
+
+// Call returns the call of PassTurn.
+func (p PassTurnCall) Call() redisconn.Call {
+	return redisconn.Call{Script: PassTurn, Keys: []string{p.Lock, p.Waiting}, Args: []string{p.Wake}}
+}
+
+// LeaveLineCall is a call of leave_line.lua: take a client out of a
+// Mutex's line of waiting clients. The reply is 1 if it was in the line,
+// else 0.
+type LeaveLineCall struct {
+	Waiting string // KEYS[1]: the waiting clients
+	Client  string // ARGV[1]: the client's id
+}
+
+// Call returns the call of LeaveLine.
+func (l LeaveLineCall) Call() redisconn.Call {
+	return redisconn.Call{Script: LeaveLine, Keys: []string{l.Waiting}, Args: []string{l.Client}}
+}
+
+// ElectPublishCall is a call of elect_publish.lua: record the leader of an
+// election while it holds the election's lock, and publish the change.
+// The reply is 1 when recorded and published, 0 when the lock is not
+// Token's.
+type ElectPublishCall struct {
+	Lock    string // KEYS[1]: the election's lock key (a Mutex)
+	Record  string // KEYS[2]: the leader record's key
+	Token   string // ARGV[1]: the leader's token
+	Value   string // ARGV[2]: the record
+	TTL     string // ARGV[3]: the record's life in milliseconds
+	Channel string // ARGV[4]: the change channel
+}
+
+// Call returns the call of ElectPublish.
+func (e ElectPublishCall) Call() redisconn.Call {
+	return redisconn.Call{Script: ElectPublish, Keys: []string{e.Lock, e.Record}, Args: []string{e.Token, e.Value, e.TTL, e.Channel}}
+}
+
+// ElectReadCall is a call of elect_read.lua: the record of an election's
+// leader, with its lock's value. The reply is {lock value or false, record
+// or false}; the record is the leader's only if its token is the lock's.
+type ElectReadCall struct {
+	Lock   string // KEYS[1]: the election's lock key
+	Record string // KEYS[2]: the leader record's key
+}
+
+// Call returns the call of ElectRead.
+func (e ElectReadCall) Call() redisconn.Call {
+	return redisconn.Call{Script: ElectRead, Keys: []string{e.Lock, e.Record}}
+}
+
+// ElectWithdrawCall is a call of elect_withdraw.lua: delete a resigning
+// leader's record, and tell observers. The reply is 1 if the record was
+// deleted, 0 if it was another's or gone.
+type ElectWithdrawCall struct {
+	Record  string // KEYS[1]: the leader record's key
+	Value   string // ARGV[1]: the record
+	Channel string // ARGV[2]: the change channel
+}
+
+// Call returns the call of ElectWithdraw.
+func (e ElectWithdrawCall) Call() redisconn.Call {
+	return redisconn.Call{Script: ElectWithdraw, Keys: []string{e.Record}, Args: []string{e.Value, e.Channel}}
+}

@@ -34,6 +34,14 @@ func TestTypedCalls(t *testing.T) {
 			[]string{"L", "F", "E"}, []string{"tok", "3000", "30000"}},
 		{"quorum fence", QuorumFenceCall{Lock: "L", Counter: "F", Token: "tok", Fence: 1 << 60}.Call(), QuorumFence,
 			[]string{"L", "F"}, []string{"tok", "1152921504606846976"}},
+		{"join line", JoinLineCall{Lock: "L", Waiting: "W", Client: "c1", Since: 17, LifeMillis: 1050}.Call(), JoinLine,
+			[]string{"L", "W"}, []string{"c1", "17", "1050"}},
+		{"pass turn", PassTurnCall{Lock: "L", Waiting: "W", Wake: "P"}.Call(), PassTurn, []string{"L", "W"}, []string{"P"}},
+		{"leave line", LeaveLineCall{Waiting: "W", Client: "c1"}.Call(), LeaveLine, []string{"W"}, []string{"c1"}},
+		{"elect publish", ElectPublishCall{Lock: "L", Record: "R", Token: "tok", Value: "v", TTL: "3000", Channel: "C"}.Call(), ElectPublish,
+			[]string{"L", "R"}, []string{"tok", "v", "3000", "C"}},
+		{"elect read", ElectReadCall{Lock: "L", Record: "R"}.Call(), ElectRead, []string{"L", "R"}, nil},
+		{"elect withdraw", ElectWithdrawCall{Record: "R", Value: "v", Channel: "C"}.Call(), ElectWithdraw, []string{"R"}, []string{"v", "C"}},
 	} {
 		if tc.got.Script != tc.script || !slices.Equal(tc.got.Keys, tc.keys) || !slices.Equal(tc.got.Args, tc.args) {
 			t.Errorf("%s: got %s KEYS %q ARGV %q, want %s KEYS %q ARGV %q", tc.name,
