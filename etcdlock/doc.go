@@ -3,18 +3,27 @@
 // of etcd's own concurrency.Mutex, an RWMutex and a Semaphore, all made
 // from one Client.
 //
+// # Usage
+//
+// Give New the *clientv3.Client you already have (New never closes it):
+//
+//	locks := etcdlock.New(cli)
+//	defer locks.Close()
+//	lease, err := locks.NewMutex("locks/nightly-report").Lock(ctx)
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	// pass lease.Fence() to the resource; watch lease.Done()
+//
+// See Example for a complete program.
+//
 // # How a Mutex works
 //
-// Each contender grants itself an etcd lease and, in one transaction, puts
-// the key name/<lease ID in hex> on it, holding its owner token, and reads
-// the oldest key under name/. The key with the lowest create revision holds
-// the lock: an uncontended Lock is two requests (the grant and the
-// transaction). Every other contender watches only the key created just
-// before its own, so a release (a delete of the holder's key) wakes exactly
-// one waiter, which asks once more, in a transaction that also checks its own
-// key is still there, whether any older key is left: a hand-over costs one
-// notification and one request, and waiters are served in the order they
-// arrived.
+// Each contender grants itself an etcd lease and puts the key
+// name/<lease ID in hex> on it; the key with the lowest create revision
+// holds the lock. An uncontended Lock is two requests. Every other
+// contender watches only the key created just before its own, so a
+// release wakes exactly one waiter, and waiters are served in the order
+// they arrived.
 //
 // The keys are laid out as concurrency.Mutex lays out its keys on the same
 // prefix (it takes name and appends "/"), so a Mutex and a concurrency.Mutex
@@ -29,13 +38,6 @@
 //
 // # Leases
 //
-// Every request of a wait, a renewal or a release has a third of the
-// renewal period (at least 100ms) to answer; one that does not is made
-// again, and goes to the next endpoint of the client's round robin, so a
-// member that stops answering (paused, cut off from its peers) holds up an
-// attempt, not the lease. A waiter whose watch is on such a member asks
-// again once per lease time.
-//
 // Each grant has an etcd lease of its own, granted for WithTTL rounded up
 // to whole seconds (etcd's unit; the cluster raises a TTL below its minimum,
 // one and a half election timeouts, to that minimum). The Client's watchdog
@@ -47,25 +49,13 @@
 //
 //	s + min(TTL, etcd lease TTL) - (1% + 2ms)
 //
-// if the answer comes from the leader. A leader that was deposed while it
-// could not hear the others (a paused process, a stalled disk) answers
-// keep-alives from its own lease table until it learns of its successor,
-// which never sees those renewals (etcd-io/etcd#15247): through a load
-// balancer that still sends to it, a holder would count on a renewal the
-// cluster does not have. So a renewal counts only when a linearizable read
-// made after its answer (the check that the key is still there) is
-// answered in the same raft term as the keep-alive: etcd puts in the
-// keep-alive's header the term of the last entry the member applied before
-// it renewed, and a read that completes in that term was confirmed by that
-// term's leader after the renewal, so no later leader had been elected when
-// the renewal was made. A renewal whose term does not match is tried again.
-// The same table lacks the leases the successor granted meanwhile, so an
-// answer that the etcd lease is gone counts only when the read finds the
-// key, which lives on the lease, gone too.
-// This holds on every etcd 3.4 and later. etcd's own guard (3.4.31, 3.5.13,
-// 3.6.0: the leader confirms its leadership before a renewal) does not
-// cover a paused leader from 3.4.34 and 3.5.16 on, which skip the check
-// when the member ticked in the last three heartbeats, as a resumed one has.
+// A renewal counts only when the cluster's current leader made it, so a
+// deposed leader that still answers keep-alives from its own lease table
+// (etcd-io/etcd#15247) cannot extend a lease: this holds on every etcd
+// 3.4 and later (the argument is in docs/ARCHITECTURE.md). A request that
+// does not answer within a third of the renewal period is made again
+// through the next endpoint, so a member that stops answering holds up an
+// attempt, not the lease.
 //
 // Done closes no later than Until, by a local timer, even when the cluster
 // cannot be reached: a holder cut off from the cluster learns it has lost
@@ -206,4 +196,27 @@
 // Prometheus metrics of it), and WithLogger a slog.Logger, to report the
 // events of every lock of the Client. Events carry the lock's name and its
 // kind: "Mutex", "RWMutex.read", "RWMutex.write" or "Semaphore".
+//
+// # Limits
+//
+//   - A lock can be lost while its holder still acts (a pause longer than
+//     the lease time): check Done and pass the fence to the resource.
+//   - etcd older than 3.4.31, 3.5.13 or 3.6.0 can revoke a held lock's key
+//     after a stalled leader comes back; and no release is safe against a
+//     leader frozen whole (SIGSTOP, a VM freeze) for longer than a TTL
+//     except 3.4.31 to 3.4.33 and 3.5.13 to 3.5.15 (see What etcdlock
+//     needs of the server).
+//   - A cluster restored from a snapshot, or that lost its data, repeats
+//     fences unless restored with --bump-revision (see Fencing).
+//   - The etcd lease TTL is whole seconds, raised by the cluster to its
+//     minimum.
+//   - No ReentrantMutex and no RWMutex.Downgrade.
+//
+// # See also
+//
+// How the acquisition, the renewals and the deposed-leader check work:
+// https://github.com/dlock-go/dlock/blob/main/docs/ARCHITECTURE.md#etcdlock.
+// Measured behaviour under faults:
+// https://github.com/dlock-go/dlock/blob/main/docs/SAFETY.md.
+// etcd's own lock: https://pkg.go.dev/go.etcd.io/etcd/client/v3/concurrency.
 package etcdlock

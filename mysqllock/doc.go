@@ -15,6 +15,18 @@
 // be woken at once across processes, and pglock on PostgreSQL, whose
 // LISTEN/NOTIFY wakes waiters on release.
 //
+// # Usage
+//
+//	locks := mysqllock.New(db) // the *sql.DB you already have
+//	defer locks.Close()        // before db.Close
+//	if err := locks.Migrate(ctx); err != nil { ... }
+//	lease, err := locks.NewMutex("nightly-report").Lock(ctx)
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	// pass lease.Fence() to the resource (package fence); watch lease.Done()
+//
+// See Example and ExampleClient_NewSessionMutex.
+//
 // # Setting up
 //
 // New takes the caller's *sql.DB and never fails; the first call that
@@ -88,20 +100,10 @@
 // Each lock name has a row in the Client's table, created by the first
 // attempt on the name and kept after it is released, that holds the
 // holder's random owner token, the fence of the latest grant and an
-// expiry in microseconds on the database's UTC clock (UTC_TIMESTAMP(6),
-// so the session's time_zone plays no part). Both modes take the lock
-// with one statement:
-//
-//	UPDATE … SET token = ?, fence = LAST_INSERT_ID(GREATEST(fence + 1, now_us)),
-//	    expires_at = now_us + TTL WHERE name = ? AND expires_at <= now_us
-//
-// which takes the row if it is free or expired, and returns the fence in
-// the reply's insert ID. Only when it takes nothing does a second
-// statement ask how long the holder has left (and a third make the row if
-// the name has none yet). Every decision about time is made on the
-// database's clock, never the client's. Releasing frees the row if the
-// token still holds it (it stays, with its last fence); renewing moves
-// the expiry if the token still holds it.
+// expiry in microseconds on the database's UTC clock (so the session's
+// time_zone plays no part). Both modes take the lock with one statement,
+// which takes the row only if it is free or expired: every decision about
+// time is made on the database's clock, never the client's.
 //
 // A lease's Until is the send time of its last successful acquire or
 // renewal plus the TTL, less 1% of the TTL and 2ms for clock drift, on the
@@ -132,15 +134,10 @@
 // database/sql cannot wait on an idle connection, so each session-mode
 // lease pings its connection every tenth of its TTL (between 20ms and 1s):
 // a connection the database killed (KILL CONNECTION, wait_timeout, a
-// restart) or that broke fails the ping, and the lease ends then, with an
-// error matching dlock.ErrLost and ErrSessionLost, rather than at Until.
-// The row stays held until it expires all the same: the database also
-// ends sessions whose holder cannot hear it, and such a holder still
-// counts on its Until. Release of a lease that ended so frees the row at
-// once. The watchdog renews each lease on its own connection, in a
-// statement that also checks IS_USED_LOCK(LockName()) = CONNECTION_ID():
-// a renewal that finds the GET_LOCK lock gone ends the lease. The
-// connection goes back to the pool, with its wait_timeout restored, only
+// restart) or that broke ends the lease then, with an error matching
+// dlock.ErrLost and ErrSessionLost, rather than at Until. The row stays
+// held until it expires all the same. A renewal that finds the GET_LOCK
+// lock gone ends the lease. The connection goes back to the pool only
 // after a clean release.
 //
 // Session mode offers, over lease mode: the holder learns within its
@@ -165,19 +162,15 @@
 // # Fencing
 //
 // Every grant, in either mode, sets the row's fence to the larger of the
-// row's last fence plus one and the database's clock in microseconds, or
-// to the clock alone when it makes the row. InnoDB computes it under the
-// row's lock from the newest committed version: a grant waits for one in
-// flight, so each fence exceeds the one before it on the same row. Every
-// fence is at most its grant's clock (it exceeds the clock only by being
-// its row's last fence plus one, and between two grants of a row the
-// clock moves on by at least a microsecond), so a row deleted behind
-// mysqllock's back, a table truncated, or a database restored from a
-// backup gives fences that still exceed every earlier one, by the clock,
-// which does not go back with the data. This assumes that the database's
-// clock does not step back. Fences follow the clock, so they stay below
-// 2^53, which JSON and JavaScript consumers read exactly, until the year
-// 2255; a grant that would give a larger fence is refused with an error.
+// row's last fence plus one and the database's clock in microseconds. So
+// each fence exceeds the one before it on the same row, and a row deleted
+// behind mysqllock's back, a table truncated, or a database restored from
+// a backup gives fences that still exceed every earlier one, by the clock,
+// which does not go back with the data (the argument is in
+// docs/ARCHITECTURE.md). This assumes that the database's clock does not
+// step back. Fences follow the clock, so they stay below 2^53, which JSON
+// and JavaScript consumers read exactly, until the year 2255; a grant that
+// would give a larger fence is refused with an error.
 //
 // Pass the fence to what you protect. For rows in the same database, keep
 // the newest fence beside the data and write only if yours is not older:
@@ -247,17 +240,11 @@
 //	DELETE FROM dlock_leases WHERE name <> X''
 //	    AND expires_at < TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6))
 //
-// An attempt or release whose outcome did not reach
-// the client (a context done while the statement was on its way, a broken
-// connection) is cleaned up in the background: the attempt's connection
-// is closed, which frees a GET_LOCK lock it may have taken once the
-// database reads the end of it, and the row is freed if it holds the
-// attempt's token, looking until the connection that ran the statement
-// has left the process list, since until then the statement may still
-// land. Close waits for these clean-ups, and for the releases of held
-// leases before them, 1.5 seconds at most in all (see Faults). Each look
-// of a clean-up waits a second for the database, twice as long as the one
-// before it after that, up to eight.
+// An attempt or release whose outcome did not reach the client (a context
+// done while the statement was on its way, a broken connection) is cleaned
+// up in the background. Close waits for these clean-ups, and for the
+// releases of held leases before them, 1.5 seconds at most in all (see
+// Faults).
 //
 // # Waiting
 //
@@ -357,4 +344,30 @@
 // takes it, so no kind of lock is refused for another (see
 // dlock.ErrKindMismatch). No push wake-ups across Clients in lease mode
 // (see Waiting). Fenced writes are package fence's (see Fencing).
+//
+// # Limits
+//
+//   - A holder paused past its lease can still write to a resource that
+//     does not check its fence: check it in the writer's transaction.
+//   - Fences assume the database's clock does not step back.
+//   - A restored or failed-over database can grant a lock again while an
+//     old lease is valid unless restart detection sees it: not covered are
+//     a failover before any attempt recorded the identity, a replica with
+//     the same host, port and server_id, a proxy that keeps connections
+//     across a failover or restart, a restore of the table alone without
+//     WithRestartWindow, and anything with detection off (see Restarts,
+//     failovers and restores).
+//   - Any account that may connect can block (not hold) a SessionMutex by
+//     its GET_LOCK name; use lease mode, or a secret in the name.
+//   - Lease-mode waiters on other Clients poll (64ms at most by default).
+//   - Tested on MariaDB 10.11 only.
+//
+// # See also
+//
+// How the row is taken, the session checked, fences computed and
+// interrupted attempts cleaned up:
+// https://github.com/dlock-go/dlock/blob/main/docs/ARCHITECTURE.md#mysqllock.
+// Measured behaviour under faults:
+// https://github.com/dlock-go/dlock/blob/main/docs/SAFETY.md.
+// Package fence checks these fences in other resources.
 package mysqllock

@@ -17,6 +17,18 @@
 // Redis (redislock) when lock traffic is heavy and the data is elsewhere,
 // and ZooKeeper (zklock) when you need fair queues without a TTL to guess.
 //
+// # Usage
+//
+//	locks := pglock.New(pool) // the *pgxpool.Pool you already have
+//	defer locks.Close()       // before pool.Close
+//	if err := locks.Migrate(ctx); err != nil { ... }
+//	lease, err := locks.NewMutex("nightly-report").Lock(ctx)
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	// pass lease.Fence() to WriteFenced; watch lease.Done()
+//
+// See Example, ExampleClient_NewSessionMutex and ExampleClient_WriteFenced.
+//
 // # Setting up
 //
 // New takes the caller's *pgxpool.Pool and never fails; the first call
@@ -91,19 +103,10 @@
 // Each lock name has a row in the Client's table, created by the first
 // attempt on the name and kept after it is released, that holds the
 // holder's random owner token, the fence of the latest grant and an expiry
-// on the database's clock. Both modes take the lock the same way, in one
-// round trip and one transaction of two statements:
-//
-//	INSERT ... VALUES (name, '', 0, '-infinity') ON CONFLICT (name) DO NOTHING
-//	UPDATE ... SET token = ..., fence = ..., expires_at = now() + TTL
-//	    WHERE name = ... AND expires_at <= now()
-//
-// The first makes sure the row exists; the second takes it if it is free
-// or expired: every decision about time is made on the database's clock,
-// never the client's. An attempt on a lock that is plainly held only
-// reads: it neither locks nor writes the row. Releasing frees the row if
-// the token still holds it (it stays, with its last fence) and notifies
-// waiters; renewing moves the expiry if the token still holds it.
+// on the database's clock. Both modes take the lock in one round trip and
+// one transaction, which takes the row only if it is free or expired:
+// every decision about time is made on the database's clock, never the
+// client's.
 //
 // A lease's Until is the send time of its last successful acquire or
 // renewal plus the TTL, less 1% of the TTL and 2ms for clock drift, on the
@@ -134,20 +137,14 @@
 // TTL (PostgreSQL 14 or later), so that the database ends the session of
 // a holder that falls silent, about when its row expires.
 //
-// While the connection is idle, a goroutine waits on it for anything the
-// database sends: a terminated session says so before it closes, and a
-// broken connection fails the read, so the lease ends at once, with an
-// error matching dlock.ErrLost and ErrSessionLost, instead of at Until. The
-// row stays held until it expires all the same: the database also ends
-// sessions whose holder cannot hear it (a partition, a crash and restart
-// of the database), and such a holder still counts on its Until. Release
-// of a lease that ended so frees the row at once, since the holder is done
-// with it. The watchdog renews each lease on its own connection: the
-// renewal extends the row and reads the backend's PID, which proves the
-// session that holds the advisory lock alive when it was sent; a failed
-// renewal closes the connection, which ends the session, and the lease.
-// The connection goes back to the pool, with idle_session_timeout
-// restored, only after a clean release.
+// While the connection is idle, the lease watches it: when the database
+// ends the session (terminated, restarted) or the connection breaks, the
+// lease ends at once, with an error matching dlock.ErrLost and
+// ErrSessionLost, instead of at Until. The row stays held until it expires
+// all the same, since the database also ends sessions whose holder cannot
+// hear it. Each lease is renewed on its own connection; a failed renewal
+// closes the connection, which ends the session, and the lease. The
+// connection goes back to the pool only after a clean release.
 //
 // Session mode offers, over lease mode: the holder learns at once that its
 // session ended (terminated, restarted, a broken connection), not only at
@@ -175,23 +172,12 @@
 // Every grant, in either mode, sets the row's fence to the largest of
 // three values: the next value of the Client's sequence, the row's last
 // fence plus one, and the database's clock (clock_timestamp) in
-// microseconds. PostgreSQL computes it from the newest version of the row:
-// if another grant committed a newer version after the statement began,
-// the statement waits for it, locks it and computes the fence again. So
-// every fence is computed after the grant before it committed, and it is
-// larger than that grant's fence:
-//
-//   - on the same row, by the row's fence plus one;
-//   - on a row deleted behind pglock's back and created again (with fence
-//     0, taken only by the statement after the one that created it), by
-//     the sequence and the clock: each was read after the earlier grant
-//     committed, and every fence is at most the larger of the sequence's
-//     value and the clock when it is given (a fence exceeds both only by
-//     being its row's last fence plus one, and between two grants of a
-//     row the clock moves on by at least a microsecond);
-//   - after the database is restored from a backup, or fails over to a
-//     copy that lags (its rows and sequence older), by the clock, which
-//     does not go back with the data. No call to Migrate is needed first.
+// microseconds. So every fence is larger than the fence of the grant
+// before it: on the same row; on a row deleted behind pglock's back and
+// created again; and after the database is restored from a backup, or
+// fails over to a copy that lags, by the clock, which does not go back
+// with the data (the argument is in docs/ARCHITECTURE.md). No call to
+// Migrate is needed first.
 //
 // This assumes that the database's clock does not step back, and that
 // after a failover the new server's clock is not behind the old one's by
@@ -273,19 +259,13 @@
 //
 //	DELETE FROM dlock_leases WHERE expires_at < now() AND name <> ''
 //
-// An attempt or release whose
-// outcome did not reach the client (a context done while the statement
-// was on its way, a broken connection) is cleaned up in the background:
-// the attempt's connection is closed, which frees an advisory lock it may
-// have taken once the database reads the end of it, and the row is freed
-// if it holds the attempt's token, looking until the backend that ran
-// the statement has ended, since until then the statement may still land.
-// Close waits for these clean-ups, and for the releases of held leases
-// before them, 1.5 seconds at most in all (see Faults): when it returns,
-// nothing a failed or released attempt took is left, unless the database
-// could not be reached in that time, which Close reports; that row then
-// expires within its TTL. Each look of a clean-up waits a second for the
-// database, twice as long as the one before it after that, up to eight.
+// An attempt or release whose outcome did not reach the client (a context
+// done while the statement was on its way, a broken connection) is cleaned
+// up in the background. Close waits for these clean-ups, and for the
+// releases of held leases before them, 1.5 seconds at most in all (see
+// Faults): when it returns, nothing a failed or released attempt took is
+// left, unless the database could not be reached in that time, which
+// Close reports; that row then expires within its TTL.
 //
 // # Waiting
 //
@@ -367,4 +347,30 @@
 // is one lock, whether a Mutex, a SessionMutex or an Election's leader
 // takes it, so no kind of lock is refused for another (see
 // dlock.ErrKindMismatch). Fenced writes are WriteFenced's (see Fencing).
+//
+// # Limits
+//
+//   - A holder paused past its lease can still write to a resource that
+//     does not check its fence: use WriteFenced or CheckFence.
+//   - Fences assume the database's clock does not step back, and that after
+//     a failover the new server's clock is not behind the old one's by more
+//     than the failover took.
+//   - A restored or lagging database can grant a lock again while an old
+//     lease is valid unless restart detection sees it: not covered are a
+//     failover before any attempt recorded the identity, a restore of the
+//     table alone without WithRestartWindow, and anything with detection
+//     off (see Restarts, failovers and restores).
+//   - Any account that may connect can block (not hold) a SessionMutex by
+//     its advisory key; use lease mode, or a secret in the name.
+//   - Behind a pooler in transaction mode, session mode does not work and
+//     waiters poll.
+//
+// # See also
+//
+// How the row is taken, the session watched, fences computed and
+// interrupted attempts cleaned up:
+// https://github.com/dlock-go/dlock/blob/main/docs/ARCHITECTURE.md#pglock.
+// Measured behaviour under faults:
+// https://github.com/dlock-go/dlock/blob/main/docs/SAFETY.md.
+// Package fence checks these fences in other resources.
 package pglock

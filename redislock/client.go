@@ -230,7 +230,7 @@ func (c *Client) cleanUp(ctx context.Context, release redisconn.Call) {
 // releaseCall is the call of script s that deletes the lock k that token
 // holds and wakes waiters: release.lua's shape.
 func releaseCall(k keys, token string, s *redisscript.Script) redisconn.Call {
-	return redisconn.Call{Script: s, Keys: []string{k.lock}, Args: []string{token, k.channel}}
+	return redisscript.ReleaseCall{Lock: k.lock, Token: token, Channel: k.channel}.Call(s)
 }
 
 // release runs a release call now if the server answers, and otherwise

@@ -1,20 +1,40 @@
 // Package redislock implements dlock's locks on one Redis deployment:
-// standalone, Sentinel or Cluster, Redis 6.2 or later.
+// standalone, Sentinel or Cluster, Redis 6.2 or later: Mutex,
+// ReentrantMutex, FairMutex, RWMutex, Semaphore, Latch, MultiLock, Striped
+// and elections.
 //
-// # How a Mutex works
+// # Usage
 //
-// The lock is a key, dlock:{name}, set with SET NX PX to a random 128-bit
-// owner token. Acquiring it is one Lua script that also increments the
-// fence counter of the name's Cluster slot (below). Releasing is a
-// compare-and-delete that also wakes the client that has waited longest
-// (see Waiting); refreshing is a compare-and-pexpire. Scripts run
-// by EVALSHA, falling back to EVAL when the server's script cache is empty.
-// Uncontended, an acquire runs three commands on the server (SET, TIME,
-// and SET ... GET of the fence counter, see Why fences strictly increase)
-// and a release two (GET, DEL): an acquire that finds
-// the lock held marks its value (a trailing byte 1, a control character,
-// which no token holds whatever its label), and only a marked lock's
-// release publishes.
+// Wrap the Redis client you already have (package goredisconn for go-redis
+// v9, with ContextTimeoutEnabled; package rueidisconn for rueidis), then
+// lock by name:
+//
+//	locks := redislock.New(goredisconn.New(rdb))
+//	defer locks.Close()
+//	lease, err := locks.NewMutex("nightly-report").Lock(ctx)
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	// pass lease.Fence() to the resource; watch lease.Done()
+//
+// The Example functions show every kind.
+//
+// # Guarantees
+//
+// A Mutex is a key, dlock:{name}, set with SET NX PX to a random 128-bit
+// owner token; acquiring, refreshing and releasing are one Lua script
+// each, compare-and-act on the token. Uncontended, an acquire runs three
+// commands on the server and a release two. A release wakes the client
+// that has waited longest (see Waiting).
+//
+// Every grant carries a fence that strictly increases on its deployment:
+// after a loss of the fence counter (a restart without the data, or a
+// replica promoted with a counter that had not caught up), as long as the
+// failover takes longer than 100ms (every automatic one does) and the
+// clocks of the old and the new server agree to within the failover's
+// time. While two masters grant at once (an isolated old master during a
+// failover, without WithReplicas), their fences interleave; the resource
+// that checks them refuses the lower, and so never takes a stale write.
+// The argument is in docs/ARCHITECTURE.md.
 //
 // # Keys, and how long they last
 //
@@ -43,25 +63,6 @@
 // slot of the name, so at most 16384 per deployment however many names are
 // used, each on the node of the names it serves.
 //
-// # Why fences strictly increase
-//
-// A Mutex's fence is the server's clock in microseconds (TIME), or the
-// slot's counter plus one if the counter is not behind the clock (two
-// grants within a microsecond, or a clock stepped back); the counter is
-// set to the fence in the same step. The other kinds add one to the
-// counter, and lift it to the clock whenever it is more than 100ms behind.
-// The counter never goes down. It also stays within 100ms of the clock,
-// and one server grants less than one lock per microsecond, so every fence
-// a server drew is at most its clock at the time plus a few: after a loss
-// of the counter (a restart without the data, or a replica promoted with
-// a counter that had not caught up), if the failover takes longer than
-// 100ms (every automatic one does), the next fence is above every earlier
-// one, as long as the clocks of the old and the new server agree to within
-// the failover's time. While two masters grant at once (an isolated old master
-// during a failover, without WithReplicas), their fences interleave; the
-// resource that checks them refuses the lower, and so never takes a stale
-// write.
-//
 // One name serves one kind of lock at a time: the main key tells which
 // kind holds it, and a lock of another kind gets an error matching
 // dlock.ErrNotObtained and dlock.ErrKindMismatch that names both kinds,
@@ -88,30 +89,40 @@
 //
 // # Waiting
 //
-// Lock first tries once. If the lock is held, the waiter subscribes to its
-// Client's own channel for the lock, dlock:{name}:wake:<client id> (one
-// pub/sub connection per Client, shared by all its waiters), and tries
-// again; that attempt, if it fails, puts the Client in the lock's line of
-// waiting clients, a sorted set ordered by when each began to wait. A
-// release takes the first client out of the line and publishes on its
-// channel alone (passing over, up to three times, a client that no longer
-// listens), and that client wakes one of its waiters: one attempt per
-// hand-over, not one per waiting client. A woken client that loses the race
-// to a newcomer goes back to its old place; one that has no waiter left
-// passes its turn to the next client. A client whose release woke another
-// joins the line at the back at once when it asks again, without trying
-// first, so that it does not race the client it woke. A waiter also retries when the
-// holder's TTL runs out, and after a backoff from its RetryStrategy (at
-// least 50ms apart while its Client stands in line), in case a notice is
-// lost. No wait depends on a notice: a new waiter waits for the server to
-// confirm its subscription at most 250ms, and the pub/sub connection is
-// sent a PING when it has carried nothing for a second while channels are
-// subscribed, and replaced (every channel subscribed again on a new one)
-// when the PING is not answered within another second, as after a
-// firewall dropped the idle connection. A Mutex is not strictly fair: a newcomer can take a free lock
-// before the woken client; see FairMutex. A ReentrantMutex's waiters wait
-// in the same way, and the release of its owner's last hold wakes the first
-// client in the line.
+// Lock waits for a notice from the holder's release, which wakes one
+// waiting client (one attempt per hand-over, not one per waiting client),
+// and also retries when the holder's TTL runs out and after a backoff from
+// its RetryStrategy (at least 50ms apart while its Client stands in line),
+// in case a notice is lost: no wait depends on a notice. Each Client has
+// one pub/sub connection, shared by all its waiters, checked by a PING
+// after a second of silence and replaced when the PING is not answered.
+// A Mutex is not strictly fair: a newcomer can take a free lock before the
+// woken client; see FairMutex. A ReentrantMutex's waiters wait in the same
+// way.
+//
+// # Calls that must run once
+//
+// dlock never lets a transport re-send its scripts (a call whose reply is
+// lost may still run on the server), and sends again only what is safe to
+// run twice (see docs/ARCHITECTURE.md).
+//
+//   - Semaphore.AddPermits, Semaphore.SetPermits and Latch.CountDown carry
+//     a request id; the server records the outcome of each id for twenty
+//     minutes, a refusal and a latch not counting included, so a copy that
+//     runs again changes nothing, even one held up on its connection until
+//     after a later copy was answered. When their reply
+//     is lost they send the same request again until the server answers,
+//     ctx is done, or four minutes have passed since the first copy: a
+//     copy sent later could still be retransmitted by TCP (for up to about
+//     15 minutes) after the record expired, and change the count twice.
+//     A later copy that the server turns away for a while (BUSY, LOADING,
+//     a Cluster's TRYAGAIN) is sent again, as a lost one is; an error reply
+//     to it that the script did not record says nothing of the earlier
+//     copies, and the outcome is then unknown.
+//     Each call takes effect exactly once, or, when no answer came, at
+//     most once, and the error matches ErrOutcomeUnknown. A paused server
+//     runs the copies it holds when it resumes: one that it runs more than
+//     twenty minutes after the first changes the count again.
 //
 // # Faults
 //
@@ -159,49 +170,6 @@
 // through its locks' Clients, and a Striped lock as its stripes. Without
 // an observer, reporting costs a nil check.
 //
-// # Calls that must run once
-//
-// A call whose reply is late or lost (a read timeout, a reset connection,
-// a paused server) may still run on the server, once or, if a transport
-// sent it again, twice. dlock never lets a transport re-send its scripts:
-// goredisconn marks them NoRetry for go-redis, whose default is to re-send
-// a timed-out command up to three times, and rueidis re-sends only
-// read-only commands. dlock decides what to send again itself, and sends
-// again only what is safe to run twice:
-//
-//   - An attempt whose reply is lost is given back in the background: its
-//     release, keyed by the attempt's own token (a reentrant hold by its
-//     own hold id), deletes only what that attempt took. The clean-up
-//     keeps trying while the server cannot be reached or cannot serve it
-//     (see Faults), however long, and
-//     then looks a few more times over about four seconds, since a request
-//     buffered on a paused server runs when the server resumes. Once
-//     Close has begun, each clean-up looks once more and stops (see
-//     Client.Close).
-//   - Semaphore.AddPermits, Semaphore.SetPermits and Latch.CountDown carry
-//     a request id; the server records the outcome of each id for twenty
-//     minutes, a refusal and a latch not counting included, so a copy that
-//     runs again changes nothing, even one held up on its connection until
-//     after a later copy was answered. When their reply
-//     is lost they send the same request again until the server answers,
-//     ctx is done, or four minutes have passed since the first copy: a
-//     copy sent later could still be retransmitted by TCP (for up to about
-//     15 minutes) after the record expired, and change the count twice.
-//     A later copy that the server turns away for a while (BUSY, LOADING,
-//     a Cluster's TRYAGAIN) is sent again, as a lost one is; an error reply
-//     to it that the script did not record says nothing of the earlier
-//     copies, and the outcome is then unknown.
-//     Each call takes effect exactly once, or, when no answer came, at
-//     most once, and the error matches ErrOutcomeUnknown. A paused server
-//     runs the copies it holds when it resumes: one that it runs more than
-//     twenty minutes after the first changes the count again.
-//   - A reentrant hold's release gives up that hold only, however often it
-//     runs; re-entering or renewing never shortens the lock's expiry below
-//     what another hold of the owner was promised.
-//   - A call that converts or hands over a hold (RWMutex.Downgrade) ends
-//     the old lease before it sends the request, so the old lease is never
-//     trusted while another holder may have been granted.
-//
 // # Transports
 //
 // The Client talks to Redis through a Conn. Package goredisconn adapts a
@@ -212,4 +180,30 @@
 // lone call is sent at once either way. Many calls then cost one write and
 // one read, on the client and on the server, which is most of a call's
 // cost on a local network.
+//
+// # Limits
+//
+//   - A lock can be lost while its holder is still working (a process
+//     pause longer than the TTL): check Done and pass the fence to the
+//     resource (package fence).
+//   - On Sentinel or Cluster, a master that dies before replicating a fresh
+//     lock lets the promoted replica grant it again, and while two masters
+//     grant at once fences do not follow grant order: use WithReplicas.
+//   - Fences increase across a failover only if the clocks of the old and
+//     the new server agree to within the failover's time.
+//   - A reply that never changes (READONLY from a replica, OOM under
+//     noeviction) keeps Lock waiting until its context ends: give Lock a
+//     deadline.
+//   - A closed rueidis client looks unavailable, not unusable.
+//   - A paused server that runs a held copy of AddPermits, SetPermits or
+//     CountDown more than twenty minutes after the first changes the count
+//     again.
+//
+// # See also
+//
+// How each kind works, its keys and scripts, the waiting line, the calls
+// that must run once, and why fences increase:
+// https://github.com/dlock-go/dlock/blob/main/docs/ARCHITECTURE.md#redislock.
+// Measured behaviour under faults (Sentinel, Cluster, TLS):
+// https://github.com/dlock-go/dlock/blob/main/docs/SAFETY.md.
 package redislock

@@ -36,7 +36,8 @@ func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.R
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	v, err := s.c.eval(ctx, redisscript.ElectPublish, []string{s.lock, s.record}, r.Token, r.String(), s.ttl, s.channel)
+	call := redisscript.ElectPublishCall{Lock: s.lock, Record: s.record, Token: r.Token, Value: r.String(), TTL: s.ttl, Channel: s.channel}.Call()
+	v, err := s.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		return redisscript.Describe("redislock", s.lock, redisscript.ElectPublish, err)
 	}
@@ -50,7 +51,8 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if err := s.c.usable(); err != nil {
 		return election.Record{}, false, err
 	}
-	v, err := s.c.eval(ctx, redisscript.ElectRead, []string{s.lock, s.record})
+	call := redisscript.ElectReadCall{Lock: s.lock, Record: s.record}.Call()
+	v, err := s.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		return election.Record{}, false, redisscript.Describe("redislock", s.lock, redisscript.ElectRead, err)
 	}
@@ -77,7 +79,8 @@ func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	_, err := s.c.eval(ctx, redisscript.ElectWithdraw, []string{s.record}, r.String(), s.channel)
+	call := redisscript.ElectWithdrawCall{Record: s.record, Value: r.String(), Channel: s.channel}.Call()
+	_, err := s.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	return err
 }
 

@@ -348,7 +348,7 @@ func (l *fairLease) Release(ctx context.Context) error {
 }
 
 func (l *fairLease) refreshCall() redisconn.Call {
-	return redisconn.Call{Script: refreshScript, Keys: []string{l.m.keys.lock}, Args: []string{l.Token(), l.m.ttl}}
+	return redisscript.RefreshCall{Lock: l.m.keys.lock, Token: l.Token(), TTL: l.m.ttl}.Call(refreshScript)
 }
 
 func (l *fairLease) renewed(r redisconn.Result, start, now time.Time) time.Time {

@@ -277,17 +277,13 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 	giveBack := m.releaseCall(token, hold)
 	start := time.Now()
 	var res [1]redisconn.Result
-	mark := "" // "*": take the lock marked, see acquire.lua
-	if waited {
-		mark = "*"
-	}
-	call := redisconn.Call{Script: m.f.acquire, Keys: []string{m.keys.lock, m.keys.fence}, Args: []string{token, m.ttl, hold, mark},
-		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}
+	args := redisscript.AcquireCall{Lock: m.keys.lock, Fence: m.keys.fence, Token: token, TTL: m.ttl, Hold: hold, Awaited: waited}
 	if m.f.lined && ln != nil {
 		since, onWin := ln.w.line()
-		call.Keys = append(call.Keys, m.keys.waiting)
-		call.Args = append(call.Args, m.c.id, strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(ln.life), 10), onWin)
+		args.Line = &redisscript.LinePlace{Key: m.keys.waiting, Client: m.c.id, Since: since, LifeMillis: ttlMillis(ln.life), OnWin: onWin}
 	}
+	call := args.Call(m.f.acquire)
+	call.WaitReplicas, call.WaitTimeout = m.cfg.replicas, m.cfg.replicaTimeout
 	actx, cancel, own := bound(ctx, m.cfg.replicaTimeout)
 	m.c.conn.Eval(actx, []redisconn.Call{call}, res[:])
 	cancel()
@@ -350,8 +346,11 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 // releaseCall is the call that gives up the hold hold of owner token.
 func (m *Mutex) releaseCall(token, hold string) redisconn.Call {
 	if m.f.lined {
-		return redisconn.Call{Script: m.f.release, Keys: []string{m.keys.lock, m.keys.waiting}, Args: []string{token, m.keys.channel, hold, m.keys.wake}}
+		return redisscript.ReleaseCall{Lock: m.keys.lock, Token: token, Channel: m.keys.channel, Hold: hold,
+			Waiting: m.keys.waiting, Wake: m.keys.wake}.Call(m.f.release)
 	}
+	// A Semaphore's permit: semaphore_release.lua's keys (it does not read
+	// ARGV[3]).
 	return redisconn.Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
 }
 
@@ -388,8 +387,9 @@ func (m *Mutex) join(ctx context.Context, w *waiter) (time.Duration, bool) {
 	}
 	since, _ := w.line()
 	wait := linePoll
-	v, err := m.c.eval(ctx, redisscript.JoinLine, []string{m.keys.lock, m.keys.waiting}, m.c.id,
-		strconv.FormatInt(since, 10), strconv.FormatInt(ttlMillis(wait+lineMargin), 10))
+	call := redisscript.JoinLineCall{Lock: m.keys.lock, Waiting: m.keys.waiting, Client: m.c.id, Since: since,
+		LifeMillis: ttlMillis(wait + lineMargin)}.Call()
+	v, err := m.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	pttl, ok := v.(int64)
 	if err != nil || !ok {
 		return 0, false
@@ -409,7 +409,8 @@ func (m *Mutex) passTurn() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	m.c.eval(ctx, redisscript.PassTurn, []string{m.keys.lock, m.keys.waiting}, m.keys.wake)
+	call := redisscript.PassTurnCall{Lock: m.keys.lock, Waiting: m.keys.waiting, Wake: m.keys.wake}.Call()
+	m.c.eval(ctx, call.Script, call.Keys, call.Args...)
 }
 
 // leaveLine takes this client out of the lock's line of waiting clients,
@@ -422,7 +423,8 @@ func (m *Mutex) leaveLine() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	m.c.eval(ctx, redisscript.LeaveLine, []string{m.keys.waiting}, m.c.id)
+	call := redisscript.LeaveLineCall{Waiting: m.keys.waiting, Client: m.c.id}.Call()
+	m.c.eval(ctx, call.Script, call.Keys, call.Args...)
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

@@ -46,7 +46,7 @@ func (s *electionStore) Publish(ctx context.Context, _ dlock.Lease, r election.R
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	call := redisconn.Call{Script: redisscript.ElectPublish, Keys: []string{s.lock, s.record}, Args: []string{r.Token, r.String(), s.ttl, s.channel}}
+	call := redisscript.ElectPublishCall{Lock: s.lock, Record: s.record, Token: r.Token, Value: r.String(), TTL: s.ttl, Channel: s.channel}.Call()
 	replies := s.c.fanOut(ctx, call)
 	ok, refused := 0, 0
 	var errs []error
@@ -76,7 +76,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if err := s.c.usable(); err != nil {
 		return election.Record{}, false, err
 	}
-	replies := s.c.fanOut(ctx, redisconn.Call{Script: redisscript.ElectRead, Keys: []string{s.lock, s.record}})
+	replies := s.c.fanOut(ctx, redisscript.ElectReadCall{Lock: s.lock, Record: s.record}.Call())
 	answered := 0
 	votes := map[string]int{}
 	var errs []error
@@ -116,7 +116,7 @@ func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {
 	if err := s.c.usable(); err != nil {
 		return err
 	}
-	replies := s.c.fanOut(ctx, redisconn.Call{Script: redisscript.ElectWithdraw, Keys: []string{s.record}, Args: []string{r.String(), s.channel}})
+	replies := s.c.fanOut(ctx, redisscript.ElectWithdrawCall{Record: s.record, Value: r.String(), Channel: s.channel}.Call())
 	var errs []error
 	for range s.c.nodes {
 		if rep := <-replies; rep.res.Err != nil {

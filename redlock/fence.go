@@ -2,10 +2,8 @@ package redlock
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/dlock-go/dlock/internal/redisscript"
-	"github.com/dlock-go/dlock/redisconn"
 )
 
 // liftStep is the granularity, in microseconds, to which quorum_acquire.lua
@@ -46,8 +44,7 @@ func (m *Mutex) writeFence(ctx context.Context, holders []int, token string, fen
 	for _, i := range holders {
 		only[i] = true
 	}
-	call := redisconn.Call{Script: redisscript.QuorumFence, Keys: []string{m.keys.lock, m.keys.fence},
-		Args: []string{token, strconv.FormatUint(fence, 10)}}
+	call := redisscript.QuorumFenceCall{Lock: m.keys.lock, Counter: m.keys.fence, Token: token, Fence: fence}.Call()
 	replies := m.c.fanOutTo(ctx, call, only)
 	ok := 0
 	var nodeErrs []error

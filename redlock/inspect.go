@@ -99,7 +99,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 // back: ForceUnlock records the tokens it deleted in the set
 // dlock:{name}:deposed on every node, in a second round when it deleted
 // any, and a renewal takes back no node for a token recorded there (see
-// "Extending, losing and releasing" in the package doc). The second round
+// "Extending, losing and releasing" in docs/ARCHITECTURE.md). The second round
 // also deletes the deposed keys that such a renewal set between the
 // rounds. Each token is kept twice the longest time the deleted keys had
 // left after ForceUnlock, and no longer, however often the name is

@@ -164,8 +164,8 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	token := lease.NewToken(ctx)
 	start := time.Now()
 	n, quorum := len(m.c.nodes), m.c.quorum
-	acquire := redisconn.Call{Script: redisscript.QuorumAcquire,
-		Keys: []string{m.keys.lock, m.keys.fence, epochKey}, Args: []string{token, m.ttl, m.window}}
+	acquire := redisscript.QuorumAcquireCall{Lock: m.keys.lock, Fence: m.keys.fence, Epoch: epochKey,
+		Token: token, TTL: m.ttl, Window: m.window}.Call()
 	replies := m.c.fanOut(ctx, acquire)
 	if m.c.cfg.detectRestart {
 		m.c.checkSoon()
@@ -211,7 +211,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			waiting = append(waiting, a)
 		}
 	}
-	release := redisconn.Call{Script: redisscript.Release, Keys: []string{m.keys.lock}, Args: []string{token, m.keys.channel}}
+	release := redisscript.ReleaseCall{Lock: m.keys.lock, Token: token, Channel: m.keys.channel}.Call(redisscript.Release)
 	fail := func(why error) (*grant, error) {
 		s := m.c.newSweep(release, m.cfg.ttl)
 		for i, o := range outcome {

@@ -19,7 +19,7 @@ func (c *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 	deadline := time.Now().Add(time.Minute)
 	for i, e := range batch {
 		g := e.Value.(*grant)
-		calls[i] = redisconn.Call{Script: redisscript.QuorumRefresh, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.ttl}}
+		calls[i] = redisscript.RefreshCall{Lock: g.m.keys.lock, Token: g.Token(), TTL: g.m.ttl}.Call(redisscript.QuorumRefresh)
 		if u := g.Until(); u.Before(deadline) {
 			deadline = u
 		}

@@ -108,8 +108,8 @@ func (c *Client) retake(ctx context.Context, jobs []retakeJob) int {
 		for i, a := range j.absent {
 			if a {
 				per[i].jobs = append(per[i].jobs, k)
-				per[i].calls = append(per[i].calls, redisconn.Call{Script: redisscript.QuorumRetake,
-					Keys: []string{j.g.m.keys.lock, j.g.m.keys.deposed}, Args: []string{j.g.Token(), j.g.m.ttl}})
+				per[i].calls = append(per[i].calls, redisscript.RefreshCall{Lock: j.g.m.keys.lock, Token: j.g.Token(), TTL: j.g.m.ttl,
+					Deposed: j.g.m.keys.deposed}.Call(redisscript.QuorumRetake))
 			}
 		}
 	}

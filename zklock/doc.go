@@ -2,19 +2,28 @@
 // recipes ZooKeeper's own documentation gives: a Mutex (and a
 // ReentrantMutex), an RWMutex and a Semaphore, all made from one Client.
 //
+// # Usage
+//
+// A Client is one ZooKeeper session, on a connection it makes itself:
+//
+//	locks, err := zklock.New(ctx, []string{"zk1:2181", "zk2:2181", "zk3:2181"})
+//	if err != nil { ... }
+//	defer locks.Close()
+//	lease, err := locks.NewMutex("/locks/nightly-report").Lock(ctx)
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	// pass lease.Fence() to the resource; watch lease.Done()
+//
+// The Example functions show every kind.
+//
 // # How a Mutex works
 //
-// Each contender creates an ephemeral sequential child of the lock's path,
-// named "_c_<guid>-lock-<sequence>", holding its owner token. The child
-// with the lowest sequence holds the lock. Every other contender watches
-// only the child just ahead of it, so a release (the holder deletes its
-// node) wakes exactly one waiter, which lists the children once and finds
-// itself first: a hand-over costs one notification and one read, and
-// waiters are served in the order they arrived. The guid makes the create
-// "protected": a create whose reply was lost to a broken connection is
-// found again by its guid rather than repeated, so no orphan node blocks
-// the queue. Missing parents are created as container nodes, which the
-// ensemble deletes once they are empty.
+// Each contender creates an ephemeral sequential child of the lock's path;
+// the lowest holds the lock, and every other contender watches only the
+// child just ahead of it. So a release wakes exactly one waiter, and
+// waiters are served in the order they arrived. A create whose reply was
+// lost is found again rather than repeated, so no orphan node blocks the
+// queue. Missing parents are created as container nodes.
 //
 // Because nodes are ephemeral, a client that crashes or is cut off loses
 // its lock when the ensemble expires its session; no TTL has to be guessed
@@ -34,15 +43,6 @@
 //
 //	s + min(TTL, T/3) - (1% + 2ms)
 //
-// Why T/3 and not T: a client's requests reach the leader's session
-// tracker by way of the server it is connected to, which reports the
-// sessions it heard from at the leader's next ping (every half tick). A
-// follower that answered a confirmation and then stalled before reporting
-// it leaves the leader with a touch up to one client ping interval (T/3)
-// plus half a tick older, and a tick may be as long as T/2. The session can
-// then expire as early as s + T - T/3 - T/4 = s + 5T/12 on the leader's
-// clock; T/3 stays inside that with room for the drift allowance.
-//
 // Done closes no later than Until, by a local timer, even when the
 // ensemble cannot be reached. While the connection is down, Lease.Suspended
 // and Client.Suspended report true: ownership is uncertain until the
@@ -55,16 +55,13 @@
 // wait for the session to expire.
 //
 // A connection down for the whole session timeout T means the session is
-// gone: any ensemble that is up has expired it, not having heard from the
-// client for that long, and an ensemble restarted without its data
-// refuses it for ever (the client has seen zxids the ensemble has not:
-// "has seen zxid 0x…, our last zxid is 0x…") and never reports it expired.
-// So, as Curator does, a Client whose connection has not got its session
-// back T after it went down gives the session up: leases of it still
-// held (none: each ended by its Until, at most T/3 after its last
-// confirmation) end with ErrSessionExpired, the nodes it knows of are
-// deleted in the background, and the Client opens a new connection with
-// a new session, on which waiting and later calls carry on.
+// gone, so, as Curator does, a Client whose connection has not got its
+// session back T after it went down gives the session up: leases of it
+// still held (none: each ended by its Until) end with ErrSessionExpired,
+// the nodes it knows of are deleted in the background, and the Client
+// opens a new connection with a new session, on which waiting and later
+// calls carry on. This also gets a Client past an ensemble restarted
+// without its data, which refuses the old session for ever.
 //
 // WithTTL sets the lease time; WithoutRenewal makes a fixed lease that ends
 // one TTL after it was granted or refreshed. Choose the session timeout
@@ -99,19 +96,10 @@
 //
 // where ctime is the lock path's creation time in milliseconds (set by the
 // ensemble leader's clock) and sequence is the number ZooKeeper appended
-// to the holder's node. Successive holders of a path have increasing
-// sequences, because the lowest node holds and every later node was
-// created after it; so under one parent the fence strictly increases. When
-// the parent is deleted (a reaped container) or lost with the ensemble's
-// data and created again, its ctime is later by at least the old parent's
-// lifetime, and the old parent's sequence counts its child changes
-// (creates and deletes), which would have to come at more than 2^12 per
-// millisecond of its life, four million a second, for the new fences not
-// to exceed the old; an ensemble commits a few tens of thousands of writes
-// a second. No counter node is needed, so none is left per lock name. The
-// holder node's creation zxid, the fence ZooKeeper recipes usually cite,
-// would not survive the ensemble losing its data (zxids start again from
-// zero), and it is above 2^53.
+// to the holder's node. It strictly increases from holder to holder of a
+// path, also when the path is reaped or lost with the ensemble's data and
+// created again (the argument is in docs/ARCHITECTURE.md). No counter
+// node is needed, so none is left per lock name.
 //
 // Fences stay below 2^53, so JSON and JavaScript consumers (jq, dlock
 // inspect -o json) read them exactly, until September 2089. Fences from
@@ -121,19 +109,10 @@
 // and one path must not be locked by both versions at once.
 //
 // The holders of a shared lock (RWMutex readers, Semaphore leases) are
-// ordered by their place in the queue, not by the moment each learned it
-// holds: of two readers let in by one writer's release, the later in the
-// queue may be told first, with the larger fence. Every grant's fence is
-// still larger than those of all the grants it had to wait for, and
-// smaller than those of all the grants that wait for it. A lease from
-// Downgrade, like a re-entered hold, keeps the fence of the write lease it
-// came from: the holder has not changed. Three limits remain: a leader
-// clock set back (or a new leader's clock behind the old one's) by more
-// than the old parent's lifetime; a parent created, used, emptied, reaped
-// and created again within one millisecond (it takes four transactions
-// logged by a quorum and a container check of the ensemble); and
-// ZooKeeper's sequence counter, which overflows after 2^31 changes to one
-// path (the recipes of Curator share it).
+// ordered by their place in the queue: every grant's fence is larger than
+// those of all the grants it had to wait for, and smaller than those of
+// all the grants that wait for it. A lease from Downgrade, like a
+// re-entered hold, keeps the fence of the write lease it came from.
 //
 // # Nothing left behind
 //
@@ -241,4 +220,34 @@
 // nodes are
 // named as those of Curator's InterProcessMutex and go-zookeeper's zk.Lock,
 // so the three exclude each other.
+//
+// # Limits
+//
+//   - A lock can be lost while its holder still acts (a pause longer than
+//     the lease time): check Done and pass the fence to the resource.
+//   - A lease lasts at most min(TTL, T/3) past its last confirmation, and
+//     ends during an election that lasts longer: choose the session timeout
+//     with elections in mind.
+//   - An ensemble restarted without its data grants the lock to the next
+//     client at once, while the old holder's lease lasts until its Until;
+//     only fencing protects the resource then (see above).
+//   - Fences: a leader clock set back by more than the old parent's
+//     lifetime, a parent made, reaped and made again within a millisecond,
+//     and ZooKeeper's sequence overflow after 2^31 changes to one path are
+//     not covered; fences of zklock before the 2^12 layout must not meet
+//     these on one resource or path.
+//   - Without WithTLS the session, tokens and credentials travel in clear;
+//     a lock path whose ACL lets others delete children lets them take the
+//     lock (refused with ErrPathACL under WithDigestAuth or WithACL).
+//   - Before ZooKeeper 3.5.3 there are no container nodes, and the paths
+//     the locks create stay.
+//
+// # See also
+//
+// How the session, the confirmations and the give-up work, why a lease
+// lasts T/3, and why fences increase:
+// https://github.com/dlock-go/dlock/blob/main/docs/ARCHITECTURE.md#zklock.
+// Measured behaviour under faults:
+// https://github.com/dlock-go/dlock/blob/main/docs/SAFETY.md.
+// The recipes: https://zookeeper.apache.org/doc/current/recipes.html.
 package zklock

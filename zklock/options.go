@@ -212,9 +212,9 @@ func (c config) check() error {
 // WithTTL sets the lease time: how long a lease lasts after the last time
 // it was confirmed. The default is DefaultTTL (30s). A ZooKeeper lock is
 // held as long as the session lives, so a lease can never count on more
-// than a third of the session timeout (see the package documentation);
-// the lease time in force is the smaller of the two. It must be between
-// MinTTL and MaxTTL.
+// than a third of the session timeout (see "Why a lease lasts T/3" under
+// zklock in docs/ARCHITECTURE.md); the lease time in force is the smaller
+// of the two. It must be between MinTTL and MaxTTL.
 func WithTTL(ttl time.Duration) Option { return func(c *config) { c.ttl = ttl } }
 
 // WithoutRenewal makes a fixed lease: it ends, with an error matching

@@ -141,10 +141,11 @@ func parseChildren(dir string, names []string) ([]child, error) {
 //
 //	(ctime - fenceEpoch)·2^fenceSeqBits + seq
 //
-// See the package documentation for why it strictly increases across
-// holders, even when the parent is deleted and created again or the
-// ensemble loses its data, and stays below 2^53 until fenceHorizon. A
-// parent created before fenceEpoch counts from it.
+// See "Why fences strictly increase" under zklock in docs/ARCHITECTURE.md
+// for why it strictly increases across holders, even when the parent is
+// deleted and created again or the ensemble loses its data, and stays
+// below 2^53 until fenceHorizon. A parent created before fenceEpoch counts
+// from it.
 func fenceOf(parentCtime, seq int64) uint64 {
 	return uint64(max(parentCtime-fenceEpoch, 0))<<fenceSeqBits + uint64(seq)
 }

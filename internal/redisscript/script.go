@@ -131,7 +131,9 @@ func loadHolding(name string) *Script {
 const WaiterMark = "\x01"
 
 // The scripts. Each file's header lists its KEYS and ARGV; those loaded
-// with loadHolding may call the functions of holderPrologue.
+// with loadHolding may call the functions of holderPrologue. The typed
+// calls of calls.go build the KEYS and ARGV of the most used ones from
+// named fields.
 var (
 	Acquire       = loadLined("acquire.lua", false)
 	Release       = loadWaking("release.lua")

@@ -47,7 +47,7 @@ func (g *grant) forget() {
 	g.m.c.renew.Remove(&g.entry)
 	g.m.c.leases.Remove(g)
 	if g.MaxHoldReached() {
-		call := redisconn.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+		call := redisscript.ReleaseCall{Lock: g.m.keys.lock, Token: g.Token(), Channel: g.m.keys.channel}.Call(redisscript.Release)
 		s := g.m.c.newSweep(call, g.m.cfg.ttl)
 		for i := range s.del {
 			s.del[i] = true
@@ -70,9 +70,10 @@ type tally struct {
 	absent      []bool // by node: answered that the key is absent (counted in notOurs); nil if none did
 }
 
-func (g *grant) run(ctx context.Context, s *redisscript.Script, args ...string) tally {
+// run sends call, a compare-and-act script on the lease's key, to every
+// node, and counts their answers.
+func (g *grant) run(ctx context.Context, call redisconn.Call) tally {
 	c := g.m.c
-	call := redisconn.Call{Script: s, Keys: []string{g.m.keys.lock}, Args: append([]string{g.Token()}, args...)}
 	replies := c.fanOut(ctx, call)
 	t := tally{failed: make([]bool, len(c.nodes))}
 	for range c.nodes {
@@ -137,7 +138,7 @@ func (g *grant) Refresh(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	t := g.run(ctx, redisscript.QuorumRefresh, g.m.ttl)
+	t := g.run(ctx, redisscript.RefreshCall{Lock: g.m.keys.lock, Token: g.Token(), TTL: g.m.ttl}.Call(redisscript.QuorumRefresh))
 	if g.extended(t, start) {
 		if t.absent != nil {
 			g.m.c.retake(ctx, []retakeJob{{g, t.absent}})
@@ -182,7 +183,7 @@ late:
 			g.acq[i] = acqUnknown
 		}
 	}
-	call := redisconn.Call{Script: redisscript.Release, Keys: []string{g.m.keys.lock}, Args: []string{g.Token(), g.m.keys.channel}}
+	call := redisscript.ReleaseCall{Lock: g.m.keys.lock, Token: g.Token(), Channel: g.m.keys.channel}.Call(redisscript.Release)
 	s := c.newSweep(call, g.m.cfg.ttl)
 	s.acq, s.acqLeft, s.acqKnown = g.acqReplies, g.acqLeft, g.acq
 	// A release waits for a majority until the lease's Until, not one

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/internal/renewal"
 	"github.com/dlock-go/dlock/redisconn"
 )
@@ -76,7 +77,10 @@ func (g *grant) Release(ctx context.Context) error {
 }
 
 func (g *grant) refreshCall() redisconn.Call {
-	return redisconn.Call{Script: g.m.f.refresh, Keys: append([]string{g.m.keys.lock}, g.m.extra...), Args: []string{g.Token(), g.m.ttl}}
+	if g.m.extra != nil { // a Semaphore's permit: semaphore_refresh.lua's keys
+		return redisconn.Call{Script: g.m.f.refresh, Keys: append([]string{g.m.keys.lock}, g.m.extra...), Args: []string{g.Token(), g.m.ttl}}
+	}
+	return redisscript.RefreshCall{Lock: g.m.keys.lock, Token: g.Token(), TTL: g.m.ttl}.Call(g.m.f.refresh)
 }
 
 func (g *grant) renewed(r redisconn.Result, start, now time.Time) time.Time {

@@ -1,0 +1,51 @@
+package redisscript
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/dlock-go/dlock/redisconn"
+)
+
+// TestTypedCalls checks that each typed call sends the keys and arguments
+// its script reads, in the positions its header lists: the same slices the
+// callers built by hand before the typed calls.
+func TestTypedCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		got        redisconn.Call
+		script     *Script
+		keys, args []string
+	}{
+		{"acquire", AcquireCall{Lock: "L", Fence: "F", Token: "tok", TTL: "3000", Hold: "h"}.Call(Acquire), Acquire,
+			[]string{"L", "F"}, []string{"tok", "3000", "h", ""}},
+		{"acquire awaited, in line", AcquireCall{Lock: "L", Fence: "F", Token: "tok", TTL: "3000", Hold: "h", Awaited: true,
+			Line: &LinePlace{Key: "W", Client: "c1", Since: 17, LifeMillis: 1050, OnWin: "stay"}}.Call(ReentrantAcquire), ReentrantAcquire,
+			[]string{"L", "F", "W"}, []string{"tok", "3000", "h", "*", "c1", "17", "1050", "stay"}},
+		{"release", ReleaseCall{Lock: "L", Token: "tok", Channel: "C"}.Call(Release), Release,
+			[]string{"L"}, []string{"tok", "C"}},
+		{"release, waking the line", ReleaseCall{Lock: "L", Token: "tok", Channel: "C", Hold: "h", Waiting: "W", Wake: "P"}.Call(ReentrantRelease),
+			ReentrantRelease, []string{"L", "W"}, []string{"tok", "C", "h", "P"}},
+		{"refresh", RefreshCall{Lock: "L", Token: "tok", TTL: "3000"}.Call(Refresh), Refresh,
+			[]string{"L"}, []string{"tok", "3000"}},
+		{"quorum retake", RefreshCall{Lock: "L", Token: "tok", TTL: "3000", Deposed: "D"}.Call(QuorumRetake), QuorumRetake,
+			[]string{"L", "D"}, []string{"tok", "3000"}},
+		{"quorum acquire", QuorumAcquireCall{Lock: "L", Fence: "F", Epoch: "E", Token: "tok", TTL: "3000", Window: "30000"}.Call(), QuorumAcquire,
+			[]string{"L", "F", "E"}, []string{"tok", "3000", "30000"}},
+		{"quorum fence", QuorumFenceCall{Lock: "L", Counter: "F", Token: "tok", Fence: 1 << 60}.Call(), QuorumFence,
+			[]string{"L", "F"}, []string{"tok", "1152921504606846976"}},
+		{"join line", JoinLineCall{Lock: "L", Waiting: "W", Client: "c1", Since: 17, LifeMillis: 1050}.Call(), JoinLine,
+			[]string{"L", "W"}, []string{"c1", "17", "1050"}},
+		{"pass turn", PassTurnCall{Lock: "L", Waiting: "W", Wake: "P"}.Call(), PassTurn, []string{"L", "W"}, []string{"P"}},
+		{"leave line", LeaveLineCall{Waiting: "W", Client: "c1"}.Call(), LeaveLine, []string{"W"}, []string{"c1"}},
+		{"elect publish", ElectPublishCall{Lock: "L", Record: "R", Token: "tok", Value: "v", TTL: "3000", Channel: "C"}.Call(), ElectPublish,
+			[]string{"L", "R"}, []string{"tok", "v", "3000", "C"}},
+		{"elect read", ElectReadCall{Lock: "L", Record: "R"}.Call(), ElectRead, []string{"L", "R"}, nil},
+		{"elect withdraw", ElectWithdrawCall{Record: "R", Value: "v", Channel: "C"}.Call(), ElectWithdraw, []string{"R"}, []string{"v", "C"}},
+	} {
+		if tc.got.Script != tc.script || !slices.Equal(tc.got.Keys, tc.keys) || !slices.Equal(tc.got.Args, tc.args) {
+			t.Errorf("%s: got %s KEYS %q ARGV %q, want %s KEYS %q ARGV %q", tc.name,
+				tc.got.Script.Name, tc.got.Keys, tc.got.Args, tc.script.Name, tc.keys, tc.args)
+		}
+	}
+}
