@@ -23,6 +23,6 @@ func TestReadmeQuickStartIsMainGo(t *testing.T) {
 		t.Fatal("README.md has no ```go block under ## Quick start")
 	}
 	if block != string(code) {
-		t.Errorf("README.md's quick start differs from internal/quickstart/main.go; copy main.go into the README:\n%s", block)
+		t.Errorf("README.md's quick start differs from examples/quickstart/main.go; copy main.go into the README:\n%s", block)
 	}
 }
