@@ -17,10 +17,14 @@ import (
 // write accepted, a fence regression or a register history that is not
 // linearizable above all (a Lock call that failed instead of waiting only
 // once enforceLockWaits is set), and checks that the run did its work:
-// faults injected, grants after each of them.
+// faults injected, grants after each of them. Each case has servers of its
+// own, and a run spends most of its time waiting (for a quiet window, a
+// failover, an ensemble to form), so the cases run in parallel, as many
+// at once as -test.parallel allows.
 func TestIntegrationChaos(t *testing.T) {
 	testenv.SkipIfShort(t, "runs servers and faults for a minute")
 	testenv.RequireBinary(t, "redis-server")
+	t.Parallel()
 	cases := []struct {
 		backend  string
 		duration time.Duration
@@ -85,6 +89,7 @@ func TestIntegrationChaos(t *testing.T) {
 			name += "/" + strings.Join(tc.only, ",")
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			if tc.backend == BackendZK3 {
 				if err := testenv.LookZooKeeper(); err != nil {
 					testenv.RequireBinary(t, "zookeeper") // fails in CI, skips with the hint elsewhere
@@ -226,6 +231,7 @@ func untilEnough(nominal time.Duration, faults int, cancel func()) func(Progress
 func TestIntegrationChaosSeesDoubleGrant(t *testing.T) {
 	testenv.SkipIfShort(t, "needs redis-server")
 	testenv.RequireBinary(t, "redis-server")
+	t.Parallel()
 	o := Options{Backend: BackendRedis, Duration: 6 * time.Second, TTL: 500 * time.Millisecond,
 		Work: 10 * time.Millisecond, Faults: []string{FaultExpire}, Gap: 300 * time.Millisecond}
 	res, err := Run(context.Background(), o)
