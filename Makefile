@@ -10,7 +10,7 @@ all: test
 deps:
 	@./scripts/ensure-deps redis zookeeper postgres mariadb etcd
 	@# etcd 3.6 for the etcdlock tests, built from its Go modules once per machine (about 2 minutes)
-	$(GO) test -count=1 -run '^TestIntegrationBuildEtcd$$' ./internal/testenv
+	$(GO) test -count=1 -run '^TestIntegrationBuildEtcd$$' ./internal/servers
 
 ## test: gofmt check, go vet, and every test (real servers) under -race.
 ## -parallel 4: tests that run side by side mostly wait on servers and timers,

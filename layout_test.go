@@ -18,9 +18,13 @@ var (
 	// top holds what sits above the library: the command, the chaos
 	// harness and the observers. Only the command imports them.
 	top = []string{"chaos", "dlockprom"}
-	// notShared is what lives in internal/ without being shared by the
-	// backends: the README's quick start program.
-	notShared = []string{"internal/quickstart"}
+	// testOnly are the packages that only tests may import: a package
+	// that imports one, test files aside, fails TestImportLayout unless it
+	// is one of them (the SQL pair's shared checks start their servers).
+	testOnly = []string{"internal/testenv", "internal/dblease/dbleasetest"}
+	// noTesting are the packages that shipped code imports for what
+	// testOnly gives tests, and which therefore must not import testing.
+	noTesting = []string{"internal/servers"}
 	// adapters are the Redis Conns: they import redisconn, never the
 	// backends that take them.
 	adapters = []string{"redislock/goredisconn", "redislock/rueidisconn"}
@@ -37,9 +41,10 @@ func folder(rel string) string {
 // TestImportLayout reads the module's import graph (go list, without the
 // tests' imports) and fails when an import points the wrong way: a backend
 // importing another backend, a Conn adapter or fence importing a backend,
-// the library importing the command, chaos or dlockprom, a shared internal
-// package importing a backend, or a circle between folders. It needs no
-// server.
+// the library importing the command, chaos or dlockprom, a package in
+// internal/ importing a backend, fence, dlocktest, chaos or dlockprom, a
+// package other than a test importing internal/testenv, internal/servers
+// importing testing, or a circle between folders. It needs no server.
 func TestImportLayout(t *testing.T) {
 	gotool, err := exec.LookPath("go")
 	if err != nil {
@@ -73,9 +78,15 @@ func TestImportLayout(t *testing.T) {
 		}
 		from := folder(pkg)
 		for _, imp := range fields[1:] {
+			if imp == "testing" && slices.Contains(noTesting, pkg) {
+				violations = append(violations, fmt.Sprintf("%s imports testing: shipped code starts its servers through it", pkg))
+			}
 			dep, ok := rel(imp)
 			if !ok {
 				continue
+			}
+			if slices.Contains(testOnly, dep) && !slices.Contains(testOnly, pkg) {
+				violations = append(violations, fmt.Sprintf("%s imports %s: only tests import it (use internal/servers)", pkg, dep))
 			}
 			to := folder(dep)
 			if slices.Contains(adapters, pkg) && slices.Contains(backends, to) {
@@ -121,9 +132,9 @@ func wrongWay(from, to string) string {
 		return "fence imports a backend"
 	case slices.Contains(top, to) && !command:
 		return "only the command imports " + to
-	case strings.HasPrefix(from, "internal/") && !slices.Contains(notShared, from) &&
+	case strings.HasPrefix(from, "internal/") &&
 		(slices.Contains(backends, to) || slices.Contains(top, to) || to == "fence" || to == "dlocktest"):
-		return "what the backends share imports " + to
+		return "a package in internal/ imports " + to
 	}
 	return ""
 }
@@ -205,6 +216,11 @@ func TestImportLayoutRules(t *testing.T) {
 		{"internal/sqllease", "dlockprom", true},
 		{"redislock", "chaos", true},
 		{"internal/lease", "chaos", true},
+		{"internal/servers", "dlockprom", true},
+		{"internal/testenv", "redislock", true},
+		{"internal/quickstart", "redislock", true}, // before issue 34, when it was exempt
+		{"examples", "redislock", false},
+		{"chaos", "internal/servers", false},
 		{"fence", "dlockprom", true},
 		{"cmd/dlock", "chaos", false},
 		{"cmd/dlock", "redislock", false},

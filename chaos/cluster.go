@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/internal/rediskeys"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // A Cluster deployment: three masters with a replica each (the replica of
@@ -25,10 +25,10 @@ const (
 func clusterReplicaTimeout(ttl time.Duration) time.Duration { return ttl / 10 }
 
 func (d *deployment) startCluster() error {
-	if _, err := testenv.LookBinary("redis-server"); err != nil {
+	if _, err := servers.LookBinary("redis-server"); err != nil {
 		return err
 	}
-	c, err := testenv.LaunchClusterConfig(testenv.ClusterConfig{Masters: clusterMasters, Replicas: 1,
+	c, err := servers.LaunchClusterConfig(servers.ClusterConfig{Masters: clusterMasters, Replicas: 1,
 		NodeTimeout: clusterNodeTimeout, Links: true})
 	if err != nil {
 		return err

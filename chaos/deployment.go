@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // A deployment is the servers of one backend, started by the harness on
@@ -18,19 +18,19 @@ import (
 // server off.
 type deployment struct {
 	backend string
-	redis   []*testenv.Redis
-	zk      *testenv.Ensemble
-	etcd    *testenv.EtcdCluster
-	pg      *testenv.Postgres
-	my      *testenv.MariaDB
-	cluster *testenv.Cluster
+	redis   []*servers.Redis
+	zk      *servers.Ensemble
+	etcd    *servers.EtcdCluster
+	pg      *servers.Postgres
+	my      *servers.MariaDB
+	cluster *servers.Cluster
 	// With TLS: the certificates, and the TLS address of each Redis
 	// server, which clients reach instead of its plain one.
-	certs    *testenv.Certs
+	certs    *servers.Certs
 	certsDir string
 	tlsAddrs []string
-	links    []*testenv.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
-	proxies  [][]*testenv.Proxy // [client][server]
+	links    []*servers.Proxy   // Sentinel: in front of each data server, for replication and the Sentinels
+	proxies  [][]*servers.Proxy // [client][server]
 }
 
 // startDeployment starts the servers of backend and the proxies of the
@@ -47,18 +47,18 @@ func startDeployment(backend string, clients int, useTLS bool) (*deployment, err
 	}
 	switch backend {
 	case BackendRedis, BackendRedisAOF:
-		err = d.startRedis(1, testenv.RedisConfig{Persistence: backend == BackendRedisAOF})
+		err = d.startRedis(1, servers.RedisConfig{Persistence: backend == BackendRedisAOF})
 	case BackendRedlock3:
-		err = d.startRedis(3, testenv.RedisConfig{})
+		err = d.startRedis(3, servers.RedisConfig{})
 	case BackendRedlock3RDB:
-		err = d.startRedis(3, testenv.RedisConfig{Args: []string{"--save", "1 1"}})
+		err = d.startRedis(3, servers.RedisConfig{Args: []string{"--save", "1 1"}})
 	case BackendRedlock5:
-		err = d.startRedis(5, testenv.RedisConfig{})
+		err = d.startRedis(5, servers.RedisConfig{})
 	case BackendZK3:
-		if err = testenv.LookZooKeeper(); err == nil && d.certs != nil {
-			d.zk, err = testenv.LaunchEnsembleTLS(3, d.certs, true)
+		if err = servers.LookZooKeeper(); err == nil && d.certs != nil {
+			d.zk, err = servers.LaunchEnsembleTLS(3, d.certs, true)
 		} else if err == nil {
-			d.zk, err = testenv.LaunchEnsemble(3)
+			d.zk, err = servers.LaunchEnsemble(3)
 		}
 	case BackendEtcd3:
 		err = d.startEtcd()
@@ -78,9 +78,9 @@ func startDeployment(backend string, clients int, useTLS bool) (*deployment, err
 		return nil, err
 	}
 	for range clients {
-		var row []*testenv.Proxy
+		var row []*servers.Proxy
 		for i := range d.servers() {
-			p, err := testenv.NewProxy(d.addr(i))
+			p, err := servers.NewProxy(d.addr(i))
 			if err != nil {
 				d.close()
 				return nil, fmt.Errorf("chaos: proxy: %w", err)
@@ -92,8 +92,8 @@ func startDeployment(backend string, clients int, useTLS bool) (*deployment, err
 	return d, nil
 }
 
-func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
-	if _, err := testenv.LookBinary("redis-server"); err != nil {
+func (d *deployment) startRedis(n int, cfg servers.RedisConfig) error {
+	if _, err := servers.LookBinary("redis-server"); err != nil {
 		return err
 	}
 	base := cfg.Args
@@ -106,7 +106,7 @@ func (d *deployment) startRedis(n int, cfg testenv.RedisConfig) error {
 			cfg.Args = append(slices.Clone(base), args...)
 			d.tlsAddrs = append(d.tlsAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		}
-		r, err := testenv.LaunchRedis(cfg)
+		r, err := servers.LaunchRedis(cfg)
 		if err != nil {
 			return err
 		}
@@ -278,8 +278,8 @@ func (d *deployment) leader() (int, error) {
 }
 
 // serverProxies returns every client's proxy to server i.
-func (d *deployment) serverProxies(i int) []*testenv.Proxy {
-	ps := make([]*testenv.Proxy, len(d.proxies))
+func (d *deployment) serverProxies(i int) []*servers.Proxy {
+	ps := make([]*servers.Proxy, len(d.proxies))
 	for c, row := range d.proxies {
 		ps[c] = row[i]
 	}

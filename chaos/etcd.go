@@ -6,17 +6,17 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
 // startEtcd starts a cluster of three etcd members.
 func (d *deployment) startEtcd() error {
-	if _, err := testenv.LookEtcd(); err != nil {
+	if _, err := servers.LookEtcd(); err != nil {
 		return err
 	}
-	c, err := testenv.LaunchEtcdCluster(3)
+	c, err := servers.LaunchEtcdCluster(3)
 	if err != nil {
 		return err
 	}

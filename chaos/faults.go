@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // An injector applies faults to a deployment and its clients, recording
@@ -153,14 +153,14 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		lat := in.between(in.ttl/20, in.ttl/5)
 		target = fmt.Sprintf("%s, +%v each way", target, lat)
 		hold = in.between(in.ttl, 3*in.ttl)
-		apply = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.SetLatency(lat) })
-		heal = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.SetLatency(0) })
+		apply = each(in.d.serverProxies(node), func(p *servers.Proxy) { p.SetLatency(lat) })
+		heal = each(in.d.serverProxies(node), func(p *servers.Proxy) { p.SetLatency(0) })
 	case FaultBlackhole:
-		apply = each(in.d.serverProxies(node), func(p *testenv.Proxy) { p.Blackhole(true) })
+		apply = each(in.d.serverProxies(node), func(p *servers.Proxy) { p.Blackhole(true) })
 		heal = each(in.d.serverProxies(node), unblackhole)
 	case FaultReset:
 		hold = 0
-		apply = each(in.d.serverProxies(node), (*testenv.Proxy).Reset)
+		apply = each(in.d.serverProxies(node), (*servers.Proxy).Reset)
 		heal = func() error { return nil }
 	case FaultExpire:
 		hold = 0
@@ -191,7 +191,7 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 		in.awaitHolder(ctx)
 		c := in.victim()
 		target, hold = fmt.Sprintf("client %d", c+1), in.outlast()
-		apply = each(in.d.proxies[c], func(p *testenv.Proxy) { p.Blackhole(true) })
+		apply = each(in.d.proxies[c], func(p *servers.Proxy) { p.Blackhole(true) })
 		heal = each(in.d.proxies[c], unblackhole)
 	default:
 		return fmt.Errorf("chaos: unknown fault %q", kind)
@@ -223,7 +223,7 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 // restarts it and unpins c.
 func (in *injector) pauseKill(ctx context.Context, c, i int) (apply, heal func() error) {
 	s := in.d.server(i)
-	var others []*testenv.Proxy
+	var others []*servers.Proxy
 	for j, p := range in.d.proxies[c] {
 		if j != i {
 			others = append(others, p)
@@ -318,13 +318,13 @@ func (in *injector) victim() int {
 // failed with PROTOCOL_ERROR or "malformed method name", for as long as
 // the connection lasted (seconds, until a reset fault or a timeout),
 // which was measured as slow recovery from the faults that followed.
-// Resetting them is what testenv's Cut does when it ends.
-func unblackhole(p *testenv.Proxy) {
+// Resetting them is what the proxy's Cut does when it ends.
+func unblackhole(p *servers.Proxy) {
 	p.Blackhole(false)
 	p.Reset()
 }
 
-func each(ps []*testenv.Proxy, f func(*testenv.Proxy)) func() error {
+func each(ps []*servers.Proxy, f func(*servers.Proxy)) func() error {
 	return func() error {
 		for _, p := range ps {
 			f(p)

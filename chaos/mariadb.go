@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	"github.com/dlock-go/dlock/mysqllock"
 	"github.com/go-sql-driver/mysql"
 )
@@ -23,10 +23,10 @@ func mdbUser(id int) string { return fmt.Sprintf("chaos_client_%d", id) }
 // so that no client races another to create it, and an account for each
 // of the clients.
 func (d *deployment) startMariaDB(clients int) error {
-	if err := testenv.LookMariaDB(); err != nil {
+	if err := servers.LookMariaDB(); err != nil {
 		return err
 	}
-	m, err := testenv.LaunchMariaDB()
+	m, err := servers.LaunchMariaDB()
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (d *deployment) startMariaDB(clients int) error {
 	for id := 1; id <= clients; id++ {
 		for _, stmt := range []string{
 			fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'127.0.0.1' IDENTIFIED BY '%s'", mdbUser(id), mdbPassword),
-			fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON `%s`.* TO '%s'@'127.0.0.1'", testenv.MariaDBDatabase, mdbUser(id)),
+			fmt.Sprintf("GRANT SELECT, INSERT, UPDATE ON `%s`.* TO '%s'@'127.0.0.1'", servers.MariaDBDatabase, mdbUser(id)),
 		} {
 			if _, err := db.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("chaos: mariadb: %w", err)
@@ -97,7 +97,7 @@ func (c *client) connectMariaDB() (dlock.Locker, func(), error) {
 	mysql.SetLogger(quietMySQL{})
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd = mdbUser(c.cfg.ID), mdbPassword
-	cfg.Net, cfg.Addr, cfg.DBName = "tcp", c.cfg.Addrs[0], testenv.MariaDBDatabase
+	cfg.Net, cfg.Addr, cfg.DBName = "tcp", c.cfg.Addrs[0], servers.MariaDBDatabase
 	cfg.Timeout = min(c.cfg.TTL/4, time.Second)
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,10 +18,10 @@ const pgAdminTimeout = 10 * time.Second
 // startPostgres starts one PostgreSQL server and creates pglock's tables
 // in it, so that no client races another to create them.
 func (d *deployment) startPostgres() error {
-	if err := testenv.LookPostgres(); err != nil {
+	if err := servers.LookPostgres(); err != nil {
 		return err
 	}
-	pg, err := testenv.LaunchPostgres()
+	pg, err := servers.LaunchPostgres()
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func pgApplication(id int) string { return fmt.Sprintf("dlock-chaos-client-%d", 
 // at addr.
 func pgClientURL(addr string, id int) string {
 	return fmt.Sprintf("postgres://%s@%s/postgres?sslmode=disable&application_name=%s",
-		testenv.PostgresUser, addr, pgApplication(id))
+		servers.PostgresUser, addr, pgApplication(id))
 }
 
 // terminate ends every backend of client c (0-based) with

@@ -35,7 +35,7 @@ func startClient(command []string, cfg clientConfig, h *History, onEvent func(Ev
 		return nil, err
 	}
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = append(os.Environ(), ClientEnv+"="+string(raw))
+	cmd.Env = append(os.Environ(), ClientEnv+"="+string(raw), clientGORACE())
 	p := &clientProc{id: cfg.ID, cmd: cmd, done: make(chan struct{})}
 	cmd.Stderr = (*tail)(p)
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -64,6 +64,19 @@ func startClient(command []string, cfg clientConfig, h *History, onEvent func(Ev
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// clientGORACE returns the GORACE setting of a client: the harness's
+// own, with no sleep at exit. A program built with -race otherwise
+// sleeps a second before it exits (atexit_sleep_ms), and a run waits for
+// its clients to exit: a second of every short run. A race is still
+// reported, and the exit code still says so (raceExit).
+func clientGORACE() string {
+	opts := os.Getenv("GORACE")
+	if !strings.Contains(opts, "atexit_sleep_ms") {
+		opts = strings.TrimSpace(opts + " atexit_sleep_ms=0")
+	}
+	return "GORACE=" + opts
 }
 
 // tail keeps the last 64 KiB a client wrote to stderr.

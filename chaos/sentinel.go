@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // A Sentinel deployment: a master and two replicas (the data servers,
@@ -45,15 +45,15 @@ func sentinelReplicaTimeout(ttl time.Duration) time.Duration { return ttl / 10 }
 // and waits until the replicas have synchronised and every Sentinel knows
 // the replicas and the other Sentinels, so that a failover can happen.
 func (d *deployment) startSentinel() error {
-	if _, err := testenv.LookBinary("redis-server"); err != nil {
+	if _, err := servers.LookBinary("redis-server"); err != nil {
 		return err
 	}
 	for range sentinelData {
-		port, err := testenv.FreePort()
+		port, err := servers.FreePort()
 		if err != nil {
 			return err
 		}
-		link, err := testenv.NewProxy(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		link, err := servers.NewProxy(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			return fmt.Errorf("chaos: proxy: %w", err)
 		}
@@ -67,7 +67,7 @@ func (d *deployment) startSentinel() error {
 			_, masterPort, _ := net.SplitHostPort(d.links[0].Addr())
 			args = append(args, "--replicaof", "127.0.0.1", masterPort)
 		}
-		r, err := testenv.LaunchRedis(testenv.RedisConfig{Port: port, Args: args})
+		r, err := servers.LaunchRedis(servers.RedisConfig{Port: port, Args: args})
 		if err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ func (d *deployment) startSentinel() error {
 		}
 	}
 	for range sentinelCount {
-		s, err := testenv.LaunchSentinelConfig(testenv.SentinelConfig{MasterName: sentinelMaster,
+		s, err := servers.LaunchSentinelConfig(servers.SentinelConfig{MasterName: sentinelMaster,
 			MasterAddr: d.links[0].Addr(), Quorum: sentinelQuorum, DownAfter: sentinelDownAfter,
 			FailoverTimeout: sentinelFailoverTimeout})
 		if err != nil {
@@ -87,7 +87,7 @@ func (d *deployment) startSentinel() error {
 		}
 		d.redis = append(d.redis, s)
 	}
-	want := func(s *testenv.Redis, what string, n int) bool {
+	want := func(s *servers.Redis, what string, n int) bool {
 		out, err := s.Do("SENTINEL", what, sentinelMaster)
 		return err == nil && strings.Count(out, "\nname\n")+boolInt(strings.HasPrefix(out, "name\n")) >= n
 	}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // With Options.TLS, the Redis servers serve the clients on a TLS port that
@@ -48,14 +48,14 @@ func (d *deployment) startTLS() error {
 		return fmt.Errorf("chaos: %w", err)
 	}
 	d.certsDir = dir
-	d.certs, err = testenv.WriteCerts(dir)
+	d.certs, err = servers.WriteCerts(dir)
 	return err
 }
 
 // redisTLSArgs returns the arguments that add a TLS port and tlsUser to a
 // Redis server, and the port.
 func (d *deployment) redisTLSArgs() ([]string, int, error) {
-	port, err := testenv.FreePort()
+	port, err := servers.FreePort()
 	if err != nil {
 		return nil, 0, err
 	}

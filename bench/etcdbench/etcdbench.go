@@ -1,6 +1,6 @@
 // Package etcdbench compares dlock's etcdlock.Mutex with etcd's own
 // concurrency.Mutex in one run, on a 3-member etcd cluster it starts
-// through internal/testenv: E1, one client locking and releasing one name
+// through internal/servers: E1, one client locking and releasing one name
 // uncontended (cycles/s, cycle p50/p99, requests per cycle), and E2, n
 // independent clients handing one lock over (hand-over p50/p99 from the
 // Release call, acquisitions/s, requests and watch notifications per
@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/etcdlock"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -122,7 +122,7 @@ func open(contender, endpoint string) (locker, error) {
 // counters are the servers' counts, summed over the members.
 type counters struct{ requests, events float64 }
 
-func take(c *testenv.EtcdCluster) (counters, error) {
+func take(c *servers.EtcdCluster) (counters, error) {
 	var n counters
 	for _, m := range c.Members {
 		r, err := m.Metric("grpc_server_msg_received_total")
@@ -150,7 +150,7 @@ type run struct {
 // Run starts the cluster, runs E1 and E2 for both contenders, rotating
 // their order between repetitions, and stops the cluster.
 func Run(cfg Config, progress func(format string, args ...any)) ([]Row, error) {
-	c, err := testenv.LaunchEtcdCluster(3)
+	c, err := servers.LaunchEtcdCluster(3)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func Run(cfg Config, progress func(format string, args ...any)) ([]Row, error) {
 }
 
 // e1 is one client, one goroutine, lock and release of one name.
-func e1(c *testenv.EtcdCluster, cfg Config, contender, name string) (run, error) {
+func e1(c *servers.EtcdCluster, cfg Config, contender, name string) (run, error) {
 	l, err := open(contender, c.Members[1].Addr())
 	if err != nil {
 		return run{}, err
@@ -241,7 +241,7 @@ func e1(c *testenv.EtcdCluster, cfg Config, contender, name string) (run, error)
 // counters are read at the end of the measured time, before the waiters
 // are cancelled, and divided by the hand-overs from the start of the
 // first reading to the end of the second.
-func e2(c *testenv.EtcdCluster, cfg Config, contender, name string) (run, error) {
+func e2(c *servers.EtcdCluster, cfg Config, contender, name string) (run, error) {
 	clients := make([]locker, cfg.Clients)
 	for i := range clients {
 		l, err := open(contender, c.Members[i%len(c.Members)].Addr())

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	"github.com/dlock-go/dlock/mysqllock"
 )
 
@@ -23,10 +23,10 @@ type mEnv struct {
 	pg    pgEnv
 }
 
-// startMy starts the benchmark's MariaDB server through internal/testenv,
+// startMy starts the benchmark's MariaDB server through internal/servers,
 // creates mysqllock's table in it, and returns it with its version.
-func startMy() (*testenv.MariaDB, string, error) {
-	m, err := testenv.LaunchMariaDB()
+func startMy() (*servers.MariaDB, string, error) {
+	m, err := servers.LaunchMariaDB()
 	if err != nil {
 		return nil, "", err
 	}

@@ -6,23 +6,23 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // nodes are S4's independent redis-servers, each started like server
 // (127.0.0.1, a free port, no persistence).
 type nodes struct {
-	rs      []*testenv.Redis
+	rs      []*servers.Redis
 	version string
 	front   []string // if set, the addresses clients dial instead (diagnostics: latency proxies)
 }
 
 func startNodes(n int) (*nodes, error) {
-	ns := &nodes{rs: make([]*testenv.Redis, n)}
+	ns := &nodes{rs: make([]*servers.Redis, n)}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { ns.rs[i], errs[i] = testenv.LaunchRedis(testenv.RedisConfig{}) })
+		wg.Go(func() { ns.rs[i], errs[i] = servers.LaunchRedis(servers.RedisConfig{}) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

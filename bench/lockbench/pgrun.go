@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -22,10 +22,10 @@ type pgEnv struct {
 	redis *server
 }
 
-// startPG starts the benchmark's PostgreSQL server through internal/testenv,
+// startPG starts the benchmark's PostgreSQL server through internal/servers,
 // creates pglock's objects in it, and returns it with its version.
-func startPG() (*testenv.Postgres, string, error) {
-	pg, err := testenv.LaunchPostgres()
+func startPG() (*servers.Postgres, string, error) {
+	pg, err := servers.LaunchPostgres()
 	if err != nil {
 		return nil, "", err
 	}

@@ -9,18 +9,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // server is the benchmark's own redis-server: 127.0.0.1, a free port, no
-// persistence (testenv's defaults).
+// persistence (internal/servers' defaults).
 type server struct {
-	r       *testenv.Redis
+	r       *servers.Redis
 	version string
 }
 
 func startServer() (*server, error) {
-	r, err := testenv.LaunchRedis(testenv.RedisConfig{})
+	r, err := servers.LaunchRedis(servers.RedisConfig{})
 	if err != nil {
 		return nil, err
 	}

@@ -6,16 +6,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // ZKServers is the size of the ensemble Z1 and Z2 run against.
 const ZKServers = 3
 
 // zkCluster is the benchmark's own ZooKeeper ensemble: ZKServers servers
-// on 127.0.0.1, started through internal/testenv (Debian package).
+// on 127.0.0.1, started through internal/servers (Debian package).
 type zkCluster struct {
-	e       *testenv.Ensemble
+	e       *servers.Ensemble
 	version string
 	// ordered are the servers' addresses, the followers first and the
 	// leader last: client i of a run connects to ordered[i%ZKServers] alone,
@@ -24,7 +24,7 @@ type zkCluster struct {
 }
 
 func startZK() (*zkCluster, error) {
-	e, err := testenv.LaunchEnsemble(ZKServers)
+	e, err := servers.LaunchEnsemble(ZKServers)
 	if err != nil {
 		return nil, err
 	}

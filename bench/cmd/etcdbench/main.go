@@ -11,7 +11,7 @@ import (
 	"os"
 
 	"github.com/dlock-go/dlock/bench/etcdbench"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 func main() {
@@ -38,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "etcdbench: -clients must be at least 2, -duration positive and -hold not negative")
 		os.Exit(64)
 	}
-	if _, err := testenv.LookEtcd(); err != nil {
+	if _, err := servers.LookEtcd(); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdbench:", err)
 		os.Exit(69)
 	}
@@ -48,7 +48,7 @@ func main() {
 		}
 	}
 	rows, err := etcdbench.Run(cfg, progress)
-	testenv.StopAll()
+	servers.StopAll()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcdbench:", err)
 		os.Exit(1)

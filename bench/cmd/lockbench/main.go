@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/bench/lockbench"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 func main() {
@@ -56,7 +56,7 @@ func main() {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sig
-		testenv.StopAll()
+		servers.StopAll()
 		os.Exit(130)
 	}()
 
@@ -70,7 +70,7 @@ func main() {
 		hard := *limit + 2*lockbench.RunBound(cfg)
 		time.AfterFunc(hard, func() {
 			fmt.Fprintf(os.Stderr, "lockbench: still running %s after start (-limit %s): giving up\n", hard, *limit)
-			testenv.StopAll()
+			servers.StopAll()
 			os.Exit(1)
 		})
 	}

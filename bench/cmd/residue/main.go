@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 )
@@ -33,7 +33,7 @@ func main() {
 	flag.Parse()
 	if err := run(*names, *workers, *ttl, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "residue:", err)
-		testenv.StopAll()
+		servers.StopAll()
 		os.Exit(1)
 	}
 }
@@ -129,7 +129,7 @@ func each(n, w int, f func(i int) error) error {
 }
 
 func run(names, workers int, ttl time.Duration, out string) error {
-	srv, err := testenv.LaunchRedis(testenv.RedisConfig{})
+	srv, err := servers.LaunchRedis(servers.RedisConfig{})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/dlock-go/dlock/chaos"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // exitInterrupted is the exit code after Ctrl-C: 128 + SIGINT.
@@ -94,12 +94,12 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 	var out []string
 	for _, b := range o.Backends {
 		if strings.HasPrefix(b, "redis") || strings.HasPrefix(b, "redlock") || strings.HasPrefix(b, "sentinel") || strings.HasPrefix(b, "cluster") {
-			if _, err := testenv.LookBinary("redis-server"); err != nil {
+			if _, err := servers.LookBinary("redis-server"); err != nil {
 				return nil, fmt.Errorf("dlock chaos: --backend %s needs redis-server, which is not installed; run 'make deps', or 'apt-get install redis-server', and try again", b)
 			}
 		}
 		if b == chaos.BackendZK3 {
-			if err := testenv.LookZooKeeper(); err != nil {
+			if err := servers.LookZooKeeper(); err != nil {
 				if !o.AllBackends {
 					return nil, fmt.Errorf("dlock chaos: --backend zk3 needs ZooKeeper: %v", err)
 				}
@@ -108,7 +108,7 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 			}
 		}
 		if b == chaos.BackendEtcd3 {
-			if _, err := testenv.LookEtcd(); err != nil {
+			if _, err := servers.LookEtcd(); err != nil {
 				if !o.AllBackends {
 					return nil, fmt.Errorf("dlock chaos: --backend etcd3 needs etcd: %v", err)
 				}
@@ -117,7 +117,7 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 			}
 		}
 		if b == chaos.BackendPostgres || b == chaos.BackendPostgresSession {
-			if err := testenv.LookPostgres(); err != nil {
+			if err := servers.LookPostgres(); err != nil {
 				if !o.AllBackends {
 					return nil, fmt.Errorf("dlock chaos: --backend %s needs PostgreSQL: %v", b, err)
 				}
@@ -126,7 +126,7 @@ func available(o Options, io cmdutil.IO) ([]string, error) {
 			}
 		}
 		if b == chaos.BackendMariaDB || b == chaos.BackendMariaDBSession {
-			if err := testenv.LookMariaDB(); err != nil {
+			if err := servers.LookMariaDB(); err != nil {
 				if !o.AllBackends {
 					return nil, fmt.Errorf("dlock chaos: --backend %s needs MariaDB: %v", b, err)
 				}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // Timeout bounds the whole demo; with the default flags it takes about ten
@@ -35,7 +35,7 @@ func Main(args []string, io cmdutil.IO) int {
 	if err != nil {
 		return cmdutil.Fail(io, err, cmdutil.ExitUsage)
 	}
-	if _, err := testenv.LookBinary("redis-server"); err != nil {
+	if _, err := servers.LookBinary("redis-server"); err != nil {
 		fmt.Fprintln(io.Err, "dlock demo: redis-server is not installed; run 'make demo', or 'apt-get install redis-server', and try again")
 		return cmdutil.ExitUnavailable
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/redis/go-redis/v9"
@@ -20,8 +20,8 @@ import (
 const workTime = 20 * time.Millisecond
 
 // launchRedis starts a redis-server without persistence.
-func launchRedis() (*testenv.Redis, error) {
-	srv, err := testenv.LaunchRedis(testenv.RedisConfig{})
+func launchRedis() (*servers.Redis, error) {
+	srv, err := servers.LaunchRedis(servers.RedisConfig{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/dlock-go/dlock/redlock"
@@ -35,7 +35,7 @@ type redlockWorker struct {
 	mutex  *redlock.Mutex
 }
 
-func newRedlockWorker(nodes []*testenv.Redis) *redlockWorker {
+func newRedlockWorker(nodes []*servers.Redis) *redlockWorker {
 	w := &redlockWorker{}
 	conns := make([]redislock.Conn, len(nodes))
 	for i, n := range nodes {
@@ -60,7 +60,7 @@ func (w *redlockWorker) close() {
 func (d *demo) redlockPart(ctx context.Context) error {
 	d.heading("3. Redlock over three nodes: one dies, comes back empty, and the lock goes on")
 	names := []string{"A", "B", "C"}
-	nodes := make([]*testenv.Redis, len(names))
+	nodes := make([]*servers.Redis, len(names))
 	for i := range nodes {
 		srv, err := launchRedis()
 		if err != nil {
@@ -240,7 +240,7 @@ func maxHandover(b *board, skipFrom, skipTo int) time.Duration {
 
 // epochCreated returns when a node's dlock epoch was created, by its own
 // clock.
-func epochCreated(n *testenv.Redis) (time.Time, error) {
+func epochCreated(n *servers.Redis) (time.Time, error) {
 	v, err := n.Do("HGET", "dlock:epoch", "created")
 	if err != nil {
 		return time.Time{}, err

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/testenv"
+	"github.com/dlock-go/dlock/internal/servers"
 	"github.com/dlock-go/dlock/zklock"
 )
 
@@ -34,13 +34,13 @@ func (d *demo) zkPart(ctx context.Context) error {
 		d.zkSkipped = "--no-zk"
 		d.out.printf("Skipped (--no-zk).\n")
 		return nil
-	case testenv.LookZooKeeper() != nil:
+	case servers.LookZooKeeper() != nil:
 		d.zkSkipped = "not installed"
 		d.out.printf("ZooKeeper not installed; skipping (apt-get install zookeeper to see it).\n")
 		return nil
 	}
 	launched := time.Now()
-	z, err := testenv.LaunchZooKeeper()
+	z, err := servers.LaunchZooKeeper()
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUnavailable, err)
 	}
@@ -163,8 +163,8 @@ func nodeName(l dlock.Lease) string {
 
 // zkCut shows a holder cut off from the ensemble: it is told on Done
 // before the ensemble expires its session and lets the next waiter in.
-func (d *demo) zkCut(ctx context.Context, z *testenv.ZooKeeper, waiterSession *zklock.Client) error {
-	proxy, err := testenv.NewProxy(z.Addr())
+func (d *demo) zkCut(ctx context.Context, z *servers.ZooKeeper, waiterSession *zklock.Client) error {
+	proxy, err := servers.NewProxy(z.Addr())
 	if err != nil {
 		return err
 	}

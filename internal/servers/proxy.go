@@ -1,0 +1,301 @@
+package servers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A Proxy is a TCP proxy on 127.0.0.1 that forwards every connection to a
+// target address and can delay, drop, reset or refuse traffic on demand.
+// Its methods are safe for concurrent use.
+type Proxy struct {
+	target    string
+	ln        net.Listener
+	latency   atomic.Int64 // time.Duration
+	blackhole atomic.Bool
+	refuse    atomic.Bool
+	cut       sync.Map // client IP -> true: traffic of its connections is dropped
+
+	mu     sync.Mutex
+	links  map[*link]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// A link is one proxied connection: a client and its connection to the
+// target.
+type link struct {
+	client, server net.Conn
+	from           string        // the client's IP
+	dead           chan struct{} // closed when the link is torn down
+	once           sync.Once
+}
+
+// teardown closes both connections. If abort is set, it discards unsent
+// data so that the peers see a reset rather than an orderly close.
+func (l *link) teardown(abort bool) {
+	l.once.Do(func() {
+		close(l.dead)
+		for _, c := range []net.Conn{l.client, l.server} {
+			if abort {
+				setLingerZero(c)
+			}
+			c.Close()
+		}
+	})
+}
+
+func setLingerZero(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+}
+
+// chunk is data read from one side, due to be written to the other.
+type chunk struct {
+	data []byte
+	due  time.Time
+}
+
+// NewProxy starts a proxy that listens on a free port on 127.0.0.1 and
+// forwards every connection to target. The caller must Close it.
+func NewProxy(target string) (*Proxy, error) {
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		return nil, fmt.Errorf("servers: proxy target: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("servers: proxy: %w", err)
+	}
+	reservePort(ln.Addr().(*net.TCPAddr).Port)
+	p := &Proxy{target: target, ln: ln, links: make(map[*link]struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr returns the address the proxy listens on, "127.0.0.1:port".
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// SetLatency delays every chunk of data forwarded in either direction by
+// d, so a request and its reply take at least 2*d longer. The delay is
+// measured from the moment the proxy reads a chunk and applies to data
+// read from then on; data never overtakes data read before it. Zero or a
+// negative d removes the delay.
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.latency.Store(int64(max(d, 0)))
+}
+
+// Blackhole controls whether the proxy drops traffic. While on, existing
+// and new connections stay open but every byte in either direction is read
+// and discarded. When turned off, data read from then on flows again;
+// dropped data is lost.
+func (p *Proxy) Blackhole(on bool) { p.blackhole.Store(on) }
+
+// Cut controls whether the proxy drops the traffic of connections from
+// the IP address ip, as Blackhole does for all of them: a way to cut one
+// peer off when each peer connects from an address of its own
+// (127.0.0.2, 127.0.0.3, …). Other connections are not affected. Turning
+// it off resets the connections from ip, since the bytes dropped would
+// leave their two ends out of step (a stream with a hole in it), as a
+// real connection would not be; their peers connect again.
+func (p *Proxy) Cut(ip string, on bool) {
+	if on {
+		p.cut.Store(ip, true)
+		return
+	}
+	if _, was := p.cut.LoadAndDelete(ip); !was {
+		return
+	}
+	for _, l := range p.snapshot() {
+		if l.from == ip {
+			l.teardown(true)
+		}
+	}
+}
+
+// dropping reports whether traffic on l is dropped now.
+func (p *Proxy) dropping(l *link) bool {
+	if p.blackhole.Load() {
+		return true
+	}
+	_, cut := p.cut.Load(l.from)
+	return cut
+}
+
+// SetRefuse controls whether the proxy closes new connections as soon as
+// it accepts them. Existing connections are not affected.
+func (p *Proxy) SetRefuse(on bool) { p.refuse.Store(on) }
+
+// Reset abruptly closes every current connection, in both directions, so
+// that clients and the target see a connection reset. New connections
+// work as before.
+func (p *Proxy) Reset() {
+	for _, l := range p.snapshot() {
+		l.teardown(true)
+	}
+}
+
+// Close stops listening, closes every connection and waits until the
+// proxy's goroutines have finished. It is idempotent.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	err := p.ln.Close()
+	for _, l := range p.snapshot() {
+		l.teardown(true)
+	}
+	p.wg.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("servers: proxy: %w", err)
+	}
+	return nil
+}
+
+func (p *Proxy) snapshot() []*link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	links := make([]*link, 0, len(p.links))
+	for l := range p.links {
+		links = append(links, l)
+	}
+	return links
+}
+
+// accept accepts connections until the listener is closed.
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // e.g. too many open files
+			continue
+		}
+		if p.refuse.Load() {
+			setLingerZero(c)
+			c.Close()
+			continue
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+// serve connects client to the target and forwards data both ways until
+// both directions are finished or the link is torn down.
+func (p *Proxy) serve(client net.Conn) {
+	defer p.wg.Done()
+	server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+	if err != nil {
+		setLingerZero(client)
+		client.Close()
+		return
+	}
+	from, _, _ := net.SplitHostPort(client.RemoteAddr().String())
+	l := &link{client: client, server: server, from: from, dead: make(chan struct{})}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		l.teardown(true)
+		return
+	}
+	p.links[l] = struct{}{}
+	p.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pipe(l, client, server) }()
+	go func() { defer wg.Done(); p.pipe(l, server, client) }()
+	wg.Wait()
+	l.teardown(false)
+
+	p.mu.Lock()
+	delete(p.links, l)
+	p.mu.Unlock()
+}
+
+// pipe forwards data from src to dst through a FIFO queue. The reader
+// stamps each chunk with the time it is due; the writer waits for that
+// time, so latency delays data without reordering it. When src reaches
+// end of file the queue is drained and dst's write side is shut down.
+func (p *Proxy) pipe(l *link, src, dst net.Conn) {
+	queue := make(chan chunk, 256)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		p.write(l, dst, queue)
+	}()
+	defer func() { <-written }()
+	defer close(queue)
+
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.dropping(l) {
+			c := chunk{
+				data: append([]byte(nil), buf[:n]...),
+				due:  time.Now().Add(time.Duration(p.latency.Load())),
+			}
+			select {
+			case queue <- c:
+			case <-l.dead:
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				l.teardown(true)
+			}
+			return
+		}
+	}
+}
+
+// write writes queued chunks to dst when they are due, dropping them while
+// the proxy is blackholed.
+func (p *Proxy) write(l *link, dst net.Conn, queue <-chan chunk) {
+	var timer *time.Timer
+	for c := range queue {
+		if d := time.Until(c.due); d > 0 {
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			select {
+			case <-timer.C:
+			case <-l.dead:
+				timer.Stop()
+				return
+			}
+		}
+		if p.dropping(l) {
+			continue
+		}
+		if _, err := dst.Write(c.data); err != nil {
+			l.teardown(true)
+			return
+		}
+	}
+	// The source reached end of file: pass the half-close on.
+	select {
+	case <-l.dead:
+	default:
+		if tc, ok := dst.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+	}
+}
