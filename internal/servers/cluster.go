@@ -12,7 +12,7 @@ import (
 
 const (
 	clusterSlots   = 16384
-	clusterTimeout = 20 * time.Second
+	clusterTimeout = 60 * time.Second
 )
 
 // A Cluster is a Redis Cluster on 127.0.0.1: masters, each with the same

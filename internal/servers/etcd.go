@@ -11,7 +11,7 @@ import (
 )
 
 const (
-	etcdStartTimeout = 30 * time.Second
+	etcdStartTimeout = 90 * time.Second
 	etcdProbeTimeout = 500 * time.Millisecond
 	etcdOutFileName  = "etcd.out" // stdout and stderr, where the server logs
 	etcdBinary       = "etcd"

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	mdbStartTimeout = 30 * time.Second
+	mdbStartTimeout = 90 * time.Second
 	mdbOutFileName  = "mariadb.log" // stdout and stderr, where the server logs
 	mdbInitFileName = "init.sql"    // the test account and database, made at the first start
 	mdbDataDir      = "data"

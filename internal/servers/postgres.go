@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	pgStartTimeout = 30 * time.Second
+	pgStartTimeout = 90 * time.Second
 	pgOutFileName  = "postgres.log" // stdout and stderr, where the server logs
 	pgDataDir      = "data"
 	pgPackage      = "postgresql"

@@ -13,9 +13,9 @@ import (
 )
 
 const (
-	startTimeout = 10 * time.Second
+	startTimeout = 60 * time.Second
 	stopTimeout  = 5 * time.Second
-	doTimeout    = 2 * time.Second
+	doTimeout    = 10 * time.Second
 	logTailLines = 20
 	logFileName  = "redis.log"
 	outFileName  = "redis.out" // stdout and stderr, for errors printed before the log file is open

@@ -14,8 +14,8 @@ import (
 )
 
 const (
-	zkStartTimeout  = 30 * time.Second
-	zkQuorumTimeout = 30 * time.Second
+	zkStartTimeout  = 90 * time.Second
+	zkQuorumTimeout = 90 * time.Second
 	zkProbeTimeout  = 500 * time.Millisecond
 	zkOutFileName   = "zookeeper.out" // stdout and stderr, where the server logs
 	zkConfFileName  = "zoo.cfg"
