@@ -130,6 +130,7 @@ func backend(m *testenv.MariaDB, md mode) dlocktest.Backend {
 			migrate(t, m.DSN())
 		},
 		Leftovers: func(t testing.TB, key string) []string { return md.leftovers(t, m, key) },
+		Admin:     func(t testing.TB) dlock.Admin { return newClient(t, m.DSN()) },
 		Inspect: func(t testing.TB, key string) dlock.Info {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

@@ -126,6 +126,7 @@ func backend(pg *testenv.Postgres, m mode) dlocktest.Backend {
 			migrate(t, pg.URL())
 		},
 		Leftovers: func(t testing.TB, key string) []string { return m.leftovers(t, pg.URL(), key) },
+		Admin:     func(t testing.TB) dlock.Admin { return newClient(t, pg.URL()) },
 		Inspect: func(t testing.TB, key string) dlock.Info {
 			return inspect(t, newClient(t, pg.URL()), key)
 		},
