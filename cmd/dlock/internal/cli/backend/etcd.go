@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
@@ -70,19 +71,47 @@ func checkEtcdName(name string) error {
 // below etcd's request limit (1.5 MiB by default), and enough for any key.
 const MaxEtcdName = 4096
 
+// etcd: --etcd, etcdlock. The lock's keys are NAME/<lease>.
+var _ = register(&driver{
+	name: "etcd", title: "etcd", order: 6,
+	claims:    func(s Spec) bool { return len(s.Etcd) > 0 },
+	describe:  func(s Spec) string { return strings.Join(s.Etcd, ",") },
+	checkName: checkEtcdName,
+	nodes: func(s Spec) []Node {
+		var out []Node
+		for _, e := range s.Etcd { // a member alone still forwards writes to its leader
+			out = append(out, Node{Addr: e, Spec: Spec{Etcd: []string{e}, EtcdTLS: s.EtcdTLS}})
+		}
+		return out
+	},
+	connect: connectEtcd,
+})
+
+// etcdConn is a client of an etcd cluster.
+type etcdConn struct {
+	c   *etcdlock.Client
+	cli *clientv3.Client
+}
+
 // connectEtcd makes an etcd client of the endpoints and checks that the
 // cluster answers.
-func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
+func connectEtcd(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error) {
+	if err := dialAny(ctx, "etcd", spec.Etcd); err != nil { // the client retries a refusal until its timeout
+		return nil, err
+	}
+	if err := handshakeAny(ctx, "etcd", spec.Etcd, spec.EtcdTLS); err != nil { // and a failed handshake too
+		return nil, err
+	}
 	cfg := clientv3.Config{
-		Endpoints:   t.spec.Etcd,
+		Endpoints:   spec.Etcd,
 		DialTimeout: AnswerTimeout,
-		TLS:         t.spec.EtcdTLS,
+		TLS:         spec.EtcdTLS,
 		Logger:      zap.NewNop(),
 		Context:     ctx,
-		Username:    t.spec.EtcdUser,
-		Password:    t.spec.EtcdPassword,
+		Username:    spec.EtcdUser,
+		Password:    spec.EtcdPassword,
 	}
-	if c := t.spec.EtcdTLS; c != nil && c.ServerName != "" {
+	if c := spec.EtcdTLS; c != nil && c.ServerName != "" {
 		// The etcd client names each endpoint's host to grpc, which
 		// verifies the certificate against it, whatever the TLS
 		// configuration says: --tls-server-name needs credentials that
@@ -91,23 +120,46 @@ func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return etcdRefused(err)
+		return nil, etcdRefused(err)
 	}
-	t.closers = append(t.closers, func() { cli.Close() })
 	cctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	// A read of one key needs a leader that answers, as every lock does;
 	// a user not allowed to read it was answered all the same.
 	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), "dlock-probe", clientv3.WithCountOnly()); err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		cli.Close()
 		if r := etcdRefused(err); cmdutil.IsUsage(r) {
-			return r
+			return nil, r
 		}
-		return fmt.Errorf("etcd %s does not answer: %w", strings.Join(t.spec.Etcd, ","), err)
+		return nil, fmt.Errorf("etcd %s does not answer: %w", strings.Join(spec.Etcd, ","), err)
 	}
-	c := etcdlock.New(cli, etcdlock.WithObserver(obs), etcdlock.WithLogger(t.spec.log()))
-	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
-	t.etcd = c
-	return nil
+	return &etcdConn{etcdlock.New(cli, etcdlock.WithObserver(obs), etcdlock.WithLogger(spec.log())), cli}, nil
+}
+
+func (e *etcdConn) locker(name string, o LockOptions) (dlock.Locker, error) {
+	opts := []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
+	switch o.Kind {
+	case KindMutex, KindFair: // an etcd mutex is a queue by revision: always fair
+		return e.c.NewMutex(name, opts...), nil
+	case KindRead:
+		return e.c.NewRWMutex(name, opts...).Reader(), nil
+	case KindWrite:
+		return e.c.NewRWMutex(name, opts...).Writer(), nil
+	case KindSemaphore:
+		return e.c.NewSemaphore(name, o.Permits, opts...), nil
+	}
+	return nil, unknownKind(o.Kind)
+}
+
+func (e *etcdConn) election(name string, ttl time.Duration) (dlock.Election, error) {
+	return e.c.NewElection(name, etcdlock.WithTTL(ttl)), nil
+}
+
+func (e *etcdConn) admin(name string) (dlock.Admin, string, string) { return e.c, name, name + "/" }
+
+func (e *etcdConn) close() {
+	e.c.Close()
+	e.cli.Close()
 }
 
 // etcdRefused turns etcd's refusal of the command's credentials, or of
@@ -160,22 +212,6 @@ func plainHint(err error) string {
 		return " (is that port plain text? drop the TLS flags, or give the server's TLS port)"
 	}
 	return ""
-}
-
-// etcdLocker returns the etcd lock called name of the kind o asks for.
-func (t *Target) etcdLocker(name string, o LockOptions) (dlock.Locker, bool) {
-	n, opts := name, []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
-	switch o.Kind {
-	case KindMutex, KindFair: // an etcd mutex is a queue by revision: always fair
-		return t.etcd.NewMutex(n, opts...), true
-	case KindRead:
-		return t.etcd.NewRWMutex(n, opts...).Reader(), true
-	case KindWrite:
-		return t.etcd.NewRWMutex(n, opts...).Writer(), true
-	case KindSemaphore:
-		return t.etcd.NewSemaphore(n, o.Permits, opts...), true
-	}
-	return nil, false
 }
 
 // serverNamed are TLS credentials that verify the server's certificate

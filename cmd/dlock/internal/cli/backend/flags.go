@@ -146,22 +146,13 @@ func (s Spec) log() *slog.Logger {
 	return s.Log
 }
 
-// Kind names the backend: "redis", "redlock", "zookeeper", "postgres" or
-// "mysql" or "etcd".
+// Kind names the backend: "redis", "redlock", "zookeeper", "postgres",
+// "mysql" or "etcd"; "" if s names no service.
 func (s Spec) Kind() string {
-	switch {
-	case len(s.Etcd) > 0:
-		return "etcd"
-	case s.Postgres != nil:
-		return "postgres"
-	case s.MySQL != nil:
-		return "mysql"
-	case len(s.ZK) > 0:
-		return "zookeeper"
-	case len(s.Redis) == 1:
-		return "redis"
+	if d := driverOf(s); d != nil {
+		return d.name
 	}
-	return "redlock"
+	return ""
 }
 
 // Resolve checks the flags, filling in those not given from the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
@@ -14,6 +15,7 @@ import (
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/zklock"
 	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -43,34 +45,87 @@ func parsePostgres(raw string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
+// PostgreSQL: --postgres, pglock, in lease mode or (--session) session
+// mode. The records of --once-per are rows of RunsTable.
+var _ = register(&driver{
+	name: "postgres", title: "PostgreSQL", order: 4,
+	claims:    func(s Spec) bool { return s.Postgres != nil },
+	describe:  func(s Spec) string { return describePostgres(s.Postgres) },
+	checkName: checkPGName,
+	checkKind: func(_ Spec, kind string) error {
+		return cmdutil.Usagef("--kind %s is not available with PostgreSQL; it has only --kind mutex (with --session for session mode)", kind)
+	},
+	nodes: func(s Spec) []Node {
+		addr := fmt.Sprintf("%s:%d", s.Postgres.ConnConfig.Host, s.Postgres.ConnConfig.Port)
+		return []Node{{Addr: addr, Spec: Spec{Postgres: s.Postgres.Copy(), Session: s.Session}}}
+	},
+	connect: connectPostgres,
+	oncePer: true,
+	woken:   "waiters were notified",
+	waiters: waitersUncounted,
+})
+
+// pgConn is a pool of connections to one PostgreSQL database.
+type pgConn struct {
+	c       *pglock.Client
+	pool    *pgxpool.Pool
+	tls     string // what TLS the connection negotiated
+	where   string // Spec.Describe
+	session bool
+}
+
 // connectPostgres opens a pool, checks that the database answers, and
 // creates pglock's table if it does not exist (pglock.Client.Migrate),
 // unless the spec is ReadOnly.
-func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error {
-	pool, err := pgxpool.NewWithConfig(ctx, t.spec.Postgres)
+func connectPostgres(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, spec.Postgres)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t.closers = append(t.closers, pool.Close)
 	pctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
 		if pctx.Err() != nil {
-			return fmt.Errorf("postgres %s does not answer within %v: %w", describePostgres(t.spec.Postgres), AnswerTimeout, err)
+			return nil, fmt.Errorf("postgres %s does not answer within %v: %w", describePostgres(spec.Postgres), AnswerTimeout, err)
 		}
-		return pgRefused(err)
+		return nil, pgRefused(err)
 	}
-	t.pool = pool
-	t.pgTLS = negotiated(ctx, pool)
-	c := pglock.New(pool, pglock.WithObserver(obs))
-	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
-	if !t.spec.ReadOnly {
-		if err := c.Migrate(ctx); err != nil {
-			return postgresDenied(err)
+	p := &pgConn{pool: pool, tls: negotiated(ctx, pool), where: spec.Describe(), session: spec.Session}
+	p.c = pglock.New(pool, pglock.WithObserver(obs))
+	if !spec.ReadOnly {
+		if err := p.c.Migrate(ctx); err != nil {
+			p.close()
+			return nil, postgresDenied(err)
 		}
 	}
-	t.pg = c
-	return nil
+	return p, nil
+}
+
+func (p *pgConn) locker(name string, o LockOptions) (dlock.Locker, error) {
+	opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
+	if p.session {
+		return p.c.NewSessionMutex(name, opts...), nil
+	}
+	return p.c.NewMutex(name, opts...), nil
+}
+
+func (p *pgConn) election(name string, ttl time.Duration) (dlock.Election, error) {
+	if p.session {
+		return nil, cmdutil.Usagef("--session is not available for elections; a PostgreSQL election uses a lease-mode mutex")
+	}
+	return p.c.NewElection(name, pglock.WithTTL(ttl)), nil
+}
+
+func (p *pgConn) admin(name string) (dlock.Admin, string, string) { return p.c, name, "" }
+
+func (p *pgConn) describe() string { return p.where + " (" + p.tls + ")" }
+
+func (p *pgConn) close() {
+	if p.c != nil {
+		p.c.Close()
+	}
+	p.pool.Close()
 }
 
 // pgRefused turns a refused login into a UsageError: a mistake in the URL,
@@ -156,4 +211,47 @@ func authDenied(err error) error {
 		return cmdutil.Usagef("%s", cmdutil.Reason(err))
 	}
 	return err
+}
+
+// RunsTable is the PostgreSQL table of the records of --once-per, made by
+// dlock when it first needs it.
+const RunsTable = pglock.DefaultTable + "_runs"
+
+const createRuns = `CREATE TABLE IF NOT EXISTS ` + RunsTable + ` (
+	name        text PRIMARY KEY,
+	finished_at timestamptz NOT NULL,
+	expires_at  timestamptz NOT NULL
+)`
+
+func (p *pgConn) lastRun(ctx context.Context, name string) (time.Duration, bool, error) {
+	if _, err := p.pool.Exec(ctx, createRuns); err != nil {
+		return 0, false, fmt.Errorf("creating %s: %w", RunsTable, err)
+	}
+	var ms float64
+	err := p.pool.QueryRow(ctx, `SELECT extract(epoch FROM now() - finished_at) * 1000 FROM `+RunsTable+
+		` WHERE name = $1 AND expires_at > now()`, name).Scan(&ms)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the record of the last run: %w", err)
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true, nil
+}
+
+func (p *pgConn) recordRun(ctx context.Context, name string, keep time.Duration) error {
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+RunsTable+` WHERE expires_at <= now()`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO `+RunsTable+` (name, finished_at, expires_at)
+			VALUES ($1, now(), now() + $2 * interval '1 millisecond')
+			ON CONFLICT (name) DO UPDATE SET finished_at = excluded.finished_at, expires_at = excluded.expires_at`,
+			name, keep.Milliseconds())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("recording the run: %w", err)
+	}
+	return nil
 }
