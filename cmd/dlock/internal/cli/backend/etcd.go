@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -22,8 +23,12 @@ import (
 	"google.golang.org/grpc/credentials"
 )
 
-// EnvEtcd is read when no backend flag is given.
-const EnvEtcd = "DLOCK_ETCD" // host:port[,host:port...]
+// Environment variables of etcd, read when the matching flag is not given.
+const (
+	EnvEtcd         = "DLOCK_ETCD"          // host:port[,host:port...]; read when no backend flag is given
+	EnvEtcdUser     = "DLOCK_ETCD_USER"     // the etcd user
+	EnvEtcdPassword = "DLOCK_ETCD_PASSWORD" // its password
+)
 
 // On etcd the command's lock name is etcdlock's name, the key prefix
 // without its trailing slash, as on Redis, PostgreSQL and MySQL: "dlock run
@@ -74,6 +79,39 @@ const MaxEtcdName = 4096
 // etcd: --etcd, etcdlock. The lock's keys are NAME/<lease>.
 var _ = register(&driver{
 	name: "etcd", title: "etcd", order: 6,
+	flag: "etcd", example: "--etcd host:port",
+	env: []string{EnvEtcd, EnvEtcdUser, EnvEtcdPassword}, passwordEnv: []string{EnvEtcdPassword},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
+		fs.StringVar(&f.EtcdUser, "etcd-user", "", "etcd: authenticate as this user, with the password of --password-file or "+EnvEtcdPassword+" (env "+EnvEtcdUser+")")
+	},
+	given:   func(f *Flags) bool { return f.Etcd != "" },
+	fromEnv: func(f *Flags, getenv func(string) string) { f.Etcd = getenv(EnvEtcd) },
+	checkFlags: func(f *Flags, getenv func(string) string, named bool) error {
+		switch {
+		case f.EtcdUser != "" && !named:
+			return cmdutil.Usagef("--etcd-user goes with --etcd")
+		case f.PasswordFile != "" && named && f.EtcdUser == "" && getenv(EnvEtcdUser) == "":
+			return cmdutil.Usagef("--password-file with --etcd is the password of --etcd-user, which is missing")
+		}
+		return nil
+	},
+	resolve: func(f *Flags, getenv func(string) string, filed string, spec *Spec) error {
+		endpoints, err := parseEtcd(f.Etcd)
+		if err != nil {
+			return err
+		}
+		spec.Etcd = endpoints
+		if spec.EtcdUser, spec.EtcdPassword, err = f.etcdAuth(getenv, filed); err != nil {
+			return err
+		}
+		if f.TLS.given() {
+			if spec.EtcdTLS, err = f.TLS.config(nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 	claims:    func(s Spec) bool { return len(s.Etcd) > 0 },
 	describe:  func(s Spec) string { return strings.Join(s.Etcd, ",") },
 	checkName: checkEtcdName,
@@ -85,6 +123,7 @@ var _ = register(&driver{
 		return out
 	},
 	connect: connectEtcd,
+	denied:  etcdDenied,
 })
 
 // etcdConn is a client of an etcd cluster.
@@ -171,6 +210,15 @@ func etcdRefused(err error) error {
 		return cmdutil.Usagef("%s: check --etcd-user and its password (--password-file or %s)", cmdutil.Reason(err), EnvEtcdPassword)
 	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrInvalidAuthToken):
 		return cmdutil.Usagef("%s: the cluster wants a user; give --etcd-user and its password (--password-file or %s)", cmdutil.Reason(err), EnvEtcdPassword)
+	}
+	return err
+}
+
+// etcdDenied turns a refusal that no retry heals into a UsageError: a
+// user whose role may not write the lock's prefix.
+func etcdDenied(err error) error {
+	if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrUserEmpty) {
+		return cmdutil.Usagef("%s: grant the role of --etcd-user readwrite on the lock's prefix, NAME/", cmdutil.Reason(err))
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"strings"
@@ -66,6 +67,31 @@ func checkMySQL(cfg *mysql.Config, shown string) (*mysql.Config, error) {
 // session mode.
 var _ = register(&driver{
 	name: "mysql", title: "MySQL", order: 5,
+	flag: "mysql", example: "--mysql user:password@tcp(host:port)/db",
+	env: []string{EnvMySQL},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db (env "+EnvMySQL+")")
+	},
+	given:   func(f *Flags) bool { return f.MySQL != "" },
+	fromEnv: func(f *Flags, getenv func(string) string) { f.MySQL = getenv(EnvMySQL) },
+	resolve: func(f *Flags, _ func(string) string, filed string, spec *Spec) error {
+		if f.TLS.given() {
+			return cmdutil.Usagef("the TLS flags do not apply to --mysql; set TLS in the DSN (tls=true, or a registered configuration)")
+		}
+		cfg, err := parseMySQL(f.MySQL)
+		if err != nil {
+			return err
+		}
+		if filed != "" {
+			if cfg.Passwd != "" {
+				return cmdutil.Usagef("--password-file and a password in the --mysql DSN: give one")
+			}
+			cfg.Passwd = filed
+		}
+		spec.MySQL = cfg
+		return nil
+	},
+	session:   true,
 	claims:    func(s Spec) bool { return s.MySQL != nil },
 	describe:  func(s Spec) string { return describeMySQL(s.MySQL) },
 	checkName: checkMySQLName,
@@ -76,6 +102,8 @@ var _ = register(&driver{
 		return []Node{{Addr: s.MySQL.Addr, Spec: Spec{MySQL: s.MySQL.Clone(), Session: s.Session}}}
 	},
 	connect: connectMySQL,
+	refused: mysqlRefused,
+	denied:  mysqlDenied,
 	woken:   "waiters find it free when they next try",
 	waiters: waitersUncounted,
 })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"strings"
@@ -13,12 +14,9 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/pglock"
-	"github.com/dlock-go/dlock/zklock"
-	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // EnvPostgres is read when no backend flag is given.
@@ -49,6 +47,33 @@ func parsePostgres(raw string) (*pgxpool.Config, error) {
 // mode. The records of --once-per are rows of RunsTable.
 var _ = register(&driver{
 	name: "postgres", title: "PostgreSQL", order: 4,
+	flag: "postgres", example: "--postgres postgres://host:port/db",
+	env: []string{EnvPostgres},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db (env "+EnvPostgres+")")
+	},
+	given:   func(f *Flags) bool { return f.Postgres != "" },
+	fromEnv: func(f *Flags, getenv func(string) string) { f.Postgres = getenv(EnvPostgres) },
+	resolve: func(f *Flags, _ func(string) string, filed string, spec *Spec) error {
+		cfg, err := parsePostgres(f.Postgres)
+		if err != nil {
+			return err
+		}
+		if filed != "" {
+			if hasPassword(f.Postgres) {
+				return cmdutil.Usagef("--password-file and a password in the --postgres URL: give one")
+			}
+			cfg.ConnConfig.Password = filed
+		}
+		if f.TLS.given() {
+			if err := f.TLS.applyPostgres(cfg); err != nil {
+				return err
+			}
+		}
+		spec.Postgres = cfg
+		return nil
+	},
+	session:   true,
 	claims:    func(s Spec) bool { return s.Postgres != nil },
 	describe:  func(s Spec) string { return describePostgres(s.Postgres) },
 	checkName: checkPGName,
@@ -60,6 +85,8 @@ var _ = register(&driver{
 		return []Node{{Addr: addr, Spec: Spec{Postgres: s.Postgres.Copy(), Session: s.Session}}}
 	},
 	connect: connectPostgres,
+	refused: pgRefused,
+	denied:  postgresDenied,
 	oncePer: true,
 	woken:   "waiters were notified",
 	waiters: waitersUncounted,
@@ -184,33 +211,6 @@ func negotiated(ctx context.Context, pool *pgxpool.Pool) string {
 		verified = "certificate NOT verified"
 	}
 	return tls.VersionName(tc.ConnectionState().Version) + ", " + verified
-}
-
-// Refused turns a login that PostgreSQL or MySQL refused into a UsageError
-// (exit 64) that says what to check; other errors it returns as they are.
-func Refused(err error) error { return pgRefused(mysqlRefused(err)) }
-
-// Denied turns a privilege that the database account lacks into a
-// UsageError (exit 64) that names the grant; other errors it returns as
-// they are.
-func Denied(err error) error { return postgresDenied(mysqlDenied(authDenied(err))) }
-
-// authDenied turns the refusals of etcd and ZooKeeper that no retry heals
-// into UsageErrors: a user whose role may not write the lock's prefix, a
-// session without the credentials the lock's nodes ask for, a lock path
-// whose ACL lets others in (zklock.ErrPathACL).
-func authDenied(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrUserEmpty):
-		return cmdutil.Usagef("%s: grant the role of --etcd-user readwrite on the lock's prefix, NAME/", cmdutil.Reason(err))
-	case errors.Is(err, zk.ErrNoAuth):
-		return cmdutil.Usagef("%s: give the credentials of the lock's user in --zk-auth-file", cmdutil.Reason(err))
-	case errors.Is(err, zklock.ErrPathACL):
-		return cmdutil.Usagef("%s", cmdutil.Reason(err))
-	}
-	return err
 }
 
 // RunsTable is the PostgreSQL table of the records of --once-per, made by

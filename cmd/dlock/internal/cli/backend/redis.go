@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -26,6 +27,24 @@ import (
 // forced releases on every server (redisServers).
 var _ = register(&driver{
 	name: "redis", title: "Redis", order: 1,
+	flag: "redis", example: "--redis redis://host:port",
+	env: []string{EnvRedis, EnvRedisPassword}, passwordEnv: []string{EnvRedisPassword},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
+	},
+	given: func(f *Flags) bool { return len(f.Redis) > 0 },
+	fromEnv: func(f *Flags, getenv func(string) string) {
+		if v := getenv(EnvRedis); v != "" {
+			f.Redis = SplitURLs(v)
+		}
+	},
+	check: func(f *Flags) error {
+		if len(f.Redis) == 2 {
+			return cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
+		}
+		return nil
+	},
+	resolve:   resolveRedis,
 	claims:    func(s Spec) bool { return len(s.Redis) == 1 },
 	describe:  describeRedis,
 	checkName: checkRedisName,
@@ -34,6 +53,36 @@ var _ = register(&driver{
 	oncePer:   true,
 	fenceNote: "latest granted to a name of this slot; the holder's is at most that",
 })
+
+// resolveRedis checks the Redis URLs of f, for a single Redis or Redlock.
+func resolveRedis(f *Flags, getenv func(string) string, filed string, spec *Spec) error {
+	seen := map[string]bool{}
+	password := getenv(EnvRedisPassword)
+	if filed != "" {
+		password = filed
+	}
+	for _, u := range f.Redis {
+		o, err := parseRedis(u)
+		if err != nil {
+			return err
+		}
+		switch {
+		case o.Password != "" && filed != "":
+			return cmdutil.Usagef("--password-file and a password in the --redis URL %q: give one", cmdutil.RedactInput(u))
+		case o.Password == "":
+			o.Password = password
+		}
+		if err := f.TLS.applyTLS(o, cmdutil.RedactInput(u), &spec.Warnings); err != nil {
+			return err
+		}
+		if seen[o.Addr] {
+			return cmdutil.Usagef("--redis %s is given twice; Redlock needs independent masters", o.Addr)
+		}
+		seen[o.Addr] = true
+		spec.Redis = append(spec.Redis, o)
+	}
+	return nil
+}
 
 // describeRedis names the servers of spec: "a:6379,b:6379,c:6379".
 func describeRedis(s Spec) string {

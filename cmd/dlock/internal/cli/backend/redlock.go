@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,9 @@ import (
 // the masters' keys it removed.
 var _ = register(&driver{
 	name: "redlock", title: "Redlock", order: 2,
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s (dlock run: or its --ttl, if longer)")
+	},
 	claims:    func(s Spec) bool { return len(s.Redis) > 1 },
 	describe:  describeRedis,
 	checkName: checkRedisName,

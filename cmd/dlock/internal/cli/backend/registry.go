@@ -3,6 +3,7 @@ package backend
 import (
 	"cmp"
 	"context"
+	"flag"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +20,35 @@ type driver struct {
 	name  string // Spec.Kind and Report.Backend: "redis", "redlock", ...
 	title string // how messages name it: "Redis", "PostgreSQL", "etcd"
 	order int    // where it comes in lists for people: help, messages
+
+	// flag names the flag that names the backend's service ("etcd":
+	// --etcd), example shows it for the message that asks for a service
+	// ("--etcd host:port"), and env lists the environment variables that
+	// tell dlock how to reach it, credentials included, the one read in
+	// the flag's stead first; passwordEnv those of env that hold a
+	// password alone. A backend named by another's flag (Redlock: --redis)
+	// has none of them.
+	flag, example    string
+	env, passwordEnv []string
+	// flags adds the backend's own flags to fs, to be kept in f.
+	flags func(fs *flag.FlagSet, f *Flags)
+	// given reports whether f names the backend's service; fromEnv
+	// fills in f's flag from the environment, when no flag names a
+	// service.
+	given   func(f *Flags) bool
+	fromEnv func(f *Flags, getenv func(string) string)
+	// check returns a UsageError for what is wrong with f's naming of
+	// the service, before anything else is checked; nil: nothing.
+	check func(f *Flags) error
+	// checkFlags returns a UsageError for the backend's own flags given
+	// without its service (named: f names it), or with what they do not
+	// go with.
+	checkFlags func(f *Flags, getenv func(string) string, named bool) error
+	// resolve fills in spec from f, which names the backend's service:
+	// filed is the password of --password-file, if given.
+	resolve func(f *Flags, getenv func(string) string, filed string, spec *Spec) error
+	// session: the backend has session mode (--session).
+	session bool
 
 	// claims reports whether spec names this backend. No two drivers
 	// claim one Spec.
@@ -40,6 +70,14 @@ type driver struct {
 	// connect connects to the service spec gives and checks that it
 	// answers; on an error it leaves nothing open.
 	connect func(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error)
+	// refused turns the service's refusal of a login into a UsageError
+	// (exit 64) that says what to check; other errors it returns as they
+	// are. nil: the driver has none, or finds it connecting.
+	refused func(err error) error
+	// denied turns a refusal that no retry heals (a privilege the account
+	// lacks) into a UsageError that names the grant; other errors it
+	// returns as they are.
+	denied func(err error) error
 	// oncePer: the backend keeps the records of dlock run --once-per
 	// (its conn is a runRecorder).
 	oncePer bool
@@ -165,22 +203,31 @@ func driverNamed(name string) *driver {
 	return nil
 }
 
-// titles lists the titles of the drivers that f picks, for people: "Redis,
-// Redlock and PostgreSQL".
-func titles(f func(d *driver) bool) string {
-	var s []string
-	for _, d := range drivers {
-		if f(d) {
-			s = append(s, d.title)
-		}
-	}
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
-}
-
 // unknownKind is the error for a lock kind that is not one of Kinds.
 func unknownKind(kind string) error {
 	return cmdutil.Usagef("--kind %q is not one of %s", kind, strings.Join(Kinds, ", "))
+}
+
+// Refused turns a login that a lock service refused (PostgreSQL, MySQL)
+// into a UsageError (exit 64) that says what to check; other errors it
+// returns as they are.
+func Refused(err error) error {
+	for _, d := range drivers {
+		if d.refused != nil && err != nil {
+			err = d.refused(err)
+		}
+	}
+	return err
+}
+
+// Denied turns a refusal that no retry heals (a privilege the account
+// lacks, credentials a ZooKeeper node asks for) into a UsageError (exit
+// 64) that names the grant; other errors it returns as they are.
+func Denied(err error) error {
+	for _, d := range drivers {
+		if d.denied != nil && err != nil {
+			err = d.denied(err)
+		}
+	}
+	return err
 }

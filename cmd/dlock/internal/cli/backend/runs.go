@@ -20,7 +20,7 @@ func CheckOncePer(spec Spec) error {
 	if d := driverOf(spec); d != nil && d.oncePer {
 		return nil
 	}
-	return cmdutil.Usagef("--once-per is available with %s, not yet with %s", titles(func(d *driver) bool { return d.oncePer }), spec.Kind())
+	return cmdutil.Usagef("--once-per is available with %s, not yet with %s", inWords(each(func(d *driver) bool { return d.oncePer }, func(d *driver) string { return d.title }), " and "), spec.Kind())
 }
 
 // LastRun returns how long ago the last successful run of name finished,

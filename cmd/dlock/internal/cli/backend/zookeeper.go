@@ -1,7 +1,10 @@
 package backend
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -10,12 +13,48 @@ import (
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/internal/zkpath"
 	"github.com/dlock-go/dlock/zklock"
+	"github.com/go-zookeeper/zk"
 )
 
 // ZooKeeper: --zk, zklock. A lock name is a path under ZKRoot, or an
 // absolute path.
 var _ = register(&driver{
 	name: "zookeeper", title: "ZooKeeper", order: 3,
+	flag: "zk", example: "--zk host:port",
+	env: []string{EnvZK, EnvZKAuthFile},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
+		fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+")")
+	},
+	given:   func(f *Flags) bool { return f.ZK != "" },
+	fromEnv: func(f *Flags, getenv func(string) string) { f.ZK = getenv(EnvZK) },
+	checkFlags: func(f *Flags, _ func(string) string, named bool) error {
+		switch {
+		case f.ZKAuthFile != "" && !named:
+			return cmdutil.Usagef("--zk-auth-file goes with --zk")
+		case f.PasswordFile != "" && named:
+			return cmdutil.Usagef("--password-file does not go with --zk; give ZooKeeper's user:password in --zk-auth-file")
+		}
+		return nil
+	},
+	resolve: func(f *Flags, getenv func(string) string, _ string, spec *Spec) error {
+		servers, err := parseZK(f.ZK)
+		if err != nil {
+			return err
+		}
+		spec.ZK = servers
+		if file := cmp.Or(f.ZKAuthFile, getenv(EnvZKAuthFile)); file != "" {
+			if spec.ZKUser, spec.ZKPassword, err = readZKAuth(file); err != nil {
+				return err
+			}
+		}
+		if f.TLS.given() { // any TLS flag: the servers are secure client ports
+			if spec.ZKTLS, err = f.TLS.config(nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 	claims:    func(s Spec) bool { return len(s.ZK) > 0 },
 	describe:  func(s Spec) string { return strings.Join(s.ZK, ",") },
 	checkName: checkZKName,
@@ -27,7 +66,21 @@ var _ = register(&driver{
 		return out
 	},
 	connect: connectZooKeeper,
+	denied:  zkDenied,
 })
+
+// zkDenied turns a refusal that no retry heals into a UsageError: a
+// session without the credentials the lock's nodes ask for, a lock path
+// whose ACL lets others in (zklock.ErrPathACL).
+func zkDenied(err error) error {
+	switch {
+	case errors.Is(err, zk.ErrNoAuth):
+		return cmdutil.Usagef("%s: give the credentials of the lock's user in --zk-auth-file", cmdutil.Reason(err))
+	case errors.Is(err, zklock.ErrPathACL):
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+	}
+	return err
+}
 
 // zkConn is a ZooKeeper session.
 type zkConn struct {
