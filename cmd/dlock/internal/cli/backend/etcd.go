@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -275,4 +276,18 @@ func (s serverNamed) ClientHandshake(ctx context.Context, _ string, conn net.Con
 
 func (s serverNamed) Clone() credentials.TransportCredentials {
 	return serverNamed{s.TransportCredentials.Clone(), s.name}
+}
+
+// etcdAuth returns the etcd user and its password: the user from
+// --etcd-user or DLOCK_ETCD_USER, the password from --password-file
+// (filed) or DLOCK_ETCD_PASSWORD.
+func (f *Flags) etcdAuth(getenv func(string) string, filed string) (user, password string, err error) {
+	user, password = cmp.Or(f.EtcdUser, getenv(EnvEtcdUser)), cmp.Or(filed, getenv(EnvEtcdPassword))
+	switch {
+	case user != "" && password == "":
+		return "", "", cmdutil.Usagef("--etcd-user %s needs its password: give --password-file FILE or set %s", cmdutil.Quote(user), EnvEtcdPassword)
+	case user == "" && password != "":
+		return "", "", cmdutil.Usagef("%s is set, but no --etcd-user (or %s) says whose password it is", EnvEtcdPassword, EnvEtcdUser)
+	}
+	return user, password, nil
 }

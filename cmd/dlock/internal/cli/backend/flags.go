@@ -1,20 +1,16 @@
 // Package backend turns the dlock command's backend flags (--redis, --zk,
-// --postgres, --etcd)
-// and their environment variables into a connected lock service.
+// --postgres, --mysql, --etcd) and their environment variables into a
+// connected lock service. Each backend registers one driver, in its own
+// file (registry.go says what a driver is); the rest of the package and
+// of the command goes through the drivers.
 package backend
 
 import (
-	"cmp"
 	"crypto/tls"
 	"flag"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,14 +18,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
-)
-
-// Environment variables read when the matching flag is not given.
-const (
-	EnvRedis         = "DLOCK_REDIS"          // Redis URLs, separated by commas or spaces
-	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
-	EnvZK            = "DLOCK_ZK"             // host:port[,host:port...]
-	EnvZKAuthFile    = "DLOCK_ZK_AUTH_FILE"   // a file whose first line is user:password
 )
 
 // ConnectionEnv lists the environment variables that tell dlock how to
@@ -97,18 +85,6 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 // RegisterSession adds --session, for the commands that take locks.
 func (f *Flags) RegisterSession(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Session, "session", false, "PostgreSQL or MySQL: session mode (SessionMutex) rather than lease mode, in which the holder also keeps a connection with an advisory lock (GET_LOCK on MySQL) and learns soon when the database ends its session")
-}
-
-// urlList is a repeatable flag.
-type urlList []string
-
-func (l *urlList) String() string { return strings.Join(*l, ",") }
-func (l *urlList) Set(s string) error {
-	if strings.TrimSpace(s) == "" {
-		return fmt.Errorf("empty URL; want redis://host:port")
-	}
-	*l = append(*l, s)
-	return nil
 }
 
 // A Spec is a checked choice of backend.
@@ -250,65 +226,6 @@ func inWords(s []string, last string) string {
 	return strings.Join(s[:len(s)-1], ", ") + last + s[len(s)-1]
 }
 
-// parseRedis checks one Redis URL.
-func parseRedis(raw string) (*redis.Options, error) {
-	shown := cmdutil.RedactInput(raw)
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
-		return nil, cmdutil.Usagef("--redis %q is not a URL; want redis://[user:password@]host:port[/db] or rediss://... for TLS", shown)
-	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, cmdutil.Usagef("--redis %q: scheme %q is not supported; use redis:// or rediss:// (TLS)", shown, u.Scheme)
-	}
-	if u.Hostname() == "" {
-		return nil, cmdutil.Usagef("--redis %q has no host; want redis://host:port", shown)
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--redis %q: the port is not a number from 1 to 65535 (a password with / # ? %% or @ must be percent-encoded)", shown)
-		}
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" && strings.Trim(db, "0123456789") != "" {
-		return nil, cmdutil.Usagef("--redis %q: the path after host:port is not a database number from 0 up (redis://host:port/DB; a password with / # ? %% or @ must be percent-encoded)", shown)
-	}
-	o, err := redis.ParseURL(raw)
-	if err != nil {
-		return nil, cmdutil.Usagef("--redis %q: %v", shown, cmdutil.RedactIn(err.Error(), raw))
-	}
-	return o, nil
-}
-
-// etcdAuth returns the etcd user and its password: the user from
-// --etcd-user or DLOCK_ETCD_USER, the password from --password-file
-// (filed) or DLOCK_ETCD_PASSWORD.
-func (f *Flags) etcdAuth(getenv func(string) string, filed string) (user, password string, err error) {
-	user, password = cmp.Or(f.EtcdUser, getenv(EnvEtcdUser)), cmp.Or(filed, getenv(EnvEtcdPassword))
-	switch {
-	case user != "" && password == "":
-		return "", "", cmdutil.Usagef("--etcd-user %s needs its password: give --password-file FILE or set %s", cmdutil.Quote(user), EnvEtcdPassword)
-	case user == "" && password != "":
-		return "", "", cmdutil.Usagef("%s is set, but no --etcd-user (or %s) says whose password it is", EnvEtcdPassword, EnvEtcdUser)
-	}
-	return user, password, nil
-}
-
-// readZKAuth returns the user and password in the first line of the file
-// name, user:password, as ZooKeeper's addauth digest takes them, and
-// notes the password for cmdutil.Redact.
-func readZKAuth(name string) (user, password string, err error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return "", "", cmdutil.Usagef("--zk-auth-file: %v", err)
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	user, password, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
-	cmdutil.NoteSecret(password)
-	if !ok || user == "" || password == "" {
-		return "", "", cmdutil.Usagef("--zk-auth-file %s: the first line is not user:password", name)
-	}
-	return user, password, nil
-}
-
 // ReadPasswordFile returns the password in the first line of the file
 // name, and notes it for cmdutil.Redact. An empty first line is an error.
 func ReadPasswordFile(name string) (string, error) {
@@ -323,72 +240,6 @@ func ReadPasswordFile(name string) (string, error) {
 	}
 	cmdutil.NoteSecret(password)
 	return password, nil
-}
-
-// hasPassword reports whether a PostgreSQL URL or connection string
-// carries a password: in its user information, or as a parameter or
-// keyword.
-func hasPassword(raw string) bool {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if _, set := u.User.Password(); set {
-			return true
-		}
-	}
-	return pgPasswordKey.MatchString(raw)
-}
-
-// pgPasswordKey matches the password parameter of a PostgreSQL URL or the
-// password keyword of a connection string.
-var pgPasswordKey = regexp.MustCompile(`(?i)(^|[\s?&])password\s*=`)
-
-// SplitURLs splits the value of DLOCK_REDIS into URLs. They are separated
-// by commas or white space, but a URL's password may contain either, so a
-// new URL starts only where a separator is followed by redis:// or
-// rediss://.
-func SplitURLs(v string) []string {
-	isSep := func(b byte) bool { return b == ',' || b == ' ' || b == '\t' || b == '\n' || b == '\r' }
-	var urls []string
-	start := 0
-	for i := 0; i < len(v); i++ {
-		if !isSep(v[i]) {
-			continue
-		}
-		j := i
-		for j < len(v) && isSep(v[j]) {
-			j++
-		}
-		if j == len(v) || strings.HasPrefix(v[j:], "redis://") || strings.HasPrefix(v[j:], "rediss://") {
-			if u := strings.TrimSpace(strings.Trim(v[start:i], ", \t\n\r")); u != "" {
-				urls = append(urls, u)
-			}
-			start = j
-		}
-		i = j - 1
-	}
-	if u := strings.Trim(v[start:], ", \t\n\r"); u != "" {
-		urls = append(urls, u)
-	}
-	return urls
-}
-
-// parseZK checks a comma-separated list of ZooKeeper servers.
-func parseZK(list string) ([]string, error) {
-	var servers []string
-	for _, s := range strings.Split(list, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", cmdutil.RedactInput(list))
-		}
-		host, port, err := net.SplitHostPort(s)
-		if err != nil || host == "" {
-			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file"))
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
-		}
-		servers = append(servers, s)
-	}
-	return servers, nil
 }
 
 // credentialsHint is what a message about a server address adds when the

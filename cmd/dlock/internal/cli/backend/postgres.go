@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -255,3 +256,19 @@ func (p *pgConn) recordRun(ctx context.Context, name string, keep time.Duration)
 	}
 	return nil
 }
+
+// hasPassword reports whether a PostgreSQL URL or connection string
+// carries a password: in its user information, or as a parameter or
+// keyword.
+func hasPassword(raw string) bool {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, set := u.User.Password(); set {
+			return true
+		}
+	}
+	return pgPasswordKey.MatchString(raw)
+}
+
+// pgPasswordKey matches the password parameter of a PostgreSQL URL or the
+// password keyword of a connection string.
+var pgPasswordKey = regexp.MustCompile(`(?i)(^|[\s?&])password\s*=`)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	osuser "os/user"
 	"strconv"
@@ -20,6 +21,13 @@ import (
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/redis/go-redis/v9"
+)
+
+// Environment variables of Redis and Redlock, read when the matching flag
+// is not given.
+const (
+	EnvRedis         = "DLOCK_REDIS"          // Redis URLs, separated by commas or spaces
+	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
 )
 
 // Redis: one --redis URL, redislock. Redlock (redlock.go) is the same
@@ -451,4 +459,74 @@ func (s redisServers) forcedNote(ctx context.Context, name string) string {
 		}
 	}
 	return ""
+}
+
+// urlList is a repeatable flag.
+type urlList []string
+
+func (l *urlList) String() string { return strings.Join(*l, ",") }
+func (l *urlList) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("empty URL; want redis://host:port")
+	}
+	*l = append(*l, s)
+	return nil
+}
+
+// parseRedis checks one Redis URL.
+func parseRedis(raw string) (*redis.Options, error) {
+	shown := cmdutil.RedactInput(raw)
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
+		return nil, cmdutil.Usagef("--redis %q is not a URL; want redis://[user:password@]host:port[/db] or rediss://... for TLS", shown)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil, cmdutil.Usagef("--redis %q: scheme %q is not supported; use redis:// or rediss:// (TLS)", shown, u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, cmdutil.Usagef("--redis %q has no host; want redis://host:port", shown)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("--redis %q: the port is not a number from 1 to 65535 (a password with / # ? %% or @ must be percent-encoded)", shown)
+		}
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" && strings.Trim(db, "0123456789") != "" {
+		return nil, cmdutil.Usagef("--redis %q: the path after host:port is not a database number from 0 up (redis://host:port/DB; a password with / # ? %% or @ must be percent-encoded)", shown)
+	}
+	o, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, cmdutil.Usagef("--redis %q: %v", shown, cmdutil.RedactIn(err.Error(), raw))
+	}
+	return o, nil
+}
+
+// SplitURLs splits the value of DLOCK_REDIS into URLs. They are separated
+// by commas or white space, but a URL's password may contain either, so a
+// new URL starts only where a separator is followed by redis:// or
+// rediss://.
+func SplitURLs(v string) []string {
+	isSep := func(b byte) bool { return b == ',' || b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+	var urls []string
+	start := 0
+	for i := 0; i < len(v); i++ {
+		if !isSep(v[i]) {
+			continue
+		}
+		j := i
+		for j < len(v) && isSep(v[j]) {
+			j++
+		}
+		if j == len(v) || strings.HasPrefix(v[j:], "redis://") || strings.HasPrefix(v[j:], "rediss://") {
+			if u := strings.TrimSpace(strings.Trim(v[start:i], ", \t\n\r")); u != "" {
+				urls = append(urls, u)
+			}
+			start = j
+		}
+		i = j - 1
+	}
+	if u := strings.Trim(v[start:], ", \t\n\r"); u != "" {
+		urls = append(urls, u)
+	}
+	return urls
 }

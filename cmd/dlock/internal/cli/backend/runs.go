@@ -8,11 +8,8 @@ import (
 )
 
 // The record of a lock's last successful run ("dlock run --once-per") is
-// the key dlock:{name}:done on Redis (on every Redlock master), holding
-// the server's time in milliseconds when the run finished, and expiring
-// --once-per after it; on PostgreSQL, a row of the table RunsTable, with
-// its finish and expiry on the database's clock, deleted by the next
-// record of any name once it has expired.
+// kept by the backends whose driver says oncePer: a key on every Redis
+// server (redis.go), a row of RunsTable on PostgreSQL (postgres.go).
 
 // CheckOncePer returns a UsageError if the backend spec describes cannot
 // keep the record of a last run.

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +17,13 @@ import (
 	"github.com/dlock-go/dlock/internal/zkpath"
 	"github.com/dlock-go/dlock/zklock"
 	"github.com/go-zookeeper/zk"
+)
+
+// Environment variables of ZooKeeper, read when the matching flag is not
+// given.
+const (
+	EnvZK         = "DLOCK_ZK"           // host:port[,host:port...]
+	EnvZKAuthFile = "DLOCK_ZK_AUTH_FILE" // a file whose first line is user:password
 )
 
 // ZooKeeper: --zk, zklock. A lock name is a path under ZKRoot, or an
@@ -224,4 +234,41 @@ func ZKPath(name string) string {
 		return name
 	}
 	return ZKRoot + "/" + name
+}
+
+// parseZK checks a comma-separated list of ZooKeeper servers.
+func parseZK(list string) ([]string, error) {
+	var servers []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", cmdutil.RedactInput(list))
+		}
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file"))
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
+		}
+		servers = append(servers, s)
+	}
+	return servers, nil
+}
+
+// readZKAuth returns the user and password in the first line of the file
+// name, user:password, as ZooKeeper's addauth digest takes them, and
+// notes the password for cmdutil.Redact.
+func readZKAuth(name string) (user, password string, err error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", "", cmdutil.Usagef("--zk-auth-file: %v", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	user, password, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
+	cmdutil.NoteSecret(password)
+	if !ok || user == "" || password == "" {
+		return "", "", cmdutil.Usagef("--zk-auth-file %s: the first line is not user:password", name)
+	}
+	return user, password, nil
 }
