@@ -15,7 +15,7 @@ import (
 // digits in many readers.
 type Report struct {
 	Name    string `json:"name"`
-	Backend string `json:"backend"`                // "redis", "redlock", "zookeeper", "postgres" or "mysql"
+	Backend string `json:"backend"`                // Spec.Kind: "redis", "redlock", "zookeeper", "postgres", "mysql" or "etcd"
 	Where   string `json:"where"`                  // the service: its kind and addresses
 	Path    string `json:"path,omitempty"`         // the ZooKeeper path, or the etcd key prefix
 	Kind    string `json:"kind"`                   // a dlock.Kind: "free", "mutex", "fair-mutex", "reentrant-mutex", "rwmutex", "semaphore", "unknown"; "split" for Redlock keys on a minority

@@ -34,9 +34,10 @@ const (
 // Kinds lists the lock kinds in the order help shows them.
 var Kinds = []string{KindMutex, KindFair, KindRead, KindWrite, KindSemaphore}
 
-// Connect connects to the service spec describes and checks that it
-// answers: the Redis instance, a majority of Redlock masters, or a
-// ZooKeeper session. obs, if not nil, observes every lock made from it.
+// Connect connects to the service spec describes, through its backend's
+// driver, and checks that it answers: the Redis instance, a majority of
+// Redlock masters, a ZooKeeper session, a database or an etcd cluster.
+// obs, if not nil, observes every lock made from it.
 func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error) {
 	d := driverOf(spec)
 	if d == nil {
@@ -158,7 +159,7 @@ type LockOptions struct {
 }
 
 // CheckName returns a UsageError if name cannot name a lock on this kind
-// of backend ("redis", "redlock" or "zookeeper"): every limit the
+// of backend (a Spec.Kind: "redis", "zookeeper", ...): every limit the
 // libraries and servers put on a name is checked here, so that a bad name
 // is a usage error (exit 64), never a failure of the service.
 func CheckName(kind, name string) error {
