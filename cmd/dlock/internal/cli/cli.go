@@ -74,10 +74,10 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 // parses anything, and writes through cmdutil.Redacting.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	cmdutil.NoteSecrets(args...)
-	for _, name := range backend.ConnectionEnv {
+	for _, name := range backend.ConnectionEnv() {
 		cmdutil.NoteSecrets(getenv(name))
 	}
-	for _, name := range backend.PasswordEnv {
+	for _, name := range backend.PasswordEnv() {
 		cmdutil.NoteSecret(getenv(name))
 	}
 	stdout, stderr = cmdutil.Redacting(stdout), cmdutil.Redacting(stderr)

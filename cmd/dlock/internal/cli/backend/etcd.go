@@ -1,15 +1,18 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
@@ -21,8 +24,12 @@ import (
 	"google.golang.org/grpc/credentials"
 )
 
-// EnvEtcd is read when no backend flag is given.
-const EnvEtcd = "DLOCK_ETCD" // host:port[,host:port...]
+// Environment variables of etcd, read when the matching flag is not given.
+const (
+	EnvEtcd         = "DLOCK_ETCD"          // host:port[,host:port...]; read when no backend flag is given
+	EnvEtcdUser     = "DLOCK_ETCD_USER"     // the etcd user
+	EnvEtcdPassword = "DLOCK_ETCD_PASSWORD" // its password
+)
 
 // On etcd the command's lock name is etcdlock's name, the key prefix
 // without its trailing slash, as on Redis, PostgreSQL and MySQL: "dlock run
@@ -70,19 +77,81 @@ func checkEtcdName(name string) error {
 // below etcd's request limit (1.5 MiB by default), and enough for any key.
 const MaxEtcdName = 4096
 
+// etcd: --etcd, etcdlock. The lock's keys are NAME/<lease>.
+var _ = register(&driver{
+	name: "etcd", title: "etcd", order: 6,
+	flag: "etcd", example: "--etcd host:port",
+	env: []string{EnvEtcd, EnvEtcdUser, EnvEtcdPassword}, passwordEnv: []string{EnvEtcdPassword},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
+		fs.StringVar(&f.EtcdUser, "etcd-user", "", "etcd: authenticate as this user, with the password of --password-file or "+EnvEtcdPassword+" (env "+EnvEtcdUser+")")
+	},
+	given:   func(f *Flags) bool { return f.Etcd != "" },
+	fromEnv: func(f *Flags, getenv func(string) string) { f.Etcd = getenv(EnvEtcd) },
+	checkFlags: func(f *Flags, getenv func(string) string, named bool) error {
+		switch {
+		case f.EtcdUser != "" && !named:
+			return cmdutil.Usagef("--etcd-user goes with --etcd")
+		case f.PasswordFile != "" && named && f.EtcdUser == "" && getenv(EnvEtcdUser) == "":
+			return cmdutil.Usagef("--password-file with --etcd is the password of --etcd-user, which is missing")
+		}
+		return nil
+	},
+	resolve: func(f *Flags, getenv func(string) string, filed string, spec *Spec) error {
+		endpoints, err := parseEtcd(f.Etcd)
+		if err != nil {
+			return err
+		}
+		spec.Etcd = endpoints
+		if spec.EtcdUser, spec.EtcdPassword, err = f.etcdAuth(getenv, filed); err != nil {
+			return err
+		}
+		if f.TLS.given() {
+			if spec.EtcdTLS, err = f.TLS.config(nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	claims:    func(s Spec) bool { return len(s.Etcd) > 0 },
+	describe:  func(s Spec) string { return strings.Join(s.Etcd, ",") },
+	checkName: checkEtcdName,
+	nodes: func(s Spec) []Node {
+		var out []Node
+		for _, e := range s.Etcd { // a member alone still forwards writes to its leader
+			out = append(out, Node{Addr: e, Spec: Spec{Etcd: []string{e}, EtcdTLS: s.EtcdTLS}})
+		}
+		return out
+	},
+	connect: connectEtcd,
+	denied:  etcdDenied,
+})
+
+// etcdConn is a client of an etcd cluster.
+type etcdConn struct {
+	c   *etcdlock.Client
+	cli *clientv3.Client
+}
+
 // connectEtcd makes an etcd client of the endpoints and checks that the
 // cluster answers.
-func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
+func connectEtcd(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error) {
+	if err := dialAny(ctx, "etcd", spec.Etcd); err != nil { // the client retries a refusal until its timeout
+		return nil, err
+	}
+	if err := handshakeAny(ctx, "etcd", spec.Etcd, spec.EtcdTLS); err != nil { // and a failed handshake too
+		return nil, err
+	}
 	cfg := clientv3.Config{
-		Endpoints:   t.spec.Etcd,
+		Endpoints:   spec.Etcd,
 		DialTimeout: AnswerTimeout,
-		TLS:         t.spec.EtcdTLS,
+		TLS:         spec.EtcdTLS,
 		Logger:      zap.NewNop(),
 		Context:     ctx,
-		Username:    t.spec.EtcdUser,
-		Password:    t.spec.EtcdPassword,
+		Username:    spec.EtcdUser,
+		Password:    spec.EtcdPassword,
 	}
-	if c := t.spec.EtcdTLS; c != nil && c.ServerName != "" {
+	if c := spec.EtcdTLS; c != nil && c.ServerName != "" {
 		// The etcd client names each endpoint's host to grpc, which
 		// verifies the certificate against it, whatever the TLS
 		// configuration says: --tls-server-name needs credentials that
@@ -91,23 +160,46 @@ func (t *Target) connectEtcd(ctx context.Context, obs dlock.Observer) error {
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return etcdRefused(err)
+		return nil, etcdRefused(err)
 	}
-	t.closers = append(t.closers, func() { cli.Close() })
 	cctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	// A read of one key needs a leader that answers, as every lock does;
 	// a user not allowed to read it was answered all the same.
 	if _, err := cli.Get(clientv3.WithRequireLeader(cctx), "dlock-probe", clientv3.WithCountOnly()); err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		cli.Close()
 		if r := etcdRefused(err); cmdutil.IsUsage(r) {
-			return r
+			return nil, r
 		}
-		return fmt.Errorf("etcd %s does not answer: %w", strings.Join(t.spec.Etcd, ","), err)
+		return nil, fmt.Errorf("etcd %s does not answer: %w", strings.Join(spec.Etcd, ","), err)
 	}
-	c := etcdlock.New(cli, etcdlock.WithObserver(obs), etcdlock.WithLogger(t.spec.log()))
-	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
-	t.etcd = c
-	return nil
+	return &etcdConn{etcdlock.New(cli, etcdlock.WithObserver(obs), etcdlock.WithLogger(spec.log())), cli}, nil
+}
+
+func (e *etcdConn) locker(name string, o LockOptions) (dlock.Locker, error) {
+	opts := []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
+	switch o.Kind {
+	case KindMutex, KindFair: // an etcd mutex is a queue by revision: always fair
+		return e.c.NewMutex(name, opts...), nil
+	case KindRead:
+		return e.c.NewRWMutex(name, opts...).Reader(), nil
+	case KindWrite:
+		return e.c.NewRWMutex(name, opts...).Writer(), nil
+	case KindSemaphore:
+		return e.c.NewSemaphore(name, o.Permits, opts...), nil
+	}
+	return nil, unknownKind(o.Kind)
+}
+
+func (e *etcdConn) election(name string, ttl time.Duration) (dlock.Election, error) {
+	return e.c.NewElection(name, etcdlock.WithTTL(ttl)), nil
+}
+
+func (e *etcdConn) admin(name string) (dlock.Admin, string, string) { return e.c, name, name + "/" }
+
+func (e *etcdConn) close() {
+	e.c.Close()
+	e.cli.Close()
 }
 
 // etcdRefused turns etcd's refusal of the command's credentials, or of
@@ -119,6 +211,15 @@ func etcdRefused(err error) error {
 		return cmdutil.Usagef("%s: check --etcd-user and its password (--password-file or %s)", cmdutil.Reason(err), EnvEtcdPassword)
 	case errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrInvalidAuthToken):
 		return cmdutil.Usagef("%s: the cluster wants a user; give --etcd-user and its password (--password-file or %s)", cmdutil.Reason(err), EnvEtcdPassword)
+	}
+	return err
+}
+
+// etcdDenied turns a refusal that no retry heals into a UsageError: a
+// user whose role may not write the lock's prefix.
+func etcdDenied(err error) error {
+	if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrUserEmpty) {
+		return cmdutil.Usagef("%s: grant the role of --etcd-user readwrite on the lock's prefix, NAME/", cmdutil.Reason(err))
 	}
 	return err
 }
@@ -162,22 +263,6 @@ func plainHint(err error) string {
 	return ""
 }
 
-// etcdLocker returns the etcd lock called name of the kind o asks for.
-func (t *Target) etcdLocker(name string, o LockOptions) (dlock.Locker, bool) {
-	n, opts := name, []etcdlock.Option{etcdlock.WithTTL(o.TTL), etcdlock.WithMaxHold(o.MaxHold)}
-	switch o.Kind {
-	case KindMutex, KindFair: // an etcd mutex is a queue by revision: always fair
-		return t.etcd.NewMutex(n, opts...), true
-	case KindRead:
-		return t.etcd.NewRWMutex(n, opts...).Reader(), true
-	case KindWrite:
-		return t.etcd.NewRWMutex(n, opts...).Writer(), true
-	case KindSemaphore:
-		return t.etcd.NewSemaphore(n, o.Permits, opts...), true
-	}
-	return nil, false
-}
-
 // serverNamed are TLS credentials that verify the server's certificate
 // against name, whichever endpoint they connect to.
 type serverNamed struct {
@@ -191,4 +276,18 @@ func (s serverNamed) ClientHandshake(ctx context.Context, _ string, conn net.Con
 
 func (s serverNamed) Clone() credentials.TransportCredentials {
 	return serverNamed{s.TransportCredentials.Clone(), s.name}
+}
+
+// etcdAuth returns the etcd user and its password: the user from
+// --etcd-user or DLOCK_ETCD_USER, the password from --password-file
+// (filed) or DLOCK_ETCD_PASSWORD.
+func (f *Flags) etcdAuth(getenv func(string) string, filed string) (user, password string, err error) {
+	user, password = cmp.Or(f.EtcdUser, getenv(EnvEtcdUser)), cmp.Or(filed, getenv(EnvEtcdPassword))
+	switch {
+	case user != "" && password == "":
+		return "", "", cmdutil.Usagef("--etcd-user %s needs its password: give --password-file FILE or set %s", cmdutil.Quote(user), EnvEtcdPassword)
+	case user == "" && password != "":
+		return "", "", cmdutil.Usagef("%s is set, but no --etcd-user (or %s) says whose password it is", EnvEtcdPassword, EnvEtcdUser)
+	}
+	return user, password, nil
 }

@@ -1,20 +1,16 @@
 // Package backend turns the dlock command's backend flags (--redis, --zk,
-// --postgres, --etcd)
-// and their environment variables into a connected lock service.
+// --postgres, --mysql, --etcd) and their environment variables into a
+// connected lock service. Each backend registers one driver, in its own
+// file (registry.go says what a driver is); the rest of the package and
+// of the command goes through the drivers.
 package backend
 
 import (
-	"cmp"
 	"crypto/tls"
 	"flag"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,30 +20,32 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Environment variables read when the matching flag is not given.
-const (
-	EnvRedis         = "DLOCK_REDIS"          // Redis URLs, separated by commas or spaces
-	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
-	EnvZK            = "DLOCK_ZK"             // host:port[,host:port...]
-	EnvZKAuthFile    = "DLOCK_ZK_AUTH_FILE"   // a file whose first line is user:password
-	EnvEtcdUser      = "DLOCK_ETCD_USER"      // the etcd user
-	EnvEtcdPassword  = "DLOCK_ETCD_PASSWORD"  // its password
-)
-
 // ConnectionEnv lists the environment variables that tell dlock how to
 // reach the lock service, credentials included: dlock run removes them
 // from COMMAND's environment.
-var ConnectionEnv = []string{EnvRedis, EnvRedisPassword, EnvZK, EnvZKAuthFile, EnvPostgres, EnvMySQL, EnvEtcd, EnvEtcdUser, EnvEtcdPassword, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+func ConnectionEnv() []string {
+	var env []string
+	for _, d := range drivers {
+		env = append(env, d.env...)
+	}
+	return append(env, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName)
+}
 
 // PasswordEnv lists the variables of ConnectionEnv that hold a password
 // alone.
-var PasswordEnv = []string{EnvRedisPassword, EnvEtcdPassword}
+func PasswordEnv() []string {
+	var env []string
+	for _, d := range drivers {
+		env = append(env, d.passwordEnv...)
+	}
+	return env
+}
 
 // IsConnectionEnv reports whether kv, a "NAME=value" environment entry,
 // sets one of ConnectionEnv.
 func IsConnectionEnv(kv string) bool {
 	name, _, _ := strings.Cut(kv, "=")
-	return slices.Contains(ConnectionEnv, name)
+	return slices.Contains(ConnectionEnv(), name)
 }
 
 // Flags are the backend flags that run, inspect, release and bench share.
@@ -72,35 +70,21 @@ type Flags struct {
 	EtcdUser string
 }
 
-// Register adds --redis and --zk to fs.
+// Register adds the backend flags to fs: each backend's own (--redis,
+// --zk, ...), and those they share.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
-	fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
-	fs.StringVar(&f.Etcd, "etcd", "", "etcd endpoints, host:port[,host:port...] (env "+EnvEtcd+")")
-	fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db (env "+EnvPostgres+")")
-	fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db (env "+EnvMySQL+")")
+	for _, d := range drivers {
+		if d.flags != nil {
+			d.flags(fs, f)
+		}
+	}
 	fs.StringVar(&f.PasswordFile, "password-file", "", "read the password of the lock service from this file's first line, for a --redis URL, --postgres URL or --mysql DSN that carries none, or of --etcd-user, so that it is not on the command line, which every user can read")
-	fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+")")
-	fs.StringVar(&f.EtcdUser, "etcd-user", "", "etcd: authenticate as this user, with the password of --password-file or "+EnvEtcdPassword+" (env "+EnvEtcdUser+")")
 	f.TLS.register(fs)
-	fs.DurationVar(&f.RestartWindow, "restart-window", 0, "Redlock: how long a node whose server restarted sits out (redlock.WithRestartWindow); every client of the nodes must use the same; default 30s (dlock run: or its --ttl, if longer)")
 }
 
 // RegisterSession adds --session, for the commands that take locks.
 func (f *Flags) RegisterSession(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Session, "session", false, "PostgreSQL or MySQL: session mode (SessionMutex) rather than lease mode, in which the holder also keeps a connection with an advisory lock (GET_LOCK on MySQL) and learns soon when the database ends its session")
-}
-
-// urlList is a repeatable flag.
-type urlList []string
-
-func (l *urlList) String() string { return strings.Join(*l, ",") }
-func (l *urlList) Set(s string) error {
-	if strings.TrimSpace(s) == "" {
-		return fmt.Errorf("empty URL; want redis://host:port")
-	}
-	*l = append(*l, s)
-	return nil
 }
 
 // A Spec is a checked choice of backend.
@@ -146,65 +130,68 @@ func (s Spec) log() *slog.Logger {
 	return s.Log
 }
 
-// Kind names the backend: "redis", "redlock", "zookeeper", "postgres" or
-// "mysql" or "etcd".
+// Kind names the backend: "redis", "redlock", "zookeeper", "postgres",
+// "mysql" or "etcd"; "" if s names no service.
 func (s Spec) Kind() string {
-	switch {
-	case len(s.Etcd) > 0:
-		return "etcd"
-	case s.Postgres != nil:
-		return "postgres"
-	case s.MySQL != nil:
-		return "mysql"
-	case len(s.ZK) > 0:
-		return "zookeeper"
-	case len(s.Redis) == 1:
-		return "redis"
+	if d := driverOf(s); d != nil {
+		return d.name
 	}
-	return "redlock"
+	return ""
 }
 
 // Resolve checks the flags, filling in those not given from the
 // environment, and returns the backend they describe. Its errors are
 // UsageErrors that say what to change.
 func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
-	urls, zkList, pg, my, etcdList := []string(f.Redis), f.ZK, f.Postgres, f.MySQL, f.Etcd
-	if len(urls) == 0 && zkList == "" && pg == "" && my == "" && etcdList == "" {
-		if v := getenv(EnvRedis); v != "" {
-			urls = SplitURLs(v)
-		}
-		zkList, pg, my, etcdList = getenv(EnvZK), getenv(EnvPostgres), getenv(EnvMySQL), getenv(EnvEtcd)
-	}
-	given := 0
-	for _, g := range []bool{len(urls) > 0, zkList != "", pg != "", my != "", etcdList != ""} {
-		if g {
-			given++
+	g := *f // filled in from the environment, f left as given
+	var named []*driver
+	for _, d := range drivers {
+		if d.given != nil && d.given(&g) {
+			named = append(named, d)
 		}
 	}
+	if len(named) == 0 {
+		for _, d := range drivers {
+			if d.fromEnv != nil {
+				d.fromEnv(&g, getenv)
+				if d.given(&g) {
+					named = append(named, d)
+				}
+			}
+		}
+	}
+	services := func(d *driver) bool { return d.flag != "" }
+	envs := each(services, func(d *driver) string { return d.env[0] })
 	switch {
-	case given == 0:
-		return Spec{}, cmdutil.Usagef("no lock service: give --redis redis://host:port, --zk host:port, --postgres postgres://host:port/db, --mysql user:password@tcp(host:port)/db or --etcd host:port (or set %s, %s, %s, %s or %s)", EnvRedis, EnvZK, EnvPostgres, EnvMySQL, EnvEtcd)
-	case given > 1:
-		return Spec{}, cmdutil.Usagef("more than one lock service was given (Redis, ZooKeeper, PostgreSQL, MySQL, etcd, by flags or %s/%s/%s/%s/%s); choose one", EnvRedis, EnvZK, EnvPostgres, EnvMySQL, EnvEtcd)
-	case len(urls) == 2:
-		return Spec{}, cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
-	case f.Session && pg == "" && my == "":
-		return Spec{}, cmdutil.Usagef("--session is PostgreSQL's and MySQL's session mode; it needs --postgres or --mysql")
+	case len(named) == 0:
+		return Spec{}, cmdutil.Usagef("no lock service: give %s (or set %s)", inWords(each(services, func(d *driver) string { return d.example }), " or "), inWords(envs, " or "))
+	case len(named) > 1:
+		return Spec{}, cmdutil.Usagef("more than one lock service was given (%s, by flags or %s); choose one", strings.Join(each(services, func(d *driver) string { return d.title }), ", "), strings.Join(envs, "/"))
+	}
+	d := named[0]
+	if d.check != nil {
+		if err := d.check(&g); err != nil {
+			return Spec{}, err
+		}
+	}
+	if f.Session && !d.session {
+		sessions := func(d *driver) bool { return d.session }
+		return Spec{}, cmdutil.Usagef("--session is %s session mode; it needs %s", inWords(each(sessions, func(d *driver) string { return d.title + "'s" }), " and "), inWords(each(sessions, func(d *driver) string { return "--" + d.flag }), " or "))
 	}
 	if f.RestartWindow < 0 {
 		return Spec{}, cmdutil.Usagef("--restart-window %v is negative", f.RestartWindow)
 	}
-	spec := Spec{RestartWindow: f.RestartWindow}
+	spec := Spec{RestartWindow: f.RestartWindow, Session: f.Session}
 	f.TLS.resolve(getenv)
-	switch {
-	case f.ZKAuthFile != "" && zkList == "":
-		return Spec{}, cmdutil.Usagef("--zk-auth-file goes with --zk")
-	case f.EtcdUser != "" && etcdList == "":
-		return Spec{}, cmdutil.Usagef("--etcd-user goes with --etcd")
-	case f.PasswordFile != "" && zkList != "":
-		return Spec{}, cmdutil.Usagef("--password-file does not go with --zk; give ZooKeeper's user:password in --zk-auth-file")
-	case f.PasswordFile != "" && etcdList != "" && f.EtcdUser == "" && getenv(EnvEtcdUser) == "":
-		return Spec{}, cmdutil.Usagef("--password-file with --etcd is the password of --etcd-user, which is missing")
+	g.TLS = f.TLS
+	// A flag given without its service first, then one that does not go
+	// with the service named.
+	for _, o := range append(slices.DeleteFunc(slices.Clone(drivers), func(o *driver) bool { return o == d }), d) {
+		if o.checkFlags != nil {
+			if err := o.checkFlags(&g, getenv, o == d); err != nil {
+				return Spec{}, err
+			}
+		}
 	}
 	filed := ""
 	if f.PasswordFile != "" {
@@ -213,161 +200,30 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 			return Spec{}, err
 		}
 	}
-	if pg != "" {
-		cfg, err := parsePostgres(pg)
-		if err != nil {
-			return Spec{}, err
-		}
-		if filed != "" {
-			if hasPassword(pg) {
-				return Spec{}, cmdutil.Usagef("--password-file and a password in the --postgres URL: give one")
-			}
-			cfg.ConnConfig.Password = filed
-		}
-		if f.TLS.given() {
-			if err := f.TLS.applyPostgres(cfg); err != nil {
-				return Spec{}, err
-			}
-		}
-		spec.Postgres, spec.Session = cfg, f.Session
-		return spec, nil
-	}
-	if my != "" {
-		if f.TLS.given() {
-			return Spec{}, cmdutil.Usagef("the TLS flags do not apply to --mysql; set TLS in the DSN (tls=true, or a registered configuration)")
-		}
-		cfg, err := parseMySQL(my)
-		if err != nil {
-			return Spec{}, err
-		}
-		if filed != "" {
-			if cfg.Passwd != "" {
-				return Spec{}, cmdutil.Usagef("--password-file and a password in the --mysql DSN: give one")
-			}
-			cfg.Passwd = filed
-		}
-		spec.MySQL, spec.Session = cfg, f.Session
-		return spec, nil
-	}
-	if etcdList != "" {
-		endpoints, err := parseEtcd(etcdList)
-		if err != nil {
-			return Spec{}, err
-		}
-		spec.Etcd = endpoints
-		if spec.EtcdUser, spec.EtcdPassword, err = f.etcdAuth(getenv, filed); err != nil {
-			return Spec{}, err
-		}
-		if f.TLS.given() {
-			if spec.EtcdTLS, err = f.TLS.config(nil); err != nil {
-				return Spec{}, err
-			}
-		}
-		return spec, nil
-	}
-	if zkList != "" {
-		servers, err := parseZK(zkList)
-		if err != nil {
-			return Spec{}, err
-		}
-		spec.ZK = servers
-		if file := cmp.Or(f.ZKAuthFile, getenv(EnvZKAuthFile)); file != "" {
-			if spec.ZKUser, spec.ZKPassword, err = readZKAuth(file); err != nil {
-				return Spec{}, err
-			}
-		}
-		if f.TLS.given() { // any TLS flag: the servers are secure client ports
-			if spec.ZKTLS, err = f.TLS.config(nil); err != nil {
-				return Spec{}, err
-			}
-		}
-		return spec, nil
-	}
-	seen := map[string]bool{}
-	password := getenv(EnvRedisPassword)
-	if filed != "" {
-		password = filed
-	}
-	for _, u := range urls {
-		o, err := parseRedis(u)
-		if err != nil {
-			return Spec{}, err
-		}
-		switch {
-		case o.Password != "" && filed != "":
-			return Spec{}, cmdutil.Usagef("--password-file and a password in the --redis URL %q: give one", cmdutil.RedactInput(u))
-		case o.Password == "":
-			o.Password = password
-		}
-		if err := f.TLS.applyTLS(o, cmdutil.RedactInput(u), &spec.Warnings); err != nil {
-			return Spec{}, err
-		}
-		if seen[o.Addr] {
-			return Spec{}, cmdutil.Usagef("--redis %s is given twice; Redlock needs independent masters", o.Addr)
-		}
-		seen[o.Addr] = true
-		spec.Redis = append(spec.Redis, o)
+	if err := d.resolve(&g, getenv, filed, &spec); err != nil {
+		return Spec{}, err
 	}
 	return spec, nil
 }
 
-// parseRedis checks one Redis URL.
-func parseRedis(raw string) (*redis.Options, error) {
-	shown := cmdutil.RedactInput(raw)
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
-		return nil, cmdutil.Usagef("--redis %q is not a URL; want redis://[user:password@]host:port[/db] or rediss://... for TLS", shown)
-	}
-	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, cmdutil.Usagef("--redis %q: scheme %q is not supported; use redis:// or rediss:// (TLS)", shown, u.Scheme)
-	}
-	if u.Hostname() == "" {
-		return nil, cmdutil.Usagef("--redis %q has no host; want redis://host:port", shown)
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--redis %q: the port is not a number from 1 to 65535 (a password with / # ? %% or @ must be percent-encoded)", shown)
+// each returns what show says of each driver that f picks, in the
+// drivers' order.
+func each(f func(d *driver) bool, show func(d *driver) string) []string {
+	var s []string
+	for _, d := range drivers {
+		if f(d) {
+			s = append(s, show(d))
 		}
 	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" && strings.Trim(db, "0123456789") != "" {
-		return nil, cmdutil.Usagef("--redis %q: the path after host:port is not a database number from 0 up (redis://host:port/DB; a password with / # ? %% or @ must be percent-encoded)", shown)
-	}
-	o, err := redis.ParseURL(raw)
-	if err != nil {
-		return nil, cmdutil.Usagef("--redis %q: %v", shown, cmdutil.RedactIn(err.Error(), raw))
-	}
-	return o, nil
+	return s
 }
 
-// etcdAuth returns the etcd user and its password: the user from
-// --etcd-user or DLOCK_ETCD_USER, the password from --password-file
-// (filed) or DLOCK_ETCD_PASSWORD.
-func (f *Flags) etcdAuth(getenv func(string) string, filed string) (user, password string, err error) {
-	user, password = cmp.Or(f.EtcdUser, getenv(EnvEtcdUser)), cmp.Or(filed, getenv(EnvEtcdPassword))
-	switch {
-	case user != "" && password == "":
-		return "", "", cmdutil.Usagef("--etcd-user %s needs its password: give --password-file FILE or set %s", cmdutil.Quote(user), EnvEtcdPassword)
-	case user == "" && password != "":
-		return "", "", cmdutil.Usagef("%s is set, but no --etcd-user (or %s) says whose password it is", EnvEtcdPassword, EnvEtcdUser)
+// inWords joins s for people: "a, b" then last then "c".
+func inWords(s []string, last string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
 	}
-	return user, password, nil
-}
-
-// readZKAuth returns the user and password in the first line of the file
-// name, user:password, as ZooKeeper's addauth digest takes them, and
-// notes the password for cmdutil.Redact.
-func readZKAuth(name string) (user, password string, err error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return "", "", cmdutil.Usagef("--zk-auth-file: %v", err)
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	user, password, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
-	cmdutil.NoteSecret(password)
-	if !ok || user == "" || password == "" {
-		return "", "", cmdutil.Usagef("--zk-auth-file %s: the first line is not user:password", name)
-	}
-	return user, password, nil
+	return strings.Join(s[:len(s)-1], ", ") + last + s[len(s)-1]
 }
 
 // ReadPasswordFile returns the password in the first line of the file
@@ -384,72 +240,6 @@ func ReadPasswordFile(name string) (string, error) {
 	}
 	cmdutil.NoteSecret(password)
 	return password, nil
-}
-
-// hasPassword reports whether a PostgreSQL URL or connection string
-// carries a password: in its user information, or as a parameter or
-// keyword.
-func hasPassword(raw string) bool {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if _, set := u.User.Password(); set {
-			return true
-		}
-	}
-	return pgPasswordKey.MatchString(raw)
-}
-
-// pgPasswordKey matches the password parameter of a PostgreSQL URL or the
-// password keyword of a connection string.
-var pgPasswordKey = regexp.MustCompile(`(?i)(^|[\s?&])password\s*=`)
-
-// SplitURLs splits the value of DLOCK_REDIS into URLs. They are separated
-// by commas or white space, but a URL's password may contain either, so a
-// new URL starts only where a separator is followed by redis:// or
-// rediss://.
-func SplitURLs(v string) []string {
-	isSep := func(b byte) bool { return b == ',' || b == ' ' || b == '\t' || b == '\n' || b == '\r' }
-	var urls []string
-	start := 0
-	for i := 0; i < len(v); i++ {
-		if !isSep(v[i]) {
-			continue
-		}
-		j := i
-		for j < len(v) && isSep(v[j]) {
-			j++
-		}
-		if j == len(v) || strings.HasPrefix(v[j:], "redis://") || strings.HasPrefix(v[j:], "rediss://") {
-			if u := strings.TrimSpace(strings.Trim(v[start:i], ", \t\n\r")); u != "" {
-				urls = append(urls, u)
-			}
-			start = j
-		}
-		i = j - 1
-	}
-	if u := strings.Trim(v[start:], ", \t\n\r"); u != "" {
-		urls = append(urls, u)
-	}
-	return urls
-}
-
-// parseZK checks a comma-separated list of ZooKeeper servers.
-func parseZK(list string) ([]string, error) {
-	var servers []string
-	for _, s := range strings.Split(list, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", cmdutil.RedactInput(list))
-		}
-		host, port, err := net.SplitHostPort(s)
-		if err != nil || host == "" {
-			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file"))
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
-		}
-		servers = append(servers, s)
-	}
-	return servers, nil
 }
 
 // credentialsHint is what a message about a server address adds when the

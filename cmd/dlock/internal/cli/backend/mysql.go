@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
@@ -61,36 +63,109 @@ func checkMySQL(cfg *mysql.Config, shown string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
+// MySQL or MariaDB: --mysql, mysqllock, in lease mode or (--session)
+// session mode.
+var _ = register(&driver{
+	name: "mysql", title: "MySQL", order: 5,
+	flag: "mysql", example: "--mysql user:password@tcp(host:port)/db",
+	env: []string{EnvMySQL},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.StringVar(&f.MySQL, "mysql", "", "MySQL or MariaDB DSN, user:password@tcp(host:port)/db, or mysql://user:password@host:port/db (env "+EnvMySQL+")")
+	},
+	given:   func(f *Flags) bool { return f.MySQL != "" },
+	fromEnv: func(f *Flags, getenv func(string) string) { f.MySQL = getenv(EnvMySQL) },
+	resolve: func(f *Flags, _ func(string) string, filed string, spec *Spec) error {
+		if f.TLS.given() {
+			return cmdutil.Usagef("the TLS flags do not apply to --mysql; set TLS in the DSN (tls=true, or a registered configuration)")
+		}
+		cfg, err := parseMySQL(f.MySQL)
+		if err != nil {
+			return err
+		}
+		if filed != "" {
+			if cfg.Passwd != "" {
+				return cmdutil.Usagef("--password-file and a password in the --mysql DSN: give one")
+			}
+			cfg.Passwd = filed
+		}
+		spec.MySQL = cfg
+		return nil
+	},
+	session:   true,
+	claims:    func(s Spec) bool { return s.MySQL != nil },
+	describe:  func(s Spec) string { return describeMySQL(s.MySQL) },
+	checkName: checkMySQLName,
+	checkKind: func(_ Spec, kind string) error {
+		return cmdutil.Usagef("--kind %s is not available with MySQL; it has only --kind mutex (with --session for session mode)", kind)
+	},
+	nodes: func(s Spec) []Node {
+		return []Node{{Addr: s.MySQL.Addr, Spec: Spec{MySQL: s.MySQL.Clone(), Session: s.Session}}}
+	},
+	connect: connectMySQL,
+	refused: mysqlRefused,
+	denied:  mysqlDenied,
+	woken:   "waiters find it free when they next try",
+	waiters: waitersUncounted,
+})
+
+// myConn is a pool of connections to one MySQL or MariaDB database.
+type myConn struct {
+	c       *mysqllock.Client
+	db      *sql.DB
+	session bool
+}
+
 // connectMySQL opens a pool, checks that the database answers, and
 // creates mysqllock's table if it does not exist (mysqllock.Client.Migrate),
 // unless the spec is ReadOnly.
-func (t *Target) connectMySQL(ctx context.Context, obs dlock.Observer) error {
+func connectMySQL(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error) {
 	QuietMySQLLogs()
-	conn, err := mysql.NewConnector(t.spec.MySQL)
+	connector, err := mysql.NewConnector(spec.MySQL)
 	if err != nil {
-		return cmdutil.Usagef("--mysql: %v", err)
+		return nil, cmdutil.Usagef("--mysql: %v", err)
 	}
-	db := sql.OpenDB(conn)
-	t.closers = append(t.closers, func() { db.Close() })
+	db := sql.OpenDB(connector)
 	// database/sql retries a connection that fails as bad twice more:
 	// one answer timeout bounds all three.
 	pctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
+		db.Close()
 		if pctx.Err() != nil {
-			return fmt.Errorf("mysql %s does not answer within %v: %w", describeMySQL(t.spec.MySQL), AnswerTimeout, err)
+			return nil, fmt.Errorf("mysql %s does not answer within %v: %w", describeMySQL(spec.MySQL), AnswerTimeout, err)
 		}
-		return mysqlRefused(err)
+		return nil, mysqlRefused(err)
 	}
-	c := mysqllock.New(db, mysqllock.WithObserver(obs))
-	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
-	if !t.spec.ReadOnly {
-		if err := c.Migrate(ctx); err != nil {
-			return mysqlDenied(err)
+	m := &myConn{c: mysqllock.New(db, mysqllock.WithObserver(obs)), db: db, session: spec.Session}
+	if !spec.ReadOnly {
+		if err := m.c.Migrate(ctx); err != nil {
+			m.close()
+			return nil, mysqlDenied(err)
 		}
 	}
-	t.my = c
-	return nil
+	return m, nil
+}
+
+func (m *myConn) locker(name string, o LockOptions) (dlock.Locker, error) {
+	opts := []mysqllock.Option{mysqllock.WithTTL(o.TTL), mysqllock.WithMaxHold(o.MaxHold)}
+	if m.session {
+		return m.c.NewSessionMutex(name, opts...), nil
+	}
+	return m.c.NewMutex(name, opts...), nil
+}
+
+func (m *myConn) election(name string, ttl time.Duration) (dlock.Election, error) {
+	if m.session {
+		return nil, cmdutil.Usagef("--session is not available for elections; a MySQL election uses a lease-mode mutex")
+	}
+	return m.c.NewElection(name, mysqllock.WithTTL(ttl)), nil
+}
+
+func (m *myConn) admin(name string) (dlock.Admin, string, string) { return m.c, name, "" }
+
+func (m *myConn) close() {
+	m.c.Close()
+	m.db.Close()
 }
 
 // mysqlRefused turns a refused login, an unknown database or a DSN

@@ -4,19 +4,20 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
 	"github.com/dlock-go/dlock/pglock"
-	"github.com/dlock-go/dlock/zklock"
-	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // EnvPostgres is read when no backend flag is given.
@@ -43,34 +44,116 @@ func parsePostgres(raw string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
+// PostgreSQL: --postgres, pglock, in lease mode or (--session) session
+// mode. The records of --once-per are rows of RunsTable.
+var _ = register(&driver{
+	name: "postgres", title: "PostgreSQL", order: 4,
+	flag: "postgres", example: "--postgres postgres://host:port/db",
+	env: []string{EnvPostgres},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.StringVar(&f.Postgres, "postgres", "", "PostgreSQL URL, postgres://user:password@host:port/db (env "+EnvPostgres+")")
+	},
+	given:   func(f *Flags) bool { return f.Postgres != "" },
+	fromEnv: func(f *Flags, getenv func(string) string) { f.Postgres = getenv(EnvPostgres) },
+	resolve: func(f *Flags, _ func(string) string, filed string, spec *Spec) error {
+		cfg, err := parsePostgres(f.Postgres)
+		if err != nil {
+			return err
+		}
+		if filed != "" {
+			if hasPassword(f.Postgres) {
+				return cmdutil.Usagef("--password-file and a password in the --postgres URL: give one")
+			}
+			cfg.ConnConfig.Password = filed
+		}
+		if f.TLS.given() {
+			if err := f.TLS.applyPostgres(cfg); err != nil {
+				return err
+			}
+		}
+		spec.Postgres = cfg
+		return nil
+	},
+	session:   true,
+	claims:    func(s Spec) bool { return s.Postgres != nil },
+	describe:  func(s Spec) string { return describePostgres(s.Postgres) },
+	checkName: checkPGName,
+	checkKind: func(_ Spec, kind string) error {
+		return cmdutil.Usagef("--kind %s is not available with PostgreSQL; it has only --kind mutex (with --session for session mode)", kind)
+	},
+	nodes: func(s Spec) []Node {
+		addr := fmt.Sprintf("%s:%d", s.Postgres.ConnConfig.Host, s.Postgres.ConnConfig.Port)
+		return []Node{{Addr: addr, Spec: Spec{Postgres: s.Postgres.Copy(), Session: s.Session}}}
+	},
+	connect: connectPostgres,
+	refused: pgRefused,
+	denied:  postgresDenied,
+	oncePer: true,
+	woken:   "waiters were notified",
+	waiters: waitersUncounted,
+})
+
+// pgConn is a pool of connections to one PostgreSQL database.
+type pgConn struct {
+	c       *pglock.Client
+	pool    *pgxpool.Pool
+	tls     string // what TLS the connection negotiated
+	where   string // Spec.Describe
+	session bool
+}
+
 // connectPostgres opens a pool, checks that the database answers, and
 // creates pglock's table if it does not exist (pglock.Client.Migrate),
 // unless the spec is ReadOnly.
-func (t *Target) connectPostgres(ctx context.Context, obs dlock.Observer) error {
-	pool, err := pgxpool.NewWithConfig(ctx, t.spec.Postgres)
+func connectPostgres(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, spec.Postgres)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t.closers = append(t.closers, pool.Close)
 	pctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
 		if pctx.Err() != nil {
-			return fmt.Errorf("postgres %s does not answer within %v: %w", describePostgres(t.spec.Postgres), AnswerTimeout, err)
+			return nil, fmt.Errorf("postgres %s does not answer within %v: %w", describePostgres(spec.Postgres), AnswerTimeout, err)
 		}
-		return pgRefused(err)
+		return nil, pgRefused(err)
 	}
-	t.pool = pool
-	t.pgTLS = negotiated(ctx, pool)
-	c := pglock.New(pool, pglock.WithObserver(obs))
-	t.closers = append([]func(){func() { c.Close() }}, t.closers...)
-	if !t.spec.ReadOnly {
-		if err := c.Migrate(ctx); err != nil {
-			return postgresDenied(err)
+	p := &pgConn{pool: pool, tls: negotiated(ctx, pool), where: spec.Describe(), session: spec.Session}
+	p.c = pglock.New(pool, pglock.WithObserver(obs))
+	if !spec.ReadOnly {
+		if err := p.c.Migrate(ctx); err != nil {
+			p.close()
+			return nil, postgresDenied(err)
 		}
 	}
-	t.pg = c
-	return nil
+	return p, nil
+}
+
+func (p *pgConn) locker(name string, o LockOptions) (dlock.Locker, error) {
+	opts := []pglock.Option{pglock.WithTTL(o.TTL), pglock.WithMaxHold(o.MaxHold)}
+	if p.session {
+		return p.c.NewSessionMutex(name, opts...), nil
+	}
+	return p.c.NewMutex(name, opts...), nil
+}
+
+func (p *pgConn) election(name string, ttl time.Duration) (dlock.Election, error) {
+	if p.session {
+		return nil, cmdutil.Usagef("--session is not available for elections; a PostgreSQL election uses a lease-mode mutex")
+	}
+	return p.c.NewElection(name, pglock.WithTTL(ttl)), nil
+}
+
+func (p *pgConn) admin(name string) (dlock.Admin, string, string) { return p.c, name, "" }
+
+func (p *pgConn) describe() string { return p.where + " (" + p.tls + ")" }
+
+func (p *pgConn) close() {
+	if p.c != nil {
+		p.c.Close()
+	}
+	p.pool.Close()
 }
 
 // pgRefused turns a refused login into a UsageError: a mistake in the URL,
@@ -131,29 +214,61 @@ func negotiated(ctx context.Context, pool *pgxpool.Pool) string {
 	return tls.VersionName(tc.ConnectionState().Version) + ", " + verified
 }
 
-// Refused turns a login that PostgreSQL or MySQL refused into a UsageError
-// (exit 64) that says what to check; other errors it returns as they are.
-func Refused(err error) error { return pgRefused(mysqlRefused(err)) }
+// RunsTable is the PostgreSQL table of the records of --once-per, made by
+// dlock when it first needs it.
+const RunsTable = pglock.DefaultTable + "_runs"
 
-// Denied turns a privilege that the database account lacks into a
-// UsageError (exit 64) that names the grant; other errors it returns as
-// they are.
-func Denied(err error) error { return postgresDenied(mysqlDenied(authDenied(err))) }
+const createRuns = `CREATE TABLE IF NOT EXISTS ` + RunsTable + ` (
+	name        text PRIMARY KEY,
+	finished_at timestamptz NOT NULL,
+	expires_at  timestamptz NOT NULL
+)`
 
-// authDenied turns the refusals of etcd and ZooKeeper that no retry heals
-// into UsageErrors: a user whose role may not write the lock's prefix, a
-// session without the credentials the lock's nodes ask for, a lock path
-// whose ACL lets others in (zklock.ErrPathACL).
-func authDenied(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, rpctypes.ErrPermissionDenied), errors.Is(err, rpctypes.ErrUserEmpty):
-		return cmdutil.Usagef("%s: grant the role of --etcd-user readwrite on the lock's prefix, NAME/", cmdutil.Reason(err))
-	case errors.Is(err, zk.ErrNoAuth):
-		return cmdutil.Usagef("%s: give the credentials of the lock's user in --zk-auth-file", cmdutil.Reason(err))
-	case errors.Is(err, zklock.ErrPathACL):
-		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+func (p *pgConn) lastRun(ctx context.Context, name string) (time.Duration, bool, error) {
+	if _, err := p.pool.Exec(ctx, createRuns); err != nil {
+		return 0, false, fmt.Errorf("creating %s: %w", RunsTable, err)
 	}
-	return err
+	var ms float64
+	err := p.pool.QueryRow(ctx, `SELECT extract(epoch FROM now() - finished_at) * 1000 FROM `+RunsTable+
+		` WHERE name = $1 AND expires_at > now()`, name).Scan(&ms)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the record of the last run: %w", err)
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true, nil
 }
+
+func (p *pgConn) recordRun(ctx context.Context, name string, keep time.Duration) error {
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+RunsTable+` WHERE expires_at <= now()`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO `+RunsTable+` (name, finished_at, expires_at)
+			VALUES ($1, now(), now() + $2 * interval '1 millisecond')
+			ON CONFLICT (name) DO UPDATE SET finished_at = excluded.finished_at, expires_at = excluded.expires_at`,
+			name, keep.Milliseconds())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("recording the run: %w", err)
+	}
+	return nil
+}
+
+// hasPassword reports whether a PostgreSQL URL or connection string
+// carries a password: in its user information, or as a parameter or
+// keyword.
+func hasPassword(raw string) bool {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, set := u.User.Password(); set {
+			return true
+		}
+	}
+	return pgPasswordKey.MatchString(raw)
+}
+
+// pgPasswordKey matches the password parameter of a PostgreSQL URL or the
+// password keyword of a connection string.
+var pgPasswordKey = regexp.MustCompile(`(?i)(^|[\s?&])password\s*=`)

@@ -4,13 +4,205 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
+	osuser "os/user"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/redis/go-redis/v9"
 )
+
+// Environment variables of Redis and Redlock, read when the matching flag
+// is not given.
+const (
+	EnvRedis         = "DLOCK_REDIS"          // Redis URLs, separated by commas or spaces
+	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
+)
+
+// Redis: one --redis URL, redislock. Redlock (redlock.go) is the same
+// servers' family: both keep the records of --once-per and the notes of
+// forced releases on every server (redisServers).
+var _ = register(&driver{
+	name: "redis", title: "Redis", order: 1,
+	flag: "redis", example: "--redis redis://host:port",
+	env: []string{EnvRedis, EnvRedisPassword}, passwordEnv: []string{EnvRedisPassword},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
+	},
+	given: func(f *Flags) bool { return len(f.Redis) > 0 },
+	fromEnv: func(f *Flags, getenv func(string) string) {
+		if v := getenv(EnvRedis); v != "" {
+			f.Redis = SplitURLs(v)
+		}
+	},
+	check: func(f *Flags) error {
+		if len(f.Redis) == 2 {
+			return cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
+		}
+		return nil
+	},
+	resolve:   resolveRedis,
+	claims:    func(s Spec) bool { return len(s.Redis) == 1 },
+	describe:  describeRedis,
+	checkName: checkRedisName,
+	nodes:     redisNodes,
+	connect:   connectRedis,
+	oncePer:   true,
+	fenceNote: "latest granted to a name of this slot; the holder's is at most that",
+})
+
+// resolveRedis checks the Redis URLs of f, for a single Redis or Redlock.
+func resolveRedis(f *Flags, getenv func(string) string, filed string, spec *Spec) error {
+	seen := map[string]bool{}
+	password := getenv(EnvRedisPassword)
+	if filed != "" {
+		password = filed
+	}
+	for _, u := range f.Redis {
+		o, err := parseRedis(u)
+		if err != nil {
+			return err
+		}
+		switch {
+		case o.Password != "" && filed != "":
+			return cmdutil.Usagef("--password-file and a password in the --redis URL %q: give one", cmdutil.RedactInput(u))
+		case o.Password == "":
+			o.Password = password
+		}
+		if err := f.TLS.applyTLS(o, cmdutil.RedactInput(u), &spec.Warnings); err != nil {
+			return err
+		}
+		if seen[o.Addr] {
+			return cmdutil.Usagef("--redis %s is given twice; Redlock needs independent masters", o.Addr)
+		}
+		seen[o.Addr] = true
+		spec.Redis = append(spec.Redis, o)
+	}
+	return nil
+}
+
+// describeRedis names the servers of spec: "a:6379,b:6379,c:6379".
+func describeRedis(s Spec) string {
+	addrs := make([]string, len(s.Redis))
+	for i, o := range s.Redis {
+		addrs[i] = o.Addr
+	}
+	return strings.Join(addrs, ",")
+}
+
+// checkRedisName checks what redislock and redlock refuse in a lock name.
+func checkRedisName(name string) error {
+	q := cmdutil.Quote(name)
+	switch {
+	case strings.ContainsAny(name, "{}"):
+		return cmdutil.Usagef("lock name %s contains a brace; Redis lock names may not, since dlock wraps them in a {hash tag}", q)
+	case len(name) > rediskeys.MaxName:
+		return cmdutil.Usagef("lock name %s is too long: Redis lock names are at most %d bytes", q, rediskeys.MaxName)
+	}
+	return nil
+}
+
+// redisNodes returns each server of spec as a Redis service of its own.
+func redisNodes(s Spec) []Node {
+	var out []Node
+	for _, o := range s.Redis {
+		c := *o
+		out = append(out, Node{Addr: o.Addr, Spec: Spec{Redis: []*redis.Options{&c}}})
+	}
+	return out
+}
+
+// redisServers are the Redis servers of a Redis or Redlock target, in the
+// order of the URLs.
+type redisServers struct {
+	addrs []string
+	rdbs  []*redis.Client
+}
+
+func (s redisServers) closeAll() {
+	for _, rdb := range s.rdbs {
+		rdb.Close()
+	}
+}
+
+// dialRedis makes a client of each of spec's Redis URLs, and pings them
+// all at once (pingAll). It returns the servers, a redislock.Conn of each,
+// and the failures of those that did not answer; or a UsageError, with
+// nothing left open, if a server refused dlock's credentials.
+func dialRedis(ctx context.Context, spec Spec) (redisServers, []redislock.Conn, []error, error) {
+	QuietRedisLogs()
+	var s redisServers
+	conns := make([]redislock.Conn, len(spec.Redis))
+	for i, o := range spec.Redis {
+		redisOptions(o)
+		rdb := redis.NewClient(o)
+		s.addrs, s.rdbs = append(s.addrs, o.Addr), append(s.rdbs, rdb)
+		conns[i] = goredisconn.New(rdb)
+	}
+	errs := pingAll(ctx, s.rdbs, len(s.rdbs)/2+1, NodeTimeout(spec.LongestTTL))
+	if err := refusedCredentials(errs); err != nil {
+		s.closeAll()
+		return redisServers{}, nil, nil, err
+	}
+	return s, conns, errs, nil
+}
+
+// redisConn is one Redis server.
+type redisConn struct {
+	redisServers
+	c *redislock.Client
+}
+
+func connectRedis(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error) {
+	s, conns, errs, err := dialRedis(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		s.closeAll()
+		return nil, errs[0]
+	}
+	return &redisConn{s, redislock.New(conns[0], redislock.WithObserver(obs))}, nil
+}
+
+func (r *redisConn) locker(name string, o LockOptions) (dlock.Locker, error) {
+	opts := []redislock.Option{redislock.WithTTL(o.TTL), redislock.WithMaxHold(o.MaxHold)}
+	switch o.Kind {
+	case KindMutex:
+		return r.c.NewMutex(name, opts...), nil
+	case KindFair:
+		return r.c.NewFairMutex(name, opts...), nil
+	case KindRead:
+		return r.c.NewRWMutex(name, opts...).Reader(), nil
+	case KindWrite:
+		return r.c.NewRWMutex(name, opts...).Writer(), nil
+	case KindSemaphore:
+		return r.c.NewSemaphore(name, o.Permits, opts...), nil
+	}
+	return nil, unknownKind(o.Kind)
+}
+
+func (r *redisConn) election(name string, ttl time.Duration) (dlock.Election, error) {
+	return r.c.NewElection(name, redislock.WithTTL(ttl)), nil
+}
+
+func (r *redisConn) admin(name string) (dlock.Admin, string, string) { return r.c, name, "" }
+
+func (r *redisConn) close() {
+	r.c.Close()
+	r.closeAll()
+}
 
 // defaultDialTimeout is go-redis's dial timeout, when the URL gives none
 // (dial_timeout=...).
@@ -125,4 +317,216 @@ func eachNode(ctx context.Context, n int, timeout time.Duration, f func(ctx cont
 		})
 	}
 	wg.Wait()
+}
+
+// refusedCredentials returns a UsageError if one of errs, the failures to
+// reach Redis servers, is a server refusing dlock's password: a mistake in
+// the URL or the environment, which no retry fixes.
+func refusedCredentials(errs []error) error {
+	for _, err := range errs {
+		msg := strings.TrimSuffix(err.Error(), ".")
+		switch {
+		case strings.Contains(msg, "NOAUTH"):
+			return cmdutil.Usagef("%s: the server wants a password; give it in --password-file, in %s or in the URL (redis://:PASSWORD@host:port)", msg, EnvRedisPassword)
+		case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):
+			return cmdutil.Usagef("%s: the server refused the password; check --password-file's, %s or the URL's", msg, EnvRedisPassword)
+		case strings.Contains(msg, "DB index is out of range"):
+			return cmdutil.Usagef("%s: the URL's database number (redis://host:port/DB) is past the server's last database (its 'databases' setting, 16 by default)", msg)
+		}
+	}
+	return nil
+}
+
+// QuietRedisLogs stops go-redis from logging to stderr on its own (a
+// pool's failed dials to a node that is down): the errors reach the user
+// through dlock's own messages.
+func QuietRedisLogs() { redis.SetLogger(quiet{}) }
+
+// quiet drops go-redis's log lines.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// The record of a lock's last successful run ("dlock run --once-per") is
+// the key dlock:{name}:done on Redis (on every Redlock master), holding
+// the server's time in milliseconds when the run finished, and expiring
+// --once-per after it.
+
+func doneKey(name string) string { return rediskeys.For(name).Base + ":done" }
+
+// lastRun returns how long ago the last successful run of name finished,
+// on the server's clock, if its record has not expired. With Redlock, the
+// most recent record of any master counts, and a majority must answer.
+func (s redisServers) lastRun(ctx context.Context, name string) (ago time.Duration, found bool, err error) {
+	var errs []error
+	answered := 0
+	for i, rdb := range s.rdbs {
+		a, ok, err := lastRunOn(ctx, rdb, name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.addrs[i], err))
+			continue
+		}
+		answered++
+		if ok && (!found || a < ago) {
+			ago, found = a, true
+		}
+	}
+	if answered <= len(s.rdbs)/2 {
+		return 0, false, fmt.Errorf("reading the record of the last run: %w", joinErrs(errs))
+	}
+	return ago, found, nil
+}
+
+func lastRunOn(ctx context.Context, rdb *redis.Client, name string) (time.Duration, bool, error) {
+	v, err := rdb.Get(ctx, doneKey(name)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	finished, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, false, nil // not dlock's: ignored, and overwritten by the next success
+	}
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return 0, false, err
+	}
+	return now.Sub(time.UnixMilli(finished)), true, nil
+}
+
+// recordRun records that a run of name finished successfully now, for
+// keep. With Redlock, a majority of masters must take the record.
+func (s redisServers) recordRun(ctx context.Context, name string, keep time.Duration) error {
+	var errs []error
+	for i, rdb := range s.rdbs {
+		// The server's own time, in one script, so that LastRun reads
+		// an age on one clock.
+		err := recordScript.Run(ctx, rdb, []string{doneKey(name)}, keep.Milliseconds()).Err()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.addrs[i], err))
+		}
+	}
+	if len(errs) > 0 && len(s.rdbs)-len(errs) <= len(s.rdbs)/2 {
+		return fmt.Errorf("recording the run: %w", joinErrs(errs))
+	}
+	return nil
+}
+
+// recordScript sets KEYS[1] to the server's time in milliseconds, expiring
+// in ARGV[1] milliseconds.
+var recordScript = redis.NewScript(`
+local t = redis.call('TIME')
+local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], tostring(ms), 'PX', ARGV[1])
+return ms
+`)
+
+// forcedNoteLife is how long the note of a forced release stays.
+const forcedNoteLife = 24 * time.Hour
+
+// forcedKey is where the note of name's last forced release is kept.
+func forcedKey(name string) string { return "dlock:{" + name + "}:forced" }
+
+// noteForced leaves a note of a forced release on every Redis server that
+// answers, for forcedNoteLife: who, when, and what was removed.
+func (s redisServers) noteForced(ctx context.Context, name string, removed int) {
+	user := os.Getenv("USER")
+	if u, err := osuser.Current(); user == "" && err == nil {
+		user = u.Username
+	}
+	if user == "" {
+		user = "uid " + strconv.Itoa(os.Getuid())
+	}
+	note := fmt.Sprintf("%s by %s (user %s): removed %d", time.Now().UTC().Format(time.RFC3339), ClientName(), user, removed)
+	eachNode(ctx, len(s.rdbs), NodeTimeout(0), func(ctx context.Context, i int) {
+		s.rdbs[i].Set(ctx, forcedKey(name), note, forcedNoteLife) // a note that cannot be written is not worth failing for
+	})
+}
+
+// forcedNote returns the note of name's last forced release, or "": the
+// first found, in the order of the servers, among those that answer
+// within NodeTimeout(0).
+func (s redisServers) forcedNote(ctx context.Context, name string) string {
+	notes := make([]string, len(s.rdbs))
+	eachNode(ctx, len(s.rdbs), NodeTimeout(0), func(ctx context.Context, i int) {
+		notes[i], _ = s.rdbs[i].GetRange(ctx, forcedKey(name), 0, 255).Result()
+	})
+	for _, v := range notes {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// urlList is a repeatable flag.
+type urlList []string
+
+func (l *urlList) String() string { return strings.Join(*l, ",") }
+func (l *urlList) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("empty URL; want redis://host:port")
+	}
+	*l = append(*l, s)
+	return nil
+}
+
+// parseRedis checks one Redis URL.
+func parseRedis(raw string) (*redis.Options, error) {
+	shown := cmdutil.RedactInput(raw)
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" && u.Opaque != "" {
+		return nil, cmdutil.Usagef("--redis %q is not a URL; want redis://[user:password@]host:port[/db] or rediss://... for TLS", shown)
+	}
+	if u.Scheme != "redis" && u.Scheme != "rediss" {
+		return nil, cmdutil.Usagef("--redis %q: scheme %q is not supported; use redis:// or rediss:// (TLS)", shown, u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, cmdutil.Usagef("--redis %q has no host; want redis://host:port", shown)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("--redis %q: the port is not a number from 1 to 65535 (a password with / # ? %% or @ must be percent-encoded)", shown)
+		}
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" && strings.Trim(db, "0123456789") != "" {
+		return nil, cmdutil.Usagef("--redis %q: the path after host:port is not a database number from 0 up (redis://host:port/DB; a password with / # ? %% or @ must be percent-encoded)", shown)
+	}
+	o, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, cmdutil.Usagef("--redis %q: %v", shown, cmdutil.RedactIn(err.Error(), raw))
+	}
+	return o, nil
+}
+
+// SplitURLs splits the value of DLOCK_REDIS into URLs. They are separated
+// by commas or white space, but a URL's password may contain either, so a
+// new URL starts only where a separator is followed by redis:// or
+// rediss://.
+func SplitURLs(v string) []string {
+	isSep := func(b byte) bool { return b == ',' || b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+	var urls []string
+	start := 0
+	for i := 0; i < len(v); i++ {
+		if !isSep(v[i]) {
+			continue
+		}
+		j := i
+		for j < len(v) && isSep(v[j]) {
+			j++
+		}
+		if j == len(v) || strings.HasPrefix(v[j:], "redis://") || strings.HasPrefix(v[j:], "rediss://") {
+			if u := strings.TrimSpace(strings.Trim(v[start:i], ", \t\n\r")); u != "" {
+				urls = append(urls, u)
+			}
+			start = j
+		}
+		i = j - 1
+	}
+	if u := strings.Trim(v[start:], ", \t\n\r"); u != "" {
+		urls = append(urls, u)
+	}
+	return urls
 }

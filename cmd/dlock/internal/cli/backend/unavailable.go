@@ -14,21 +14,20 @@ import (
 // "zookeeper a:2181,b:2181,c:2181", "etcd a:2379", "postgres
 // db:5432/app" or "mysql db:3306/app".
 func (s Spec) Describe() string {
-	switch s.Kind() {
-	case "zookeeper":
-		return "zookeeper " + strings.Join(s.ZK, ",")
-	case "etcd":
-		return "etcd " + strings.Join(s.Etcd, ",")
-	case "postgres":
-		return "postgres " + describePostgres(s.Postgres)
-	case "mysql":
-		return "mysql " + describeMySQL(s.MySQL)
+	d := driverOf(s)
+	if d == nil {
+		return "no lock service"
 	}
-	addrs := make([]string, len(s.Redis))
-	for i, o := range s.Redis {
-		addrs[i] = o.Addr
+	return d.name + " " + d.describe(s)
+}
+
+// Nodes returns each server of the service s describes as a Spec of its
+// own, as dlock bench measures them.
+func (s Spec) Nodes() []Node {
+	if d := driverOf(s); d != nil && d.nodes != nil {
+		return d.nodes(s)
 	}
-	return s.Kind() + " " + strings.Join(addrs, ",")
+	return nil
 }
 
 // Permanent reports whether err, a failure of Connect, is one that

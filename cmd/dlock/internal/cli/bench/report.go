@@ -28,8 +28,8 @@ type report struct {
 
 func newReport(r *runner) *report {
 	rep := &report{Started: time.Now(), Kind: r.spec.Kind(), Options: r.o}
-	for _, n := range r.nodeSpecs() {
-		rep.Addresses = append(rep.Addresses, n.addr)
+	for _, n := range r.spec.Nodes() {
+		rep.Addresses = append(rep.Addresses, n.Addr)
 	}
 	return rep
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/backend"
-	"github.com/redis/go-redis/v9"
 )
 
 // What one latency of a Result is.
@@ -455,7 +454,7 @@ func (r *runner) connectClients(ctx context.Context, n int) ([]*backend.Target, 
 
 // s4: S1 through each server of the deployment alone.
 func (r *runner) s4(ctx context.Context) []*Result {
-	nodes := r.nodeSpecs()
+	nodes := r.spec.Nodes()
 	if len(nodes) == 0 {
 		return nil
 	}
@@ -465,12 +464,12 @@ func (r *runner) s4(ctx context.Context) []*Result {
 		if ctx.Err() != nil {
 			break
 		}
-		res := &Result{ID: "S4", Node: n.addr, Measures: MeasureCycle,
+		res := &Result{ID: "S4", Node: n.Addr, Measures: MeasureCycle,
 			Description: fmt.Sprintf("S1 through node %d of %d alone", i+1, len(nodes))}
 		if len(nodes) == 1 {
 			res.Description = "S1 through the only server"
 		}
-		out = append(out, r.node(ctx, res, n.spec, r.o.name("S4", strconv.Itoa(i)), per))
+		out = append(out, r.node(ctx, res, n.Spec, r.o.name("S4", strconv.Itoa(i)), per))
 	}
 	return out
 }
@@ -488,45 +487,13 @@ func (r *runner) node(ctx context.Context, res *Result, spec backend.Spec, name 
 		return res
 	}
 	defer t.Close()
-	o := r.lockOptions()
-	if r.spec.Kind() == "redlock" {
-		o.Kind = backend.KindMutex // a master alone, as Redlock uses it
-	}
-	l, err := t.Locker(name, o)
+	l, err := t.Locker(name, r.lockOptions()) // on Redlock, --kind mutex: a master alone, as Redlock uses it
 	if err != nil {
 		r.failed(res, err)
 		return res
 	}
 	r.serial(ctx, res, l, name, d)
 	return res
-}
-
-type nodeSpec struct {
-	addr string
-	spec backend.Spec
-}
-
-// nodeSpecs returns a one-server Spec for each server of the deployment.
-func (r *runner) nodeSpecs() []nodeSpec {
-	var out []nodeSpec
-	for _, o := range r.spec.Redis {
-		c := *o
-		out = append(out, nodeSpec{addr: o.Addr, spec: backend.Spec{Redis: []*redis.Options{&c}}})
-	}
-	for _, s := range r.spec.ZK {
-		out = append(out, nodeSpec{addr: s, spec: backend.Spec{ZK: []string{s}}})
-	}
-	for _, s := range r.spec.Etcd { // a member alone still forwards writes to its leader
-		out = append(out, nodeSpec{addr: s, spec: backend.Spec{Etcd: []string{s}, EtcdTLS: r.spec.EtcdTLS}})
-	}
-	if pg := r.spec.Postgres; pg != nil {
-		addr := fmt.Sprintf("%s:%d", pg.ConnConfig.Host, pg.ConnConfig.Port)
-		out = append(out, nodeSpec{addr: addr, spec: backend.Spec{Postgres: pg.Copy(), Session: r.spec.Session}})
-	}
-	if my := r.spec.MySQL; my != nil {
-		out = append(out, nodeSpec{addr: my.Addr, spec: backend.Spec{MySQL: my.Clone(), Session: r.spec.Session}})
-	}
-	return out
 }
 
 // failed records err as the only result of a scenario that could not run.

@@ -184,21 +184,13 @@ func writeTable(out io.Writer, r backend.Report) {
 		row("permits", "%d of %d in use", len(r.Holders), r.PermitLimit)
 	}
 	if r.Fence != 0 {
-		what := "latest granted"
-		if r.Backend == "redis" || r.Backend == "redlock" {
-			what = "latest granted to a name of this slot; the holder's is at most that"
-		}
-		row("fence", "%d (%s)", r.Fence, what)
+		row("fence", "%d (%s)", r.Fence, r.FenceNote())
 	}
 	if r.TTLms > 0 {
 		row("ttl", "%v left", r.TTL().Round(time.Millisecond))
 	}
-	switch {
-	case r.Backend == "redlock":
-	case r.Waiters == nil:
-		row("waiters", "unknown (%s cannot count them)", r.Backend)
-	default:
-		row("waiters", "%d", *r.Waiters)
+	if w, ok := r.WaitersNote(); ok {
+		row("waiters", "%s", w)
 	}
 	if r.Detail != "" {
 		row("found", "%s", cmdutil.Show(r.Detail))

@@ -117,24 +117,7 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 		fmt.Fprintf(streams.Out, "Lock %q was not held; nothing released.\n", o.name)
 		return cmdutil.ExitOK
 	}
-	what := "holder"
-	if t.Kind() == "redlock" {
-		what = "master's key"
-	}
-	if n != 1 {
-		what += "s"
-		if t.Kind() == "redlock" {
-			what = "masters' keys"
-		}
-	}
-	woken := "waiters were woken"
-	switch t.Kind() {
-	case "mysql":
-		woken = "waiters find it free when they next try"
-	case "postgres":
-		woken = "waiters were notified"
-	}
-	fmt.Fprintf(streams.Out, "Released lock %q on %s: removed %d %s; %s.\n", o.name, t.Describe(), n, what, woken)
+	fmt.Fprintf(streams.Out, "Released lock %q on %s: %s.\n", o.name, t.Describe(), t.Removed(n))
 	return cmdutil.ExitOK
 }
 

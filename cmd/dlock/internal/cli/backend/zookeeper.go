@@ -1,0 +1,274 @@
+package backend
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/internal/zkpath"
+	"github.com/dlock-go/dlock/zklock"
+	"github.com/go-zookeeper/zk"
+)
+
+// Environment variables of ZooKeeper, read when the matching flag is not
+// given.
+const (
+	EnvZK         = "DLOCK_ZK"           // host:port[,host:port...]
+	EnvZKAuthFile = "DLOCK_ZK_AUTH_FILE" // a file whose first line is user:password
+)
+
+// ZooKeeper: --zk, zklock. A lock name is a path under ZKRoot, or an
+// absolute path.
+var _ = register(&driver{
+	name: "zookeeper", title: "ZooKeeper", order: 3,
+	flag: "zk", example: "--zk host:port",
+	env: []string{EnvZK, EnvZKAuthFile},
+	flags: func(fs *flag.FlagSet, f *Flags) {
+		fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
+		fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+")")
+	},
+	given:   func(f *Flags) bool { return f.ZK != "" },
+	fromEnv: func(f *Flags, getenv func(string) string) { f.ZK = getenv(EnvZK) },
+	checkFlags: func(f *Flags, _ func(string) string, named bool) error {
+		switch {
+		case f.ZKAuthFile != "" && !named:
+			return cmdutil.Usagef("--zk-auth-file goes with --zk")
+		case f.PasswordFile != "" && named:
+			return cmdutil.Usagef("--password-file does not go with --zk; give ZooKeeper's user:password in --zk-auth-file")
+		}
+		return nil
+	},
+	resolve: func(f *Flags, getenv func(string) string, _ string, spec *Spec) error {
+		servers, err := parseZK(f.ZK)
+		if err != nil {
+			return err
+		}
+		spec.ZK = servers
+		if file := cmp.Or(f.ZKAuthFile, getenv(EnvZKAuthFile)); file != "" {
+			if spec.ZKUser, spec.ZKPassword, err = readZKAuth(file); err != nil {
+				return err
+			}
+		}
+		if f.TLS.given() { // any TLS flag: the servers are secure client ports
+			if spec.ZKTLS, err = f.TLS.config(nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	claims:    func(s Spec) bool { return len(s.ZK) > 0 },
+	describe:  func(s Spec) string { return strings.Join(s.ZK, ",") },
+	checkName: checkZKName,
+	nodes: func(s Spec) []Node {
+		var out []Node
+		for _, srv := range s.ZK {
+			out = append(out, Node{Addr: srv, Spec: Spec{ZK: []string{srv}}})
+		}
+		return out
+	},
+	connect: connectZooKeeper,
+	denied:  zkDenied,
+})
+
+// zkDenied turns a refusal that no retry heals into a UsageError: a
+// session without the credentials the lock's nodes ask for, a lock path
+// whose ACL lets others in (zklock.ErrPathACL).
+func zkDenied(err error) error {
+	switch {
+	case errors.Is(err, zk.ErrNoAuth):
+		return cmdutil.Usagef("%s: give the credentials of the lock's user in --zk-auth-file", cmdutil.Reason(err))
+	case errors.Is(err, zklock.ErrPathACL):
+		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+	}
+	return err
+}
+
+// zkConn is a ZooKeeper session.
+type zkConn struct {
+	c    *zklock.Client
+	warn []string
+}
+
+func connectZooKeeper(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error) {
+	if err := dialAny(ctx, "ZooKeeper", spec.ZK); err != nil {
+		return nil, err
+	}
+	opts := []zklock.ClientOption{zklock.WithObserver(obs), zklock.WithLogger(spec.log())}
+	if spec.LongestTTL > 0 {
+		// --ttl is how long the lock outlives a dlock that died (kill
+		// -9, a lost machine), as on every backend: on ZooKeeper, the
+		// session timeout, plus up to a tick of the ensemble, which
+		// looks for expired sessions once a tick. The ensemble grants a
+		// timeout between its minSessionTimeout and maxSessionTimeout
+		// (2 and 20 ticks by default: 4s and 40s at the default
+		// tickTime of 2s). A lease lasts a third of it (LeaseTime).
+		opts = append(opts, zklock.WithSessionTimeout(spec.LongestTTL))
+	}
+	if spec.ZKTLS != nil {
+		opts = append(opts, zklock.WithTLS(spec.ZKTLS))
+	}
+	if spec.ZKUser != "" {
+		opts = append(opts, zklock.WithDigestAuth(spec.ZKUser, spec.ZKPassword))
+	}
+	s, err := connectZK(ctx, spec.ZK, opts...)
+	if err != nil {
+		return nil, err
+	}
+	z := &zkConn{c: s}
+	if g := s.GrantedTimeout(); spec.LongestTTL > 0 && g > spec.LongestTTL {
+		// Below minSessionTimeout: the ensemble keeps a dead
+		// dlock's session, and its lock, for longer than --ttl.
+		z.warn = append(z.warn, fmt.Sprintf("WARNING: --ttl %v is below the ZooKeeper ensemble's minSessionTimeout: it granted a session timeout of %v, so a dlock that dies holds the lock for up to %v; use --ttl %v or more, or lower the ensemble's minSessionTimeout",
+			spec.LongestTTL, g, g, g))
+	}
+	return z, nil
+}
+
+func (z *zkConn) locker(name string, o LockOptions) (dlock.Locker, error) {
+	p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
+	switch o.Kind {
+	case KindMutex, KindFair: // a ZooKeeper mutex is a FIFO queue: always fair
+		return z.c.NewMutex(p, opts...), nil
+	case KindRead:
+		return z.c.NewRWMutex(p, opts...).Reader(), nil
+	case KindWrite:
+		return z.c.NewRWMutex(p, opts...).Writer(), nil
+	case KindSemaphore:
+		return z.c.NewSemaphore(p, o.Permits, opts...), nil
+	}
+	return nil, unknownKind(o.Kind)
+}
+
+func (z *zkConn) election(name string, ttl time.Duration) (dlock.Election, error) {
+	return z.c.NewElection(ZKPath(name), zklock.WithTTL(ttl)), nil
+}
+
+func (z *zkConn) admin(name string) (dlock.Admin, string, string) {
+	return z.c, ZKPath(name), ZKPath(name)
+}
+
+// leaseTime: a lease lasts at most a third of the session timeout (see
+// zklock.WithTTL).
+func (z *zkConn) leaseTime(ttl time.Duration) time.Duration { return min(ttl, z.c.Timeout()/3) }
+
+func (z *zkConn) warnings() []string { return z.warn }
+
+func (z *zkConn) close() { z.c.Close() }
+
+// ZKRoot is where a lock name that is not an absolute path lives in
+// ZooKeeper: the name "nightly" is the path /dlock/nightly.
+const ZKRoot = "/dlock"
+
+// connectZK is zklock.New, returning by ctx's deadline (or AnswerTimeout)
+// even if zklock.New does not: with a server that accepts connections but
+// never answers, it returns only when the server closes them. A session
+// made after that is closed.
+//
+// zklock.New, ended by its context, reports why (a TLS error, a refused
+// connection) once go-zookeeper's connection loop has stopped: at once on
+// a quiet machine, but a loaded one took more than 200ms (a wrong CA was
+// then reported as a bare deadline). That wait comes out of the time
+// given, not on top of it: zklock.New gets all but a quarter of it, or a
+// second at most, so that --wait 1s on a silent server fails in about 1s.
+func connectZK(ctx context.Context, servers []string, opts ...zklock.ClientOption) (*zklock.Client, error) {
+	type result struct {
+		s   *zklock.Client
+		err error
+	}
+	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	nctx, ncancel := context.WithDeadline(ctx, deadline.Add(-min(time.Until(deadline)/4, time.Second)))
+	defer ncancel()
+	done := make(chan result, 1)
+	go func() {
+		s, err := zklock.New(nctx, servers, opts...)
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-nctx.Done():
+		select {
+		case r := <-done:
+			return r.s, r.err
+		case <-ctx.Done():
+		}
+		go func() {
+			if r := <-done; r.s != nil {
+				r.s.Close()
+			}
+		}()
+		return nil, fmt.Errorf("no session with ZooKeeper %s: %w", strings.Join(servers, ","), ctx.Err())
+	}
+}
+
+// checkZKName checks what ZooKeeper and zklock refuse in the path of a
+// lock name.
+func checkZKName(name string) error {
+	p := ZKPath(name)
+	if name == "/" {
+		return cmdutil.Usagef("the root / cannot be a lock; give a name such as nightly-report or a path such as /locks/nightly")
+	}
+	if reason := zkpath.Check(p); reason != "" {
+		if p != name && strings.HasPrefix(reason, "is ") {
+			reason = strings.Replace(reason, "is ", "would be a ZooKeeper path that is ", 1)
+		}
+		return cmdutil.Usagef("lock name %s %s", cmdutil.Quote(name), reason)
+	}
+	return nil
+}
+
+// ZKPath is the ZooKeeper path of the lock called name.
+func ZKPath(name string) string {
+	if strings.HasPrefix(name, "/") {
+		return name
+	}
+	return ZKRoot + "/" + name
+}
+
+// parseZK checks a comma-separated list of ZooKeeper servers.
+func parseZK(list string) ([]string, error) {
+	var servers []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", cmdutil.RedactInput(list))
+		}
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file"))
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
+		}
+		servers = append(servers, s)
+	}
+	return servers, nil
+}
+
+// readZKAuth returns the user and password in the first line of the file
+// name, user:password, as ZooKeeper's addauth digest takes them, and
+// notes the password for cmdutil.Redact.
+func readZKAuth(name string) (user, password string, err error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", "", cmdutil.Usagef("--zk-auth-file: %v", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	user, password, ok := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
+	cmdutil.NoteSecret(password)
+	if !ok || user == "" || password == "" {
+		return "", "", cmdutil.Usagef("--zk-auth-file %s: the first line is not user:password", name)
+	}
+	return user, password, nil
+}
