@@ -4,38 +4,52 @@ import (
 	"bytes"
 	"flag"
 	"os/exec"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
-
-	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/bench"
-	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/chaos"
-	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/demo"
-	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/run"
 )
 
-// The completion scripts offer every flag of the commands whose flag sets
-// are exported, so they cannot fall behind them.
+// The completion scripts offer every flag of every command, in each shell.
 func TestCompletionKnowsFlags(t *testing.T) {
-	var (
-		ro run.Options
-		eo run.ElectOptions
-		bo bench.Options
-		co chaos.Options
-		do demo.Options
-	)
-	for cmd, fs := range map[string]*flag.FlagSet{"run": run.FlagSet(&ro), "elect": run.ElectFlagSet(&eo), "bench": bench.FlagSet(&bo),
-		"chaos": chaos.FlagSet(&co), "demo": demo.FlagSet(&do)} {
-		offered := " " + completionFlags[cmd] + " "
+	scripts := map[string]string{}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		var out, errb bytes.Buffer
+		if code := Main([]string{"completion", shell}, nil, &out, &errb, func(string) string { return "" }); code != 0 {
+			t.Fatalf("completion %s: exit %d, %s", shell, code, errb.String())
+		}
+		scripts[shell] = out.String()
+	}
+	for cmd, fs := range commandFlags() {
+		n := 0
 		fs.VisitAll(func(f *flag.Flag) {
+			n++
 			dashes := "--"
 			if len(f.Name) == 1 {
 				dashes = "-"
 			}
-			if !strings.Contains(offered, " "+dashes+f.Name+" ") {
-				t.Errorf("completion for %s lacks %s%s", cmd, dashes, f.Name)
+			for shell, script := range scripts {
+				// bash and zsh list "--name" among words and quotes;
+				// fish says "-l name" or "-o name", one per line.
+				word := regexp.MustCompile(`(^|[\s"])` + regexp.QuoteMeta(dashes+f.Name) + `([\s"]|$)`)
+				if shell == "fish" {
+					opt := "l"
+					if dashes == "-" {
+						opt = "o"
+					}
+					word = regexp.MustCompile(`(?m)from ` + cmd + `' -` + opt + " " + regexp.QuoteMeta(f.Name) + `$`)
+				}
+				if !word.MatchString(script) {
+					t.Errorf("%s completion for %s lacks %s%s", shell, cmd, dashes, f.Name)
+				}
 			}
 		})
+		if n == 0 {
+			t.Errorf("dlock %s has no flags", cmd)
+		}
+	}
+	if !strings.Contains(scripts["bash"], " etcd3 ") {
+		t.Errorf("bash completion of --backend lacks etcd3")
 	}
 }
 

@@ -1,22 +1,55 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 
+	dchaos "github.com/dlock-go/dlock/chaos"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/bench"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/chaos"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/demo"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/fencecmd"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/inspect"
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/run"
 )
 
-// completionFlags lists each command's flags for the completion scripts.
-var completionFlags = map[string]string{
-	"run":     "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --ttl --wait --kind --permits --conflict-exit-code --grace --max-hold --once-per --leave-children --metrics-addr -v --help",
-	"elect":   "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --ttl --grace --value --again --leader -v --help",
-	"inspect": "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window -o --help",
-	"release": "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --force --yes --help",
-	"bench":   "--redis --zk --postgres --mysql --etcd --password-file --zk-auth-file --etcd-user --tls-ca --tls-cert --tls-key --tls-server-name --restart-window --session --scenarios --duration --clients --goroutines --hold --kind --permits --ttl -o --chart --prefix --help",
-	"chaos":   "--backend --faults --duration --clients --ttl --work --session-timeout --schedule --seed -o --timeline --library-defaults --tls --help",
-	"demo":    "--workers --rounds --no-zk --help",
-	"fence":   "--fence --file --postgres --mysql --redis --resource --table --password-file --allow-empty --accept-fence-loss --help",
+// commandFlags returns each command's flag set, made as the command makes
+// it, so that the completion scripts offer every flag a backend or a
+// command registers.
+func commandFlags() map[string]*flag.FlagSet {
+	var (
+		ro run.Options
+		eo run.ElectOptions
+		bo bench.Options
+		co chaos.Options
+		do demo.Options
+	)
+	return map[string]*flag.FlagSet{
+		"run": run.FlagSet(&ro), "elect": run.ElectFlagSet(&eo),
+		"inspect": inspect.FlagSet(), "release": inspect.ReleaseFlagSet(),
+		"fence": fencecmd.FlagSet(), "bench": bench.FlagSet(&bo),
+		"chaos": chaos.FlagSet(&co), "demo": demo.FlagSet(&do),
+	}
+}
+
+// completionFlags returns the flags of each command, as the completion
+// scripts offer them: "--name", or "-x" for a one-letter flag, and --help.
+func completionFlags() map[string]string {
+	out := map[string]string{}
+	for cmd, fs := range commandFlags() {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) {
+			if len(f.Name) == 1 {
+				names = append(names, "-"+f.Name)
+			} else {
+				names = append(names, "--"+f.Name)
+			}
+		})
+		out[cmd] = strings.Join(append(names, "--help"), " ")
+	}
+	return out
 }
 
 const completionCommands = "run elect inspect release fence bench chaos demo completion version help"
@@ -33,7 +66,7 @@ _dlock() {
     case "$prev" in
         --kind) COMPREPLY=($(compgen -W "mutex fair read write semaphore" -- "$cur")); return ;;
         -o) COMPREPLY=($(compgen -W "table json" -- "$cur")); return ;;
-        --backend) COMPREPLY=($(compgen -W "all redis redis-aof redlock3 redlock5 zk3" -- "$cur")); return ;;
+        --backend) COMPREPLY=($(compgen -W "%s" -- "$cur")); return ;;
         --schedule) COMPREPLY=($(compgen -W "cycle random" -- "$cur")); return ;;
         --wait) COMPREPLY=($(compgen -W "0 10s 1m forever" -- "$cur")); return ;;
         completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
@@ -84,13 +117,14 @@ func completionMain(args []string, streams cmdutil.IO) int {
 		return cmdutil.Fail(streams, cmdutil.Usagef("dlock completion: name one shell: bash, zsh or fish"), cmdutil.ExitUsage)
 	}
 	names := []string{"run", "elect", "inspect", "release", "fence", "bench", "chaos", "demo"}
+	completionFlags := completionFlags()
 	var cases strings.Builder
 	switch args[0] {
 	case "bash":
 		for _, n := range names {
 			fmt.Fprintf(&cases, "        %s) COMPREPLY=($(compgen -W %q -- \"$cur\")) ;;\n", n, completionFlags[n])
 		}
-		fmt.Fprintf(streams.Out, bashCompletion, completionCommands, completionCommands, cases.String())
+		fmt.Fprintf(streams.Out, bashCompletion, completionCommands, "all "+strings.Join(dchaos.Backends, " "), completionCommands, cases.String())
 	case "zsh":
 		for _, n := range names {
 			fmt.Fprintf(&cases, "        %s) compadd -- %s ;;\n", n, completionFlags[n])

@@ -454,3 +454,6 @@ func (o options) checkResource() error {
 	}
 	return nil
 }
+
+// FlagSet returns the flags of dlock fence, for the completion scripts.
+func FlagSet() *flag.FlagSet { return flagSet(new(options)) }

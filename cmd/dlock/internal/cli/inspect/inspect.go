@@ -235,3 +235,10 @@ func cutValues(r *backend.Report) {
 	}
 	r.Detail, r.Forced = cmdutil.Cut(r.Detail), cmdutil.Cut(r.Forced)
 }
+
+// FlagSet returns the flags of dlock inspect, for the completion scripts.
+func FlagSet() *flag.FlagSet { return flagSet(new(options)) }
+
+// ReleaseFlagSet returns the flags of dlock release, for the completion
+// scripts.
+func ReleaseFlagSet() *flag.FlagSet { return releaseFlagSet(new(releaseOptions)) }
