@@ -61,7 +61,9 @@
 // waits for them until the lease's Until, not only one node timeout, since
 // a release that comes late is still true; if the lease runs out first,
 // Release returns an error matching dlock.ErrNotHeld, as after Until, that
-// also names the nodes that did not answer. The other nodes get the node
+// also names the nodes that did not answer. When nodes that could not be
+// reached, did not answer or turned the release away kept it from a
+// majority, its error matches dlock.ErrUnavailable. The other nodes get the node
 // timeout, and their deletes finish in the background, retried while a
 // node cannot be reached (until the TTL has passed, when the key has
 // expired by itself) and looked at three times more over 1.3 seconds on a

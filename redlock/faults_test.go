@@ -341,12 +341,12 @@ func TestBadArguments(t *testing.T) {
 
 // Release with a node down succeeds when a majority released the lock (the
 // rest is retried in the background), and otherwise reports the nodes that
-// failed as NodeErrors.
+// failed as NodeErrors, in an error matching dlock.ErrUnavailable.
 func TestIntegrationReleaseByMajority(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
 	ctx := timeout(t, 10*time.Second)
-	m := newClient(t, addrsOf(servers), goRedis).NewMutex("node-error")
+	m := newClient(t, addrsOf(servers), goRedis, redlock.WithNodeTimeout(nodeTimeout)).NewMutex("node-error")
 	lease, err := m.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -369,6 +369,68 @@ func TestIntegrationReleaseByMajority(t *testing.T) {
 	var ne *redlock.NodeError
 	if !errors.As(err, &ne) || ne.Node != servers[1].Addr() && ne.Node != servers[2].Addr() {
 		t.Fatalf("Release with 1 of 3 nodes alive = %v; want NodeErrors", err)
+	}
+	if !errors.Is(err, dlock.ErrUnavailable) {
+		t.Errorf("Release with 1 of 3 nodes alive = %v; want an error matching ErrUnavailable", err)
+	}
+}
+
+// A Release that a paused majority kept from a majority says that the
+// nodes were unavailable (with ErrNotHeld too if the lease ran out as it
+// waited). A majority that answered no (the key is not ours) is not an
+// outage.
+func TestIntegrationReleaseMajorityPaused(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	ttl := time.Second
+	m := newClient(t, addrsOf(servers), goRedis, redlock.WithNodeTimeout(nodeTimeout)).
+		NewMutex("paused-majority", redlock.WithTTL(ttl), redlock.WithoutRenewal())
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers[1:] {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Resume() })
+	}
+	start := time.Now()
+	err = lease.Release(ctx)
+	took := time.Since(start)
+	for _, s := range servers[1:] {
+		s.Resume()
+	}
+	t.Logf("Release with 2 of 3 nodes paused returned after %v: %v", took.Round(time.Millisecond), err)
+	// The release waits for a majority until the lease's Until: whether
+	// the lease has run out when it gives up is a matter of microseconds.
+	if !errors.Is(err, dlock.ErrUnavailable) {
+		t.Errorf("Release with 2 of 3 nodes paused = %v; want an error matching ErrUnavailable", err)
+	}
+	if u := (*dlock.UnavailableError)(nil); errors.As(err, &u) && !strings.Contains(u.Service, servers[1].Addr()) {
+		t.Errorf("the UnavailableError names %q; want the nodes", u.Service)
+	}
+	if took > ttl+time.Second {
+		t.Errorf("Release took %v; want it to give up by the lease's Until (TTL %v)", took, ttl)
+	}
+	gone(t, servers, "paused-majority")
+
+	// The key deleted behind the holder's back on a majority: lost, not
+	// unavailable, although the third node does not answer.
+	if lease, err = m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers[:2] {
+		s.Do("DEL", lockKey("paused-majority"))
+	}
+	if err := servers[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	err = lease.Release(ctx)
+	servers[2].Resume()
+	if errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, dlock.ErrNotHeld) {
+		t.Errorf("Release of a lock a majority no longer holds, one node paused = %v; want ErrNotHeld and not ErrUnavailable", err)
 	}
 }
 

@@ -157,7 +157,10 @@ func (g *grant) Refresh(ctx context.Context) error {
 // returns an error, carrying the NodeErrors, only when no majority
 // confirmed the release; nodes that could not be reached, or turned it away
 // for now (BUSY, LOADING, ...), are retried in the background, and their
-// keys expire within the TTL at worst.
+// keys expire within the TTL at worst. When such nodes kept the release
+// from a majority (the others being too few to deny one), the error
+// matches dlock.ErrUnavailable, unless ctx ended first; if the lease ran
+// out meanwhile, it matches dlock.ErrNotHeld as well.
 func (g *grant) Release(ctx context.Context) error {
 	if ended, err := g.BeginRelease(); ended {
 		return err
@@ -194,6 +197,7 @@ late:
 	sent := time.Now()
 	replies, calls := c.fanOutFor(ctx, call, nil, max(c.cfg.nodeTimeout, time.Until(g.Until())))
 	ok, answered := 0, 0
+	failing := 0 // nodes that could not be reached, did not answer, or turned the call away
 	var errs []error
 	// Until a majority has released it, or so many have answered otherwise
 	// that none can: the others are handled in the background.
@@ -204,6 +208,9 @@ late:
 		switch {
 		case r.res.Err != nil:
 			errs = append(errs, &NodeError{Node: c.nodes[i].name, Err: r.res.Err})
+			if redisscript.Transient(r.res.Err) {
+				failing++
+			}
 			if !redisscript.IsReply(r.res.Err) && !redisscript.Unsent(r.res.Err) || redisscript.TurnedAway(r.res.Err) {
 				s.del[i], s.late[i] = true, g.acq[i] == acqUnknown
 			}
@@ -228,15 +235,26 @@ late:
 	}
 	released := g.Released() // not nil if the lease expired while the release was in flight
 	c.start(s)
-	if ok < c.quorum && released != nil {
+	if ok >= c.quorum {
+		return released // a majority released it; the rest are handled in the background
+	}
+	err := errQuorum("release", g.Key(), ok, c.quorum, n, errs)
+	// The nodes that answered no (the key is not ours, or an error that
+	// waiting cannot heal) may be too few to deny a majority: the nodes
+	// that could not be reached or did not answer then stood between the
+	// release and one. A call that ctx cut short tells nothing of them.
+	down := failing > 0 && answered-ok-failing <= n-c.quorum && cancelled(ctx) == nil
+	switch {
+	case released != nil && down:
 		// The lease ran out while its release waited for a majority: it
 		// is not held, as for a Release called after Until.
-		return fmt.Errorf("%w (%v)", released, errQuorum("release", g.Key(), ok, c.quorum, n, errs))
+		return fmt.Errorf("%w (%w)", released, c.unavailable(sent, err))
+	case released != nil:
+		return fmt.Errorf("%w (%v)", released, err)
+	case down:
+		return c.unavailable(sent, err)
 	}
-	if ok < c.quorum {
-		return errQuorum("release", g.Key(), ok, c.quorum, n, errs)
-	}
-	return released // a majority released it; the rest are handled in the background
+	return err
 }
 
 // positive reports whether a script's integer reply is at least 1: the
