@@ -61,14 +61,14 @@ type opener func(t testing.TB, addr string) redisconn.Conn
 
 func goRedis(t testing.TB, addr string) redisconn.Conn {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second})
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	t.Cleanup(func() { c.Close() })
 	return goredisconn.New(c)
 }
 
 func rueidisClient(t testing.TB, addr string) redisconn.Conn {
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true,
-		ForceSingleClient: true, DisableRetry: true, Dialer: net.Dialer{Timeout: 200 * time.Millisecond}})
+		ForceSingleClient: true, DisableRetry: true, Dialer: net.Dialer{Timeout: time.Second}})
 	if err != nil {
 		t.Fatalf("rueidis.NewClient: %v", err)
 	}

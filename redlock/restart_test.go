@@ -230,7 +230,10 @@ func TestIntegrationFsyncAlwaysVotesAfterRestart(t *testing.T) {
 			settle(t, servers)
 			age(t, servers)
 			log := &logBuffer{}
-			c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window), redlock.WithLogger(log.logger()))
+			// The test is about votes, not speed: a node timeout that a
+			// loaded machine meets (at 50ms: "reached 0 of 3 nodes").
+			c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window), redlock.WithLogger(log.logger()),
+				redlock.WithNodeTimeout(time.Second))
 			m := c.NewMutex("aof", redlock.WithTTL(window))
 			l, err := m.TryLock(ctx)
 			if err != nil {
@@ -272,7 +275,7 @@ func TestIntegrationEvictionWarning(t *testing.T) {
 			servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", policy}})
 			age(t, servers)
 			log := &logBuffer{}
-			c := newClient(t, addrsOf(servers), goRedis, redlock.WithLogger(log.logger()))
+			c := newClient(t, addrsOf(servers), goRedis, redlock.WithLogger(log.logger()), redlock.WithNodeTimeout(time.Second))
 			for range 2 {
 				l, err := c.NewMutex("evict").TryLock(ctx)
 				if err != nil {
@@ -295,11 +298,11 @@ func TestIntegrationEvictionWarning(t *testing.T) {
 func TestIntegrationDetectionNeedsInfo(t *testing.T) {
 	servers := testenv.StartRedisN(t, 1, testenv.RedisConfig{Args: []string{"--rename-command", "LASTSAVE", ""}})
 	ctx := timeout(t, 10*time.Second)
-	_, err := newClient(t, addrsOf(servers), goRedis).NewMutex("info").TryLock(ctx)
+	_, err := newClient(t, addrsOf(servers), goRedis, redlock.WithNodeTimeout(time.Second)).NewMutex("info").TryLock(ctx)
 	if err == nil || errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), "WithoutRestartDetection") {
 		t.Fatalf("TryLock on a node without LASTSAVE = %v; want a hard error naming the fix", err)
 	}
-	l, err := newClient(t, addrsOf(servers), goRedis, redlock.WithoutRestartDetection()).NewMutex("info").TryLock(ctx)
+	l, err := newClient(t, addrsOf(servers), goRedis, redlock.WithoutRestartDetection(), redlock.WithNodeTimeout(time.Second)).NewMutex("info").TryLock(ctx)
 	if err != nil {
 		t.Fatalf("without restart detection: %v", err)
 	}
