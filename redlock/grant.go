@@ -197,11 +197,14 @@ late:
 	sent := time.Now()
 	replies, calls := c.fanOutFor(ctx, call, nil, max(c.cfg.nodeTimeout, time.Until(g.Until())))
 	ok, answered := 0, 0
+	notOurs := 0 // nodes that answered that the key is not ours
 	failing := 0 // nodes that could not be reached, did not answer, or turned the call away
 	var errs []error
-	// Until a majority has released it, or so many have answered otherwise
-	// that none can: the others are handled in the background.
-	for answered < n && ok < c.quorum && answered-ok <= n-c.quorum {
+	// Until a majority has released it, or a majority has answered that
+	// the key is not ours, or the answers left can settle neither: the
+	// others are handled in the background.
+	for answered < n && ok < c.quorum && notOurs <= n-c.quorum &&
+		(ok+n-answered >= c.quorum || notOurs+n-answered > n-c.quorum) {
 		r := <-replies
 		answered++
 		i := r.node
@@ -221,13 +224,17 @@ late:
 			// Not there, but the acquire that failed on this node may
 			// still set it: look again later.
 			s.del[i], s.late[i] = true, true
+			notOurs++
+		default:
+			notOurs++
 		}
 	}
 	s.rel, s.relLeft = replies, n-answered
 	if answered < n {
 		calls.cutAt(sent.Add(c.cfg.nodeTimeout))
 	}
-	if len(errs) == 0 && ok < c.quorum {
+	if notOurs > n-c.quorum {
+		// A majority does not hold the key (whatever the others said).
 		g.End(dlock.Lost(dlock.ErrTakenOver))
 		c.start(s)
 		_, err := g.Ended(true)
