@@ -1,8 +1,14 @@
 package redlock_test
 
 import (
+	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -163,31 +169,90 @@ func TestIntegrationKinds(t *testing.T) {
 	dlocktest.RunKinds(t, backend(servers, transports[0].open))
 }
 
+// conformanceCase is the environment variable that has a test process run
+// one case of TestIntegrationConformance (see there).
+const conformanceCase = "DLOCK_REDLOCK_CONFORMANCE_CASE"
+
 // TestIntegrationConformance runs the suite for each number of nodes and
-// transport at once, each on servers of its own: a run mostly waits (6s of
-// CPU in 58s for one alone), and the four one after the other took 280 to
-// 300s of the package's 350 to 435s. They run from goroutines rather than
-// with t.Parallel, which -parallel (GOMAXPROCS, 2 in CI) would hold to two
-// at a time.
+// transport at once, each on servers of its own and in a test process of
+// its own: a run mostly waits (6s of CPU in 58s for one alone), and the
+// four one after the other took 280 to 300s of the package's 350 to 435s.
+// In one process they could not run at once: the suite counts the
+// process's goroutines (CancelledWait), and counted the other runs'. A
+// process runs one case when conformanceCase names it, with the flags
+// that select tests passed on, and reports its output when it fails.
 func TestIntegrationConformance(t *testing.T) {
+	testenv.SkipIfShort(t, "needs redis-server")
 	cases := []struct {
 		n  int
 		tr int // index into transports
 	}{{3, 0}, {3, 1}, {1, 0}, {5, 1}}
+	only := os.Getenv(conformanceCase)
 	var wg sync.WaitGroup
 	for _, tc := range cases {
 		tr := transports[tc.tr]
-		wg.Go(func() {
-			t.Run(fmt.Sprintf("%s/N=%d", tr.name, tc.n), func(t *testing.T) {
+		name := fmt.Sprintf("%s/N=%d", tr.name, tc.n)
+		switch {
+		case only == name:
+			t.Run(name, func(t *testing.T) {
 				servers := testenv.StartRedisN(t, tc.n, testenv.RedisConfig{})
 				age(t, servers)
 				b := backend(servers, tr.open)
 				b.SplitVotes = true
 				dlocktest.Run(t, b)
 			})
-		})
+		case only == "":
+			// t.Run from goroutines, not t.Parallel, which -parallel
+			// (GOMAXPROCS, 2 in CI) would hold to two at a time.
+			wg.Go(func() { t.Run(name, func(t *testing.T) { runConformanceCase(t, name) }) })
+		}
 	}
 	wg.Wait()
+}
+
+// runConformanceCase runs case name of TestIntegrationConformance in a
+// new process of this test binary, and fails t with its output if it
+// fails.
+func runConformanceCase(t *testing.T, name string) {
+	// This case alone, and of its cases those that the flag selects.
+	run := "^TestIntegrationConformance$"
+	for _, elem := range strings.Split(name, "/") {
+		run += "/^" + regexp.QuoteMeta(elem) + "$"
+	}
+	if elems := strings.Split(flagValue("test.run", ""), "/"); len(elems) > 3 {
+		run += "/" + strings.Join(elems[3:], "/")
+	}
+	args := []string{"-test.count=1", "-test.v=true", "-test.run=" + run}
+	if skip := flagValue("test.skip", ""); skip != "" {
+		args = append(args, "-test.skip="+skip)
+	}
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		args = append(args, "-test.timeout="+time.Until(d).String())
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), conformanceCase+"="+name)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the process running %s: %v after %v; its output:\n%s", name, err, time.Since(start).Round(time.Millisecond), out)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: TestIntegrationConformance/"+name+" ")) {
+		t.Fatalf("the process running %s passed without running it; its output:\n%s", name, out)
+	}
+	t.Logf("%s passed in a process of its own in %v", name, time.Since(start).Round(time.Millisecond))
+}
+
+// flagValue returns the value of the test binary's flag name, or def when
+// it is not set.
+func flagValue(name, def string) string {
+	if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	return def
 }
 
 // inspect returns what c.Inspect reports for name, failing t on an error.
