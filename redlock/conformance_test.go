@@ -183,6 +183,12 @@ const conformanceCase = "DLOCK_REDLOCK_CONFORMANCE_CASE"
 // that select tests passed on, and reports its output when it fails.
 func TestIntegrationConformance(t *testing.T) {
 	testenv.SkipIfShort(t, "needs redis-server")
+	if os.Getenv(conformanceCase) == "" {
+		// Its processes run beside the package's other tests that
+		// mostly wait (those marked parallel): together they took
+		// about as long as the tests that run one after the other.
+		t.Parallel()
+	}
 	cases := []struct {
 		n  int
 		tr int // index into transports

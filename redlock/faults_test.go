@@ -25,6 +25,7 @@ import (
 // (the node's vote, or its late SET after the grant, then missing); it is
 // still far below the 5s TTL.
 func TestIntegrationQuorumMatrix(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	const nodeTimeout = time.Second
 	for _, n := range []int{1, 3, 4, 5} {
 		servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})
@@ -92,6 +93,7 @@ func TestIntegrationQuorumMatrix(t *testing.T) {
 // attempts fail quickly; after the restart (and the restart window) locking
 // works again.
 func TestIntegrationKillMinorityAndMajority(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
 	age(t, servers)
 	ttl := 300 * time.Millisecond
@@ -139,6 +141,7 @@ func TestIntegrationKillMinorityAndMajority(t *testing.T) {
 // A paused minority does not stop renewal; a paused majority ends the
 // lease no later than Until.
 func TestIntegrationPausedNodes(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
 	// A TTL that leaves a renewal (every TTL/3) a second before Until: at
@@ -563,6 +566,7 @@ func TestIntegrationSlowReleaseWithinValidity(t *testing.T) {
 // waited for the silent node as long as its client did (the tests'
 // go-redis: 1s; go-redis's defaults: 5s).
 func TestIntegrationOneSilentNode(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
 	readme := func(t testing.TB, addr string) redisconn.Conn {

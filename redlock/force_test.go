@@ -112,6 +112,7 @@ func allHold(servers []*testenv.Redis, name, token string) bool {
 // the first token, whose key had 1s left, was still kept 3s later, with
 // every token since.)
 func TestIntegrationDeposedTokensExpireOneByOne(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	const ttl, every, rounds = time.Second, 300 * time.Millisecond, 11
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)

@@ -19,6 +19,7 @@ import (
 // lease is valid. Its fence counter comes back old too: once it votes
 // again, fences must still increase.
 func TestIntegrationSnapshotRestartDoesNotVote(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	// Snapshots only when asked (SAVE), and loaded on restart.
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	settle(t, servers)
@@ -127,6 +128,7 @@ func waitUptime(t testing.TB, servers []*testenv.Redis, d time.Duration) {
 // once, even new to dlock (no epoch yet); a node restarted within the
 // window still abstains, and the error says which, why and for how long.
 func TestIntegrationNewDeploymentGrantsAtOnce(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	window := time.Second
 	waitUptime(t, servers, window)

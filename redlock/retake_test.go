@@ -119,6 +119,7 @@ func TestIntegrationRetakeAfterContestedGrant(t *testing.T) {
 // a 30s TTL, the holder stands on all three nodes well within 7s of the
 // grant, where the usual first renewal comes after 10s.
 func TestIntegrationBareGrantRenewsEarly(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
 	const ttl = 30 * time.Second
@@ -401,6 +402,7 @@ func TestIntegrationReleaseRacingRetakesLeavesNoKey(t *testing.T) {
 // finds the old key there, and its first renewal rightly retakes that
 // node.)
 func TestIntegrationNoRetakeWhileEveryNodeHolds(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
 	const ttl = 1500 * time.Millisecond // a renewal every 500ms
