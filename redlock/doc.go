@@ -63,11 +63,11 @@
 // Release returns an error matching dlock.ErrNotHeld, as after Until, that
 // also names the nodes that did not answer. When nodes that could not be
 // reached, did not answer or turned the release away kept it from a
-// majority, its error matches dlock.ErrUnavailable. The other nodes get the node
-// timeout, and their deletes finish in the background, retried while a
-// node cannot be reached (until the TTL has passed, when the key has
-// expired by itself) and looked at three times more over 1.3 seconds on a
-// node whose acquire may still land late. Close waits for the nodes one
+// majority, its error matches dlock.ErrUnavailable. The other nodes get
+// the node timeout, and their deletes finish in the background, retried
+// while a node cannot be reached (until the TTL has passed, when the key
+// has expired by itself) and looked at three times more over 1.3 seconds
+// on a node whose acquire may still land late. Close waits for the nodes one
 // second in all: when it begins, every clean-up makes one last try on each
 // node it has left, bounded by the node timeout, and stops. A key that an
 // acquire still on its way sets after that, on a minority, expires within
