@@ -37,7 +37,9 @@
 //   - Release returns once a majority has deleted the key, waiting for the
 //     nodes until the lease's Until; the other nodes finish in the
 //     background, and Close waits for them one second in all. A key left
-//     on a minority expires within its TTL.
+//     on a minority expires within its TTL. When nodes that could not be
+//     reached, did not answer or turned the release away kept it from a
+//     majority, its error matches dlock.ErrUnavailable.
 //   - Fences strictly increase from grant to grant, across restarts of
 //     nodes that lose their data, provided the nodes' clocks agree to
 //     within the restart window less 100ms; neither a client's clock nor a

@@ -12,6 +12,7 @@ import (
 )
 
 func TestIntegrationElection(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	for _, n := range []int{3, 1} {
 		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
 			servers := testenv.StartRedisN(t, n, testenv.RedisConfig{})

@@ -13,6 +13,7 @@ import (
 // given back, never returned short (see granttest.Check). The node timeout
 // is above the slowed round trip, so that the slow nodes still vote.
 func TestIntegrationShortGrantNeverReturned(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	const ttl = 2 * time.Second
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)

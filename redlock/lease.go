@@ -158,7 +158,10 @@ func (g *grant) Refresh(ctx context.Context) error {
 // returns an error, carrying the NodeErrors, only when no majority
 // confirmed the release; nodes that could not be reached, or turned it away
 // for now (BUSY, LOADING, ...), are retried in the background, and their
-// keys expire within the TTL at worst.
+// keys expire within the TTL at worst. When such nodes kept the release
+// from a majority (the others being too few to deny one), the error
+// matches dlock.ErrUnavailable, unless ctx ended first; if the lease ran
+// out meanwhile, it matches dlock.ErrNotHeld as well.
 func (g *grant) Release(ctx context.Context) error {
 	if ended, err := g.BeginRelease(); ended {
 		return err
@@ -195,16 +198,23 @@ late:
 	sent := time.Now()
 	replies, calls := c.fanOutFor(ctx, call, nil, max(c.cfg.nodeTimeout, time.Until(g.Until())))
 	ok, answered := 0, 0
+	notOurs := 0 // nodes that answered that the key is not ours
+	failing := 0 // nodes that could not be reached, did not answer, or turned the call away
 	var errs []error
-	// Until a majority has released it, or so many have answered otherwise
-	// that none can: the others are handled in the background.
-	for answered < n && ok < c.quorum && answered-ok <= n-c.quorum {
+	// Until a majority has released it, or a majority has answered that
+	// the key is not ours, or the answers left can settle neither: the
+	// others are handled in the background.
+	for answered < n && ok < c.quorum && notOurs <= n-c.quorum &&
+		(ok+n-answered >= c.quorum || notOurs+n-answered > n-c.quorum) {
 		r := <-replies
 		answered++
 		i := r.node
 		switch {
 		case r.res.Err != nil:
 			errs = append(errs, &NodeError{Node: c.nodes[i].name, Err: r.res.Err})
+			if redisscript.Transient(r.res.Err) {
+				failing++
+			}
 			if !redisscript.IsReply(r.res.Err) && !redisscript.Unsent(r.res.Err) || redisscript.TurnedAway(r.res.Err) {
 				s.del[i], s.late[i] = true, g.acq[i] == acqUnknown
 			}
@@ -215,13 +225,17 @@ late:
 			// Not there, but the acquire that failed on this node may
 			// still set it: look again later.
 			s.del[i], s.late[i] = true, true
+			notOurs++
+		default:
+			notOurs++
 		}
 	}
 	s.rel, s.relLeft = replies, n-answered
 	if answered < n {
 		calls.cutAt(sent.Add(c.cfg.nodeTimeout))
 	}
-	if len(errs) == 0 && ok < c.quorum {
+	if notOurs > n-c.quorum {
+		// A majority does not hold the key (whatever the others said).
 		g.End(dlock.Lost(dlock.ErrTakenOver))
 		c.start(s)
 		_, err := g.Ended(true)
@@ -229,15 +243,26 @@ late:
 	}
 	released := g.Released() // not nil if the lease expired while the release was in flight
 	c.start(s)
-	if ok < c.quorum && released != nil {
+	if ok >= c.quorum {
+		return released // a majority released it; the rest are handled in the background
+	}
+	err := errQuorum("release", g.Key(), ok, c.quorum, n, errs)
+	// The nodes that answered no (the key is not ours, or an error that
+	// waiting cannot heal) may be too few to deny a majority: the nodes
+	// that could not be reached or did not answer then stood between the
+	// release and one. A call that ctx cut short tells nothing of them.
+	down := failing > 0 && answered-ok-failing <= n-c.quorum && cancelled(ctx) == nil
+	switch {
+	case released != nil && down:
 		// The lease ran out while its release waited for a majority: it
 		// is not held, as for a Release called after Until.
-		return fmt.Errorf("%w (%v)", released, errQuorum("release", g.Key(), ok, c.quorum, n, errs))
+		return fmt.Errorf("%w (%w)", released, c.unavailable(sent, err))
+	case released != nil:
+		return fmt.Errorf("%w (%v)", released, err)
+	case down:
+		return c.unavailable(sent, err)
 	}
-	if ok < c.quorum {
-		return errQuorum("release", g.Key(), ok, c.quorum, n, errs)
-	}
-	return released // a majority released it; the rest are handled in the background
+	return err
 }
 
 // positive reports whether a script's integer reply is at least 1: the

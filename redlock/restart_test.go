@@ -19,6 +19,7 @@ import (
 // lease is valid. Its fence counter comes back old too: once it votes
 // again, fences must still increase.
 func TestIntegrationSnapshotRestartDoesNotVote(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	// Snapshots only when asked (SAVE), and loaded on restart.
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	settle(t, servers)
@@ -127,6 +128,7 @@ func waitUptime(t testing.TB, servers []*testenv.Redis, d time.Duration) {
 // once, even new to dlock (no epoch yet); a node restarted within the
 // window still abstains, and the error says which, why and for how long.
 func TestIntegrationNewDeploymentGrantsAtOnce(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	window := time.Second
 	waitUptime(t, servers, window)
@@ -230,7 +232,10 @@ func TestIntegrationFsyncAlwaysVotesAfterRestart(t *testing.T) {
 			settle(t, servers)
 			age(t, servers)
 			log := &logBuffer{}
-			c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window), redlock.WithLogger(log.logger()))
+			// The test is about votes, not speed: a node timeout that a
+			// loaded machine meets (at 50ms: "reached 0 of 3 nodes").
+			c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window), redlock.WithLogger(log.logger()),
+				redlock.WithNodeTimeout(time.Second))
 			m := c.NewMutex("aof", redlock.WithTTL(window))
 			l, err := m.TryLock(ctx)
 			if err != nil {
@@ -272,7 +277,7 @@ func TestIntegrationEvictionWarning(t *testing.T) {
 			servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{Args: []string{"--maxmemory", "100mb", "--maxmemory-policy", policy}})
 			age(t, servers)
 			log := &logBuffer{}
-			c := newClient(t, addrsOf(servers), goRedis, redlock.WithLogger(log.logger()))
+			c := newClient(t, addrsOf(servers), goRedis, redlock.WithLogger(log.logger()), redlock.WithNodeTimeout(time.Second))
 			for range 2 {
 				l, err := c.NewMutex("evict").TryLock(ctx)
 				if err != nil {
@@ -295,11 +300,11 @@ func TestIntegrationEvictionWarning(t *testing.T) {
 func TestIntegrationDetectionNeedsInfo(t *testing.T) {
 	servers := testenv.StartRedisN(t, 1, testenv.RedisConfig{Args: []string{"--rename-command", "LASTSAVE", ""}})
 	ctx := timeout(t, 10*time.Second)
-	_, err := newClient(t, addrsOf(servers), goRedis).NewMutex("info").TryLock(ctx)
+	_, err := newClient(t, addrsOf(servers), goRedis, redlock.WithNodeTimeout(time.Second)).NewMutex("info").TryLock(ctx)
 	if err == nil || errors.Is(err, dlock.ErrNotObtained) || !strings.Contains(err.Error(), "WithoutRestartDetection") {
 		t.Fatalf("TryLock on a node without LASTSAVE = %v; want a hard error naming the fix", err)
 	}
-	l, err := newClient(t, addrsOf(servers), goRedis, redlock.WithoutRestartDetection()).NewMutex("info").TryLock(ctx)
+	l, err := newClient(t, addrsOf(servers), goRedis, redlock.WithoutRestartDetection(), redlock.WithNodeTimeout(time.Second)).NewMutex("info").TryLock(ctx)
 	if err != nil {
 		t.Fatalf("without restart detection: %v", err)
 	}
