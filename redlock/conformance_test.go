@@ -92,6 +92,9 @@ func backend(servers []*testenv.Redis, open opener) dlocktest.Backend {
 			}
 			return left
 		},
+		Admin: func(t testing.TB) dlock.Admin {
+			return newClient(t, addrs, open, redlock.WithNodeTimeout(time.Second))
+		},
 		Inspect: func(t testing.TB, key string) dlock.Info {
 			// Not the default 50ms, at which a loaded machine failed
 			// InspectShowsHolder ("reached 1 of 3 nodes"); no case
