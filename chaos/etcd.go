@@ -1,7 +1,9 @@
 package chaos
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -11,16 +13,45 @@ import (
 	"go.uber.org/zap"
 )
 
+// An etcd cluster of three: etcdlock.Mutex. A member restarted without
+// its data could not rejoin: no kill-empty.
+var _ = register(&service{
+	backends: []string{BackendEtcd3},
+	client:   "etcd",
+	needs:    "etcd", pkg: "etcd-server", look: lookEtcd,
+	start: startEtcd,
+	connect: func(c *client, _ context.Context, opTimeout time.Duration) (dlock.Locker, func(), error) {
+		return c.connectEtcd(opTimeout)
+	},
+	faults: map[string][]string{BackendEtcd3: {FaultLeaderKill, FaultLeaderPauseKill, FaultClientPause, FaultPartition,
+		FaultKill, FaultPause, FaultBlackhole, FaultLatency, FaultReset}},
+	injects: map[string]injectFunc{FaultLeaderPauseKill: injectLeaderPauseKill},
+	leader:  etcdLeader,
+})
+
+// lookEtcd returns an error if etcd is not installed.
+func lookEtcd() error {
+	_, err := servers.LookEtcd()
+	return err
+}
+
+// etcdCluster returns the etcd cluster of d.
+func etcdCluster(d *deployment) *servers.EtcdCluster { return d.state.(*servers.EtcdCluster) }
+
 // startEtcd starts a cluster of three etcd members.
-func (d *deployment) startEtcd() error {
-	if _, err := servers.LookEtcd(); err != nil {
+func startEtcd(d *deployment, _ int) error {
+	if err := lookEtcd(); err != nil {
 		return err
 	}
 	c, err := servers.LaunchEtcdCluster(3)
 	if err != nil {
 		return err
 	}
-	d.etcd = c
+	d.state = c
+	d.closers = append(d.closers, c.Close) // resumes a paused member
+	for _, m := range c.Members {
+		d.nodes = append(d.nodes, node{addr: m.Addr(), proc: m})
+	}
 	return nil
 }
 
@@ -44,15 +75,31 @@ func (c *client) connectEtcd(opTimeout time.Duration) (dlock.Locker, func(), err
 }
 
 // etcdLeader returns the index of the etcd cluster's leader.
-func (d *deployment) etcdLeader() (int, error) {
-	l, err := d.etcd.Leader()
+func etcdLeader(d *deployment) (int, error) {
+	c := etcdCluster(d)
+	l, err := c.Leader()
 	if err != nil {
 		return 0, err
 	}
-	for i, m := range d.etcd.Members {
+	for i, m := range c.Members {
 		if m == l {
 			return i, nil
 		}
 	}
 	return 0, errors.New("chaos: the etcd leader is not a member")
+}
+
+// injectLeaderPauseKill plans FaultLeaderPauseKill on the holder and the
+// leader.
+func injectLeaderPauseKill(in *injector, ctx context.Context, f *injection) error {
+	in.awaitHolder(ctx)
+	c := in.victim()
+	i, err := etcdLeader(in.d)
+	if err != nil {
+		return err
+	}
+	f.node, f.target = i, fmt.Sprintf("%s, the leader, with client %d pinned to it", in.d.name(i), c+1)
+	f.hold = in.between(0, in.ttl)
+	f.apply, f.heal = in.pauseKill(ctx, c, i)
+	return nil
 }
