@@ -18,14 +18,21 @@ type service struct {
 	// backends are the backends that run the service, each a
 	// configuration of its servers or its client.
 	backends []string
-	// client is the Kind its clients are told ("etcd"); "": each
+	// client is the Kind its clients are told ("zookeeper"); "": each
 	// backend's own name, which its connect tells apart.
 	client string
-	// needs names what the service runs on, for messages ("etcd",
+	// needs names what the service runs on, for messages ("ZooKeeper",
 	// "redis-server"), and pkg the Debian package that has it; look
 	// returns an error if it is not installed.
 	needs, pkg string
 	look       func() error
+	// tls: the service runs with Options.TLS (see TLSBackend); its
+	// start and connect then use d.certs and clientConfig.TLS.
+	tls bool
+	// checkSession, for a service whose clients hold sessions of
+	// Options.SessionTimeout (ZooKeeper), returns an error for a
+	// timeout the service does not take; nil: no sessions.
+	checkSession func(timeout time.Duration) error
 
 	// start starts the servers of d.backend, filling in d.nodes, and
 	// adds to d.closers what stops them, even when it fails half-way;
@@ -94,6 +101,18 @@ func serviceOf(backend string) *service {
 	return nil
 }
 
+// tlsBackends returns the backends that run with Options.TLS, in the
+// order of Backends.
+func tlsBackends() []string {
+	var bs []string
+	for _, b := range Backends {
+		if s := serviceOf(b); s != nil && s.tls {
+			bs = append(bs, b)
+		}
+	}
+	return bs
+}
+
 // serviceOfClient returns the service whose clients are told kind, or nil.
 func serviceOfClient(kind string) *service {
 	for _, s := range services {
@@ -104,7 +123,7 @@ func serviceOfClient(kind string) *service {
 	return nil
 }
 
-// Needs returns what backend's servers run on ("etcd", "redis-server")
+// Needs returns what backend's servers run on ("ZooKeeper", "redis-server")
 // and the Debian package that has it, and an error if it is not
 // installed. It returns an error, and no names, for a backend not in
 // Backends.

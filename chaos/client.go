@@ -33,7 +33,7 @@ const ClientEnv = "DLOCK_CHAOS_CLIENT"
 // clientConfig is what the harness tells a client process.
 type clientConfig struct {
 	ID             int           `json:"id"`
-	Kind           string        `json:"kind"` // "redis", "redlock", "zookeeper", "etcd", a PostgreSQL or a Sentinel backend
+	Kind           string        `json:"kind"` // the service's client kind, or the backend (see service.client)
 	Addrs          []string      `json:"addrs"`
 	Name           string        `json:"name"`
 	TTL            time.Duration `json:"ttl"`

@@ -28,6 +28,7 @@ var _ = register(&service{
 	backends: []string{BackendRedis, BackendRedisAOF},
 	client:   "redis",
 	needs:    "redis-server", pkg: "redis-server", look: lookRedis,
+	tls: true,
 	start: func(d *deployment, _ int) error {
 		return d.startRedis(1, servers.RedisConfig{Persistence: d.backend == BackendRedisAOF})
 	},
@@ -58,6 +59,7 @@ var _ = register(&service{
 	backends: []string{BackendRedlock3, BackendRedlock3RDB, BackendRedlock5},
 	client:   "redlock",
 	needs:    "redis-server", pkg: "redis-server", look: lookRedis,
+	tls: true,
 	start: func(d *deployment, _ int) error {
 		switch d.backend {
 		case BackendRedlock3RDB:

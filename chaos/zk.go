@@ -16,6 +16,13 @@ var _ = register(&service{
 	backends: []string{BackendZK3},
 	client:   "zookeeper",
 	needs:    "ZooKeeper", pkg: "zookeeper", look: servers.LookZooKeeper,
+	tls: true,
+	checkSession: func(timeout time.Duration) error {
+		if timeout < 400*time.Millisecond {
+			return fmt.Errorf("chaos: session timeout %v is under ZooKeeper's minimum of 400ms (two ticks)", timeout)
+		}
+		return nil
+	},
 	start: func(d *deployment, _ int) error {
 		if err := servers.LookZooKeeper(); err != nil {
 			return err
