@@ -168,49 +168,6 @@ func injectTerminate(terminate func(d *deployment, c int) (int, error)) injectFu
 	}
 }
 
-// pauseKill returns FaultLeaderPauseKill's apply and heal for client c
-// and leader i. apply pins c to the leader (its proxies to the other
-// members refuse and reset connections, so its client has only the
-// leader's endpoint), waits up to a renewal period so that the pause falls
-// anywhere in it, pauses the leader for half a TTL but at least 2s (past
-// an election, and past a renewal sent to it), resumes it and kills it
-// 10ms later: a leader that answers a queued renewal from its own lease
-// table before it learns that it was deposed, and is then gone. heal
-// restarts it and unpins c.
-func (in *injector) pauseKill(ctx context.Context, c, i int) (apply, heal func() error) {
-	s := in.d.server(i)
-	var others []*servers.Proxy
-	for j, p := range in.d.proxies[c] {
-		if j != i {
-			others = append(others, p)
-		}
-	}
-	apply = func() error {
-		for _, p := range others {
-			p.SetRefuse(true)
-			p.Reset()
-		}
-		sleep(ctx, in.between(0, in.ttl/3))
-		if err := s.Pause(); err != nil {
-			return err
-		}
-		sleep(context.WithoutCancel(ctx), max(in.ttl/2, 2*time.Second))
-		if err := s.Resume(); err != nil {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
-		return s.Kill()
-	}
-	heal = func() error {
-		err := s.Restart() // resumes it first if apply stopped between
-		for _, p := range others {
-			p.SetRefuse(false)
-		}
-		return err
-	}
-	return apply, heal
-}
-
 // awaitHolder waits up to a TTL for a client to hold the lock.
 func (in *injector) awaitHolder(ctx context.Context) {
 	for deadline := time.Now().Add(in.ttl); in.holder() < 0 && time.Now().Before(deadline) && ctx.Err() == nil; {
