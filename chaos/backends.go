@@ -47,11 +47,12 @@ type service struct {
 	clientFrom int
 	via        func(d *deployment, c int) map[string]string
 
-	// faults are FaultsFor each backend. injects are the faults the
-	// service injects its own way (those of the generic switch in
-	// inject it does not need); restartEmpty restarts killed server i
-	// without its data (FaultKillEmpty); leader returns the index of
-	// the leader (FaultLeaderKill). nil: the service has none.
+	// faults are FaultsFor each backend. injects plan the faults that
+	// are the service's own (FaultTerminate on PostgreSQL); inject plans
+	// the others the same way on every backend. restartEmpty restarts
+	// killed server i without its data (FaultKillEmpty), leader returns
+	// the index of the leader (FaultLeaderKill); nil: the service has
+	// no such fault.
 	faults       map[string][]string
 	injects      map[string]injectFunc
 	restartEmpty func(d *deployment, i int) error
