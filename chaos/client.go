@@ -20,8 +20,6 @@ import (
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/dlock-go/dlock/redislock"
 	"github.com/dlock-go/dlock/redislock/goredisconn"
-	"github.com/dlock-go/dlock/redlock"
-	"github.com/dlock-go/dlock/zklock"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
@@ -35,7 +33,7 @@ const ClientEnv = "DLOCK_CHAOS_CLIENT"
 // clientConfig is what the harness tells a client process.
 type clientConfig struct {
 	ID             int           `json:"id"`
-	Kind           string        `json:"kind"` // "redis", "redlock", "zookeeper", "etcd", a PostgreSQL or a Sentinel backend
+	Kind           string        `json:"kind"` // the service's client kind, or the backend (see service.client)
 	Addrs          []string      `json:"addrs"`
 	Name           string        `json:"name"`
 	TTL            time.Duration `json:"ttl"`
@@ -239,73 +237,11 @@ func (c *client) connect(ctx context.Context) (dlock.Locker, func(), error) {
 	if cfg.TTL <= 0 || len(cfg.Addrs) == 0 || cfg.Name == "" {
 		return nil, nil, fmt.Errorf("incomplete configuration %+v", cfg)
 	}
-	opTimeout := min(cfg.TTL/4, time.Second)
-	switch cfg.Kind {
-	case "zookeeper":
-		opts := []zklock.ClientOption{zklock.WithSessionTimeout(cfg.SessionTimeout), zklock.WithObserver(c)}
-		if cfg.TLS != nil {
-			tc, err := cfg.TLS.config()
-			if err != nil {
-				return nil, nil, fmt.Errorf("TLS: %w", err)
-			}
-			opts = append(opts, zklock.WithTLS(tc), zklock.WithDigestAuth(cfg.TLS.User, cfg.TLS.Password))
-		}
-		s, err := zklock.New(ctx, cfg.Addrs, opts...)
-		if err != nil {
-			return nil, nil, err
-		}
-		return s.NewMutex("/dlock-chaos/"+cfg.Name, zklock.WithTTL(cfg.TTL)), func() { s.Close() }, nil
-	case "etcd":
-		return c.connectEtcd(opTimeout)
-	case BackendPostgres, BackendPostgresSession:
-		return c.connectPostgres(ctx)
-	case BackendMariaDB, BackendMariaDBSession:
-		return c.connectMariaDB()
-	case BackendSentinel, BackendSentinelReplicas:
-		return c.connectSentinel()
-	case BackendCluster, BackendClusterReplicas:
-		return c.connectCluster()
-	case "redis", "redlock":
-	default:
+	s := serviceOfClient(cfg.Kind)
+	if s == nil {
 		return nil, nil, fmt.Errorf("unknown kind %q", cfg.Kind)
 	}
-	redis.SetLogger(quietRedis{})
-	var conns []redislock.Conn
-	var closers []func()
-	for _, addr := range cfg.Addrs {
-		o := &redis.Options{Addr: addr, DialTimeout: opTimeout, ReadTimeout: opTimeout,
-			WriteTimeout: opTimeout, PoolTimeout: opTimeout, MaxRetries: -1, ContextTimeoutEnabled: true,
-			DisableIdentity: true}
-		if cfg.LibraryDefaults {
-			o = &redis.Options{Addr: addr, ContextTimeoutEnabled: true}
-		}
-		if cfg.TLS != nil {
-			tc, err := cfg.TLS.config()
-			if err != nil {
-				return nil, nil, fmt.Errorf("TLS: %w", err)
-			}
-			o.TLSConfig, o.Username, o.Password = tc, cfg.TLS.User, cfg.TLS.Password
-		}
-		rdb := redis.NewClient(o)
-		conns = append(conns, goredisconn.New(rdb))
-		closers = append(closers, func() { rdb.Close() })
-	}
-	closeAll := func() {
-		for _, f := range closers {
-			f()
-		}
-	}
-	if cfg.Kind == "redis" {
-		rc := redislock.New(conns[0], redislock.WithObserver(c))
-		return rc.NewMutex(cfg.Name, redislock.WithTTL(cfg.TTL)), func() { rc.Close(); closeAll() }, nil
-	}
-	// Every client of the run takes the same TTL, so the restart window
-	// (which bounds every TTL of the deployment) is that TTL: a server
-	// that restarts sits out one TTL, and new servers vote one TTL after
-	// they start.
-	rl := redlock.New(conns, redlock.WithObserver(c), redlock.WithNodeTimeout(min(cfg.TTL/10, 200*time.Millisecond)),
-		redlock.WithRestartWindow(cfg.TTL))
-	return rl.NewMutex(cfg.Name, redlock.WithTTL(cfg.TTL)), func() { rl.Close(); closeAll() }, nil
+	return s.connect(c, ctx, min(cfg.TTL/4, time.Second))
 }
 
 // connectPostgres makes the pglock Mutex or SessionMutex the client
@@ -388,10 +324,6 @@ func closeWithin(stop func(), d time.Duration) {
 	case <-time.After(d):
 	}
 }
-
-type quietRedis struct{}
-
-func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) {

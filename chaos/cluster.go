@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/servers"
 )
@@ -24,7 +25,35 @@ const (
 // replica's acknowledgement: WithReplicas(1, clusterReplicaTimeout).
 func clusterReplicaTimeout(ttl time.Duration) time.Duration { return ttl / 10 }
 
-func (d *deployment) startCluster() error {
+// A Redis Cluster: redislock.Mutex, without and with WithReplicas.
+var _ = register(&service{
+	backends: []string{BackendCluster, BackendClusterReplicas},
+	needs:    "redis-server", pkg: "redis-server", look: lookRedis,
+	start: startCluster,
+	connect: func(c *client, _ context.Context, _ time.Duration) (dlock.Locker, func(), error) {
+		return c.connectCluster()
+	},
+	via: clusterVia,
+	faults: map[string][]string{
+		BackendCluster:         append([]string{FaultMigrate, FaultMasterKill, FaultMasterPartition, FaultMasterPause}, failoverFaults...),
+		BackendClusterReplicas: append([]string{FaultMigrate, FaultMasterKill, FaultMasterPartition, FaultMasterPause}, failoverFaults...),
+	},
+	injects: map[string]injectFunc{
+		FaultMasterKill:      injectFailover((*injector).clusterFailoverFault),
+		FaultMasterPause:     injectFailover((*injector).clusterFailoverFault),
+		FaultMasterPartition: injectFailover((*injector).clusterFailoverFault),
+		FaultMigrate:         injectMigrate,
+	},
+	// Two masters grant at once only when the old one is paused and
+	// resumed: see splitBrain.
+	splitBrain: func(backend, fault string) bool { return backend == BackendCluster && fault == FaultMasterPause },
+	expect:     failoverExpect,
+})
+
+// redisCluster returns the Redis Cluster of d.
+func redisCluster(d *deployment) *servers.Cluster { return d.state.(*servers.Cluster) }
+
+func startCluster(d *deployment, _ int) error {
 	if _, err := servers.LookBinary("redis-server"); err != nil {
 		return err
 	}
@@ -33,13 +62,17 @@ func (d *deployment) startCluster() error {
 	if err != nil {
 		return err
 	}
-	d.cluster = c
+	d.state = c
+	d.closers = append(d.closers, c.Close) // resumes paused nodes
+	for _, n := range c.Nodes {
+		d.nodes = append(d.nodes, node{addr: n.Addr(), proc: n})
+	}
 	return nil
 }
 
 // slotOwner returns the master of the lock's slot, as most nodes see it.
 func (in *injector) slotOwner() (int, error) {
-	return in.d.cluster.Owner(int(rediskeys.Slot(in.name)))
+	return redisCluster(in.d).Owner(int(rediskeys.Slot(in.name)))
 }
 
 // clusterFailoverFault makes the master of the lock's slot fail: apply
@@ -47,7 +80,7 @@ func (in *injector) slotOwner() (int, error) {
 // undoes it and lasts until the old master has rejoined as a replica of
 // the new one, or ctx is done.
 func (in *injector) clusterFailoverFault(ctx context.Context, kind string) (target string, apply, heal func() error, err error) {
-	d, c := in.d, in.d.cluster
+	d, c := in.d, redisCluster(in.d)
 	m := -1
 	if err := waitFor(failoverBound, func() bool {
 		var err error
@@ -104,7 +137,7 @@ func (in *injector) clusterFailoverFault(ctx context.Context, kind string) (targ
 // keys and its fence counter, moves from its master to another, one key
 // at a time, TTL/10 between steps.
 func (in *injector) migrate() (target string, apply func() error, err error) {
-	c := in.d.cluster
+	c := redisCluster(in.d)
 	slot := int(rediskeys.Slot(in.name))
 	from, err := in.slotOwner()
 	if err != nil {
@@ -126,4 +159,25 @@ func (in *injector) migrate() (target string, apply func() error, err error) {
 	target = fmt.Sprintf("slot %d, from %s to %s", slot, in.d.name(from), in.d.name(to))
 	apply = func() error { return c.MigrateSlot(slot, to, in.ttl/10) }
 	return target, apply, nil
+}
+
+// clusterVia maps the addresses the Cluster's nodes announce to client c's
+// proxies to those nodes.
+func clusterVia(d *deployment, c int) map[string]string {
+	m := map[string]string{}
+	for i, p := range d.proxies[c] {
+		m[redisCluster(d).Announced(i)] = p.Addr()
+	}
+	return m
+}
+
+// injectMigrate plans FaultMigrate.
+func injectMigrate(in *injector, ctx context.Context, f *injection) error {
+	in.awaitHolder(ctx) // moving a free lock shows less
+	var err error
+	if f.target, f.apply, err = in.migrate(); err != nil {
+		return fmt.Errorf("chaos: %s: %w", f.kind, err)
+	}
+	f.hold, f.heal = 0, func() error { return nil }
+	return nil
 }

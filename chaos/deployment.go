@@ -3,11 +3,7 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 
 	"github.com/dlock-go/dlock/internal/servers"
 )
@@ -18,12 +14,16 @@ import (
 // server off.
 type deployment struct {
 	backend string
-	redis   []*servers.Redis
-	zk      *servers.Ensemble
-	etcd    *servers.EtcdCluster
-	pg      *servers.Postgres
-	my      *servers.MariaDB
-	cluster *servers.Cluster
+	svc     *service
+	// nodes are the servers, in the order reports number them; start
+	// fills them in. closers stop them, in order, after the proxies.
+	nodes   []node
+	closers []func() error
+	// state is what the service keeps of its servers beside nodes (an
+	// ensemble, a cluster), for its own file only.
+	state any
+	// redis are the Redis servers of Redis, Redlock and Sentinel.
+	redis []*servers.Redis
 	// With TLS: the certificates, and the TLS address of each Redis
 	// server, which clients reach instead of its plain one.
 	certs    *servers.Certs
@@ -33,47 +33,37 @@ type deployment struct {
 	proxies  [][]*servers.Proxy // [client][server]
 }
 
+// A node is one server of a deployment: the process the faults act on,
+// and the address the proxies forward to.
+type node struct {
+	addr string
+	proc server
+}
+
+// server is what the faults do to one server process.
+type server interface {
+	Kill() error
+	Restart() error
+	Pause() error
+	Resume() error
+}
+
 // startDeployment starts the servers of backend and the proxies of the
 // given number of clients; with useTLS, servers that clients reach
 // through TLS only (see TLSBackend).
 func startDeployment(backend string, clients int, useTLS bool) (*deployment, error) {
-	d := &deployment{backend: backend}
-	var err error
+	s := serviceOf(backend)
+	if s == nil {
+		return nil, fmt.Errorf("chaos: unknown backend %q; use one of %v", backend, Backends)
+	}
+	d := &deployment{backend: backend, svc: s}
 	if useTLS {
 		if err := d.startTLS(); err != nil {
 			d.close()
 			return nil, err
 		}
 	}
-	switch backend {
-	case BackendRedis, BackendRedisAOF:
-		err = d.startRedis(1, servers.RedisConfig{Persistence: backend == BackendRedisAOF})
-	case BackendRedlock3:
-		err = d.startRedis(3, servers.RedisConfig{})
-	case BackendRedlock3RDB:
-		err = d.startRedis(3, servers.RedisConfig{Args: []string{"--save", "1 1"}})
-	case BackendRedlock5:
-		err = d.startRedis(5, servers.RedisConfig{})
-	case BackendZK3:
-		if err = servers.LookZooKeeper(); err == nil && d.certs != nil {
-			d.zk, err = servers.LaunchEnsembleTLS(3, d.certs, true)
-		} else if err == nil {
-			d.zk, err = servers.LaunchEnsemble(3)
-		}
-	case BackendEtcd3:
-		err = d.startEtcd()
-	case BackendPostgres, BackendPostgresSession:
-		err = d.startPostgres()
-	case BackendMariaDB, BackendMariaDBSession:
-		err = d.startMariaDB(clients)
-	case BackendSentinel, BackendSentinelReplicas:
-		err = d.startSentinel()
-	case BackendCluster, BackendClusterReplicas:
-		err = d.startCluster()
-	default:
-		return nil, fmt.Errorf("chaos: unknown backend %q; use one of %v", backend, Backends)
-	}
-	if err != nil {
+	if err := s.start(d, clients); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -92,84 +82,17 @@ func startDeployment(backend string, clients int, useTLS bool) (*deployment, err
 	return d, nil
 }
 
-func (d *deployment) startRedis(n int, cfg servers.RedisConfig) error {
-	if _, err := servers.LookBinary("redis-server"); err != nil {
-		return err
-	}
-	base := cfg.Args
-	for range n {
-		if d.certs != nil {
-			args, port, err := d.redisTLSArgs()
-			if err != nil {
-				return err
-			}
-			cfg.Args = append(slices.Clone(base), args...)
-			d.tlsAddrs = append(d.tlsAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		}
-		r, err := servers.LaunchRedis(cfg)
-		if err != nil {
-			return err
-		}
-		d.redis = append(d.redis, r)
-	}
-	return nil
-}
-
 // kind is the kind of lock service, as clients know it.
 func (d *deployment) kind() string {
-	switch {
-	case d.pg != nil, d.my != nil, d.links != nil, d.cluster != nil:
-		return d.backend
-	case d.zk != nil:
-		return "zookeeper"
-	case d.etcd != nil:
-		return "etcd"
-	case len(d.redis) == 1:
-		return "redis"
+	if d.svc.client != "" {
+		return d.svc.client
 	}
-	return "redlock"
+	return d.backend
 }
 
-func (d *deployment) servers() int {
-	if d.pg != nil || d.my != nil {
-		return 1
-	}
-	if d.cluster != nil {
-		return len(d.cluster.Nodes)
-	}
-	if d.zk != nil {
-		return len(d.zk.Servers)
-	}
-	if d.etcd != nil {
-		return len(d.etcd.Members)
-	}
-	return len(d.redis)
-}
+func (d *deployment) servers() int { return len(d.nodes) }
 
-func (d *deployment) addr(i int) string {
-	if d.pg != nil {
-		return d.pg.Addr()
-	}
-	if d.my != nil {
-		return d.my.Addr()
-	}
-	if d.cluster != nil {
-		return d.cluster.Nodes[i].Addr()
-	}
-	if d.zk != nil {
-		if d.certs != nil {
-			return d.zk.Servers[i].TLSAddr()
-		}
-		return d.zk.Servers[i].Addr()
-	}
-	if d.tlsAddrs != nil {
-		return d.tlsAddrs[i]
-	}
-	if d.etcd != nil {
-		return d.etcd.Members[i].Addr()
-	}
-	return d.redis[i].Addr()
-}
+func (d *deployment) addr(i int) string { return d.nodes[i].addr }
 
 // name names server i for reports: "node 2 (127.0.0.1:41234)".
 func (d *deployment) name(i int) string { return fmt.Sprintf("node %d (%s)", i+1, d.addr(i)) }
@@ -181,101 +104,19 @@ func (d *deployment) clientAddrs(c int) []string {
 	for i, p := range d.proxies[c] {
 		addrs[i] = p.Addr()
 	}
-	if d.links != nil {
-		return addrs[sentinelData:]
-	}
-	return addrs
+	return addrs[d.svc.clientFrom:]
 }
 
-// server is what the faults do to one server process.
-type server interface {
-	Kill() error
-	Restart() error
-	Pause() error
-	Resume() error
+// via maps the addresses the servers hand out to client c's proxies to
+// those servers; nil but on Sentinel and Cluster.
+func (d *deployment) via(c int) map[string]string {
+	if d.svc.via == nil {
+		return nil
+	}
+	return d.svc.via(d, c)
 }
 
-func (d *deployment) server(i int) server {
-	if d.pg != nil {
-		return d.pg
-	}
-	if d.my != nil {
-		return d.my
-	}
-	if d.cluster != nil {
-		return d.cluster.Nodes[i]
-	}
-	if d.zk != nil {
-		return d.zk.Servers[i]
-	}
-	if d.etcd != nil {
-		return d.etcd.Members[i]
-	}
-	return d.redis[i]
-}
-
-// restartEmpty starts killed server i again without its data.
-func (d *deployment) restartEmpty(i int) error {
-	if d.pg != nil || d.my != nil {
-		return errors.New("chaos: kill-empty is not a PostgreSQL or MariaDB fault")
-	}
-	if d.etcd != nil {
-		return errors.New("chaos: kill-empty is not an etcd fault (a member without its data cannot rejoin)")
-	}
-	if d.zk != nil {
-		return d.zk.Servers[i].RestartEmpty()
-	}
-	r := d.redis[i]
-	for _, f := range []string{"appendonlydir", "appendonly.aof", "dump.rdb"} {
-		if err := os.RemoveAll(filepath.Join(r.Dir(), f)); err != nil {
-			return fmt.Errorf("chaos: wiping %s: %w", d.name(i), err)
-		}
-	}
-	return r.Restart()
-}
-
-// lockValues returns the lock key's value on each Redis server: "" where
-// the key is absent or the server did not answer.
-func (d *deployment) lockValues(name string) []string {
-	vs := make([]string, len(d.redis))
-	for i, r := range d.redis {
-		vs[i], _ = r.Do("GET", "dlock:{"+name+"}")
-	}
-	return vs
-}
-
-// expireScript expires KEYS[1] now if its value is still ARGV[1].
-const expireScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], 1) end return 0`
-
-// expire makes the lock key on Redis server i expire now, if its value is
-// still value; it reports whether it did.
-func (d *deployment) expire(i int, name, value string) (bool, error) {
-	if len(d.redis) == 0 {
-		return false, errors.New("chaos: expire is a Redis fault")
-	}
-	n, err := d.redis[i].Do("EVAL", expireScript, "1", "dlock:{"+name+"}", value)
-	return n == "1", err
-}
-
-// leader returns the index of the ZooKeeper or etcd leader.
-func (d *deployment) leader() (int, error) {
-	if d.etcd != nil {
-		return d.etcdLeader()
-	}
-	if d.zk == nil {
-		return 0, errors.New("chaos: leader-kill is a ZooKeeper and etcd fault")
-	}
-	l, err := d.zk.Leader()
-	if err != nil {
-		return 0, err
-	}
-	for i, z := range d.zk.Servers {
-		if z == l {
-			return i, nil
-		}
-	}
-	return 0, errors.New("chaos: the leader is not a member")
-}
+func (d *deployment) server(i int) server { return d.nodes[i].proc }
 
 // serverProxies returns every client's proxy to server i.
 func (d *deployment) serverProxies(i int) []*servers.Proxy {
@@ -294,30 +135,8 @@ func (d *deployment) close() error {
 			errs = append(errs, p.Close())
 		}
 	}
-	for _, r := range d.redis {
-		r.Resume() // a paused server cannot be stopped gracefully
-		errs = append(errs, r.Close())
-	}
-	for _, l := range d.links {
-		errs = append(errs, l.Close())
-	}
-	if d.zk != nil {
-		for _, z := range d.zk.Servers {
-			z.Resume()
-		}
-		errs = append(errs, d.zk.Close())
-	}
-	if d.pg != nil {
-		errs = append(errs, d.pg.Close()) // resumes a paused server
-	}
-	if d.my != nil {
-		errs = append(errs, d.my.Close()) // resumes a paused server
-	}
-	if d.etcd != nil {
-		errs = append(errs, d.etcd.Close()) // resumes a paused member
-	}
-	if d.cluster != nil {
-		errs = append(errs, d.cluster.Close()) // resumes paused nodes
+	for _, c := range d.closers {
+		errs = append(errs, c())
 	}
 	if d.certsDir != "" {
 		errs = append(errs, os.RemoveAll(d.certsDir))

@@ -74,28 +74,8 @@ const FaultLeaderPauseKill = "leader-pause-kill"
 // FaultsFor returns the faults that apply to backend, the most telling
 // first: a round-robin schedule of a short run covers those.
 func FaultsFor(backend string) []string {
-	switch backend {
-	case BackendZK3:
-		return []string{FaultKillEmpty, FaultClientPause, FaultLeaderKill, FaultSession, FaultKill, FaultPause,
-			FaultBlackhole, FaultLatency, FaultReset, FaultKillEmptyAll}
-	case BackendEtcd3: // a member restarted without its data could not rejoin: no kill-empty
-		return []string{FaultLeaderKill, FaultLeaderPauseKill, FaultClientPause, FaultPartition, FaultKill, FaultPause,
-			FaultBlackhole, FaultLatency, FaultReset}
-	case BackendPostgres, BackendPostgresSession, BackendMariaDB, BackendMariaDBSession:
-		return []string{FaultTerminate, FaultKill, FaultClientPause, FaultPartition, FaultPause, FaultBlackhole,
-			FaultLatency, FaultReset}
-	case BackendRedlock3RDB: // its point: a server back from an old snapshot
-		return []string{FaultKill, FaultKillEmpty, FaultClientPause, FaultExpire, FaultPause, FaultPartition,
-			FaultBlackhole, FaultLatency, FaultReset}
-	case BackendSentinel, BackendSentinelReplicas:
-		return []string{FaultMasterPartition, FaultMasterKill, FaultMasterPause, FaultReplicationCut, FaultClientPause,
-			FaultPartition, FaultBlackhole, FaultLatency, FaultReset}
-	case BackendCluster, BackendClusterReplicas:
-		return []string{FaultMigrate, FaultMasterKill, FaultMasterPartition, FaultMasterPause, FaultClientPause,
-			FaultPartition, FaultBlackhole, FaultLatency, FaultReset}
-	case BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock5:
-		return []string{FaultKillEmpty, FaultClientPause, FaultExpire, FaultKill, FaultPause, FaultPartition,
-			FaultBlackhole, FaultLatency, FaultReset}
+	if s := serviceOf(backend); s != nil {
+		return slices.Clone(s.faults[backend])
 	}
 	return nil
 }
@@ -153,7 +133,7 @@ const (
 // expected: every fault the harness injects heals, and the register is
 // the harness's own.
 func Expect(backend, fault string, k Kind) string {
-	failover := fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition
+	s := serviceOf(backend)
 	switch {
 	case k == LockFailed || k == NotLinearizable || k == LinearizabilityUnknown:
 		return ""
@@ -165,29 +145,10 @@ func Expect(backend, fault string, k Kind) string {
 	if fault == FaultClientPause && (k == SectionOverlap || k == LostUpdate) {
 		return limitClientPause
 	}
-	if failover {
-		switch {
-		case backend == BackendSentinel, backend == BackendCluster:
-			return limitFailover
-		case (backend == BackendSentinelReplicas || backend == BackendClusterReplicas) && fault == FaultMasterPartition:
-			return limitRenewal
-		}
+	if s == nil || s.expect == nil {
 		return ""
 	}
-	if fault == FaultExpireBare && redlockBackend(backend) {
-		return limitBareMajority
-	}
-	single := backend == BackendRedis || backend == BackendRedisAOF
-	if !single {
-		return ""
-	}
-	switch {
-	case fault == FaultExpire:
-		return limitExpire
-	case fault == FaultKillEmpty, fault == FaultKill && backend == BackendRedis:
-		return limitForgot
-	}
-	return ""
+	return s.expect(backend, fault, k)
 }
 
 // splitBrain reports whether fault on backend can leave two masters
@@ -201,26 +162,23 @@ func Expect(backend, fault string, k Kind) string {
 // restarted (a master that starts refuses writes for two seconds, until
 // it has heard the Cluster's configuration).
 func splitBrain(backend, fault string) bool {
-	switch backend {
-	case BackendSentinel:
-		return fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition
-	case BackendCluster:
-		return fault == FaultMasterPause
-	}
-	return false
-}
-
-// redlockBackend reports whether backend is Redlock over several Redis servers.
-func redlockBackend(backend string) bool {
-	return backend == BackendRedlock3 || backend == BackendRedlock3RDB || backend == BackendRedlock5
+	s := serviceOf(backend)
+	return s != nil && s.splitBrain != nil && s.splitBrain(backend, fault)
 }
 
 // recordedFaults returns the faults a history of backend may record:
 // FaultsFor, and on Redlock FaultExpireBare after FaultExpire.
 func recordedFaults(backend string) []string {
 	fs := FaultsFor(backend)
-	if i := slices.Index(fs, FaultExpire); i >= 0 && redlockBackend(backend) {
-		fs = slices.Insert(fs, i+1, FaultExpireBare)
+	s := serviceOf(backend)
+	if s == nil {
+		return fs
+	}
+	for i := 0; i < len(fs); i++ {
+		if as, ok := s.recordsAs[fs[i]]; ok {
+			fs = slices.Insert(fs, i+1, as)
+			i++
+		}
 	}
 	return fs
 }

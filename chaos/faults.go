@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -40,168 +39,30 @@ func (in *injector) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(in.rng.Int64N(int64(hi-lo)+1))
 }
 
+// An injection is one fault, as inject plans it: on node (for the node
+// faults), recorded as kind on target, applied, held for hold, and healed.
+type injection struct {
+	kind, target string
+	node         int
+	hold         time.Duration
+	apply, heal  func() error
+}
+
 // inject applies fault kind, holds it, heals it and records both ends.
 // It heals even when ctx is done while the fault holds.
 func (in *injector) inject(ctx context.Context, kind string) error {
 	node := in.rng.IntN(in.d.servers())
-	target := in.d.name(node)
-	hold := in.between(in.ttl/2, 2*in.ttl)
-	var apply, heal func() error
-	switch kind {
-	case FaultKill, FaultKillEmpty:
-		// Often back before the holder's lease runs out: the case that
-		// tells whether a restarted server forgets a held lock.
-		hold = in.between(in.ttl/10, in.ttl)
-		s := in.d.server(node)
-		apply = s.Kill
-		heal = s.Restart
-		if kind == FaultKillEmpty {
-			heal = func() error { return in.d.restartEmpty(node) }
-		}
-	case FaultKillEmptyAll:
-		if in.d.zk == nil {
-			return fmt.Errorf("chaos: %s is a ZooKeeper fault", kind)
-		}
-		target = "every node"
-		hold = in.between(in.ttl/10, in.ttl)
-		in.awaitHolder(ctx) // an ensemble that forgets a free lock shows nothing
-		apply = func() error {
-			var errs []error
-			for _, z := range in.d.zk.Servers {
-				errs = append(errs, z.Kill())
-			}
-			return errors.Join(errs...)
-		}
-		heal = in.d.zk.RestartEmpty
-	case FaultTerminate:
-		if in.d.pg == nil && in.d.my == nil {
-			return fmt.Errorf("chaos: %s is a PostgreSQL and MariaDB fault", kind)
-		}
-		hold = 0
-		in.awaitHolder(ctx)
-		c := in.victim()
-		target = fmt.Sprintf("client %d", c+1)
-		apply = func() error {
-			terminate := in.d.terminate
-			if in.d.my != nil {
-				terminate = in.d.killConnections
-			}
-			n, err := terminate(c)
-			in.hist.Add(Event{Op: OpLog, Value: fmt.Sprintf("terminate: %d sessions of client %d ended", n, c+1)})
-			return err
-		}
-		heal = func() error { return nil }
-	case FaultMasterKill, FaultMasterPause, FaultMasterPartition:
-		failover := in.failoverFault
-		switch {
-		case in.d.cluster != nil:
-			failover = in.clusterFailoverFault
-		case in.d.links == nil:
-			return fmt.Errorf("chaos: %s is a Sentinel or Cluster fault", kind)
-		}
-		var err error
-		if target, apply, heal, err = failover(ctx, kind); err != nil {
-			return fmt.Errorf("chaos: %s: %w", kind, err)
-		}
-		// apply lasts until a replica is promoted; the old master stays
-		// out a little longer, while the clients move on.
-		hold = in.between(0, in.ttl)
-	case FaultReplicationCut:
-		if in.d.links == nil {
-			return fmt.Errorf("chaos: %s is a Sentinel fault", kind)
-		}
-		var err error
-		if target, apply, heal, err = in.replicationCut(ctx); err != nil {
-			return fmt.Errorf("chaos: %s: %w", kind, err)
-		}
-		hold = in.between(in.ttl, 3*in.ttl)
-	case FaultMigrate:
-		if in.d.cluster == nil {
-			return fmt.Errorf("chaos: %s is a Cluster fault", kind)
-		}
-		in.awaitHolder(ctx) // moving a free lock shows less
-		var err error
-		if target, apply, err = in.migrate(); err != nil {
-			return fmt.Errorf("chaos: %s: %w", kind, err)
-		}
-		hold, heal = 0, func() error { return nil }
-	case FaultLeaderKill:
-		i, err := in.d.leader()
-		if err != nil {
-			return err
-		}
-		node, target = i, in.d.name(i)+", the leader"
-		s := in.d.server(i)
-		apply, heal = s.Kill, s.Restart
-	case FaultLeaderPauseKill:
-		if in.d.etcd == nil {
-			return fmt.Errorf("chaos: %s is an etcd fault", kind)
-		}
-		in.awaitHolder(ctx)
-		c := in.victim()
-		i, err := in.d.leader()
-		if err != nil {
-			return err
-		}
-		node, target = i, fmt.Sprintf("%s, the leader, with client %d pinned to it", in.d.name(i), c+1)
-		hold = in.between(0, in.ttl)
-		apply, heal = in.pauseKill(ctx, c, i)
-	case FaultPause:
-		s := in.d.server(node)
-		apply, heal = s.Pause, s.Resume
-	case FaultLatency:
-		lat := in.between(in.ttl/20, in.ttl/5)
-		target = fmt.Sprintf("%s, +%v each way", target, lat)
-		hold = in.between(in.ttl, 3*in.ttl)
-		apply = each(in.d.serverProxies(node), func(p *servers.Proxy) { p.SetLatency(lat) })
-		heal = each(in.d.serverProxies(node), func(p *servers.Proxy) { p.SetLatency(0) })
-	case FaultBlackhole:
-		apply = each(in.d.serverProxies(node), func(p *servers.Proxy) { p.Blackhole(true) })
-		heal = each(in.d.serverProxies(node), unblackhole)
-	case FaultReset:
-		hold = 0
-		apply = each(in.d.serverProxies(node), (*servers.Proxy).Reset)
-		heal = func() error { return nil }
-	case FaultExpire:
-		hold = 0
-		in.awaitHolder(ctx) // expiring a free lock shows nothing
-		var value string
-		var on int
-		node, value, on, kind = in.expiryTarget(node)
-		target = in.d.name(node)
-		if n := in.d.servers(); n > 1 {
-			target += fmt.Sprintf(", the key on %d of %d nodes", on, n)
-		}
-		apply = func() error {
-			expired, err := in.d.expire(node, in.name, value)
-			if err == nil && !expired {
-				in.hist.Add(Event{Op: OpLog, Value: "expire: the key changed before it could expire; nothing done"})
-			}
-			return err
-		}
-		heal = func() error { return nil }
-	case FaultClientPause:
-		in.awaitHolder(ctx)
-		c := in.victim()
-		target, hold = fmt.Sprintf("client %d", c+1), in.outlast()
-		p := in.clients[c]
-		apply = func() error { return p.signal(syscall.SIGSTOP) }
-		heal = func() error { return p.signal(syscall.SIGCONT) }
-	case FaultPartition, FaultSession:
-		in.awaitHolder(ctx)
-		c := in.victim()
-		target, hold = fmt.Sprintf("client %d", c+1), in.outlast()
-		apply = each(in.d.proxies[c], func(p *servers.Proxy) { p.Blackhole(true) })
-		heal = each(in.d.proxies[c], unblackhole)
-	default:
-		return fmt.Errorf("chaos: unknown fault %q", kind)
+	f := &injection{kind: kind, node: node, target: in.d.name(node), hold: in.between(in.ttl/2, 2*in.ttl)}
+	if err := in.plan(ctx, f); err != nil {
+		return err
 	}
+	kind, target := f.kind, f.target
 	in.hist.Add(Event{Op: OpFault, Fault: kind, Target: target})
-	err := apply()
+	err := f.apply()
 	if err == nil {
-		sleep(ctx, hold)
+		sleep(ctx, f.hold)
 	}
-	herr := heal()
+	herr := f.heal()
 	in.hist.Add(Event{Op: OpHeal, Fault: kind, Target: target})
 	if err != nil {
 		return fmt.Errorf("chaos: %s %s: %w", kind, target, err)
@@ -212,86 +73,99 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 	return nil
 }
 
-// pauseKill returns FaultLeaderPauseKill's apply and heal for client c
-// and leader i. apply pins c to the leader (its proxies to the other
-// members refuse and reset connections, so its client has only the
-// leader's endpoint), waits up to a renewal period so that the pause falls
-// anywhere in it, pauses the leader for half a TTL but at least 2s (past
-// an election, and past a renewal sent to it), resumes it and kills it
-// 10ms later: a leader that answers a queued renewal from its own lease
-// table before it learns that it was deposed, and is then gone. heal
-// restarts it and unpins c.
-func (in *injector) pauseKill(ctx context.Context, c, i int) (apply, heal func() error) {
-	s := in.d.server(i)
-	var others []*servers.Proxy
-	for j, p := range in.d.proxies[c] {
-		if j != i {
-			others = append(others, p)
-		}
+// plan plans f: the service's own way if it has one for f.kind, else the
+// same way on every backend.
+func (in *injector) plan(ctx context.Context, f *injection) error {
+	svc := in.d.svc
+	if own := svc.injects[f.kind]; own != nil {
+		return own(in, ctx, f)
 	}
-	apply = func() error {
-		for _, p := range others {
-			p.SetRefuse(true)
-			p.Reset()
+	switch f.kind {
+	case FaultKill, FaultKillEmpty:
+		// Often back before the holder's lease runs out: the case that
+		// tells whether a restarted server forgets a held lock.
+		f.hold = in.between(in.ttl/10, in.ttl)
+		s, node := in.d.server(f.node), f.node
+		f.apply, f.heal = s.Kill, s.Restart
+		if f.kind == FaultKillEmpty {
+			if svc.restartEmpty == nil {
+				return in.notFor(f.kind)
+			}
+			f.heal = func() error { return svc.restartEmpty(in.d, node) }
 		}
-		sleep(ctx, in.between(0, in.ttl/3))
-		if err := s.Pause(); err != nil {
+	case FaultLeaderKill:
+		if svc.leader == nil {
+			return in.notFor(f.kind)
+		}
+		i, err := svc.leader(in.d)
+		if err != nil {
 			return err
 		}
-		sleep(context.WithoutCancel(ctx), max(in.ttl/2, 2*time.Second))
-		if err := s.Resume(); err != nil {
+		f.node, f.target = i, in.d.name(i)+", the leader"
+		s := in.d.server(i)
+		f.apply, f.heal = s.Kill, s.Restart
+	case FaultPause:
+		s := in.d.server(f.node)
+		f.apply, f.heal = s.Pause, s.Resume
+	case FaultLatency:
+		lat := in.between(in.ttl/20, in.ttl/5)
+		f.target = fmt.Sprintf("%s, +%v each way", f.target, lat)
+		f.hold = in.between(in.ttl, 3*in.ttl)
+		f.apply = each(in.d.serverProxies(f.node), func(p *servers.Proxy) { p.SetLatency(lat) })
+		f.heal = each(in.d.serverProxies(f.node), func(p *servers.Proxy) { p.SetLatency(0) })
+	case FaultBlackhole:
+		f.apply = each(in.d.serverProxies(f.node), func(p *servers.Proxy) { p.Blackhole(true) })
+		f.heal = each(in.d.serverProxies(f.node), unblackhole)
+	case FaultReset:
+		f.hold = 0
+		f.apply = each(in.d.serverProxies(f.node), (*servers.Proxy).Reset)
+		f.heal = func() error { return nil }
+	case FaultClientPause:
+		in.awaitHolder(ctx)
+		c := in.victim()
+		f.target, f.hold = fmt.Sprintf("client %d", c+1), in.outlast()
+		p := in.clients[c]
+		f.apply = func() error { return p.signal(syscall.SIGSTOP) }
+		f.heal = func() error { return p.signal(syscall.SIGCONT) }
+	case FaultPartition, FaultSession:
+		in.awaitHolder(ctx)
+		c := in.victim()
+		f.target, f.hold = fmt.Sprintf("client %d", c+1), in.outlast()
+		f.apply = each(in.d.proxies[c], func(p *servers.Proxy) { p.Blackhole(true) })
+		f.heal = each(in.d.proxies[c], unblackhole)
+	default:
+		for _, s := range services {
+			if s.injects[f.kind] != nil {
+				return in.notFor(f.kind)
+			}
+		}
+		return fmt.Errorf("chaos: unknown fault %q", f.kind)
+	}
+	return nil
+}
+
+// notFor is the error for fault kind, which does not apply to the
+// deployment's backend.
+func (in *injector) notFor(kind string) error {
+	return fmt.Errorf("chaos: fault %q does not apply to %s", kind, in.d.backend)
+}
+
+// injectTerminate plans FaultTerminate with terminate, which ends every
+// session of client c (0-based) and returns how many it ended.
+func injectTerminate(terminate func(d *deployment, c int) (int, error)) injectFunc {
+	return func(in *injector, ctx context.Context, f *injection) error {
+		f.hold = 0
+		in.awaitHolder(ctx)
+		c := in.victim()
+		f.target = fmt.Sprintf("client %d", c+1)
+		f.apply = func() error {
+			n, err := terminate(in.d, c)
+			in.hist.Add(Event{Op: OpLog, Value: fmt.Sprintf("terminate: %d sessions of client %d ended", n, c+1)})
 			return err
 		}
-		time.Sleep(10 * time.Millisecond)
-		return s.Kill()
+		f.heal = func() error { return nil }
+		return nil
 	}
-	heal = func() error {
-		err := s.Restart() // resumes it first if apply stopped between
-		for _, p := range others {
-			p.SetRefuse(false)
-		}
-		return err
-	}
-	return apply, heal
-}
-
-// expiryTarget picks the server whose lock key an expire fault makes
-// expire: one that holds the key, else node. It returns the key's value
-// there, on how many servers the key has that value, and the kind to
-// record: FaultExpireBare on Redlock when the key stood on no more than a
-// majority of the nodes, so that what is left after the expiry is less
-// than a majority.
-func (in *injector) expiryTarget(node int) (int, string, int, string) {
-	vs := in.d.lockValues(in.name)
-	var held []int
-	for i, v := range vs {
-		if v != "" {
-			held = append(held, i)
-		}
-	}
-	if len(held) > 0 {
-		node = held[in.rng.IntN(len(held))]
-	}
-	value, kind := vs[node], FaultExpire
-	on := 0
-	if value != "" {
-		on = count(vs, value)
-	}
-	if n := len(vs); n > 1 && on > 0 && on <= n/2+1 {
-		kind = FaultExpireBare
-	}
-	return node, value, on, kind
-}
-
-// count returns how many of vs are v.
-func count(vs []string, v string) int {
-	n := 0
-	for _, x := range vs {
-		if x == v {
-			n++
-		}
-	}
-	return n
 }
 
 // awaitHolder waits up to a TTL for a client to hold the lock.

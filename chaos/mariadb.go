@@ -12,6 +12,22 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
+// One MariaDB server: mysqllock's lease mode (Mutex) or session mode
+// (SessionMutex, GET_LOCK).
+var _ = register(&service{
+	backends: []string{BackendMariaDB, BackendMariaDBSession},
+	needs:    "MariaDB", pkg: "mariadb-server", look: servers.LookMariaDB,
+	start: startMariaDB,
+	connect: func(c *client, _ context.Context, _ time.Duration) (dlock.Locker, func(), error) {
+		return c.connectMariaDB()
+	},
+	faults:  map[string][]string{BackendMariaDB: sqlFaults, BackendMariaDBSession: sqlFaults},
+	injects: map[string]injectFunc{FaultTerminate: injectTerminate(killConnections)},
+})
+
+// mariaDB returns the MariaDB server of d.
+func mariaDB(d *deployment) *servers.MariaDB { return d.state.(*servers.MariaDB) }
+
 // mdbPassword is the password of the clients' accounts on MariaDB.
 const mdbPassword = "chaos"
 
@@ -22,7 +38,7 @@ func mdbUser(id int) string { return fmt.Sprintf("chaos_client_%d", id) }
 // startMariaDB starts one MariaDB server, creates mysqllock's table in it,
 // so that no client races another to create it, and an account for each
 // of the clients.
-func (d *deployment) startMariaDB(clients int) error {
+func startMariaDB(d *deployment, clients int) error {
 	if err := servers.LookMariaDB(); err != nil {
 		return err
 	}
@@ -30,7 +46,9 @@ func (d *deployment) startMariaDB(clients int) error {
 	if err != nil {
 		return err
 	}
-	d.my = m
+	d.state = m
+	d.closers = append(d.closers, m.Close) // resumes a paused server
+	d.nodes = []node{{addr: m.Addr(), proc: m}}
 	ctx, cancel := context.WithTimeout(context.Background(), pgAdminTimeout)
 	defer cancel()
 	db, err := sql.Open("mysql", m.RootDSN())
@@ -59,10 +77,10 @@ func (d *deployment) startMariaDB(clients int) error {
 // killConnections ends every connection of client c (0-based) with KILL
 // CONNECTION, from a connection of the harness's own straight to the
 // server, and returns how many it ended.
-func (d *deployment) killConnections(c int) (int, error) {
+func killConnections(d *deployment, c int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgAdminTimeout)
 	defer cancel()
-	db, err := sql.Open("mysql", d.my.RootDSN())
+	db, err := sql.Open("mysql", mariaDB(d).RootDSN())
 	if err != nil {
 		return 0, err
 	}

@@ -86,7 +86,7 @@ func (o Options) Window() time.Duration {
 }
 
 func (o Options) sessionTimeout() time.Duration {
-	if o.Backend == BackendZK3 {
+	if s := serviceOf(o.Backend); s != nil && s.checkSession != nil {
 		return o.SessionTimeout
 	}
 	return 0
@@ -123,6 +123,10 @@ func (o Options) resolve() (Options, error) {
 		}
 		o.Command = []string{exe}
 	}
+	var sessionErr error
+	if s := serviceOf(o.Backend); s != nil && s.checkSession != nil {
+		sessionErr = s.checkSession(o.SessionTimeout)
+	}
 	switch {
 	case o.Clients < 2 || o.Clients > MaxClients:
 		return o, fmt.Errorf("chaos: %d clients; use 2 to %d", o.Clients, MaxClients)
@@ -132,12 +136,12 @@ func (o Options) resolve() (Options, error) {
 		return o, fmt.Errorf("chaos: work time %v must be positive and at most a quarter of the TTL (%v)", o.Work, o.TTL/4)
 	case o.Duration < time.Second:
 		return o, fmt.Errorf("chaos: duration %v is under a second", o.Duration)
-	case o.Backend == BackendZK3 && o.SessionTimeout < 400*time.Millisecond:
-		return o, fmt.Errorf("chaos: session timeout %v is under ZooKeeper's minimum of 400ms (two ticks)", o.SessionTimeout)
+	case sessionErr != nil:
+		return o, sessionErr
 	case o.Gap < 0:
 		return o, fmt.Errorf("chaos: negative gap %v", o.Gap)
 	case o.TLS && !TLSBackend(o.Backend):
-		return o, fmt.Errorf("chaos: backend %s does not run with TLS; those that do: %v", o.Backend, tlsBackends)
+		return o, fmt.Errorf("chaos: backend %s does not run with TLS; those that do: %v", o.Backend, tlsBackends())
 	}
 	return o, checkFaults(o.Backend, o.Faults)
 }

@@ -9,8 +9,89 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/servers"
 )
+
+// failoverFaults are the faults of Sentinel and Cluster, apart from their
+// own.
+var failoverFaults = []string{FaultClientPause, FaultPartition, FaultBlackhole, FaultLatency, FaultReset}
+
+// A master, two replicas and three Sentinels: redislock.Mutex, without and
+// with WithReplicas.
+var _ = register(&service{
+	backends: []string{BackendSentinel, BackendSentinelReplicas},
+	needs:    "redis-server", pkg: "redis-server", look: lookRedis,
+	start: func(d *deployment, _ int) error {
+		d.closers = append(d.closers, d.closeRedis)
+		return d.startSentinel()
+	},
+	connect: func(c *client, _ context.Context, _ time.Duration) (dlock.Locker, func(), error) {
+		return c.connectSentinel()
+	},
+	clientFrom: sentinelData,
+	via:        sentinelVia,
+	faults: map[string][]string{
+		BackendSentinel: append([]string{FaultMasterPartition, FaultMasterKill, FaultMasterPause, FaultReplicationCut},
+			failoverFaults...),
+		BackendSentinelReplicas: append([]string{FaultMasterPartition, FaultMasterKill, FaultMasterPause, FaultReplicationCut},
+			failoverFaults...),
+	},
+	injects: map[string]injectFunc{
+		FaultMasterKill:      injectFailover((*injector).failoverFault),
+		FaultMasterPause:     injectFailover((*injector).failoverFault),
+		FaultMasterPartition: injectFailover((*injector).failoverFault),
+		FaultReplicationCut:  injectReplicationCut,
+	},
+	// Two masters grant at once under every failover fault, without
+	// WithReplicas: see splitBrain.
+	splitBrain: func(backend, fault string) bool { return backend == BackendSentinel && failover(fault) },
+	expect:     failoverExpect,
+})
+
+// failover reports whether fault makes a master fail over.
+func failover(fault string) bool {
+	return fault == FaultMasterKill || fault == FaultMasterPause || fault == FaultMasterPartition
+}
+
+// failoverExpect is what Sentinel and Cluster expect of their faults: see
+// service.expect.
+func failoverExpect(backend, fault string, _ Kind) string {
+	switch {
+	case !failover(fault):
+		return ""
+	case backend == BackendSentinel, backend == BackendCluster:
+		return limitFailover
+	case fault == FaultMasterPartition: // WithReplicas
+		return limitRenewal
+	}
+	return ""
+}
+
+// injectFailover plans a failover fault with plan, which returns its
+// target, apply and heal.
+func injectFailover(plan func(in *injector, ctx context.Context, kind string) (target string, apply, heal func() error, err error)) injectFunc {
+	return func(in *injector, ctx context.Context, f *injection) error {
+		var err error
+		if f.target, f.apply, f.heal, err = plan(in, ctx, f.kind); err != nil {
+			return fmt.Errorf("chaos: %s: %w", f.kind, err)
+		}
+		// apply lasts until a replica is promoted; the old master stays
+		// out a little longer, while the clients move on.
+		f.hold = in.between(0, in.ttl)
+		return nil
+	}
+}
+
+// injectReplicationCut plans FaultReplicationCut.
+func injectReplicationCut(in *injector, ctx context.Context, f *injection) error {
+	var err error
+	if f.target, f.apply, f.heal, err = in.replicationCut(ctx); err != nil {
+		return fmt.Errorf("chaos: %s: %w", f.kind, err)
+	}
+	f.hold = in.between(in.ttl, 3*in.ttl)
+	return nil
+}
 
 // A Sentinel deployment: a master and two replicas (the data servers,
 // d.redis[0:3]) and three Sentinels (d.redis[3:6]) that monitor the master
@@ -72,6 +153,7 @@ func (d *deployment) startSentinel() error {
 			return err
 		}
 		d.redis = append(d.redis, r)
+		d.nodes = append(d.nodes, node{addr: r.Addr(), proc: r})
 	}
 	for i := 1; i < sentinelData; i++ {
 		if err := waitFor(failoverBound, func() bool { return d.replicating(i) }); err != nil {
@@ -86,6 +168,7 @@ func (d *deployment) startSentinel() error {
 			return err
 		}
 		d.redis = append(d.redis, s)
+		d.nodes = append(d.nodes, node{addr: s.Addr(), proc: s})
 	}
 	want := func(s *servers.Redis, what string, n int) bool {
 		out, err := s.Do("SENTINEL", what, sentinelMaster)
@@ -220,20 +303,9 @@ func waitFor(d time.Duration, ok func() bool) error {
 	return nil
 }
 
-// via maps the addresses Sentinel hands out (the data servers' links and
-// the Sentinels' own), or those a Cluster's nodes announce, to client c's
-// proxies to those servers; nil but on Sentinel and Cluster.
-func (d *deployment) via(c int) map[string]string {
-	if d.cluster != nil {
-		m := map[string]string{}
-		for i, p := range d.proxies[c] {
-			m[d.cluster.Announced(i)] = p.Addr()
-		}
-		return m
-	}
-	if d.links == nil {
-		return nil
-	}
+// sentinelVia maps the addresses Sentinel hands out (the data servers'
+// links and the Sentinels' own) to client c's proxies to those servers.
+func sentinelVia(d *deployment, c int) map[string]string {
 	m := map[string]string{}
 	for i, p := range d.proxies[c] {
 		if i < sentinelData {

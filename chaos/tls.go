@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/dlock-go/dlock/internal/servers"
@@ -28,11 +27,11 @@ var tlsACL = "on >" + tlsPassword + " resetkeys ~dlock:* resetchannels &dlock:* 
 	"+evalsha +script|load +time +publish +subscribe +unsubscribe +ping +hello +client|setname " +
 	"+info +lastsave +config|get"
 
-// tlsBackends are the backends that run with Options.TLS.
-var tlsBackends = []string{BackendRedis, BackendRedisAOF, BackendRedlock3, BackendRedlock3RDB, BackendRedlock5, BackendZK3}
-
 // TLSBackend reports whether backend can run with Options.TLS.
-func TLSBackend(backend string) bool { return slices.Contains(tlsBackends, backend) }
+func TLSBackend(backend string) bool {
+	s := serviceOf(backend)
+	return s != nil && s.tls
+}
 
 // clientTLS is what a client needs to reach the servers through TLS.
 type clientTLS struct {

@@ -8,14 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/dlock-go/dlock/chaos"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
-	"github.com/dlock-go/dlock/internal/servers"
 )
 
 // exitInterrupted is the exit code after Ctrl-C: 128 + SIGINT.
@@ -93,46 +91,16 @@ func Main(args []string, io cmdutil.IO) int {
 func available(o Options, io cmdutil.IO) ([]string, error) {
 	var out []string
 	for _, b := range o.Backends {
-		if strings.HasPrefix(b, "redis") || strings.HasPrefix(b, "redlock") || strings.HasPrefix(b, "sentinel") || strings.HasPrefix(b, "cluster") {
-			if _, err := servers.LookBinary("redis-server"); err != nil {
-				return nil, fmt.Errorf("dlock chaos: --backend %s needs redis-server, which is not installed; run 'make deps', or 'apt-get install redis-server', and try again", b)
-			}
-		}
-		if b == chaos.BackendZK3 {
-			if err := servers.LookZooKeeper(); err != nil {
-				if !o.AllBackends {
-					return nil, fmt.Errorf("dlock chaos: --backend zk3 needs ZooKeeper: %v", err)
-				}
-				fmt.Fprintln(io.Err, "dlock chaos: ZooKeeper is not installed; skipping zk3 (apt-get install zookeeper)")
-				continue
-			}
-		}
-		if b == chaos.BackendEtcd3 {
-			if _, err := servers.LookEtcd(); err != nil {
-				if !o.AllBackends {
-					return nil, fmt.Errorf("dlock chaos: --backend etcd3 needs etcd: %v", err)
-				}
-				fmt.Fprintln(io.Err, "dlock chaos: etcd is not installed; skipping etcd3 (apt-get install etcd-server)")
-				continue
-			}
-		}
-		if b == chaos.BackendPostgres || b == chaos.BackendPostgresSession {
-			if err := servers.LookPostgres(); err != nil {
-				if !o.AllBackends {
-					return nil, fmt.Errorf("dlock chaos: --backend %s needs PostgreSQL: %v", b, err)
-				}
-				fmt.Fprintf(io.Err, "dlock chaos: PostgreSQL is not installed; skipping %s (apt-get install postgresql)\n", b)
-				continue
-			}
-		}
-		if b == chaos.BackendMariaDB || b == chaos.BackendMariaDBSession {
-			if err := servers.LookMariaDB(); err != nil {
-				if !o.AllBackends {
-					return nil, fmt.Errorf("dlock chaos: --backend %s needs MariaDB: %v", b, err)
-				}
-				fmt.Fprintf(io.Err, "dlock chaos: MariaDB is not installed; skipping %s (apt-get install mariadb-server)\n", b)
-				continue
-			}
+		server, pkg, err := chaos.Needs(b)
+		switch {
+		case err == nil:
+		case server == "redis-server": // every backend's baseline: never skipped
+			return nil, fmt.Errorf("dlock chaos: --backend %s needs redis-server, which is not installed; run 'make deps', or 'apt-get install redis-server', and try again", b)
+		case !o.AllBackends:
+			return nil, fmt.Errorf("dlock chaos: --backend %s needs %s: %v", b, server, err)
+		default:
+			fmt.Fprintf(io.Err, "dlock chaos: %s is not installed; skipping %s (apt-get install %s)\n", server, b, pkg)
+			continue
 		}
 		out = append(out, b)
 	}
