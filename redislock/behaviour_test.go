@@ -171,8 +171,11 @@ func TestIntegrationRenewalIsBatched(t *testing.T) {
 			counter := &countingConn{Conn: tr.open(t, d)}
 			c := redislock.New(counter)
 			t.Cleanup(func() { c.Close() })
-			const n = 1000
-			ttl := 900 * time.Millisecond
+			// Enough leases that one round trip each would show; 1000 at a
+			// 900ms TTL lost a lease under -race on a loaded two-core
+			// machine (a renewal batch took more than 600ms).
+			const n = 250
+			ttl := 1200 * time.Millisecond
 			leases := make([]dlock.Lease, n)
 			var wg sync.WaitGroup
 			for g := range 32 { // take them quickly, so they start in step
