@@ -292,7 +292,10 @@ func waitClusterOK(t testing.TB, d *deployment) {
 // nearly all of it waiting out TTLs, pauses and restarts. They run side by
 // side (t.Parallel: as many at once as go test's -parallel, GOMAXPROCS by
 // default), each on servers of its own, since the suite pauses and
-// restarts every server of its deployment. Each transport runs the Mutex
+// restarts every server of its deployment. So does every test of the
+// package that starts its own servers, but for the two that change
+// package-wide settings (SetRequestMemory, SetResendFor), which run
+// first, alone. Each transport runs the Mutex
 // suite on both topologies; the other kinds' suites differ from the
 // Mutex's in their scripts and Go code above redislock.Conn, not in what
 // the transports do, so each runs once per topology, on one transport or
@@ -308,10 +311,12 @@ func TestIntegrationConformanceStandalone(t *testing.T) {
 }
 
 func TestIntegrationObserver(t *testing.T) {
+	t.Parallel()
 	dlocktest.RunObserver(t, backend(standalone(t), goRedis))
 }
 
 func TestIntegrationKinds(t *testing.T) {
+	t.Parallel()
 	dlocktest.RunKinds(t, backend(standalone(t), goRedis))
 }
 
@@ -327,6 +332,7 @@ func TestIntegrationConformanceCluster(t *testing.T) {
 
 // A go-redis failover client finds the master through a real Sentinel.
 func TestIntegrationSentinel(t *testing.T) {
+	t.Parallel()
 	master := testenv.StartRedis(t, testenv.RedisConfig{})
 	sentinel := testenv.StartSentinel(t, master, "dlock-master")
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "dlock-master",

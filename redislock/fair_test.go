@@ -101,6 +101,7 @@ func fairQueue(t *testing.T, name string, n int) (order []int, fences []uint64, 
 // Waiters get the lock in the order in which they joined the queue, with
 // increasing fences.
 func TestIntegrationFairFIFO(t *testing.T) {
+	t.Parallel()
 	order, fences, _ := fairQueue(t, "fair-fifo", 8)
 	for i, w := range order {
 		if w != i {
@@ -120,6 +121,7 @@ func TestIntegrationFairFIFO(t *testing.T) {
 // A release wakes only the head waiter: a hand-over costs a constant
 // number of commands, not one per waiter.
 func TestIntegrationFairWakesOnlyHead(t *testing.T) {
+	t.Parallel()
 	const n = 8
 	order, _, calls := fairQueue(t, "fair-head", n)
 	if len(order) != n {
@@ -137,6 +139,7 @@ func TestIntegrationFairWakesOnlyHead(t *testing.T) {
 // the others by at most its deadline; one whose deadline has passed not at
 // all.
 func TestIntegrationFairDeadWaiterPurged(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 20*time.Second)
 	admin := d.admin(t)
@@ -191,6 +194,7 @@ func TestIntegrationFairDeadWaiterPurged(t *testing.T) {
 // Waiters that give up, at the head and in the middle, leave the queue as
 // it was, and the next waiter still gets the lock at once.
 func TestIntegrationFairGiveUpLeavesQueueConsistent(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 20*time.Second)
 	admin := d.admin(t)
@@ -256,6 +260,7 @@ func TestIntegrationFairGiveUpLeavesQueueConsistent(t *testing.T) {
 // Sixteen clients take the lock in turn: never two at once, no hold lost,
 // fences strictly increasing.
 func TestIntegrationFairMutualExclusion(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 20*time.Second)
 	const clients, rounds = 16, 5
@@ -306,6 +311,7 @@ func TestIntegrationFairMutualExclusion(t *testing.T) {
 // A holder that never releases: the head waiter gets the lock when its
 // TTL runs out, not after its fallback poll.
 func TestIntegrationFairExpiry(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 20*time.Second)
 	holder := newClient(t, d, goRedis).NewFairMutex("fair-expiry", redislock.WithTTL(300*time.Millisecond), redislock.WithoutRenewal())
@@ -331,6 +337,7 @@ func TestIntegrationFairExpiry(t *testing.T) {
 // TryLock does not jump the queue; bad inputs and keys of the wrong type
 // are reported clearly.
 func TestIntegrationFairTryLockAndErrors(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 20*time.Second)
 	admin := d.admin(t)
@@ -403,6 +410,7 @@ func TestIntegrationFairConformanceCluster(t *testing.T) {
 // use, gives the grant back and keeps its place, so the waiters are still
 // served in the order they joined.
 func TestIntegrationFairOrderSurvivesServerPause(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	name := "fair-pause"
 	ttl := 600 * time.Millisecond
@@ -457,6 +465,7 @@ func TestIntegrationFairOrderSurvivesServerPause(t *testing.T) {
 // granted, and a third client took it while the waiter's lease was valid,
 // 2 of 2 runs.)
 func TestIntegrationFairCleanUpSparesTheWaitersGrant(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	name := "fair-cleanup-grant"

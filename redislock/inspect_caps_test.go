@@ -34,6 +34,7 @@ func sentBytes(t testing.TB, rdb redis.UniversalClient) int64 {
 // readers of 1 MB each. The server sends a reply of a few KB, not the
 // megabytes.
 func TestIntegrationInspectCapsValues(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	admin := d.admin(t)
 	c := newClient(t, d, goRedis)

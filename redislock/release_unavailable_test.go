@@ -22,6 +22,7 @@ import (
 // test for, and dlocktest's ReleaseDuringRenewal took it for a failure on
 // a loaded machine, where a release can take longer than AttemptTimeout.)
 func TestIntegrationReleaseUnreachableIsUnavailable(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	makers := []struct {
 		name string

@@ -61,6 +61,7 @@ func silentPubSub(t *testing.T, d *deployment, open opener, fresh bool) (*redisl
 // subscription until its context ended: the lock sat free for the rest of
 // the Lock's time.
 func TestIntegrationSilentSubscriptionStillPolls(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -121,6 +122,7 @@ func TestIntegrationSilentSubscriptionStillPolls(t *testing.T) {
 // few seconds later. Before, the notice went into the silent connection,
 // and the waiter slept until its poll.
 func TestIntegrationListenerReplacesSilentConnection(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -175,6 +177,7 @@ func TestIntegrationListenerReplacesSilentConnection(t *testing.T) {
 // server returns, within the client's ReadTimeout, an error matching
 // dlock.ErrUnavailable and not dlock.ErrNotObtained.
 func TestIntegrationFaultsWithTestClient(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1,
