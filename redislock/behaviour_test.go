@@ -172,15 +172,17 @@ func TestIntegrationRenewalIsBatched(t *testing.T) {
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel() // names of their own
 			ctx := timeout(t, time.Minute)
 			counter := &countingConn{Conn: tr.open(t, d)}
 			c := redislock.New(counter)
 			t.Cleanup(func() { c.Close() })
 			// Enough leases that one round trip each would show; 1000 at a
-			// 900ms TTL lost a lease under -race on a loaded two-core
-			// machine (a renewal batch took more than 600ms).
+			// 900ms TTL, and 250 at 1.2s, lost a lease under -race on a
+			// loaded two-core machine (no renewal got through in 2/3 of
+			// the TTL).
 			const n = 250
-			ttl := 1200 * time.Millisecond
+			ttl := 2 * time.Second
 			leases := make([]dlock.Lease, n)
 			var wg sync.WaitGroup
 			for g := range 32 { // take them quickly, so they start in step
