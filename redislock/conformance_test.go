@@ -291,8 +291,8 @@ func waitClusterOK(t testing.TB, d *deployment) {
 // The conformance suites (dlocktest.Run) take most of the package's time,
 // nearly all of it waiting out TTLs, pauses and restarts. They run side by
 // side (t.Parallel: as many at once as go test's -parallel, GOMAXPROCS by
-// default), each on servers of its own, since the suite pauses and
-// restarts every server of its deployment. So does every test of the
+// default), each in a process of its own (see apart) and on servers of its
+// own, since the suite pauses and restarts every server of its deployment. So does every test of the
 // package that starts its own servers, but for the two that change
 // package-wide settings (SetRequestMemory, SetResendFor), which run
 // first, alone. Each transport runs the Mutex
@@ -304,8 +304,9 @@ func TestIntegrationConformanceStandalone(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			t.Parallel()
-			dlocktest.Run(t, backend(standalone(t), tr.open))
+			if !apart(t) {
+				dlocktest.Run(t, backend(standalone(t), tr.open))
+			}
 		})
 	}
 }
@@ -324,8 +325,9 @@ func TestIntegrationConformanceCluster(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
-			t.Parallel()
-			dlocktest.Run(t, backend(cluster(t), tr.open))
+			if !apart(t) {
+				dlocktest.Run(t, backend(cluster(t), tr.open))
+			}
 		})
 	}
 }

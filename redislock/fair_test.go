@@ -394,15 +394,17 @@ func fairBackend(d *deployment, open opener) dlocktest.Backend {
 // both transports as well took a minute more and tested the same
 // transport code again.
 func TestIntegrationFairConformance(t *testing.T) {
-	t.Parallel()
-	dlocktest.Run(t, fairBackend(standalone(t), goRedis))
+	if !apart(t) {
+		dlocktest.Run(t, fairBackend(standalone(t), goRedis))
+	}
 }
 
 // In a Cluster every key of the lock, and the waiters' channels, share
 // one hash tag.
 func TestIntegrationFairConformanceCluster(t *testing.T) {
-	t.Parallel()
-	dlocktest.Run(t, fairBackend(cluster(t), rueidisClient))
+	if !apart(t) {
+		dlocktest.Run(t, fairBackend(cluster(t), rueidisClient))
+	}
 }
 
 // A server paused past the TTL does not reorder the queue: the head
