@@ -366,19 +366,7 @@ func electionBackend(d *deployment, open opener) dlocktest.ElectionBackend {
 	}
 	return dlocktest.ElectionBackend{
 		NewElection: func(t testing.TB, name string, o dlocktest.Options) dlock.Election {
-			// A client that has connected already, as an application's
-			// has: a lease's Until counts from before its request was
-			// sent, so a new client's first lease is shorter by its
-			// connection's setup (a dial, and in a Cluster the map of the
-			// slots and a second dial), and the server keeps the key that
-			// much longer after Until than a connected client's. Leader
-			// may name a stalled leader until the key expires; the case
-			// LeaderEndsWithLease allows it the suite's Slack, which a
-			// new Cluster client's setup took on a loaded machine (Leader
-			// named the leader 158ms and 163ms after its Until).
-			c := newClient(t, d, open)
-			inspect(t, c, name)
-			return c.NewElection(name, options(o)...)
+			return newClient(t, d, open).NewElection(name, options(o)...)
 		},
 		CutOff: func(t testing.TB, name string, o dlocktest.Options) (dlock.Election, func()) {
 			c, cut := cutOffClient(t, d)
