@@ -2,11 +2,8 @@ package redislock_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"runtime"
-	"strconv"
 	"testing"
 
 	"github.com/dlock-go/dlock/internal/testenv"
@@ -32,7 +29,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	parallelDefault()
 	srv, err := testenv.LaunchRedis(testenv.RedisConfig{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redislock tests:", err)
@@ -42,18 +38,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testenv.StopAll()
 	os.Exit(code)
-}
-
-// parallelDefault lets more tests run side by side than go test's
-// default, GOMAXPROCS, unless -parallel is given: the tests wait far more
-// than they compute (the whole package used 45s of CPU in 6 minutes on two
-// cores), each on servers of its own.
-func parallelDefault() {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(max(4, runtime.GOMAXPROCS(0))))
-	}
 }
 
 func Example() {
