@@ -23,6 +23,7 @@ var leastACL = []string{"on", ">pw", "resetkeys", "~dlock:*", "resetchannels", "
 // kind of lock, and Inspect and ForceUnlock them; it can touch no key
 // outside dlock:*.
 func TestIntegrationLeastPrivilegeUser(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	if _, err := srv.Do(append([]string{"ACL", "SETUSER", "dlock"}, leastACL...)...); err != nil {

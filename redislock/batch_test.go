@@ -97,6 +97,7 @@ func cycles(ctx context.Context, c *redislock.Client, admin redis.UniversalClien
 // together: each gets its own reply, and a server that lost its scripts
 // (SCRIPT FLUSH) mid-run is given them again by EVAL.
 func TestIntegrationGoRedisBatchesConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	rdb := redis.NewClient(&redis.Options{Addr: d.addrs()[0], ContextTimeoutEnabled: true})
@@ -143,6 +144,7 @@ func TestIntegrationGoRedisBatchesConcurrentCalls(t *testing.T) {
 // On a Cluster, a batch holds calls for one master only, so that a slow
 // node holds up only its own callers; go-redis follows redirects within it.
 func TestIntegrationGoRedisBatchesPerClusterNode(t *testing.T) {
+	t.Parallel()
 	d := cluster(t)
 	ctx := timeout(t, time.Minute)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: d.addrs(), ContextTimeoutEnabled: true})
@@ -180,6 +182,7 @@ func TestIntegrationGoRedisBatchesPerClusterNode(t *testing.T) {
 // its call may have taken is given back, and the other callers of the same
 // batch get their locks.
 func TestIntegrationGoRedisCancelMidBatch(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	p := testenv.StartProxy(t, d.servers[0].Addr())
@@ -276,6 +279,7 @@ func TestIntegrationGoRedisCancelMidBatch(t *testing.T) {
 // error that names the failure, at once: no caller hangs, none is told it
 // holds a lock.
 func TestIntegrationGoRedisServerKilledMidBatch(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	ctx := timeout(t, time.Minute)
@@ -343,6 +347,7 @@ func TestIntegrationGoRedisServerKilledMidBatch(t *testing.T) {
 // go-redis never sends a batch again: calls whose batch timed out on a
 // slow link each run once on the server, however many shared the batch.
 func TestIntegrationGoRedisDoesNotResendBatches(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	c, p := slowClient(t, d)

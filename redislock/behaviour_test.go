@@ -46,6 +46,7 @@ func timeout(t testing.TB, d time.Duration) context.Context {
 // A release wakes a waiter through pub/sub at once, although its fallback
 // poll is five seconds.
 func TestIntegrationReleaseWakesWaiter(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	slowPoll := redislock.WithRetry(dlock.LinearBackoff(5*time.Second, 5*time.Second))
 	for _, tr := range transports {
@@ -84,6 +85,7 @@ func TestIntegrationReleaseWakesWaiter(t *testing.T) {
 // A lease that expires publishes nothing; the waiter retries when the
 // holder's TTL runs out, not after its (long) fallback poll.
 func TestIntegrationWaiterRetriesAtExpiry(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	holder := newClient(t, d, goRedis).NewMutex("expiry-wait", redislock.WithTTL(300*time.Millisecond), redislock.WithoutRenewal())
@@ -107,6 +109,7 @@ func TestIntegrationWaiterRetriesAtExpiry(t *testing.T) {
 }
 
 func TestIntegrationRetryStrategyBoundsLock(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	c := newClient(t, d, goRedis)
@@ -144,6 +147,7 @@ func TestIntegrationRetryStrategyBoundsLock(t *testing.T) {
 }
 
 func TestIntegrationMutexRefusesReentry(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	m := newClient(t, d, goRedis).NewMutex("reentry")
@@ -164,15 +168,21 @@ func TestIntegrationMutexRefusesReentry(t *testing.T) {
 
 // The watchdog renews many leases in batches: one round trip per batch.
 func TestIntegrationRenewalIsBatched(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel() // names of their own
 			ctx := timeout(t, time.Minute)
 			counter := &countingConn{Conn: tr.open(t, d)}
 			c := redislock.New(counter)
 			t.Cleanup(func() { c.Close() })
-			const n = 1000
-			ttl := 900 * time.Millisecond
+			// Enough leases that one round trip each would show; 1000 at a
+			// 900ms TTL, and 250 at 1.2s, lost a lease under -race on a
+			// loaded two-core machine (no renewal got through in 2/3 of
+			// the TTL).
+			const n = 250
+			ttl := 2 * time.Second
 			leases := make([]dlock.Lease, n)
 			var wg sync.WaitGroup
 			for g := range 32 { // take them quickly, so they start in step
@@ -220,6 +230,7 @@ func TestIntegrationRenewalIsBatched(t *testing.T) {
 // client: EVALSHA fails with NOSCRIPT and the client falls back to EVAL, for
 // single calls and for renewal batches.
 func TestIntegrationNoScriptFallback(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -268,6 +279,7 @@ func proxied(t testing.TB, d *deployment, name string, opts ...redislock.Option)
 // With the network blackholed the holder cannot renew; Done closes no
 // later than Until, and another client can take the lock after the TTL.
 func TestIntegrationBlackholeEndsLeaseByUntil(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	ttl := 600 * time.Millisecond
@@ -305,6 +317,7 @@ func TestIntegrationBlackholeEndsLeaseByUntil(t *testing.T) {
 // is bounded by the lease's Until, not by a read timeout tighter than the
 // contract asks for.
 func TestIntegrationLatencyDoesNotLoseLease(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	ttl := 1200 * time.Millisecond
@@ -339,6 +352,7 @@ func TestIntegrationLatencyDoesNotLoseLease(t *testing.T) {
 // script. The client deletes that key again in the background rather than
 // leaving it for its whole TTL.
 func TestIntegrationInterruptedAcquireLeavesNoKey(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ReadTimeout: 100 * time.Millisecond})
@@ -373,6 +387,7 @@ func TestIntegrationInterruptedAcquireLeavesNoKey(t *testing.T) {
 }
 
 func TestIntegrationCloseReleasesLeases(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := redislock.New(goRedis(t, d))
@@ -397,6 +412,7 @@ func TestIntegrationCloseReleasesLeases(t *testing.T) {
 // A Lock still waiting when its Client is closed returns ErrClosed, not a
 // dead lease, and leaves no key behind.
 func TestIntegrationLockRacingClose(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	holder, err := newClient(t, d, goRedis).NewMutex("racing-close").Lock(ctx)
@@ -428,6 +444,7 @@ func TestIntegrationLockRacingClose(t *testing.T) {
 // A Release whose context is already done still frees the lock, in the
 // background, well before the TTL.
 func TestIntegrationReleaseWithDoneContext(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	m := newClient(t, d, goRedis).NewMutex("release-done", redislock.WithTTL(time.Minute))
@@ -456,6 +473,7 @@ func TestIntegrationReleaseWithDoneContext(t *testing.T) {
 // A WAIT timeout under a millisecond must not become WAIT n 0, which blocks
 // for ever.
 func TestIntegrationSubMillisecondWaitTimeout(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -476,6 +494,7 @@ func TestIntegrationSubMillisecondWaitTimeout(t *testing.T) {
 // does not give up at the TTL, and deletes the key soon after the resume
 // rather than leave it held for a full TTL with no lease behind it.
 func TestIntegrationAcquireBufferedPastTTLIsCleaned(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	c := newClient(t, d, goRedis)

@@ -155,7 +155,12 @@
 // speak TLS, a bad name or option, a closed Client, a lock of another kind.
 // (rueidis reports a client that was closed with the error it gives while
 // it cannot connect, ErrClosing: a closed rueidis client looks
-// unavailable.) Client.Close waits for the server at most one second.
+// unavailable.) Release on such a server ends the lease and returns within
+// AttemptTimeout an error matching dlock.ErrUnavailable (and the
+// context's error, if its context ended first): a release that may have
+// run, or was turned away, is sent again in the background until the
+// Client closes; the lock otherwise expires within its TTL. Client.Close
+// waits for the server at most one second.
 //
 // # Observing
 //

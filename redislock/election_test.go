@@ -13,15 +13,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The election suites run beside the conformance suites, each on servers
+// of its own (see TestIntegrationConformanceStandalone).
 func TestIntegrationElectionStandalone(t *testing.T) {
+	t.Parallel()
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
 			dlocktest.RunElection(t, electionBackend(standalone(t), tr.open))
 		})
 	}
 }
 
 func TestIntegrationElectionCluster(t *testing.T) {
+	t.Parallel()
 	dlocktest.RunElection(t, electionBackend(cluster(t), goRedis))
 }
 
@@ -30,6 +35,7 @@ func TestIntegrationElectionCluster(t *testing.T) {
 // leadership by its lease's Until; a waiting campaign wins once the key
 // expires, and an observer sees the new term.
 func TestIntegrationElectionLeaderCutOff(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	d := standalone(t)
 	proxy := testenv.StartProxy(t, d.addrs()[0])

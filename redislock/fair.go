@@ -330,14 +330,11 @@ func (l *fairLease) Release(ctx context.Context) error {
 	if ended, err := l.BeginRelease(); ended {
 		return err
 	}
-	v, err := l.m.release(ctx, l.Token())
+	start := time.Now()
+	v, err := l.m.release(ctx, l.Token()) // sent again in the background if unfinished
 	if err != nil {
 		l.End(dlock.ErrReleased)
-		if !unfinished(err) {
-			return describe(l.Key(), redisscript.FairRelease, err)
-		}
-		return fmt.Errorf("redislock: release of %q did not reach the server or was turned away (retrying in the background; at worst the lock expires within its TTL): %w",
-			l.Key(), describe(l.Key(), redisscript.FairRelease, err))
+		return l.m.c.releaseFailed(start, l.Key(), redisscript.FairRelease, err)
 	}
 	if n, _ := v.(int64); n < 1 {
 		l.End(dlock.Lost(dlock.ErrTakenOver))

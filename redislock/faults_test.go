@@ -28,6 +28,7 @@ import (
 // dlock.ErrUnavailable nor dlock.ErrNotObtained (TryLock matched
 // ErrUnavailable, and Lock waited until its context ended).
 func TestIntegrationRefusedClientCertificateFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	certs := testenv.NewCerts(t)
 	other := testenv.NewCerts(t)
 	port, err := testenv.FreePort()
@@ -120,6 +121,7 @@ return 1`, nil, d.Microseconds()).Err()
 // it is turned away (it gave up after its late looks, 4.3s, and the key
 // stayed until its TTL).
 func TestIntegrationBusyServerIsNotAnAnswer(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	if _, err := srv.Do("CONFIG", "SET", "busy-reply-threshold", "100"); err != nil {

@@ -31,6 +31,7 @@ func serverMicros(t *testing.T, srv *testenv.Redis) int64 {
 // counter lagged), and the counter plus one when the counter is ahead (a
 // clock stepped back): it never goes down.
 func TestIntegrationMutexFenceFollowsTheClockAndNeverGoesBack(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	ctx := timeout(t, 30*time.Second)

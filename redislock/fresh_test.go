@@ -14,6 +14,7 @@ import (
 // A grant whose reply takes most of its lease to arrive is refreshed or
 // given back, never returned short (see granttest.Check).
 func TestIntegrationShortGrantNeverReturned(t *testing.T) {
+	t.Parallel()
 	const ttl = 2 * time.Second
 	d := standalone(t)
 	p := testenv.StartProxy(t, d.servers[0].Addr())

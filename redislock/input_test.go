@@ -53,6 +53,7 @@ func TestBadArguments(t *testing.T) {
 }
 
 func TestIntegrationServerSideProblemsAreNamed(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	ctx := context.Background()
@@ -91,6 +92,7 @@ func TestIntegrationServerSideProblemsAreNamed(t *testing.T) {
 }
 
 func TestIntegrationServerRefusingScripts(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	if _, err := srv.Do("ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-@scripting"); err != nil {

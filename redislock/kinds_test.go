@@ -18,6 +18,7 @@ import (
 // refused attempt. Once released, the name is free for any kind. A Latch
 // is not a lock and claims no name.
 func TestIntegrationOneKindPerName(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 60*time.Second)
 	c := newClient(t, d, goRedis)
@@ -77,6 +78,7 @@ func lockWith(ctx context.Context, make func(string) dlock.Locker) func(string) 
 // and a Semaphore takes the name). The waiter leaves the FairMutex's
 // queue, and nothing is left once the Semaphore releases.
 func TestIntegrationLockRefusedForAnotherKind(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	c := newClient(t, d, goRedis)
@@ -137,6 +139,7 @@ func TestIntegrationLockRefusedForAnotherKind(t *testing.T) {
 // (ErrUpgrade, ErrNotReentrant). Before, a Mutex or a FairMutex asked under
 // any lease of the name got ErrNotReentrant ("ctx already holds it").
 func TestIntegrationAnotherKindUnderAHoldersContext(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 60*time.Second)
 	c := newClient(t, d, goRedis)
@@ -201,6 +204,7 @@ func TestIntegrationAnotherKindUnderAHoldersContext(t *testing.T) {
 // took the name, for ever, and a renewal wrote the marker over a Mutex
 // whose TTL was shorter than theirs, ending the Mutex's lease instead.
 func TestIntegrationMarkerLossEndsTheHold(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 60*time.Second)
 	const ttl = time.Second

@@ -50,6 +50,7 @@ func campaign(e dlock.Election, value string) take {
 // election, whose leader holds a Mutex; a ReentrantMutex stores none, and
 // a Latch no holder.
 func TestIntegrationHostileLabels(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	holders, waiters := newClient(t, d, goRedis), newClient(t, d, rueidisClient)
 	opts := []redislock.Option{redislock.WithTTL(time.Minute),

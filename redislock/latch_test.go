@@ -16,6 +16,7 @@ import (
 // Eight waiters on their own clients are all released by the third of
 // three CountDowns from another client.
 func TestIntegrationLatchReleasesWaiters(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -84,6 +85,7 @@ func TestIntegrationLatchReleasesWaiters(t *testing.T) {
 }
 
 func TestIntegrationLatchWaitAndCancel(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	l := newClient(t, d, goRedis).NewLatch("latch-wait")
@@ -120,6 +122,7 @@ func TestIntegrationLatchWaitAndCancel(t *testing.T) {
 // A lost notice costs a bounded poll: a count reset behind the latch's
 // back (no PUBLISH) is still seen.
 func TestIntegrationLatchFallbackPoll(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	l := newClient(t, d, goRedis).NewLatch("latch-poll")
@@ -141,6 +144,7 @@ func TestIntegrationLatchFallbackPoll(t *testing.T) {
 }
 
 func TestIntegrationLatchBadInput(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	ctx := timeout(t, 10*time.Second)
@@ -185,6 +189,7 @@ func TestIntegrationLatchBadInput(t *testing.T) {
 // CountDown renews the latch's life: a latch counted down slowly is not
 // lost while it is still being counted.
 func TestIntegrationLatchCountDownRenewsLife(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	l := newClient(t, d, goRedis).NewLatch("latch-life")
@@ -209,6 +214,7 @@ func TestIntegrationLatchCountDownRenewsLife(t *testing.T) {
 // dlock.ErrUnavailable too. Count on a paused server returns within
 // AttemptTimeout an error matching dlock.ErrUnavailable, as TryLock's.
 func TestIntegrationLatchWaitsThroughAPause(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	ctx := timeout(t, 30*time.Second)

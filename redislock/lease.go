@@ -2,7 +2,6 @@ package redislock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -52,6 +51,7 @@ func (g *grant) Release(ctx context.Context) error {
 		return err
 	}
 	call := g.m.releaseCall(g.Token(), g.hold)
+	start := time.Now()
 	v, err := g.m.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep
@@ -61,8 +61,7 @@ func (g *grant) Release(ctx context.Context) error {
 		if unfinished(err) {
 			g.m.c.abandon(call)
 		}
-		return fmt.Errorf("redislock: release of %q did not reach the server or was turned away (retried in the background until the Client closes; at worst the lock expires within its TTL): %w",
-			g.Key(), describe(g.Key(), g.m.f.release, err))
+		return g.m.c.releaseFailed(start, g.Key(), call.Script, err)
 	}
 	n, _ := v.(int64)
 	if n < 1 {

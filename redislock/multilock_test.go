@@ -17,6 +17,7 @@ import (
 // Two groups of clients lock overlapping sets in opposite orders: the
 // canonical order prevents deadlock, and each set is held exclusively.
 func TestIntegrationMultiLockNoDeadlock(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	other := standalone(t) // locks may live on different deployments
 	ctx := timeout(t, 60*time.Second)
@@ -52,6 +53,7 @@ func TestIntegrationMultiLockNoDeadlock(t *testing.T) {
 
 // All or nothing: if one lock is held elsewhere, TryLock takes none.
 func TestIntegrationMultiLockAllOrNothing(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := newClient(t, d, goRedis)
@@ -101,6 +103,7 @@ func TestIntegrationMultiLockAllOrNothing(t *testing.T) {
 
 // The seed's inventory split into segments: items map to a stable stripe.
 func TestIntegrationStriped(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := newClient(t, d, goRedis)
@@ -131,6 +134,7 @@ func TestIntegrationStriped(t *testing.T) {
 }
 
 func TestIntegrationInspectAndForceUnlock(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := newClient(t, d, goRedis)
@@ -187,6 +191,7 @@ func TestIntegrationInspectAndForceUnlock(t *testing.T) {
 // back as part of a valid lease: Lock starts again, and returns only with
 // every member held.
 func TestIntegrationMultiLockMemberLostWhileWaiting(t *testing.T) {
+	t.Parallel()
 	da, db := standalone(t), standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	ttl := 600 * time.Millisecond
@@ -252,6 +257,7 @@ func TestIntegrationMultiLockMemberLostWhileWaiting(t *testing.T) {
 // Inspect counts the clients waiting for a Mutex, and ForceUnlock wakes
 // the first of them at once: it does not wait for its next poll.
 func TestIntegrationForceUnlockWakesMutexWaiter(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	op := newClient(t, d, goRedis)

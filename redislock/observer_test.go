@@ -17,6 +17,7 @@ import (
 // Every kind of lock reports its name and kind, a failed TryLock, a Lock
 // that waits, and the release.
 func TestIntegrationObserverKinds(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	cases := []struct {
 		kind string
@@ -80,6 +81,7 @@ func TestIntegrationObserverKinds(t *testing.T) {
 
 // Downgrade reports the write lease released and the read lease acquired.
 func TestIntegrationObserverDowngrade(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	rec := &dlocktest.Recorder{}
 	rw := newClient(t, d, goRedis, redislock.WithObserver(rec)).NewRWMutex("observer-downgrade")
@@ -119,6 +121,7 @@ func TestIntegrationObserverDowngrade(t *testing.T) {
 // A reentrant hold is an acquisition of its own, with the first hold's
 // fence.
 func TestIntegrationObserverReentrant(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	rec := &dlocktest.Recorder{}
 	m := newClient(t, d, goRedis, redislock.WithObserver(rec)).NewReentrantMutex("observer-reentrant")
@@ -142,6 +145,7 @@ func TestIntegrationObserverReentrant(t *testing.T) {
 // WithLogger logs the events through dlock.LogObserver, alongside
 // WithObserver; nil means none.
 func TestIntegrationWithLogger(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -15,14 +15,15 @@ import (
 	"github.com/dlock-go/dlock/redislock"
 )
 
+// ReentrantMutex's suite runs on one transport, rueidis (FairMutex's on
+// go-redis): the reentrant scripts and holds differ from the Mutex's above
+// redislock.Conn, and the Mutex suite covers both transports (see
+// TestIntegrationConformanceStandalone).
 func TestIntegrationReentrantConformance(t *testing.T) {
-	d := standalone(t)
-	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			dlocktest.Run(t, kindBackend(d, tr.open, func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker {
-				return c.NewReentrantMutex(key, opts...)
-			}))
-		})
+	if !apart(t) {
+		dlocktest.Run(t, kindBackend(standalone(t), rueidisClient, func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker {
+			return c.NewReentrantMutex(key, opts...)
+		}))
 	}
 }
 
@@ -64,6 +65,7 @@ func walk(ctx context.Context, l dlock.Locker, m *menu, visit func(string, dlock
 // runs (the second cannot take the lock its caller holds); with a reentrant
 // lock every level runs, and the lock is free again afterwards.
 func TestIntegrationReentrantRecursiveMenuTree(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	const depth = 12
@@ -112,6 +114,7 @@ func TestIntegrationReentrantRecursiveMenuTree(t *testing.T) {
 // A re-entry is one round trip and does not wait; inner releases keep the
 // lock held; only the last one frees it and wakes a waiter.
 func TestIntegrationReentrantHoldsAndRelease(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	counter := &countingConn{Conn: goRedis(t, d)}
@@ -166,6 +169,7 @@ func TestIntegrationReentrantHoldsAndRelease(t *testing.T) {
 
 // Another owner's stale lease cannot release the current holder's lock.
 func TestIntegrationReentrantOtherOwnerRefused(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	ttl := 200 * time.Millisecond
@@ -188,6 +192,7 @@ func TestIntegrationReentrantOtherOwnerRefused(t *testing.T) {
 }
 
 func TestIntegrationMutexAndReentrantNameClash(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := newClient(t, d, goRedis)
@@ -206,6 +211,7 @@ func TestIntegrationMutexAndReentrantNameClash(t *testing.T) {
 // the lock's expiry below what the outer hold was promised: another owner
 // stays out for as long as the outer lease is valid.
 func TestIntegrationReentryWithShorterTTLKeepsOuterExpiry(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	c := newClient(t, d, goRedis)
@@ -242,6 +248,7 @@ func TestIntegrationReentryWithShorterTTLKeepsOuterExpiry(t *testing.T) {
 // The owner that Inspect shows cannot join the hold: only the owner's own
 // token can, and the server does not keep it.
 func TestIntegrationReentrantShownOwnerCannotJoin(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := newClient(t, d, goRedis)

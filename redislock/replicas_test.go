@@ -54,6 +54,7 @@ func failover(t *testing.T, master, replica *testenv.Redis) {
 // The failover hole: a lock granted by a master that dies before
 // replicating it is granted again by the promoted replica.
 func TestIntegrationFailoverHoleWithoutReplicas(t *testing.T) {
+	t.Parallel()
 	master, replica, link := replicated(t)
 	ctx := timeout(t, 10*time.Second)
 	link.Blackhole(true) // the grant is never replicated
@@ -72,6 +73,7 @@ func TestIntegrationFailoverHoleWithoutReplicas(t *testing.T) {
 // With WithReplicas the first grant succeeds only once replicated, so the
 // promoted replica refuses a second holder.
 func TestIntegrationWithReplicasClosesFailoverHole(t *testing.T) {
+	t.Parallel()
 	master, replica, link := replicated(t)
 	ctx := timeout(t, 10*time.Second)
 	m := clientAt(t, master.Addr()).NewMutex("failover", redislock.WithReplicas(1, 200*time.Millisecond))
@@ -100,6 +102,7 @@ func TestIntegrationWithReplicasClosesFailoverHole(t *testing.T) {
 
 // Behind a real Sentinel, a replicated lock survives an automatic failover.
 func TestIntegrationWithReplicasThroughSentinelFailover(t *testing.T) {
+	t.Parallel()
 	master, replica, _ := replicated(t)
 	sentinel := testenv.StartSentinel(t, master, "dlock-ha")
 	failoverClient := func() *redislock.Client {
@@ -161,6 +164,7 @@ func TestWithReplicasBadArguments(t *testing.T) {
 // sent once): the attempts kept going to the dead master, and the Lock
 // waited its whole 40s context after a failover that took 3s.
 func TestIntegrationLockWaitsThroughClusterFailover(t *testing.T) {
+	t.Parallel()
 	cl := testenv.StartClusterConfig(t, testenv.ClusterConfig{Masters: 3, Replicas: 1})
 	d := &deployment{servers: cl.Nodes, cluster: true}
 	failed := map[int64]bool{} // the shards (by their first slot range) whose master was killed

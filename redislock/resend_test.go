@@ -64,6 +64,7 @@ func settle(p *testenv.Proxy) {
 }
 
 func TestIntegrationResentReentrantReleaseKeepsOuterHold(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	c, p := slowClient(t, d)
@@ -97,6 +98,7 @@ func TestIntegrationResentReentrantReleaseKeepsOuterHold(t *testing.T) {
 }
 
 func TestIntegrationResentAddPermitsAddsOnce(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	c, p := slowClient(t, d)
@@ -119,6 +121,7 @@ func TestIntegrationResentAddPermitsAddsOnce(t *testing.T) {
 }
 
 func TestIntegrationResentCountDownCountsOnce(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	c, p := slowClient(t, d)
@@ -179,6 +182,7 @@ func statCalls(info, cmd string) int {
 // whose reply is late runs once on the server, and the caller hears of
 // the timeout.
 func TestIntegrationGoRedisDoesNotResendScripts(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	c, p := slowClient(t, d)
@@ -209,6 +213,7 @@ func TestIntegrationGoRedisDoesNotResendScripts(t *testing.T) {
 // rueidis re-sends only read-only commands: a script call whose reply is
 // late runs once.
 func TestIntegrationRueidisDoesNotResendScripts(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	p := testenv.StartProxy(t, d.servers[0].Addr())
@@ -252,7 +257,9 @@ func TestIntegrationRueidisDoesNotResendScripts(t *testing.T) {
 // the resending to 600ms); once the link is back, no copy runs again: the change
 // is made once, and the call reports that it does not know whether it was.
 // (Re-sent until ctx ended, a copy ran after the record had expired and
-// made the change a second time.)
+// made the change a second time.) It does not run in parallel: it
+// changes settings of the whole package, which every other test's
+// clients read.
 func TestIntegrationResendStopsBeforeTheRecordExpires(t *testing.T) {
 	t.Cleanup(redislock.SetRequestMemory(1500 * time.Millisecond))
 	t.Cleanup(redislock.SetResendFor(600 * time.Millisecond))
@@ -352,6 +359,7 @@ func TestIntegrationResendStopsBeforeTheRecordExpires(t *testing.T) {
 // 3 -> 2, and lowered the limit raised after the call was refused,
 // 5 -> 3.)
 func TestIntegrationLateCopyKeepsTheOutcome(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	admin := d.admin(t)
@@ -434,6 +442,7 @@ func TestIntegrationLateCopyKeepsTheOutcome(t *testing.T) {
 // it twice.) The server is busy for a second; the call keeps sending and
 // learns the outcome.
 func TestIntegrationBusyServerDoesNotHideTheOutcome(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	admin := d.admin(t)
@@ -499,6 +508,7 @@ return 1`, nil).Err()
 // exceeded", after the first copy's second though ctx had 30s left. They
 // now take effect once when the server resumes.
 func TestIntegrationResendOutlastsAttemptTimeout(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	ctx := timeout(t, 30*time.Second)

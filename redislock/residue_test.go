@@ -39,7 +39,8 @@ func lockKeys(t testing.TB, d *deployment) (n int, some []string, counters int) 
 // holder that vanished: its TTL; a fair queue: its waiter timeout; a
 // waiting writer's intent: min(TTL, 2s); a request's record: its
 // memory). Only the fence counters stay, at most one per Cluster slot,
-// however many names were used.
+// however many names were used. Not in parallel: it shortens the request
+// memory of the whole package.
 func TestIntegrationNoKeysLeftBehind(t *testing.T) {
 	defer redislock.SetRequestMemory(time.Second)()
 	d := standalone(t)

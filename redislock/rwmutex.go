@@ -430,14 +430,14 @@ func (l *rwLease) Release(ctx context.Context) error {
 		return err
 	}
 	call := l.rw.releaseCall(l.read, l.Token())
+	start := time.Now()
 	v, err := l.rw.c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		l.End(dlock.ErrReleased)
 		if unfinished(err) {
 			l.rw.c.abandon(call)
 		}
-		return fmt.Errorf("redislock: release of %q did not reach the server or was turned away (retrying in the background; at worst the lock expires within its TTL): %w",
-			l.Key(), describe(l.Key(), call.Script, err))
+		return l.rw.c.releaseFailed(start, l.Key(), call.Script, err)
 	}
 	if n, _ := v.(int64); n < 1 {
 		l.End(dlock.Lost(dlock.ErrTakenOver))

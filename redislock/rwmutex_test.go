@@ -26,6 +26,7 @@ func rwKeys(name string) (writer, readers, intent string) {
 // Many independent clients, mostly readers: readers share the lock, and a
 // writer never overlaps anyone.
 func TestIntegrationRWMutexSafety(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 20*time.Second)
 	const clients, rounds = 16, 25
@@ -102,6 +103,7 @@ func TestIntegrationRWMutexSafety(t *testing.T) {
 // A waiting writer keeps new readers out, while the readers that hold keep
 // holding, and gets the lock once they release.
 func TestIntegrationRWMutexWriterPriority(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 15*time.Second)
 	const name = "rw-priority"
@@ -165,6 +167,7 @@ func TestIntegrationRWMutexWriterPriority(t *testing.T) {
 
 // A reader that never releases (a crash) frees its share within its TTL.
 func TestIntegrationRWMutexReaderCrash(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	const ttl = 300 * time.Millisecond
@@ -192,6 +195,7 @@ func TestIntegrationRWMutexReaderCrash(t *testing.T) {
 // writers do not until it is released. A reader asking for the write side
 // is refused at once.
 func TestIntegrationRWMutexDowngradeAndUpgrade(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 15*time.Second)
 	const name = "rw-downgrade"
@@ -263,6 +267,7 @@ func TestIntegrationRWMutexDowngradeAndUpgrade(t *testing.T) {
 // Fences strictly increase across successive writers, with readers
 // between them.
 func TestIntegrationRWMutexFences(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	rws := []*redislock.RWMutex{newClient(t, d, goRedis).NewRWMutex("rw-fence"), newClient(t, d, goRedis).NewRWMutex("rw-fence")}
@@ -290,6 +295,7 @@ func TestIntegrationRWMutexFences(t *testing.T) {
 
 // A writer or reader that gives up leaves nothing behind.
 func TestIntegrationRWMutexCancellation(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	const name = "rw-cancel"
@@ -339,6 +345,7 @@ func TestIntegrationRWMutexCancellation(t *testing.T) {
 
 // A name in use by another kind of lock is reported as such.
 func TestIntegrationRWMutexNameClash(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := newClient(t, d, goRedis)
@@ -365,9 +372,12 @@ func TestIntegrationRWMutexNameClash(t *testing.T) {
 // Every lease renews on its own: short-TTL readers and writers outlive
 // their TTL while held, and the lock is free once they release.
 func TestIntegrationRWMutexRenewal(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
-	const ttl = 150 * time.Millisecond
+	// Renewals every TTL/3 that may be 600ms late on a loaded machine
+	// (at 150ms, the writer's lease expired beside a second test run).
+	const ttl = 900 * time.Millisecond
 	rw := newClient(t, d, goRedis).NewRWMutex("rw-renew", redislock.WithTTL(ttl))
 	other := newClient(t, d, rueidisClient).NewRWMutex("rw-renew", redislock.WithTTL(ttl))
 	r1, err := rw.Reader().Lock(ctx)
@@ -378,7 +388,7 @@ func TestIntegrationRWMutexRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * ttl)
+	time.Sleep(3 * ttl)
 	if r1.Err() != nil || r2.Err() != nil {
 		t.Fatalf("renewed readers ended: %v, %v", r1.Err(), r2.Err())
 	}
@@ -392,7 +402,7 @@ func TestIntegrationRWMutexRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("writer TryLock after the readers released: %v", err)
 	}
-	time.Sleep(5 * ttl)
+	time.Sleep(3 * ttl)
 	if w.Err() != nil {
 		t.Fatalf("renewed writer ended: %v", w.Err())
 	}
@@ -409,6 +419,7 @@ func TestIntegrationRWMutexRenewal(t *testing.T) {
 
 // All of an RWMutex's keys live on one Cluster slot.
 func TestIntegrationRWMutexCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
@@ -442,6 +453,7 @@ func TestIntegrationRWMutexCluster(t *testing.T) {
 // and whatever the request left is given up, so another writer gets the
 // lock soon after.
 func TestIntegrationRWMutexDowngradeLostReply(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	p := testenv.StartProxy(t, d.servers[0].Addr())
@@ -503,6 +515,7 @@ func TestIntegrationRWMutexDowngradeLostReply(t *testing.T) {
 
 // Inspect counts the writers waiting for an RWMutex as its waiters.
 func TestIntegrationInspectCountsWaitingWriters(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	c := newClient(t, d, goRedis)

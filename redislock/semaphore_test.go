@@ -28,6 +28,7 @@ func held(t testing.TB, d *deployment, name string) string {
 // Sixteen clients share three permits: never more than three are inside,
 // and three are at some point.
 func TestIntegrationSemaphoreBoundsHolders(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -74,6 +75,7 @@ func TestIntegrationSemaphoreBoundsHolders(t *testing.T) {
 // A holder whose client stops (no renewal, no release) loses its permit
 // when its TTL runs out, and a waiter gets it then.
 func TestIntegrationSemaphoreCrashedHolderPermitReturns(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	// Long enough for the second Lock and the TryLock to come before the
@@ -115,6 +117,7 @@ func TestIntegrationSemaphoreCrashedHolderPermitReturns(t *testing.T) {
 // The watchdog keeps a permit for many TTLs; a permit removed behind the
 // holder's back ends its lease within one renewal period.
 func TestIntegrationSemaphoreRenewalAndLoss(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	const ttl = 600 * time.Millisecond
@@ -151,6 +154,7 @@ func TestIntegrationSemaphoreRenewalAndLoss(t *testing.T) {
 }
 
 func TestIntegrationSemaphoreChangingPermits(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 20*time.Second)
 	const name = "sem-limit"
@@ -248,6 +252,7 @@ func TestIntegrationSemaphoreChangingPermits(t *testing.T) {
 // A waiter whose context ends gets an error matching ErrNotObtained and
 // the context's error, and leaves no member behind.
 func TestIntegrationSemaphoreCancelledWait(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 10*time.Second)
 	holder, err := newClient(t, d, goRedis).NewSemaphore("sem-cancel", 1).Lock(ctx)
@@ -270,6 +275,7 @@ func TestIntegrationSemaphoreCancelledWait(t *testing.T) {
 }
 
 func TestIntegrationSemaphoreWrongType(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	srv := d.servers[0]
 	ctx := timeout(t, 10*time.Second)

@@ -21,6 +21,7 @@ import (
 // because another call's ctx ended during that dial (a Redlock release
 // failed so in make test: "dial tcp …: operation was canceled").
 func TestIntegrationSharedDialCancelled(t *testing.T) {
+	t.Parallel()
 	r := testenv.StartRedis(t, testenv.RedisConfig{})
 	var slow atomic.Bool // the next dial waits for its ctx to end (or 2s)
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr()}, DisableCache: true,

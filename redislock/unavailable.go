@@ -80,6 +80,26 @@ func (c *Client) unavailable(since time.Time, err error) error {
 	return dlock.Unavailable(c.service, since, err)
 }
 
+// releaseFailed returns the error of a release of the lock on key, a
+// call of s sent at start that failed with err. A release that could not
+// reach the server, got no answer in time or was turned away (see
+// redisscript.Transient) matches dlock.ErrUnavailable, and the context's
+// error if ctx ended first; the caller has sent it again in the background
+// if it may have run or was turned away (see unfinished), and the lock
+// otherwise expires within its TTL. Any other failure is described.
+func (c *Client) releaseFailed(start time.Time, key string, s *redisscript.Script, err error) error {
+	d := describe(key, s, err)
+	switch {
+	case !redisscript.Transient(err):
+		return d
+	case unfinished(err):
+		return fmt.Errorf("redislock: release of %q did not reach the server or was turned away (retried in the background until the Client closes; at worst the lock expires within its TTL): %w",
+			key, c.unavailable(start, d))
+	default: // no connection could be made: the release did not run
+		return fmt.Errorf("redislock: release of %q could not reach the server (the lock expires within its TTL): %w", key, c.unavailable(start, d))
+	}
+}
+
 // A cutShort is the error of an attempt whose call the caller's context
 // ended before the server answered. It matches dlock.ErrNotObtained and
 // the context's error: Lock returns it as any wait that its context ended.

@@ -17,6 +17,7 @@ import (
 // goroutines of one client gets the lock in turn, one attempt per
 // hand-over.
 func TestIntegrationReleaseWakesOneWaiterPerClient(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, time.Minute)
 	holder := newClient(t, d, goRedis).NewMutex("wake-one", redislock.WithTTL(time.Minute))
@@ -67,6 +68,7 @@ func TestIntegrationReleaseWakesOneWaiterPerClient(t *testing.T) {
 // per hand-over instead. The line is gone once every client has had the
 // lock. Mutex and ReentrantMutex alike.
 func TestIntegrationReleaseWakesOneClient(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, kind := range []struct {
 		name string
@@ -137,6 +139,7 @@ func TestIntegrationReleaseWakesOneClient(t *testing.T) {
 // listens (it vanished without leaving the line), and wakes the next one
 // at once, although that one's fallback poll is a minute away.
 func TestIntegrationReleasePassesOverVanishedClient(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	const name = "wake-vanished"
@@ -187,6 +190,7 @@ func TestIntegrationReleasePassesOverVanishedClient(t *testing.T) {
 // waiter gave up as the notice came) passes the turn on to the next client
 // in line at once, although that one's fallback poll is a minute away.
 func TestIntegrationWokenClientWithoutWaiterPassesTurn(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	ctx := timeout(t, 30*time.Second)
 	const name = "wake-pass"
@@ -248,6 +252,7 @@ func TestIntegrationWokenClientWithoutWaiterPassesTurn(t *testing.T) {
 // whole line to its own, shorter, one, and the waiter, out of the line,
 // took the lock at its next poll, seconds after the release.
 func TestIntegrationNoClientShortensAnothersPlace(t *testing.T) {
+	t.Parallel()
 	d := standalone(t)
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
