@@ -193,6 +193,7 @@ func kindBackend(d *deployment, open opener, newLock func(c *redislock.Client, k
 		Leftovers: func(t testing.TB, key string) []string {
 			return leftovers(t, d, key)
 		},
+		Admin: func(t testing.TB) dlock.Admin { return newClient(t, d, open) },
 		Inspect: func(t testing.TB, key string) dlock.Info {
 			return inspect(t, newClient(t, d, open), key)
 		},
