@@ -324,7 +324,7 @@ func (s *suite) expiry(t *testing.T) {
 // refresh: Refresh extends a fixed lease past its first TTL.
 func (s *suite) refresh(t *testing.T) {
 	key := uniqueKey(t)
-	ttl := 600 * time.Millisecond
+	ttl := 1500 * time.Millisecond // 600ms: a loaded machine woke from the TTL/2 sleep after the lease had expired (Refresh: lease expired)
 	a := s.b.NewLocker(t, key, Options{TTL: ttl, NoRenewal: true})
 	b := s.b.NewLocker(t, key, Options{TTL: ttl, NoRenewal: true})
 	ctx := ctxFor(t, time.Minute)
