@@ -665,6 +665,7 @@ func (g *grant) grantLease(ctx context.Context, cl *call) (dlock.Lease, error) {
 		l.CapHold(time.Now().Add(lk.cfg.maxHold))
 	}
 	g.held = l
+	l.Start()
 	g.mu.Unlock()
 	if !lk.c.reg.Add(l) {
 		l.End(dlock.Lost(ErrClosed))

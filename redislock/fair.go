@@ -263,6 +263,7 @@ func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*
 		l.CapHold(time.Now().Add(m.cfg.maxHold))
 	}
 	l.entry.Value = l
+	l.Start()
 	if !m.c.leases.Add(l) {
 		m.release(context.WithoutCancel(ctx), token)
 		l.End(dlock.Lost(ErrClosed))

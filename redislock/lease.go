@@ -29,6 +29,7 @@ func newGrant(ctx context.Context, m *Mutex, token, hold string, fence uint64, u
 		g.CapHold(time.Now().Add(m.cfg.maxHold))
 	}
 	g.entry.Value = g
+	g.Start()
 	return g
 }
 

@@ -385,6 +385,7 @@ func (rw *RWMutex) grant(ctx context.Context, read bool, token string, fence uin
 		l.CapHold(time.Now().Add(rw.cfg.maxHold))
 	}
 	l.entry.Value = l
+	l.Start()
 	if !rw.c.leases.Add(l) {
 		rw.undo(read, token)
 		l.End(dlock.Lost(ErrClosed))

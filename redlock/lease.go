@@ -37,6 +37,7 @@ func newGrant(ctx context.Context, m *Mutex, token string, fence uint64, until t
 		g.CapHold(time.Now().Add(m.cfg.maxHold))
 	}
 	g.entry.Value = g
+	g.Start()
 	return g
 }
 

@@ -87,6 +87,7 @@ func (n *node) addHoldLocked(ctx context.Context, until time.Time, ev *lease.Eve
 		h.CapHold(n.holdEnd)
 	}
 	n.holds[h] = struct{}{}
+	h.Start()
 	return h
 }
 

@@ -29,6 +29,7 @@ func NewGrant(ctx context.Context, c *Client, ev *lease.Events, name, token stri
 		g.CapHold(time.Now().Add(cfg.MaxHold))
 	}
 	g.entry.Value = g
+	g.Start()
 	return g
 }
 

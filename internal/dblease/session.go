@@ -93,6 +93,7 @@ func NewSession(ctx context.Context, c *Client, ev *lease.Events, name, token st
 		s.CapHold(time.Now().Add(cfg.MaxHold))
 	}
 	s.entry.Value = s
+	s.Start()
 	return s
 }
 

@@ -57,7 +57,7 @@ func (l testLease) Release(context.Context) error {
 }
 
 func newTestLease(ev *Events, ttl time.Duration) testLease {
-	return testLease{New(context.Background(), ev, "key", "tok", 42, time.Now().Add(ttl), nil)}
+	return testLease{newStarted(context.Background(), ev, "key", "tok", 42, time.Now().Add(ttl), nil)}
 }
 
 func TestAttemptReportsAcquisition(t *testing.T) {
@@ -167,7 +167,7 @@ func TestNoObserverAllocatesNothing(t *testing.T) {
 	if ev != nil {
 		t.Fatal("NewEvents(nil, ...) is not nil")
 	}
-	s := New(context.Background(), ev, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	s := newStarted(context.Background(), ev, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 	defer s.End(dlock.ErrReleased)
 	l := testLease{s}
 	failed := errors.New("failed")
@@ -191,7 +191,7 @@ func BenchmarkAttempt(b *testing.B) {
 	}{{"none", nil}, {"func", dlock.ObserverFunc(func(dlock.Event) {})}} {
 		b.Run(tc.name, func(b *testing.B) {
 			ev := NewEvents(tc.obs, "n", "Mutex")
-			s := New(context.Background(), ev, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+			s := newStarted(context.Background(), ev, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 			defer s.End(dlock.ErrReleased)
 			l := testLease{s}
 			b.ReportAllocs()

@@ -28,12 +28,12 @@ func TestRegistryCloseSkipsALeaseJustLost(t *testing.T) {
 	var r Registry
 	removed, proceed := make(chan struct{}), make(chan struct{})
 	var lost *stateLease
-	lost = &stateLease{New(context.Background(), nil, "k", "lost", 1, time.Now().Add(time.Hour), func() {
+	lost = &stateLease{newStarted(context.Background(), nil, "k", "lost", 1, time.Now().Add(time.Hour), func() {
 		<-proceed // the goroutine that ended it is descheduled here
 		r.Remove(lost)
 		close(removed)
 	})}
-	held := &stateLease{New(context.Background(), nil, "k", "held", 2, time.Now().Add(time.Hour), nil)}
+	held := &stateLease{newStarted(context.Background(), nil, "k", "held", 2, time.Now().Add(time.Hour), nil)}
 	r.Add(lost)
 	r.Add(held)
 	go lost.Lose(dlock.Lost(errors.New("key deleted")))
@@ -62,7 +62,7 @@ func (l *failingLease) Release(context.Context) error {
 
 func TestRegistryCloseReportsAFailedRelease(t *testing.T) {
 	var r Registry
-	l := &failingLease{New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)}
+	l := &failingLease{newStarted(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)}
 	r.Add(l)
 	closed := errors.New("closed")
 	if _, err := r.Close(time.Second, closed); err == nil {

@@ -57,20 +57,40 @@ type State struct {
 // cancellation is ignored); Context also carries token as the owner for
 // reentrant locks. onEnd, if not nil, is called once when the lease ends,
 // after Done is closed. ev, which may be nil, receives the lease's events.
+//
+// The lease does not expire by itself until Start: the backend calls Start
+// once the value that embeds the State is complete, as onEnd may read it
+// and the timer may fire at once (an until already past, on a loaded
+// machine). Before Start the lease ends only by End.
 func New(parent context.Context, ev *Events, key, token string, fence uint64, until time.Time, onEnd func()) *State {
-	s := &State{key: key, token: token, fence: fence, parent: parent,
+	return &State{key: key, token: token, fence: fence, parent: parent,
 		done: make(chan struct{}), until: until, onEnd: onEnd, ev: ev}
+}
+
+// Start arms the timer that ends the lease at Until (dlock.ErrExpired) or
+// at its cap (dlock.ErrMaxHold). It does nothing the second time, or once
+// the lease has ended.
+func (s *State) Start() {
 	s.mu.Lock()
-	s.timer = time.AfterFunc(time.Until(until), s.expire)
-	s.mu.Unlock()
-	return s
+	defer s.mu.Unlock()
+	if s.timer == nil && s.err == nil {
+		s.timer = time.AfterFunc(time.Until(s.until), s.expire)
+	}
+}
+
+// resetTimer moves the armed timer to until; s.mu must be held. Before
+// Start there is none: Start arms it at the Until of then.
+func (s *State) resetTimer(until time.Time) {
+	if s.timer != nil {
+		s.timer.Reset(time.Until(until))
+	}
 }
 
 func (s *State) expire() {
 	s.mu.Lock()
 	early := s.err == nil && time.Now().Before(s.until)
 	if early { // Extend moved the deadline after this timer fired.
-		s.timer.Reset(time.Until(s.until))
+		s.resetTimer(s.until)
 	}
 	capped := !s.holdEnd.IsZero() && !s.until.Before(s.holdEnd)
 	s.mu.Unlock()
@@ -94,7 +114,7 @@ func (s *State) CapHold(end time.Time) {
 	s.holdEnd = end
 	if s.err == nil && s.until.After(end) {
 		s.until = end
-		s.timer.Reset(time.Until(end))
+		s.resetTimer(end)
 	}
 }
 
@@ -170,7 +190,7 @@ func (s *State) Extend(until time.Time) bool {
 	moved := until.After(s.until)
 	if moved {
 		s.until = until
-		s.timer.Reset(time.Until(until))
+		s.resetTimer(until)
 	}
 	report := moved && s.shown
 	s.mu.Unlock()
@@ -246,7 +266,9 @@ func (s *State) End(err error) bool {
 		}
 	}
 	s.err = err
-	s.timer.Stop()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	cancel := s.cancel
 	report, shownAt := s.shown, s.shownAt
 	s.mu.Unlock()

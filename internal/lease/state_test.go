@@ -12,7 +12,7 @@ import (
 
 func TestEndOrdersContextBeforeDone(t *testing.T) {
 	for range 1000 {
-		s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+		s := newStarted(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 		go s.End(dlock.ErrReleased)
 		<-s.Done()
 		if !errors.Is(context.Cause(s.Context()), dlock.ErrReleased) {
@@ -24,7 +24,7 @@ func TestEndOrdersContextBeforeDone(t *testing.T) {
 func TestExpiresAtUntilAndExtendMovesIt(t *testing.T) {
 	start := time.Now()
 	ended := make(chan struct{})
-	s := New(context.Background(), nil, "k", "tok", 7, start.Add(50*time.Millisecond), func() { close(ended) })
+	s := newStarted(context.Background(), nil, "k", "tok", 7, start.Add(50*time.Millisecond), func() { close(ended) })
 	if !s.Extend(start.Add(150 * time.Millisecond)) {
 		t.Fatal("Extend of a held lease failed")
 	}
@@ -48,7 +48,7 @@ func TestExpiresAtUntilAndExtendMovesIt(t *testing.T) {
 }
 
 func TestOwnerIsToken(t *testing.T) {
-	s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	s := newStarted(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 	defer s.End(dlock.ErrReleased)
 	if owner, ok := dlock.OwnerFrom(s.Context()); !ok || owner != "tok" {
 		t.Errorf("owner = %q, %v", owner, ok)
@@ -60,7 +60,7 @@ func TestOwnerIsToken(t *testing.T) {
 // released, Lose ends it.
 func TestLoseWhileReleasingIsIgnored(t *testing.T) {
 	lost := dlock.Lost(dlock.ErrTakenOver)
-	s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	s := newStarted(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 	if ended, err := s.BeginRelease(); ended || err != nil {
 		t.Fatalf("BeginRelease of a held lease = %v, %v", ended, err)
 	}
@@ -77,7 +77,7 @@ func TestLoseWhileReleasingIsIgnored(t *testing.T) {
 		t.Errorf("BeginRelease of a released lease = %v, %v; want true, nil", ended, err)
 	}
 
-	held := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	held := newStarted(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 	if !held.Lose(lost) || !errors.Is(held.Err(), dlock.ErrTakenOver) {
 		t.Fatalf("Lose of a held lease: Err = %v", held.Err())
 	}
@@ -118,13 +118,13 @@ func TestRegistryShrinks(t *testing.T) {
 // A release whose reply comes after the lease expired does not return nil:
 // Release returns nil only if Err is ErrReleased.
 func TestReleasedAfterExpiry(t *testing.T) {
-	s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(10*time.Millisecond), nil)
+	s := newStarted(context.Background(), nil, "k", "tok", 1, time.Now().Add(10*time.Millisecond), nil)
 	s.BeginRelease()
 	<-s.Done() // expired while "the release was in flight"
 	if err := s.Released(); !errors.Is(err, dlock.ErrNotHeld) || !errors.Is(err, dlock.ErrExpired) {
 		t.Errorf("Released after expiry = %v; want ErrNotHeld and ErrExpired", err)
 	}
-	held := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	held := newStarted(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 	if err := held.Released(); err != nil || held.Err() != dlock.ErrReleased {
 		t.Errorf("Released = %v, Err = %v; want nil, ErrReleased", err, held.Err())
 	}
@@ -133,7 +133,7 @@ func TestReleasedAfterExpiry(t *testing.T) {
 func TestCapHold(t *testing.T) {
 	start := time.Now()
 	ended := make(chan struct{})
-	s := New(context.Background(), nil, "k", "tok", 7, start.Add(time.Hour), func() { close(ended) })
+	s := newStarted(context.Background(), nil, "k", "tok", 7, start.Add(time.Hour), func() { close(ended) })
 	s.CapHold(start.Add(100 * time.Millisecond))
 	if got := s.Until(); !got.Equal(start.Add(100 * time.Millisecond)) {
 		t.Fatalf("Until = %v after CapHold; want the cap", got.Sub(start))
@@ -155,7 +155,7 @@ func TestCapHold(t *testing.T) {
 
 	// A lease that expires before its cap (its renewals failed) is
 	// expired, not capped.
-	s = New(context.Background(), nil, "k", "tok", 7, time.Now().Add(20*time.Millisecond), nil)
+	s = newStarted(context.Background(), nil, "k", "tok", 7, time.Now().Add(20*time.Millisecond), nil)
 	s.CapHold(time.Now().Add(time.Hour))
 	<-s.Done()
 	if err := s.Err(); !errors.Is(err, dlock.ErrExpired) || s.MaxHoldReached() {
@@ -164,7 +164,7 @@ func TestCapHold(t *testing.T) {
 }
 
 func TestSecondReleaseWaitsForTheFirst(t *testing.T) {
-	s := New(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
+	s := newStarted(context.Background(), nil, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 	if ended, _ := s.BeginRelease(); ended {
 		t.Fatal("BeginRelease of a held lease reported ended")
 	}
@@ -186,5 +186,48 @@ func TestSecondReleaseWaitsForTheFirst(t *testing.T) {
 	}
 	if err := <-second; err != nil {
 		t.Fatalf("the second BeginRelease: %v; want ended with nil", err)
+	}
+}
+
+// newStarted returns a State as New does, its timer armed as a backend
+// arms it once its lease is complete.
+func newStarted(parent context.Context, ev *Events, key, token string, fence uint64, until time.Time, onEnd func()) *State {
+	s := New(parent, ev, key, token, fence, until, onEnd)
+	s.Start()
+	return s
+}
+
+// A lease granted with an Until already past (a loaded machine) ends at
+// once when started, and its onEnd sees the value that embeds the State
+// whole: New armed its timer itself, which could run onEnd before the
+// backend had stored the State (a data race in chaos's etcd3 run, under
+// -race, and a nil State's Token in onEnd).
+func TestStartAfterTheLeaseIsComplete(t *testing.T) {
+	for range 50 {
+		type holder struct {
+			*State
+			name string
+		}
+		h := &holder{}
+		ended := make(chan string, 1)
+		h.State = New(context.Background(), nil, "k", "tok", 1, time.Now().Add(-time.Second), func() { ended <- h.name + "/" + h.Token() })
+		h.name = "held"
+		select {
+		case got := <-ended:
+			t.Fatalf("the lease ended (%q) before Start", got)
+		case <-time.After(time.Millisecond):
+		}
+		h.Start()
+		select {
+		case got := <-ended:
+			if got != "held/tok" {
+				t.Fatalf("onEnd saw %q; want held/tok", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a lease whose Until had passed did not end once started")
+		}
+		if !errors.Is(h.Err(), dlock.ErrExpired) {
+			t.Fatalf("Err = %v; want ErrExpired", h.Err())
+		}
 	}
 }
