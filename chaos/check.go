@@ -22,7 +22,8 @@ const (
 	// SectionOverlap: two clients were in their critical sections at once.
 	SectionOverlap Kind = "section-overlap"
 	// FenceRegression: a grant's fence was not above the fence of every
-	// grant before it.
+	// grant before it: of every lease granted before its Lock call began
+	// (a call under way may have been granted first and told later).
 	FenceRegression Kind = "fence-regression"
 	// StaleWrite: the fenced register accepted a write from a holder after
 	// it had accepted one from a later holder.
@@ -219,8 +220,13 @@ const DefaultLinearizabilityBudget = 30 * time.Second
 
 // lease is one grant and its end, as its client saw it.
 type lease struct {
-	client  int
-	fence   uint64
+	client int
+	fence  uint64
+	// called is when the Lock call that got the lease began, start when
+	// it returned: the server granted the lease in between, so a lease
+	// whose call began before another's start may have been granted
+	// first, though it was told later.
+	called  Mono
 	start   Mono
 	until   Mono // the latest Until the client was told
 	end     Mono // first of until, done and release; set by close
@@ -276,6 +282,7 @@ func leaseKey(client int, fence uint64) [2]uint64 { return [2]uint64{uint64(clie
 func parse(evs []Event, v *Verdict) *parsed {
 	p := &parsed{byKey: map[[2]uint64]*lease{}, added: map[string]Event{}, clients: map[int]bool{}}
 	open := map[int]*section{}
+	calling := map[int]Mono{} // each client's Lock call under way: when it began
 	var openFault *fault
 	for _, e := range evs {
 		if e.Client > 0 {
@@ -288,6 +295,7 @@ func parse(evs []Event, v *Verdict) *parsed {
 			p.stop = e.At
 		case OpAcquire:
 			v.Acquires++
+			calling[e.Client] = e.At
 		case OpFail:
 			v.FailedAcquires++
 			if failedInsteadOfWaiting(e) {
@@ -296,7 +304,7 @@ func parse(evs []Event, v *Verdict) *parsed {
 		case OpRegRead, OpRegWrite, OpRegReply:
 			p.register = append(p.register, e)
 		case OpGrant:
-			l := &lease{client: e.Client, fence: e.Fence, start: e.At, until: e.Until}
+			l := &lease{client: e.Client, fence: e.Fence, called: cmp.Or(calling[e.Client], e.At), start: e.At, until: e.Until}
 			p.leases = append(p.leases, l)
 			p.byKey[leaseKey(e.Client, e.Fence)] = l
 		case OpRenew:
@@ -511,7 +519,11 @@ func (c *checker) fenceOrder(leases []*lease) {
 	slices.SortStableFunc(sorted, func(a, b *lease) int { return cmp.Compare(a.start, b.start) })
 	var top *lease
 	for _, l := range sorted {
-		if top != nil && l.fence <= top.fence {
+		// Only a lease whose Lock call began after top was granted is
+		// known to have been granted after it: one whose call was under
+		// way may have been granted first and told later (its key then
+		// lost early, which leaseOverlaps judges).
+		if top != nil && l.fence <= top.fence && l.called > top.start {
 			c.report(FenceRegression, l.start, []int{top.client, l.client},
 				"client %d granted fence %d after client %d had been granted fence %d",
 				l.client, l.fence, top.client, top.fence)
@@ -556,8 +568,12 @@ func (c *checker) writes(accepted, refused []Event, byKey map[[2]uint64]*lease, 
 		}
 		current := r.At < g.end
 		for _, l := range leases {
-			if l.start > g.start && l.start < r.At {
-				current = false // a later holder exists: the refusal is right
+			// A later holder exists, or one with a higher fence granted
+			// while g's Lock call was under way, which the server may
+			// have granted after g: the refusal is right.
+			later := l.start > g.start || l != g && l.fence > g.fence && l.start > g.called
+			if later && l.start < r.At {
+				current = false
 				break
 			}
 		}
