@@ -500,6 +500,8 @@ func ownedBy(name, guid string) bool {
 // container by itself), and as persistent nodes where it does not. It
 // reports whether it created dir itself.
 func (s *Client) ensureParents(ctx context.Context, dir string) (made bool, _ error) {
+	restarts := 0
+chain:
 	for i := 1; i <= len(dir); i++ {
 		if i < len(dir) && dir[i] != '/' {
 			continue
@@ -519,6 +521,14 @@ func (s *Client) ensureParents(ctx context.Context, dir string) (made bool, _ er
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				made = made || err == nil && p == dir
 				break
+			}
+			if errors.Is(err, zk.ErrNoNode) && restarts < 10 {
+				// An ancestor made or found a moment ago is gone: an empty
+				// container that ZooKeeper reaped, or another client's
+				// clean-up. Make the chain again from the top.
+				restarts++
+				i = 0
+				continue chain
 			}
 			if ctx.Err() != nil {
 				return made, dlock.NotObtained(ctx.Err())
