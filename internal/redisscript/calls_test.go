@@ -42,6 +42,16 @@ func TestTypedCalls(t *testing.T) {
 			[]string{"L", "R"}, []string{"tok", "v", "3000", "C"}},
 		{"elect read", ElectReadCall{Lock: "L", Record: "R"}.Call(), ElectRead, []string{"L", "R"}, nil},
 		{"elect withdraw", ElectWithdrawCall{Record: "R", Value: "v", Channel: "C"}.Call(), ElectWithdraw, []string{"R"}, []string{"v", "C"}},
+		{"fair acquire", FairAcquireCall{Lock: "L", Queue: "Q", Deadlines: "T", Fence: "F", Waiter: "w", TTL: "3000", Timeout: "9000",
+			Join: true, Token: "tok"}.Call(), FairAcquire, []string{"L", "Q", "T", "F"}, []string{"w", "3000", "9000", "1", "tok"}},
+		{"fair acquire, not joining", FairAcquireCall{Lock: "L", Queue: "Q", Deadlines: "T", Fence: "F", Waiter: "w", TTL: "3000", Timeout: "9000",
+			Token: "w"}.Call(), FairAcquire, []string{"L", "Q", "T", "F"}, []string{"w", "3000", "9000", "0", "w"}},
+		{"fair release", FairReleaseCall{Lock: "L", Queue: "Q", Deadlines: "T", Token: "tok", Wake: "P"}.Call(), FairRelease,
+			[]string{"L", "Q", "T"}, []string{"tok", "P"}},
+		{"fair release, back to the head", FairReleaseCall{Lock: "L", Queue: "Q", Deadlines: "T", Token: "tok", Wake: "P", Timeout: "9000", Waiter: "w"}.Call(),
+			FairRelease, []string{"L", "Q", "T"}, []string{"tok", "P", "9000", "w"}},
+		{"fair leave", FairLeaveCall{Lock: "L", Queue: "Q", Deadlines: "T", Waiter: "w", Wake: "P"}.Call(), FairLeave,
+			[]string{"L", "Q", "T"}, []string{"w", "P"}},
 	} {
 		if tc.got.Script != tc.script || !slices.Equal(tc.got.Keys, tc.keys) || !slices.Equal(tc.got.Args, tc.args) {
 			t.Errorf("%s: got %s KEYS %q ARGV %q, want %s KEYS %q ARGV %q", tc.name,
