@@ -76,8 +76,8 @@ func (g *grant) Release(ctx context.Context) error {
 }
 
 func (g *grant) refreshCall() redisconn.Call {
-	if g.m.extra != nil { // a Semaphore's permit: semaphore_refresh.lua's keys
-		return redisconn.Call{Script: g.m.f.refresh, Keys: append([]string{g.m.keys.lock}, g.m.extra...), Args: []string{g.Token(), g.m.ttl}}
+	if p := g.m.permit; p != nil { // a Semaphore's permit
+		return redisscript.SemaphoreRefreshCall{Permits: g.m.keys.lock, Limit: p.limit, Main: p.main, Token: g.Token(), TTL: g.m.ttl}.Call()
 	}
 	return redisscript.RefreshCall{Lock: g.m.keys.lock, Token: g.Token(), TTL: g.m.ttl}.Call(g.m.f.refresh)
 }

@@ -32,9 +32,9 @@ type Mutex struct {
 	ttl  string // cfg.ttl in milliseconds, as sent to the server
 	err  error
 	ev   *lease.Events // nil without an observer
-	// extra are keys that follow the lock key in the release and refresh
-	// calls of a kind that keeps more than one (a Semaphore).
-	extra []string
+	// permit, for a Semaphore's inner Mutex, holds the keys beside the
+	// permits (keys.lock) that a permit's release and refresh read.
+	permit *permitKeys
 
 	// yieldUntil (Unix ns) is set when a release of this name woke other
 	// clients' waiters; until then, Lock lets them go first. It is the
@@ -349,9 +349,14 @@ func (m *Mutex) releaseCall(token, hold string) redisconn.Call {
 		return redisscript.ReleaseCall{Lock: m.keys.lock, Token: token, Channel: m.keys.channel, Hold: hold,
 			Waiting: m.keys.waiting, Wake: m.keys.wake}.Call(m.f.release)
 	}
-	// A Semaphore's permit: semaphore_release.lua's keys (it does not read
-	// ARGV[3]).
-	return redisconn.Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
+	// A Semaphore's permit, whose hold is its token.
+	return redisscript.SemaphoreReleaseCall{Permits: m.keys.lock, Limit: m.permit.limit, Main: m.permit.main, Token: token, Channel: m.keys.channel}.Call()
+}
+
+// permitKeys are the keys of a Semaphore beside its permits.
+type permitKeys struct {
+	limit string // the number of permits
+	main  string // the name's main key, the marker =Semaphore
 }
 
 // A line is what a waiting attempt needs to stand in the lock's line of
