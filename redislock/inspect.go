@@ -27,7 +27,8 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		return dlock.Info{}, err
 	}
 	k := keysFor(name)
-	v, err := c.eval(ctx, redisscript.Inspect, redisscript.InspectKeys(name))
+	call := redisscript.InspectOf(name).Call()
+	v, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		return dlock.Info{}, describe(k.lock, redisscript.Inspect, err)
 	}
@@ -46,8 +47,8 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	k := keysFor(name)
-	keys, args := redisscript.ForceUnlockCall(name)
-	v, err := c.eval(ctx, redisscript.ForceUnlock, keys, args...)
+	call := redisscript.ForceUnlockOf(name).Call()
+	v, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
 	if err != nil {
 		return false, describe(k.lock, redisscript.ForceUnlock, err)
 	}

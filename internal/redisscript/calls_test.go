@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/redisconn"
 )
 
@@ -11,6 +12,8 @@ import (
 // its script reads, in the positions its header lists: the same slices the
 // callers built by hand before the typed calls.
 func TestTypedCalls(t *testing.T) {
+	k := rediskeys.For("n")
+	b := k.Base
 	for _, tc := range []struct {
 		name       string
 		got        redisconn.Call
@@ -89,6 +92,20 @@ func TestTypedCalls(t *testing.T) {
 		{"latch count", LatchCountCall{Count: "K"}.Call(), LatchCount, []string{"K"}, nil},
 		{"latch count down", LatchCountDownCall{Count: "K", Record: "R", Channel: "Z", Life: "86400000", RecordLife: "600000"}.Call(),
 			LatchCountDown, []string{"K", "R"}, []string{"Z", "86400000", "600000"}},
+		{"inspect", InspectCall{Lock: "B", Fence: "F", Queue: "Q", Permits: "P", Limit: "N", Writer: "W", Readers: "R", Intents: "I", Waiting: "L"}.Call(),
+			Inspect, []string{"B", "F", "Q", "P", "N", "W", "R", "I", "L"}, nil},
+		// InspectOf and ForceUnlockOf against the old InspectKeys and
+		// ForceUnlockCall's expressions.
+		{"inspect of a name", InspectOf("n").Call(), Inspect, []string{b, rediskeys.For("n").Fence, b + ":queue", b + ":permits", b + ":limit",
+			b + ":writer", b + ":readers", b + ":wintent", b + ":waiting"}, nil},
+		{"force unlock", ForceUnlockCall{Lock: "B", Writer: "W", Readers: "R", Intents: "I", Permits: "P", Queue: "Q", Waiting: "L",
+			Channel: "C", FairWake: "FW", Wake: "WK"}.Call(), ForceUnlock, []string{"B", "W", "R", "I", "P", "Q", "L"}, []string{"C", "FW", "WK"}},
+		{"force unlock of a name", ForceUnlockOf("n").Call(), ForceUnlock,
+			[]string{b, b + ":writer", b + ":readers", b + ":wintent", b + ":permits", b + ":queue", b + ":waiting"},
+			[]string{k.Channel, b + ":w:", b + ":wake:"}},
+		{"quorum force", QuorumForceCall{Lock: "B", Deposed: "D", Channel: "C"}.Call(), QuorumForce, []string{"B", "D"}, []string{"C"}},
+		{"quorum depose", QuorumDeposeCall{Lock: "B", Deposed: "D", LifeMillis: 6000, Tokens: []string{"t1", "t2"}}.Call(), QuorumDepose,
+			[]string{"B", "D"}, []string{"6000", "t1", "t2"}},
 	} {
 		if tc.got.Script != tc.script || !slices.Equal(tc.got.Keys, tc.keys) || !slices.Equal(tc.got.Args, tc.args) {
 			t.Errorf("%s: got %s KEYS %q ARGV %q, want %s KEYS %q ARGV %q", tc.name,
