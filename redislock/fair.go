@@ -204,7 +204,7 @@ func asFair(l *fairLease, err error) (dlock.Lease, error) {
 func (m *FairMutex) leave(ctx context.Context, token string, failing bool) {
 	m.c.tidy(ctx, failing, func(ctx context.Context) {
 		call := redisscript.FairLeaveCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Waiter: token, Wake: m.prefix}.Call()
-		m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+		m.c.eval(ctx, call)
 	})
 }
 
@@ -223,7 +223,7 @@ func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*
 	actx, cancel, own := bound(ctx, 0)
 	acquire := redisscript.FairAcquireCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Fence: m.keys.fence,
 		Waiter: waiter, TTL: m.ttl, Timeout: m.waitMs, Join: enqueue, Token: token}.Call()
-	v, err := m.c.eval(actx, acquire.Script, acquire.Keys, acquire.Args...)
+	v, err := m.c.eval(actx, acquire)
 	cancel()
 	if err != nil {
 		if mayHaveRun(err) {
@@ -299,7 +299,7 @@ func (m *FairMutex) giveBack(ctx context.Context, token, waiter string, requeue 
 		r.Timeout, r.Waiter = m.waitMs, waiter
 	}
 	call := r.Call()
-	v, err := m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := m.c.eval(ctx, call)
 	if err != nil && unfinished(err) {
 		m.c.abandon(releaseCall(m.keys, token, releaseScript))
 	}

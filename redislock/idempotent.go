@@ -73,7 +73,7 @@ func (c *Client) evalOnce(ctx context.Context, base string, build func(record, l
 		return fmt.Errorf("%w (the request was sent %d times over %v; the last try: %v): %w", ErrOutcomeUnknown, n, took, err, cause)
 	}
 	for n := 1; ; n++ {
-		v, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
+		v, err := c.eval(ctx, call)
 		if err == nil || isReply(err) && (!ran || recorded(err)) {
 			return v, err
 		}

@@ -28,7 +28,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	}
 	k := keysFor(name)
 	call := redisscript.InspectOf(name).Call()
-	v, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := c.eval(ctx, call)
 	if err != nil {
 		return dlock.Info{}, describe(k.lock, redisscript.Inspect, err)
 	}
@@ -48,7 +48,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	}
 	k := keysFor(name)
 	call := redisscript.ForceUnlockOf(name).Call()
-	v, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := c.eval(ctx, call)
 	if err != nil {
 		return false, describe(k.lock, redisscript.ForceUnlock, err)
 	}

@@ -141,7 +141,7 @@ func (l *Latch) Wait(ctx context.Context) error {
 // run runs a call of a latch script and returns its integer reply.
 func (l *Latch) run(ctx context.Context, call redisconn.Call) (int64, error) {
 	return l.call(ctx, call.Script, func(ctx context.Context) (any, error) {
-		return l.c.eval(ctx, call.Script, call.Keys, call.Args...)
+		return l.c.eval(ctx, call)
 	})
 }
 

@@ -52,7 +52,7 @@ func (g *grant) Release(ctx context.Context) error {
 	}
 	call := g.m.releaseCall(g.Token(), g.hold)
 	start := time.Now()
-	v, err := g.m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := g.m.c.eval(ctx, call)
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep
 		// trying to release in the background (a hold is given up once,

@@ -394,7 +394,7 @@ func (m *Mutex) join(ctx context.Context, w *waiter) (time.Duration, bool) {
 	wait := linePoll
 	call := redisscript.JoinLineCall{Lock: m.keys.lock, Waiting: m.keys.waiting, Client: m.c.id, Since: since,
 		LifeMillis: ttlMillis(wait + lineMargin)}.Call()
-	v, err := m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := m.c.eval(ctx, call)
 	pttl, ok := v.(int64)
 	if err != nil || !ok {
 		return 0, false
@@ -415,7 +415,7 @@ func (m *Mutex) passTurn() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	call := redisscript.PassTurnCall{Lock: m.keys.lock, Waiting: m.keys.waiting, Wake: m.keys.wake}.Call()
-	m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	m.c.eval(ctx, call)
 }
 
 // leaveLine takes this client out of the lock's line of waiting clients,
@@ -429,7 +429,7 @@ func (m *Mutex) leaveLine() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	call := redisscript.LeaveLineCall{Waiting: m.keys.waiting, Client: m.c.id}.Call()
-	m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	m.c.eval(ctx, call)
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

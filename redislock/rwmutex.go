@@ -133,7 +133,7 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 	start := time.Now()
 	call := redisscript.RWDowngradeCall{Writer: rw.writer, Readers: rw.readers, Fence: rw.fence, Main: rw.base,
 		Token: w.Token(), Reader: token, TTL: rw.ttl, Channel: rw.channel}.Call()
-	v, err := rw.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := rw.c.eval(ctx, call)
 	if err != nil {
 		if mayHaveRun(err) {
 			// The write lock may or may not have become a read share:
@@ -289,7 +289,7 @@ func (rw *RWMutex) withdraw(ctx context.Context, intent string, failing bool) {
 	rw.c.tidy(ctx, failing, func(ctx context.Context) {
 		// A failure leaves an intent that expires within intentTTL.
 		call := redisscript.RWWithdrawCall{Intents: rw.intent, Intent: intent, Channel: rw.channel}.Call()
-		rw.c.eval(ctx, call.Script, call.Keys, call.Args...)
+		rw.c.eval(ctx, call)
 	})
 }
 
@@ -426,7 +426,7 @@ func (l *rwLease) Release(ctx context.Context) error {
 	}
 	call := l.rw.releaseCall(l.read, l.Token())
 	start := time.Now()
-	v, err := l.rw.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := l.rw.c.eval(ctx, call)
 	if err != nil {
 		l.End(dlock.ErrReleased)
 		if unfinished(err) {

@@ -306,7 +306,7 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 	}
 	sc := redisscript.SemaphoreAvailable
 	call := redisscript.SemaphoreAvailableCall{Permits: s.m.keys.lock, Limit: s.limitKey, Default: s.permits}.Call()
-	v, err := s.m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := s.m.c.eval(ctx, call)
 	if err != nil {
 		return 0, s.describe(sc, err)
 	}
