@@ -203,8 +203,7 @@ func asFair(l *fairLease, err error) (dlock.Lease, error) {
 // its deadline passes.
 func (m *FairMutex) leave(ctx context.Context, token string, failing bool) {
 	m.c.tidy(ctx, failing, func(ctx context.Context) {
-		call := redisscript.FairLeaveCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Waiter: token, Wake: m.prefix}.Call()
-		m.c.eval(ctx, call)
+		m.c.eval(ctx, redisscript.FairLeaveCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Waiter: token, Wake: m.prefix}.Call())
 	})
 }
 
@@ -221,9 +220,8 @@ func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*
 	}
 	start := time.Now()
 	actx, cancel, own := bound(ctx, 0)
-	acquire := redisscript.FairAcquireCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Fence: m.keys.fence,
-		Waiter: waiter, TTL: m.ttl, Timeout: m.waitMs, Join: enqueue, Token: token}.Call()
-	v, err := m.c.eval(actx, acquire)
+	v, err := m.c.eval(actx, redisscript.FairAcquireCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Fence: m.keys.fence,
+		Waiter: waiter, TTL: m.ttl, Timeout: m.waitMs, Join: enqueue, Token: token}.Call())
 	cancel()
 	if err != nil {
 		if mayHaveRun(err) {
@@ -298,8 +296,7 @@ func (m *FairMutex) giveBack(ctx context.Context, token, waiter string, requeue 
 	if requeue {
 		r.Timeout, r.Waiter = m.waitMs, waiter
 	}
-	call := r.Call()
-	v, err := m.c.eval(ctx, call)
+	v, err := m.c.eval(ctx, r.Call())
 	if err != nil && unfinished(err) {
 		m.c.abandon(releaseCall(m.keys, token, releaseScript))
 	}

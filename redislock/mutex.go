@@ -345,12 +345,11 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 
 // releaseCall is the call that gives up the hold hold of owner token.
 func (m *Mutex) releaseCall(token, hold string) redisconn.Call {
-	if m.f.lined {
-		return redisscript.ReleaseCall{Lock: m.keys.lock, Token: token, Channel: m.keys.channel, Hold: hold,
-			Waiting: m.keys.waiting, Wake: m.keys.wake}.Call(m.f.release)
+	if p := m.permit; p != nil { // a Semaphore's permit, whose hold is its token
+		return redisscript.SemaphoreReleaseCall{Permits: m.keys.lock, Limit: p.limit, Main: p.main, Token: token, Channel: m.keys.channel}.Call()
 	}
-	// A Semaphore's permit, whose hold is its token.
-	return redisscript.SemaphoreReleaseCall{Permits: m.keys.lock, Limit: m.permit.limit, Main: m.permit.main, Token: token, Channel: m.keys.channel}.Call()
+	return redisscript.ReleaseCall{Lock: m.keys.lock, Token: token, Channel: m.keys.channel, Hold: hold,
+		Waiting: m.keys.waiting, Wake: m.keys.wake}.Call(m.f.release)
 }
 
 // permitKeys are the keys of a Semaphore beside its permits.

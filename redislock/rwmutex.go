@@ -131,9 +131,8 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		return nil, err
 	}
 	start := time.Now()
-	call := redisscript.RWDowngradeCall{Writer: rw.writer, Readers: rw.readers, Fence: rw.fence, Main: rw.base,
-		Token: w.Token(), Reader: token, TTL: rw.ttl, Channel: rw.channel}.Call()
-	v, err := rw.c.eval(ctx, call)
+	v, err := rw.c.eval(ctx, redisscript.RWDowngradeCall{Writer: rw.writer, Readers: rw.readers, Fence: rw.fence, Main: rw.base,
+		Token: w.Token(), Reader: token, TTL: rw.ttl, Channel: rw.channel}.Call())
 	if err != nil {
 		if mayHaveRun(err) {
 			// The write lock may or may not have become a read share:
@@ -288,8 +287,7 @@ func (s rwSide) check(ctx context.Context) error {
 func (rw *RWMutex) withdraw(ctx context.Context, intent string, failing bool) {
 	rw.c.tidy(ctx, failing, func(ctx context.Context) {
 		// A failure leaves an intent that expires within intentTTL.
-		call := redisscript.RWWithdrawCall{Intents: rw.intent, Intent: intent, Channel: rw.channel}.Call()
-		rw.c.eval(ctx, call)
+		rw.c.eval(ctx, redisscript.RWWithdrawCall{Intents: rw.intent, Intent: intent, Channel: rw.channel}.Call())
 	})
 }
 

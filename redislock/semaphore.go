@@ -62,8 +62,9 @@ type Semaphore struct {
 var _ dlock.Locker = (*Semaphore)(nil)
 
 // semaphoreFlavor gives a Semaphore's leases (grants of its inner Mutex)
-// the permit scripts: refresh and release take the sorted set as their
-// only key, as the Mutex scripts take the lock key.
+// the permit scripts: refresh and release take the sorted set where the
+// Mutex scripts take the lock key, and the limit and the name's main key
+// beside it (Mutex.permit).
 var semaphoreFlavor = &flavor{kind: "Semaphore", acquire: redisscript.SemaphoreAcquire,
 	release: redisscript.SemaphoreRelease, refresh: redisscript.SemaphoreRefresh}
 
@@ -305,8 +306,7 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	sc := redisscript.SemaphoreAvailable
-	call := redisscript.SemaphoreAvailableCall{Permits: s.m.keys.lock, Limit: s.limitKey, Default: s.permits}.Call()
-	v, err := s.m.c.eval(ctx, call)
+	v, err := s.m.c.eval(ctx, redisscript.SemaphoreAvailableCall{Permits: s.m.keys.lock, Limit: s.limitKey, Default: s.permits}.Call())
 	if err != nil {
 		return 0, s.describe(sc, err)
 	}
