@@ -141,11 +141,11 @@ func (c *Client) usable() error {
 // eval runs one script call, bounded by AttemptTimeout. A call that ran
 // out of that time fails with an error that says so, matching
 // context.DeadlineExceeded, though ctx has not ended.
-func (c *Client) eval(ctx context.Context, s *redisscript.Script, keys []string, args ...string) (any, error) {
+func (c *Client) eval(ctx context.Context, call redisconn.Call) (any, error) {
 	ctx, cancel, _ := bound(ctx, 0)
 	defer cancel()
 	var res [1]redisconn.Result
-	c.conn.Eval(ctx, []redisconn.Call{{Script: s, Keys: keys, Args: args}}, res[:])
+	c.conn.Eval(ctx, []redisconn.Call{call}, res[:])
 	return res[0].Val, res[0].Err
 }
 
@@ -200,7 +200,7 @@ func (c *Client) cleanUp(ctx context.Context, release redisconn.Call) {
 	for n := 1; ; n++ {
 		closing := c.closing()
 		lctx, cancel := c.closeBound(ctx)
-		v, err := c.eval(lctx, release.Script, release.Keys, release.Args...)
+		v, err := c.eval(lctx, release)
 		cancel()
 		var wait time.Duration
 		switch {
@@ -236,7 +236,7 @@ func releaseCall(k keys, token string, s *redisscript.Script) redisconn.Call {
 // release runs a release call now if the server answers, and otherwise
 // in the background (see abandon).
 func (c *Client) release(ctx context.Context, call redisconn.Call) error {
-	_, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
+	_, err := c.eval(ctx, call)
 	if err != nil && unfinished(err) {
 		c.abandon(call)
 	}

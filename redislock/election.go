@@ -37,7 +37,7 @@ func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.R
 		return err
 	}
 	call := redisscript.ElectPublishCall{Lock: s.lock, Record: s.record, Token: r.Token, Value: r.String(), TTL: s.ttl, Channel: s.channel}.Call()
-	v, err := s.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := s.c.eval(ctx, call)
 	if err != nil {
 		return redisscript.Describe("redislock", s.lock, redisscript.ElectPublish, err)
 	}
@@ -52,7 +52,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 		return election.Record{}, false, err
 	}
 	call := redisscript.ElectReadCall{Lock: s.lock, Record: s.record}.Call()
-	v, err := s.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := s.c.eval(ctx, call)
 	if err != nil {
 		return election.Record{}, false, redisscript.Describe("redislock", s.lock, redisscript.ElectRead, err)
 	}
@@ -80,7 +80,7 @@ func (s *electionStore) Withdraw(ctx context.Context, r election.Record) error {
 		return err
 	}
 	call := redisscript.ElectWithdrawCall{Record: s.record, Value: r.String(), Channel: s.channel}.Call()
-	_, err := s.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	_, err := s.c.eval(ctx, call)
 	return err
 }
 

@@ -203,7 +203,7 @@ func asFair(l *fairLease, err error) (dlock.Lease, error) {
 // its deadline passes.
 func (m *FairMutex) leave(ctx context.Context, token string, failing bool) {
 	m.c.tidy(ctx, failing, func(ctx context.Context) {
-		m.c.eval(ctx, redisscript.FairLeave, []string{m.keys.lock, m.queue, m.times}, token, m.prefix)
+		m.c.eval(ctx, redisscript.FairLeaveCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Waiter: token, Wake: m.prefix}.Call())
 	})
 }
 
@@ -214,15 +214,14 @@ func (m *FairMutex) leave(ctx context.Context, token string, failing bool) {
 // same waiter. It returns a lease; or nil and how long to wait before the
 // next attempt; or an error.
 func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*fairLease, time.Duration, error) {
-	join := "0"
 	token := waiter
 	if enqueue {
-		join, token = "1", fairToken(ctx)
+		token = fairToken(ctx)
 	}
 	start := time.Now()
 	actx, cancel, own := bound(ctx, 0)
-	v, err := m.c.eval(actx, redisscript.FairAcquire, []string{m.keys.lock, m.queue, m.times, m.keys.fence},
-		waiter, m.ttl, m.waitMs, join, token)
+	v, err := m.c.eval(actx, redisscript.FairAcquireCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Fence: m.keys.fence,
+		Waiter: waiter, TTL: m.ttl, Timeout: m.waitMs, Join: enqueue, Token: token}.Call())
 	cancel()
 	if err != nil {
 		if mayHaveRun(err) {
@@ -232,8 +231,8 @@ func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*
 			// ends.
 			call := releaseCall(m.keys, token, releaseScript)
 			if enqueue {
-				call = redisconn.Call{Script: redisscript.FairRelease, Keys: []string{m.keys.lock, m.queue, m.times},
-					Args: []string{token, m.prefix, m.waitMs, waiter}}
+				call = redisscript.FairReleaseCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times,
+					Token: token, Wake: m.prefix, Timeout: m.waitMs, Waiter: waiter}.Call()
 			}
 			m.c.abandon(call)
 		}
@@ -294,11 +293,11 @@ func (m *FairMutex) release(ctx context.Context, token string) (any, error) {
 // that gives back a grant that came too late and keeps waiting: it keeps
 // its place.
 func (m *FairMutex) giveBack(ctx context.Context, token, waiter string, requeue bool) (any, error) {
-	args := []string{token, m.prefix}
+	r := redisscript.FairReleaseCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Token: token, Wake: m.prefix}
 	if requeue {
-		args = append(args, m.waitMs, waiter)
+		r.Timeout, r.Waiter = m.waitMs, waiter
 	}
-	v, err := m.c.eval(ctx, redisscript.FairRelease, []string{m.keys.lock, m.queue, m.times}, args...)
+	v, err := m.c.eval(ctx, r.Call())
 	if err != nil && unfinished(err) {
 		m.c.abandon(releaseCall(m.keys, token, releaseScript))
 	}
@@ -318,7 +317,7 @@ func (l *fairLease) forget() {
 	l.m.c.renew.Remove(&l.entry)
 	l.m.c.leases.Remove(l)
 	if l.MaxHoldReached() { // give the lock back, to the head of the queue
-		l.m.c.abandon(redisconn.Call{Script: redisscript.FairRelease, Keys: []string{l.m.keys.lock, l.m.queue, l.m.times}, Args: []string{l.Token(), l.m.prefix}})
+		l.m.c.abandon(redisscript.FairReleaseCall{Lock: l.m.keys.lock, Queue: l.m.queue, Deadlines: l.m.times, Token: l.Token(), Wake: l.m.prefix}.Call())
 	}
 }
 

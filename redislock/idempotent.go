@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/redisconn"
 )
 
@@ -52,11 +51,10 @@ var onceRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // the server did not run for the moment (see unrun) is sent again, and
 // after any other error reply the outcome is unknown.
 //
-// keys end with the record's key, added by evalOnce; the script's last
-// argument is the memory in milliseconds, also added here.
-func (c *Client) evalOnce(ctx context.Context, base string, s *redisscript.Script, keys []string, args ...string) (any, error) {
-	keys = append(keys[:len(keys):len(keys)], base+":req:"+dlock.NewToken())
-	args = append(args[:len(args):len(args)], strconv.FormatInt(requestMemory.Milliseconds(), 10))
+// build returns the call, given the record's key and how long the
+// record is kept (requestMemory), in milliseconds.
+func (c *Client) evalOnce(ctx context.Context, base string, build func(record, life string) redisconn.Call) (any, error) {
+	call := build(base+":req:"+dlock.NewToken(), strconv.FormatInt(requestMemory.Milliseconds(), 10))
 	first := time.Now()
 	ran := false // a copy may have run
 	// unknown is the error of a call that got no answer: cause is why it
@@ -75,7 +73,7 @@ func (c *Client) evalOnce(ctx context.Context, base string, s *redisscript.Scrip
 		return fmt.Errorf("%w (the request was sent %d times over %v; the last try: %v): %w", ErrOutcomeUnknown, n, took, err, cause)
 	}
 	for n := 1; ; n++ {
-		v, err := c.eval(ctx, s, keys, args...)
+		v, err := c.eval(ctx, call)
 		if err == nil || isReply(err) && (!ran || recorded(err)) {
 			return v, err
 		}

@@ -64,7 +64,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 		return false, fmt.Errorf("redislock: TrySetCount(%d) on latch %q: the count must be at least 1: %w", n, l.name, ErrInvalidCount)
 	}
 	// Setting the count claims the name for a Latch (see redisscript.loadClaiming).
-	v, err := l.run(ctx, redisscript.LatchSet, []string{l.countKey}, strconv.Itoa(n), latchLifeMillis)
+	v, err := l.run(ctx, redisscript.LatchSetCall{Count: l.countKey, N: n, Life: latchLifeMillis}.Call())
 	return v == 1, err
 }
 
@@ -76,7 +76,9 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 // first time it runs it. If no answer came, the error matches
 // ErrOutcomeUnknown: the latch was counted down once or not at all.
 func (l *Latch) CountDown(ctx context.Context) error {
-	_, err := l.runOnce(ctx, redisscript.LatchCountDown, []string{l.countKey}, l.zeroChannel, latchLifeMillis)
+	_, err := l.runOnce(ctx, redisscript.LatchCountDown, func(record, life string) redisconn.Call {
+		return redisscript.LatchCountDownCall{Count: l.countKey, Record: record, Channel: l.zeroChannel, Life: latchLifeMillis, RecordLife: life}.Call()
+	})
 	return err
 }
 
@@ -84,7 +86,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 // server cannot be reached or cannot serve the call for now, the error
 // matches dlock.ErrUnavailable, within AttemptTimeout, as TryLock's does.
 func (l *Latch) Count(ctx context.Context) (int, error) {
-	v, err := l.run(ctx, redisscript.LatchCount, []string{l.countKey})
+	v, err := l.run(ctx, redisscript.LatchCountCall{Count: l.countKey}.Call())
 	return int(v), err
 }
 
@@ -136,21 +138,24 @@ func (l *Latch) Wait(ctx context.Context) error {
 	}
 }
 
-// run runs a latch script on the count key and returns its integer reply.
-func (l *Latch) run(ctx context.Context, sc *redisscript.Script, keys []string, args ...string) (int64, error) {
-	return l.call(ctx, l.c.eval, sc, keys, args...)
+// run runs a call of a latch script and returns its integer reply.
+func (l *Latch) run(ctx context.Context, call redisconn.Call) (int64, error) {
+	return l.call(ctx, call.Script, func(ctx context.Context) (any, error) {
+		return l.c.eval(ctx, call)
+	})
 }
 
-// runOnce is run for a script that changes the count: see Client.evalOnce.
-func (l *Latch) runOnce(ctx context.Context, sc *redisscript.Script, keys []string, args ...string) (int64, error) {
+// runOnce is run for sc, a script that changes the count, whose call
+// build returns: see Client.evalOnce.
+func (l *Latch) runOnce(ctx context.Context, sc *redisscript.Script, build func(record, life string) redisconn.Call) (int64, error) {
 	base := keysFor(l.name).lock
-	return l.call(ctx, func(ctx context.Context, sc *redisscript.Script, keys []string, args ...string) (any, error) {
-		return l.c.evalOnce(ctx, base, sc, keys, args...)
-	}, sc, keys, args...)
+	return l.call(ctx, sc, func(ctx context.Context) (any, error) {
+		return l.c.evalOnce(ctx, base, build)
+	})
 }
 
-func (l *Latch) call(ctx context.Context, eval func(context.Context, *redisscript.Script, []string, ...string) (any, error),
-	sc *redisscript.Script, keys []string, args ...string) (int64, error) {
+// call runs eval, a call of sc, and returns its integer reply.
+func (l *Latch) call(ctx context.Context, sc *redisscript.Script, eval func(context.Context) (any, error)) (int64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
@@ -161,7 +166,7 @@ func (l *Latch) call(ctx context.Context, eval func(context.Context, *redisscrip
 		return 0, l.cancelled(err)
 	}
 	start := time.Now()
-	v, err := eval(ctx, sc, keys, args...)
+	v, err := eval(ctx)
 	if err != nil {
 		if errors.Is(err, ErrOutcomeUnknown) { // it says why, ctx's end included
 			return 0, fmt.Errorf("redislock: %s on latch %q: %w", sc.Name, l.name, err)

@@ -53,7 +53,7 @@ func (g *grant) Release(ctx context.Context) error {
 	}
 	call := g.m.releaseCall(g.Token(), g.hold)
 	start := time.Now()
-	v, err := g.m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := g.m.c.eval(ctx, call)
 	if err != nil {
 		// The holder is done with it either way: stop renewing, and keep
 		// trying to release in the background (a hold is given up once,
@@ -77,8 +77,8 @@ func (g *grant) Release(ctx context.Context) error {
 }
 
 func (g *grant) refreshCall() redisconn.Call {
-	if g.m.extra != nil { // a Semaphore's permit: semaphore_refresh.lua's keys
-		return redisconn.Call{Script: g.m.f.refresh, Keys: append([]string{g.m.keys.lock}, g.m.extra...), Args: []string{g.Token(), g.m.ttl}}
+	if p := g.m.permit; p != nil { // a Semaphore's permit
+		return redisscript.SemaphoreRefreshCall{Permits: g.m.keys.lock, Limit: p.limit, Main: p.main, Token: g.Token(), TTL: g.m.ttl}.Call()
 	}
 	return redisscript.RefreshCall{Lock: g.m.keys.lock, Token: g.Token(), TTL: g.m.ttl}.Call(g.m.f.refresh)
 }

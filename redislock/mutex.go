@@ -32,9 +32,9 @@ type Mutex struct {
 	ttl  string // cfg.ttl in milliseconds, as sent to the server
 	err  error
 	ev   *lease.Events // nil without an observer
-	// extra are keys that follow the lock key in the release and refresh
-	// calls of a kind that keeps more than one (a Semaphore).
-	extra []string
+	// permit, for a Semaphore's inner Mutex, holds the keys beside the
+	// permits (keys.lock) that a permit's release and refresh read.
+	permit *permitKeys
 
 	// yieldUntil (Unix ns) is set when a release of this name woke other
 	// clients' waiters; until then, Lock lets them go first. It is the
@@ -345,13 +345,17 @@ func (m *Mutex) attempt(ctx context.Context, waited bool, ln *line) (*grant, tim
 
 // releaseCall is the call that gives up the hold hold of owner token.
 func (m *Mutex) releaseCall(token, hold string) redisconn.Call {
-	if m.f.lined {
-		return redisscript.ReleaseCall{Lock: m.keys.lock, Token: token, Channel: m.keys.channel, Hold: hold,
-			Waiting: m.keys.waiting, Wake: m.keys.wake}.Call(m.f.release)
+	if p := m.permit; p != nil { // a Semaphore's permit, whose hold is its token
+		return redisscript.SemaphoreReleaseCall{Permits: m.keys.lock, Limit: p.limit, Main: p.main, Token: token, Channel: m.keys.channel}.Call()
 	}
-	// A Semaphore's permit: semaphore_release.lua's keys (it does not read
-	// ARGV[3]).
-	return redisconn.Call{Script: m.f.release, Keys: append([]string{m.keys.lock}, m.extra...), Args: []string{token, m.keys.channel, hold}}
+	return redisscript.ReleaseCall{Lock: m.keys.lock, Token: token, Channel: m.keys.channel, Hold: hold,
+		Waiting: m.keys.waiting, Wake: m.keys.wake}.Call(m.f.release)
+}
+
+// permitKeys are the keys of a Semaphore beside its permits.
+type permitKeys struct {
+	limit string // the number of permits
+	main  string // the name's main key, the marker =Semaphore
 }
 
 // A line is what a waiting attempt needs to stand in the lock's line of
@@ -389,7 +393,7 @@ func (m *Mutex) join(ctx context.Context, w *waiter) (time.Duration, bool) {
 	wait := linePoll
 	call := redisscript.JoinLineCall{Lock: m.keys.lock, Waiting: m.keys.waiting, Client: m.c.id, Since: since,
 		LifeMillis: ttlMillis(wait + lineMargin)}.Call()
-	v, err := m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := m.c.eval(ctx, call)
 	pttl, ok := v.(int64)
 	if err != nil || !ok {
 		return 0, false
@@ -410,7 +414,7 @@ func (m *Mutex) passTurn() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	call := redisscript.PassTurnCall{Lock: m.keys.lock, Waiting: m.keys.waiting, Wake: m.keys.wake}.Call()
-	m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	m.c.eval(ctx, call)
 }
 
 // leaveLine takes this client out of the lock's line of waiting clients,
@@ -424,7 +428,7 @@ func (m *Mutex) leaveLine() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	call := redisscript.LeaveLineCall{Waiting: m.keys.waiting, Client: m.c.id}.Call()
-	m.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	m.c.eval(ctx, call)
 }
 
 // cancelled returns the context error behind a failed call, or nil. A

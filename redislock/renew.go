@@ -101,7 +101,7 @@ func (c *Client) refresh(ctx context.Context, l refreshable, ttl time.Duration) 
 	}
 	call := l.refreshCall()
 	start := time.Now()
-	v, err := c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := c.eval(ctx, call)
 	if err != nil {
 		err = describe(l.Key(), call.Script, err)
 		l.RenewFailed(err)

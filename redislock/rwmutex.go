@@ -131,8 +131,8 @@ func (rw *RWMutex) downgrade(ctx context.Context, writeLease dlock.Lease) (dlock
 		return nil, err
 	}
 	start := time.Now()
-	v, err := rw.c.eval(ctx, redisscript.RWDowngrade, []string{rw.writer, rw.readers, rw.fence, rw.base},
-		w.Token(), token, rw.ttl, rw.channel)
+	v, err := rw.c.eval(ctx, redisscript.RWDowngradeCall{Writer: rw.writer, Readers: rw.readers, Fence: rw.fence, Main: rw.base,
+		Token: w.Token(), Reader: token, TTL: rw.ttl, Channel: rw.channel}.Call())
 	if err != nil {
 		if mayHaveRun(err) {
 			// The write lock may or may not have become a read share:
@@ -287,7 +287,7 @@ func (s rwSide) check(ctx context.Context) error {
 func (rw *RWMutex) withdraw(ctx context.Context, intent string, failing bool) {
 	rw.c.tidy(ctx, failing, func(ctx context.Context) {
 		// A failure leaves an intent that expires within intentTTL.
-		rw.c.eval(ctx, redisscript.RWWithdraw, []string{rw.intent}, intent, rw.channel)
+		rw.c.eval(ctx, redisscript.RWWithdrawCall{Intents: rw.intent, Intent: intent, Channel: rw.channel}.Call())
 	})
 }
 
@@ -299,21 +299,23 @@ func (rw *RWMutex) withdraw(ctx context.Context, intent string, failing bool) {
 func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Duration, error) {
 	rw := s.rw
 	token := lease.NewToken(ctx)
-	script, args := redisscript.RWReadAcquire, []string{token, rw.ttl}
+	acquire := redisscript.RWAcquireCall{Main: rw.base, Writer: rw.writer, Readers: rw.readers, Intents: rw.intent, Fence: rw.fence,
+		Token: token, TTL: rw.ttl}
 	if !s.read {
 		px := "0"
 		if intent != "" {
 			px = rw.intentPX
 		}
 		owner, _ := dlock.OwnerFrom(ctx)
-		script, args = redisscript.RWWriteAcquire, []string{token, rw.ttl, px, intent, owner}
+		acquire.Write = &redisscript.RWWriter{IntentLife: px, Intent: intent, Owner: owner}
 	}
+	call := acquire.Call()
+	call.WaitReplicas, call.WaitTimeout = rw.cfg.replicas, rw.cfg.replicaTimeout
 	start := time.Now()
 	var res [1]redisconn.Result
 	actx, cancel, own := bound(ctx, rw.cfg.replicaTimeout)
 	defer cancel()
-	rw.c.conn.Eval(actx, []redisconn.Call{{Script: script, Keys: []string{rw.base, rw.writer, rw.readers, rw.intent, rw.fence}, Args: args,
-		WaitReplicas: rw.cfg.replicas, WaitTimeout: rw.cfg.replicaTimeout}}, res[:])
+	rw.c.conn.Eval(actx, []redisconn.Call{call}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
 		if mayHaveRun(err) {
@@ -322,7 +324,7 @@ func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Du
 		if isReply(err) && strings.Contains(err.Error(), "DLOCKUPGRADE") {
 			return nil, 0, ErrUpgrade
 		}
-		return nil, 0, rw.c.failed(ctx, own, start, rw.base, script, err)
+		return nil, 0, rw.c.failed(ctx, own, start, rw.base, call.Script, err)
 	}
 	n, ok := v.(int64)
 	if !ok {
@@ -351,19 +353,10 @@ func (s rwSide) attemptAs(ctx context.Context, intent string) (*rwLease, time.Du
 // acquire with token may have taken.
 func (rw *RWMutex) undo(read bool, token string) { rw.c.abandon(rw.releaseCall(read, token)) }
 
-// side is the argument that tells the RWMutex scripts which side a token
-// holds.
-func side(read bool) string {
-	if read {
-		return "r"
-	}
-	return "w"
-}
-
 // releaseCall gives up a read share (read) or the write lock that token
 // holds.
 func (rw *RWMutex) releaseCall(read bool, token string) redisconn.Call {
-	return redisconn.Call{Script: redisscript.RWRelease, Keys: []string{rw.writer, rw.readers, rw.base}, Args: []string{token, rw.channel, side(read)}}
+	return redisscript.RWReleaseCall{Writer: rw.writer, Readers: rw.readers, Main: rw.base, Token: token, Channel: rw.channel, Read: read}.Call()
 }
 
 // grant makes the lease of a share or write lock taken at start, and
@@ -432,7 +425,7 @@ func (l *rwLease) Release(ctx context.Context) error {
 	}
 	call := l.rw.releaseCall(l.read, l.Token())
 	start := time.Now()
-	v, err := l.rw.c.eval(ctx, call.Script, call.Keys, call.Args...)
+	v, err := l.rw.c.eval(ctx, call)
 	if err != nil {
 		l.End(dlock.ErrReleased)
 		if unfinished(err) {
@@ -449,8 +442,7 @@ func (l *rwLease) Release(ctx context.Context) error {
 }
 
 func (l *rwLease) refreshCall() redisconn.Call {
-	return redisconn.Call{Script: redisscript.RWRefresh, Keys: []string{l.rw.writer, l.rw.readers, l.rw.base},
-		Args: []string{l.Token(), l.rw.ttl, side(l.read)}}
+	return redisscript.RWRefreshCall{Writer: l.rw.writer, Readers: l.rw.readers, Main: l.rw.base, Token: l.Token(), TTL: l.rw.ttl, Read: l.read}.Call()
 }
 
 func (l *rwLease) renewed(r redisconn.Result, start, now time.Time) time.Time {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -63,8 +62,9 @@ type Semaphore struct {
 var _ dlock.Locker = (*Semaphore)(nil)
 
 // semaphoreFlavor gives a Semaphore's leases (grants of its inner Mutex)
-// the permit scripts: refresh and release take the sorted set as their
-// only key, as the Mutex scripts take the lock key.
+// the permit scripts: refresh and release take the sorted set where the
+// Mutex scripts take the lock key, and the limit and the name's main key
+// beside it (Mutex.permit).
 var semaphoreFlavor = &flavor{kind: "Semaphore", acquire: redisscript.SemaphoreAcquire,
 	release: redisscript.SemaphoreRelease, refresh: redisscript.SemaphoreRefresh}
 
@@ -78,7 +78,7 @@ func (c *Client) NewSemaphore(name string, permits int, opts ...Option) *Semapho
 	base := keyPrefix + "{" + name + "}"
 	s.m.keys.lock = base + ":permits"
 	s.limitKey = base + ":limit"
-	s.m.extra = []string{s.limitKey, base}
+	s.m.permit = &permitKeys{limit: s.limitKey, main: base}
 	if s.m.err == nil && permits < 1 {
 		s.m.err = fmt.Errorf("redislock: NewSemaphore(%q, %d): %w", name, permits, ErrInvalidPermits)
 	}
@@ -200,9 +200,10 @@ func (s *Semaphore) attempt(ctx context.Context) (*grant, time.Duration, error) 
 	var res [1]redisconn.Result
 	actx, cancel, own := bound(ctx, m.cfg.replicaTimeout)
 	defer cancel()
-	m.c.conn.Eval(actx, []redisconn.Call{{Script: m.f.acquire, Keys: []string{m.keys.lock, s.limitKey, m.keys.fence, keysFor(m.name).lock},
-		Args:         []string{token, m.ttl, strconv.Itoa(s.permits)},
-		WaitReplicas: m.cfg.replicas, WaitTimeout: m.cfg.replicaTimeout}}, res[:])
+	call := redisscript.SemaphoreAcquireCall{Permits: m.keys.lock, Limit: s.limitKey, Fence: m.keys.fence, Main: keysFor(m.name).lock,
+		Token: token, TTL: m.ttl, Default: s.permits}.Call()
+	call.WaitReplicas, call.WaitTimeout = m.cfg.replicas, m.cfg.replicaTimeout
+	m.c.conn.Eval(actx, []redisconn.Call{call}, res[:])
 	v, err := res[0].Val, res[0].Err
 	if err != nil {
 		if mayHaveRun(err) { // the script may have run without its reply reaching us
@@ -262,7 +263,7 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 	if n < 1 {
 		return fmt.Errorf("redislock: SetPermits(%d) on semaphore %q: %w", n, s.m.name, ErrInvalidPermits)
 	}
-	_, err := s.changeLimit(ctx, "set", n)
+	_, err := s.changeLimit(ctx, false, n)
 	return err
 }
 
@@ -277,17 +278,19 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 // it. If no answer came, the error matches ErrOutcomeUnknown: the limit
 // was changed once or not at all.
 func (s *Semaphore) AddPermits(ctx context.Context, delta int) error {
-	_, err := s.changeLimit(ctx, "add", delta)
+	_, err := s.changeLimit(ctx, true, delta)
 	return err
 }
 
-func (s *Semaphore) changeLimit(ctx context.Context, mode string, n int) (int64, error) {
+func (s *Semaphore) changeLimit(ctx context.Context, add bool, n int) (int64, error) {
 	if err := s.admin(ctx); err != nil {
 		return 0, err
 	}
 	sc := redisscript.SemaphoreLimit
-	v, err := s.m.c.evalOnce(ctx, keysFor(s.m.name).lock, sc, []string{s.m.keys.lock, s.limitKey},
-		mode, strconv.Itoa(n), strconv.Itoa(s.permits), s.m.keys.channel, s.m.ttl)
+	v, err := s.m.c.evalOnce(ctx, keysFor(s.m.name).lock, func(record, life string) redisconn.Call {
+		return redisscript.SemaphoreLimitCall{Permits: s.m.keys.lock, Limit: s.limitKey, Record: record,
+			Add: add, N: n, Default: s.permits, Channel: s.m.keys.channel, TTL: s.m.ttl, RecordLife: life}.Call()
+	})
 	if err != nil {
 		return 0, s.describe(sc, err)
 	}
@@ -303,7 +306,7 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	sc := redisscript.SemaphoreAvailable
-	v, err := s.m.c.eval(ctx, sc, []string{s.m.keys.lock, s.limitKey}, strconv.Itoa(s.permits))
+	v, err := s.m.c.eval(ctx, redisscript.SemaphoreAvailableCall{Permits: s.m.keys.lock, Limit: s.limitKey, Default: s.permits}.Call())
 	if err != nil {
 		return 0, s.describe(sc, err)
 	}

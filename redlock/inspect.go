@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +36,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	if err := c.usable(); err != nil {
 		return dlock.Info{}, err
 	}
-	call := redisconn.Call{Script: redisscript.Inspect, Keys: redisscript.InspectKeys(name)}
+	call := redisscript.InspectOf(name).Call()
 	replies := c.fanOut(ctx, call)
 	views := make([]string, len(c.nodes))
 	owners := map[string]int{}
@@ -115,8 +114,8 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	k := rediskeys.For(name)
-	keys := []string{k.Base, k.Base + deposedSuffix}
-	replies := c.fanOut(ctx, redisconn.Call{Script: redisscript.QuorumForce, Keys: keys, Args: []string{k.Channel}})
+	deposedKey := k.Base + deposedSuffix
+	replies := c.fanOut(ctx, redisscript.QuorumForceCall{Lock: k.Base, Deposed: deposedKey, Channel: k.Channel}.Call())
 	held := false
 	var deposed []string // the tokens deleted, on any node
 	var life int64       // how long the set of deposed tokens lives, in ms
@@ -138,14 +137,14 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 		err := fmt.Errorf("redlock: force unlock of %q reached %d of %d nodes; the others keep their keys until the TTL runs out: %w",
 			name, len(c.nodes)-len(errs), len(c.nodes), errors.Join(errs...))
 		if len(deposed) > 0 {
-			c.depose(ctx, keys, life, deposed) // as far as it goes
+			c.depose(ctx, k.Base, deposedKey, life, deposed) // as far as it goes
 		}
 		return held, err
 	}
 	if len(deposed) == 0 {
 		return held, nil
 	}
-	if errs := c.depose(ctx, keys, life, deposed); len(errs) > 0 {
+	if errs := c.depose(ctx, k.Base, deposedKey, life, deposed); len(errs) > 0 {
 		return held, fmt.Errorf("redlock: force unlock of %q deleted the lock, but %d of %d nodes did not confirm that they refuse the deposed lease: a renewal under way may set its key there again, for at most its TTL: %w",
 			name, len(errs), len(c.nodes), errors.Join(errs...))
 	}
@@ -157,11 +156,11 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) (bool, error) {
 const deposedSuffix = ":deposed"
 
 // depose runs ForceUnlock's second round: every node records each of the
-// deposed tokens for life ms, and deletes its key if it holds one of them.
-// It returns the errors of the nodes that did not confirm.
-func (c *Client) depose(ctx context.Context, keys []string, life int64, deposed []string) []error {
-	args := append([]string{strconv.FormatInt(life, 10)}, deposed...)
-	replies := c.fanOut(ctx, redisconn.Call{Script: redisscript.QuorumDepose, Keys: keys, Args: args})
+// deposed tokens for life ms in deposedKey, and deletes its key, lock, if
+// it holds one of them. It returns the errors of the nodes that did not
+// confirm.
+func (c *Client) depose(ctx context.Context, lock, deposedKey string, life int64, deposed []string) []error {
+	replies := c.fanOut(ctx, redisscript.QuorumDeposeCall{Lock: lock, Deposed: deposedKey, LifeMillis: life, Tokens: deposed}.Call())
 	var errs []error
 	for range c.nodes {
 		if r := <-replies; r.res.Err != nil {

@@ -17,22 +17,7 @@ var (
 	ForceUnlock = New("force_unlock", wakePrologue+loadHolding("force_unlock.lua").Src)
 )
 
-// InspectKeys returns the keys Inspect reads for the lock called name.
-func InspectKeys(name string) []string {
-	b := rediskeys.For(name).Base
-	return []string{b, rediskeys.For(name).Fence, b + ":queue", b + ":permits", b + ":limit", b + ":writer", b + ":readers", b + ":wintent", b + ":waiting"}
-}
-
-// ForceUnlockCall returns the keys and arguments of ForceUnlock for the
-// lock called name.
-func ForceUnlockCall(name string) (keys, args []string) {
-	k := rediskeys.For(name)
-	b := k.Base
-	return []string{b, b + ":writer", b + ":readers", b + ":wintent", b + ":permits", b + ":queue", b + ":waiting"},
-		[]string{k.Channel, b + ":w:", b + ":wake:"}
-}
-
-// ParseInfo turns the reply of Inspect, run with InspectKeys(name), into
+// ParseInfo turns the reply of Inspect, run with InspectOf(name), into
 // an Info.
 func ParseInfo(name string, v any) (dlock.Info, error) {
 	a, ok := v.([]any)

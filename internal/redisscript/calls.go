@@ -6,10 +6,12 @@ import (
 	"github.com/dlock-go/dlock/redisconn"
 )
 
-// The typed calls below build a script's KEYS and ARGV from named fields,
-// in the order the script reads them; each doc comment restates the
-// script's contract, which its .lua header gives in full. A caller sets
-// the fields and calls Call; it never writes a positional slice.
+// The typed calls below, and those of calls_*.go (one file for each kind
+// of lock, and one for the operators' scripts), build a script's KEYS and
+// ARGV from named fields, in the order the script reads them; each doc
+// comment restates the script's contract, which its .lua header gives in
+// full. A caller sets the fields and calls Call; it never writes a
+// positional slice.
 
 // AcquireCall is a call of acquire.lua (Mutex) or reentrant_acquire.lua
 // (ReentrantMutex), which read the same keys and arguments: take a free

@@ -132,7 +132,7 @@ const WaiterMark = "\x01"
 
 // The scripts. Each file's header lists its KEYS and ARGV; those loaded
 // with loadHolding may call the functions of holderPrologue. The typed
-// calls of calls.go build the KEYS and ARGV of the most used ones from
+// calls of calls.go and calls_*.go build the KEYS and ARGV of each from
 // named fields.
 var (
 	Acquire       = loadLined("acquire.lua", false)
