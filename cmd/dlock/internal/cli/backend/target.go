@@ -2,10 +2,14 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -45,6 +49,12 @@ func Connect(ctx context.Context, spec Spec, obs dlock.Observer) (*Target, error
 	}
 	c, err := d.connect(ctx, spec, obs)
 	if err != nil {
+		if closedOverTLS(err) && tlsWithoutClientCert(spec) {
+			// A server that requires a client certificate sends its
+			// alert after the handshake, which a client that writes first
+			// may see only as a reset.
+			err = fmt.Errorf("%w (the server closed the TLS connection: if it requires a client certificate, give --tls-cert and --tls-key)", err)
+		}
 		return nil, err
 	}
 	t := &Target{spec: spec, drv: d, c: c}
@@ -216,3 +226,27 @@ func (l errList) Error() string {
 }
 
 func (l errList) Unwrap() []error { return l }
+
+// closedOverTLS reports whether err is a connection the server reset or
+// closed, as a TLS server that wants a client certificate does.
+func closedOverTLS(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "connection reset by peer")
+}
+
+// tlsWithoutClientCert reports whether spec speaks TLS to its servers
+// without a client certificate.
+func tlsWithoutClientCert(spec Spec) bool {
+	noCert := func(c *tls.Config) bool {
+		return c != nil && len(c.Certificates) == 0 && c.GetClientCertificate == nil
+	}
+	for _, o := range spec.Redis {
+		if noCert(o.TLSConfig) {
+			return true
+		}
+	}
+	if noCert(spec.ZKTLS) || noCert(spec.EtcdTLS) {
+		return true
+	}
+	return spec.Postgres != nil && noCert(spec.Postgres.ConnConfig.TLSConfig)
+}

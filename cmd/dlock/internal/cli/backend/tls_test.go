@@ -1,8 +1,15 @@
 package backend
 
 import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/dlock-go/dlock/internal/testenv"
 )
@@ -42,5 +49,30 @@ func TestTLSFlagsForZooKeeperAndPostgres(t *testing.T) {
 	f = Flags{Postgres: "postgres://u:p@db.internal:5432/app", TLS: TLSFlags{Cert: certs.ClientCert}}
 	if _, err := f.Resolve(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "--tls-key") {
 		t.Errorf("--tls-cert without --tls-key: %v; want an error naming --tls-key", err)
+	}
+}
+
+// A reset or close over TLS without a client certificate is what a server
+// that requires one may show a client that writes first: Connect then
+// names the flags (TestIntegrationRedisTLS saw a bare "connection reset by
+// peer" under load).
+func TestResetOverTLSNamesClientCertificate(t *testing.T) {
+	withCert := &tls.Config{Certificates: []tls.Certificate{{}}}
+	for _, tc := range []struct {
+		spec Spec
+		want bool
+	}{
+		{Spec{Redis: []*redis.Options{{TLSConfig: &tls.Config{}}}}, true},
+		{Spec{Redis: []*redis.Options{{TLSConfig: withCert}}}, false},
+		{Spec{Redis: []*redis.Options{{}}}, false},
+		{Spec{ZKTLS: &tls.Config{}}, true},
+		{Spec{EtcdTLS: withCert}, false},
+	} {
+		if got := tlsWithoutClientCert(tc.spec); got != tc.want {
+			t.Errorf("tlsWithoutClientCert(%+v) = %v; want %v", tc.spec, got, tc.want)
+		}
+	}
+	if !closedOverTLS(fmt.Errorf("write: %w", syscall.ECONNRESET)) || !closedOverTLS(io.EOF) || closedOverTLS(errors.New("i/o timeout")) {
+		t.Error("closedOverTLS: a reset and an EOF are closes; a timeout is not")
 	}
 }
