@@ -120,8 +120,18 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 		return fail(s.noSession(ctx, conn.State()))
 	}
 	for _, cred := range cfg.auth {
-		if _, err := await(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", []byte(cred)) }); err != nil {
-			return fail(fmt.Errorf("zklock: digest authentication with %v: %w", servers, err))
+		// A connection that closes under the request (go-zookeeper then
+		// connects again) is tried again until ctx ends: adding the same
+		// credentials twice to a session is harmless, and go-zookeeper
+		// re-sends them on its reconnects only once one was answered.
+		for n := 1; ; n++ {
+			_, err := await(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", []byte(cred)) })
+			if err == nil {
+				break
+			}
+			if !transient(err) || pause(ctx, n) != nil {
+				return fail(fmt.Errorf("zklock: digest authentication with %v: %w", servers, err))
+			}
 		}
 	}
 	s.renew = renewal.New(s.renewBatch)
