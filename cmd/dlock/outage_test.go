@@ -314,9 +314,12 @@ func deadHolderFreesWithinTTL(t *testing.T, o outage) {
 	waitQueued(t, waiter, log)
 	killed := time.Now()
 	holder.kill()
-	if r := waiter.wait(t, 30*time.Second); r.code != 0 {
+	// 76: the waiter ran COMMAND, then stopped it as its renewals came
+	// late on a loaded machine (a ZooKeeper lease at --ttl 2s is a third
+	// of it): what this case measures, the grant, had happened.
+	if r := waiter.wait(t, 30*time.Second); r.code != 0 && r.code != 76 {
 		b, _ := os.ReadFile(log)
-		t.Fatalf("waiter: exit %d; stderr:\n%s", r.code, lastLines(string(b), 5))
+		t.Fatalf("waiter: exit %d; stderr:\n%s", r.code, lastLines(string(b), 30))
 	}
 	st, err := os.Stat(granted)
 	if err != nil {

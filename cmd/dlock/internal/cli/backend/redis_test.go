@@ -82,8 +82,12 @@ func TestIntegrationRedlockOneMasterDown(t *testing.T) {
 			}
 			granted := time.Since(start)
 			t.Logf("measured: connected and granted %v after the start, one master of three %s", granted.Round(time.Millisecond), name)
-			if granted > time.Second {
-				t.Errorf("granted %v after the start; want within 1s (node timeout 500ms)", granted)
+			// The connection's check and the grant each wait one node
+			// timeout for the silent master at most; the rest is slack
+			// for a loaded machine (1.12s under make test -p 4). It took
+			// 7.06s before issue 32.
+			if granted > 2*time.Second {
+				t.Errorf("granted %v after the start; want within 2s (two node timeouts of 500ms, and slack)", granted)
 			}
 
 			start = time.Now()
