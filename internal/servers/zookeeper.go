@@ -306,7 +306,9 @@ type Ensemble struct {
 // seconds, LaunchEnsemble stops every server and returns an error that
 // includes the tails of their logs. The caller must Close the returned
 // Ensemble.
-func LaunchEnsemble(n int) (*Ensemble, error) { return launchEnsemble(n, nil) }
+func LaunchEnsemble(n int) (*Ensemble, error) {
+	return launchRetrying(func() (*Ensemble, error) { return launchEnsemble(n, nil) })
+}
 
 // launchEnsemble is LaunchEnsemble, with a secure client port on every
 // server too if tls is not nil.

@@ -89,7 +89,12 @@ func LaunchEnsembleTLS(n int, certs *Certs, requireClientCert bool) (*Ensemble, 
 	if certs == nil {
 		return nil, fmt.Errorf("servers: LaunchEnsembleTLS: no certificates; make them with NewCerts or WriteCerts")
 	}
-	return launchEnsemble(n, &zkTLS{certs: certs, requireClientCert: requireClientCert})
+	// A port another process took between FreePort and the start (more
+	// likely with four test packages at once) makes every server start
+	// again on new ports.
+	return launchRetrying(func() (*Ensemble, error) {
+		return launchEnsemble(n, &zkTLS{certs: certs, requireClientCert: requireClientCert})
+	})
 }
 
 // addTLS gives a server that has not started a secure client port.
