@@ -517,19 +517,29 @@ func (c *checker) sectionOverlaps(sections []*section, byKey map[[2]uint64]*leas
 func (c *checker) fenceOrder(leases []*lease) {
 	sorted := slices.Clone(leases)
 	slices.SortStableFunc(sorted, func(a, b *lease) int { return cmp.Compare(a.start, b.start) })
-	var top *lease
+	// best[i] is the highest-fenced of sorted[:i+1].
+	best := make([]*lease, len(sorted))
+	for i, l := range sorted {
+		best[i] = l
+		if i > 0 && best[i-1].fence >= l.fence {
+			best[i] = best[i-1]
+		}
+	}
 	for _, l := range sorted {
-		// Only a lease whose Lock call began after top was granted is
-		// known to have been granted after it: one whose call was under
-		// way may have been granted first and told later (its key then
-		// lost early, which leaseOverlaps judges).
-		if top != nil && l.fence <= top.fence && l.called > top.start {
+		// Only a lease granted before l's Lock call began is known to
+		// have been granted before l: one granted while the call was
+		// under way may have been granted after it and told first (l's
+		// key then lost early, which leaseOverlaps judges). So l is
+		// judged against the highest fence granted before its call, not
+		// the highest granted before it was told.
+		n, _ := slices.BinarySearchFunc(sorted, l.called, func(m *lease, t Mono) int { return cmp.Compare(m.start, t) })
+		if n == 0 {
+			continue
+		}
+		if top := best[n-1]; l.fence <= top.fence {
 			c.report(FenceRegression, l.start, []int{top.client, l.client},
 				"client %d granted fence %d after client %d had been granted fence %d",
 				l.client, l.fence, top.client, top.fence)
-		}
-		if top == nil || l.fence > top.fence {
-			top = l
 		}
 	}
 }

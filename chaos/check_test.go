@@ -134,6 +134,17 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			b.add(30, Event{Op: OpGrant, Client: 2, Fence: 11, Until: b.at(1030)})
 			b.add(31, Event{Op: OpRefused, Client: 2, Fence: 11, Max: 20})
 		}, map[Kind]int{FenceRegression: 1, HolderRefused: 1}},
+		{"a regression below an earlier grant than the highest", func(b *hist) {
+			// Client 3's call began after client 1 had been granted fence
+			// 10, so its fence 5 is a regression, however client 2's fence
+			// 20, granted while client 3's call was under way, is judged.
+			b.cycle(1, 10, 10, 20, 1000)
+			b.add(25, Event{Op: OpAcquire, Client: 3})
+			b.cycle(2, 20, 30, 35, 1000)
+			b.add(40, Event{Op: OpGrant, Client: 3, Fence: 5, Until: b.at(1040)})
+			b.add(45, Event{Op: OpRelease, Client: 3, Fence: 5})
+			b.add(45, Event{Op: OpDone, Client: 3, Fence: 5, Err: "released"})
+		}, map[Kind]int{FenceRegression: 1}},
 		{"stale refusal is fencing at work", func(b *hist) {
 			b.cycle(1, 10, 10, 20, 1000)
 			b.cycle(2, 11, 30, 40, 1000)
