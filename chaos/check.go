@@ -22,8 +22,9 @@ const (
 	// SectionOverlap: two clients were in their critical sections at once.
 	SectionOverlap Kind = "section-overlap"
 	// FenceRegression: a grant's fence was not above the fence of every
-	// grant before it: of every lease granted before its Lock call began
-	// (a call under way may have been granted first and told later).
+	// grant told before it; with a fault during its Lock call, of every
+	// lease granted before that call began (a call under way may then have
+	// been granted first, its key lost to the fault, and told later).
 	FenceRegression Kind = "fence-regression"
 	// StaleWrite: the fenced register accepted a write from a holder after
 	// it had accepted one from a later holder.
@@ -438,6 +439,22 @@ func (c *checker) report(k Kind, at Mono, clients []int, format string, args ...
 
 // faultAt returns the latest fault whose window holds at: from its start
 // to Window after its end. It returns nil if there is none.
+// faultDuring reports whether a fault was under way, or had ended less
+// than Window before, at some time from from to to: one that may have
+// lost a key granted in between.
+func (c *checker) faultDuring(from, to Mono) bool {
+	for _, f := range c.faults {
+		end := f.end
+		if end == 0 {
+			end = to // not healed yet
+		}
+		if f.start <= to && end.Add(c.cfg.Window) >= from {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *checker) faultAt(at Mono) *fault {
 	for i := len(c.faults) - 1; i >= 0; i-- {
 		f := c.faults[i]
@@ -532,7 +549,15 @@ func (c *checker) fenceOrder(leases []*lease) {
 		// key then lost early, which leaseOverlaps judges). So l is
 		// judged against the highest fence granted before its call, not
 		// the highest granted before it was told.
-		n, _ := slices.BinarySearchFunc(sorted, l.called, func(m *lease, t Mono) int { return cmp.Compare(m.start, t) })
+		// Without a fault during the call nothing can have lost l's key
+		// early: a lease granted during the call was granted after l (or
+		// while l held, which is no better), so l is judged against every
+		// grant told before it.
+		before := l.start
+		if c.faultDuring(l.called, l.start) {
+			before = l.called
+		}
+		n, _ := slices.BinarySearchFunc(sorted, before, func(m *lease, t Mono) int { return cmp.Compare(m.start, t) })
 		if n == 0 {
 			continue
 		}
@@ -581,7 +606,7 @@ func (c *checker) writes(accepted, refused []Event, byKey map[[2]uint64]*lease, 
 			// A later holder exists, or one with a higher fence granted
 			// while g's Lock call was under way, which the server may
 			// have granted after g: the refusal is right.
-			later := l.start > g.start || l != g && l.fence > g.fence && l.start > g.called
+			later := l.start > g.start || l != g && l.fence > g.fence && l.start > g.called && c.faultDuring(g.called, g.start)
 			if later && l.start < r.At {
 				current = false
 				break

@@ -124,10 +124,21 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			// later, is no regression, and refusing its write is fencing
 			// at work (chaos redis/library-defaults, fault expire).
 			b.add(5, Event{Op: OpAcquire, Client: 2})
+			b.add(8, Event{Op: OpFault, Fault: FaultExpire, Target: "node 1"})
+			b.add(9, Event{Op: OpHeal})
 			b.cycle(1, 20, 10, 20, 1000)
 			b.add(30, Event{Op: OpGrant, Client: 2, Fence: 11, Until: b.at(1030)})
 			b.add(31, Event{Op: OpRefused, Client: 2, Fence: 11, Max: 20})
 		}, map[Kind]int{}},
+		{"a grant told late with no fault to lose its key", func(b *hist) {
+			// As above, but nothing can have lost client 2's key early: had
+			// the server granted client 2 first, it granted client 1 while
+			// client 2 held; it did not, so fence 11 came after fence 20.
+			b.add(5, Event{Op: OpAcquire, Client: 2})
+			b.cycle(1, 20, 10, 20, 1000)
+			b.add(30, Event{Op: OpGrant, Client: 2, Fence: 11, Until: b.at(1030)})
+			b.add(31, Event{Op: OpRefused, Client: 2, Fence: 11, Max: 20})
+		}, map[Kind]int{FenceRegression: 1, HolderRefused: 1}},
 		{"a regression whose call began after the other's grant", func(b *hist) {
 			b.cycle(1, 20, 10, 20, 1000)
 			b.add(25, Event{Op: OpAcquire, Client: 2})
