@@ -13,10 +13,10 @@ deps:
 	$(GO) test -count=1 -run '^TestIntegrationBuildEtcd$$' ./internal/servers
 
 ## test: gofmt check, go vet, and every test (real servers) under -race.
-## -p 4 -parallel 4: packages and tests that run side by side mostly wait on servers and timers,
+## -p 3 -parallel 4: packages and tests that run side by side mostly wait on servers and timers,
 ## so twice as many as the CPUs keeps both cores busy; -timeout well above
 ## the slowest package, so a slow machine fails a test, not the whole run.
-TESTFLAGS ?= -p 4 -parallel 4 -timeout 25m
+TESTFLAGS ?= -p 3 -parallel 4 -timeout 25m
 test: deps lint
 	$(GO) test -race -count=1 $(TESTFLAGS) ./...
 	cd bench && $(GO) test -count=1 ./...

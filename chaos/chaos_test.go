@@ -96,6 +96,12 @@ func TestIntegrationChaos(t *testing.T) {
 				// in 30s (0-2 grants). Its cases run one at a time,
 				// before the others start.
 				t.Parallel()
+				// Two cases at a time, whatever -parallel says: a case
+				// runs its servers and five race-built client processes,
+				// and four at once beside a second make test starved
+				// them (0 grants in whole runs).
+				chaosSlots <- struct{}{}
+				defer func() { <-chaosSlots }()
 			}
 			if tc.backend == BackendZK3 {
 				if err := testenv.LookZooKeeper(); err != nil {
@@ -216,6 +222,9 @@ func TestIntegrationChaos(t *testing.T) {
 		})
 	}
 }
+
+// chaosSlots bounds the chaos cases that run at once.
+var chaosSlots = make(chan struct{}, 2)
 
 // untilEnough returns a Progress function that ends a run, by calling
 // cancel, once it has done the work TestIntegrationChaos checks: 50
