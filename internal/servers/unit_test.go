@@ -6,6 +6,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +28,35 @@ func TestFreePortDistinct(t *testing.T) {
 			t.Fatalf("FreePort returned %d twice", port)
 		}
 		seen[port] = true
+	}
+}
+
+// TestFreePortStaysClaimed checks that a port FreePort handed out is out of
+// the kernel's ephemeral range (no outgoing connection or listener on port 0
+// takes it while its server is stopped for an outage) and that its lock
+// file refuses every other claimant (flock locks belong to an open file, so
+// a second open in this process stands for another test process).
+func TestFreePortStaysClaimed(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := portRange()
+	if port < lo || port > hi {
+		t.Fatalf("FreePort() = %d, outside %d-%d", port, lo, hi)
+	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			first, _ := strconv.Atoi(f[0])
+			last, _ := strconv.Atoi(f[1])
+			if port >= first && port <= last {
+				t.Fatalf("FreePort() = %d, inside the ephemeral range %d-%d", port, first, last)
+			}
+		}
+	}
+	if f, ok := lockPortFile(filepath.Join(os.TempDir(), "dlock-test-ports"), port); ok {
+		f.Close()
+		t.Fatalf("port %d: a second claimant locked its file", port)
 	}
 }
 
