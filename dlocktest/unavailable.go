@@ -87,6 +87,7 @@ func (s *suite) tryLockUnavailable(t *testing.T) {
 				lease, err := l.TryLock(context.Background())
 				done <- lockResult{lease, err, time.Now()}
 			}()
+			timerLate := lateness(s.b.TryLockBound)
 			var r lockResult
 			select {
 			case r = <-done:
@@ -101,8 +102,11 @@ func (s *suite) tryLockUnavailable(t *testing.T) {
 			if !errors.Is(r.err, dlock.ErrUnavailable) || errors.Is(r.err, dlock.ErrNotObtained) {
 				t.Errorf("TryLock on unreachable servers = %v; want an error matching ErrUnavailable and not ErrNotObtained", r.err)
 			}
-			if took > s.b.TryLockBound+Slack {
-				t.Errorf("TryLock on unreachable servers took %v; the backend's bound is %v", took, s.b.TryLockBound)
+			// The backend's bound is kept by a timer; a loaded machine runs
+			// timers late, so the check allows what an ordinary timer due
+			// at the bound ran late by.
+			if took > s.b.TryLockBound+Slack && took > s.b.TryLockBound+<-timerLate+Slack {
+				t.Errorf("TryLock on unreachable servers took %v; the backend's bound is %v (and more than a timer due then ran late)", took, s.b.TryLockBound)
 			}
 		})
 	}
@@ -130,6 +134,7 @@ func (s *suite) releaseUnavailable(t *testing.T) {
 			bound := max(s.b.TryLockBound, time.Until(held.Until()))
 			done := make(chan error, 1)
 			go func() { done <- held.Release(context.Background()) }()
+			timerLate := lateness(bound)
 			var err error
 			select {
 			case err = <-done:
@@ -138,8 +143,8 @@ func (s *suite) releaseUnavailable(t *testing.T) {
 			}
 			took := time.Since(start)
 			t.Logf("measured: Release on %s servers returned after %v: %v", f.name, took.Round(time.Millisecond), err)
-			if took > bound+Slack {
-				t.Errorf("Release on unreachable servers took %v; want within %v (the backend's TryLockBound, or the lease's Until)", took, bound)
+			if took > bound+Slack && took > bound+<-timerLate+Slack {
+				t.Errorf("Release on unreachable servers took %v; want within %v (the backend's TryLockBound, or the lease's Until, and more than a timer due then ran late)", took, bound)
 			}
 			select {
 			case <-held.Done():
@@ -354,4 +359,14 @@ func (s *suite) closedWhileUnavailable(t *testing.T) {
 	if err := held.Err(); !errors.Is(err, dlock.ErrLost) && !errors.Is(err, dlock.ErrReleased) {
 		t.Errorf("lease Err after Close with the servers unreachable = %v; want ErrLost or ErrReleased", err)
 	}
+}
+
+// lateness starts an ordinary timer of d and returns a channel that
+// receives how late it ran: the scheduling delay a bound kept by a timer
+// may show on a loaded machine.
+func lateness(d time.Duration) <-chan time.Duration {
+	c := make(chan time.Duration, 1)
+	due := time.Now().Add(d)
+	time.AfterFunc(d, func() { c <- max(time.Since(due), 0) })
+	return c
 }

@@ -2,6 +2,7 @@ package etcdlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -224,13 +225,22 @@ func staleNotFoundRound(t *testing.T, c *testenv.EtcdCluster, round, n int) int 
 			}
 		}
 	}
-	lost := 0
+	// A lease whose renewals the cluster could not confirm before its
+	// Until expires (a machine so loaded that the members miss heartbeats
+	// for seconds does that): that is the contract, not this fault, which
+	// ends a lease before its Until with the server's word that it is gone.
+	lost, expired := 0, 0
 	for _, l := range ls {
-		if l.Err() != nil {
+		switch err := l.Err(); {
+		case err == nil:
+		case errors.Is(err, dlock.ErrExpired) && !time.Now().Before(l.Until()):
+			expired++
+		default:
 			lost++
+			t.Logf("round %d: lost before its Until: %v", round, err)
 		}
 		l.Release(ctx)
 	}
-	t.Logf("round %d: %d of %d Refreshes failed, %d leases lost", round, failed, n, lost)
+	t.Logf("round %d: %d of %d Refreshes failed, %d leases lost, %d expired unconfirmed at their Until", round, failed, n, lost, expired)
 	return lost
 }

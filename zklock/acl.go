@@ -2,6 +2,7 @@ package zklock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -36,14 +37,16 @@ const unsafePerms = zk.PermCreate | zk.PermDelete | zk.PermAdmin
 // aclRights returns the rights that the Client's ACL gives each identity
 // ("scheme:id"), as the ACL of node, the Client's own, shows it: there
 // ZooKeeper has turned the "auth" scheme into the session's identities
-// (a digest user, an x509 subject). If node cannot be read, the "auth"
-// scheme stands for WithDigestAuth's users.
-func (s *Client) aclRights(ctx context.Context, node string) map[string]int32 {
+// (a digest user, an x509 subject). If the Client's ACL does not let it
+// read node, the "auth" scheme stands for WithDigestAuth's users; if node
+// is gone or the ensemble did not answer, the error says so: guessing
+// then would leave out an x509 subject and call the path open.
+func (s *Client) aclRights(ctx context.Context, node string) (map[string]int32, error) {
 	s.mu.Lock()
 	g := s.aclGranted
 	s.mu.Unlock()
 	if g != nil {
-		return g
+		return g, nil
 	}
 	g = map[string]int32{}
 	acl, err := call(ctx, s, func(c *zk.Conn) ([]zk.ACL, error) {
@@ -57,7 +60,10 @@ func (s *Client) aclRights(ctx context.Context, node string) map[string]int32 {
 		s.mu.Lock()
 		s.aclGranted = g
 		s.mu.Unlock()
-		return g
+		return g, nil
+	}
+	if !errors.Is(err, zk.ErrNoAuth) {
+		return nil, err
 	}
 	for _, a := range s.cfg.acl {
 		if a.Scheme != "auth" {
@@ -71,7 +77,7 @@ func (s *Client) aclRights(ctx context.Context, node string) map[string]int32 {
 			}
 		}
 	}
-	return g
+	return g, nil
 }
 
 // aclChecked is the identity of a lock path whose ACL passed: its
@@ -109,7 +115,10 @@ func (s *Client) checkACL(ctx context.Context, dir, node string, st *zk.Stat) er
 	if err != nil {
 		return err
 	}
-	g := s.aclRights(ctx, node)
+	g, err := s.aclRights(ctx, node)
+	if err != nil {
+		return err
+	}
 	var open []string
 	for _, e := range a.acl {
 		id := e.Scheme + ":" + e.ID

@@ -372,8 +372,11 @@ func downWhileWaiting(t *testing.T, o outage) {
 	if testing.Verbose() {
 		t.Logf("stderr:\n%s", b)
 	}
-	if r.code != 69 || r.took < wait || r.took > wait+3*time.Second {
-		t.Errorf("--wait %v, the servers gone while waiting: exit %d after %v; want 69 after %v, within 3s more", wait, r.code, r.took, wait)
+	// After the wait, a backend may spend up to a second on one last
+	// clean-up request and Close up to 1.5s more (etcdlock's bounds); a
+	// loaded machine adds to the process's start and exit.
+	if r.code != 69 || r.took < wait || r.took > wait+5*time.Second {
+		t.Errorf("--wait %v, the servers gone while waiting: exit %d after %v; want 69 after %v, within 5s more", wait, r.code, r.took, wait)
 	}
 	unavailableLine(t, o, line, "; --wait "+wait.String()+" ended")
 }
