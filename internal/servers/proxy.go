@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,21 +63,41 @@ type chunk struct {
 	due  time.Time
 }
 
-// NewProxy starts a proxy that listens on a free port on 127.0.0.1 and
-// forwards every connection to target. The caller must Close it.
+// NewProxy starts a proxy that listens on a port from FreePort on
+// 127.0.0.1 and forwards every connection to target. The caller must
+// Close it. The port stays claimed after Close, so that a client of the
+// closed proxy meets a refused connection: a port from the kernel's
+// ephemeral range could be bound, once free, by another test process's
+// server, which would then answer the client in the proxy's place.
 func NewProxy(target string) (*Proxy, error) {
 	if _, _, err := net.SplitHostPort(target); err != nil {
 		return nil, fmt.Errorf("servers: proxy target: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listenFree()
 	if err != nil {
 		return nil, fmt.Errorf("servers: proxy: %w", err)
 	}
-	reservePort(ln.Addr().(*net.TCPAddr).Port)
 	p := &Proxy{target: target, ln: ln, links: make(map[*link]struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
+}
+
+// listenFree listens on 127.0.0.1 at a port from FreePort, with a new
+// port when a program that does not use FreePort bound it meanwhile.
+func listenFree() (net.Listener, error) {
+	var err error
+	for range 10 {
+		var port int
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			return ln, nil
+		}
+	}
+	return nil, err
 }
 
 // Addr returns the address the proxy listens on, "127.0.0.1:port".

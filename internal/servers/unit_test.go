@@ -41,22 +41,51 @@ func TestFreePortStaysClaimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkClaimed(t, port)
+}
+
+// TestProxyPortStaysClaimed checks that a closed proxy's port stays
+// claimed as FreePort's are: no other test process's server takes it, so
+// a client of the closed proxy meets a refused connection. (The proxy
+// listened on port 0, in the ephemeral range: in redislock's
+// TestIntegrationReleaseUnreachableIsUnavailable/Mutex/Refused, another
+// process's redis-server bound the closed proxy's port while go-redis
+// retried its dial, and answered the Release: "lock not held".)
+func TestProxyPortStaysClaimed(t *testing.T) {
+	p, err := NewProxy("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := p.ln.Addr().(*net.TCPAddr).Port
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkClaimed(t, port)
+}
+
+// checkClaimed fails t unless port is below the kernel's ephemeral range
+// and claimed against FreePort in this process and in others.
+func checkClaimed(t *testing.T, port int) {
+	t.Helper()
 	lo, hi := portRange()
 	if port < lo || port > hi {
-		t.Fatalf("FreePort() = %d, outside %d-%d", port, lo, hi)
+		t.Fatalf("port %d, outside %d-%d", port, lo, hi)
 	}
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
 			first, _ := strconv.Atoi(f[0])
 			last, _ := strconv.Atoi(f[1])
 			if port >= first && port <= last {
-				t.Fatalf("FreePort() = %d, inside the ephemeral range %d-%d", port, first, last)
+				t.Fatalf("port %d, inside the ephemeral range %d-%d", port, first, last)
 			}
 		}
 	}
 	if f, ok := lockPortFile(filepath.Join(os.TempDir(), "dlock-test-ports"), port); ok {
 		f.Close()
 		t.Fatalf("port %d: a second claimant locked its file", port)
+	}
+	if reservePort(port) {
+		t.Fatalf("port %d: not claimed in this process", port)
 	}
 }
 
