@@ -349,7 +349,9 @@ func TestIntegrationSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Lock through Sentinel: %v", err)
 	}
-	if out, _ := master.Do("GET", lockKey("via-sentinel")); out != lease.Token() {
+	// An attempt that ran late on a loaded machine and found its own
+	// grant marks the key for a waiter's wake-up (redisscript.WaiterMark).
+	if out, _ := master.Do("GET", lockKey("via-sentinel")); out != lease.Token() && out != lease.Token()+"\x01" {
 		t.Fatalf("the master holds %q; want the lease's token", out)
 	}
 	if err := lease.Release(ctx); err != nil {
