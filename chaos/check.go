@@ -517,14 +517,26 @@ func (c *checker) sectionOverlaps(sections []*section, byKey map[[2]uint64]*leas
 			if b.client == a.client {
 				continue
 			}
-			how := "both leases valid"
-			if l := byKey[[2]uint64{uint64(a.client), a.fence}]; l != nil && l.end <= b.enter {
-				how = fmt.Sprintf("client %d's lease had ended %v before; it was still in its section",
-					a.client, b.enter.Sub(l.end).Round(time.Microsecond))
+			l := byKey[[2]uint64{uint64(a.client), a.fence}]
+			if l == nil || l.end > b.enter {
+				c.report(SectionOverlap, b.enter, []int{a.client, b.client},
+					"client %d (fence %d) entered its critical section while client %d (fence %d) was in its own: both leases valid",
+					b.client, b.fence, a.client, a.fence)
+				continue
 			}
+			// a's lease had ended, and its Done closed or its Until
+			// passed, before b was granted: the lock held; a stayed in
+			// its section after its lease because it was not running (the
+			// clients do not look at Done inside the section). With no
+			// client-pause fault under way, the machine stalled it.
 			c.report(SectionOverlap, b.enter, []int{a.client, b.client},
-				"client %d (fence %d) entered its critical section while client %d (fence %d) was in its own: %s",
-				b.client, b.fence, a.client, a.fence, how)
+				"client %d (fence %d) entered its critical section while client %d (fence %d) was in its own: "+
+					"client %d's lease had ended %v before; it was still in its section, %v after entering it",
+				b.client, b.fence, a.client, a.fence, a.client, b.enter.Sub(l.end).Round(time.Microsecond), b.enter.Sub(a.enter).Round(time.Microsecond))
+			if x := &c.v.Violations[len(c.v.Violations)-1]; x.Limit == "" {
+				x.Fault = "client stall (not injected)"
+				x.Limit = limitClientPause
+			}
 		}
 	}
 }

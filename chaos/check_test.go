@@ -92,12 +92,6 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			b.add(90, Event{Op: OpDone, Client: 1, Fence: 10, Err: "lost"})
 			b.cycle(2, 11, 60, 70, 1000)
 		}, map[Kind]int{}},
-		{"section outlives its lease", func(b *hist) {
-			b.add(10, Event{Op: OpGrant, Client: 1, Fence: 10, Until: b.at(40)})
-			b.add(10, Event{Op: OpEnter, Client: 1, Fence: 10})
-			b.cycle(2, 11, 60, 70, 1000)
-			b.add(100, Event{Op: OpExit, Client: 1, Fence: 10})
-		}, map[Kind]int{SectionOverlap: 1}},
 		{"fence regression", func(b *hist) {
 			b.cycle(1, 10, 10, 20, 1000)
 			b.add(30, Event{Op: OpGrant, Client: 2, Fence: 9, Until: b.at(1030)})
@@ -267,6 +261,35 @@ func TestCheckRecoveries(t *testing.T) {
 	}
 	if r := v.Recoveries[1]; r.FromStart != -1 || r.FromHeal != -1 {
 		t.Errorf("no grant after the second fault, yet %+v", r)
+	}
+}
+
+// A holder that stays in its section after its lease ended (its Until
+// passed before the next grant) was stalled by its machine, with or
+// without a client-pause fault: the lock held, and the overlap is the
+// documented client-pause limit (a loaded CI machine stalled a chaos
+// client 472ms in a 20ms section). Two valid leases at once stay
+// unexplained.
+func TestCheckStalledHolderIsExplained(t *testing.T) {
+	b := newHist().add(0, Event{Op: OpStart})
+	b.add(9, Event{Op: OpAcquire, Client: 1})
+	b.add(10, Event{Op: OpGrant, Client: 1, Fence: 10, Until: b.at(40)})
+	b.add(10, Event{Op: OpEnter, Client: 1, Fence: 10})
+	b.cycle(2, 11, 60, 70, 1000)
+	b.add(100, Event{Op: OpExit, Client: 1, Fence: 10})
+	b.add(101, Event{Op: OpStop})
+	v := b.check(BackendZK3)
+	if len(v.Violations) != 1 || v.Violations[0].Kind != SectionOverlap || !v.Violations[0].Explained() {
+		t.Fatalf("a stalled holder's section overlap: %+v; want one, explained as a client pause", v.Violations)
+	}
+	b = newHist().add(0, Event{Op: OpStart})
+	b.cycle(1, 10, 10, 50, 1000)
+	b.cycle(2, 11, 30, 60, 1000)
+	b.add(61, Event{Op: OpStop})
+	for _, x := range b.check(BackendZK3).Violations {
+		if x.Explained() {
+			t.Errorf("%s with both leases valid explained: %s", x.Kind, x.Limit)
+		}
 	}
 }
 
