@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -85,8 +87,10 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // SetLatency delays every chunk of data forwarded in either direction by
 // d, so a request and its reply take at least 2*d longer. The delay is
 // measured from the moment the proxy reads a chunk and applies to data
-// read from then on; data never overtakes data read before it. Zero or a
-// negative d removes the delay.
+// read from then on; data never overtakes data read before it. Delays
+// below a millisecond are kept to within tens of microseconds (the last
+// milliseconds of a delay are slept in the kernel, not on a runtime
+// timer). Zero or a negative d removes the delay.
 func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency.Store(int64(max(d, 0)))
 }
@@ -264,12 +268,43 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 	}
 }
 
+// preciseSpan is the part of a delay that write sleeps in the kernel
+// rather than on a runtime timer: more than a runtime timer's lateness.
+const preciseSpan = 2 * time.Millisecond
+
+// preciseSleep sleeps until due in nanosleep system calls, which the
+// kernel's high-resolution timers end within tens of microseconds. The
+// goroutine holds its OS thread meanwhile but no processor: the runtime
+// hands the P on while the call blocks. due is at most about preciseSpan
+// away here.
+func preciseSleep(due time.Time) {
+	for d := time.Until(due); d > 0; d = time.Until(due) {
+		ts := syscall.NsecToTimespec(int64(d))
+		syscall.Nanosleep(&ts, nil) // EINTR: the loop sleeps the rest
+	}
+}
+
+// preciseThread locks the calling goroutine to its OS thread for the rest
+// of its life and sets the thread's timer slack to 1ns (by default the
+// kernel may end a sleep up to 50µs late, a tenth of 0.5ms). The thread
+// ends with the goroutine, so no other goroutine inherits the setting.
+func preciseThread() {
+	runtime.LockOSThread()
+	const prSetTimerslack = 29 // PR_SET_TIMERSLACK, linux/prctl.h
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerslack, 1, 0)
+}
+
 // write writes queued chunks to dst when they are due, dropping them while
 // the proxy is blackholed.
 func (p *Proxy) write(l *link, dst net.Conn, queue <-chan chunk) {
 	var timer *time.Timer
+	precise := false // this goroutine is on a thread of its own with no timer slack
 	for c := range queue {
-		if d := time.Until(c.due); d > 0 {
+		// The runtime's timers wake up to a millisecond late (its
+		// poller sleeps in whole milliseconds), which would double a
+		// delay of 0.5ms: wait on a timer only for what lies beyond
+		// preciseSpan, and sleep the rest in the kernel.
+		if d := time.Until(c.due) - preciseSpan; d > 0 {
 			if timer == nil {
 				timer = time.NewTimer(d)
 			} else {
@@ -282,6 +317,11 @@ func (p *Proxy) write(l *link, dst net.Conn, queue <-chan chunk) {
 				return
 			}
 		}
+		if !precise && time.Until(c.due) > 0 {
+			precise = true
+			preciseThread()
+		}
+		preciseSleep(c.due)
 		if p.dropping(l) {
 			continue
 		}
