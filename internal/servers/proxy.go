@@ -21,7 +21,8 @@ type Proxy struct {
 	latency   atomic.Int64 // time.Duration
 	blackhole atomic.Bool
 	refuse    atomic.Bool
-	cut       sync.Map // client IP -> true: traffic of its connections is dropped
+	cut       sync.Map     // client IP -> true: traffic of its connections is dropped
+	requests  atomic.Int64 // see Requests
 
 	mu     sync.Mutex
 	links  map[*link]struct{}
@@ -36,6 +37,7 @@ type link struct {
 	from           string        // the client's IP
 	dead           chan struct{} // closed when the link is torn down
 	once           sync.Once
+	answered       atomic.Bool // the target sent data since the client last did
 }
 
 // teardown closes both connections. If abort is set, it discards unsent
@@ -94,6 +96,13 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency.Store(int64(max(d, 0)))
 }
+
+// Requests returns how many times, over all connections since the proxy
+// started, a client sent data when it had sent none before or the target
+// had answered since it last did. For a client that waits for each reply
+// before it sends again, that is the number of round trips it made, however
+// many commands each carried and however the data was split into packets.
+func (p *Proxy) Requests() int64 { return p.requests.Load() }
 
 // Blackhole controls whether the proxy drops traffic. While on, existing
 // and new connections stay open but every byte in either direction is read
@@ -210,6 +219,7 @@ func (p *Proxy) serve(client net.Conn) {
 	}
 	from, _, _ := net.SplitHostPort(client.RemoteAddr().String())
 	l := &link{client: client, server: server, from: from, dead: make(chan struct{})}
+	l.answered.Store(true) // the client's first data is a request
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -248,6 +258,13 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 {
+			if src != l.client {
+				l.answered.Store(true)
+			} else if l.answered.Swap(false) {
+				p.requests.Add(1)
+			}
+		}
 		if n > 0 && !p.dropping(l) {
 			c := chunk{
 				data: append([]byte(nil), buf[:n]...),
