@@ -30,6 +30,8 @@ func (r *Results) Markdown() string {
 		switch sc {
 		case "S1":
 			checks = append(checks, r.s1(&b)...)
+		case "L1":
+			checks = append(checks, r.l1(&b)...)
 		case "S2":
 			checks = append(checks, r.s2(&b)...)
 		case "S3":
