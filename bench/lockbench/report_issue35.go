@@ -67,10 +67,13 @@ func (r *Results) issue35() []goal {
 		if !r.has("S3", name) {
 			continue
 		}
-		p50, rawP50 := r.med("S3", name, "handoff_p50"), r.med("S3", floor, "handoff_p50")
-		add(3, "S3 "+name+" hand-over p50 ≤ 1.5× the spinning floor's", r.has("S3", floor),
-			fmt.Sprintf("%s vs %s (%s; from the Release call %s)", fmtDur(p50), fmtDur(rawP50), fmtX(ratio(p50, rawP50)),
-				fmtX(r.rel("S3", name, floor, "handoff_call"))), p50 <= 1.5*rawP50)
+		// From the Release call, as issue 35's 1.85×, 2.33× (from Release
+		// returning, the spin's p50 is a few µs and the ratio noise).
+		xCall := r.rel("S3", name, floor, "handoff_call")
+		add(3, "S3 "+name+" hand-over p50 (from the Release call) ≤ 1.5× the spinning floor's", r.has("S3", floor),
+			fmt.Sprintf("%s (%s vs %s; from Release returning %s vs %s)", fmtX(xCall), fmtDur(r.med("S3", name, "handoff_call")),
+				fmtDur(r.med("S3", floor, "handoff_call")), fmtDur(r.med("S3", name, "handoff_p50")), fmtDur(r.med("S3", floor, "handoff_p50"))),
+			xCall <= 1.5)
 		cpu, peer := r.med("S3", name, "srv_cpu_acq"), r.med("S3", "rueidislock-shared", "srv_cpu_acq")
 		add(3, "S3 "+name+" server CPU/acquisition ≤ rueidislock-shared's", r.has("S3", "rueidislock-shared"),
 			fmt.Sprintf("%s (%s cmds) vs %s (%s cmds)", fmtDur(cpu), fmtF(r.med("S3", name, "cmds_all"), 1), fmtDur(peer),
