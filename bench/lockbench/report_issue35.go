@@ -146,7 +146,22 @@ func (r *Results) issue35Table(b *strings.Builder) {
 		rows = append(rows, []string{fmt.Sprint(g.target), g.what, g.got, verdict([]goal{g})})
 	}
 	table(b, []string{"#", "target", "figures", "result"}, rows)
+	b.WriteString(issue35Readings)
 }
+
+// issue35Readings says how the benchmark reads each of issue 35's targets.
+const issue35Readings = `How the targets are read: every "ahead of" and "≥" compares cycles/s within the same repetitions (the
+median of per-repetition ratios, dlock ÷ peer), and the figures give each side's ratio to the floor with its server
+commands (incl. Lua) and server CPU per operation. 1: server CPU per cycle, ratio of the medians. 2: raw-rueidis is
+the floor's cycle over rueidis. 3: the hand-over p50 from the Release call (as the issue's 1.85×, 2.33×); server CPU
+per acquisition against rueidislock-shared (one Locker shared by the 8 clients); "fairness and wait p99 kept" read
+as every client's share within 0.9–1.1× fair and wait p99 ≤ 11ms, the issue's best (an absolute figure from the
+issue's machine). 4: S4a's server commands are the 5 nodes' total_commands_processed (incl. Lua); S4b against
+rueidislock-router (rueidislock over the benchmark's per-node router). 5: judged only when R1 ran with -leases
+1000000 or more (run it with -r1-ttl 30s, the default TTL). 6: L1. A part whose scenario or peer did not run is "not
+measured". With -runs N, a part is met only when every run meets it.
+
+`
 
 // verdict is met when every run measured and met the goal.
 func verdict(runs []goal) string {
@@ -213,6 +228,7 @@ func Combined(runs []*Results) string {
 		out = append(out, append(line, verdict(rw.runs)))
 	}
 	table(&b, head, out)
+	b.WriteString(issue35Readings)
 	for i, r := range runs {
 		fmt.Fprintf(&b, "## Run %d of %d\n\n", i+1, len(runs))
 		b.WriteString(r.Markdown())
