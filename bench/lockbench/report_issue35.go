@@ -111,7 +111,7 @@ func (r *Results) issue35() []goal {
 		}
 		n, h, lost := r.med("R1", c.Name, "leases"), r.med("R1", c.Name, "heap_lease"), r.med("R1", c.Name, "lost")
 		add(5, "R1 "+c.Name+" ≤ 1 KB live heap per held lease at 1,000,000 leases, none lost", n >= 1e6,
-			fmt.Sprintf("%s per lease, %s lost, least validity left %s (%s leases, TTL %s)", fmtBytes(h), fmtInt(lost),
+			fmt.Sprintf("%s per lease, %s lost, least validity left %s (%s leases, TTL %s)", fmtInt(h)+" B", fmtInt(lost),
 				fmtDur(r.med("R1", c.Name, "min_left")), fmtInt(n), r.cfg.R1TTL), h <= 1024 && lost == 0)
 	}
 
