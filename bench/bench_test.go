@@ -102,7 +102,7 @@ func TestIntegrationShortRun(t *testing.T) {
 		t.Errorf("-out file differs from stdout")
 	}
 	report := string(md)
-	for _, want := range []string{"### S1", "### S2", "### S3", "### R1", "### Targets", "| raw-goredis |",
+	for _, want := range []string{"### S1", "### L1", "| raw-rueidis |", "| rueidislock-router |", "### Issue 35 targets", "### S2", "### S3", "### R1", "### Targets", "| raw-goredis |",
 		"| dlock-goredis |", "| dlock-rueidis |", "| bsm/redislock |", "| redsync |", "| rueidislock |",
 		"#### S4a", "#### S4b", "#### S4f", "| raw-parallel |", "| dlock-redlock-goredis |", "| dlock-redlock-rueidis |",
 		"| redsync-failfast |", "### S5", "| dlock-fair-goredis |", "### S6", "| dlock-rw-goredis |",

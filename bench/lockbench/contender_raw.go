@@ -7,6 +7,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 // rawReleaseSrc is the classic compare-and-delete.
@@ -68,3 +69,58 @@ func (c *rawClient) Lock(ctx context.Context, key string) (Release, error) {
 }
 
 func (c *rawClient) Close() error { return c.rdb.Close() }
+
+// rawRueidisContender is the floor's cycle over rueidis (auto-pipelining,
+// as dlock-rueidis's transport): `SET NX PX`, then the compare-and-delete
+// by EVALSHA. It is the "raw rueidis" that issue 35 measures dlock over
+// rueidis against; it is not the floor.
+func rawRueidisContender() Contender {
+	return Contender{
+		Name:        "raw-rueidis",
+		Open:        openRawRueidis,
+		LuaInternal: []string{"get", "del"},
+		Config: "the raw floor's cycle over rueidis " + moduleVersion("github.com/redis/rueidis") + " (`DisableCache: true`, " +
+			"other options default, as dlock-rueidis): `SET key token NX PX 10000`, spinning while taken; release " +
+			"`EVALSHA` compare-and-delete (`rueidis.NewLuaScript`).",
+	}
+}
+
+var rawReleaseScript = rueidis.NewLuaScript(rawReleaseSrc)
+
+type rawRueidisClient struct {
+	c     rueidis.Client
+	ttlMs int64
+}
+
+func openRawRueidis(addr string) (Client, error) {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		return nil, err
+	}
+	return &rawRueidisClient{c: c, ttlMs: LockTTL.Milliseconds()}, nil
+}
+
+func (c *rawRueidisClient) Lock(ctx context.Context, key string) (Release, error) {
+	token := dlock.NewToken()
+	for {
+		err := c.c.Do(ctx, c.c.B().Set().Key(key).Value(token).Nx().PxMilliseconds(c.ttlMs).Build()).Error()
+		if err == nil {
+			break
+		}
+		if !rueidis.IsRedisNil(err) {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return func(ctx context.Context) error {
+		n, err := rawReleaseScript.Exec(ctx, c.c, []string{key}, []string{token}).AsInt64()
+		if err == nil && n != 1 {
+			err = errRawNotHeld
+		}
+		return err
+	}, nil
+}
+
+func (c *rawRueidisClient) Close() error { c.c.Close(); return nil }

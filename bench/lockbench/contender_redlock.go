@@ -24,11 +24,12 @@ import (
 const RedlockNodes = 5
 
 // RedlockContenders returns the S4 contenders (Redlock over RedlockNodes
-// independent masters), the floor first. rueidislock is not among them:
-// see rueidislockRedlockProbe.
+// independent masters), the floor first. rueidislock runs only through the
+// benchmark's router (rueidislockRouterContender): on its own it cannot
+// address independent masters, see rueidislockRedlockProbe.
 func RedlockContenders() []Contender {
 	return []Contender{rawParallelContender(), dlockRedlock("goredis"), dlockRedlock("rueidis"),
-		redsyncRedlock(true), redsyncRedlock(false)}
+		redsyncRedlock(true), redsyncRedlock(false), rueidislockRouterContender()}
 }
 
 // closeFuncs runs every close function, for clients opened before a failure.

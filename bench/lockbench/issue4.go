@@ -92,6 +92,10 @@ func runS6Once(c Contender, srv *server, cfg Config, rep int, sleep bool) (Metri
 			}
 		}
 	}
+	u0, err := srv.use()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
 	defer cancel()
 	end := time.Now().Add(cfg.Duration)
@@ -149,8 +153,9 @@ func runS6Once(c Contender, srv *server, cfg Config, rep int, sleep bool) (Metri
 	for _, h := range holds {
 		held += h
 	}
-	return Metrics{"hold": ratio(float64(held), sum(reads)+sum(writes)), "conc": float64(held) / float64(cfg.Duration), "read_s": sum(reads) / s, "write_s": sum(writes) / s, "acq_s": (sum(reads) + sum(writes)) / s,
-		"failures": sum(fails)}, nil
+	m := Metrics{"hold": ratio(float64(held), sum(reads)+sum(writes)), "conc": float64(held) / float64(cfg.Duration), "read_s": sum(reads) / s, "write_s": sum(writes) / s, "acq_s": (sum(reads) + sum(writes)) / s,
+		"failures": sum(fails)}
+	return m, srv.addUse(u0, c.LuaInternal, sum(reads)+sum(writes), m) // per acquisition, read or write
 }
 
 // runR2: one owner holds a ReentrantMutex and takes it again with the

@@ -23,6 +23,16 @@ connections; rueidis: one auto-pipelined connection). Lock TTL 10s where the cal
 - Before each of S1, S2 and S3 the floor runs once untimed and is discarded (a cold process or server
   otherwise penalises whichever contender comes first).
 - **S1**: one goroutine; each cycle locks a fresh key and releases it; latency is one whole cycle.
+  *server CPU/cycle* (and per acquisition, per round) = the redis-server's threads' run time over the timed part
+  (/proc/<pid>/task/*/schedstat, in ns; /proc/<pid>/stat's 10ms ticks where the kernel keeps no schedstat) ÷ cycles.
+- **L1**: S1 through internal/servers' fault proxy, which runs in this process and delays every chunk of data %s in
+  each direction (the last 2ms of a delay slept in nanosleep, so sub-millisecond delays are kept); the floor,
+  dlock over both transports, bsm/redislock and redsync, each on its own client of the proxy. *round trips/cycle* =
+  the proxy's count of requests (data from the client after the server had answered, Proxy.Requests) ÷ cycles: the
+  round trips a cycle made whatever each carried (the physical least for lock + release is 2). *client-sent
+  cmds/cycle* = commandstats calls less the contender's Lua-internal commands. Before each repetition the PING round
+  trip (go-redis, p50 of 200) is measured directly, through the proxy with no delay and with the delay; *added each
+  way* = half the difference of the last two. Target (issue 35, 6): dlock's cycles/s ≥ %.2f× the floor's.
 - **S2**: %d goroutines share one client; goroutine g locks keys s2:g:0, s2:g:1, …; after a %s concurrent warm-up.
 - **S3**: %d clients (each its own Redis client and lock client) loop: blocking Lock on one key, %s busy work,
   Release, Lock again at once. All times are taken in this process on the monotonic clock. Holdings are ordered
@@ -43,10 +53,12 @@ connections; rueidis: one auto-pipelined connection). Lock TTL 10s where the cal
 - **R1**: one dlock client takes %d leases (distinct keys, %s TTL, renewal on) with 64 goroutines, waits 1.5
   renewal periods, then measures %d periods: *round trips* = Eval calls on a counting wrapper of the Conn
   (each Eval is one pipeline), *process CPU* = getrusage(RUSAGE_SELF) user+sys delta, *redis CPU* =
-  /proc/<pid>/stat of redis-server, *heap alloc* = runtime.MemStats.TotalAlloc delta, all ÷ periods. A lease is
+  redis-server's run time (see S1), *heap alloc* = runtime.MemStats.TotalAlloc delta, all ÷ periods. *live heap/held lease* = HeapAlloc after a full GC once the first renewal round has passed, less HeapAlloc
+  after a full GC before the leases were taken, ÷ leases (what the held leases keep alive; issue 35, target 5:
+  ≤ 1 KB at 1,000,000 leases); *least validity left* = the least Until() − now over the leases at the end. A lease is
   lost if its Err() is set or its Until() has passed at the end. Target: ≤ 2 × ⌈leases ÷ 4096⌉ round trips
   per period (batches of up to 4096; entries due within a quarter period share a batch) and none lost.
-`, r.cfg.Goroutines, r.cfg.Warmup, r.cfg.Clients, r.cfg.Hold, r.cfg.Clients, r.cfg.Leases, r.cfg.R1TTL, r.cfg.Rounds)
+`, L1Latency, l1Target, r.cfg.Goroutines, r.cfg.Warmup, r.cfg.Clients, r.cfg.Hold, r.cfg.Clients, r.cfg.Leases, r.cfg.R1TTL, r.cfg.Rounds)
 }
 
 // ranSingle reports whether any of S1, S2, S3 and R1 ran.

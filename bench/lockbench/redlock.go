@@ -83,7 +83,7 @@ func takeCPU(ns *nodes) cpuSample {
 
 // add stores in m, since s: this process's and the nodes' CPU time per
 // cycle (process CPU counts every goroutine, background work included;
-// node CPU is read from /proc in 10ms ticks), and the cores used meanwhile
+// node CPU is the nodes' threads' run time, see pidCPU), and the cores used meanwhile
 // by everything else on the machine (other processes: noise).
 func (s cpuSample) add(m Metrics, cycles float64, ns *nodes) Metrics {
 	e := takeCPU(ns)

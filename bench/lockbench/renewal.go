@@ -3,6 +3,7 @@ package lockbench
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"sync"
@@ -29,6 +30,7 @@ func runR1(transport string, srv *server, cfg Config) (Metrics, error) {
 	defer d.Close()
 
 	leases := make([]dlock.Lease, cfg.Leases)
+	heap0 := liveHeap()
 	err = forEach(cfg.Leases, func(i int) error {
 		l, err := d.c.NewMutex("r1:"+strconv.Itoa(i), d.opts...).TryLock(context.Background())
 		leases[i] = l
@@ -39,16 +41,19 @@ func runR1(transport string, srv *server, cfg Config) (Metrics, error) {
 	}
 
 	period := cfg.R1TTL / 3
-	time.Sleep(period + period/2) // let the first renewal round pass
+	time.Sleep(period + period/2)  // let the first renewal round pass
+	heapHeld := liveHeap() - heap0 // what the leases keep alive (the slice holding them is older than heap0)
 	before := takeR1Sample(cc, srv)
 	time.Sleep(time.Duration(cfg.Rounds) * period)
 	after := takeR1Sample(cc, srv)
 
-	lost := 0
+	lost, minLeft := 0, time.Duration(math.MaxInt64)
 	for _, l := range leases {
-		if l.Err() != nil || time.Until(l.Until()) <= 0 {
+		left := time.Until(l.Until())
+		if l.Err() != nil || left <= 0 {
 			lost++
 		}
+		minLeft = min(minLeft, left)
 	}
 	rounds := after.at.Sub(before.at).Seconds() / period.Seconds()
 	evals := float64(after.evals - before.evals)
@@ -63,12 +68,22 @@ func runR1(transport string, srv *server, cfg Config) (Metrics, error) {
 		"srv_cpu_round": float64(after.srvCPU-before.srvCPU) / rounds,
 		"alloc_round":   float64(after.alloc-before.alloc) / rounds,
 		"lost":          float64(lost),
+		"heap_lease":    float64(heapHeld) / float64(cfg.Leases),
+		"min_left":      float64(minLeft),
 	}
 	err = forEach(cfg.Leases, func(i int) error { return leases[i].Release(context.Background()) })
 	if err != nil && lost == 0 {
 		return nil, fmt.Errorf("releasing the leases: %w", err)
 	}
 	return m, nil
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
 
 type r1Sample struct {

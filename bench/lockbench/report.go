@@ -30,6 +30,8 @@ func (r *Results) Markdown() string {
 		switch sc {
 		case "S1":
 			checks = append(checks, r.s1(&b)...)
+		case "L1":
+			checks = append(checks, r.l1(&b)...)
 		case "S2":
 			checks = append(checks, r.s2(&b)...)
 		case "S3":
@@ -59,13 +61,14 @@ func (r *Results) Markdown() string {
 		}
 	}
 	if len(checks) > 0 {
-		b.WriteString("### Targets\n\n")
+		b.WriteString("### Targets of earlier issues (4, 18)\n\n")
 		var rows [][]string
 		for _, c := range checks {
 			rows = append(rows, []string{c.what, c.got, passFail(c.pass)})
 		}
 		table(&b, []string{"target", "this run", "result"}, rows)
 	}
+	r.issue35Table(&b)
 	r.errors(&b)
 	r.notes(&b)
 	r.issue4Notes(&b)
@@ -247,11 +250,12 @@ func (r *Results) r1(b *strings.Builder) []check {
 		rows = append(rows, []string{c.Name, fmtInt(n), fmtF(rt, 2), fmtInt(r.med("R1", c.Name, "leases_rt")),
 			fmtInt(r.med("R1", c.Name, "max_batch")), fmtInt(r.med("R1", c.Name, "renewed_round")),
 			fmtDur(r.med("R1", c.Name, "cpu_round")), fmtDur(r.med("R1", c.Name, "srv_cpu_round")),
-			fmtBytes(r.med("R1", c.Name, "alloc_round")), fmtInt(lost), passFail(ok)})
+			fmtBytes(r.med("R1", c.Name, "alloc_round")), fmtInt(r.med("R1", c.Name, "heap_lease")) + " B",
+			fmtDur(r.med("R1", c.Name, "min_left")), fmtInt(lost), passFail(ok)})
 	}
 	fmt.Fprintf(b, "### R1 — one client renewing many leases (TTL %s, renewal every %s, %d periods measured, at most 3 repetitions)\n\n", r.cfg.R1TTL, r.cfg.R1TTL/3, r.cfg.Rounds)
 	table(b, []string{"contender", "leases", "round trips/round", "leases/round trip", "largest batch", "renewals/round",
-		"process CPU/round", "redis CPU/round", "heap alloc/round", "leases lost", "target"}, rows)
+		"process CPU/round", "redis CPU/round", "heap alloc/round", "live heap/held lease", "least validity left", "leases lost", "target"}, rows)
 	return checks
 }
 

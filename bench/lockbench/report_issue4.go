@@ -26,12 +26,13 @@ func (r *Results) s5(b *strings.Builder) []check {
 		rows = append(rows, []string{c.Name, fmtDur(p50), x, fmtDur(p99), fmtDur(call), xCall,
 			fmtF(100*r.med("S5", c.Name, "handoff_share"), 0) + "%", fmtInt(r.med("S5", c.Name, "acq_s")),
 			fmtF(r.med("S5", c.Name, "cmds_client"), 1), fmtF(r.med("S5", c.Name, "cmds_all"), 1),
+			fmtDur(r.med("S5", c.Name, "srv_cpu_acq")),
 			fmtF(lo, 2) + "–" + fmtF(hi, 2), fmtInt(r.med("S5", c.Name, "overlaps")), fmtInt(r.med("S5", c.Name, "failures"))})
 	}
 	fmt.Fprintf(b, "### S5 — fair hand-over: %d independent clients on one key (S3's setup, hold %s busy work)\n\n", r.cfg.Clients, r.cfg.Hold)
 	table(b, []string{"contender", "handoff p50", "× Mutex", "handoff p99", "p50 from Release call", "× Mutex (per rep)",
 		"hand-overs", "acq/s", "client-sent cmds/acq (commandstats − Lua-internal)", "server cmds/acq (total_commands_processed, incl. Lua-internal)",
-		"share min–max (× fair)", "overlaps", "failed Lock/Release"}, rows)
+		"server CPU/acq", "share min–max (× fair)", "overlaps", "failed Lock/Release"}, rows)
 	for _, c := range S5Contenders() {
 		if bd := r.breakdown("S5", c.Name); bd != "" {
 			fmt.Fprintf(b, "Client-sent commands per acquisition by name, %s (median over reps; includes connection setup and 8 warm-up cycles): %s\n\n", c.Name, bd)
@@ -77,13 +78,14 @@ func (r *Results) s6(b *strings.Builder) []check {
 			xs = fmtX(r.rel("S6", rw, plain, "read_s_sleep"))
 		}
 		rows = append(rows, []string{c.Name, fmtInt(r.med("S6", c.Name, "read_s")), x, fmtInt(r.med("S6", c.Name, "write_s")),
-			fmtInt(r.med("S6", c.Name, "acq_s")), fmtDur(r.med("S6", c.Name, "hold")), fmtF(r.med("S6", c.Name, "conc"), 2),
+			fmtInt(r.med("S6", c.Name, "acq_s")), fmtF(r.med("S6", c.Name, "redis_cmds_all"), 1), fmtDur(r.med("S6", c.Name, "srv_cpu")),
+			fmtDur(r.med("S6", c.Name, "hold")), fmtF(r.med("S6", c.Name, "conc"), 2),
 			fmtInt(r.med("S6", c.Name, "read_s_sleep")), xs, fmtInt(r.med("S6", c.Name, "write_s_sleep")), fmtDur(r.med("S6", c.Name, "hold_sleep")),
 			fmtF(r.med("S6", c.Name, "conc_sleep"), 2),
 			fmtInt(r.med("S6", c.Name, "failures") + r.med("S6", c.Name, "failures_sleep"))})
 	}
 	fmt.Fprintf(b, "### S6 — read-write: %d independent clients on one name, %.0f%% reads, hold %s busy work\n\n", S6Clients, 100*S6ReadShare, S6Hold)
-	table(b, []string{"contender", "read acq/s (spin hold)", "× Mutex (per rep)", "write acq/s", "all acq/s", "mean hold", "mean holders at once",
+	table(b, []string{"contender", "read acq/s (spin hold)", "× Mutex (per rep)", "write acq/s", "all acq/s", "server cmds/acq (incl. Lua)", "server CPU/acq", "mean hold", "mean holders at once",
 		"read acq/s (sleep hold, informative)", "× Mutex", "write acq/s (sleep)", "mean hold (sleep)", "mean holders at once (sleep)", "failed Lock/Release"}, rows)
 	if !r.has("S6", rw) || !r.has("S6", plain) {
 		return nil

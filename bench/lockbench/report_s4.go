@@ -272,7 +272,7 @@ Lock TTL 10s for raw-parallel and dlock; redsync keeps its default expiry (8s).
   latency is one whole cycle; %s warm-up first.
 - **S4b**: %d goroutines share one client; goroutine g locks keys s4b:g:0, s4b:g:1, …; after a %s concurrent warm-up.
 - *process CPU/cycle* = getrusage(RUSAGE_SELF) user+sys delta over the timed part ÷ cycles (every goroutine of this
-  process, background work included); *redis CPU/cycle* = the 5 nodes' /proc/<pid>/stat user+sys delta (10ms ticks)
+  process, background work included); *redis CPU/cycle* = the 5 nodes' run time delta (/proc/<pid>/task/*/schedstat, in ns)
   ÷ cycles; *cores busy* = their sum × cycles/s; *other processes* = the machine's non-idle CPU (/proc/stat) minus
   this process and the nodes, ÷ wall time, in cores: other work on the machine during the run (noise). Near the machine's core count (%d) a run is bound by CPU, not by
   round-trip latency: its rate is then set by the CPU each cycle costs, client and servers together.

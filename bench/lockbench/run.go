@@ -13,7 +13,7 @@ import (
 )
 
 // Scenario names, in run order.
-var AllScenarios = []string{"S1", "S2", "S3", "R1", "S4", "S5", "S6", "R2", "Z1", "Z2", "P1", "P2", "M1", "M2"}
+var AllScenarios = []string{"S1", "L1", "S2", "S3", "R1", "S4", "S5", "S6", "R2", "Z1", "Z2", "P1", "P2", "M1", "M2"}
 
 // Config is one benchmark run.
 type Config struct {
@@ -82,7 +82,9 @@ type Results struct {
 	elapsed          time.Duration
 	runs             map[string]map[string][]Metrics
 	errs             map[string]map[string][]string
-	abandoned        int // runs abandoned at their bound (see bounded)
+	abandoned        int       // runs abandoned at their bound (see bounded)
+	l1Ping           []Metrics // L1: PING round trips measured before each repetition (nil where it failed)
+	l1Err            string    // L1: why the proxy could not start, if it could not
 }
 
 // Run starts a redis-server (for S4, RedlockNodes more; for Z1 and Z2, a
@@ -140,7 +142,27 @@ func (res *Results) runSingle(srv *server) {
 		}
 		res.runs[sc], res.errs[sc] = map[string][]Metrics{}, map[string][]string{}
 		group := cs
+		run := func(c Contender, rep int) (Metrics, error) { return runOne(sc, c, srv, cfg, rep) }
+		var lp *latencyProxy // L1's
 		switch sc {
+		case "L1":
+			group = l1Group(cs)
+			var err error
+			if lp, err = startLatencyProxy(srv); err != nil {
+				res.l1Err = err.Error()
+				progress(cfg, "L1: %v", err)
+				continue
+			}
+			res.l1Ping = make([]Metrics, cfg.Reps)
+			run = func(c Contender, rep int) (Metrics, error) {
+				if err := srv.flush(); err != nil {
+					return nil, err
+				}
+				runtime.GC()
+				return runL1(c, srv, lp, cfg)
+			}
+		case "S3":
+			group = slices.DeleteFunc(slices.Clone(cs), func(c Contender) bool { return c.Name == "raw-rueidis" })
 		case "R1":
 			group = slices.DeleteFunc(slices.Clone(cs), func(c Contender) bool { return c.DlockTransport == "" })
 		case "S5":
@@ -150,8 +172,14 @@ func (res *Results) runSingle(srv *server) {
 		case "R2":
 			group = []Contender{r2Contender()}
 		}
+		if len(group) == 0 {
+			if lp != nil {
+				lp.close()
+			}
+			continue
+		}
 		if sc != "R1" && sc != "R2" { // an untimed, discarded run first, so that no contender runs on a cold process
-			_, err := res.bounded(func() (Metrics, error) { return runOne(sc, group[0], srv, cfg, -1) })
+			_, err := res.bounded(func() (Metrics, error) { return run(group[0], -1) })
 			progress(cfg, "%s warm-up run (discarded) %s", sc, brief(nil, err))
 		}
 		reps := cfg.Reps
@@ -159,12 +187,20 @@ func (res *Results) runSingle(srv *server) {
 			reps = min(reps, 3) // renewal counts barely vary; spare the time
 		}
 		for rep := range reps {
+			if sc == "L1" {
+				m, err := lp.measurePing(srv, 200)
+				res.l1Ping[rep] = m
+				progress(cfg, "L1 rep %d/%d PING %s", rep+1, reps, brief(m, err))
+			}
 			for i := range group {
 				c := group[(i+rep)%len(group)]
-				m, err := res.bounded(func() (Metrics, error) { return runOne(sc, c, srv, cfg, rep) })
+				m, err := res.bounded(func() (Metrics, error) { return run(c, rep) })
 				res.record(sc, c.Name, rep, m, err)
 				progress(cfg, "%s rep %d/%d %-14s %s", sc, rep+1, reps, c.Name, brief(m, err))
 			}
+		}
+		if lp != nil {
+			lp.close()
 		}
 	}
 }

@@ -108,7 +108,7 @@ func (s *server) use() (serverUse, error) {
 }
 
 // addUse adds to m the server's use since before, per n cycles: commands
-// (see addPer) and CPU time ("srv_cpu", read from /proc in 10ms ticks).
+// (see addPer) and CPU time ("srv_cpu", see pidCPU).
 func (s *server) addUse(before serverUse, luaInternal []string, n float64, m Metrics) error {
 	cpu := s.cpu()
 	after, err := s.snapshot()
@@ -123,8 +123,44 @@ func (s *server) addUse(before serverUse, luaInternal []string, n float64, m Met
 // cpu returns the server process's user+system CPU time.
 func (s *server) cpu() time.Duration { return pidCPU(s.r.PID()) }
 
-// pidCPU returns a process's user+system CPU time from /proc.
+// pidCPU returns a process's CPU time: the time its threads ran, in
+// nanoseconds, from /proc/<pid>/task/*/schedstat; where the kernel keeps no
+// schedstat, user+system time from /proc/<pid>/stat, in 10ms ticks (too
+// coarse for a few thousand cycles of a few µs each).
 func pidCPU(pid int) time.Duration {
+	if d, ok := schedCPU(pid); ok {
+		return d
+	}
+	return statCPU(pid)
+}
+
+// schedCPU sums the run time of a process's threads from schedstat.
+func schedCPU(pid int) (time.Duration, bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended meanwhile
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 1 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += ns
+	}
+	return time.Duration(sum), true
+}
+
+// statCPU returns a process's user+system CPU time from /proc/<pid>/stat.
+func statCPU(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0

@@ -411,3 +411,62 @@ func TestIntegrationProxyReset(t *testing.T) {
 		t.Fatalf("PING after target restart: %v", err)
 	}
 }
+
+// TestIntegrationProxySubMillisecondLatency checks that a delay below the
+// runtime timers' millisecond is kept: 0.5ms each way adds about 1ms to a
+// PING, not 2ms. The best of 50 PINGs is compared, which load lengthens
+// only if it slows every one of them.
+func TestIntegrationProxySubMillisecondLatency(t *testing.T) {
+	t.Parallel()
+	r := startRedis(t, RedisConfig{})
+	p := startProxy(t, r.Addr())
+	rc := dialRESP(t, p.Addr())
+	best := func() time.Duration {
+		b := time.Hour
+		for range 50 {
+			d, err := rc.ping(2 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = min(b, d)
+		}
+		return b
+	}
+	base := best()
+	p.SetLatency(500 * time.Microsecond)
+	added := best() - base
+	if added < time.Millisecond || added > 1500*time.Microsecond {
+		t.Fatalf("0.5ms each way added %v to the best PING (%v without), want 1ms to 1.5ms", added, base)
+	}
+	t.Logf("0.5ms each way added %v to the best PING (%v without)", added, base)
+}
+
+// TestIntegrationProxyRequests checks that Requests counts round trips,
+// not commands: two PINGs one after the other are two, two PINGs sent
+// together are one.
+func TestIntegrationProxyRequests(t *testing.T) {
+	t.Parallel()
+	r := startRedis(t, RedisConfig{})
+	p := startProxy(t, r.Addr())
+	rc := dialRESP(t, p.Addr())
+	for range 2 {
+		if _, err := rc.ping(2 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p.Requests(); n != 2 {
+		t.Fatalf("two PINGs in turn: Requests = %d, want 2", n)
+	}
+	rc.c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := rc.c.Write([]byte("*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n")); err != nil { // one write
+		t.Fatal(err)
+	}
+	for range 2 {
+		if v, err := readReply(rc.r); err != nil || v != "PONG" {
+			t.Fatalf("pipelined PING: %v, %v", v, err)
+		}
+	}
+	if n := p.Requests(); n != 3 {
+		t.Fatalf("then two PINGs together: Requests = %d, want 3", n)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -20,7 +22,8 @@ type Proxy struct {
 	latency   atomic.Int64 // time.Duration
 	blackhole atomic.Bool
 	refuse    atomic.Bool
-	cut       sync.Map // client IP -> true: traffic of its connections is dropped
+	cut       sync.Map     // client IP -> true: traffic of its connections is dropped
+	requests  atomic.Int64 // see Requests
 
 	mu     sync.Mutex
 	links  map[*link]struct{}
@@ -35,6 +38,7 @@ type link struct {
 	from           string        // the client's IP
 	dead           chan struct{} // closed when the link is torn down
 	once           sync.Once
+	answered       atomic.Bool // the target sent data since the client last did
 }
 
 // teardown closes both connections. If abort is set, it discards unsent
@@ -106,11 +110,20 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // SetLatency delays every chunk of data forwarded in either direction by
 // d, so a request and its reply take at least 2*d longer. The delay is
 // measured from the moment the proxy reads a chunk and applies to data
-// read from then on; data never overtakes data read before it. Zero or a
-// negative d removes the delay.
+// read from then on; data never overtakes data read before it. Delays
+// below a millisecond are kept to within tens of microseconds (the last
+// milliseconds of a delay are slept in the kernel, not on a runtime
+// timer). Zero or a negative d removes the delay.
 func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency.Store(int64(max(d, 0)))
 }
+
+// Requests returns how many times, over all connections since the proxy
+// started, a client sent data when it had sent none before or the target
+// had answered since it last did. For a client that waits for each reply
+// before it sends again, that is the number of round trips it made, however
+// many commands each carried and however the data was split into packets.
+func (p *Proxy) Requests() int64 { return p.requests.Load() }
 
 // Blackhole controls whether the proxy drops traffic. While on, existing
 // and new connections stay open but every byte in either direction is read
@@ -227,6 +240,7 @@ func (p *Proxy) serve(client net.Conn) {
 	}
 	from, _, _ := net.SplitHostPort(client.RemoteAddr().String())
 	l := &link{client: client, server: server, from: from, dead: make(chan struct{})}
+	l.answered.Store(true) // the client's first data is a request
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -265,6 +279,13 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		if n > 0 {
+			if src != l.client {
+				l.answered.Store(true)
+			} else if l.answered.Swap(false) {
+				p.requests.Add(1)
+			}
+		}
 		if n > 0 && !p.dropping(l) {
 			c := chunk{
 				data: append([]byte(nil), buf[:n]...),
@@ -285,12 +306,43 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 	}
 }
 
+// preciseSpan is the part of a delay that write sleeps in the kernel
+// rather than on a runtime timer: more than a runtime timer's lateness.
+const preciseSpan = 2 * time.Millisecond
+
+// preciseSleep sleeps until due in nanosleep system calls, which the
+// kernel's high-resolution timers end within tens of microseconds. The
+// goroutine holds its OS thread meanwhile but no processor: the runtime
+// hands the P on while the call blocks. due is at most about preciseSpan
+// away here.
+func preciseSleep(due time.Time) {
+	for d := time.Until(due); d > 0; d = time.Until(due) {
+		ts := syscall.NsecToTimespec(int64(d))
+		syscall.Nanosleep(&ts, nil) // EINTR: the loop sleeps the rest
+	}
+}
+
+// preciseThread locks the calling goroutine to its OS thread for the rest
+// of its life and sets the thread's timer slack to 1ns (by default the
+// kernel may end a sleep up to 50µs late, a tenth of 0.5ms). The thread
+// ends with the goroutine, so no other goroutine inherits the setting.
+func preciseThread() {
+	runtime.LockOSThread()
+	const prSetTimerslack = 29 // PR_SET_TIMERSLACK, linux/prctl.h
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerslack, 1, 0)
+}
+
 // write writes queued chunks to dst when they are due, dropping them while
 // the proxy is blackholed.
 func (p *Proxy) write(l *link, dst net.Conn, queue <-chan chunk) {
 	var timer *time.Timer
+	precise := false // this goroutine is on a thread of its own with no timer slack
 	for c := range queue {
-		if d := time.Until(c.due); d > 0 {
+		// The runtime's timers wake up to a millisecond late (its
+		// poller sleeps in whole milliseconds), which would double a
+		// delay of 0.5ms: wait on a timer only for what lies beyond
+		// preciseSpan, and sleep the rest in the kernel.
+		if d := time.Until(c.due) - preciseSpan; d > 0 {
 			if timer == nil {
 				timer = time.NewTimer(d)
 			} else {
@@ -303,6 +355,11 @@ func (p *Proxy) write(l *link, dst net.Conn, queue <-chan chunk) {
 				return
 			}
 		}
+		if !precise && time.Until(c.due) > 0 {
+			precise = true
+			preciseThread()
+		}
+		preciseSleep(c.due)
 		if p.dropping(l) {
 			continue
 		}

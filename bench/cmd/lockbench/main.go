@@ -3,7 +3,7 @@
 // and Z2, a 3-server ZooKeeper ensemble; for P1 and P2, a PostgreSQL
 // server), and prints a markdown report.
 //
-//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-scenarios S1,S2,S3,R1,S4,Z1,Z2,P1,P2,M1,M2] [-out FILE]
+//	cd bench && go run ./cmd/lockbench [-short] [-duration 3s] [-runs 2] [-scenarios S1,L1,S2,S3,R1,S4,Z1,Z2,P1,P2,M1,M2] [-out FILE]
 package main
 
 import (
@@ -29,9 +29,10 @@ func main() {
 	hold := flag.Duration("hold", def.Hold, "S3, S5, Z2, P2: busy work while holding the lock")
 	leases := flag.Int("leases", def.Leases, "R1: leases held by one client")
 	r1TTL := flag.Duration("r1-ttl", 0, "R1: the leases' TTL; renewal every TTL/3 (default 3s; 1.5s with -short)")
-	limit := flag.Duration("limit", 2*time.Hour, "start no run after this long; the benchmark then ends within one run's bound (0: no limit)")
+	limit := flag.Duration("limit", 2*time.Hour, "start no run after this long (per -runs run); the benchmark then ends within one run's bound (0: no limit)")
 	out := flag.String("out", "", "write the markdown report to this file (default: stdout only)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
+	runs := flag.Int("runs", 1, "complete runs, one after the other, each with its own servers; the report shows issue 35's targets with every run's figures, then each run's report")
 	flag.Parse()
 
 	cfg := def
@@ -60,6 +61,10 @@ func main() {
 		os.Exit(130)
 	}()
 
+	if *runs < 1 {
+		fmt.Fprintln(os.Stderr, "lockbench: -runs must be at least 1")
+		os.Exit(2)
+	}
 	if *limit < 0 {
 		fmt.Fprintln(os.Stderr, "lockbench: -limit must not be negative")
 		os.Exit(2)
@@ -67,7 +72,7 @@ func main() {
 	if *limit > 0 {
 		// Runs are bounded one by one; this is the last resort if
 		// something outside them (starting or stopping a server) hangs.
-		hard := *limit + 2*lockbench.RunBound(cfg)
+		hard := time.Duration(max(1, *runs))*(*limit) + 2*lockbench.RunBound(cfg)
 		time.AfterFunc(hard, func() {
 			fmt.Fprintf(os.Stderr, "lockbench: still running %s after start (-limit %s): giving up\n", hard, *limit)
 			servers.StopAll()
@@ -75,12 +80,19 @@ func main() {
 		})
 	}
 	start := time.Now()
-	res, err := lockbench.Run(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lockbench:", err)
-		os.Exit(1)
+	var all []*lockbench.Results
+	for i := range max(1, *runs) {
+		if *runs > 1 && cfg.Progress != nil {
+			fmt.Fprintf(os.Stderr, "run %d of %d\n", i+1, *runs)
+		}
+		res, err := lockbench.Run(cfg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lockbench:", err)
+			os.Exit(1)
+		}
+		all = append(all, res)
 	}
-	md := res.Markdown()
+	md := lockbench.Combined(all)
 	fmt.Print(md)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
