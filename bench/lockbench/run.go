@@ -56,7 +56,7 @@ func (c Config) s4Duration() time.Duration {
 
 func ShortConfig() Config {
 	c := DefaultConfig()
-	c.Duration, c.Warmup, c.R1TTL, c.Rounds, c.Short = 500*time.Millisecond, 100*time.Millisecond, 1500*time.Millisecond, 2, true
+	c.Duration, c.Warmup, c.R1TTL, c.Rounds, c.Short = 500*time.Millisecond, 100*time.Millisecond, 3*time.Second, 2, true
 	c.RedlockDuration = 200 * time.Millisecond // S4 has 12 runs per repetition: keep the smoke run brief
 	return c
 }
