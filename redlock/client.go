@@ -29,6 +29,11 @@ type Client struct {
 	renew  *renewal.Scheduler
 	obs    dlock.Observer // from WithObserver and WithLogger; nil for none
 
+	// floor is the largest floor a node has reported (see vote): the
+	// acquires send it, so that ripe nodes lift a slot's new counters to
+	// one value and agree without a write-back.
+	floor atomic.Uint64
+
 	leases lease.Registry
 	// workers run the nodes' calls.
 	workers workers

@@ -37,6 +37,17 @@ func chooseFence(votes []vote, took []int) (fence uint64, agreed bool) {
 	return fence, agreed
 }
 
+// learnFloor records the floor a node reported, if it is the largest
+// yet.
+func (c *Client) learnFloor(f uint64) {
+	for {
+		old := c.floor.Load()
+		if f <= old || c.floor.CompareAndSwap(old, f) {
+			return
+		}
+	}
+}
+
 // writeFence raises the fence counter to fence on the nodes that took
 // token's key; it needs a majority of nodes that still hold that key.
 func (m *Mutex) writeFence(ctx context.Context, holders []int, token string, fence uint64) error {

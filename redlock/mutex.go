@@ -165,7 +165,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	start := time.Now()
 	n, quorum := len(m.c.nodes), m.c.quorum
 	acquire := redisscript.QuorumAcquireCall{Lock: m.keys.lock, Fence: m.keys.fence, Epoch: epochKey,
-		Token: token, TTL: m.ttl, Window: m.window}.Call()
+		Token: token, TTL: m.ttl, Window: m.window, Floor: m.c.floor.Load()}.Call()
 	replies := m.c.fanOut(ctx, acquire)
 	if m.c.cfg.detectRestart {
 		m.c.checkSoon()
@@ -201,6 +201,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			continue
 		}
 		votes[r.node] = v
+		m.c.learnFloor(v.floor)
 		if !v.taken {
 			m.c.observe(r.node, v)
 			continue
@@ -252,6 +253,7 @@ late:
 			outcome[r.node] = outcomeOf(r)
 			if v, err := parseVote(r.res.Val); r.res.Err == nil && err == nil {
 				votes[r.node] = v
+				m.c.learnFloor(v.floor)
 				m.c.observe(r.node, v)
 			}
 		default:

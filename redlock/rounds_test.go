@@ -181,7 +181,8 @@ func atoiInt(s string) int { return int(atoi(s)) }
 // slot has a fence counter, runs eight commands on each node: EVALSHA,
 // LASTSAVE, HMGET, SET and INCR to acquire, EVALSHA, GET and DEL to
 // release. The clock (TIME), INFO and the epoch's HSET are for nodes that
-// have not yet been seen to outlast the restart window, and for a lift.
+// have not yet been seen to outlast the restart window; a lift on a ripe
+// node adds one SET (see TestIntegrationCommandsPerCycleFiveNodes).
 func TestIntegrationCommandsPerCycle(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
@@ -386,5 +387,148 @@ func holding(t testing.TB, servers []*testenv.Redis, name, token string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the key is not on every node 5s after Lock: %q", values(servers, name))
 		}
+	}
+}
+
+// Issue 35: an uncontended cycle on five nodes, each on a name whose slot
+// no grant has used yet (as lockbench's S4a locks a fresh key per cycle
+// on nodes flushed before the run), runs at most maxCommandsFreshSlot
+// commands on the nodes in all, Lua-internal included (INFO
+// commandstats): on each node EVALSHA, LASTSAVE, HMGET, SET, INCR and the
+// SET that lifts the slot's new counter to acquire, EVALSHA, GET and DEL
+// to release. The lift takes the floor the node recorded when it was
+// first seen to outlast the restart window, not a TIME of its own
+// (quorum_acquire.lua); before, it read TIME on every node: 50 commands.
+func TestIntegrationCommandsPerCycleFiveNodes(t *testing.T) {
+	const maxCommandsFreshSlot = 45
+	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	c, counted := countedClient(t, servers, goRedis, redlock.WithNodeTimeout(time.Second))
+	// Names on slots of their own, none used before.
+	var names []string
+	used := map[uint16]bool{}
+	for i := 0; len(names) < 11; i++ {
+		name := fmt.Sprintf("fresh-%d", i)
+		if s := rediskeys.Slot(name); !used[s] {
+			used[s] = true
+			names = append(names, name)
+		}
+	}
+	// Lock and Release return on a majority; the test waits for the last
+	// node each time (with EXISTS, which the count leaves out), so that
+	// every node's call is in the count.
+	await := func(key, want string) {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			n := 0
+			for _, s := range servers {
+				if v, _ := s.Do("EXISTS", key); v == want {
+					n++
+				}
+			}
+			if n == len(servers) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("EXISTS %s is not %s on every node after 5s", key, want)
+			}
+		}
+	}
+	cycle := func(name string) {
+		m := c.NewMutex(name, redlock.WithTTL(20*time.Second), redlock.WithoutRenewal())
+		l, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		await(lockKey(name), "1")
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		await(lockKey(name), "0")
+	}
+	// The first cycle finds the nodes aged but not yet seen to outlast
+	// the window: each reads its clock once and records it.
+	cycle(names[0])
+	for _, cc := range counted {
+		cc.take()
+	}
+	before := make([]map[string]int, len(servers))
+	for i, s := range servers {
+		before[i] = commandstats(t, s)
+	}
+	cycles := len(names) - 1
+	for _, name := range names[1 : 1+cycles] {
+		cycle(name)
+	}
+	total := 0
+	var per []map[string]int
+	for i, s := range servers {
+		got := map[string]int{}
+		for cmd, n := range commandstats(t, s) {
+			switch d := n - before[i][cmd]; {
+			case cmd == "info" || cmd == "exists" || cmd == "config|get" || cmd == "hello":
+				// the test's own INFO and EXISTS; the Client's
+				// configuration check; a new connection's handshake
+			case d != 0:
+				got[cmd] = d
+				total += d
+			}
+		}
+		per = append(per, got)
+	}
+	perCycle := float64(total) / float64(cycles)
+	t.Logf("%.1f commands per cycle on %d nodes; by node over %d cycles: %v", perCycle, len(servers), cycles, per)
+	if perCycle > maxCommandsFreshSlot {
+		scripts := make([]map[string]int, len(counted))
+		for i, cc := range counted {
+			scripts[i] = cc.take()
+		}
+		t.Errorf("%.1f commands per uncontended cycle on %d nodes; want at most %d (by node over %d cycles: %v; scripts sent: %v)",
+			perCycle, len(servers), maxCommandsFreshSlot, cycles, per, scripts)
+	}
+}
+
+// Issue 35: a ripe node lifts a slot's new counter to its floor, a clock
+// reading it took once it had outlasted the restart window, and not to a
+// floor left from an earlier boot: one below the end of the window that
+// followed the current boot (here written by hand, as an older dlock,
+// which kept no floor, could leave one standing beside a ripe mark it
+// wrote again) would let a counter restarted empty come back below fences
+// granted before the restart. The grant's fence then comes from the
+// clock; a floor that counts is used as it is.
+func TestIntegrationStaleFloorIgnored(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	window := 30 * time.Second
+	for _, s := range servers {
+		if _, err := s.Do("HSET", "dlock:epoch", "ripe", fmt.Sprint(window.Milliseconds()), "floor", "100000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rediskeys.Slot("stale-floor") == rediskeys.Slot("good-floor") {
+		t.Fatal("the two names share a slot; the test needs a new counter for each")
+	}
+	c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window), redlock.WithNodeTimeout(time.Second))
+	l, err := c.NewMutex("stale-floor", redlock.WithoutRenewal()).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(ctx)
+	now := uint64(time.Now().UnixMicro())
+	if f := l.Fence(); f+uint64(time.Minute.Microseconds()) < now {
+		t.Fatalf("fence %d on nodes whose floor 100000 is from before their boot; want the clock, about %d", f, now)
+	}
+	floor := uint64(now+uint64(time.Hour.Microseconds())) / 100000 * 100000
+	for _, s := range servers {
+		s.Do("HSET", "dlock:epoch", "floor", fmt.Sprint(floor))
+	}
+	l, err = c.NewMutex("good-floor", redlock.WithoutRenewal()).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(ctx)
+	if l.Fence() != floor {
+		t.Fatalf("fence %d on nodes whose floor is %d; want the floor", l.Fence(), floor)
 	}
 }
