@@ -394,13 +394,14 @@ func holding(t testing.TB, servers []*testenv.Redis, name, token string) {
 // no grant has used yet (as lockbench's S4a locks a fresh key per cycle
 // on nodes flushed before the run), runs at most maxCommandsFreshSlot
 // commands on the nodes in all, Lua-internal included (INFO
-// commandstats): on each node EVALSHA, LASTSAVE, HMGET, SET, INCR and the
-// SET that lifts the slot's new counter to acquire, EVALSHA, GET and DEL
-// to release. The lift takes the floor the node recorded when it was
-// first seen to outlast the restart window, not a TIME of its own
-// (quorum_acquire.lua); before, it read TIME on every node: 50 commands.
+// commandstats): on each node EVALSHA, LASTSAVE, HMGET, SET of the key and
+// SET NX GET of the slot's new counter to acquire, EVALSHA, GET and DEL to
+// release. The counter is created at the floor the node recorded when it
+// was first seen to outlast the restart window, not at a TIME of its own,
+// and in one command, not INCR and SET (quorum_acquire.lua): before, each
+// node ran INCR, TIME and SET for it, 50 commands in all.
 func TestIntegrationCommandsPerCycleFiveNodes(t *testing.T) {
-	const maxCommandsFreshSlot = 45
+	const maxCommandsFreshSlot = 40
 	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
 	age(t, servers)
 	ctx := timeout(t, 30*time.Second)
@@ -530,5 +531,70 @@ func TestIntegrationStaleFloorIgnored(t *testing.T) {
 	l.Release(ctx)
 	if l.Fence() != floor {
 		t.Fatalf("fence %d on nodes whose floor is %d; want the floor", l.Fence(), floor)
+	}
+}
+
+// Issue 35: an acquire guesses that a slot it has not seen has no fence
+// counter yet, and a ripe node then creates the counter at its floor with
+// SET NX GET. A wrong guess costs an INCR and nothing else: a second
+// Client's first grant on a slot the first Client used draws the next
+// fence. A counter that is not a number fails the acquire, guess or not,
+// and leaves no key behind.
+func TestIntegrationFreshSlotGuess(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	nodeTimeout := redlock.WithNodeTimeout(time.Second)
+	a := newClient(t, addrsOf(servers), goRedis, nodeTimeout)
+	lock := func(c *redlock.Client, name string) (uint64, error) {
+		l, err := c.NewMutex(name, redlock.WithoutRenewal()).TryLock(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return l.Fence(), l.Release(ctx)
+	}
+	if _, err := lock(a, "guess-ripen"); err != nil { // the nodes are marked ripe, with their floors
+		t.Fatal(err)
+	}
+	var last uint64
+	for range 3 {
+		f, err := lock(a, "guess")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f <= last {
+			t.Fatalf("fence %d after %d", f, last)
+		}
+		last = f
+	}
+	b := newClient(t, addrsOf(servers), goRedis, nodeTimeout) // has seen no counter
+	if f, err := lock(b, "guess"); err != nil || f != last+1 {
+		t.Fatalf("a new Client's grant on a slot in use: fence %d, %v; want %d", f, err, last+1)
+	}
+
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"hash", []string{"HSET", "", "f", "v"}, "WRONGTYPE"},
+		{"text", []string{"SET", "", "not a number"}, "does not hold a number"},
+	} {
+		// a has seen the counter and INCRs it; a new Client guesses.
+		for _, c := range []*redlock.Client{a, newClient(t, addrsOf(servers), goRedis, nodeTimeout)} {
+			name := "guess"
+			fence := rediskeys.FenceKey(name)
+			for _, s := range servers {
+				args := append([]string{tc.set[0], fence}, tc.set[2:]...)
+				s.Do("DEL", fence)
+				if _, err := s.Do(args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := lock(c, name); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("counter holding a %s: TryLock = %v; want an error saying %q", tc.name, err, tc.want)
+			}
+			gone(t, servers, name)
+		}
 	}
 }

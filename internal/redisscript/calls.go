@@ -135,12 +135,19 @@ type QuorumAcquireCall struct {
 	// report, or 0: a ripe node lifts a new counter to it when it is above
 	// the node's own (see the script's header).
 	Floor uint64
+	// Fresh (ARGV[5]) guesses that the slot has no counter on the node
+	// yet: a ripe node then creates it at the lift in one command.
+	Fresh bool
 }
 
 // Call returns the call of QuorumAcquire.
 func (a QuorumAcquireCall) Call() redisconn.Call {
+	fresh := "0"
+	if a.Fresh {
+		fresh = "1"
+	}
 	return redisconn.Call{Script: QuorumAcquire, Keys: []string{a.Lock, a.Fence, a.Epoch},
-		Args: []string{a.Token, a.TTL, a.Window, strconv.FormatUint(a.Floor, 10)}}
+		Args: []string{a.Token, a.TTL, a.Window, strconv.FormatUint(a.Floor, 10), fresh}}
 }
 
 // QuorumFenceCall is a call of quorum_fence.lua: raise a node's fence

@@ -7,6 +7,8 @@
 -- ARGV[3] restart window in ms, or 0 when restart detection is off
 -- ARGV[4] the largest floor the client has seen a node report (below), or
 --         0; optional
+-- ARGV[5] 1 when the client has seen no counter for the slot yet (a guess:
+--         either way the counter ends the same), else 0; optional
 -- Returns {taken (1 or 0), fence counter after this acquire (0 when the
 --          node has none it may use yet), server time in microseconds
 --          (0 when the script did not need the clock),
@@ -49,7 +51,10 @@
 -- floor is a clock reading taken after the window, as a lift needs, and
 -- ARGV[4], the largest floor of the client's nodes, lifts the nodes to
 -- one value, so that their counters agree without a write-back. Any other
--- lift reads the clock (TIME).
+-- lift reads the clock (TIME). When ARGV[5] guesses that the counter is
+-- missing, a ripe node with a floor creates it at the lift with SET NX
+-- GET, one command where INCR and a SET would be two; if the counter is
+-- there after all, it goes on with INCR, as without the guess.
 redis.replicate_commands()
 local window = tonumber(ARGV[3])
 if not window then
@@ -125,7 +130,17 @@ if window > 0 then
   end
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local c = redis.pcall('INCR', KEYS[2])
+  local c
+  if ARGV[5] == '1' and floor and not nowus then
+    local lift = math.max(floor, hint)
+    c = redis.pcall('SET', KEYS[2], string.format('%.0f', lift), 'NX', 'GET')
+    if c == false then -- created at the lift
+      return {1, lift, 0, up, age, created, floor}
+    end
+  end
+  if type(c) ~= 'table' then
+    c = redis.pcall('INCR', KEYS[2])
+  end
   if type(c) == 'table' then
     redis.call('DEL', KEYS[1])
     if string.find(c.err, 'WRONGTYPE') then
