@@ -532,6 +532,31 @@ func TestIntegrationStaleFloorIgnored(t *testing.T) {
 	if l.Fence() != floor {
 		t.Fatalf("fence %d on nodes whose floor is %d; want the floor", l.Fence(), floor)
 	}
+	// A counter restored from before the boot (below the end of the window
+	// that followed it) is lifted to the floor too, whether the Client
+	// guesses the slot fresh or has seen its counter.
+	for _, guess := range []bool{true, false} {
+		name := fmt.Sprintf("restored-%v", guess)
+		m := c.NewMutex(name, redlock.WithoutRenewal())
+		if !guess {
+			l, err := m.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Release(ctx)
+		}
+		for _, s := range servers {
+			s.Do("SET", rediskeys.FenceKey(name), "5")
+		}
+		l, err = m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+		if l.Fence() != floor {
+			t.Errorf("%s: fence %d on nodes whose counter was restored at 5, floor %d; want the floor", name, l.Fence(), floor)
+		}
+	}
 }
 
 // Issue 35: an acquire guesses that a slot it has not seen has no fence
