@@ -13,6 +13,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/renewal"
 	"github.com/dlock-go/dlock/redisconn"
 )
@@ -28,6 +29,15 @@ type Client struct {
 	err    error
 	renew  *renewal.Scheduler
 	obs    dlock.Observer // from WithObserver and WithLogger; nil for none
+
+	// floor is the largest floor a node has reported (see vote): the
+	// acquires send it, so that ripe nodes lift a slot's new counters to
+	// one value and agree without a write-back.
+	floor atomic.Uint64
+	// counters has bit s set once a node has reported a fence counter for
+	// slot s: the acquires of other slots guess that theirs is missing
+	// (see QuorumAcquireCall.Fresh).
+	counters [rediskeys.Slots / 64]atomic.Uint64
 
 	leases lease.Registry
 	// workers run the nodes' calls.

@@ -37,6 +37,39 @@ func chooseFence(votes []vote, took []int) (fence uint64, agreed bool) {
 	return fence, agreed
 }
 
+// learn records what an acquire's vote v on the given slot tells of the
+// node: its floor, and whether it holds a counter for the slot.
+func (c *Client) learn(slot uint16, v vote) {
+	c.learnFloor(v.floor)
+	if v.counter > 0 {
+		c.sawCounter(slot)
+	}
+}
+
+// learnFloor records the floor a node reported, if it is the largest
+// yet.
+func (c *Client) learnFloor(f uint64) {
+	for {
+		old := c.floor.Load()
+		if f <= old || c.floor.CompareAndSwap(old, f) {
+			return
+		}
+	}
+}
+
+// sawCounter records that a node holds a fence counter for slot s.
+func (c *Client) sawCounter(s uint16) {
+	if w, bit := &c.counters[s/64], uint64(1)<<(s%64); w.Load()&bit == 0 {
+		w.Or(bit)
+	}
+}
+
+// knowsCounter reports whether a node has reported a fence counter for
+// slot s.
+func (c *Client) knowsCounter(s uint16) bool {
+	return c.counters[s/64].Load()&(1<<(s%64)) != 0
+}
+
 // writeFence raises the fence counter to fence on the nodes that took
 // token's key; it needs a majority of nodes that still hold that key.
 func (m *Mutex) writeFence(ctx context.Context, holders []int, token string, fence uint64) error {

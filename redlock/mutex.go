@@ -23,6 +23,7 @@ type Mutex struct {
 	c      *Client
 	name   string
 	keys   keys
+	slot   uint16 // the slot of name, whose fence counter it draws from
 	cfg    config
 	ttl    string // cfg.ttl in milliseconds, as sent
 	window string // the Client's restart window in milliseconds, as sent; "0" when detection is off
@@ -46,6 +47,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	k := rediskeys.For(name)
 	m := &Mutex{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, "Mutex"),
 		keys: keys{lock: k.Base, fence: k.Fence, channel: k.Channel, deposed: k.Base + deposedSuffix}}
+	m.slot = rediskeys.Slot(name)
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	m.window = "0"
 	if c.cfg.detectRestart {
@@ -165,7 +167,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	start := time.Now()
 	n, quorum := len(m.c.nodes), m.c.quorum
 	acquire := redisscript.QuorumAcquireCall{Lock: m.keys.lock, Fence: m.keys.fence, Epoch: epochKey,
-		Token: token, TTL: m.ttl, Window: m.window}.Call()
+		Token: token, TTL: m.ttl, Window: m.window, Floor: m.c.floor.Load(), Fresh: !m.c.knowsCounter(m.slot)}.Call()
 	replies := m.c.fanOut(ctx, acquire)
 	if m.c.cfg.detectRestart {
 		m.c.checkSoon()
@@ -201,6 +203,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			continue
 		}
 		votes[r.node] = v
+		m.c.learn(m.slot, v)
 		if !v.taken {
 			m.c.observe(r.node, v)
 			continue
@@ -252,6 +255,7 @@ late:
 			outcome[r.node] = outcomeOf(r)
 			if v, err := parseVote(r.res.Val); r.res.Err == nil && err == nil {
 				votes[r.node] = v
+				m.c.learn(m.slot, v)
 				m.c.observe(r.node, v)
 			}
 		default:

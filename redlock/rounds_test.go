@@ -181,7 +181,8 @@ func atoiInt(s string) int { return int(atoi(s)) }
 // slot has a fence counter, runs eight commands on each node: EVALSHA,
 // LASTSAVE, HMGET, SET and INCR to acquire, EVALSHA, GET and DEL to
 // release. The clock (TIME), INFO and the epoch's HSET are for nodes that
-// have not yet been seen to outlast the restart window, and for a lift.
+// have not yet been seen to outlast the restart window; a lift on a ripe
+// node adds one SET (see TestIntegrationCommandsPerCycleFiveNodes).
 func TestIntegrationCommandsPerCycle(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
@@ -385,6 +386,240 @@ func holding(t testing.TB, servers []*testenv.Redis, name, token string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the key is not on every node 5s after Lock: %q", values(servers, name))
+		}
+	}
+}
+
+// Issue 35: an uncontended cycle on five nodes, each on a name whose slot
+// no grant has used yet (as lockbench's S4a locks a fresh key per cycle
+// on nodes flushed before the run), runs at most maxCommandsFreshSlot
+// commands on the nodes in all, Lua-internal included (INFO
+// commandstats): on each node EVALSHA, LASTSAVE, HMGET, SET of the key and
+// SET NX GET of the slot's new counter to acquire, EVALSHA, GET and DEL to
+// release. The counter is created at the floor the node recorded when it
+// was first seen to outlast the restart window, not at a TIME of its own,
+// and in one command, not INCR and SET (quorum_acquire.lua): before, each
+// node ran INCR, TIME and SET for it, 50 commands in all.
+func TestIntegrationCommandsPerCycleFiveNodes(t *testing.T) {
+	const maxCommandsFreshSlot = 40
+	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	c, counted := countedClient(t, servers, goRedis, redlock.WithNodeTimeout(time.Second))
+	// Names on slots of their own, none used before.
+	var names []string
+	used := map[uint16]bool{}
+	for i := 0; len(names) < 11; i++ {
+		name := fmt.Sprintf("fresh-%d", i)
+		if s := rediskeys.Slot(name); !used[s] {
+			used[s] = true
+			names = append(names, name)
+		}
+	}
+	// Lock and Release return on a majority; the test waits for the last
+	// node each time (with EXISTS, which the count leaves out), so that
+	// every node's call is in the count.
+	await := func(key, want string) {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			n := 0
+			for _, s := range servers {
+				if v, _ := s.Do("EXISTS", key); v == want {
+					n++
+				}
+			}
+			if n == len(servers) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("EXISTS %s is not %s on every node after 5s", key, want)
+			}
+		}
+	}
+	cycle := func(name string) {
+		m := c.NewMutex(name, redlock.WithTTL(20*time.Second), redlock.WithoutRenewal())
+		l, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		await(lockKey(name), "1")
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		await(lockKey(name), "0")
+	}
+	// The first cycle finds the nodes aged but not yet seen to outlast
+	// the window: each reads its clock once and records it.
+	cycle(names[0])
+	for _, cc := range counted {
+		cc.take()
+	}
+	before := make([]map[string]int, len(servers))
+	for i, s := range servers {
+		before[i] = commandstats(t, s)
+	}
+	cycles := len(names) - 1
+	for _, name := range names[1 : 1+cycles] {
+		cycle(name)
+	}
+	total := 0
+	var per []map[string]int
+	for i, s := range servers {
+		got := map[string]int{}
+		for cmd, n := range commandstats(t, s) {
+			switch d := n - before[i][cmd]; {
+			case cmd == "info" || cmd == "exists" || cmd == "config|get" || cmd == "hello":
+				// the test's own INFO and EXISTS; the Client's
+				// configuration check; a new connection's handshake
+			case d != 0:
+				got[cmd] = d
+				total += d
+			}
+		}
+		per = append(per, got)
+	}
+	perCycle := float64(total) / float64(cycles)
+	t.Logf("%.1f commands per cycle on %d nodes; by node over %d cycles: %v", perCycle, len(servers), cycles, per)
+	if perCycle > maxCommandsFreshSlot {
+		scripts := make([]map[string]int, len(counted))
+		for i, cc := range counted {
+			scripts[i] = cc.take()
+		}
+		t.Errorf("%.1f commands per uncontended cycle on %d nodes; want at most %d (by node over %d cycles: %v; scripts sent: %v)",
+			perCycle, len(servers), maxCommandsFreshSlot, cycles, per, scripts)
+	}
+}
+
+// Issue 35: a ripe node lifts a slot's new counter to its floor, a clock
+// reading it took once it had outlasted the restart window, and not to a
+// floor left from an earlier boot: one below the end of the window that
+// followed the current boot (here written by hand, as an older dlock,
+// which kept no floor, could leave one standing beside a ripe mark it
+// wrote again) would let a counter restarted empty come back below fences
+// granted before the restart. The grant's fence then comes from the
+// clock; a floor that counts is used as it is.
+func TestIntegrationStaleFloorIgnored(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	window := 30 * time.Second
+	for _, s := range servers {
+		if _, err := s.Do("HSET", "dlock:epoch", "ripe", fmt.Sprint(window.Milliseconds()), "floor", "100000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rediskeys.Slot("stale-floor") == rediskeys.Slot("good-floor") {
+		t.Fatal("the two names share a slot; the test needs a new counter for each")
+	}
+	c := newClient(t, addrsOf(servers), goRedis, redlock.WithRestartWindow(window), redlock.WithNodeTimeout(time.Second))
+	l, err := c.NewMutex("stale-floor", redlock.WithoutRenewal()).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(ctx)
+	now := uint64(time.Now().UnixMicro())
+	if f := l.Fence(); f+uint64(time.Minute.Microseconds()) < now {
+		t.Fatalf("fence %d on nodes whose floor 100000 is from before their boot; want the clock, about %d", f, now)
+	}
+	floor := uint64(now+uint64(time.Hour.Microseconds())) / 100000 * 100000
+	for _, s := range servers {
+		s.Do("HSET", "dlock:epoch", "floor", fmt.Sprint(floor))
+	}
+	l, err = c.NewMutex("good-floor", redlock.WithoutRenewal()).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(ctx)
+	if l.Fence() != floor {
+		t.Fatalf("fence %d on nodes whose floor is %d; want the floor", l.Fence(), floor)
+	}
+	// A counter restored from before the boot (below the end of the window
+	// that followed it) is lifted to the floor too, whether the Client
+	// guesses the slot fresh or has seen its counter.
+	for _, guess := range []bool{true, false} {
+		name := fmt.Sprintf("restored-%v", guess)
+		m := c.NewMutex(name, redlock.WithoutRenewal())
+		if !guess {
+			l, err := m.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Release(ctx)
+		}
+		for _, s := range servers {
+			s.Do("SET", rediskeys.FenceKey(name), "5")
+		}
+		l, err = m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+		if l.Fence() != floor {
+			t.Errorf("%s: fence %d on nodes whose counter was restored at 5, floor %d; want the floor", name, l.Fence(), floor)
+		}
+	}
+}
+
+// Issue 35: an acquire guesses that a slot it has not seen has no fence
+// counter yet, and a ripe node then creates the counter at its floor with
+// SET NX GET. A wrong guess costs an INCR and nothing else: a second
+// Client's first grant on a slot the first Client used draws the next
+// fence. A counter that is not a number fails the acquire, guess or not,
+// and leaves no key behind.
+func TestIntegrationFreshSlotGuess(t *testing.T) {
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	ctx := timeout(t, 30*time.Second)
+	nodeTimeout := redlock.WithNodeTimeout(time.Second)
+	a := newClient(t, addrsOf(servers), goRedis, nodeTimeout)
+	lock := func(c *redlock.Client, name string) (uint64, error) {
+		l, err := c.NewMutex(name, redlock.WithoutRenewal()).TryLock(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return l.Fence(), l.Release(ctx)
+	}
+	if _, err := lock(a, "guess-ripen"); err != nil { // the nodes are marked ripe, with their floors
+		t.Fatal(err)
+	}
+	var last uint64
+	for range 3 {
+		f, err := lock(a, "guess")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f <= last {
+			t.Fatalf("fence %d after %d", f, last)
+		}
+		last = f
+	}
+	b := newClient(t, addrsOf(servers), goRedis, nodeTimeout) // has seen no counter
+	if f, err := lock(b, "guess"); err != nil || f != last+1 {
+		t.Fatalf("a new Client's grant on a slot in use: fence %d, %v; want %d", f, err, last+1)
+	}
+
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"hash", []string{"HSET", "", "f", "v"}, "WRONGTYPE"},
+		{"text", []string{"SET", "", "not a number"}, "does not hold a number"},
+	} {
+		// a has seen the counter and INCRs it; a new Client guesses.
+		for _, c := range []*redlock.Client{a, newClient(t, addrsOf(servers), goRedis, nodeTimeout)} {
+			name := "guess"
+			fence := rediskeys.FenceKey(name)
+			for _, s := range servers {
+				args := append([]string{tc.set[0], fence}, tc.set[2:]...)
+				s.Do("DEL", fence)
+				if _, err := s.Do(args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := lock(c, name); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("counter holding a %s: TryLock = %v; want an error saying %q", tc.name, err, tc.want)
+			}
+			gone(t, servers, name)
 		}
 	}
 }
