@@ -111,3 +111,71 @@ func TestIntegrationDeadlineAfterRefusals(t *testing.T) {
 		}
 	}
 }
+
+// Issue 36: when so many nodes fail that no majority can vote, Lock and
+// TryLock say so (ErrUnavailable) even if the first replies of a round
+// include a node that answers the lock is held, and the round has no
+// majority for this client before the failing nodes have all replied: a
+// round that stopped there called the lock held by another (the error
+// said "lock not obtained: context deadline exceeded" only), though
+// nobody can tell whether it is held. Here one node answers (the lock is
+// held), and of the others half refuse connections and half are silent.
+func TestIntegrationMinorityAnswersHeld(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own: see TestIntegrationConformance
+	servers := testenv.StartRedisN(t, 5, testenv.RedisConfig{})
+	age(t, servers)
+	for _, tr := range transports {
+		for _, n := range []int{3, 5} {
+			t.Run(fmt.Sprintf("%s/N=%d", tr.name, n), func(t *testing.T) {
+				t.Parallel()
+				name := t.Name()
+				addrs := addrsOf(servers[:n])
+				holder := newClient(t, addrs, tr.open, redlock.WithNodeTimeout(time.Second))
+				held, err := holder.NewMutex(name, redlock.WithTTL(20*time.Second)).Lock(timeout(t, 10*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Release(context.Background())
+				proxies := make([]*testenv.Proxy, n)
+				via := make([]string, n)
+				for i, a := range addrs {
+					proxies[i] = testenv.StartProxy(t, a)
+					via[i] = proxies[i].Addr()
+				}
+				c := newClient(t, via, tr.open, redlock.WithNodeTimeout(300*time.Millisecond))
+				for i, p := range proxies[1:] {
+					if i%2 == 0 {
+						p.SetRefuse(true)
+						p.Reset()
+					} else {
+						p.Blackhole(true)
+					}
+				}
+				for _, call := range []struct {
+					name      string
+					do        func(context.Context) (dlock.Lease, error)
+					want      []error
+					notObtain bool
+				}{
+					{"Lock", c.NewMutex(name).Lock, []error{dlock.ErrNotObtained, context.DeadlineExceeded, dlock.ErrUnavailable}, true},
+					{"TryLock", c.NewMutex(name).TryLock, []error{dlock.ErrUnavailable}, false},
+				} {
+					l, err := call.do(timeout(t, 1500*time.Millisecond))
+					if err == nil {
+						l.Release(context.Background())
+						t.Fatalf("%s of a held lock succeeded", call.name)
+					}
+					t.Logf("%s: %v", call.name, err)
+					for _, w := range call.want {
+						if !errors.Is(err, w) {
+							t.Errorf("%s with %d of %d nodes failing = %v; want it to match %v", call.name, n-1, n, err, w)
+						}
+					}
+					if !call.notObtain && errors.Is(err, dlock.ErrNotObtained) {
+						t.Errorf("%s with %d of %d nodes failing = %v; want no ErrNotObtained", call.name, n-1, n, err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -180,7 +180,16 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		failing  int // nodes that could not be reached, did not answer, or could not serve the call
 		told     int // of failing, those whose failure is the node's own, not ctx ending first
 	)
-	for answered < n && len(voters) < quorum && len(voters)+(n-answered) >= quorum {
+	// The round ends once it has a majority, or cannot have one; but
+	// while nodes have failed, it also waits for the replies that decide
+	// whether too many failed for any majority to vote (unavailable) or
+	// not (held by another): a node that answered that the lock is held
+	// does not tell that, when most of the others fail.
+	undecided := func() bool {
+		cannot := failing + len(waiting) + len(hardErrs)
+		return cannot > 0 && cannot <= n-quorum && cannot+(n-answered) > n-quorum
+	}
+	for answered < n && len(voters) < quorum && (len(voters)+(n-answered) >= quorum || undecided()) {
 		r := <-replies
 		answered++
 		outcome[r.node] = outcomeOf(r)
