@@ -139,7 +139,9 @@
 // every kind waits through such failures as through a held lock, trying
 // again as its retry strategy says, until its context ends; its error
 // then matches dlock.ErrNotObtained, the context's error and, if the
-// server was still failing, dlock.ErrUnavailable. (A Lock whose context
+// server was still failing, dlock.ErrUnavailable (a refusal or reset
+// that came before the context ended counts, however late it is looked
+// at). (A Lock whose context
 // ends within the first AttemptTimeout of a server's silence has seen no
 // failure yet, and reports none.) A reply of the list above that never
 // changes keeps Lock waiting all the same, since dlock cannot tell it from

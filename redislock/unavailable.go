@@ -40,9 +40,11 @@ func bound(ctx context.Context, extra time.Duration) (context.Context, context.C
 // dlock.ErrNotObtained and the context's error if ctx ended first (a
 // *cutShort); a *dlock.UnavailableError if the server could not be reached
 // or could not answer (see redisscript.Transient) in time; otherwise the
-// error, described.
+// error, described. A failure that is the server's own (refused, reset),
+// not ctx's end, makes the server unavailable even if ctx has ended since:
+// the goroutine that got it may run after the deadline that it beat.
 func (c *Client) failed(ctx context.Context, own bool, start time.Time, key string, s *redisscript.Script, err error) error {
-	if cause := ended(ctx, own, err); cause != nil {
+	if cause := ended(ctx, own, err); cause != nil && !serverFailed(err) {
 		return &cutShort{start: start, cause: cause, err: describe(key, s, err)}
 	}
 	d := describe(key, s, err)
@@ -66,6 +68,14 @@ func ended(ctx context.Context, own bool, err error) error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// serverFailed reports whether err, a call's failure, is the server's own
+// that waiting can heal (a connection refused or reset): not the end of
+// the call's context, a timeout, or a connection closed on this side.
+func serverFailed(err error) bool {
+	return redisscript.Transient(err) && !redisscript.IsReply(err) && !timedOut(err) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed)
 }
 
 // timedOut reports whether err is a call that ran out of time.

@@ -251,7 +251,7 @@ func (c *Client) fanOutFor(ctx context.Context, call redisconn.Call, only []bool
 	context.AfterFunc(f.ctx, func() {
 		err := f.ctx.Err()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("no answer within %v: %w", timeout, err)
+			err = &noAnswer{timeout: timeout, err: err}
 		}
 		for i := range c.nodes {
 			if (only == nil || only[i]) && f.told[i].CompareAndSwap(false, true) {
@@ -260,4 +260,24 @@ func (c *Client) fanOutFor(ctx context.Context, call redisconn.Call, only []bool
 		}
 	})
 	return out, f
+}
+
+// A noAnswer is the reply fanOutFor gives for a node that did not answer
+// within the node timeout: the node's failure, where a bare context error
+// is the caller's context ending first (see cutByCaller).
+type noAnswer struct {
+	timeout time.Duration
+	err     error
+}
+
+func (e *noAnswer) Error() string { return fmt.Sprintf("no answer within %v: %v", e.timeout, e.err) }
+
+func (e *noAnswer) Unwrap() error { return e.err }
+
+// cutByCaller reports whether err, a node's failure in a fan-out, says
+// only that the caller's context ended before the node answered: it then
+// tells nothing of the node.
+func cutByCaller(err error) bool {
+	var na *noAnswer
+	return !errors.As(err, &na) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }

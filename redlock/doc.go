@@ -61,12 +61,15 @@
 // could vote: TryLock then returns, within the node timeout (twice it when
 // a grant writes its fence back), an error matching dlock.ErrUnavailable
 // and not dlock.ErrNotObtained, a *dlock.UnavailableError naming the
-// nodes. When a
+// nodes. A round in which nodes failed waits, within the node timeout,
+// for the replies that tell the two apart: a node that answers that the
+// lock is held does not make it held while most of the others fail. When a
 // majority answered and voted otherwise, the error matches
 // dlock.ErrNotObtained. Lock waits through both, as its retry strategy
 // says, until its context ends; its error then matches
 // dlock.ErrNotObtained, the context's error and, if no majority could
-// vote, dlock.ErrUnavailable. What waiting cannot heal (an error reply
+// vote, dlock.ErrUnavailable: a round whose failures the nodes reported
+// before the context ended counts, however late it is counted. What waiting cannot heal (an error reply
 // such as NOAUTH, NOPERM or a refused script, a Redis client that was
 // closed, a TLS handshake refused on the certificates) from more nodes
 // than a majority can spare fails at once.

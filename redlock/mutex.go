@@ -125,9 +125,7 @@ func (m *Mutex) lock(ctx, wctx context.Context, a *lease.Attempt) (dlock.Lease, 
 		if !errors.Is(err, dlock.ErrNotObtained) && !errors.Is(err, dlock.ErrUnavailable) {
 			return nil, err
 		}
-		if cancelled(ctx) == nil { // a call cut short by ctx tells nothing of the nodes
-			down.note(err)
-		}
+		down.note(err)
 		if wctx.Err() != nil {
 			return nil, down.interrupted(m.c, wctx.Err(), err)
 		}
@@ -182,8 +180,18 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		nodeErrs []error
 		hardErrs []error
 		failing  int // nodes that could not be reached, did not answer, or could not serve the call
+		told     int // of failing, those whose failure is the node's own, not ctx ending first
 	)
-	for answered < n && len(voters) < quorum && len(voters)+(n-answered) >= quorum {
+	// The round ends once it has a majority, or cannot have one; but
+	// while nodes have failed, it also waits for the replies that decide
+	// whether too many failed for any majority to vote (unavailable) or
+	// not (held by another): a node that answered that the lock is held
+	// does not tell that, when most of the others fail.
+	undecided := func() bool {
+		cannot := failing + len(waiting) + len(hardErrs)
+		return cannot > 0 && cannot <= n-quorum && cannot+(n-answered) > n-quorum
+	}
+	for answered < n && len(voters) < quorum && (len(voters)+(n-answered) >= quorum || undecided()) {
 		r := <-replies
 		answered++
 		outcome[r.node] = outcomeOf(r)
@@ -192,6 +200,9 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 			nodeErrs = append(nodeErrs, err)
 			if redisscript.Transient(r.res.Err) {
 				failing++
+				if !cutByCaller(r.res.Err) {
+					told++
+				}
 			} else { // a refusal, a closed Redis client, a TLS handshake refused
 				hardErrs = append(hardErrs, &NodeError{Node: err.Node, Err: m.describe(r.res.Err)})
 			}
@@ -226,13 +237,18 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 		if len(hardErrs) > n-quorum { // the servers refuse: retrying cannot help
 			return nil, errors.Join(hardErrs...)
 		}
+		// Too many nodes could not vote for any majority to form
+		// (failing, abstaining, or refusing for good): whether the lock
+		// is held is unknown. What the nodes answered before ctx ended
+		// says so whenever this is looked at: a goroutine that counts
+		// the replies may run after the deadline that they beat.
+		if told+len(waiting)+len(hardErrs) > n-quorum {
+			return nil, m.c.unavailable(start, why)
+		}
 		if cause := cancelled(ctx); cause != nil {
-			return nil, dlock.NotObtained(cause)
+			return nil, &cutShort{cause: cause}
 		}
 		if failing+len(waiting)+len(hardErrs) > n-quorum {
-			// Too many nodes could not vote for any majority to form
-			// (failing, abstaining, or refusing for good): whether the
-			// lock is held is unknown.
 			return nil, m.c.unavailable(start, why)
 		}
 		return nil, dlock.NotObtained(why)

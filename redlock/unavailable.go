@@ -28,18 +28,33 @@ type outage struct {
 	last  error // nil while a majority answers
 }
 
-// note records the error of a failed attempt.
+// note records the error of a failed attempt: a failure for want of a
+// majority that could vote starts or continues the outage; an attempt
+// that a majority answered ends it; one that ctx cut short (a *cutShort)
+// changes nothing, since it tells nothing of the nodes.
 func (o *outage) note(err error) {
 	var u *dlock.UnavailableError
-	if errors.As(err, &u) {
+	var cut *cutShort
+	switch {
+	case errors.As(err, &u):
 		if o.last == nil {
 			o.since = u.Since
 		}
 		o.last = u.Err
-		return
+	case errors.As(err, &cut):
+	default:
+		o.last = nil
 	}
-	o.last = nil
 }
+
+// A cutShort is the error of an attempt that ctx ended before the nodes'
+// replies could tell whether a majority could vote. It matches
+// dlock.ErrNotObtained and the context's error.
+type cutShort struct{ cause error }
+
+func (e *cutShort) Error() string { return dlock.NotObtained(e.cause).Error() }
+
+func (e *cutShort) Unwrap() []error { return []error{dlock.ErrNotObtained, e.cause} }
 
 // interrupted returns the error of a Lock whose wait ended with cause
 // after an attempt that failed with why: not obtained, for cause, and,
