@@ -54,7 +54,7 @@ type Contender struct {
 
 // Contenders returns every contender, the floor first.
 func Contenders() []Contender {
-	return []Contender{rawContender(), dlockGoRedis(), dlockRueidis(), bsmContender(), redsyncContender(), rueidislockContender(), rueidislockSharedContender()}
+	return []Contender{rawContender(), rawRueidisContender(), dlockGoRedis(), dlockRueidis(), bsmContender(), redsyncContender(), rueidislockContender(), rueidislockSharedContender()}
 }
 
 // selectContenders filters Contenders and RedlockContenders by name; an
