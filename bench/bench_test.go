@@ -21,7 +21,7 @@ import (
 //
 // The full comparison, peers included, is go run ./cmd/lockbench.
 
-var benchContenders = []string{"raw-goredis", "dlock-goredis", "dlock-rueidis"}
+var benchContenders = []string{"raw-goredis", "raw-rueidis", "dlock-goredis", "dlock-rueidis"}
 
 func eachContender(b *testing.B, f func(b *testing.B, cl lockbench.Client)) {
 	srv := testenv.StartRedis(b, testenv.RedisConfig{})

@@ -48,11 +48,21 @@ func slotTag(s uint16) string {
 	return slotTags[s]
 }
 
-// crc16 is CRC-16/XMODEM, the checksum Redis Cluster hashes keys with.
+// crc16 is CRC-16/XMODEM, the checksum Redis Cluster hashes keys with,
+// a byte at a time from crcTable (a NewMutex runs it on every name).
 func crc16(s string) uint16 {
 	var crc uint16
 	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
+		crc = crc<<8 ^ crcTable[byte(crc>>8)^s[i]]
+	}
+	return crc
+}
+
+// crcTable[b] is the CRC-16/XMODEM of the byte b shifted through the
+// polynomial 0x1021 eight times, one bit at a time.
+var crcTable = func() (t [256]uint16) {
+	for b := range t {
+		crc := uint16(b) << 8
 		for range 8 {
 			if crc&0x8000 != 0 {
 				crc = crc<<1 ^ 0x1021
@@ -60,6 +70,7 @@ func crc16(s string) uint16 {
 				crc <<= 1
 			}
 		}
+		t[b] = crc
 	}
-	return crc
-}
+	return t
+}()

@@ -42,3 +42,32 @@ func hashTag(key string) string {
 	}
 	return key
 }
+
+// crc16 agrees with the bit-at-a-time definition of CRC-16/XMODEM.
+func TestCRC16Table(t *testing.T) {
+	bitwise := func(s string) uint16 {
+		var crc uint16
+		for i := 0; i < len(s); i++ {
+			crc ^= uint16(s[i]) << 8
+			for range 8 {
+				if crc&0x8000 != 0 {
+					crc = crc<<1 ^ 0x1021
+				} else {
+					crc <<= 1
+				}
+			}
+		}
+		return crc
+	}
+	for _, s := range []string{"", "a", "123456789", "orders/42", "ünïcode", "\x00\xff\x80", "bs2:17:12345"} {
+		if got, want := crc16(s), bitwise(s); got != want {
+			t.Errorf("crc16(%q) = %#x; want %#x", s, got, want)
+		}
+	}
+}
+
+func BenchmarkFenceKey(b *testing.B) {
+	for b.Loop() {
+		FenceKey("bs2:17:12345")
+	}
+}

@@ -41,7 +41,13 @@ local mark = '\1'
 if redis.call('SET', KEYS[1], ARGV[1] .. (ARGV[4] == '*' and mark or ''), 'NX', 'PX', ARGV[2]) then
   local t = redis.call('TIME')
   local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local was = redis.pcall('SET', KEYS[2], string.format('%.0f', fence), 'KEEPTTL', 'GET')
+  -- Redis writes a number argument with "%.17g": below 10^17 (the clock
+  -- until the year 5138) that is the integer's digits, as string.format
+  -- '%.0f' writes them, but without formatting a string in Lua, which
+  -- cost more than the TIME and SET ... GET it serves.
+  local arg = fence
+  if fence >= 1e17 then arg = string.format('%.0f', fence) end
+  local was = redis.pcall('SET', KEYS[2], arg, 'KEEPTTL', 'GET')
   if type(was) == 'table' and was.err then -- not a string: nothing was written
     redis.call('DEL', KEYS[1])
     if string.find(was.err, 'WRONGTYPE') then
