@@ -1,0 +1,381 @@
+package zklock_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "embed"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/zklock"
+	"github.com/go-zookeeper/zk"
+)
+
+// The interop tests drive Apache Curator's recipes, from Debian's
+// packages (scripts/ensure-deps curator), through testdata/CuratorDriver.java,
+// compiled once per test process and run as one JVM per test.
+
+//go:embed testdata/CuratorDriver.java
+var curatorDriverSource []byte
+
+// curatorJars are the jars the driver runs on, all from Debian's packages.
+var curatorJars = []string{"curator-recipes", "curator-framework", "curator-client",
+	"zookeeper", "zookeeper-jute", "guava", "slf4j-api", "slf4j-nop"}
+
+var curatorBuild struct {
+	once      sync.Once
+	classpath string
+	err       error
+}
+
+// curatorClasspath compiles the driver, once per test process, into a
+// directory under the system's temporary directory named by the source's
+// hash (so later runs find it compiled), and returns the classpath to run
+// it with.
+func curatorClasspath() (string, error) {
+	b := &curatorBuild
+	b.once.Do(func() {
+		var jars []string
+		for _, j := range curatorJars {
+			p := filepath.Join("/usr/share/java", j+".jar")
+			if _, err := os.Stat(p); err != nil {
+				b.err = fmt.Errorf("Curator interop tests need %s (run scripts/ensure-deps curator, or apt-get install libcurator-recipes-java)", p)
+				return
+			}
+			jars = append(jars, p)
+		}
+		for _, tool := range []string{"javac", "java"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				b.err = fmt.Errorf("Curator interop tests need %s (run scripts/ensure-deps curator, or apt-get install default-jdk-headless)", tool)
+				return
+			}
+		}
+		sum := sha256.Sum256(curatorDriverSource)
+		dir := filepath.Join(os.TempDir(), "dlock-curator-driver-"+hex.EncodeToString(sum[:8]))
+		cp := dir + ":" + strings.Join(jars, ":")
+		if _, err := os.Stat(filepath.Join(dir, "CuratorDriver.class")); err == nil {
+			b.classpath = cp
+			return
+		}
+		tmp, err := os.MkdirTemp(os.TempDir(), "dlock-curator-build-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		defer os.RemoveAll(tmp)
+		src := filepath.Join(tmp, "CuratorDriver.java")
+		if err := os.WriteFile(src, curatorDriverSource, 0o644); err != nil {
+			b.err = err
+			return
+		}
+		out, err := exec.Command("javac", "-nowarn", "-d", filepath.Join(tmp, "classes"), "-cp", strings.Join(jars, ":"), src).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("javac CuratorDriver.java: %v: %s", err, out)
+			return
+		}
+		// Another test process may have got there first: either copy is whole.
+		if err := os.Rename(filepath.Join(tmp, "classes"), dir); err != nil {
+			if _, statErr := os.Stat(filepath.Join(dir, "CuratorDriver.class")); statErr != nil {
+				b.err = err
+				return
+			}
+		}
+		b.classpath = cp
+	})
+	return b.classpath, b.err
+}
+
+// A curator is one JVM running Curator's recipes on one CuratorFramework
+// client (one session), driven command by command.
+type curator struct {
+	t    testing.TB
+	in   io.WriteCloser
+	mu   sync.Mutex
+	next int
+	wait map[string]chan string
+	ids  int
+}
+
+// startCurator starts a JVM with a Curator client connected to servers,
+// stopped when t ends. A missing JDK or Curator jar skips the test, or
+// fails it when CI is set.
+func startCurator(t testing.TB, servers []string) *curator {
+	t.Helper()
+	cp, err := curatorClasspath()
+	if err != nil {
+		if ci := os.Getenv("CI"); strings.EqualFold(ci, "true") || ci == "1" {
+			t.Fatalf("%v (CI is set, so this is a failure)", err)
+		}
+		t.Skipf("%v", err)
+	}
+	cmd := exec.Command("java", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDriver")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &lockedWriter{w: &stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting the Curator driver: %v", err)
+	}
+	c := &curator{t: t, in: in, wait: map[string]chan string{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			tag, rest, _ := strings.Cut(sc.Text(), " ")
+			c.mu.Lock()
+			ch := c.wait[tag]
+			delete(c.wait, tag)
+			c.mu.Unlock()
+			if ch != nil {
+				ch <- rest
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		in.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("Curator driver's stderr:\n%s", stderr.String())
+		}
+	})
+	c.do("connect", strings.Join(servers, ","))
+	return c
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// send sends a command and returns the channel its answer comes on.
+func (c *curator) send(args ...string) <-chan string {
+	c.mu.Lock()
+	c.next++
+	tag := strconv.Itoa(c.next)
+	ch := make(chan string, 1)
+	c.wait[tag] = ch
+	c.mu.Unlock()
+	if _, err := fmt.Fprintln(c.in, tag+" "+strings.Join(args, " ")); err != nil {
+		c.t.Errorf("sending %v to the Curator driver: %v", args, err)
+	}
+	return ch
+}
+
+// do sends a command and returns its answer, failing the test on an error
+// or no answer in 30 seconds.
+func (c *curator) do(args ...string) string {
+	c.t.Helper()
+	return c.answer(c.send(args...), args)
+}
+
+func (c *curator) answer(ch <-chan string, args []string) string {
+	c.t.Helper()
+	select {
+	case a := <-ch:
+		if strings.HasPrefix(a, "error") {
+			c.t.Fatalf("Curator %v: %s", args, a)
+		}
+		return a
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("Curator %v: no answer in 30s", args)
+	}
+	return ""
+}
+
+// newLock makes a Curator recipe (mutex, rw, sem or latch) on path and
+// returns its id.
+func (c *curator) newLock(recipe, path string, args ...string) string {
+	c.t.Helper()
+	c.mu.Lock()
+	c.ids++
+	id := recipe + strconv.Itoa(c.ids)
+	c.mu.Unlock()
+	c.do(append([]string{recipe, id, path}, args...)...)
+	return id
+}
+
+// ms is a wait for the driver's acquire commands.
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// curatorPair gives a test a zklock Client and a Curator client (one JVM)
+// on the shared server, and a path of its own.
+func curatorPair(t *testing.T) (zc *zklock.Client, cur *curator, path string, adm *zk.Conn) {
+	t.Helper()
+	servers := []string{sharedZK(t).Addr()}
+	cur = startCurator(t, servers)
+	return connect(t, servers), cur, uniquePath(t), admin(t, servers)
+}
+
+// waitsFor fails the test if ch has an outcome within d.
+func waitsFor[T any](t *testing.T, ch <-chan T, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("%s returned %v; want it to wait", what, r)
+	case <-time.After(d):
+	}
+}
+
+// got returns what ch gives, or fails the test after 20s.
+func got[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not return within 20s", what)
+	}
+	var zero T
+	return zero
+}
+
+// refused fails the test unless a zklock TryLock is refused with
+// ErrNotObtained.
+func refused(t *testing.T, ctx context.Context, l dlock.Locker, what string) {
+	t.Helper()
+	if lease, err := l.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrKindMismatch) {
+		if lease != nil {
+			lease.Release(ctx)
+		}
+		t.Fatalf("zklock TryLock %s = %v, %v; want ErrNotObtained", what, lease, err)
+	}
+}
+
+func mustTake(t *testing.T, ctx context.Context, l dlock.Locker, what string) dlock.Lease {
+	t.Helper()
+	lease, err := l.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("zklock TryLock %s: %v", what, err)
+	}
+	return lease
+}
+
+// A Curator InterProcessMutex and a zklock Mutex on one path exclude each
+// other both ways, and each takes over at the other's release.
+func TestIntegrationCuratorMutex(t *testing.T) {
+	zc, cur, path, _ := curatorPair(t)
+	ctx := ctxFor(t, time.Minute)
+	m := zc.NewMutex(path)
+	c := cur.newLock("mutex", path)
+
+	if a := cur.do("lock", c, "-1"); a != "ok" {
+		t.Fatalf("Curator lock: %s", a)
+	}
+	refused(t, ctx, m, "Mutex while Curator's mutex holds")
+	w := lockLater(ctx, m)
+	waitsFor(t, w, 300*time.Millisecond, "zklock Mutex.Lock while Curator's mutex holds")
+	cur.do("unlock", c)
+	r := got(t, w, "zklock Mutex.Lock after Curator's release")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if a := cur.do("lock", c, "300"); a != "timeout" {
+		t.Fatalf("Curator lock while zklock's Mutex holds = %s; want timeout", a)
+	}
+	cw := cur.send("lock", c, "-1")
+	waitsFor(t, cw, 300*time.Millisecond, "Curator lock while zklock's Mutex holds")
+	if err := r.lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := got(t, cw, "Curator lock after zklock's release"); a != "ok" {
+		t.Fatalf("Curator lock after zklock's release = %s", a)
+	}
+	cur.do("unlock", c)
+}
+
+// A Curator InterProcessReadWriteLock and a zklock RWMutex on one path are
+// one lock: a writer of either side excludes readers and writers of the
+// other, both ways, and readers of both hold together. Before zklock named
+// its nodes as Curator does, zklock refused Curator's nodes as no lock's,
+// and Curator sorted zklock's after its own and took the lock beside a
+// zklock writer.
+func TestIntegrationCuratorRWMutex(t *testing.T) {
+	zc, cur, path, _ := curatorPair(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	rw := zc.NewRWMutex(path)
+	c := cur.newLock("rw", path)
+
+	// Curator's writer holds: zklock's writer and reader wait.
+	if a := cur.do("write", c, "-1"); a != "ok" {
+		t.Fatalf("Curator write lock: %s", a)
+	}
+	refused(t, ctx, rw.Writer(), "writer while Curator's writer holds")
+	refused(t, ctx, rw.Reader(), "reader while Curator's writer holds")
+	w := lockLater(ctx, rw.Writer())
+	waitsFor(t, w, 300*time.Millisecond, "zklock writer's Lock while Curator's writer holds")
+	cur.do("unwrite", c)
+	r := got(t, w, "zklock writer's Lock after Curator's release")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+
+	// zklock's writer holds: Curator's writer and reader wait.
+	c2 := cur.newLock("rw", path)
+	if a := cur.do("write", c2, "300"); a != "timeout" {
+		t.Fatalf("Curator write lock while zklock's writer holds = %s; want timeout", a)
+	}
+	if a := cur.do("read", c2, "300"); a != "timeout" {
+		t.Fatalf("Curator read lock while zklock's writer holds = %s; want timeout", a)
+	}
+	cr := cur.send("read", c2, "-1")
+	waitsFor(t, cr, 300*time.Millisecond, "Curator read lock while zklock's writer holds")
+	if err := r.lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := got(t, cr, "Curator read lock after zklock's release"); a != "ok" {
+		t.Fatalf("Curator read lock after zklock's writer's release = %s", a)
+	}
+
+	// Readers of both hold together; writers of both wait for them.
+	zr := mustTake(t, ctx, rw.Reader(), "reader beside Curator's reader")
+	if a := cur.do("read", c, "2000"); a != "ok" {
+		t.Fatalf("a second Curator read lock beside zklock's reader = %s; want ok", a)
+	}
+	refused(t, ctx, rw.Writer(), "writer while readers of both hold")
+	if a := cur.do("write", c2, "300"); a != "timeout" {
+		t.Fatalf("Curator write lock while readers of both hold = %s; want timeout", a)
+	}
+	cur.do("unread", c)
+	cur.do("unread", c2)
+	refused(t, ctx, rw.Writer(), "writer while zklock's reader holds")
+	cw := cur.send("write", c, "-1")
+	waitsFor(t, cw, 300*time.Millisecond, "Curator write lock while zklock's reader holds")
+	if err := zr.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := got(t, cw, "Curator write lock after zklock's reader's release"); a != "ok" {
+		t.Fatalf("Curator write lock after zklock's reader's release = %s", a)
+	}
+	cur.do("unwrite", c)
+}
