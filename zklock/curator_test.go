@@ -3,9 +3,9 @@ package zklock_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
