@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -378,4 +379,233 @@ func TestIntegrationCuratorRWMutex(t *testing.T) {
 		t.Fatalf("Curator write lock after zklock's reader's release = %s", a)
 	}
 	cur.do("unwrite", c)
+}
+
+// A Curator InterProcessSemaphoreV2 and a zklock Semaphore of as many
+// permits on one path never have more holders together than permits, both
+// ways, and each side takes a permit the other gives back. Before zklock
+// took Curator's leases too, each counted only its own holders: two held
+// a one-permit semaphore.
+func TestIntegrationCuratorSemaphore(t *testing.T) {
+	for _, permits := range []int{1, 2} {
+		t.Run(fmt.Sprint(permits), func(t *testing.T) {
+			zc, cur, path, _ := curatorPair(t)
+			ctx := ctxFor(t, 2*time.Minute)
+			sem := zc.NewSemaphore(path, permits)
+			c := cur.newLock("sem", path, strconv.Itoa(permits))
+
+			// Curator holds all but one; a zklock lease fills the
+			// semaphore; then neither side gets another.
+			for range permits - 1 {
+				if a := cur.do("lease", c, "5000"); a != "ok" {
+					t.Fatalf("Curator lease on a free semaphore = %s", a)
+				}
+			}
+			z := mustTake(t, ctx, sem, "the last free permit")
+			refused(t, ctx, sem, "a permit of a full semaphore")
+			if a := cur.do("lease", c, "300"); a != "timeout" {
+				t.Fatalf("Curator lease of a semaphore full of zklock's and Curator's = %s; want timeout", a)
+			}
+			cw := cur.send("lease", c, "-1")
+			waitsFor(t, cw, 300*time.Millisecond, "Curator lease while zklock's lease fills the semaphore")
+			if err := z.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if a := got(t, cw, "Curator lease after zklock's release"); a != "ok" {
+				t.Fatalf("Curator lease after zklock's release = %s", a)
+			}
+
+			// Curator's leases fill it: zklock waits, and takes the one
+			// Curator gives back.
+			refused(t, ctx, sem, "a permit while Curator's leases fill the semaphore")
+			w := lockLater(ctx, sem)
+			waitsFor(t, w, 300*time.Millisecond, "zklock Semaphore.Lock while Curator's leases fill it")
+			cur.do("unlease", c)
+			r := got(t, w, "zklock Semaphore.Lock after Curator's release")
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if a := cur.do("lease", c, "300"); a != "timeout" {
+				t.Fatalf("Curator lease while zklock's lease fills the semaphore again = %s; want timeout", a)
+			}
+			if err := r.lease.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for range permits - 1 {
+				cur.do("unlease", c)
+			}
+		})
+	}
+}
+
+// call sends a command and returns its answer, or an error for an error
+// answer or none in 30 seconds; for goroutines, which must not stop the
+// test.
+func (c *curator) call(args ...string) (string, error) {
+	select {
+	case a := <-c.send(args...):
+		if strings.HasPrefix(a, "error") {
+			return "", fmt.Errorf("Curator %v: %s", args, a)
+		}
+		return a, nil
+	case <-time.After(30 * time.Second):
+		return "", fmt.Errorf("Curator %v: no answer in 30s", args)
+	}
+}
+
+// Holders from both sides, two of each, take turns incrementing a counter
+// the non-atomic way (read, pause, write), 100 times each side per kind:
+// no two hold at once and no update is lost, for Curator's
+// InterProcessMutex beside zklock's Mutex, its write lock beside zklock's
+// RWMutex writer, and its one-lease semaphore beside zklock's.
+func TestIntegrationCuratorSharedCounter(t *testing.T) {
+	servers := []string{sharedZK(t).Addr()}
+	cur := startCurator(t, servers)
+	const perSide, rounds = 2, 50 // 100 acquisitions a side
+	for _, tc := range []struct {
+		name                     string
+		zk                       func(c *zklock.Client, path string) dlock.Locker
+		recipe, acquire, release string
+		args                     []string
+	}{
+		{"Mutex", func(c *zklock.Client, p string) dlock.Locker { return c.NewMutex(p) }, "mutex", "lock", "unlock", nil},
+		{"RWMutex", func(c *zklock.Client, p string) dlock.Locker { return c.NewRWMutex(p).Writer() }, "rw", "write", "unwrite", nil},
+		{"Semaphore", func(c *zklock.Client, p string) dlock.Locker { return c.NewSemaphore(p, 1) }, "sem", "lease", "unlease", []string{"1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := uniquePath(t)
+			ctx := ctxFor(t, 2*time.Minute)
+			file := filepath.Join(t.TempDir(), "counter")
+			if err := os.WriteFile(file, []byte("0"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var holders, overlaps atomic.Int32
+			var writes atomic.Int64
+			critical := func() error {
+				if holders.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				defer holders.Add(-1)
+				b, err := os.ReadFile(file)
+				if err != nil {
+					return err
+				}
+				v, err := strconv.Atoi(string(b))
+				if err != nil {
+					return err
+				}
+				time.Sleep(100 * time.Microsecond)
+				// Replaced whole, so that an overlap loses an update
+				// rather than showing a half-written file.
+				tmp := fmt.Sprintf("%s.%d", file, writes.Add(1))
+				if err := os.WriteFile(tmp, []byte(strconv.Itoa(v+1)), 0o644); err != nil {
+					return err
+				}
+				return os.Rename(tmp, file)
+			}
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i := range perSide {
+				l := tc.zk(connect(t, servers), path)
+				id := cur.newLock(tc.recipe, path, tc.args...)
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					for range rounds {
+						lease, err := l.Lock(ctx)
+						if err != nil {
+							t.Errorf("zklock %s %d: %v", tc.name, i, err)
+							return
+						}
+						if err := critical(); err != nil {
+							t.Error(err)
+						}
+						if err := lease.Release(ctx); err != nil {
+							t.Errorf("zklock %s %d: Release: %v", tc.name, i, err)
+							return
+						}
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					for range rounds {
+						if a, err := cur.call(tc.acquire, id, "-1"); err != nil || a != "ok" {
+							t.Errorf("Curator %s %d: %q, %v", tc.name, i, a, err)
+							return
+						}
+						if err := critical(); err != nil {
+							t.Error(err)
+						}
+						if _, err := cur.call(tc.release, id); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b, _ := os.ReadFile(file)
+			want := 2 * perSide * rounds
+			t.Logf("%s: %d acquisitions (%d a side) in %v: %d overlaps, counter %s", tc.name, want, want/2, time.Since(start).Round(time.Millisecond), overlaps.Load(), b)
+			if overlaps.Load() != 0 || string(b) != strconv.Itoa(want) {
+				t.Errorf("%s: %d overlaps and a counter of %s after %d acquisitions; want 0 and %d", tc.name, overlaps.Load(), b, want, want)
+			}
+		})
+	}
+}
+
+// Curator lists zklock's holders among its own participants: a Mutex's
+// node, an RWMutex writer's (named as Curator's writers are) and a
+// Semaphore's lease (in Curator's leases, with the holder's token). A
+// zklock that used another path, node name or layout than Curator's would
+// not be listed.
+func TestIntegrationCuratorSeesZklockNodes(t *testing.T) {
+	zc, cur, path, adm := curatorPair(t)
+	ctx := ctxFor(t, time.Minute)
+	participants := func(id string) []string {
+		t.Helper()
+		a := strings.TrimPrefix(cur.do("nodes", id), "ok")
+		if a = strings.TrimSpace(a); a == "" {
+			return nil
+		}
+		return strings.Split(a, ",")
+	}
+	for _, tc := range []struct {
+		name, recipe string
+		args         []string
+		locker       dlock.Locker
+		node         func(l *zklock.Lease, nodes []string) bool
+	}{
+		{"Mutex", "mutex", nil, zc.NewMutex(path + "/mutex"), func(l *zklock.Lease, nodes []string) bool {
+			return len(nodes) == 1 && nodes[0] == l.Path()
+		}},
+		{"RWMutex", "rw", nil, zc.NewRWMutex(path + "/rw").Writer(), func(l *zklock.Lease, nodes []string) bool {
+			return len(nodes) == 1 && nodes[0] == l.Path() && strings.Contains(l.Path(), "-__WRIT__")
+		}},
+		{"Semaphore", "sem", []string{"3"}, zc.NewSemaphore(path+"/sem", 3), func(l *zklock.Lease, nodes []string) bool {
+			// Curator names a semaphore's participants by node name alone.
+			if len(nodes) != 1 || !strings.HasPrefix(nodes[0], "_c_") {
+				return false
+			}
+			data, _, err := adm.Get(path + "/sem/leases/" + nodes[0])
+			return err == nil && string(data) == l.Token()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lease, err := tc.locker.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := cur.newLock(tc.recipe, tc.locker.Name(), tc.args...)
+			if nodes := participants(id); !tc.node(lease.(*zklock.Lease), nodes) {
+				t.Errorf("Curator's participants of %s = %v while zklock's %s holds with node %s", tc.locker.Name(), nodes, tc.name, lease.(*zklock.Lease).Path())
+			}
+			if err := lease.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if nodes := participants(id); len(nodes) != 0 {
+				t.Errorf("Curator's participants of %s = %v after zklock's release; want none", tc.locker.Name(), nodes)
+			}
+		})
+	}
 }

@@ -128,6 +128,9 @@ func overflowed(name string) bool {
 func parseChildren(dir string, names []string) ([]child, error) {
 	kids := make([]child, 0, len(names))
 	for _, name := range names {
+		if name == curatorLocks || name == curatorLeases {
+			continue // a Semaphore's, of Curator's layout: see Semaphore
+		}
 		c, ok := parseChild(name)
 		if !ok && overflowed(name) {
 			return nil, fmt.Errorf("zklock: ZooKeeper's sequence counter for %s has overflowed (node %q); delete the path while no lock is held to start it again", dir, name)

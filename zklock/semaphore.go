@@ -2,10 +2,13 @@ package zklock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/go-zookeeper/zk"
 )
 
 // A Semaphore hands out up to n leases at a time on a ZooKeeper path, in
@@ -15,6 +18,11 @@ import (
 // hold; a waiter lists the path's children with a watch, so every change
 // wakes every waiter (a semaphore waiter cannot tell from one node whether
 // it may go).
+//
+// Each lease also holds a lease of Curator's InterProcessSemaphoreV2
+// layout under path/leases, so that a Curator semaphore of n leases on
+// the same path and this one never have more than n holders together (see
+// Apache Curator in the package documentation).
 //
 // Every node's name carries n; a Semaphore on a path held by a semaphore
 // of another n returns at once an error naming both. Once queued, a node
@@ -64,5 +72,114 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool, a *lease.Attempt) 
 	if err := sem.q.check(ctx); err != nil {
 		return nil, err
 	}
-	return asLease(sem.q.acquire(ctx, lease.NewToken(ctx), wait, a))
+	h, err := sem.q.acquire(ctx, lease.NewToken(ctx), wait, a)
+	if err != nil {
+		return asLease(h, err)
+	}
+	if err := sem.curatorLease(ctx, h, wait, a); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tryTimeout(sem.q.cfg.ttl))
+		h.Release(rctx)
+		cancel()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Curator's InterProcessSemaphoreV2 keeps its leases as ephemeral
+// sequential nodes "lease-" under path/leases, and takes them one at a
+// time under an InterProcessMutex on path/locks: the holder of that mutex
+// creates its lease node, waits until path/leases has no more children
+// than the semaphore has permits, and releases the mutex.
+const (
+	curatorLocks  = "locks"
+	curatorLeases = "leases"
+	curatorLease  = "lease-"
+)
+
+// curatorLease takes, for h, a permit node that already holds the
+// Semaphore, a lease of Curator's layout on the same path, as Curator
+// takes one (see curatorLocks), so that zklock's and Curator's holders
+// together never outnumber the permits. Without wait it gives up, with an
+// error matching dlock.ErrNotObtained, when the leases are all taken. The
+// lease node goes with h (see node.also).
+func (sem *Semaphore) curatorLease(ctx context.Context, h *Lease, wait bool, a *lease.Attempt) error {
+	q, s, n := sem.q, sem.q.s, sem.q.permits
+	leases := &queue{s: s, dir: q.dir + "/" + curatorLeases, kind: kindPermit, permits: n, label: curatorLease, cfg: q.cfg}
+	if !wait {
+		names, _, err := s.children(ctx, leases.dir)
+		switch {
+		case err == nil && len(names) >= n:
+			return dlock.ErrNotObtained
+		case err != nil && !errors.Is(err, zk.ErrNoNode):
+			return describe("listing", leases.dir, err)
+		}
+	}
+	gate := &queue{s: s, dir: q.dir + "/" + curatorLocks, kind: kindLock, label: label(kindLock, 0),
+		allowed: []kind{kindLock}, cfg: q.cfg, decide: lowestHolds}
+	gctx := ctx
+	if !wait {
+		// The mutex is held a moment by a taker that finds a lease free,
+		// and for as long as it waits by one that does not, which the
+		// listing above has ruled out.
+		var cancel context.CancelFunc
+		gctx, cancel = context.WithTimeout(ctx, tryTimeout(q.cfg.ttl))
+		defer cancel()
+	}
+	var none lease.Attempt // the mutex is plumbing: no events
+	g, err := gate.acquire(gctx, lease.NewToken(ctx), true, &none)
+	if err != nil {
+		if !wait && ctx.Err() == nil {
+			return fmt.Errorf("zklock: semaphore %s: Curator's lock %s was not free in time: %w", q.dir, gate.dir, dlock.ErrNotObtained)
+		}
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tryTimeout(q.cfg.ttl))
+		g.Release(rctx)
+		cancel()
+	}()
+	p, err := leases.create(ctx, h.n.token)
+	if err != nil {
+		return err
+	}
+	h.n.mu.Lock()
+	closing := h.n.closing
+	if !closing {
+		h.n.also = p.path
+	}
+	h.n.mu.Unlock()
+	if closing {
+		s.removeLater(p.path)
+		_, err := h.Ended(false)
+		return dlock.NotObtained(err)
+	}
+	for try := 1; ; try++ {
+		names, _, watch, err := s.childrenW(ctx, leases.dir)
+		switch {
+		case ctx.Err() != nil:
+			return dlock.NotObtained(ctx.Err())
+		case transient(err):
+			if err := pause(ctx, try); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return describe("listing", leases.dir, err)
+		case !slices.Contains(names, p.name):
+			return fmt.Errorf("zklock: semaphore %s: the lease node %s vanished (its session ended): %w", q.dir, p.path, dlock.ErrNotObtained)
+		case len(names) <= n:
+			return nil
+		case !wait:
+			return dlock.ErrNotObtained
+		}
+		a.Waiting()
+		select {
+		case <-ctx.Done():
+			return dlock.NotObtained(ctx.Err())
+		case <-h.Done():
+			_, err := h.Ended(false)
+			return dlock.NotObtained(err)
+		case <-watch:
+		}
+	}
 }

@@ -7,7 +7,8 @@
 //	<tag> lock|read|write|lease <id> <wait ms, or -1 for ever>   answers ok or timeout
 //	<tag> unlock|unread|unwrite|unlease <id>                    answers ok
 //	<tag> start|leader|close <id>   (a LeaderLatch: start, hasLeadership, close)
-//	<tag> nodes <id>                the participant nodes, comma separated
+//	<tag> nodes <id>                the participant nodes (of a mutex, read-write lock
+//	                                or semaphore), comma separated
 //
 // Every answer starts with its command's tag; a failure answers
 // "<tag> error <message>". Each lock runs its commands in order on a thread
@@ -42,8 +43,6 @@ public class CuratorDriver {
         System.out.println(tag + " " + text);
         System.out.flush();
     }
-
-    static boolean acquired(boolean ok) { return ok; }
 
     static String run(String[] f) throws Exception {
         String cmd = f[1];
@@ -86,9 +85,14 @@ public class CuratorDriver {
         }
         case "nodes": {
             Collection<String> c;
+            try {
             if (l instanceof InterProcessSemaphoreV2) c = ((InterProcessSemaphoreV2) l).getParticipantNodes();
             else if (l instanceof InterProcessMutex) c = ((InterProcessMutex) l).getParticipantNodes();
+            else if (l instanceof InterProcessReadWriteLock) c = ((InterProcessReadWriteLock) l).writeLock().getParticipantNodes();
             else return "error no nodes for " + f[2];
+            } catch (org.apache.zookeeper.KeeperException.NoNodeException e) {
+                c = java.util.Collections.emptyList(); // the path is gone: no participants
+            }
             return "ok " + String.join(",", c);
         }
         case "start": ((LeaderLatch) l).start(); return "ok";
