@@ -125,8 +125,9 @@ func (sem *Semaphore) curatorLease(ctx context.Context, h *Lease, wait bool, a *
 		gctx, cancel = context.WithTimeout(ctx, tryTimeout(q.cfg.ttl))
 		defer cancel()
 	}
-	var none lease.Attempt // the mutex is plumbing: no events
-	g, err := gate.acquire(gctx, lease.NewToken(ctx), true, &none)
+	// The mutex is plumbing: its grant and release are no events (gate.ev
+	// is nil); a wait for it is the Semaphore's EventWaiting.
+	g, err := gate.acquire(gctx, lease.NewToken(ctx), true, a)
 	if err != nil {
 		if !wait && ctx.Err() == nil {
 			return fmt.Errorf("zklock: semaphore %s: Curator's lock %s was not free in time: %w", q.dir, gate.dir, dlock.ErrNotObtained)
