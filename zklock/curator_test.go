@@ -609,3 +609,45 @@ func TestIntegrationCuratorSeesZklockNodes(t *testing.T) {
 		})
 	}
 }
+
+// A Curator LeaderSelector (built on InterProcessMutex) and a zklock
+// Election on one path elect one leader: each campaigns in vain while the
+// other leads, and wins once the other resigns.
+func TestIntegrationCuratorLeaderSelector(t *testing.T) {
+	zc, cur, path, _ := curatorPair(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	e := zc.NewElection(path)
+	c := cur.newLock("selector", path)
+	if a := cur.do("lead", c, "-1"); a != "ok" {
+		t.Fatalf("Curator LeaderSelector alone = %s", a)
+	}
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	l, err := e.Campaign(short, "zklock")
+	cancel()
+	if err == nil {
+		l.Release(ctx)
+		t.Fatal("zklock's Campaign won while Curator's LeaderSelector led")
+	}
+	won := make(chan lockResult, 1)
+	go func() {
+		l, err := e.Campaign(ctx, "zklock")
+		won <- lockResult{l, err}
+	}()
+	waitsFor(t, won, 300*time.Millisecond, "zklock's Campaign while Curator's LeaderSelector leads")
+	cur.do("unlead", c)
+	r := got(t, won, "zklock's Campaign after Curator's leader resigned")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+
+	c2 := cur.newLock("selector", path)
+	led := cur.send("lead", c2, "-1")
+	waitsFor(t, led, 500*time.Millisecond, "Curator's LeaderSelector while zklock's Election leads")
+	if err := e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := got(t, led, "Curator's LeaderSelector after zklock's leader resigned"); a != "ok" {
+		t.Fatalf("Curator's LeaderSelector after zklock's leader resigned = %s", a)
+	}
+	cur.do("unlead", c2)
+}

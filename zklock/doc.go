@@ -227,7 +227,8 @@
 //   - Mutex, ReentrantMutex and Election: Curator's InterProcessMutex
 //     (and LeaderSelector, which is built on it) and zk.Lock. Their nodes
 //     are named alike ("lock-"), and each holds when its node is the
-//     lowest.
+//     lowest. A Curator leader publishes no value: while one leads,
+//     zklock's Leader reports no leader.
 //   - RWMutex: Curator's InterProcessReadWriteLock. Readers' and writers'
 //     nodes are named as Curator's ("__READ__", "__WRIT__"), and the rules
 //     are Curator's: a writer holds when its node is the lowest, a reader
@@ -259,9 +260,15 @@
 // Semaphore's lease is confirmed (see Leases and the session) by its own
 // node only: its Curator lease node goes with its session, or when the
 // lease ends. A Semaphore acquisition costs about six more round trips
-// than before (Curator's mutex and its lease node). Curator's LeaderLatch
-// ("latch-" nodes) is not one of the kinds zklock shares a path with: a
-// zklock Lock on its path fails with an error naming the node.
+// than before (Curator's mutex and its lease node).
+//
+// Curator's LeaderLatch does not interoperate: it orders only its own
+// "latch-" nodes, after which it sorts every other node, so it would elect
+// a leader beside a zklock leader; and a node name cannot put the sequence
+// right after both "latch-" and "lock-", as LeaderLatch and
+// LeaderSelector each need. A zklock lock or election on a LeaderLatch's
+// path fails with an error naming its node. Pair zklock's Election with
+// LeaderSelector.
 //
 // # Limits
 //

@@ -2,11 +2,13 @@
 // tests, one command a line on stdin, one answer a line on stdout:
 //
 //	<tag> connect <connect string>
-//	<tag> mutex|rw|latch <id> <path>
+//	<tag> mutex|rw|latch|selector <id> <path>
 //	<tag> sem <id> <path> <max leases>
 //	<tag> lock|read|write|lease <id> <wait ms, or -1 for ever>   answers ok or timeout
 //	<tag> unlock|unread|unwrite|unlease <id>                    answers ok
 //	<tag> start|leader|close <id>   (a LeaderLatch: start, hasLeadership, close)
+//	<tag> lead <id> <wait ms>       (a LeaderSelector: start, answer ok once it leads)
+//	<tag> unlead <id>               (return from takeLeadership, and close)
 //	<tag> nodes <id>                the participant nodes (of a mutex, read-write lock
 //	                                or semaphore), comma separated
 //
@@ -20,6 +22,7 @@ import java.util.ArrayDeque;
 import java.util.Collection;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -27,6 +30,8 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -38,6 +43,12 @@ public class CuratorDriver {
     static final Map<String, Object> locks = new ConcurrentHashMap<>();
     static final Map<String, ExecutorService> threads = new ConcurrentHashMap<>();
     static final Map<String, ArrayDeque<Lease>> leases = new ConcurrentHashMap<>();
+
+    static class Selector {
+        LeaderSelector s;
+        final CountDownLatch led = new CountDownLatch(1);
+        final CountDownLatch done = new CountDownLatch(1);
+    }
 
     static synchronized void answer(String tag, String text) {
         System.out.println(tag + " " + text);
@@ -59,6 +70,18 @@ public class CuratorDriver {
             leases.put(f[2], new ArrayDeque<>());
             return "ok";
         case "latch": locks.put(f[2], new LeaderLatch(client, f[3])); return "ok";
+        case "selector": {
+            Selector sel = new Selector();
+            sel.s = new LeaderSelector(client, f[3], new LeaderSelectorListenerAdapter() {
+                @Override
+                public void takeLeadership(CuratorFramework c) throws Exception {
+                    sel.led.countDown();
+                    sel.done.await();
+                }
+            });
+            locks.put(f[2], sel);
+            return "ok";
+        }
         }
         Object l = locks.get(f[2]);
         if (l == null) return "error no lock " + f[2];
@@ -94,6 +117,21 @@ public class CuratorDriver {
                 c = java.util.Collections.emptyList(); // the path is gone: no participants
             }
             return "ok " + String.join(",", c);
+        }
+        case "lead": {
+            Selector sel = (Selector) l;
+            sel.s.start();
+            if (ms < 0) {
+                sel.led.await();
+                return "ok";
+            }
+            return sel.led.await(ms, TimeUnit.MILLISECONDS) ? "ok" : "timeout";
+        }
+        case "unlead": {
+            Selector sel = (Selector) l;
+            sel.done.countDown();
+            sel.s.close();
+            return "ok";
         }
         case "start": ((LeaderLatch) l).start(); return "ok";
         case "leader": return ((LeaderLatch) l).hasLeadership() ? "ok leader" : "ok follower";
