@@ -621,6 +621,9 @@ func TestIntegrationCuratorLeaderSelector(t *testing.T) {
 	if a := cur.do("lead", c, "-1"); a != "ok" {
 		t.Fatalf("Curator LeaderSelector alone = %s", a)
 	}
+	if ld, err := e.Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
+		t.Errorf("zklock's Leader while Curator's LeaderSelector leads = %+v, %v; want ErrNoLeader (Curator publishes no value)", ld, err)
+	}
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	l, err := e.Campaign(short, "zklock")
 	cancel()
