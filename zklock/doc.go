@@ -236,7 +236,9 @@
 //     zklock's downgrade mark: they wait for a downgraded zklock writer
 //     until it is released (zklock's readers do not). Readers and writers
 //     of earlier zklock versions ("read-", "write-") are still waited for
-//     by zklock, but Curator does not see them.
+//     by zklock, but Curator does not see them; an earlier version that
+//     meets the new names fails with an error naming the node, rather than
+//     holding beside them.
 //   - Semaphore: Curator's InterProcessSemaphoreV2 of as many leases. A
 //     zklock lease takes two nodes: its own under the path, which orders
 //     it among zklock's locks and gives its fence, and then a lease of
@@ -255,7 +257,9 @@
 // say its number of leases: both sides must be made with the same number,
 // which nothing checks. Inspect and ForceUnlock see the holders of
 // Curator's mutex and read-write lock, but not those of its semaphore,
-// which live under path/leases; and a Curator semaphore on a path that a
+// which live under path/leases (ForceUnlock of a zklock Semaphore deletes
+// its permit nodes; their Curator leases go when their holders learn of
+// the loss, at their next confirmation); and a Curator semaphore on a path that a
 // zklock Mutex or RWMutex uses is not reported as another kind. A zklock
 // Semaphore's lease is confirmed (see Leases and the session) by its own
 // node only: its Curator lease node goes with its session, or when the
