@@ -100,15 +100,23 @@ func curatorClasspath() (string, error) {
 }
 
 // A curator is one JVM running Curator's recipes on one CuratorFramework
-// client (one session), driven command by command.
+// client (one session), driven command by command, for the test t (see
+// sub).
 type curator struct {
-	t    testing.TB
+	*jvm
+	t testing.TB
+}
+
+type jvm struct {
 	in   io.WriteCloser
 	mu   sync.Mutex
 	next int
 	wait map[string]chan string
 	ids  int
 }
+
+// sub returns c for the test t, a subtest of c's, which its failures fail.
+func (c *curator) sub(t testing.TB) *curator { return &curator{c.jvm, t} }
 
 // startCurator starts a JVM with a Curator client connected to servers,
 // stopped when t ends. A missing JDK or Curator jar skips the test, or
@@ -136,7 +144,7 @@ func startCurator(t testing.TB, servers []string) *curator {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the Curator driver: %v", err)
 	}
-	c := &curator{t: t, in: in, wait: map[string]chan string{}}
+	c := &curator{&jvm{in: in, wait: map[string]chan string{}}, t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -387,9 +395,11 @@ func TestIntegrationCuratorRWMutex(t *testing.T) {
 // took Curator's leases too, each counted only its own holders: two held
 // a one-permit semaphore.
 func TestIntegrationCuratorSemaphore(t *testing.T) {
+	zc, cur, _, _ := curatorPair(t)
 	for _, permits := range []int{1, 2} {
 		t.Run(fmt.Sprint(permits), func(t *testing.T) {
-			zc, cur, path, _ := curatorPair(t)
+			cur := cur.sub(t)
+			path := uniquePath(t)
 			ctx := ctxFor(t, 2*time.Minute)
 			sem := zc.NewSemaphore(path, permits)
 			c := cur.newLock("sem", path, strconv.Itoa(permits))
@@ -473,6 +483,7 @@ func TestIntegrationCuratorSharedCounter(t *testing.T) {
 		{"Semaphore", func(c *zklock.Client, p string) dlock.Locker { return c.NewSemaphore(p, 1) }, "sem", "lease", "unlease", []string{"1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			cur := cur.sub(t)
 			path := uniquePath(t)
 			ctx := ctxFor(t, 2*time.Minute)
 			file := filepath.Join(t.TempDir(), "counter")
@@ -562,8 +573,8 @@ func TestIntegrationCuratorSharedCounter(t *testing.T) {
 func TestIntegrationCuratorSeesZklockNodes(t *testing.T) {
 	zc, cur, path, adm := curatorPair(t)
 	ctx := ctxFor(t, time.Minute)
-	participants := func(id string) []string {
-		t.Helper()
+	participants := func(cur *curator, id string) []string {
+		cur.t.Helper()
 		a := strings.TrimPrefix(cur.do("nodes", id), "ok")
 		if a = strings.TrimSpace(a); a == "" {
 			return nil
@@ -592,18 +603,19 @@ func TestIntegrationCuratorSeesZklockNodes(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			cur := cur.sub(t)
 			lease, err := tc.locker.Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			id := cur.newLock(tc.recipe, tc.locker.Name(), tc.args...)
-			if nodes := participants(id); !tc.node(lease.(*zklock.Lease), nodes) {
+			if nodes := participants(cur, id); !tc.node(lease.(*zklock.Lease), nodes) {
 				t.Errorf("Curator's participants of %s = %v while zklock's %s holds with node %s", tc.locker.Name(), nodes, tc.name, lease.(*zklock.Lease).Path())
 			}
 			if err := lease.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if nodes := participants(id); len(nodes) != 0 {
+			if nodes := participants(cur, id); len(nodes) != 0 {
 				t.Errorf("Curator's participants of %s = %v after zklock's release; want none", tc.locker.Name(), nodes)
 			}
 		})
