@@ -387,6 +387,30 @@ func TestIntegrationCuratorRWMutex(t *testing.T) {
 		t.Fatalf("Curator write lock after zklock's reader's release = %s", a)
 	}
 	cur.do("unwrite", c)
+
+	// A downgraded zklock writer lets zklock's readers in, not Curator's,
+	// which do not read the mark (as doc.go says); they get in at its
+	// release.
+	zw := mustTake(t, ctx, rw.Writer(), "writer on a free lock")
+	zd, err := rw.Downgrade(ctx, zw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr2 := mustTake(t, ctx, rw.Reader(), "reader beside a downgraded writer")
+	if a := cur.do("read", c, "300"); a != "timeout" {
+		t.Fatalf("Curator read lock beside a downgraded zklock writer = %s; want timeout", a)
+	}
+	cr = cur.send("read", c, "-1")
+	if err := zd.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := got(t, cr, "Curator read lock after the downgraded writer's release"); a != "ok" {
+		t.Fatalf("Curator read lock after the downgraded writer's release = %s", a)
+	}
+	cur.do("unread", c)
+	if err := zr2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A Curator InterProcessSemaphoreV2 and a zklock Semaphore of as many
