@@ -247,8 +247,10 @@
 //     no more children than permits), so that the holders of both sides
 //     together never outnumber the permits. The lease node goes with the
 //     lease. TryLock is refused at once when Curator's leases are all
-//     taken, and otherwise waits for Curator's mutex at most as long as it
-//     waits for the ensemble.
+//     taken. Each of its two steps (its own node, then Curator's lease)
+//     waits for an ensemble that does not answer at most TryLock's bound
+//     (see Faults), so a Semaphore's TryLock can take twice that before it
+//     returns an error matching dlock.ErrUnavailable.
 //
 // What Curator's layouts cannot carry degrades as follows. Curator's nodes
 // carry no fence: Curator's holders have none, and zklock's fences order

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
@@ -101,37 +102,52 @@ const (
 // takes one (see curatorLocks), so that zklock's and Curator's holders
 // together never outnumber the permits. Without wait it gives up, with an
 // error matching dlock.ErrNotObtained, when the leases are all taken. The
-// lease node goes with h (see node.also).
+// lease node goes with h (see node.also). Without wait, it waits for the
+// ensemble at most TryLock's bound, and then returns an error matching
+// dlock.ErrUnavailable.
 func (sem *Semaphore) curatorLease(ctx context.Context, h *Lease, wait bool, a *lease.Attempt) error {
+	if wait {
+		return sem.takeCuratorLease(ctx, h, wait, a)
+	}
+	begin, parent := time.Now(), ctx
+	ctx, cancel := context.WithTimeoutCause(ctx, tryTimeout(sem.q.cfg.ttl), errTryBound)
+	defer cancel()
+	err := sem.takeCuratorLease(ctx, h, wait, a)
+	if err != nil && parent.Err() == nil && ctx.Err() != nil && !errors.Is(err, dlock.ErrUnavailable) {
+		// Nobody knows whether a lease is free.
+		return fmt.Errorf("zklock: TryLock %s: taking Curator's lease: %w", sem.q.dir,
+			sem.q.s.unavailable(outage{since: begin, last: fmt.Errorf("no answer in %v", time.Since(begin).Round(time.Millisecond))}))
+	}
+	return err
+}
+
+func (sem *Semaphore) takeCuratorLease(ctx context.Context, h *Lease, wait bool, a *lease.Attempt) error {
 	q, s, n := sem.q, sem.q.s, sem.q.permits
 	leases := &queue{s: s, dir: q.dir + "/" + curatorLeases, kind: kindPermit, permits: n, label: curatorLease, cfg: q.cfg}
-	if !wait {
+	for try := 1; !wait; try++ {
+		// A look first: a Curator taker that waits holds Curator's mutex
+		// for as long as it waits, with its lease node among the leases.
 		names, _, err := s.children(ctx, leases.dir)
 		switch {
 		case err == nil && len(names) >= n:
 			return dlock.ErrNotObtained
-		case err != nil && !errors.Is(err, zk.ErrNoNode):
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+		case transient(err) || errors.Is(err, zk.ErrSessionExpired):
+			if err := pause(ctx, try); err != nil {
+				return err
+			}
+			continue
+		default:
 			return describe("listing", leases.dir, err)
 		}
+		break
 	}
 	gate := &queue{s: s, dir: q.dir + "/" + curatorLocks, kind: kindLock, label: label(kindLock, 0),
 		allowed: []kind{kindLock}, cfg: q.cfg, decide: lowestHolds}
-	gctx := ctx
-	if !wait {
-		// The mutex is held a moment by a taker that finds a lease free,
-		// and for as long as it waits by one that does not, which the
-		// listing above has ruled out.
-		var cancel context.CancelFunc
-		gctx, cancel = context.WithTimeout(ctx, tryTimeout(q.cfg.ttl))
-		defer cancel()
-	}
 	// The mutex is plumbing: its grant and release are no events (gate.ev
 	// is nil); a wait for it is the Semaphore's EventWaiting.
-	g, err := gate.acquire(gctx, lease.NewToken(ctx), true, a)
+	g, err := gate.acquire(ctx, lease.NewToken(ctx), true, a)
 	if err != nil {
-		if !wait && ctx.Err() == nil {
-			return fmt.Errorf("zklock: semaphore %s: Curator's lock %s was not free in time: %w", q.dir, gate.dir, dlock.ErrNotObtained)
-		}
 		return err
 	}
 	defer func() {
