@@ -135,7 +135,7 @@ func cut(p *testenv.Proxy, refuse bool) {
 func enqueue(t testing.TB, servers []string, path string, k dlocktest.Kind) func() {
 	t.Helper()
 	label := map[string]string{"Mutex": "lock-", "ReentrantMutex": "lock-", "Election": "lock-",
-		"RWMutex.read": "read-", "RWMutex.write": "write-", "Semaphore(2)": "permit2-"}
+		"RWMutex.read": "__READ__", "RWMutex.write": "__WRIT__", "Semaphore(2)": "permit2-"}
 	l, ok := label[k.Name]
 	if !ok {
 		t.Fatalf("enqueue: no node name for %s", k.Name)

@@ -216,10 +216,65 @@
 // TryLock whose ctx carries a lease of another kind on the same path (a
 // Mutex asked under a Semaphore lease's Context, ErrKindMismatch with
 // ErrNotObtained):
-// re-entry takes another hold only of a node of its own kind. A Mutex's
-// nodes are
-// named as those of Curator's InterProcessMutex and go-zookeeper's zk.Lock,
-// so the three exclude each other.
+// re-entry takes another hold only of a node of its own kind.
+//
+// # Apache Curator and go-zookeeper
+//
+// zklock's locks and Curator's recipes on the same path are one lock, so a
+// service on dlock and one on Curator (or go-zookeeper's zk.Lock) exclude
+// each other, both ways:
+//
+//   - Mutex, ReentrantMutex and Election: Curator's InterProcessMutex
+//     (and LeaderSelector, which is built on it) and zk.Lock. Their nodes
+//     are named alike ("lock-"), and each holds when its node is the
+//     lowest. A Curator leader publishes no value: while one leads,
+//     zklock's Leader reports no leader.
+//   - RWMutex: Curator's InterProcessReadWriteLock. Readers' and writers'
+//     nodes are named as Curator's ("__READ__", "__WRIT__"), and the rules
+//     are Curator's: a writer holds when its node is the lowest, a reader
+//     when no writer's node is ahead of it. Curator's readers do not read
+//     zklock's downgrade mark: they wait for a downgraded zklock writer
+//     until it is released (zklock's readers do not). Readers and writers
+//     of earlier zklock versions ("read-", "write-") are still waited for
+//     by zklock, but Curator does not see them; an earlier version that
+//     meets the new names fails with an error naming the node, rather than
+//     holding beside them.
+//   - Semaphore: Curator's InterProcessSemaphoreV2 of as many leases. A
+//     zklock lease takes two nodes: its own under the path, which orders
+//     it among zklock's locks and gives its fence, and then a lease of
+//     Curator's layout, taken as Curator takes one (under Curator's mutex
+//     on path/locks, a node under path/leases, held once path/leases has
+//     no more children than permits), so that the holders of both sides
+//     together never outnumber the permits. The lease node goes with the
+//     lease. TryLock is refused at once when Curator's leases are all
+//     taken. Each of its two steps (its own node, then Curator's lease)
+//     waits for an ensemble that does not answer at most TryLock's bound
+//     (see Faults), so a Semaphore's TryLock can take twice that before it
+//     returns an error matching dlock.ErrUnavailable.
+//
+// What Curator's layouts cannot carry degrades as follows. Curator's nodes
+// carry no fence: Curator's holders have none, and zklock's fences order
+// zklock's grants only (a zklock grant's fence is still above those of
+// every zklock grant it waited for). A Curator semaphore's nodes do not
+// say its number of leases: both sides must be made with the same number,
+// which nothing checks. Inspect and ForceUnlock see the holders of
+// Curator's mutex and read-write lock, but not those of its semaphore,
+// which live under path/leases (ForceUnlock of a zklock Semaphore deletes
+// its permit nodes; their Curator leases go when their holders learn of
+// the loss, at their next confirmation); and a Curator semaphore on a path that a
+// zklock Mutex or RWMutex uses is not reported as another kind. A zklock
+// Semaphore's lease is confirmed (see Leases and the session) by its own
+// node only: its Curator lease node goes with its session, or when the
+// lease ends. A Semaphore acquisition costs about six more round trips
+// than before (Curator's mutex and its lease node).
+//
+// Curator's LeaderLatch does not interoperate: it orders only its own
+// "latch-" nodes, after which it sorts every other node, so it would elect
+// a leader beside a zklock leader; and a node name cannot put the sequence
+// right after both "latch-" and "lock-", as LeaderLatch and
+// LeaderSelector each need. A zklock lock or election on a LeaderLatch's
+// path fails with an error naming its node. Pair zklock's Election with
+// LeaderSelector.
 //
 // # Limits
 //

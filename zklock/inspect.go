@@ -140,6 +140,9 @@ func (s *Client) snapshot(ctx context.Context, call, dir string) (snapshot, erro
 			sn.info.Kind, sn.info.Detail, sn.reason = dlock.KindUnknown, unknownDetail(why, names), why
 			return sn, nil
 		}
+		if len(kids) == 0 {
+			return sn, nil // only the empty nodes of a Semaphore's Curator layout
+		}
 		sn.kids = kids
 		decide := s.rules(dir, k, kids[0].permits)
 		switch k {
@@ -242,6 +245,9 @@ func unknownDetail(why string, names []string) string {
 func classify(names []string) (kids []child, k kind, why string) {
 	kids = make([]child, 0, len(names))
 	for _, name := range names {
+		if name == curatorLocks || name == curatorLeases {
+			continue // a Semaphore's, of Curator's layout: see Semaphore
+		}
 		c, ok := parseChild(name)
 		switch {
 		case !ok && overflowed(name):
@@ -252,6 +258,9 @@ func classify(names []string) (kids []child, k kind, why string) {
 		kids = append(kids, c)
 	}
 	slices.SortFunc(kids, func(a, b child) int { return cmp.Compare(a.seq, b.seq) })
+	if len(kids) == 0 {
+		return nil, 0, ""
+	}
 	first := kids[0]
 	for _, c := range kids[1:] {
 		if c.kind == kindPermit && first.kind == kindPermit && c.permits != first.permits {

@@ -22,6 +22,9 @@ type node struct {
 	fence   uint64
 	session int64 // the session that created it
 	entry   renewal.Entry
+	// also is a node that goes with this one: a Semaphore's lease node of
+	// Curator's layout (see Semaphore), or "".
+	also string
 
 	mu       sync.Mutex
 	holds    map[*Lease]struct{}
@@ -126,6 +129,23 @@ func (h *Lease) ended() {
 	if expired {
 		s.removeLater(n.path)
 	}
+	if last {
+		if also := n.takeAlso(); also != "" {
+			s.removeLater(also)
+		}
+	}
+}
+
+// takeAlso returns n.also, which the caller deletes, and clears it. When
+// n's last hold ends (released, lost or expired) n.also is deleted: by
+// Release before n itself, else in the background (with a lost session,
+// the ensemble deletes it anyway, and the delete only makes it go sooner).
+func (n *node) takeAlso() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	also := n.also
+	n.also = ""
+	return also
 }
 
 // lose ends every hold of n with dlock.ErrLost wrapping cause: the node is
@@ -363,6 +383,11 @@ func (h *Lease) Release(ctx context.Context) error {
 	}
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, tryTimeout(n.q.cfg.ttl))
+	if also := n.takeAlso(); also != "" {
+		if err := n.q.s.delete(dctx, also); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			n.q.s.removeLater(also)
+		}
+	}
 	err := n.q.s.delete(dctx, n.path)
 	cut := dctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 	cancel()

@@ -29,12 +29,18 @@ func checkPath(p string) error {
 //
 // The "_c_<guid>-" prefix is the protected-create convention of Curator
 // and go-zookeeper: it lets a client whose create lost its reply find the
-// node it made. The server appends the sequence. A Mutex's kind is "lock",
+// node it made. The server appends the sequence. A Mutex's kind is "lock-",
 // as in Curator's InterProcessMutex and go-zookeeper's zk.Lock, so the
-// three exclude each other on one path.
+// three exclude each other on one path; an RWMutex's reader and writer are
+// "__READ__" and "__WRIT__", as in Curator's InterProcessReadWriteLock.
+// Readers and writers of earlier zklock versions were "read-" and "write-":
+// they are still read as such (Curator sorts them after its own nodes, so
+// only zklock waits for them).
 const (
 	protectedPrefix = "_c_"
 	seqDigits       = 10
+	curatorRead     = "__READ__" // InterProcessReadWriteLock's READ_LOCK_NAME
+	curatorWrite    = "__WRIT__" // and WRITE_LOCK_NAME
 )
 
 // A kind is what a node says about its holder.
@@ -56,9 +62,9 @@ func (k kind) String() string {
 func label(k kind, permits int) string {
 	switch k {
 	case kindRead:
-		return "read-"
+		return curatorRead
 	case kindWrite:
-		return "write-"
+		return curatorWrite
 	case kindPermit:
 		return "permit" + strconv.Itoa(permits) + "-"
 	}
@@ -88,9 +94,9 @@ func parseChild(name string) (child, bool) {
 	switch {
 	case strings.HasSuffix(rest, "lock-"):
 		c.kind = kindLock
-	case strings.HasSuffix(rest, "read-"):
+	case strings.HasSuffix(rest, curatorRead), strings.HasSuffix(rest, "read-"):
 		c.kind = kindRead
-	case strings.HasSuffix(rest, "write-"):
+	case strings.HasSuffix(rest, curatorWrite), strings.HasSuffix(rest, "write-"):
 		c.kind = kindWrite
 	default:
 		i := strings.LastIndex(rest, "permit")
@@ -122,6 +128,9 @@ func overflowed(name string) bool {
 func parseChildren(dir string, names []string) ([]child, error) {
 	kids := make([]child, 0, len(names))
 	for _, name := range names {
+		if name == curatorLocks || name == curatorLeases {
+			continue // a Semaphore's, of Curator's layout: see Semaphore
+		}
 		c, ok := parseChild(name)
 		if !ok && overflowed(name) {
 			return nil, fmt.Errorf("zklock: ZooKeeper's sequence counter for %s has overflowed (node %q); delete the path while no lock is held to start it again", dir, name)

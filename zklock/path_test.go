@@ -18,6 +18,9 @@ func TestParseChild(t *testing.T) {
 		{"lock-0000000001", true, kindLock, 1, 0},
 		{"_c_ab-read-0000000003", true, kindRead, 3, 0},
 		{"_c_ab-write-0000000004", true, kindWrite, 4, 0},
+		{"_c_2f1c4e06-7a4b-4f0e-9a55-3e4e1f7c2b10-__READ__0000000008", true, kindRead, 8, 0},  // Curator's reader
+		{"_c_2f1c4e06-7a4b-4f0e-9a55-3e4e1f7c2b10-__WRIT__0000000009", true, kindWrite, 9, 0}, // and writer
+		{"_c_ab-__WRIT__0000000010", true, kindWrite, 10, 0},
 		{"_c_ab-permit12-0000000005", true, kindPermit, 5, 12},
 		{"_c_ab-permit0-0000000005", false, 0, 0, 0},
 		{"_c_ab-permit-0000000005", false, 0, 0, 0},

@@ -2,10 +2,14 @@ package zklock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/go-zookeeper/zk"
 )
 
 // A Semaphore hands out up to n leases at a time on a ZooKeeper path, in
@@ -15,6 +19,11 @@ import (
 // hold; a waiter lists the path's children with a watch, so every change
 // wakes every waiter (a semaphore waiter cannot tell from one node whether
 // it may go).
+//
+// Each lease also holds a lease of Curator's InterProcessSemaphoreV2
+// layout under path/leases, so that a Curator semaphore of n leases on
+// the same path and this one never have more than n holders together (see
+// Apache Curator in the package documentation).
 //
 // Every node's name carries n; a Semaphore on a path held by a semaphore
 // of another n returns at once an error naming both. Once queued, a node
@@ -64,5 +73,130 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool, a *lease.Attempt) 
 	if err := sem.q.check(ctx); err != nil {
 		return nil, err
 	}
-	return asLease(sem.q.acquire(ctx, lease.NewToken(ctx), wait, a))
+	h, err := sem.q.acquire(ctx, lease.NewToken(ctx), wait, a)
+	if err != nil {
+		return asLease(h, err)
+	}
+	if err := sem.curatorLease(ctx, h, wait, a); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tryTimeout(sem.q.cfg.ttl))
+		h.Release(rctx)
+		cancel()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Curator's InterProcessSemaphoreV2 keeps its leases as ephemeral
+// sequential nodes "lease-" under path/leases, and takes them one at a
+// time under an InterProcessMutex on path/locks: the holder of that mutex
+// creates its lease node, waits until path/leases has no more children
+// than the semaphore has permits, and releases the mutex.
+const (
+	curatorLocks  = "locks"
+	curatorLeases = "leases"
+	curatorLease  = "lease-"
+)
+
+// curatorLease takes, for h, a permit node that already holds the
+// Semaphore, a lease of Curator's layout on the same path, as Curator
+// takes one (see curatorLocks), so that zklock's and Curator's holders
+// together never outnumber the permits. Without wait it gives up, with an
+// error matching dlock.ErrNotObtained, when the leases are all taken. The
+// lease node goes with h (see node.also). Without wait, it waits for the
+// ensemble at most TryLock's bound, and then returns an error matching
+// dlock.ErrUnavailable.
+func (sem *Semaphore) curatorLease(ctx context.Context, h *Lease, wait bool, a *lease.Attempt) error {
+	if wait {
+		return sem.takeCuratorLease(ctx, h, wait, a)
+	}
+	begin, parent := time.Now(), ctx
+	ctx, cancel := context.WithTimeoutCause(ctx, tryTimeout(sem.q.cfg.ttl), errTryBound)
+	defer cancel()
+	err := sem.takeCuratorLease(ctx, h, wait, a)
+	if err != nil && parent.Err() == nil && ctx.Err() != nil && !errors.Is(err, dlock.ErrUnavailable) {
+		// Nobody knows whether a lease is free.
+		return fmt.Errorf("zklock: TryLock %s: taking Curator's lease: %w", sem.q.dir,
+			sem.q.s.unavailable(outage{since: begin, last: fmt.Errorf("no answer in %v", time.Since(begin).Round(time.Millisecond))}))
+	}
+	return err
+}
+
+func (sem *Semaphore) takeCuratorLease(ctx context.Context, h *Lease, wait bool, a *lease.Attempt) error {
+	q, s, n := sem.q, sem.q.s, sem.q.permits
+	leases := &queue{s: s, dir: q.dir + "/" + curatorLeases, kind: kindPermit, permits: n, label: curatorLease, cfg: q.cfg}
+	for try := 1; !wait; try++ {
+		// A look first: a Curator taker that waits holds Curator's mutex
+		// for as long as it waits, with its lease node among the leases.
+		names, _, err := s.children(ctx, leases.dir)
+		switch {
+		case err == nil && len(names) >= n:
+			return dlock.ErrNotObtained
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+		case transient(err) || errors.Is(err, zk.ErrSessionExpired):
+			if err := pause(ctx, try); err != nil {
+				return err
+			}
+			continue
+		default:
+			return describe("listing", leases.dir, err)
+		}
+		break
+	}
+	gate := &queue{s: s, dir: q.dir + "/" + curatorLocks, kind: kindLock, label: label(kindLock, 0),
+		allowed: []kind{kindLock}, cfg: q.cfg, decide: lowestHolds}
+	// The mutex is plumbing: its grant and release are no events (gate.ev
+	// is nil); a wait for it is the Semaphore's EventWaiting.
+	g, err := gate.acquire(ctx, lease.NewToken(ctx), true, a)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tryTimeout(q.cfg.ttl))
+		g.Release(rctx)
+		cancel()
+	}()
+	p, err := leases.create(ctx, h.n.token)
+	if err != nil {
+		return err
+	}
+	h.n.mu.Lock()
+	closing := h.n.closing
+	if !closing {
+		h.n.also = p.path
+	}
+	h.n.mu.Unlock()
+	if closing {
+		s.removeLater(p.path)
+		_, err := h.Ended(false)
+		return dlock.NotObtained(err)
+	}
+	for try := 1; ; try++ {
+		names, _, watch, err := s.childrenW(ctx, leases.dir)
+		switch {
+		case ctx.Err() != nil:
+			return dlock.NotObtained(ctx.Err())
+		case transient(err):
+			if err := pause(ctx, try); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return describe("listing", leases.dir, err)
+		case !slices.Contains(names, p.name):
+			return fmt.Errorf("zklock: semaphore %s: the lease node %s vanished (its session ended): %w", q.dir, p.path, dlock.ErrNotObtained)
+		case len(names) <= n:
+			return nil
+		case !wait:
+			return dlock.ErrNotObtained
+		}
+		a.Waiting()
+		select {
+		case <-ctx.Done():
+			return dlock.NotObtained(ctx.Err())
+		case <-h.Done():
+			_, err := h.Ended(false)
+			return dlock.NotObtained(err)
+		case <-watch:
+		}
+	}
 }
