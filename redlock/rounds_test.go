@@ -395,7 +395,7 @@ func holding(t testing.TB, servers []*testenv.Redis, name, token string) {
 // on nodes flushed before the run), runs at most maxCommandsFreshSlot
 // commands on the nodes in all, Lua-internal included (INFO
 // commandstats): on each node EVALSHA, LASTSAVE, HMGET, SET of the key,
-// TIME and SET NX GET of the slot's new counter to acquire, EVALSHA, GET
+// TIME and SET NX of the slot's new counter to acquire, EVALSHA, GET
 // and DEL to release. The counter is created at the node's clock in one
 // command, not INCR and SET (quorum_acquire.lua): before, each node ran
 // INCR, TIME and SET for it, 50 commands in all. (Issue 35's first
@@ -544,7 +544,7 @@ func TestIntegrationRestoredCounterLifted(t *testing.T) {
 
 // Issue 35: an acquire guesses that a slot it has not seen has no fence
 // counter yet, and a node that may create it then does so at its clock
-// with SET NX GET. A wrong guess changes no value: a second
+// with SET NX. A wrong guess changes no value: a second
 // Client's first grant on a slot the first Client used draws the next
 // fence. A counter that is not a number fails the acquire, guess or not,
 // and leaves no key behind.

@@ -45,9 +45,10 @@
 -- incremented, or written back, far past any clock reading stored
 -- earlier, and only the clock now bounds what it held. When ARGV[4]
 -- guesses that the counter is missing, a node that may create it creates
--- it at the lift with SET NX GET, one command where INCR and a SET would
--- be two; if the counter is there after all, it goes on with INCR, as
--- without the guess.
+-- it at the lift with SET NX, one command where INCR and a SET would be
+-- two; if the counter is there after all, it goes on with INCR, as
+-- without the guess. (Not SET NX GET: Redis allows NX with GET only
+-- from 7.0, and dlock supports 6.2.)
 redis.replicate_commands()
 local window = tonumber(ARGV[3])
 if not window then
@@ -116,8 +117,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local c
   if ARGV[4] == '1' and (window == 0 or up >= window) then
     local lift = math.ceil(clock() / 100000) * 100000
-    c = redis.pcall('SET', KEYS[2], string.format('%.0f', lift), 'NX', 'GET')
-    if c == false then -- created at the lift
+    c = redis.pcall('SET', KEYS[2], string.format('%.0f', lift), 'NX')
+    if type(c) == 'table' and c.ok then -- created at the lift
       return {1, lift, nowus, up, age, created}
     end
   end
