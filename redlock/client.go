@@ -30,10 +30,6 @@ type Client struct {
 	renew  *renewal.Scheduler
 	obs    dlock.Observer // from WithObserver and WithLogger; nil for none
 
-	// floor is the largest floor a node has reported (see vote): the
-	// acquires send it, so that ripe nodes lift a slot's new counters to
-	// one value and agree without a write-back.
-	floor atomic.Uint64
 	// counters has bit s set once a node has reported a fence counter for
 	// slot s: the acquires of other slots guess that theirs is missing
 	// (see QuorumAcquireCall.Fresh).

@@ -38,22 +38,10 @@ func chooseFence(votes []vote, took []int) (fence uint64, agreed bool) {
 }
 
 // learn records what an acquire's vote v on the given slot tells of the
-// node: its floor, and whether it holds a counter for the slot.
+// node: whether it holds a counter for the slot.
 func (c *Client) learn(slot uint16, v vote) {
-	c.learnFloor(v.floor)
 	if v.counter > 0 {
 		c.sawCounter(slot)
-	}
-}
-
-// learnFloor records the floor a node reported, if it is the largest
-// yet.
-func (c *Client) learnFloor(f uint64) {
-	for {
-		old := c.floor.Load()
-		if f <= old || c.floor.CompareAndSwap(old, f) {
-			return
-		}
 	}
 }
 

@@ -165,7 +165,7 @@ func (m *Mutex) attempt(ctx context.Context) (*grant, error) {
 	start := time.Now()
 	n, quorum := len(m.c.nodes), m.c.quorum
 	acquire := redisscript.QuorumAcquireCall{Lock: m.keys.lock, Fence: m.keys.fence, Epoch: epochKey,
-		Token: token, TTL: m.ttl, Window: m.window, Floor: m.c.floor.Load(), Fresh: !m.c.knowsCounter(m.slot)}.Call()
+		Token: token, TTL: m.ttl, Window: m.window, Fresh: !m.c.knowsCounter(m.slot)}.Call()
 	replies := m.c.fanOut(ctx, acquire)
 	if m.c.cfg.detectRestart {
 		m.c.checkSoon()

@@ -23,15 +23,11 @@ type vote struct {
 	// created identifies the node's epoch: when it was created, in ms on
 	// the node's clock (-1 when restart detection is off).
 	created int64
-	// floor is the node's floor, a clock reading in microseconds taken
-	// once it outlasted the restart window, to which it lifts new
-	// counters; 0 when it has none (see quorum_acquire.lua).
-	floor uint64
 }
 
 func parseVote(v any) (vote, error) {
 	a, ok := v.([]any)
-	if !ok || len(a) != 7 {
+	if !ok || len(a) != 6 {
 		return vote{}, fmt.Errorf("unexpected reply %T %v", v, v)
 	}
 	n := make([]int64, len(a))
@@ -46,8 +42,7 @@ func parseVote(v any) (vote, error) {
 		}
 		return time.Duration(x) * time.Millisecond
 	}
-	return vote{taken: n[0] == 1, counter: uint64(max(n[1], 0)), timeUS: n[2], up: ms(n[3]), epochAge: ms(n[4]), created: n[5],
-		floor: uint64(max(n[6], 0))}, nil
+	return vote{taken: n[0] == 1, counter: uint64(max(n[1], 0)), timeUS: n[2], up: ms(n[3]), epochAge: ms(n[4]), created: n[5]}, nil
 }
 
 // bootSlack is how much earlier than the latest boot time the script

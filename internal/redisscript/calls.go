@@ -120,7 +120,7 @@ func (r RefreshCall) Call(s *Script) redisconn.Call {
 // QuorumAcquireCall is a call of quorum_acquire.lua: one node's part of a
 // Redlock acquire. It takes the lock if it is free, draws the next value of
 // the fence counter, and reports what the client needs to count the node's
-// vote: {taken, fence, server time, uptime, epoch age, epoch, floor} (see the
+// vote: {taken, fence, server time, uptime, epoch age, epoch} (see the
 // script's header).
 type QuorumAcquireCall struct {
 	Lock  string // KEYS[1]: the lock key
@@ -131,12 +131,9 @@ type QuorumAcquireCall struct {
 	// Window (ARGV[3]) is the restart window in milliseconds, or "0" when
 	// restart detection is off.
 	Window string
-	// Floor (ARGV[4]) is the largest floor the client has seen a node
-	// report, or 0: a ripe node lifts a new counter to it when it is above
-	// the node's own (see the script's header).
-	Floor uint64
-	// Fresh (ARGV[5]) guesses that the slot has no counter on the node
-	// yet: a ripe node then creates it at the lift in one command.
+	// Fresh (ARGV[4]) guesses that the slot has no counter on the node
+	// yet: a node that may create it then does so at the lift in one
+	// command (see the script's header).
 	Fresh bool
 }
 
@@ -147,7 +144,7 @@ func (a QuorumAcquireCall) Call() redisconn.Call {
 		fresh = "1"
 	}
 	return redisconn.Call{Script: QuorumAcquire, Keys: []string{a.Lock, a.Fence, a.Epoch},
-		Args: []string{a.Token, a.TTL, a.Window, strconv.FormatUint(a.Floor, 10), fresh}}
+		Args: []string{a.Token, a.TTL, a.Window, fresh}}
 }
 
 // QuorumFenceCall is a call of quorum_fence.lua: raise a node's fence

@@ -5,17 +5,14 @@
 -- KEYS[3] node epoch (dlock:epoch)
 -- ARGV[1] owner token ARGV[2] TTL in ms
 -- ARGV[3] restart window in ms, or 0 when restart detection is off
--- ARGV[4] the largest floor the client has seen a node report (below), or
---         0; optional
--- ARGV[5] 1 when the client has seen no counter for the slot yet (a guess:
+-- ARGV[4] 1 when the client has seen no counter for the slot yet (a guess:
 --         either way the counter ends the same), else 0; optional
 -- Returns {taken (1 or 0), fence counter after this acquire (0 when the
 --          node has none it may use yet), server time in microseconds
 --          (0 when the script did not need the clock),
 --          uptime in ms (a lower bound; -1 when detection is off),
 --          epoch age in ms (a lower bound; -1 when detection is off),
---          epoch creation in ms on the server's clock (-1 when off),
---          the node's floor (below; 0 when it has none)}.
+--          epoch creation in ms on the server's clock (-1 when off)}.
 --
 -- Restart detection. The epoch hash holds: created, when the node's data
 -- began (the first acquire after the data was lost, or ever, made it);
@@ -32,11 +29,7 @@
 -- reading seen (it is cleared whenever boot is computed again): while it
 -- holds, the script reports it as both lower bounds and does not read the
 -- clock, so that an acquire on a node in service runs LASTSAVE, HMGET,
--- SET and INCR, and nothing else. floor is the server's clock reading, in
--- microseconds rounded up to 100ms, taken when ripe was stored: it is
--- past the end of the restart window that followed the last boot, and it
--- counts only while it is at least (boot + window) * 1000, which a floor
--- left from an earlier boot is not.
+-- SET and INCR, and nothing else.
 --
 -- The fence counter is a plain counter, incremented by every acquire that
 -- takes the key, so that nodes that saw the same acquires agree and the
@@ -46,15 +39,16 @@
 -- end of the restart window that followed the last boot (a counter
 -- restored from an old snapshot) and the window has passed. Within the
 -- window a missing counter is not created: the node may not vote yet.
--- Only a lift writes the counter (SET). A ripe node with a floor lifts it
--- to the larger of its floor and ARGV[4] without reading the clock: the
--- floor is a clock reading taken after the window, as a lift needs, and
--- ARGV[4], the largest floor of the client's nodes, lifts the nodes to
--- one value, so that their counters agree without a write-back. Any other
--- lift reads the clock (TIME). When ARGV[5] guesses that the counter is
--- missing, a ripe node with a floor creates it at the lift with SET NX
--- GET, one command where INCR and a SET would be two; if the counter is
--- there after all, it goes on with INCR, as without the guess.
+-- Only a lift reads the clock (TIME) and writes the counter (SET). Every
+-- lift reads the clock, even on a ripe node: a counter lost while the
+-- node keeps running and its epoch (an eviction, a DEL) may have been
+-- incremented, or written back, far past any clock reading stored
+-- earlier, and only the clock now bounds what it held. When ARGV[4]
+-- guesses that the counter is missing, a node that may create it creates
+-- it at the lift with SET NX, one command where INCR and a SET would be
+-- two; if the counter is there after all, it goes on with INCR, as
+-- without the guess. (Not SET NX GET: Redis allows NX with GET only
+-- from 7.0, and dlock supports 6.2.)
 redis.replicate_commands()
 local window = tonumber(ARGV[3])
 if not window then
@@ -69,26 +63,18 @@ local function clock()
   end
   return nowus
 end
-local hint = tonumber(ARGV[4] or '0')
-if not hint then
-  return redis.error_reply('ERR quorum_acquire: the floor ' .. tostring(ARGV[4]) .. ' is not a number')
-end
-local up, age, created, boot, floor = -1, -1, -1, 0, nil
+local up, age, created, boot = -1, -1, -1, 0
 if window > 0 then
   local saved = redis.pcall('LASTSAVE')
   if type(saved) ~= 'number' then
     return redis.error_reply('DLOCKINFO LASTSAVE refused: ' .. tostring(saved.err))
   end
-  local e = redis.call('HMGET', KEYS[3], 'created', 'seen', 'boot', 'ripe', 'floor')
+  local e = redis.call('HMGET', KEYS[3], 'created', 'seen', 'boot', 'ripe')
   created = tonumber(e[1])
   boot = tonumber(e[3])
   local ripe = tonumber(e[4])
   if created and boot and ripe and ripe >= window and e[2] == tostring(saved) then
     up, age = ripe, ripe
-    floor = tonumber(e[5])
-    if floor and floor < (boot + window) * 1000 then
-      floor = nil
-    end
   else
     local nowms = math.floor(clock() / 1000)
     local set = {}
@@ -112,17 +98,15 @@ if window > 0 then
         seen = tostring(saved)
       end
       ripe = nil
-      for _, v in ipairs({'boot', string.format('%.0f', boot), 'seen', seen, 'ripe', '0', 'floor', '0'}) do
+      for _, v in ipairs({'boot', string.format('%.0f', boot), 'seen', seen, 'ripe', '0'}) do
         table.insert(set, v)
       end
     end
     up = math.max(nowms - boot, 0)
     age = nowms - created
     if seen == tostring(saved) and up >= window and age >= window and (ripe or 0) < window then
-      floor = math.ceil(clock() / 100000) * 100000
-      for _, v in ipairs({'ripe', ARGV[3], 'floor', string.format('%.0f', floor)}) do
-        table.insert(set, v)
-      end
+      table.insert(set, 'ripe')
+      table.insert(set, ARGV[3])
     end
     if #set > 0 then
       redis.call('HSET', KEYS[3], unpack(set))
@@ -131,11 +115,11 @@ if window > 0 then
 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local c
-  if ARGV[5] == '1' and floor and not nowus then
-    local lift = math.max(floor, hint)
-    c = redis.pcall('SET', KEYS[2], string.format('%.0f', lift), 'NX', 'GET')
-    if c == false then -- created at the lift
-      return {1, lift, 0, up, age, created, floor}
+  if ARGV[4] == '1' and (window == 0 or up >= window) then
+    local lift = math.ceil(clock() / 100000) * 100000
+    c = redis.pcall('SET', KEYS[2], string.format('%.0f', lift), 'NX')
+    if type(c) == 'table' and c.ok then -- created at the lift
+      return {1, lift, nowus, up, age, created}
     end
   end
   if type(c) ~= 'table' then
@@ -150,21 +134,17 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   end
   if c == 1 or (window > 0 and c < (boot + window) * 1000) then
     if window == 0 or up >= window then
-      if floor and not nowus then
-        c = math.max(floor, hint)
-      else
-        c = math.ceil(clock() / 100000) * 100000
-      end
+      c = math.ceil(clock() / 100000) * 100000
       redis.call('SET', KEYS[2], string.format('%.0f', c))
     elseif c == 1 then
       redis.call('DEL', KEYS[2])
       c = 0
     end
   end
-  return {1, c, nowus or 0, up, age, created, floor or 0}
+  return {1, c, nowus or 0, up, age, created}
 end
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'string' then
   return redis.error_reply('WRONGTYPE dlock lock key ' .. KEYS[1] .. ' holds a ' .. kind)
 end
-return {0, 0, nowus or 0, up, age, created, floor or 0}
+return {0, 0, nowus or 0, up, age, created}
