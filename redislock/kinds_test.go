@@ -92,8 +92,11 @@ func TestIntegrationLockRefusedForAnotherKind(t *testing.T) {
 		t.Fatalf("a Semaphore's Lock while a FairMutex holds = %v after %v; want ErrKindMismatch and ErrNotObtained at once", err, time.Since(start))
 	}
 	got := make(chan error, 1)
+	// The waiter's next attempt comes 5s after the last (and on no
+	// wake-up, as the key is deleted behind its back), so the Semaphore
+	// takes the name first however slow the machine is.
 	go func() {
-		l, err := newClient(t, d, goRedis).NewFairMutex(name).Lock(ctx)
+		l, err := newClient(t, d, goRedis).NewFairMutex(name, redislock.WithRetry(dlock.LinearBackoff(5*time.Second, 5*time.Second))).Lock(ctx)
 		if err == nil {
 			l.Release(ctx)
 		}
