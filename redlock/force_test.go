@@ -45,11 +45,14 @@ func TestIntegrationForceUnlockWinsOverRetake(t *testing.T) {
 			if lost {
 				servers[0].Do("DEL", lockKey(name))
 			}
-			conns := []redisconn.Conn{goRedis(t, servers[0].Addr())}
+			// The operator's connections wait as long as its node timeout:
+			// the lag leaves a 1s read timeout little room on a loaded
+			// machine.
+			conns := []redisconn.Conn{goRedisTimeout(t, servers[0].Addr(), 10*time.Second)}
 			for _, s := range servers[1:] {
 				p := testenv.StartProxy(t, s.Addr())
 				p.SetLatency(lag / 2)
-				conns = append(conns, goRedis(t, p.Addr()))
+				conns = append(conns, goRedisTimeout(t, p.Addr(), 10*time.Second))
 			}
 			operator := redlock.New(conns, redlock.WithNodeTimeout(10*time.Second))
 			t.Cleanup(func() { operator.Close() })

@@ -60,8 +60,13 @@ func TestMain(m *testing.M) {
 type opener func(t testing.TB, addr string) redisconn.Conn
 
 func goRedis(t testing.TB, addr string) redisconn.Conn {
+	return goRedisTimeout(t, addr, time.Second)
+}
+
+// goRedisTimeout is goRedis with dial, read and write timeouts of d.
+func goRedisTimeout(t testing.TB, addr string, d time.Duration) redisconn.Conn {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+		DialTimeout: d, ReadTimeout: d, WriteTimeout: d})
 	t.Cleanup(func() { c.Close() })
 	return goredisconn.New(c)
 }
