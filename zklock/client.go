@@ -101,6 +101,10 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 		s.mu.Unlock()
 		l.close(drainTimeout)
 		<-l.loopDone
+		if cur := s.link.Load(); cur != nil && cur != l { // a session that replaced l's
+			cur.close(drainTimeout)
+			<-cur.loopDone
+		}
 		return nil, err
 	}
 	select {
@@ -119,12 +123,19 @@ func New(ctx context.Context, servers []string, opts ...ClientOption) (*Client, 
 	case <-ctx.Done():
 		return fail(s.noSession(ctx, conn.State()))
 	}
+auth:
 	for _, cred := range cfg.auth {
 		// A connection that closes under the request (go-zookeeper then
 		// connects again) is tried again until ctx ends: adding the same
 		// credentials twice to a session is harmless, and go-zookeeper
-		// re-sends them on its reconnects only once one was answered.
+		// re-sends them on its reconnects only once one was answered. A
+		// session given up meanwhile (no server took it back within its
+		// timeout) was replaced by one that sent every credential before
+		// it was installed; the old connection stays closed.
 		for n := 1; ; n++ {
+			if s.link.Load() != l {
+				break auth
+			}
 			_, err := await(ctx, func() (struct{}, error) { return struct{}{}, conn.AddAuth("digest", []byte(cred)) })
 			if err == nil {
 				break
