@@ -3,7 +3,10 @@ package lockbench
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"syscall"
@@ -29,6 +32,7 @@ func runR1(transport string, srv *server, cfg Config) (Metrics, error) {
 	defer d.Close()
 
 	leases := make([]dlock.Lease, cfg.Leases)
+	baseHeap := heapAfterGC()
 	err = forEach(cfg.Leases, func(i int) error {
 		l, err := d.c.NewMutex("r1:"+strconv.Itoa(i), d.opts...).TryLock(context.Background())
 		leases[i] = l
@@ -40,15 +44,27 @@ func runR1(transport string, srv *server, cfg Config) (Metrics, error) {
 
 	period := cfg.R1TTL / 3
 	time.Sleep(period + period/2) // let the first renewal round pass
+	// What the held leases keep alive: the heap in use after a GC, less
+	// that before the first Lock (the leases slice, 16 bytes a lease, is
+	// counted), ÷ leases.
+	heapLease := float64(int64(heapAfterGC())-int64(baseHeap)) / float64(cfg.Leases)
+	if cfg.R1HeapProfile != "" {
+		if err := writeHeapProfile(cfg.R1HeapProfile); err != nil {
+			return nil, err
+		}
+	}
 	before := takeR1Sample(cc, srv)
 	time.Sleep(time.Duration(cfg.Rounds) * period)
 	after := takeR1Sample(cc, srv)
 
 	lost := 0
+	minValid := time.Duration(math.MaxInt64)
 	for _, l := range leases {
-		if l.Err() != nil || time.Until(l.Until()) <= 0 {
+		left := time.Until(l.Until())
+		if l.Err() != nil || left <= 0 {
 			lost++
 		}
+		minValid = min(minValid, left)
 	}
 	rounds := after.at.Sub(before.at).Seconds() / period.Seconds()
 	evals := float64(after.evals - before.evals)
@@ -63,12 +79,39 @@ func runR1(transport string, srv *server, cfg Config) (Metrics, error) {
 		"srv_cpu_round": float64(after.srvCPU-before.srvCPU) / rounds,
 		"alloc_round":   float64(after.alloc-before.alloc) / rounds,
 		"lost":          float64(lost),
+		"heap_lease":    heapLease,
+		"min_valid":     float64(minValid),
 	}
 	err = forEach(cfg.Leases, func(i int) error { return leases[i].Release(context.Background()) })
 	if err != nil && lost == 0 {
 		return nil, fmt.Errorf("releasing the leases: %w", err)
 	}
 	return m, nil
+}
+
+// heapAfterGC returns the heap in use after a full collection.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// writeHeapProfile writes the heap profile (after a GC) to file.
+func writeHeapProfile(file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("R1 heap profile: %w", err)
+	}
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("R1 heap profile: %w", err)
+	}
+	return nil
 }
 
 type r1Sample struct {

@@ -31,8 +31,14 @@ type Registry struct {
 	idle  chan struct{}      // closed when Close finds or leaves no call under way
 }
 
-// A call is one Lock or TryLock call under way.
-type call struct{ cancel context.CancelCauseFunc }
+// A call is one Lock or TryLock call under way, and its context (see
+// Begin). A lease made with that context keeps parent, the caller's
+// context, for its values, and not the call's cancellation (see New).
+type call struct {
+	context.Context
+	parent context.Context
+	cancel context.CancelCauseFunc
+}
 
 // Begin registers a Lock or TryLock call under way. It returns the context
 // the call is to use, which is ctx, also cancelled with Close's cause when
@@ -45,11 +51,12 @@ type call struct{ cancel context.CancelCauseFunc }
 // must not use it.
 func (r *Registry) Begin(ctx context.Context) (_ context.Context, end func(error) error) {
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &call{cancel: cancel}
+	c := &call{Context: cctx, parent: ctx, cancel: cancel}
+	registered := true
 	r.mu.Lock()
 	if r.closed {
 		cancel(r.cause)
-		c = nil
+		registered = false
 	} else {
 		if r.calls == nil {
 			r.calls = make(map[*call]struct{})
@@ -57,8 +64,8 @@ func (r *Registry) Begin(ctx context.Context) (_ context.Context, end func(error
 		r.calls[c] = struct{}{}
 	}
 	r.mu.Unlock()
-	return cctx, func(err error) error {
-		if c != nil {
+	return c, func(err error) error {
+		if registered {
 			r.mu.Lock()
 			delete(r.calls, c)
 			if r.closed && len(r.calls) == 0 && r.idle != nil {

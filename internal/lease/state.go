@@ -44,13 +44,21 @@ type State struct {
 	mu        sync.Mutex
 	until     time.Time
 	holdEnd   time.Time // the cap on until set by CapHold; zero for none
+	shownAt   time.Time // when EventAcquired was reported
 	err       error
-	releasing bool // the holder has asked to release: see BeginRelease
-	timer     *time.Timer
-	ctx       context.Context // made on the first call to Context
-	cancel    context.CancelCauseFunc
-	shown     bool      // EventAcquired has been reported: report the rest
-	shownAt   time.Time // when it was
+	ctx       *leaseContext // made on the first call to Context
+	at        int64         // the deadline in the expiry heap (see schedule); guarded by its shard's mu
+	slot      int32         // the index in the expiry heap, or -1; guarded by its shard's mu
+	shard     uint8         // the expiry heap (see shards)
+	started   bool          // Start has been called
+	releasing bool          // the holder has asked to release: see BeginRelease
+	shown     bool          // EventAcquired has been reported: report the rest
+}
+
+// A leaseContext is a State's Context, made on first use.
+type leaseContext struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // New returns a held State. parent supplies the values of Context (its
@@ -63,33 +71,41 @@ type State struct {
 // and the timer may fire at once (an until already past, on a loaded
 // machine). Before Start the lease ends only by End.
 func New(parent context.Context, ev *Events, key, token string, fence uint64, until time.Time, onEnd func()) *State {
+	if c, ok := parent.(*call); ok {
+		// A Lock call's context (see Registry.Begin): keep what it was
+		// made from, which has the same values, rather than the call's
+		// cancellation, which the lease must not keep alive.
+		parent = c.parent
+	}
 	return &State{key: key, token: token, fence: fence, parent: parent,
-		done: make(chan struct{}), until: until, onEnd: onEnd, ev: ev}
+		done: make(chan struct{}), until: until, onEnd: onEnd, ev: ev,
+		slot: -1, shard: uint8(nextShard.Add(1) % expiryShards)}
 }
 
-// Start arms the timer that ends the lease at Until (dlock.ErrExpired) or
-// at its cap (dlock.ErrMaxHold). It does nothing the second time, or once
-// the lease has ended.
+// Start arms the expiry that ends the lease at Until (dlock.ErrExpired)
+// or at its cap (dlock.ErrMaxHold). It does nothing the second time, or
+// once the lease has ended.
 func (s *State) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.timer == nil && s.err == nil {
-		s.timer = time.AfterFunc(time.Until(s.until), s.expire)
+	if !s.started && s.err == nil {
+		s.started = true
+		s.schedule(s.until)
 	}
 }
 
-// resetTimer moves the armed timer to until; s.mu must be held. Before
+// resetTimer moves the lease's expiry to until; s.mu must be held. Before
 // Start there is none: Start arms it at the Until of then.
 func (s *State) resetTimer(until time.Time) {
-	if s.timer != nil {
-		s.timer.Reset(time.Until(until))
+	if s.started {
+		s.schedule(until)
 	}
 }
 
 func (s *State) expire() {
 	s.mu.Lock()
 	early := s.err == nil && time.Now().Before(s.until)
-	if early { // Extend moved the deadline after this timer fired.
+	if early { // Extend moved the deadline (see expiry.go).
 		s.resetTimer(s.until)
 	}
 	capped := !s.holdEnd.IsZero() && !s.until.Before(s.holdEnd)
@@ -153,12 +169,13 @@ func (s *State) Context() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx == nil {
-		s.ctx, s.cancel = context.WithCancelCause(dlock.WithOwner(context.WithoutCancel(s.parent), s.token))
+		ctx, cancel := context.WithCancelCause(dlock.WithOwner(context.WithoutCancel(s.parent), s.token))
+		s.ctx = &leaseContext{ctx, cancel}
 		if s.err != nil {
-			s.cancel(s.err)
+			cancel(s.err)
 		}
 	}
-	return s.ctx
+	return s.ctx.ctx
 }
 
 // Until returns the current conservative deadline.
@@ -189,8 +206,9 @@ func (s *State) Extend(until time.Time) bool {
 	}
 	moved := until.After(s.until)
 	if moved {
+		// The expiry stays where it is: there the lease finds its
+		// deadline moved, and goes back in at the new one.
 		s.until = until
-		s.resetTimer(until)
 	}
 	report := moved && s.shown
 	s.mu.Unlock()
@@ -266,10 +284,11 @@ func (s *State) End(err error) bool {
 		}
 	}
 	s.err = err
-	if s.timer != nil {
-		s.timer.Stop()
+	s.unschedule()
+	var cancel context.CancelCauseFunc
+	if s.ctx != nil {
+		cancel = s.ctx.cancel
 	}
-	cancel := s.cancel
 	report, shownAt := s.shown, s.shownAt
 	s.mu.Unlock()
 	if cancel != nil {
