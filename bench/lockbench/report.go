@@ -247,8 +247,8 @@ func (r *Results) r1(b *strings.Builder) []check {
 		rows = append(rows, []string{c.Name, fmtInt(n), fmtF(rt, 2), fmtInt(r.med("R1", c.Name, "leases_rt")),
 			fmtInt(r.med("R1", c.Name, "max_batch")), fmtInt(r.med("R1", c.Name, "renewed_round")),
 			fmtDur(r.med("R1", c.Name, "cpu_round")), fmtDur(r.med("R1", c.Name, "srv_cpu_round")),
-			fmtBytes(r.med("R1", c.Name, "alloc_round")), fmtInt(r.med("R1", c.Name, "heap_lease"))+" B",
-			fmtF(r.med("R1", c.Name, "min_valid")/1e9, 1)+"s", fmtInt(lost), passFail(ok)})
+			fmtBytes(r.med("R1", c.Name, "alloc_round")), fmtInt(r.med("R1", c.Name, "heap_lease")) + " B",
+			fmtF(r.med("R1", c.Name, "min_valid")/1e9, 1) + "s", fmtInt(lost), passFail(ok)})
 	}
 	fmt.Fprintf(b, "### R1 — one client renewing many leases (TTL %s, renewal every %s, %d periods measured, at most 3 repetitions)\n\n", r.cfg.R1TTL, r.cfg.R1TTL/3, r.cfg.Rounds)
 	table(b, []string{"contender", "leases", "round trips/round", "leases/round trip", "largest batch", "renewals/round",
