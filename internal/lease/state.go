@@ -49,6 +49,7 @@ type State struct {
 	ctx       *leaseContext // made on the first call to Context
 	at        int64         // the deadline in the expiry heap (see schedule); guarded by its shard's mu
 	slot      int32         // the index in the expiry heap, or -1; guarded by its shard's mu
+	held      int32         // the index in its Registry's held leases, or -1; guarded by the Registry's mu
 	shard     uint8         // the expiry heap (see shards)
 	started   bool          // Start has been called
 	releasing bool          // the holder has asked to release: see BeginRelease
@@ -79,7 +80,7 @@ func New(parent context.Context, ev *Events, key, token string, fence uint64, un
 	}
 	return &State{key: key, token: token, fence: fence, parent: parent,
 		done: make(chan struct{}), until: until, onEnd: onEnd, ev: ev,
-		slot: -1, shard: uint8(nextShard.Add(1) % expiryShards)}
+		slot: -1, held: -1, shard: uint8(nextShard.Add(1) % expiryShards)}
 }
 
 // Start arms the expiry that ends the lease at Until (dlock.ErrExpired)
