@@ -28,22 +28,31 @@ var (
 	epoch = time.Now()
 )
 
-// sinceEpoch returns t as the heaps keep it.
-func sinceEpoch(t time.Time) int64 { return int64(t.Sub(epoch)) }
+// A moment is a time as a State keeps it: nanoseconds since epoch, on
+// the monotonic clock when the time it was made from has a reading of it.
+type moment int64
+
+// at returns t as a moment.
+func at(t time.Time) moment { return moment(t.Sub(epoch)) }
+
+// now returns the current moment.
+func now() moment { return at(time.Now()) }
+
+// time returns m as a time.Time.
+func (m moment) time() time.Time { return epoch.Add(time.Duration(m)) }
 
 // An expiryShard is one heap of leases by deadline, and its timer.
 type expiryShard struct {
 	mu      sync.Mutex
 	q       []*State
 	timer   *time.Timer
-	armedAt int64 // when timer fires (see sinceEpoch); 0 when it is not armed
+	armedAt moment // when timer fires; 0 when it is not armed
 }
 
 // schedule puts s in its heap at its deadline until, or moves it there.
 // s.mu must be held.
-func (s *State) schedule(until time.Time) {
+func (s *State) schedule(at moment) {
 	sh := &shards[s.shard]
-	at := sinceEpoch(until)
 	sh.mu.Lock()
 	s.at = at
 	if s.slot >= 0 {
@@ -71,9 +80,9 @@ func (s *State) unschedule() {
 }
 
 // arm sets the timer for at. sh.mu must be held.
-func (sh *expiryShard) arm(at int64) {
+func (sh *expiryShard) arm(at moment) {
 	sh.armedAt = max(at, 1)
-	d := time.Duration(at - sinceEpoch(time.Now()))
+	d := time.Duration(at - now())
 	if sh.timer == nil {
 		sh.timer = time.AfterFunc(d, sh.fire)
 	} else {
@@ -83,7 +92,7 @@ func (sh *expiryShard) arm(at int64) {
 
 // fire ends, or moves, every lease whose time has come.
 func (sh *expiryShard) fire() {
-	now := sinceEpoch(time.Now())
+	now := now()
 	var due []*State
 	sh.mu.Lock()
 	sh.armedAt = 0

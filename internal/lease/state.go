@@ -42,12 +42,12 @@ type State struct {
 	ev         *Events
 
 	mu        sync.Mutex
-	until     time.Time
-	holdEnd   time.Time // the cap on until set by CapHold; zero for none
-	shownAt   time.Time // when EventAcquired was reported
+	until     moment
+	holdEnd   moment // the cap on until set by CapHold; zero for none
+	shownAt   moment // when EventAcquired was reported
 	err       error
 	ctx       *leaseContext // made on the first call to Context
-	at        int64         // the deadline in the expiry heap (see schedule); guarded by its shard's mu
+	at        moment        // the deadline in the expiry heap (see schedule); guarded by its shard's mu
 	slot      int32         // the index in the expiry heap, or -1; guarded by its shard's mu
 	held      int32         // the index in its Registry's held leases, or -1; guarded by the Registry's mu
 	shard     uint8         // the expiry heap (see shards)
@@ -79,7 +79,7 @@ func New(parent context.Context, ev *Events, key, token string, fence uint64, un
 		parent = c.parent
 	}
 	return &State{key: key, token: token, fence: fence, parent: parent,
-		done: make(chan struct{}), until: until, onEnd: onEnd, ev: ev,
+		done: make(chan struct{}), until: at(until), onEnd: onEnd, ev: ev,
 		slot: -1, held: -1, shard: uint8(nextShard.Add(1) % expiryShards)}
 }
 
@@ -97,7 +97,7 @@ func (s *State) Start() {
 
 // resetTimer moves the lease's expiry to until; s.mu must be held. Before
 // Start there is none: Start arms it at the Until of then.
-func (s *State) resetTimer(until time.Time) {
+func (s *State) resetTimer(until moment) {
 	if s.started {
 		s.schedule(until)
 	}
@@ -105,11 +105,11 @@ func (s *State) resetTimer(until time.Time) {
 
 func (s *State) expire() {
 	s.mu.Lock()
-	early := s.err == nil && time.Now().Before(s.until)
+	early := s.err == nil && now() < s.until
 	if early { // Extend moved the deadline (see expiry.go).
 		s.resetTimer(s.until)
 	}
-	capped := !s.holdEnd.IsZero() && !s.until.Before(s.holdEnd)
+	capped := s.holdEnd != 0 && s.until >= s.holdEnd
 	s.mu.Unlock()
 	switch {
 	case early:
@@ -128,10 +128,11 @@ func (s *State) expire() {
 func (s *State) CapHold(end time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.holdEnd = end
-	if s.err == nil && s.until.After(end) {
-		s.until = end
-		s.resetTimer(end)
+	e := max(at(end), 1)
+	s.holdEnd = e
+	if s.err == nil && s.until > e {
+		s.until = e
+		s.resetTimer(e)
 	}
 }
 
@@ -142,14 +143,14 @@ func (s *State) CapHold(end time.Time) {
 func (s *State) MaxHoldReached() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.holdEnd.IsZero() && !s.releasing && s.err != nil && errors.Is(s.err, dlock.ErrMaxHold)
+	return s.holdEnd != 0 && !s.releasing && s.err != nil && errors.Is(s.err, dlock.ErrMaxHold)
 }
 
 // atCap reports whether until is at or past the cap set by CapHold.
 func (s *State) atCap(until time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.holdEnd.IsZero() && !until.Before(s.holdEnd)
+	return s.holdEnd != 0 && at(until) >= s.holdEnd
 }
 
 // Key returns the lock's name.
@@ -183,7 +184,7 @@ func (s *State) Context() context.Context {
 func (s *State) Until() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.until
+	return s.until.time()
 }
 
 // Err returns nil while held, then the reason the lease ended.
@@ -202,14 +203,15 @@ func (s *State) Extend(until time.Time) bool {
 		s.mu.Unlock()
 		return false
 	}
-	if !s.holdEnd.IsZero() && until.After(s.holdEnd) {
-		until = s.holdEnd
+	u := at(until)
+	if s.holdEnd != 0 && u > s.holdEnd {
+		u = s.holdEnd
 	}
-	moved := until.After(s.until)
+	moved := u > s.until
 	if moved {
 		// The expiry stays where it is: there the lease finds its
 		// deadline moved, and goes back in at the new one.
-		s.until = until
+		s.until = u
 	}
 	report := moved && s.shown
 	s.mu.Unlock()
@@ -247,7 +249,7 @@ func (s *State) announce() {
 		return
 	}
 	s.mu.Lock()
-	s.shown, s.shownAt = true, time.Now()
+	s.shown, s.shownAt = true, now()
 	err := s.err
 	s.mu.Unlock()
 	if err != nil {
@@ -276,11 +278,11 @@ func (s *State) End(err error) bool {
 		s.mu.Unlock()
 		return false
 	}
-	if errors.Is(err, dlock.ErrLost) && !time.Now().Before(s.until) {
+	if errors.Is(err, dlock.ErrLost) && now() >= s.until {
 		// The lease had run out before this loss was found: a loaded
 		// machine ran the expiry timer late. Its cause is the deadline's.
 		err = dlock.Lost(dlock.ErrExpired)
-		if !s.holdEnd.IsZero() && !s.until.Before(s.holdEnd) {
+		if s.holdEnd != 0 && s.until >= s.holdEnd {
 			err = dlock.Lost(dlock.ErrMaxHold)
 		}
 	}
@@ -300,7 +302,7 @@ func (s *State) End(err error) bool {
 		s.onEnd()
 	}
 	if report {
-		s.reportEnd(err, time.Since(shownAt))
+		s.reportEnd(err, time.Duration(now()-shownAt))
 	}
 	return true
 }
