@@ -37,11 +37,11 @@ type State struct {
 	key, token string
 	fence      uint64
 	parent     context.Context
-	done       chan struct{}
 	onEnd      func()
 	ev         *Events
 
 	mu        sync.Mutex
+	done      chan struct{} // made on the first call to Done: most holders never ask for it
 	until     moment
 	holdEnd   moment // the cap on until set by CapHold; zero for none
 	shownAt   moment // when EventAcquired was reported
@@ -79,7 +79,7 @@ func New(parent context.Context, ev *Events, key, token string, fence uint64, un
 		parent = c.parent
 	}
 	return &State{key: key, token: token, fence: fence, parent: parent,
-		done: make(chan struct{}), until: at(until), onEnd: onEnd, ev: ev,
+		until: at(until), onEnd: onEnd, ev: ev,
 		slot: -1, held: -1, shard: uint8(nextShard.Add(1) % expiryShards)}
 }
 
@@ -163,7 +163,24 @@ func (s *State) Token() string { return s.token }
 func (s *State) Fence() uint64 { return s.fence }
 
 // Done is closed when the lease ends.
-func (s *State) Done() <-chan struct{} { return s.done }
+func (s *State) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		if s.err != nil {
+			return closedDone
+		}
+		s.done = make(chan struct{})
+	}
+	return s.done
+}
+
+// closedDone is the Done of a lease that ended before anyone asked for it.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Context is cancelled, with Err as its cause, when the lease ends. It is
 // made on first use: most holders never ask for it.
@@ -291,13 +308,19 @@ func (s *State) End(err error) bool {
 	var cancel context.CancelCauseFunc
 	if s.ctx != nil {
 		cancel = s.ctx.cancel
+		if s.done == nil { // closed after cancel, as below
+			s.done = make(chan struct{})
+		}
 	}
+	done := s.done
 	report, shownAt := s.shown, s.shownAt
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel(err) // before Done closes, so that a reader woken by Done sees the cause
 	}
-	close(s.done)
+	if done != nil {
+		close(done)
+	}
 	if s.onEnd != nil {
 		s.onEnd()
 	}
@@ -326,7 +349,7 @@ func (s *State) BeginRelease() (ended bool, err error) {
 	}
 	s.mu.Unlock()
 	if second {
-		<-s.done
+		<-s.Done()
 	}
 	return s.Ended(true)
 }
