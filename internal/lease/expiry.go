@@ -105,8 +105,28 @@ func (sh *expiryShard) fire() {
 	}
 	sh.mu.Unlock()
 	for _, s := range due {
-		s.expire()
+		if !s.moved() {
+			// Each on a goroutine of its own, as a timer per lease would
+			// run it: an end runs the backend's onEnd and the observer,
+			// which must not hold up the other leases' ends.
+			go s.expire()
+		}
 	}
+}
+
+// moved puts s back in its heap at its deadline, if Extend moved that,
+// and reports whether s is held still, or has ended already.
+func (s *State) moved() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return true
+	}
+	if now() < s.until {
+		s.schedule(s.until)
+		return true
+	}
+	return false
 }
 
 // The heap: sh.mu must be held, and each State's slot is its index.
