@@ -69,7 +69,7 @@ type leaseContext struct {
 //
 // The lease does not expire by itself until Start: the backend calls Start
 // once the value that embeds the State is complete, as onEnd may read it
-// and the timer may fire at once (an until already past, on a loaded
+// and the expiry may come at once (an until already past, on a loaded
 // machine). Before Start the lease ends only by End.
 func New(parent context.Context, ev *Events, key, token string, fence uint64, until time.Time, onEnd func()) *State {
 	if c, ok := parent.(*call); ok {
@@ -162,7 +162,9 @@ func (s *State) Token() string { return s.token }
 // Fence returns the fencing token.
 func (s *State) Fence() uint64 { return s.fence }
 
-// Done is closed when the lease ends.
+// Done returns a channel that is closed when the lease ends. It is made on
+// first use, as most holders of many leases never ask for it; every call
+// returns the same channel, or, once the lease has ended, a closed one.
 func (s *State) Done() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,7 +290,7 @@ func (s *State) reportEnd(err error, held time.Duration) {
 // this call ended the lease. A loss found once Until has passed is the
 // expiry's (dlock.ErrExpired, or dlock.ErrMaxHold at the cap), whatever
 // was found: the lease had ended by then, though a loaded machine ran its
-// timer late.
+// expiry late.
 func (s *State) End(err error) bool {
 	s.mu.Lock()
 	if s.err != nil {
@@ -297,7 +299,7 @@ func (s *State) End(err error) bool {
 	}
 	if errors.Is(err, dlock.ErrLost) && now() >= s.until {
 		// The lease had run out before this loss was found: a loaded
-		// machine ran the expiry timer late. Its cause is the deadline's.
+		// machine ran the expiry late. Its cause is the deadline's.
 		err = dlock.Lost(dlock.ErrExpired)
 		if s.holdEnd != 0 && s.until >= s.holdEnd {
 			err = dlock.Lost(dlock.ErrMaxHold)
