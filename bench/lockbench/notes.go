@@ -46,8 +46,9 @@ connections; rueidis: one auto-pipelined connection). Lock TTL 10s where the cal
   /proc/<pid>/stat of redis-server, *heap alloc* = runtime.MemStats.TotalAlloc delta, all ÷ periods. *Heap in
   use/lease* = HeapAlloc after a GC at the end of the measured periods, less that before the first Lock, ÷
   leases (the benchmark's slice of leases, 16 B each, and renewal batches in flight are counted; -r1-heapprofile
-  FILE writes the heap profile of that moment; a TryLock that finds the server unavailable is tried again every
-  100ms for up to 10s, as taking the leases is not what R1 measures). *Min validity left* = the least time to Until() of any lease at
+  FILE writes the heap profile of that moment; a TryLock that finds the server unavailable, or is not obtained (a
+  grant that came too late, a lock an abandoned attempt took), is tried again every 100ms for up to 10s, as taking
+  the leases is not what R1 measures). *Min validity left* = the least time to Until() of any lease at
   the end. A lease is lost if its Err() is set or its Until() has passed at the end. Target: ≤ 2 × ⌈leases ÷ 4096⌉ round trips
   per period (batches of up to 4096; entries due within a quarter period share a batch) and none lost.
 `, r.cfg.Goroutines, r.cfg.Warmup, r.cfg.Clients, r.cfg.Hold, r.cfg.Clients, r.cfg.Leases, r.cfg.R1TTL, r.cfg.Rounds)
