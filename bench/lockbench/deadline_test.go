@@ -74,6 +74,7 @@ func TestRunsAreBounded(t *testing.T) {
 	shortDeadlines(t)
 	cfg := ShortConfig()
 	cfg.Duration, cfg.RedlockDuration, cfg.Warmup, cfg.R1TTL, cfg.Rounds = 10*time.Millisecond, 0, 0, 0, 0
+	cfg.Leases = 0
 	res := &Results{cfg: cfg, start: time.Now()}
 	cl := &stuckClient{lockAll: true, forever: make(chan struct{})}
 	t.Cleanup(func() { close(cl.forever) })

@@ -28,6 +28,9 @@ type Config struct {
 	Leases     int           // R1
 	R1TTL      time.Duration // R1: lease TTL; renewal period is TTL/3
 	Rounds     int           // R1: renewal periods measured
+	// R1HeapProfile, if set, is the file R1 writes a heap profile to,
+	// once the leases are held and renewed once.
+	R1HeapProfile string
 	// S4: Redlock over RedlockNodes independent servers.
 	RedlockGoroutines int           // S4b
 	RedlockDuration   time.Duration // per S4 part, contender and repetition; 0 means Duration

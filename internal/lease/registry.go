@@ -9,21 +9,25 @@ import (
 	"github.com/dlock-go/dlock"
 )
 
-// A Releasable is a lease that a Registry can release on Close.
+// A Releasable is a lease that a Registry can release on Close: a
+// backend's lease, which embeds a *State.
 type Releasable interface {
 	Token() string
 	Key() string
 	End(err error) bool
 	Release(ctx context.Context) error
+	state() *State
 }
 
 // A Registry is a client's set of held leases, and whether the client is
 // closed. Several leases may share a token (the holds of a reentrant lock).
 type Registry struct {
-	mu      sync.Mutex
-	held    map[Releasable]struct{}
+	mu sync.Mutex
+	// held is every lease held, in no order; each one's State.held is
+	// its index.
+	held    []Releasable
 	byToken map[string]Releasable // the latest lease added for each token
-	peak    int                   // the most leases held since the maps were made
+	peak    int                   // the most leases held since byToken was made
 	closed  bool
 	cause   error // Close's cause, once closed
 
@@ -31,8 +35,14 @@ type Registry struct {
 	idle  chan struct{}      // closed when Close finds or leaves no call under way
 }
 
-// A call is one Lock or TryLock call under way.
-type call struct{ cancel context.CancelCauseFunc }
+// A call is one Lock or TryLock call under way, and its context (see
+// Begin). A lease made with that context keeps parent, the caller's
+// context, for its values, and not the call's cancellation (see New).
+type call struct {
+	context.Context
+	parent context.Context
+	cancel context.CancelCauseFunc
+}
 
 // Begin registers a Lock or TryLock call under way. It returns the context
 // the call is to use, which is ctx, also cancelled with Close's cause when
@@ -45,11 +55,12 @@ type call struct{ cancel context.CancelCauseFunc }
 // must not use it.
 func (r *Registry) Begin(ctx context.Context) (_ context.Context, end func(error) error) {
 	cctx, cancel := context.WithCancelCause(ctx)
-	c := &call{cancel: cancel}
+	c := &call{Context: cctx, parent: ctx, cancel: cancel}
+	registered := true
 	r.mu.Lock()
 	if r.closed {
 		cancel(r.cause)
-		c = nil
+		registered = false
 	} else {
 		if r.calls == nil {
 			r.calls = make(map[*call]struct{})
@@ -57,8 +68,8 @@ func (r *Registry) Begin(ctx context.Context) (_ context.Context, end func(error
 		r.calls[c] = struct{}{}
 	}
 	r.mu.Unlock()
-	return cctx, func(err error) error {
-		if c != nil {
+	return c, func(err error) error {
+		if registered {
 			r.mu.Lock()
 			delete(r.calls, c)
 			if r.closed && len(r.calls) == 0 && r.idle != nil {
@@ -95,33 +106,45 @@ func (r *Registry) Add(l Releasable) bool {
 	if r.closed {
 		return false
 	}
-	if r.held == nil {
-		r.held, r.byToken = make(map[Releasable]struct{}), make(map[string]Releasable)
+	if r.byToken == nil {
+		r.byToken = make(map[string]Releasable)
 	}
-	r.held[l] = struct{}{}
+	st := l.state()
+	if st.held >= 0 { // added before
+		return true
+	}
+	st.held = int32(len(r.held))
+	r.held = append(r.held, l)
 	r.byToken[l.Token()] = l
 	r.peak = max(r.peak, len(r.held))
 	return true
 }
 
 // Remove forgets l. Go maps do not shrink, so once most leases of a large
-// peak are gone, the maps are made again at their new size.
+// peak are gone, the map and the slice are made again at their new size.
 func (r *Registry) Remove(l Releasable) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.held, l)
+	st := l.state()
+	i := int(st.held)
+	if i < 0 || i >= len(r.held) || r.held[i] != l {
+		return
+	}
+	last := len(r.held) - 1
+	r.held[i] = r.held[last]
+	r.held[i].state().held = int32(i)
+	r.held[last] = nil
+	r.held = r.held[:last]
+	st.held = -1
 	if r.byToken[l.Token()] == l {
 		delete(r.byToken, l.Token())
 	}
 	if n := len(r.held); r.peak >= 1024 && n <= r.peak/8 {
-		held, byToken := make(map[Releasable]struct{}, n), make(map[string]Releasable, len(r.byToken))
-		for l := range r.held {
-			held[l] = struct{}{}
-		}
+		byToken := make(map[string]Releasable, len(r.byToken))
 		for t, l := range r.byToken {
 			byToken[t] = l
 		}
-		r.held, r.byToken, r.peak = held, byToken, n
+		r.held, r.byToken, r.peak = append([]Releasable(nil), r.held...), byToken, n
 	}
 }
 
@@ -189,10 +212,7 @@ func (r *Registry) Close(timeout time.Duration, cause error) (bool, error) {
 	case <-ctx.Done():
 	}
 	r.mu.Lock()
-	held := make([]Releasable, 0, len(r.held))
-	for l := range r.held {
-		held = append(held, l)
-	}
+	held := append([]Releasable(nil), r.held...)
 	r.mu.Unlock()
 	var errs []error
 	for _, l := range held {

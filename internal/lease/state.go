@@ -37,20 +37,29 @@ type State struct {
 	key, token string
 	fence      uint64
 	parent     context.Context
-	done       chan struct{}
 	onEnd      func()
 	ev         *Events
 
 	mu        sync.Mutex
-	until     time.Time
-	holdEnd   time.Time // the cap on until set by CapHold; zero for none
+	done      chan struct{} // made on the first call to Done: most holders never ask for it
+	until     moment
+	holdEnd   moment // the cap on until set by CapHold; zero for none
+	shownAt   moment // when EventAcquired was reported
 	err       error
-	releasing bool // the holder has asked to release: see BeginRelease
-	timer     *time.Timer
-	ctx       context.Context // made on the first call to Context
-	cancel    context.CancelCauseFunc
-	shown     bool      // EventAcquired has been reported: report the rest
-	shownAt   time.Time // when it was
+	ctx       *leaseContext // made on the first call to Context
+	at        moment        // the deadline in the expiry heap (see schedule); guarded by its shard's mu
+	slot      int32         // the index in the expiry heap, or -1; guarded by its shard's mu
+	held      int32         // the index in its Registry's held leases, or -1; guarded by the Registry's mu
+	shard     uint8         // the expiry heap (see shards)
+	started   bool          // Start has been called
+	releasing bool          // the holder has asked to release: see BeginRelease
+	shown     bool          // EventAcquired has been reported: report the rest
+}
+
+// A leaseContext is a State's Context, made on first use.
+type leaseContext struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // New returns a held State. parent supplies the values of Context (its
@@ -60,39 +69,47 @@ type State struct {
 //
 // The lease does not expire by itself until Start: the backend calls Start
 // once the value that embeds the State is complete, as onEnd may read it
-// and the timer may fire at once (an until already past, on a loaded
+// and the expiry may come at once (an until already past, on a loaded
 // machine). Before Start the lease ends only by End.
 func New(parent context.Context, ev *Events, key, token string, fence uint64, until time.Time, onEnd func()) *State {
+	if c, ok := parent.(*call); ok {
+		// A Lock call's context (see Registry.Begin): keep what it was
+		// made from, which has the same values, rather than the call's
+		// cancellation, which the lease must not keep alive.
+		parent = c.parent
+	}
 	return &State{key: key, token: token, fence: fence, parent: parent,
-		done: make(chan struct{}), until: until, onEnd: onEnd, ev: ev}
+		until: at(until), onEnd: onEnd, ev: ev,
+		slot: -1, held: -1, shard: uint8(nextShard.Add(1) % expiryShards)}
 }
 
-// Start arms the timer that ends the lease at Until (dlock.ErrExpired) or
-// at its cap (dlock.ErrMaxHold). It does nothing the second time, or once
-// the lease has ended.
+// Start arms the expiry that ends the lease at Until (dlock.ErrExpired)
+// or at its cap (dlock.ErrMaxHold). It does nothing the second time, or
+// once the lease has ended.
 func (s *State) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.timer == nil && s.err == nil {
-		s.timer = time.AfterFunc(time.Until(s.until), s.expire)
+	if !s.started && s.err == nil {
+		s.started = true
+		s.schedule(s.until)
 	}
 }
 
-// resetTimer moves the armed timer to until; s.mu must be held. Before
+// resetTimer moves the lease's expiry to until; s.mu must be held. Before
 // Start there is none: Start arms it at the Until of then.
-func (s *State) resetTimer(until time.Time) {
-	if s.timer != nil {
-		s.timer.Reset(time.Until(until))
+func (s *State) resetTimer(until moment) {
+	if s.started {
+		s.schedule(until)
 	}
 }
 
 func (s *State) expire() {
 	s.mu.Lock()
-	early := s.err == nil && time.Now().Before(s.until)
-	if early { // Extend moved the deadline after this timer fired.
+	early := s.err == nil && now() < s.until
+	if early { // Extend moved the deadline (see expiry.go).
 		s.resetTimer(s.until)
 	}
-	capped := !s.holdEnd.IsZero() && !s.until.Before(s.holdEnd)
+	capped := s.holdEnd != 0 && s.until >= s.holdEnd
 	s.mu.Unlock()
 	switch {
 	case early:
@@ -111,10 +128,11 @@ func (s *State) expire() {
 func (s *State) CapHold(end time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.holdEnd = end
-	if s.err == nil && s.until.After(end) {
-		s.until = end
-		s.resetTimer(end)
+	e := max(at(end), 1)
+	s.holdEnd = e
+	if s.err == nil && s.until > e {
+		s.until = e
+		s.resetTimer(e)
 	}
 }
 
@@ -125,14 +143,14 @@ func (s *State) CapHold(end time.Time) {
 func (s *State) MaxHoldReached() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.holdEnd.IsZero() && !s.releasing && s.err != nil && errors.Is(s.err, dlock.ErrMaxHold)
+	return s.holdEnd != 0 && !s.releasing && s.err != nil && errors.Is(s.err, dlock.ErrMaxHold)
 }
 
 // atCap reports whether until is at or past the cap set by CapHold.
 func (s *State) atCap(until time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.holdEnd.IsZero() && !until.Before(s.holdEnd)
+	return s.holdEnd != 0 && at(until) >= s.holdEnd
 }
 
 // Key returns the lock's name.
@@ -144,8 +162,27 @@ func (s *State) Token() string { return s.token }
 // Fence returns the fencing token.
 func (s *State) Fence() uint64 { return s.fence }
 
-// Done is closed when the lease ends.
-func (s *State) Done() <-chan struct{} { return s.done }
+// Done returns a channel that is closed when the lease ends. It is made on
+// first use, as most holders of many leases never ask for it; every call
+// returns the same channel, or, once the lease has ended, a closed one.
+func (s *State) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		if s.err != nil {
+			return closedDone
+		}
+		s.done = make(chan struct{})
+	}
+	return s.done
+}
+
+// closedDone is the Done of a lease that ended before anyone asked for it.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Context is cancelled, with Err as its cause, when the lease ends. It is
 // made on first use: most holders never ask for it.
@@ -153,19 +190,20 @@ func (s *State) Context() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx == nil {
-		s.ctx, s.cancel = context.WithCancelCause(dlock.WithOwner(context.WithoutCancel(s.parent), s.token))
+		ctx, cancel := context.WithCancelCause(dlock.WithOwner(context.WithoutCancel(s.parent), s.token))
+		s.ctx = &leaseContext{ctx, cancel}
 		if s.err != nil {
-			s.cancel(s.err)
+			cancel(s.err)
 		}
 	}
-	return s.ctx
+	return s.ctx.ctx
 }
 
 // Until returns the current conservative deadline.
 func (s *State) Until() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.until
+	return s.until.time()
 }
 
 // Err returns nil while held, then the reason the lease ended.
@@ -184,13 +222,15 @@ func (s *State) Extend(until time.Time) bool {
 		s.mu.Unlock()
 		return false
 	}
-	if !s.holdEnd.IsZero() && until.After(s.holdEnd) {
-		until = s.holdEnd
+	u := at(until)
+	if s.holdEnd != 0 && u > s.holdEnd {
+		u = s.holdEnd
 	}
-	moved := until.After(s.until)
+	moved := u > s.until
 	if moved {
-		s.until = until
-		s.resetTimer(until)
+		// The expiry stays where it is: there the lease finds its
+		// deadline moved, and goes back in at the new one.
+		s.until = u
 	}
 	report := moved && s.shown
 	s.mu.Unlock()
@@ -228,7 +268,7 @@ func (s *State) announce() {
 		return
 	}
 	s.mu.Lock()
-	s.shown, s.shownAt = true, time.Now()
+	s.shown, s.shownAt = true, now()
 	err := s.err
 	s.mu.Unlock()
 	if err != nil {
@@ -250,37 +290,44 @@ func (s *State) reportEnd(err error, held time.Duration) {
 // this call ended the lease. A loss found once Until has passed is the
 // expiry's (dlock.ErrExpired, or dlock.ErrMaxHold at the cap), whatever
 // was found: the lease had ended by then, though a loaded machine ran its
-// timer late.
+// expiry late.
 func (s *State) End(err error) bool {
 	s.mu.Lock()
 	if s.err != nil {
 		s.mu.Unlock()
 		return false
 	}
-	if errors.Is(err, dlock.ErrLost) && !time.Now().Before(s.until) {
+	if errors.Is(err, dlock.ErrLost) && now() >= s.until {
 		// The lease had run out before this loss was found: a loaded
-		// machine ran the expiry timer late. Its cause is the deadline's.
+		// machine ran the expiry late. Its cause is the deadline's.
 		err = dlock.Lost(dlock.ErrExpired)
-		if !s.holdEnd.IsZero() && !s.until.Before(s.holdEnd) {
+		if s.holdEnd != 0 && s.until >= s.holdEnd {
 			err = dlock.Lost(dlock.ErrMaxHold)
 		}
 	}
 	s.err = err
-	if s.timer != nil {
-		s.timer.Stop()
+	s.unschedule()
+	var cancel context.CancelCauseFunc
+	if s.ctx != nil {
+		cancel = s.ctx.cancel
+		if s.done == nil { // closed after cancel, as below
+			s.done = make(chan struct{})
+		}
 	}
-	cancel := s.cancel
+	done := s.done
 	report, shownAt := s.shown, s.shownAt
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel(err) // before Done closes, so that a reader woken by Done sees the cause
 	}
-	close(s.done)
+	if done != nil {
+		close(done)
+	}
 	if s.onEnd != nil {
 		s.onEnd()
 	}
 	if report {
-		s.reportEnd(err, time.Since(shownAt))
+		s.reportEnd(err, time.Duration(now()-shownAt))
 	}
 	return true
 }
@@ -304,7 +351,7 @@ func (s *State) BeginRelease() (ended bool, err error) {
 	}
 	s.mu.Unlock()
 	if second {
-		<-s.done
+		<-s.Done()
 	}
 	return s.Ended(true)
 }

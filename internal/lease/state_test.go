@@ -86,12 +86,16 @@ func TestLoseWhileReleasingIsIgnored(t *testing.T) {
 	}
 }
 
-type fakeLease struct{ token string }
+type fakeLease struct {
+	token string
+	st    State
+}
 
 func (f *fakeLease) Token() string                 { return f.token }
 func (f *fakeLease) Key() string                   { return "k" }
 func (f *fakeLease) End(error) bool                { return true }
 func (f *fakeLease) Release(context.Context) error { return nil }
+func (f *fakeLease) state() *State                 { return &f.st }
 
 // A registry gives its memory back when most of a large number of leases
 // are gone.
@@ -99,14 +103,14 @@ func TestRegistryShrinks(t *testing.T) {
 	var r Registry
 	ls := make([]*fakeLease, 100000)
 	for i := range ls {
-		ls[i] = &fakeLease{token: strconv.Itoa(i)}
+		ls[i] = &fakeLease{token: strconv.Itoa(i), st: State{held: -1}}
 		r.Add(ls[i])
 	}
 	for _, l := range ls[:len(ls)-10] {
 		r.Remove(l)
 	}
-	if r.peak > 1000 {
-		t.Errorf("after removing all but 10 of 100000 leases, the maps were last made for %d", r.peak)
+	if r.peak > 1000 || cap(r.held) > 1000 {
+		t.Errorf("after removing all but 10 of 100000 leases, the map was last made for %d and the slice holds %d", r.peak, cap(r.held))
 	}
 	for _, l := range ls[len(ls)-10:] {
 		if !r.Holds(dlock.WithOwner(context.Background(), l.token), "k") {

@@ -23,10 +23,20 @@ const MaxInFlight = 8
 // An Entry is one lease under renewal. The backend owns Value.
 type Entry struct {
 	Value  any
-	due    time.Time
+	due    moment
 	period time.Duration
 	index  int // in the heap; -1 when not scheduled
 }
+
+// A moment is a time as the scheduler keeps it: nanoseconds since epoch,
+// a monotonic clock reading, in 8 bytes rather than a time.Time's 24.
+type moment int64
+
+var epoch = time.Now()
+
+func at(t time.Time) moment { return moment(t.Sub(epoch)) }
+
+func (m moment) time() time.Time { return epoch.Add(time.Duration(m)) }
 
 // RenewFunc renews a batch of entries, normally in one round trip, and
 // returns for each entry the time it should next be renewed, or the zero
@@ -47,8 +57,8 @@ type Scheduler struct {
 	mu       sync.Mutex
 	q        queue
 	timer    *time.Timer
-	armedAt  time.Time // when timer fires; zero when it is not armed
-	inFlight int       // batches running
+	armedAt  moment // when timer fires; 0 when it is not armed
+	inFlight int    // batches running
 	closed   bool
 	running  sync.WaitGroup
 }
@@ -73,21 +83,21 @@ func (s *Scheduler) AddFirst(e *Entry, period, first time.Duration) bool {
 		return false
 	}
 	e.period = period
-	e.due = time.Now().Add(first)
+	e.due = at(time.Now().Add(first))
 	heap.Push(&s.q, e)
-	if s.inFlight < MaxInFlight && (s.armedAt.IsZero() || e.due.Before(s.armedAt)) {
+	if s.inFlight < MaxInFlight && (s.armedAt == 0 || e.due < s.armedAt) {
 		s.arm(e.due)
 	}
 	return true
 }
 
 // arm sets the timer for t. s.mu must be held.
-func (s *Scheduler) arm(t time.Time) {
-	s.armedAt = t
+func (s *Scheduler) arm(t moment) {
+	s.armedAt = max(t, 1)
 	if s.timer == nil {
-		s.timer = time.AfterFunc(time.Until(t), s.fire)
+		s.timer = time.AfterFunc(time.Until(t.time()), s.fire)
 	} else {
-		s.timer.Reset(time.Until(t))
+		s.timer.Reset(time.Until(t.time()))
 	}
 }
 
@@ -130,7 +140,7 @@ func (s *Scheduler) Close() {
 func (s *Scheduler) fire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.armedAt = time.Time{}
+	s.armedAt = 0
 	s.startDue()
 }
 
@@ -167,7 +177,7 @@ func (s *Scheduler) run(batch []*Entry) {
 			e.index = -1
 			continue
 		}
-		e.due = next[i]
+		e.due = at(next[i])
 		heap.Push(&s.q, e)
 	}
 	s.inFlight--
@@ -177,14 +187,14 @@ func (s *Scheduler) run(batch []*Entry) {
 // due pops the entries due now (with their batch-mates), or returns nil
 // if none is due. s.mu must be held.
 func (s *Scheduler) due() []*Entry {
-	now := time.Now()
-	if len(s.q) == 0 || s.q[0].due.After(now) {
+	now := at(time.Now())
+	if len(s.q) == 0 || s.q[0].due > now {
 		return nil
 	}
 	first := s.q[0]
-	horizon := now.Add(first.period / 4)
+	horizon := now + moment(first.period/4)
 	var batch []*Entry
-	for len(s.q) > 0 && len(batch) < MaxBatch && !s.q[0].due.After(horizon) {
+	for len(s.q) > 0 && len(batch) < MaxBatch && s.q[0].due <= horizon {
 		e := heap.Pop(&s.q).(*Entry)
 		e.index = -1
 		batch = append(batch, e)
@@ -195,7 +205,7 @@ func (s *Scheduler) due() []*Entry {
 type queue []*Entry
 
 func (q queue) Len() int           { return len(q) }
-func (q queue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q queue) Less(i, j int) bool { return q[i].due < q[j].due }
 func (q queue) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index, q[j].index = i, j

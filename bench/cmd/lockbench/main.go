@@ -28,7 +28,8 @@ func main() {
 	reps := flag.Int("reps", def.Reps, "repetitions; medians are reported")
 	hold := flag.Duration("hold", def.Hold, "S3, S5, Z2, P2: busy work while holding the lock")
 	leases := flag.Int("leases", def.Leases, "R1: leases held by one client")
-	r1TTL := flag.Duration("r1-ttl", 0, "R1: the leases' TTL; renewal every TTL/3 (default 3s; 1.5s with -short)")
+	r1TTL := flag.Duration("r1-ttl", 0, "R1: the leases' TTL; renewal every TTL/3 (default 3s, also with -short)")
+	r1Heap := flag.String("r1-heapprofile", "", "R1: write a heap profile to this file once the leases are held")
 	limit := flag.Duration("limit", 2*time.Hour, "start no run after this long (per -runs run); the benchmark then ends within one run's bound (0: no limit)")
 	out := flag.String("out", "", "write the markdown report to this file (default: stdout only)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
@@ -45,6 +46,7 @@ func main() {
 	cfg.Scenarios = split(*scenarios)
 	cfg.Contenders = split(*contenders)
 	cfg.Reps, cfg.Hold, cfg.Leases, cfg.Limit = max(1, *reps), *hold, *leases, *limit
+	cfg.R1HeapProfile = *r1Heap
 	if *r1TTL > 0 {
 		cfg.R1TTL = *r1TTL
 	}
