@@ -690,3 +690,37 @@ func TestIntegrationCuratorLeaderSelector(t *testing.T) {
 	}
 	cur.do("unlead", c2)
 }
+
+// A zklock Semaphore lease whose lease node of Curator's layout is deleted
+// (by an operator, or a reaper) ends as lost within its confirmation
+// period, as it does when its own node is deleted: the permit that node
+// stood for is free for Curator's takers, so a lease that went on would
+// hold beside them, more holders than permits.
+func TestIntegrationCuratorSemaphoreLeaseNodeDeleted(t *testing.T) {
+	zc, cur, path, adm := curatorPair(t)
+	ctx := ctxFor(t, time.Minute)
+	z := mustTake(t, ctx, zc.NewSemaphore(path, 1), "a free semaphore")
+	defer z.Release(ctx)
+	kids := children(t, adm, path+"/leases")
+	if len(kids) != 1 {
+		t.Fatalf("leases under %s/leases = %v; want zklock's one", path, kids)
+	}
+	if err := adm.Delete(path+"/leases/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	c := cur.newLock("sem", path, "1")
+	if a := cur.do("lease", c, "5000"); a != "ok" {
+		t.Fatalf("Curator lease once zklock's lease node is gone = %s; want ok", a)
+	}
+	defer cur.do("unlease", c)
+	// The lease's confirmation period is at most a third of the session
+	// timeout; one session timeout is ample on a loaded machine.
+	select {
+	case <-z.Done():
+		if err := z.Err(); !errors.Is(err, dlock.ErrLost) {
+			t.Fatalf("zklock lease ended with %v; want ErrLost", err)
+		}
+	case <-time.After(testSessionTimeout):
+		t.Fatalf("zklock lease still held %v after its Curator lease node was deleted, beside Curator's lease of a 1-lease semaphore (Err %v)", testSessionTimeout, z.Err())
+	}
+}

@@ -263,9 +263,10 @@
 // its permit nodes; their Curator leases go when their holders learn of
 // the loss, at their next confirmation); and a Curator semaphore on a path that a
 // zklock Mutex or RWMutex uses is not reported as another kind. A zklock
-// Semaphore's lease is confirmed (see Leases and the session) by its own
-// node only: its Curator lease node goes with its session, or when the
-// lease ends. A Semaphore acquisition costs about six more round trips
+// Semaphore's lease is confirmed (see Leases and the session) by both its
+// nodes: one deleted ends it as lost, within a confirmation period, as a
+// Curator taker may then hold the permit it stood for. Its Curator lease
+// node goes with its session, or when the lease ends. A Semaphore acquisition costs about six more round trips
 // than before (Curator's mutex and its lease node).
 //
 // Curator's LeaderLatch does not interoperate: it orders only its own
