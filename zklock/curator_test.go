@@ -21,6 +21,7 @@ import (
 	_ "embed"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/zklock"
 	"github.com/go-zookeeper/zk"
 )
@@ -724,3 +725,47 @@ func TestIntegrationCuratorSemaphoreLeaseNodeDeleted(t *testing.T) {
 		t.Fatalf("zklock lease still held %v after its Curator lease node was deleted, beside Curator's lease of a 1-lease semaphore (Err %v)", testSessionTimeout, z.Err())
 	}
 }
+
+// A Semaphore.Lock waiting for a lease of Curator's layout (here held by a
+// plain client, as Curator holds one) waits through a restart of the
+// ensemble without its data, as a Lock waiting in zklock's own queue does:
+// its permit node and Curator's are gone with the session, and it takes
+// the semaphore once its Client has a new session. Before, it returned an
+// error while its ctx had a minute left.
+func TestIntegrationSemaphoreCuratorStepWaitsThroughRestartEmpty(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	servers := []string{z.Addr()}
+	ctx := ctxFor(t, time.Minute)
+	path := uniquePath(t)
+	zc := connect(t, servers)
+	adm := admin(t, servers)
+	for _, p := range []string{"/dlock-test", path} {
+		if _, err := adm.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := adm.Create(path+"/leases", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.Create(path+"/leases/_c_00000000-0000-0000-0000-000000000000-lease-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	w := lockLater(ctx, zc.NewSemaphore(path, 1))
+	// Waiting at Curator's step: it holds Curator's mutex.
+	for deadline := time.Now().Add(10 * time.Second); len(children(t, adm, path+"/locks")) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the zklock Lock never took Curator's mutex")
+		}
+	}
+	waitsFor(t, w, 200*time.Millisecond, "zklock Semaphore.Lock while the lease is taken")
+	if err := z.RestartEmpty(); err != nil {
+		t.Fatal(err)
+	}
+	r := got(t, w, "zklock Semaphore.Lock after the ensemble restarted empty")
+	if r.err != nil {
+		t.Fatalf("Semaphore.Lock waiting at Curator's step through a restart without data = %v; want the lease (ctx had %v left)", r.err, time.Until(deadlineOf(ctx)).Round(time.Second))
+	}
+	r.lease.Release(ctx)
+}
+
+func deadlineOf(ctx context.Context) time.Time { d, _ := ctx.Deadline(); return d }
