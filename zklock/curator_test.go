@@ -739,17 +739,7 @@ func TestIntegrationSemaphoreCuratorStepWaitsThroughRestartEmpty(t *testing.T) {
 	path := uniquePath(t)
 	zc := connect(t, servers)
 	adm := admin(t, servers)
-	for _, p := range []string{"/dlock-test", path} {
-		if _, err := adm.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
-	if _, err := adm.Create(path+"/leases", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := adm.Create(path+"/leases/_c_00000000-0000-0000-0000-000000000000-lease-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	standInLease(t, adm, path)
 	w := lockLater(ctx, zc.NewSemaphore(path, 1))
 	// Waiting at Curator's step: it holds Curator's mutex.
 	for deadline := time.Now().Add(10 * time.Second); len(children(t, adm, path+"/locks")) == 0; time.Sleep(20 * time.Millisecond) {
@@ -769,3 +759,57 @@ func TestIntegrationSemaphoreCuratorStepWaitsThroughRestartEmpty(t *testing.T) {
 }
 
 func deadlineOf(ctx context.Context) time.Time { d, _ := ctx.Deadline(); return d }
+
+// A zklock Semaphore.Lock waiting for a lease while holding Curator's
+// mutex on path/locks gives the wait up (and queues again) when its mutex
+// node is deleted: a Curator taker then takes the mutex and waits too,
+// with its lease node beside zklock's, and once the holder leaves the two
+// waiters, over the one permit together, would wait for each other until
+// one gave up.
+func TestIntegrationCuratorSemaphoreMutexNodeDeleted(t *testing.T) {
+	zc, cur, path, adm := curatorPair(t)
+	ctx := ctxFor(t, time.Minute)
+	holder := standInLease(t, adm, path)
+	w := lockLater(ctx, zc.NewSemaphore(path, 1))
+	var gate []string
+	for deadline := time.Now().Add(10 * time.Second); len(gate) == 0; time.Sleep(20 * time.Millisecond) {
+		if gate = children(t, adm, path+"/locks"); time.Now().After(deadline) {
+			t.Fatal("the waiting zklock Lock never took Curator's mutex")
+		}
+	}
+	if err := adm.Delete(path+"/locks/"+gate[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	c := cur.newLock("sem", path, "1")
+	cw := cur.send("lease", c, "8000")
+	waitsFor(t, cw, 300*time.Millisecond, "Curator lease while zklock's lease holds")
+	if err := adm.Delete(holder, -1); err != nil {
+		t.Fatal(err)
+	}
+	if a := got(t, cw, "Curator lease after the holder's release"); a != "ok" {
+		t.Fatalf("Curator lease after the holder's release = %s, with zklock's waiter on a deleted mutex node; want ok", a)
+	}
+	waitsFor(t, w, 300*time.Millisecond, "zklock Lock while Curator's lease holds")
+	cur.do("unlease", c)
+	r := got(t, w, "zklock Lock after Curator's release")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.lease.Release(ctx)
+}
+
+// standInLease takes through adm a lease of Curator's InterProcessSemaphoreV2
+// layout on path, as Curator's Lease holds one, and returns its node.
+func standInLease(t *testing.T, adm *zk.Conn, path string) string {
+	t.Helper()
+	for _, p := range []string{"/dlock-test", path, path + "/leases"} {
+		if _, err := adm.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	node, err := adm.Create(path+"/leases/_c_00000000-0000-0000-0000-000000000000-lease-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node
+}

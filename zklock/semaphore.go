@@ -210,6 +210,11 @@ func (sem *Semaphore) takeCuratorLease(ctx context.Context, h *Lease, wait bool,
 		case <-h.Done():
 			_, err := h.Ended(false)
 			return dlock.NotObtained(fmt.Errorf("%w: %w", errRequeue, err))
+		case <-g.Done():
+			// Another taker may hold Curator's mutex now and wait beside
+			// this one: the two would wait for each other for ever.
+			_, err := g.Ended(false)
+			return dlock.NotObtained(fmt.Errorf("%w: Curator's mutex %s: %w", errRequeue, g.Path(), err))
 		case <-watch:
 		}
 	}
