@@ -813,3 +813,30 @@ func standInLease(t *testing.T, adm *zk.Conn, path string) string {
 	}
 	return node
 }
+
+// A Semaphore TryLock on a healthy ensemble is refused with ErrNotObtained,
+// at once, when Curator's mutex on path/locks is held (by a Curator taker
+// in a long GC pause, say), as Curator's own acquire with no wait is
+// refused: it neither waits for the mutex for TryLock's whole bound nor
+// then reports the ensemble unavailable.
+func TestIntegrationCuratorSemaphoreTryLockMutexHeld(t *testing.T) {
+	servers := []string{sharedZK(t).Addr()}
+	zc, path, adm := connect(t, servers), uniquePath(t), admin(t, servers)
+	ctx := ctxFor(t, time.Minute)
+	standInLease(t, adm, path) // one of two permits taken: TryLock's look passes
+	if _, err := adm.Create(path+"/locks", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.Create(path+"/locks/_c_00000000-0000-0000-0000-000000000000-lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	lease, err := zc.NewSemaphore(path, 2).TryLock(ctx)
+	took := time.Since(start)
+	if lease != nil {
+		lease.Release(ctx)
+	}
+	if !errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) || took > time.Second {
+		t.Fatalf("TryLock while Curator's mutex is held = %v after %v; want ErrNotObtained (not ErrUnavailable) at once", err, took.Round(time.Millisecond))
+	}
+}

@@ -247,7 +247,7 @@
 //     no more children than permits), so that the holders of both sides
 //     together never outnumber the permits. The lease node goes with the
 //     lease. TryLock is refused at once when Curator's leases are all
-//     taken. Each of its two steps (its own node, then Curator's lease)
+//     taken, or another taker holds Curator's mutex. Each of its two steps (its own node, then Curator's lease)
 //     waits for an ensemble that does not answer at most TryLock's bound
 //     (see Faults), so a Semaphore's TryLock can take twice that before it
 //     returns an error matching dlock.ErrUnavailable.

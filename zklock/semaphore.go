@@ -157,8 +157,11 @@ func (sem *Semaphore) takeCuratorLease(ctx context.Context, h *Lease, wait bool,
 	gate := &queue{s: s, dir: q.dir + "/" + curatorLocks, kind: kindLock, label: label(kindLock, 0),
 		allowed: []kind{kindLock}, cfg: q.cfg, decide: lowestHolds}
 	// The mutex is plumbing: its grant and release are no events (gate.ev
-	// is nil); a wait for it is the Semaphore's EventWaiting.
-	g, err := gate.acquire(ctx, lease.NewToken(ctx), true, a)
+	// is nil); a wait for it is the Semaphore's EventWaiting. Without
+	// wait, a held mutex refuses TryLock at once, as it does Curator's
+	// acquire with no wait: its holder may keep it for as long as it
+	// waits for a lease, or is paused.
+	g, err := gate.acquire(ctx, lease.NewToken(ctx), wait, a)
 	if err != nil {
 		return err
 	}
