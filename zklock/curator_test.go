@@ -724,6 +724,21 @@ func TestIntegrationCuratorSemaphoreLeaseNodeDeleted(t *testing.T) {
 	case <-time.After(testSessionTimeout):
 		t.Fatalf("zklock lease still held %v after its Curator lease node was deleted, beside Curator's lease of a 1-lease semaphore (Err %v)", testSessionTimeout, z.Err())
 	}
+	// The lost lease's permit node goes too: zklock's queue is free.
+	for deadline := time.Now().Add(testSessionTimeout); ; time.Sleep(50 * time.Millisecond) {
+		var left []string
+		for _, k := range children(t, adm, path) {
+			if k != "locks" && k != "leases" {
+				left = append(left, k)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("permit nodes of the lost lease still under %s after %v: %v", path, testSessionTimeout, left)
+		}
+	}
 }
 
 // A Semaphore.Lock waiting for a lease of Curator's layout (here held by a

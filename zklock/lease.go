@@ -259,6 +259,9 @@ func (n *node) exists(ctx context.Context) (bool, *zk.Stat, error) {
 	case err != nil:
 		return false, nil, err
 	case !aok || ast.EphemeralOwner != st.EphemeralOwner:
+		// n itself is still there, and would keep its place in the
+		// queue for as long as the session lasts.
+		s.removeLater(n.path)
 		return false, nil, nil
 	}
 	return true, st, nil
