@@ -79,6 +79,14 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool, a *lease.Attempt) 
 			return asLease(h, err)
 		}
 		err = sem.curatorLease(ctx, h, wait, a)
+		if err == nil && !sem.q.cfg.renew {
+			// The grant is now: a lease without renewal lasts its TTL
+			// from here, not from its permit node's grant, which came
+			// before the wait for Curator's lease.
+			if rerr := h.Refresh(ctx); rerr != nil {
+				err = dlock.NotObtained(fmt.Errorf("%w: %w", errRequeue, rerr))
+			}
+		}
 		if err == nil {
 			return h, nil
 		}
