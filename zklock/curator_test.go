@@ -856,35 +856,47 @@ func TestIntegrationCuratorSemaphoreTryLockMutexHeld(t *testing.T) {
 	}
 }
 
-// A Semaphore lease without renewal lasts its TTL from its grant, which
-// comes once Curator's lease is taken: a Lock that waited for Curator's
-// lease most of a TTL does not get a lease with only the rest of it left
-// (see dlocktest's GrantNotShort: a short lease is not right).
+// A Semaphore lease without renewal lasts its TTL, and one with a maximum
+// hold its MaxHold, from its grant, which comes once Curator's lease is
+// taken: a Lock that waited for Curator's lease most of that time does not
+// get a lease with only the rest of it left (see dlocktest's
+// GrantNotShort: a short lease is not right).
 func TestIntegrationSemaphoreFixedLeaseAfterCuratorWait(t *testing.T) {
 	servers := []string{sharedZK(t).Addr()}
-	zc, path, adm := connect(t, servers), uniquePath(t), admin(t, servers)
-	ctx := ctxFor(t, time.Minute)
-	const ttl = 3 * time.Second
-	holder := standInLease(t, adm, path)
-	w := lockLater(ctx, zc.NewSemaphore(path, 1, zklock.WithTTL(ttl), zklock.WithoutRenewal()))
-	for deadline := time.Now().Add(10 * time.Second); len(children(t, adm, path+"/locks")) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the zklock Lock never took Curator's mutex")
-		}
-	}
-	time.Sleep(ttl * 8 / 10)
-	if err := adm.Delete(holder, -1); err != nil {
-		t.Fatal(err)
-	}
-	r := got(t, w, "zklock Lock after the Curator lease's release")
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	defer r.lease.Release(ctx)
-	granted := time.Now()
-	select {
-	case <-r.lease.Done():
-		t.Fatalf("lease without renewal of TTL %v ended %v after Lock returned it (%v)", ttl, time.Since(granted).Round(time.Millisecond), r.lease.Err())
-	case <-time.After(ttl / 2):
+	zc, adm := connect(t, servers), admin(t, servers)
+	const d = 3 * time.Second
+	for _, tc := range []struct {
+		name string
+		opts []zklock.Option
+	}{
+		{"WithoutRenewal", []zklock.Option{zklock.WithTTL(d), zklock.WithoutRenewal()}},
+		{"WithMaxHold", []zklock.Option{zklock.WithTTL(d), zklock.WithMaxHold(d)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			path := uniquePath(t)
+			holder := standInLease(t, adm, path)
+			w := lockLater(ctx, zc.NewSemaphore(path, 1, tc.opts...))
+			for deadline := time.Now().Add(10 * time.Second); len(children(t, adm, path+"/locks")) == 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the zklock Lock never took Curator's mutex")
+				}
+			}
+			time.Sleep(d * 8 / 10)
+			if err := adm.Delete(holder, -1); err != nil {
+				t.Fatal(err)
+			}
+			r := got(t, w, "zklock Lock after the Curator lease's release")
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			defer r.lease.Release(ctx)
+			granted := time.Now()
+			select {
+			case <-r.lease.Done():
+				t.Fatalf("lease of %v ended %v after Lock returned it (%v)", d, time.Since(granted).Round(time.Millisecond), r.lease.Err())
+			case <-time.After(d / 2):
+			}
+		})
 	}
 }

@@ -87,6 +87,14 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool, a *lease.Attempt) 
 				err = dlock.NotObtained(fmt.Errorf("%w: %w", errRequeue, rerr))
 			}
 		}
+		if err == nil && sem.q.cfg.maxHold > 0 {
+			// The same for the maximum hold.
+			end := time.Now().Add(sem.q.cfg.maxHold)
+			h.n.mu.Lock()
+			h.n.holdEnd = end
+			h.n.mu.Unlock()
+			h.CapHold(end)
+		}
 		if err == nil {
 			return h, nil
 		}
