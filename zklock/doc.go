@@ -246,7 +246,10 @@
 //     on path/locks, a node under path/leases, held once path/leases has
 //     no more children than permits), so that the holders of both sides
 //     together never outnumber the permits. The lease node goes with the
-//     lease. TryLock is refused at once when Curator's leases are all
+//     lease. The lease is granted once both are taken: a TTL without
+//     renewal, and WithMaxHold, count from then; and a Lock whose nodes
+//     go while it waits for Curator's lease (with its session, say)
+//     queues again. TryLock is refused at once when Curator's leases are all
 //     taken, or another taker holds Curator's mutex. Each of its two steps (its own node, then Curator's lease)
 //     waits for an ensemble that does not answer at most TryLock's bound
 //     (see Faults), so a Semaphore's TryLock can take twice that before it
