@@ -21,6 +21,7 @@ import (
 	_ "embed"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/zklock"
 	"github.com/go-zookeeper/zk"
 )
@@ -689,4 +690,213 @@ func TestIntegrationCuratorLeaderSelector(t *testing.T) {
 		t.Fatalf("Curator's LeaderSelector after zklock's leader resigned = %s", a)
 	}
 	cur.do("unlead", c2)
+}
+
+// A zklock Semaphore lease whose lease node of Curator's layout is deleted
+// (by an operator, or a reaper) ends as lost within its confirmation
+// period, as it does when its own node is deleted: the permit that node
+// stood for is free for Curator's takers, so a lease that went on would
+// hold beside them, more holders than permits.
+func TestIntegrationCuratorSemaphoreLeaseNodeDeleted(t *testing.T) {
+	zc, cur, path, adm := curatorPair(t)
+	ctx := ctxFor(t, time.Minute)
+	z := mustTake(t, ctx, zc.NewSemaphore(path, 1), "a free semaphore")
+	defer z.Release(ctx)
+	kids := children(t, adm, path+"/leases")
+	if len(kids) != 1 {
+		t.Fatalf("leases under %s/leases = %v; want zklock's one", path, kids)
+	}
+	if err := adm.Delete(path+"/leases/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	c := cur.newLock("sem", path, "1")
+	if a := cur.do("lease", c, "5000"); a != "ok" {
+		t.Fatalf("Curator lease once zklock's lease node is gone = %s; want ok", a)
+	}
+	defer cur.do("unlease", c)
+	// The lease's confirmation period is at most a third of the session
+	// timeout; one session timeout is ample on a loaded machine.
+	select {
+	case <-z.Done():
+		if err := z.Err(); !errors.Is(err, dlock.ErrLost) {
+			t.Fatalf("zklock lease ended with %v; want ErrLost", err)
+		}
+	case <-time.After(testSessionTimeout):
+		t.Fatalf("zklock lease still held %v after its Curator lease node was deleted, beside Curator's lease of a 1-lease semaphore (Err %v)", testSessionTimeout, z.Err())
+	}
+	// The lost lease's permit node goes too: zklock's queue is free.
+	for deadline := time.Now().Add(testSessionTimeout); ; time.Sleep(50 * time.Millisecond) {
+		var left []string
+		for _, k := range children(t, adm, path) {
+			if k != "locks" && k != "leases" {
+				left = append(left, k)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("permit nodes of the lost lease still under %s after %v: %v", path, testSessionTimeout, left)
+		}
+	}
+}
+
+// A Semaphore.Lock waiting for a lease of Curator's layout (here held by a
+// plain client, as Curator holds one) waits through a restart of the
+// ensemble without its data, as a Lock waiting in zklock's own queue does:
+// its permit node and Curator's are gone with the session, and it takes
+// the semaphore once its Client has a new session. Before, it returned an
+// error while its ctx had a minute left.
+func TestIntegrationSemaphoreCuratorStepWaitsThroughRestartEmpty(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	servers := []string{z.Addr()}
+	ctx := ctxFor(t, time.Minute)
+	path := uniquePath(t)
+	zc := connect(t, servers)
+	adm := admin(t, servers)
+	standInLease(t, adm, path)
+	w := lockLater(ctx, zc.NewSemaphore(path, 1))
+	// Waiting at Curator's step: it holds Curator's mutex.
+	for deadline := time.Now().Add(10 * time.Second); len(children(t, adm, path+"/locks")) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the zklock Lock never took Curator's mutex")
+		}
+	}
+	waitsFor(t, w, 200*time.Millisecond, "zklock Semaphore.Lock while the lease is taken")
+	if err := z.RestartEmpty(); err != nil {
+		t.Fatal(err)
+	}
+	r := got(t, w, "zklock Semaphore.Lock after the ensemble restarted empty")
+	if r.err != nil {
+		t.Fatalf("Semaphore.Lock waiting at Curator's step through a restart without data = %v; want the lease (ctx had %v left)", r.err, time.Until(deadlineOf(ctx)).Round(time.Second))
+	}
+	r.lease.Release(ctx)
+}
+
+func deadlineOf(ctx context.Context) time.Time { d, _ := ctx.Deadline(); return d }
+
+// A zklock Semaphore.Lock waiting for a lease while holding Curator's
+// mutex on path/locks gives the wait up (and queues again) when its mutex
+// node is deleted: a Curator taker then takes the mutex and waits too,
+// with its lease node beside zklock's, and once the holder leaves the two
+// waiters, over the one permit together, would wait for each other until
+// one gave up.
+func TestIntegrationCuratorSemaphoreMutexNodeDeleted(t *testing.T) {
+	zc, cur, path, adm := curatorPair(t)
+	ctx := ctxFor(t, time.Minute)
+	holder := standInLease(t, adm, path)
+	w := lockLater(ctx, zc.NewSemaphore(path, 1))
+	var gate []string
+	for deadline := time.Now().Add(10 * time.Second); len(gate) == 0; time.Sleep(20 * time.Millisecond) {
+		if gate = children(t, adm, path+"/locks"); time.Now().After(deadline) {
+			t.Fatal("the waiting zklock Lock never took Curator's mutex")
+		}
+	}
+	if err := adm.Delete(path+"/locks/"+gate[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	c := cur.newLock("sem", path, "1")
+	cw := cur.send("lease", c, "8000")
+	waitsFor(t, cw, 300*time.Millisecond, "Curator lease while zklock's lease holds")
+	if err := adm.Delete(holder, -1); err != nil {
+		t.Fatal(err)
+	}
+	if a := got(t, cw, "Curator lease after the holder's release"); a != "ok" {
+		t.Fatalf("Curator lease after the holder's release = %s, with zklock's waiter on a deleted mutex node; want ok", a)
+	}
+	waitsFor(t, w, 300*time.Millisecond, "zklock Lock while Curator's lease holds")
+	cur.do("unlease", c)
+	r := got(t, w, "zklock Lock after Curator's release")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.lease.Release(ctx)
+}
+
+// standInLease takes through adm a lease of Curator's InterProcessSemaphoreV2
+// layout on path, as Curator's Lease holds one, and returns its node.
+func standInLease(t *testing.T, adm *zk.Conn, path string) string {
+	t.Helper()
+	for _, p := range []string{"/dlock-test", path, path + "/leases"} {
+		if _, err := adm.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	node, err := adm.Create(path+"/leases/_c_00000000-0000-0000-0000-000000000000-lease-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+// A Semaphore TryLock on a healthy ensemble is refused with ErrNotObtained,
+// at once, when Curator's mutex on path/locks is held (by a Curator taker
+// in a long GC pause, say), as Curator's own acquire with no wait is
+// refused: it neither waits for the mutex for TryLock's whole bound nor
+// then reports the ensemble unavailable.
+func TestIntegrationCuratorSemaphoreTryLockMutexHeld(t *testing.T) {
+	servers := []string{sharedZK(t).Addr()}
+	zc, path, adm := connect(t, servers), uniquePath(t), admin(t, servers)
+	ctx := ctxFor(t, time.Minute)
+	standInLease(t, adm, path) // one of two permits taken: TryLock's look passes
+	if _, err := adm.Create(path+"/locks", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.Create(path+"/locks/_c_00000000-0000-0000-0000-000000000000-lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	lease, err := zc.NewSemaphore(path, 2).TryLock(ctx)
+	took := time.Since(start)
+	if lease != nil {
+		lease.Release(ctx)
+	}
+	if !errors.Is(err, dlock.ErrNotObtained) || errors.Is(err, dlock.ErrUnavailable) || took > time.Second {
+		t.Fatalf("TryLock while Curator's mutex is held = %v after %v; want ErrNotObtained (not ErrUnavailable) at once", err, took.Round(time.Millisecond))
+	}
+}
+
+// A Semaphore lease without renewal lasts its TTL, and one with a maximum
+// hold its MaxHold, from its grant, which comes once Curator's lease is
+// taken: a Lock that waited for Curator's lease most of that time does not
+// get a lease with only the rest of it left (see dlocktest's
+// GrantNotShort: a short lease is not right).
+func TestIntegrationSemaphoreFixedLeaseAfterCuratorWait(t *testing.T) {
+	servers := []string{sharedZK(t).Addr()}
+	zc, adm := connect(t, servers), admin(t, servers)
+	const d = 3 * time.Second
+	for _, tc := range []struct {
+		name string
+		opts []zklock.Option
+	}{
+		{"WithoutRenewal", []zklock.Option{zklock.WithTTL(d), zklock.WithoutRenewal()}},
+		{"WithMaxHold", []zklock.Option{zklock.WithTTL(d), zklock.WithMaxHold(d)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxFor(t, time.Minute)
+			path := uniquePath(t)
+			holder := standInLease(t, adm, path)
+			w := lockLater(ctx, zc.NewSemaphore(path, 1, tc.opts...))
+			for deadline := time.Now().Add(10 * time.Second); len(children(t, adm, path+"/locks")) == 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the zklock Lock never took Curator's mutex")
+				}
+			}
+			time.Sleep(d * 8 / 10)
+			if err := adm.Delete(holder, -1); err != nil {
+				t.Fatal(err)
+			}
+			r := got(t, w, "zklock Lock after the Curator lease's release")
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			defer r.lease.Release(ctx)
+			granted := time.Now()
+			select {
+			case <-r.lease.Done():
+				t.Fatalf("lease of %v ended %v after Lock returned it (%v)", d, time.Since(granted).Round(time.Millisecond), r.lease.Err())
+			case <-time.After(d / 2):
+			}
+		})
+	}
 }

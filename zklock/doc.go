@@ -246,8 +246,11 @@
 //     on path/locks, a node under path/leases, held once path/leases has
 //     no more children than permits), so that the holders of both sides
 //     together never outnumber the permits. The lease node goes with the
-//     lease. TryLock is refused at once when Curator's leases are all
-//     taken. Each of its two steps (its own node, then Curator's lease)
+//     lease. The lease is granted once both are taken: a TTL without
+//     renewal, and WithMaxHold, count from then; and a Lock whose nodes
+//     go while it waits for Curator's lease (with its session, say)
+//     queues again. TryLock is refused at once when Curator's leases are all
+//     taken, or another taker holds Curator's mutex. Each of its two steps (its own node, then Curator's lease)
 //     waits for an ensemble that does not answer at most TryLock's bound
 //     (see Faults), so a Semaphore's TryLock can take twice that before it
 //     returns an error matching dlock.ErrUnavailable.
@@ -263,9 +266,10 @@
 // its permit nodes; their Curator leases go when their holders learn of
 // the loss, at their next confirmation); and a Curator semaphore on a path that a
 // zklock Mutex or RWMutex uses is not reported as another kind. A zklock
-// Semaphore's lease is confirmed (see Leases and the session) by its own
-// node only: its Curator lease node goes with its session, or when the
-// lease ends. A Semaphore acquisition costs about six more round trips
+// Semaphore's lease is confirmed (see Leases and the session) by both its
+// nodes: one deleted ends it as lost, within a confirmation period, as a
+// Curator taker may then hold the permit it stood for. Its Curator lease
+// node goes with its session, or when the lease ends. A Semaphore acquisition costs about six more round trips
 // than before (Curator's mutex and its lease node).
 //
 // Curator's LeaderLatch does not interoperate: it orders only its own

@@ -241,6 +241,32 @@ func (n *node) check(start time.Time, exists bool, st *zk.Stat, err error, refre
 	return false, nil
 }
 
+// exists looks for n and, if n is found, for n.also, the node that goes
+// with it: n counts as there only if both are, of one session, so that a
+// Semaphore lease whose Curator lease node was deleted is confirmed no
+// more (a Curator taker may hold the permit that node stood for).
+func (n *node) exists(ctx context.Context) (bool, *zk.Stat, error) {
+	s := n.q.s
+	ok, st, err := s.exists(ctx, n.path)
+	n.mu.Lock()
+	also := n.also
+	n.mu.Unlock()
+	if err != nil || !ok || also == "" {
+		return ok, st, err
+	}
+	aok, ast, err := s.exists(ctx, also)
+	switch {
+	case err != nil:
+		return false, nil, err
+	case !aok || ast.EphemeralOwner != st.EphemeralOwner:
+		// n itself is still there, and would keep its place in the
+		// queue for as long as the session lasts.
+		s.removeLater(n.path)
+		return false, nil, nil
+	}
+	return true, st, nil
+}
+
 // renewBatch confirms a batch of nodes: one Exists each, all in flight at
 // once on the session's connection.
 func (s *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.Time {
@@ -282,7 +308,7 @@ func (s *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 		wg.Go(func() {
 			defer func() { <-sem }()
 			a := &answers[i]
-			a.exists, a.st, a.err = s.exists(ctx, n.path)
+			a.exists, a.st, a.err = n.exists(ctx)
 		})
 	}
 	wg.Wait()
@@ -325,7 +351,7 @@ func (h *Lease) Refresh(ctx context.Context) error {
 	var st *zk.Stat
 	err := s.sync(rctx, n.q.dir) // see renewBatch
 	if err == nil {
-		exists, st, err = s.exists(rctx, n.path)
+		exists, st, err = n.exists(rctx)
 	}
 	if rctx.Err() != nil && ctx.Err() == nil || transient(err) {
 		// No answer by Until, or a failed connection.

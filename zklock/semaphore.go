@@ -73,18 +73,46 @@ func (sem *Semaphore) acquire(ctx context.Context, wait bool, a *lease.Attempt) 
 	if err := sem.q.check(ctx); err != nil {
 		return nil, err
 	}
-	h, err := sem.q.acquire(ctx, lease.NewToken(ctx), wait, a)
-	if err != nil {
-		return asLease(h, err)
-	}
-	if err := sem.curatorLease(ctx, h, wait, a); err != nil {
+	for {
+		h, err := sem.q.acquire(ctx, lease.NewToken(ctx), wait, a)
+		if err != nil {
+			return asLease(h, err)
+		}
+		err = sem.curatorLease(ctx, h, wait, a)
+		if err == nil && !sem.q.cfg.renew {
+			// The grant is now: a lease without renewal lasts its TTL
+			// from here, not from its permit node's grant, which came
+			// before the wait for Curator's lease.
+			if rerr := h.Refresh(ctx); rerr != nil {
+				err = dlock.NotObtained(fmt.Errorf("%w: %w", errRequeue, rerr))
+			}
+		}
+		if err == nil && sem.q.cfg.maxHold > 0 {
+			// The same for the maximum hold.
+			end := time.Now().Add(sem.q.cfg.maxHold)
+			h.n.mu.Lock()
+			h.n.holdEnd = end
+			h.n.mu.Unlock()
+			h.CapHold(end)
+		}
+		if err == nil {
+			return h, nil
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tryTimeout(sem.q.cfg.ttl))
 		h.Release(rctx)
 		cancel()
-		return nil, err
+		if !wait || ctx.Err() != nil || !errors.Is(err, errRequeue) {
+			return nil, err
+		}
+		// The permit node, or Curator's lease node, went (with the
+		// session) while Lock waited for Curator's lease: a fault that
+		// Lock waits through, as it does in zklock's queue. Queue again.
 	}
-	return h, nil
 }
+
+// errRequeue marks a failure of the Curator step that a Lock queues again
+// after: the permit node was lost, or the lease node or its path vanished.
+var errRequeue = errors.New("zklock: the semaphore's nodes went while it waited for Curator's lease")
 
 // Curator's InterProcessSemaphoreV2 keeps its leases as ephemeral
 // sequential nodes "lease-" under path/leases, and takes them one at a
@@ -145,8 +173,11 @@ func (sem *Semaphore) takeCuratorLease(ctx context.Context, h *Lease, wait bool,
 	gate := &queue{s: s, dir: q.dir + "/" + curatorLocks, kind: kindLock, label: label(kindLock, 0),
 		allowed: []kind{kindLock}, cfg: q.cfg, decide: lowestHolds}
 	// The mutex is plumbing: its grant and release are no events (gate.ev
-	// is nil); a wait for it is the Semaphore's EventWaiting.
-	g, err := gate.acquire(ctx, lease.NewToken(ctx), true, a)
+	// is nil); a wait for it is the Semaphore's EventWaiting. Without
+	// wait, a held mutex refuses TryLock at once, as it does Curator's
+	// acquire with no wait: its holder may keep it for as long as it
+	// waits for a lease, or is paused.
+	g, err := gate.acquire(ctx, lease.NewToken(ctx), wait, a)
 	if err != nil {
 		return err
 	}
@@ -168,7 +199,7 @@ func (sem *Semaphore) takeCuratorLease(ctx context.Context, h *Lease, wait bool,
 	if closing {
 		s.removeLater(p.path)
 		_, err := h.Ended(false)
-		return dlock.NotObtained(err)
+		return dlock.NotObtained(fmt.Errorf("%w: %w", errRequeue, err))
 	}
 	for try := 1; ; try++ {
 		names, _, watch, err := s.childrenW(ctx, leases.dir)
@@ -180,10 +211,12 @@ func (sem *Semaphore) takeCuratorLease(ctx context.Context, h *Lease, wait bool,
 				return err
 			}
 			continue
+		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired):
+			return fmt.Errorf("%w: %w", errRequeue, describe("listing", leases.dir, err))
 		case err != nil:
 			return describe("listing", leases.dir, err)
 		case !slices.Contains(names, p.name):
-			return fmt.Errorf("zklock: semaphore %s: the lease node %s vanished (its session ended): %w", q.dir, p.path, dlock.ErrNotObtained)
+			return fmt.Errorf("zklock: semaphore %s: the lease node %s vanished (its session ended): %w (%w)", q.dir, p.path, dlock.ErrNotObtained, errRequeue)
 		case len(names) <= n:
 			return nil
 		case !wait:
@@ -195,7 +228,12 @@ func (sem *Semaphore) takeCuratorLease(ctx context.Context, h *Lease, wait bool,
 			return dlock.NotObtained(ctx.Err())
 		case <-h.Done():
 			_, err := h.Ended(false)
-			return dlock.NotObtained(err)
+			return dlock.NotObtained(fmt.Errorf("%w: %w", errRequeue, err))
+		case <-g.Done():
+			// Another taker may hold Curator's mutex now and wait beside
+			// this one: the two would wait for each other for ever.
+			_, err := g.Ended(false)
+			return dlock.NotObtained(fmt.Errorf("%w: Curator's mutex %s: %w", errRequeue, g.Path(), err))
 		case <-watch:
 		}
 	}
