@@ -65,7 +65,9 @@ func TestIntegrationZooKeeperTLS(t *testing.T) {
 	zk := testenv.StartZooKeeperTLS(t, certs, true)
 	client := []string{"--tls-cert", certs.ClientCert, "--tls-key", certs.ClientKey}
 	right := append([]string{"--zk", zk.TLSAddr(), "--tls-ca", certs.CA}, client...)
-	if r := dlock(t, nil, append(append([]string{"run"}, right...), "zk-tls", "--", "true")...); r.code != 0 {
+	// --wait: a loaded machine may take more than the default connect
+	// time to finish ZooKeeper's TLS handshake and session.
+	if r := dlock(t, nil, append(append([]string{"run", "--wait", "30s"}, right...), "zk-tls", "--", "true")...); r.code != 0 {
 		t.Fatalf("run with the right CA and client certificate: exit %d, %s", r.code, r.stderr)
 	}
 	if r := dlock(t, nil, append(append([]string{"inspect"}, right...), "zk-tls")...); r.code != 0 || !strings.Contains(r.stdout, "free") {
