@@ -796,7 +796,10 @@ func TestIntegrationCuratorSemaphoreMutexNodeDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cur.newLock("sem", path, "1")
-	cw := cur.send("lease", c, "8000")
+	// 20s: the zklock waiter notices its mutex node gone and queues again
+	// by a watch, at once on a quiet machine; 8s was not enough once with
+	// two make tests side by side.
+	cw := cur.send("lease", c, "20000")
 	waitsFor(t, cw, 300*time.Millisecond, "Curator lease while zklock's lease holds")
 	if err := adm.Delete(holder, -1); err != nil {
 		t.Fatal(err)
