@@ -246,3 +246,32 @@ func (l *regLease) Release(context.Context) error {
 	return nil
 }
 func (l *regLease) state() *State { return &l.st }
+
+// A lease that ended before it was added (granted past its Until, its
+// expiry ran at Start and its onEnd's Remove found nothing to remove) is
+// not kept by the Registry: neither in its held leases, which Close would
+// walk, nor as its token's lease.
+func TestRegistryAddOfEndedLease(t *testing.T) {
+	var r Registry
+	removed := make(chan struct{})
+	l := &stateLease{}
+	l.State = New(context.Background(), nil, "k", "tok", 1, time.Now().Add(-time.Millisecond), func() {
+		r.Remove(l)
+		close(removed)
+	})
+	l.Start()
+	select {
+	case <-removed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lease granted past its Until did not end at Start")
+	}
+	if !r.Add(l) {
+		t.Fatal("Add reported the registry closed")
+	}
+	r.mu.Lock()
+	n, byToken := len(r.held), r.byToken["tok"]
+	r.mu.Unlock()
+	if n != 0 || byToken != nil {
+		t.Errorf("the registry keeps a lease that ended before it was added: %d held, byToken %v", n, byToken != nil)
+	}
+}
