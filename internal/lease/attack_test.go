@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,7 @@ func TestExpiryOfAncientUntil(t *testing.T) {
 // a generous bound), each once, and leave their heaps.
 func TestManyDueAtOnce(t *testing.T) {
 	const n = 4000
+	before := runtime.NumGoroutine()
 	until := time.Now().Add(100 * time.Millisecond)
 	var ends atomic.Int64
 	states := make([]*State, n)
@@ -84,6 +86,14 @@ func TestManyDueAtOnce(t *testing.T) {
 	}
 	if got := ends.Load(); got != n {
 		t.Errorf("onEnd ran %d times for %d leases", got, n)
+	}
+	// The goroutines that ended them are gone.
+	left := runtime.NumGoroutine()
+	for deadline := time.Now().Add(5 * time.Second); left > before+2 && time.Now().Before(deadline); left = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left > before+2 {
+		t.Errorf("%d goroutines before, %d after every lease ended", before, left)
 	}
 	for _, s := range states {
 		sh := &shards[s.shard]
@@ -273,5 +283,30 @@ func TestRegistryAddOfEndedLease(t *testing.T) {
 	r.mu.Unlock()
 	if n != 0 || byToken != nil {
 		t.Errorf("the registry keeps a lease that ended before it was added: %d held, byToken %v", n, byToken != nil)
+	}
+}
+
+// Done and Context, asked for the first time by many goroutines at once
+// while the lease is held, are one channel and one context.
+func TestLazyDoneAndContextFirstUse(t *testing.T) {
+	for range 200 {
+		s := newStarted(context.Background(), nil, "k", "t", 1, time.Now().Add(time.Hour), nil)
+		var wg sync.WaitGroup
+		dones := make([]<-chan struct{}, 8)
+		ctxs := make([]context.Context, 8)
+		for g := range 8 {
+			wg.Go(func() { dones[g], ctxs[g] = s.Done(), s.Context() })
+		}
+		wg.Wait()
+		for g := range dones {
+			if dones[g] != dones[0] || ctxs[g] != ctxs[0] {
+				t.Fatal("first calls of Done or Context from many goroutines returned different values")
+			}
+		}
+		s.End(dlock.ErrReleased)
+		<-dones[0]
+		if context.Cause(ctxs[0]) != dlock.ErrReleased {
+			t.Fatalf("Context cause %v", context.Cause(ctxs[0]))
+		}
 	}
 }
