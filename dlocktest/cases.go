@@ -220,9 +220,14 @@ func (s *suite) leaseAccessors(t *testing.T) {
 	key := uniqueKey(t)
 	ttl := 5 * time.Second
 	l := s.b.NewLocker(t, key, Options{TTL: ttl})
-	ctx := ctxFor(t, time.Minute)
-	lease := mustLock(t, ctx, l)
+	// The Lock's own context, with a value, is cancelled once Lock has
+	// returned: that ends nothing, and the lease's Context keeps the value.
+	type valueKey struct{}
+	lctx, cancel := context.WithCancel(context.WithValue(ctxFor(t, time.Minute), valueKey{}, "v"))
+	lease := mustLock(t, lctx, l)
 	returned := time.Now()
+	cancel()
+	ctx := ctxFor(t, time.Minute)
 	if lease.Fence() == 0 {
 		t.Error("Fence() = 0; want > 0")
 	}
@@ -245,6 +250,13 @@ func (s *suite) leaseAccessors(t *testing.T) {
 	}
 	if owner, ok := dlock.OwnerFrom(lease.Context()); !ok || owner != lease.Token() {
 		t.Errorf("Context() owner = %q, %v; want the token", owner, ok)
+	}
+	if err := lease.Refresh(ctx); err != nil {
+		t.Errorf("Refresh after the Lock's context was cancelled: %v", err)
+	}
+	if lease.Err() != nil || lease.Context().Err() != nil || lease.Context().Value(valueKey{}) != "v" {
+		t.Errorf("after the Lock's context was cancelled: Err %v, Context().Err %v, value %v; want nil, nil, the Lock context's value",
+			lease.Err(), lease.Context().Err(), lease.Context().Value(valueKey{}))
 	}
 	other := mustLockAfter(t, ctx, s.b.NewLocker(t, key, Options{TTL: ttl}), lease)
 	if other.Token() == lease.Token() {

@@ -82,7 +82,13 @@ func (s *State) unschedule() {
 // arm sets the timer for at. sh.mu must be held.
 func (sh *expiryShard) arm(at moment) {
 	sh.armedAt = max(at, 1)
-	d := time.Duration(at - now())
+	// at - now, or 0 for a deadline past: at may be far enough back (the
+	// zero time) that the difference overflows into the far future, which
+	// would leave this heap unarmed until then.
+	var d time.Duration
+	if n := now(); at > n {
+		d = time.Duration(at - n)
+	}
 	if sh.timer == nil {
 		sh.timer = time.AfterFunc(d, sh.fire)
 	} else {

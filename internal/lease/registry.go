@@ -99,7 +99,10 @@ func (r *Registry) Call(ctx context.Context, f func(context.Context) (dlock.Leas
 	return l, end(err)
 }
 
-// Add records l as held. It reports false if the registry is closed.
+// Add records l as held. It reports false if the registry is closed. A
+// lease that has ended already (its Until was past when the backend
+// started it) is not recorded: its onEnd, which Removes it, has run or
+// runs without it.
 func (r *Registry) Add(l Releasable) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -110,7 +113,7 @@ func (r *Registry) Add(l Releasable) bool {
 		r.byToken = make(map[string]Releasable)
 	}
 	st := l.state()
-	if st.held >= 0 { // added before
+	if st.held >= 0 || st.Err() != nil { // added before, or ended
 		return true
 	}
 	st.held = int32(len(r.held))
