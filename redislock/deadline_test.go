@@ -44,17 +44,7 @@ func (c lateConn) Eval(ctx context.Context, calls []redisconn.Call, results []re
 func TestIntegrationDeadlineAfterRefusal(t *testing.T) {
 	t.Parallel()
 	d := standalone(t)
-	makers := []struct {
-		name string
-		make func(c *redislock.Client, key string) dlock.Locker
-	}{
-		{"Mutex", func(c *redislock.Client, key string) dlock.Locker { return c.NewMutex(key) }},
-		{"ReentrantMutex", func(c *redislock.Client, key string) dlock.Locker { return c.NewReentrantMutex(key) }},
-		{"FairMutex", func(c *redislock.Client, key string) dlock.Locker { return c.NewFairMutex(key) }},
-		{"RWMutex.read", func(c *redislock.Client, key string) dlock.Locker { return c.NewRWMutex(key).Reader() }},
-		{"RWMutex.write", func(c *redislock.Client, key string) dlock.Locker { return c.NewRWMutex(key).Writer() }},
-		{"Semaphore", func(c *redislock.Client, key string) dlock.Locker { return c.NewSemaphore(key, 2) }},
-	}
+	makers := releasers // every kind whose calls change the server's state
 	for _, tr := range transports {
 		for _, m := range makers {
 			t.Run(tr.name+"/"+m.name, func(t *testing.T) {

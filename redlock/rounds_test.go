@@ -200,22 +200,7 @@ func TestIntegrationCommandsPerCycle(t *testing.T) {
 			// leaves out), so that no node's acquire lands after its
 			// release and the count is exact.
 			key := lockKey("count-" + tr.name)
-			await := func(want string) {
-				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-					n := 0
-					for _, s := range servers {
-						if v, _ := s.Do("EXISTS", key); v == want {
-							n++
-						}
-					}
-					if n == len(servers) {
-						return
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("EXISTS %s is not %s on every node after 5s", key, want)
-					}
-				}
-			}
+			await := func(want string) { awaitOnEveryNode(t, servers, key, want) }
 			cycle := func() {
 				l, err := m.Lock(ctx)
 				if err != nil {
@@ -421,22 +406,7 @@ func TestIntegrationCommandsPerCycleFiveNodes(t *testing.T) {
 	// Lock and Release return on a majority; the test waits for the last
 	// node each time (with EXISTS, which the count leaves out), so that
 	// every node's call is in the count.
-	await := func(key, want string) {
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			n := 0
-			for _, s := range servers {
-				if v, _ := s.Do("EXISTS", key); v == want {
-					n++
-				}
-			}
-			if n == len(servers) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("EXISTS %s is not %s on every node after 5s", key, want)
-			}
-		}
-	}
+	await := func(key, want string) { awaitOnEveryNode(t, servers, key, want) }
 	cycle := func(name string) {
 		m := c.NewMutex(name, redlock.WithTTL(20*time.Second), redlock.WithoutRenewal())
 		l, err := m.Lock(ctx)
@@ -603,6 +573,26 @@ func TestIntegrationFreshSlotGuess(t *testing.T) {
 				t.Errorf("counter holding a %s: TryLock = %v; want an error saying %q", tc.name, err, tc.want)
 			}
 			gone(t, servers, name)
+		}
+	}
+}
+
+// awaitOnEveryNode waits until EXISTS key answers want ("1" or "0") on
+// every node, for at most 5s.
+func awaitOnEveryNode(t *testing.T, servers []*testenv.Redis, key, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		n := 0
+		for _, s := range servers {
+			if v, _ := s.Do("EXISTS", key); v == want {
+				n++
+			}
+		}
+		if n == len(servers) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("EXISTS %s is not %s on every node after 5s", key, want)
 		}
 	}
 }
