@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -412,6 +413,13 @@ func (h *Lease) Release(ctx context.Context) error {
 	if also := n.takeAlso(); also != "" {
 		if err := n.q.s.delete(dctx, also); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			n.q.s.removeLater(also)
+		} else {
+			// Curator's leases directory goes with its last lease, not a
+			// reaper's period later (a second in tests, a minute by
+			// default): ZooKeeper refuses while another lease is in it,
+			// and a taker that finds it gone makes it again.
+			dir := also[:strings.LastIndexByte(also, '/')]
+			call(dctx, n.q.s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, c.Delete(dir, -1) })
 		}
 	}
 	err := n.q.s.delete(dctx, n.path)

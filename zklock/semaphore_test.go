@@ -100,3 +100,27 @@ func TestIntegrationSemaphoreWakeBetweenRequests(t *testing.T) {
 		t.Fatalf("the waiter still waits 10s after the only holder released; children %v", children(t, adm, path))
 	}
 }
+
+// The last Semaphore lease's Release takes Curator's leases directory with
+// it, rather than leaving it to the ensemble's container reaper (a second
+// in tests, a minute by default; the shared Kinds case found it left 5s
+// after the release once).
+func TestIntegrationSemaphoreReleaseTakesLeasesDir(t *testing.T) {
+	t.Parallel()
+	z := sharedZK(t)
+	c := connect(t, []string{z.Addr()})
+	ctx := ctxFor(t, 30*time.Second)
+	path := uniquePath(t)
+	for range 5 {
+		l, err := c.NewSemaphore(path, 2).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _, err := c.Conn().Exists(path + "/leases"); ok || err != nil {
+			t.Fatalf("%s/leases right after the last lease's Release: exists %v, %v; want gone", path, ok, err)
+		}
+	}
+}
