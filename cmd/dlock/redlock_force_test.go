@@ -15,6 +15,22 @@ func TestIntegrationRedlockForceReleaseDeposes(t *testing.T) {
 	name := lockName(t)
 	holder := holdInBackground(t, d, name)
 	defer holder.kill()
+	// The holder's Lock returns on a majority; the last node's key may
+	// come a moment later.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, s := range d.redis {
+			if v, _ := s.Do("EXISTS", "dlock:{"+name+"}"); v == "1" {
+				n++
+			}
+		}
+		if n == len(d.redis) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder's key is on %d of %d nodes 5s after it was granted", n, len(d.redis))
+		}
+	}
 	r := dlock(t, nil, append(append([]string{"release", "--force", "--yes"}, d.flags...), name)...)
 	if r.code != 0 {
 		t.Fatalf("release --force: exit %d, %s", r.code, r.stderr)
