@@ -449,15 +449,23 @@ func TestIntegrationCommandsPerCycleFiveNodes(t *testing.T) {
 		}
 		per = append(per, got)
 	}
+	// The nodes lift a fresh counter to their clocks rounded to 100ms;
+	// when their readings straddle a boundary the counters disagree and
+	// the Client writes the largest back (quorum_fence: at most 5 commands
+	// a node, its first EVALSHA answered NOSCRIPT and an EVAL included).
+	// That is the design's rare cost, allowed here, and counted.
+	scripts := make([]map[string]int, len(counted))
+	writeBacks := 0
+	for i, cc := range counted {
+		scripts[i] = cc.take()
+		writeBacks += scripts[i]["quorum_fence"]
+	}
 	perCycle := float64(total) / float64(cycles)
-	t.Logf("%.1f commands per cycle on %d nodes; by node over %d cycles: %v", perCycle, len(servers), cycles, per)
-	if perCycle > maxCommandsFreshSlot {
-		scripts := make([]map[string]int, len(counted))
-		for i, cc := range counted {
-			scripts[i] = cc.take()
-		}
-		t.Errorf("%.1f commands per uncontended cycle on %d nodes; want at most %d (by node over %d cycles: %v; scripts sent: %v)",
-			perCycle, len(servers), maxCommandsFreshSlot, cycles, per, scripts)
+	allowed := maxCommandsFreshSlot + float64(5*writeBacks)/float64(cycles)
+	t.Logf("%.1f commands per cycle on %d nodes (%d fence write-backs to a node); by node over %d cycles: %v", perCycle, len(servers), writeBacks, cycles, per)
+	if perCycle > allowed {
+		t.Errorf("%.1f commands per uncontended cycle on %d nodes; want at most %d, %.1f with %d write-backs (by node over %d cycles: %v; scripts sent: %v)",
+			perCycle, len(servers), maxCommandsFreshSlot, allowed, writeBacks, cycles, per, scripts)
 	}
 }
 
