@@ -20,6 +20,7 @@ type Proxy struct {
 	target    string
 	ln        net.Listener
 	latency   atomic.Int64 // time.Duration
+	replies   atomic.Int64 // time.Duration: see SetReplyLatency
 	blackhole atomic.Bool
 	refuse    atomic.Bool
 	cut       sync.Map     // client IP -> true: traffic of its connections is dropped
@@ -116,6 +117,14 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // timer). Zero or a negative d removes the delay.
 func (p *Proxy) SetLatency(d time.Duration) {
 	p.latency.Store(int64(max(d, 0)))
+}
+
+// SetReplyLatency delays data from the target to its clients by d more
+// than SetLatency does, leaving requests undelayed: a request reaches the
+// target at once and its reply comes d late. Zero or a negative d removes
+// the extra delay.
+func (p *Proxy) SetReplyLatency(d time.Duration) {
+	p.replies.Store(int64(max(d, 0)))
 }
 
 // Requests returns how many times, over all connections since the proxy
@@ -287,9 +296,13 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 			}
 		}
 		if n > 0 && !p.dropping(l) {
+			delay := p.latency.Load()
+			if src != l.client {
+				delay += p.replies.Load()
+			}
 			c := chunk{
 				data: append([]byte(nil), buf[:n]...),
-				due:  time.Now().Add(time.Duration(p.latency.Load())),
+				due:  time.Now().Add(time.Duration(delay)),
 			}
 			select {
 			case queue <- c:
