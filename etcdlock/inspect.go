@@ -142,7 +142,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	}
 	for _, kv := range l.holders {
 		k, _ := parseKey(name, string(kv.Key))
-		owner := cut(ownerOf(values[string(kv.Key)]))
+		owner := cut(ownerOf(&mvccpb.KeyValue{Key: kv.Key, CreateRevision: kv.CreateRevision, Value: values[string(kv.Key)]}))
 		info.Holders = append(info.Holders, dlock.Holder{
 			Owner: owner,
 			Label: lease.Label(owner),
