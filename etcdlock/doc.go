@@ -169,6 +169,13 @@
 //     holds, and what a candidate of the earlier layout (below) holds
 //     until it has won: dlock's Leader and Observe take it for no leader.
 //     Campaign with any other value.
+//   - Leader and Observe name a candidate as soon as its key is the oldest,
+//     as concurrency.Election's do: a moment before its Campaign returns,
+//     and also a candidate that never leads, whose Campaign fails as it
+//     comes first (its ctx ended, or its grant was too short to use and it
+//     queued again); its term is below the next leader's, so Observe's
+//     order holds. (The earlier layout named a leader once it had won and
+//     written its record.)
 //   - The two sides learn of a loss at different times, as for a Mutex
 //     (see How a Mutex works): fence what a leader does, with its term.
 //
