@@ -170,7 +170,9 @@
 //     0-9, "-" and "_", alone or followed by "~") is what a Mutex's key
 //     holds, and what a candidate of the earlier layout (below) holds
 //     until it has won: dlock's Leader and Observe take it for no leader.
-//     Campaign with any other value.
+//     Campaign with any other value. A concurrency.Mutex's holder, whose
+//     key holds "", is named as a leader with the value "", as
+//     concurrency.Election names it.
 //   - Leader and Observe name a candidate as soon as its key is the oldest,
 //     as concurrency.Election's do: a moment before its Campaign returns,
 //     and also a candidate that never leads, whose Campaign fails as it
