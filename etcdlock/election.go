@@ -95,7 +95,7 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	return election.Record{Term: uint64(kv.CreateRevision), Value: value}, true, nil
 }
 
-// Withdraw has nothing to do: the record went with the leader's key, and
+// Withdraw has nothing to do: the value went with the leader's key, and
 // its deletion reaches the observers' watch.
 func (s *electionStore) Withdraw(context.Context, election.Record) error { return nil }
 
@@ -118,9 +118,10 @@ func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
 
 // leaderValue returns the campaign value the leader's key kv holds, and
 // false when kv holds none: its value has the shape of an owner token (a
-// Mutex's key, or a candidate of dlock's earlier election layout, which put its token
-// first and its record after it had won). The record of such a leader,
-// "term\ntoken\nvalue" with term its key's create revision, gives its value.
+// Mutex's key, or a candidate of dlock's earlier election layout, which
+// put its token first and its record after it had won). The record of
+// such a leader, "term\ntoken\nvalue" with term its key's create
+// revision, gives its value.
 func leaderValue(kv *mvccpb.KeyValue) (string, bool) {
 	if r, ok := oldRecord(kv); ok {
 		return r.Value, true
