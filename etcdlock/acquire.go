@@ -78,10 +78,16 @@ func (g *grant) attempt(ctx context.Context) (context.Context, context.CancelFun
 // whose ctx ends while the cluster fails returns one matching both, and
 // ctx's error.
 func (lk *locker) acquire(ctx context.Context, try bool, a *lease.Attempt) (dlock.Lease, error) {
+	return lk.acquireWith(ctx, &call{try: try}, a)
+}
+
+// acquireWith is acquire of the call cl, which says whether it is a
+// TryLock and what its key holds.
+func (lk *locker) acquireWith(ctx context.Context, cl *call, a *lease.Attempt) (dlock.Lease, error) {
 	if err := lk.check(ctx); err != nil {
 		return nil, err
 	}
-	cl := &call{try: try}
+	try := cl.try
 	parent := ctx
 	if try {
 		var refused context.CancelCauseFunc
@@ -239,7 +245,11 @@ func (lk *locker) enqueue(ctx context.Context, cl *call) (*grant, []*pb.Response
 	lk.c.sched.Add(&g.entry, g.period())
 
 	// A put whose answer was lost is found again by the Else branch.
-	ops := append([]clientv3.Op{clientv3.OpPut(g.key, g.token, clientv3.WithLease(g.id))}, lk.probe(0)...)
+	value := g.token
+	if cl.value != nil {
+		value = *cl.value
+	}
+	ops := append([]clientv3.Op{clientv3.OpPut(g.key, value, clientv3.WithLease(g.id))}, lk.probe(0)...)
 	var resp *clientv3.TxnResponse
 	err = lk.retry(ctx, cl, func(actx context.Context) (err error) {
 		start = time.Now()
@@ -267,7 +277,7 @@ func (lk *locker) enqueue(ctx context.Context, cl *call) (*grant, []*pb.Response
 	// Created by an attempt whose answer was lost: ask again, knowing its
 	// revision.
 	kvs := resp.Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 0 || string(kvs[0].Value) != g.token {
+	if len(kvs) == 0 || string(kvs[0].Value) != value {
 		g.abandon(ctx, cl)
 		return nil, nil, fmt.Errorf("etcdlock: queueing for %q: key %s is not this attempt's", lk.name, g.key)
 	}

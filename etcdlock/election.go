@@ -4,21 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/election"
+	"github.com/dlock-go/dlock/internal/lease"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // NewElection returns the election called name (see dlock.Election). Its
-// leader holds the Mutex called name, made with opts, and keeps its value
-// in its own key, in place of its owner token, so the value goes with the
-// key's etcd lease, as etcd's own concurrency.Election keeps it (the value
-// is dlock's record of term, token and value, so the two do not
-// interoperate). Observers watch the keys under name/, and read the oldest
-// again at least every min(TTL/4, 1s). Campaigns are served in the order
-// they began, as waiters of a Mutex are.
+// leader holds the Mutex called name, made with opts, and its keys are
+// those of etcd's own concurrency.Election on the prefix name: each
+// candidate's key, name/<lease ID in hex>, holds the value it campaigns
+// with from the moment it is queued, and the key with the lowest create
+// revision leads; the term is that create revision. So the two are one
+// election: each waits for the other's older keys, Leader and Observe name
+// the other's leader, with its value, and a resignation on either side
+// hands over to the next candidate of either (see Elections with
+// concurrency.Election in the package doc). Observers watch the keys
+// under name/, and read the oldest again at least every min(TTL/4, 1s).
+// Campaigns are served in the order they began, as waiters of a Mutex are.
 //
 // Leader names a leader cut off from the cluster until the cluster expires
 // its etcd lease and deletes its key: after the leader's Until by up to the
@@ -35,7 +40,15 @@ func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 		err = errors.New("etcdlock: empty lock name")
 	}
 	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name},
-		TTL: m.lk.cfg.ttl, Err: err})
+		TTL: m.lk.cfg.ttl, Err: err, Acquire: m.campaign})
+}
+
+// campaign is Lock, with value in the key in place of the owner token.
+func (m *Mutex) campaign(ctx context.Context, value string) (dlock.Lease, error) {
+	a := m.lk.ev.Begin()
+	return a.End(m.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) {
+		return m.lk.acquireWith(ctx, &call{value: &value}, &a)
+	}))
 }
 
 type electionStore struct {
@@ -43,13 +56,14 @@ type electionStore struct {
 	name string
 }
 
-func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.Record) error {
+// Publish has nothing to write: the leader's key holds its value since it
+// was queued. It checks that the key still holds the lock.
+func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, _ election.Record) error {
 	h, ok := l.(*Lease)
 	if !ok {
 		return election.ErrNotHolder
 	}
-	resp, err := s.c.cli.Txn(ctx).If(h.IsOwner()).
-		Then(clientv3.OpPut(h.EtcdKey(), r.String(), clientv3.WithIgnoreLease())).Commit()
+	resp, err := s.c.cli.Txn(ctx).If(h.IsOwner()).Commit()
 	if err != nil {
 		return fmt.Errorf("etcdlock: publishing the leader of %q: %w", s.name, err)
 	}
@@ -59,8 +73,9 @@ func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.R
 	return nil
 }
 
-// Read reads the oldest key under name/: the holder's, with its record, or
-// its bare owner token before it has published one.
+// Read reads the oldest key under name/, as concurrency.Election.Leader
+// does: its value is the leader's, its create revision the term (see
+// leaderValue).
 func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error) {
 	if s.c.reg.Closed() {
 		return election.Record{}, false, ErrClosed
@@ -69,17 +84,18 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if err != nil {
 		return election.Record{}, false, fmt.Errorf("etcdlock: reading the leader of %q: %w", s.name, err)
 	}
-	if len(resp.Kvs) == 0 || !strings.Contains(string(resp.Kvs[0].Value), "\n") {
+	if len(resp.Kvs) == 0 {
 		return election.Record{}, false, nil
 	}
-	r, err := election.Parse(string(resp.Kvs[0].Value))
-	if err != nil {
-		return election.Record{}, false, fmt.Errorf("etcdlock: election %q: key %s: %w", s.name, resp.Kvs[0].Key, err)
+	kv := resp.Kvs[0]
+	value, ok := leaderValue(kv)
+	if !ok {
+		return election.Record{}, false, nil
 	}
-	return r, true, nil
+	return election.Record{Term: uint64(kv.CreateRevision), Value: value}, true, nil
 }
 
-// Withdraw has nothing to do: the record went with the leader's key, and
+// Withdraw has nothing to do: the value went with the leader's key, and
 // its deletion reaches the observers' watch.
 func (s *electionStore) Withdraw(context.Context, election.Record) error { return nil }
 
@@ -100,11 +116,40 @@ func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
 	return out, func() { cancel(); <-done }
 }
 
-// ownerOf returns the owner token a key's value holds: the value itself,
-// or the token of the leader's record an election's leader wrote there.
-func ownerOf(value []byte) string {
-	if r, err := election.Parse(string(value)); err == nil {
+// leaderValue returns the campaign value the leader's key kv holds, and
+// false when kv holds none: its value has the shape of an owner token (a
+// Mutex's key, or a candidate of dlock's earlier election layout, which
+// put its token first and its record after it had won). The record of
+// such a leader, "term\ntoken\nvalue" with term its key's create
+// revision, gives its value.
+func leaderValue(kv *mvccpb.KeyValue) (string, bool) {
+	if r, ok := oldRecord(kv); ok {
+		return r.Value, true
+	}
+	if lease.IsToken(string(kv.Value)) {
+		return "", false
+	}
+	return string(kv.Value), true
+}
+
+// oldRecord returns the leader's record that a leader of dlock's earlier
+// election layout wrote in its key kv, if kv holds one (see Elections with
+// concurrency.Election in the package doc).
+func oldRecord(kv *mvccpb.KeyValue) (election.Record, bool) {
+	r, err := election.Parse(string(kv.Value))
+	if err != nil || r.Term != uint64(kv.CreateRevision) {
+		return election.Record{}, false
+	}
+	return r, true
+}
+
+// ownerOf returns the owner a key kv shows: its value (a lock's owner
+// token, a concurrency.Election's value, "" for a concurrency.Mutex), or
+// the token of the record a leader of dlock's earlier election layout
+// wrote there.
+func ownerOf(kv *mvccpb.KeyValue) string {
+	if r, ok := oldRecord(kv); ok {
 		return r.Token
 	}
-	return string(value)
+	return string(kv.Value)
 }

@@ -129,7 +129,9 @@ func classifyKeys(name string, kvs []*mvccpb.KeyValue) (listing, error) {
 // (whole seconds, as etcd counts them), Info.Fence the highest holder's
 // fence (its key's create revision), and each Holder's Where names its key
 // and etcd lease. A holder that is a concurrency.Mutex has Owner "" (it
-// writes no token). Inspect writes nothing.
+// writes no token), and an election's leader (NewElection's or a
+// concurrency.Election's) has its campaign value, without a Label.
+// Inspect writes nothing.
 func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	l, err := c.list(ctx, name)
 	if err != nil {
@@ -142,7 +144,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	}
 	for _, kv := range l.holders {
 		k, _ := parseKey(name, string(kv.Key))
-		owner := cut(ownerOf(values[string(kv.Key)]))
+		owner := cut(ownerOf(&mvccpb.KeyValue{Key: kv.Key, CreateRevision: kv.CreateRevision, Value: values[string(kv.Key)]}))
 		info.Holders = append(info.Holders, dlock.Holder{
 			Owner: owner,
 			Label: lease.Label(owner),

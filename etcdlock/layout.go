@@ -29,7 +29,8 @@ const (
 //	name/write/<lease>         RWMutex writer
 //	name/permits-<n>/<lease>   Semaphore of n permits
 //
-// Its value is the holder's owner token ("" for a concurrency.Mutex).
+// Its value is the holder's owner token ("" for a concurrency.Mutex), or an
+// election's candidate's campaign value (see NewElection).
 func prefix(name string) string { return name + "/" }
 
 // keyFor returns the key of the lock called name, of kind k (with n

@@ -150,8 +150,11 @@ func ended(ctx context.Context) error {
 // requests met of the cluster.
 type call struct {
 	try bool
-	out outage // of the call's own requests
-	g   *grant // the grant it queues, if any: its renewals tell too
+	// value, if not nil, is what the call's key holds in place of its
+	// owner token: an election's campaign value (see NewElection).
+	value *string
+	out   outage // of the call's own requests
+	g     *grant // the grant it queues, if any: its renewals tell too
 }
 
 // outage returns what the call met of the cluster: the outage of its own

@@ -272,13 +272,33 @@
 // node goes with its session, or when the lease ends. A Semaphore acquisition costs about six more round trips
 // than before (Curator's mutex and its lease node).
 //
-// Curator's LeaderLatch does not interoperate: it orders only its own
-// "latch-" nodes, after which it sorts every other node, so it would elect
-// a leader beside a zklock leader; and a node name cannot put the sequence
-// right after both "latch-" and "lock-", as LeaderLatch and
-// LeaderSelector each need. A zklock lock or election on a LeaderLatch's
-// path fails with an error naming its node. Pair zklock's Election with
-// LeaderSelector.
+// Curator's LeaderLatch does not interoperate, and cannot while zklock's
+// Election pairs with LeaderSelector. A LeaderLatch creates
+// "<path>/_c_<uuid>-latch-<sequence>" (protected, ephemeral sequential,
+// its id as the data) and sorts the children of the path by the text after
+// the last "latch-" in each name, or by the whole name when there is none
+// (StandardLockInternalsDriver.standardFixForSorting): a zklock node
+// ("lock-<sequence>"), or any other, sorts after every latch node, since
+// digits sort before letters and "_". A LeaderLatch started on a path
+// where a zklock Election leads therefore leads beside it, and the zklock
+// leader is not told (TestIntegrationCuratorLeaderLatchNotShared). No node
+// name serves both recipes: ZooKeeper appends the sequence to the name, so
+// a node is ordered by its sequence either in LeaderLatch (its name ends in
+// "latch-") or in InterProcessMutex and LeaderSelector ("lock-"), not both.
+// zklock refuses a path that holds a latch node: a Campaign, Lock,
+// TryLock or Leader that lists the path's children (a waiter, when it
+// next looks) returns at once an error naming the node, never a
+// leadership; only a leader that already leads does not list them. So:
+//
+//   - Pair zklock's Election with Curator's LeaderSelector on the Java side
+//     (it is built on InterProcessMutex; TestIntegrationCuratorLeaderSelector).
+//     Moving a service from LeaderLatch to LeaderSelector is a code change on
+//     its side (takeLeadership in place of await and hasLeadership).
+//   - Never start a LeaderLatch on a path that a zklock lock or election
+//     uses. To move a service off LeaderLatch with a rolling deploy, give
+//     the zklock election a path of its own and switch the service's code
+//     to it, or stop every LeaderLatch participant before the first zklock
+//     candidate starts on the path.
 //
 // # Limits
 //

@@ -67,6 +67,10 @@ type Config struct {
 	Name  string
 	Lock  dlock.Locker
 	Store Store
+	// Acquire, if not nil, is how Campaign takes Lock: a backend whose
+	// lock keys carry the campaign's value from the start (etcd, as
+	// concurrency.Election does) takes it with the value.
+	Acquire func(ctx context.Context, value string) (dlock.Lease, error)
 	// TTL is the lock's TTL: the observers' poll and the republishing
 	// period follow from it.
 	TTL time.Duration
@@ -125,8 +129,12 @@ func (e *Election) Campaign(ctx context.Context, value string) (dlock.Lease, err
 		e.campaigning = false
 		e.mu.Unlock()
 	}()
+	acquire := e.cfg.Acquire
+	if acquire == nil {
+		acquire = func(ctx context.Context, _ string) (dlock.Lease, error) { return e.cfg.Lock.Lock(ctx) }
+	}
 	for {
-		l, err := e.cfg.Lock.Lock(ctx)
+		l, err := acquire(ctx, value)
 		if err != nil {
 			return nil, err
 		}

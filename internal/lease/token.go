@@ -44,3 +44,12 @@ const tokenChars = (dlock.TokenBytes*8 + 5) / 6
 func notTokenRune(r rune) bool {
 	return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 }
+
+// IsToken reports whether s has the shape of a token that NewToken made:
+// a random part of NewToken's length, alone or followed by a label.
+func IsToken(s string) bool {
+	if len(s) < tokenChars || strings.ContainsFunc(s[:tokenChars], notTokenRune) {
+		return false
+	}
+	return len(s) == tokenChars || strings.HasPrefix(s[tokenChars:], labelMark)
+}

@@ -27,3 +27,26 @@ func TestTokenLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestIsToken(t *testing.T) {
+	labelled := NewToken(dlock.WithLabel(context.Background(), "host=a"))
+	for _, c := range []struct {
+		s    string
+		want bool
+	}{
+		{NewToken(context.Background()), true},
+		{labelled, true},
+		{labelled[:tokenChars] + "~", true},
+		{"", false},
+		{"10.0.0.7:8080", false},
+		{strings.Repeat("a", tokenChars-1), false},
+		{strings.Repeat("a", tokenChars+1), false},
+		{strings.Repeat("a", tokenChars-1) + "!", false},
+		{strings.Repeat("a", tokenChars) + "x~label", false},
+		{"=FairMutex=" + labelled, false},
+	} {
+		if got := IsToken(c.s); got != c.want {
+			t.Errorf("IsToken(%q) = %v, want %v", c.s, got, c.want)
+		}
+	}
+}
