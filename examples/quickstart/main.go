@@ -1,10 +1,13 @@
 // go get github.com/dlock-go/dlock github.com/redis/go-redis/v9
+// DLOCK_REDIS=redis://10.0.0.5:6379 go run .   (default: redis://127.0.0.1:6379)
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log"
+	"os"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/redislock"
@@ -14,7 +17,12 @@ import (
 
 func main() {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	opt, err := redis.ParseURL(cmp.Or(os.Getenv("DLOCK_REDIS"), "redis://127.0.0.1:6379"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	opt.ContextTimeoutEnabled = true // a deadline on ctx bounds every call
+	rdb := redis.NewClient(opt)
 	locks := redislock.New(goredisconn.New(rdb)) // one per deployment; share it
 	defer locks.Close()
 
