@@ -262,7 +262,9 @@ func (r *ctxRecorder) ObserveContext(ctx context.Context, e dlock.Event) {
 func TestContextObserverGetsCallContext(t *testing.T) {
 	for _, wrap := range []func(*ctxRecorder) dlock.Observer{
 		func(r *ctxRecorder) dlock.Observer { return r },
-		func(r *ctxRecorder) dlock.Observer { return dlock.Observers(r, dlock.ObserverFunc(func(dlock.Event) {})) },
+		func(r *ctxRecorder) dlock.Observer {
+			return dlock.Observers(r, dlock.ObserverFunc(func(dlock.Event) {}))
+		},
 	} {
 		r := &ctxRecorder{}
 		ev := NewEvents(wrap(r), "redislock", "orders", "Mutex")
