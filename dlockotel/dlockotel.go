@@ -116,7 +116,7 @@ type Observer struct {
 	fenced       metric.Int64Counter
 
 	mu     sync.Mutex
-	names  map[string]struct{}     // the names recorded as themselves
+	names  map[string]struct{}      // the names recorded as themselves
 	leases map[leaseKey][]openLease // the spans of leases held now
 }
 
