@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -168,8 +167,8 @@ func eventNames(sp tracetest.SpanStub) []string {
 
 // rootContext returns a context with a recording span of s's provider,
 // and that span.
-func (s *sdk) rootContext(t testing.TB) (context.Context, trace.Span) {
-	return s.tp.Tracer("test").Start(t.Context(), "request")
+func (s *sdk) rootContext(ctx context.Context) (context.Context, trace.Span) {
+	return s.tp.Tracer("test").Start(ctx, "request")
 }
 
 // A granted call gives a dlock.lock span that began Wait before it ended,
@@ -177,7 +176,7 @@ func (s *sdk) rootContext(t testing.TB) (context.Context, trace.Span) {
 // release with the fence on its events.
 func TestSpansOfAGrantAndRelease(t *testing.T) {
 	s := newSDK(t)
-	ctx, root := s.rootContext(t)
+	ctx, root := s.rootContext(t.Context())
 	s.feed(ctx,
 		dlock.Event{Kind: dlock.EventAcquiring},
 		dlock.Event{Kind: dlock.EventWaiting},
@@ -499,14 +498,4 @@ func TestConcurrentObserve(t *testing.T) {
 	if n := len(s.named("dlock.lease")); n != 1600 {
 		t.Errorf("%d lease spans; want 1600", n)
 	}
-}
-
-// sortedNames is for messages.
-func sortedNames(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
