@@ -113,7 +113,8 @@ type Event struct {
 //
 // Each backend takes an Observer as a client option (redislock.WithObserver,
 // redlock.WithObserver, zklock.WithObserver, pglock.WithObserver). Package dlockprom turns
-// events into Prometheus metrics; LogObserver logs them.
+// events into Prometheus metrics, package dlockotel into OpenTelemetry
+// spans and metrics; LogObserver logs them.
 type Observer interface {
 	Observe(Event)
 }
