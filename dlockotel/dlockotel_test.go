@@ -296,7 +296,7 @@ func TestLeasesWithOneFence(t *testing.T) {
 	s := newSDK(t)
 	ctx := t.Context()
 	s.feed(ctx, dlock.Event{Kind: dlock.EventAcquired, Fence: 5})
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a stall of half this would confuse them
 	s.feed(ctx, dlock.Event{Kind: dlock.EventAcquired, Fence: 5})
 	first := s.spans.GetSpans()[0].StartTime // the first dlock.lock ended when the first lease began
 	s.feed(ctx, dlock.Event{Kind: dlock.EventReleased, Fence: 5, Held: time.Since(first)})
@@ -304,7 +304,7 @@ func TestLeasesWithOneFence(t *testing.T) {
 	if len(leases) != 1 {
 		t.Fatalf("%d lease spans ended; want 1", len(leases))
 	}
-	if d := leases[0].EndTime.Sub(leases[0].StartTime); d < 50*time.Millisecond {
+	if d := leases[0].EndTime.Sub(leases[0].StartTime); d < 300*time.Millisecond {
 		t.Errorf("the release ended the lease held %v; want the first one", d)
 	}
 	s.feed(ctx, dlock.Event{Kind: dlock.EventReleased, Fence: 5})
