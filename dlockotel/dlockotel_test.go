@@ -499,3 +499,24 @@ func TestConcurrentObserve(t *testing.T) {
 		t.Errorf("%d lease spans; want 1600", n)
 	}
 }
+
+// A lease whose events come without the call's context (Observe, or a
+// backend that has no other) still ends the span its grant began.
+func TestLeaseEventsWithoutTheCallContext(t *testing.T) {
+	s := newSDK(t)
+	ctx, root := s.rootContext(t.Context())
+	s.feed(ctx, dlock.Event{Kind: dlock.EventAcquired, Fence: 9})
+	s.feed(context.Background(), dlock.Event{Kind: dlock.EventRenewed, Fence: 9})
+	s.Observe(dlock.Event{Kind: dlock.EventReleased, Fence: 9, Backend: "redislock", Name: "orders", Lock: "Mutex"})
+	root.End()
+	leases := s.named("dlock.lease")
+	if len(leases) != 1 {
+		t.Fatalf("%d lease spans ended; want 1", len(leases))
+	}
+	if got := strings.Join(eventNames(leases[0]), ","); got != "granted,renewed,released" {
+		t.Errorf("events %s; want granted,renewed,released", got)
+	}
+	if leases[0].Parent.SpanID() != root.SpanContext().SpanID() {
+		t.Errorf("the lease's parent is not the caller's span")
+	}
+}
