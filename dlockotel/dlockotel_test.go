@@ -140,6 +140,39 @@ func (s *sdk) series(t testing.TB, name string) int {
 	return 0
 }
 
+// names returns the dlock.lock.name values of the points of the metric
+// name.
+func (s *sdk) names(t testing.TB, name string) map[string]bool {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := s.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	out := map[string]bool{}
+	add := func(set attribute.Set) {
+		v, _ := set.Value(dlockotel.AttrName)
+		out[v.AsString()] = true
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					add(p.Attributes)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					add(p.Attributes)
+				}
+			}
+		}
+	}
+	return out
+}
+
 func orders(extra ...string) map[string]string {
 	l := map[string]string{"dlock.lock.name": "orders", "dlock.lock.kind": "Mutex"}
 	for i := 0; i+1 < len(extra); i += 2 {

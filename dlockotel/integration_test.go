@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,6 +282,42 @@ func TestIntegrationEveryBackend(t *testing.T) {
 				if o != p || (c.want != -2 && o != c.want) {
 					t.Errorf("%s%v = %v, dlockprom's %s%v = %v; want both %v", c.otel, c.olbl, o, c.prom, c.plbl, p, c.want)
 				}
+			}
+
+			// More lock names than the bound, each taken and released:
+			// the Observer records DefaultMaxLockNames of them, the rest
+			// as OtherName. (TestCardinalityBound feeds a thousand; here a
+			// thousand took 3.6s to 14s a backend.)
+			const more = dlockotel.DefaultMaxLockNames + 50
+			names := make(chan string)
+			go func() {
+				for i := range more {
+					names <- fmt.Sprintf("%s-%d", b.lock, i)
+				}
+				close(names)
+			}()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for n := range names {
+						l, err := holder(n).TryLock(ctx)
+						if err != nil { // load; the bound holds whatever the outcome
+							t.Logf("TryLock(%s): %v", n, err)
+							continue
+						}
+						l.Release(ctx)
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("%s: %d names taken and released in %v", b.name, more, time.Since(start).Round(time.Millisecond))
+			seen := s.names(t, "dlock.lock.acquisitions")
+			if len(seen) != dlockotel.DefaultMaxLockNames+1 || !seen[dlockotel.OtherName] {
+				t.Errorf("%d lock names in dlock.lock.acquisitions after %d; want %d and %s", len(seen), more+1, dlockotel.DefaultMaxLockNames, dlockotel.OtherName)
+			}
+			if got := s.value(t, "dlock.leases.held", nil); got != 0 {
+				t.Errorf("%v leases held after every release; want 0", got)
 			}
 		})
 	}
