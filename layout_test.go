@@ -17,7 +17,7 @@ var (
 	backends = []string{"redislock", "redlock", "zklock", "etcdlock", "pglock", "mysqllock"}
 	// top holds what sits above the library: the command, the chaos
 	// harness and the observers. Only the command imports them.
-	top = []string{"chaos", "dlockprom"}
+	top = []string{"chaos", "dlockprom", "dlockotel"}
 	// testOnly are the packages that only tests may import: a package
 	// that imports one, test files aside, fails TestImportLayout unless it
 	// is one of them (the SQL pair's shared checks start their servers).

@@ -84,6 +84,9 @@ type Event struct {
 	// Lock is the kind of lock, such as "Mutex", "FairMutex", "RWMutex.read"
 	// or "Semaphore".
 	Lock string
+	// Backend is the package of the backend that reported the event, such
+	// as "redislock" or "pglock"; empty for the events of package fence.
+	Backend string
 	// Fence is the lease's fence; zero before EventAcquired.
 	Fence uint64
 	// Wait is how long the acquisition took (EventAcquired,
@@ -110,9 +113,23 @@ type Event struct {
 //
 // Each backend takes an Observer as a client option (redislock.WithObserver,
 // redlock.WithObserver, zklock.WithObserver, pglock.WithObserver). Package dlockprom turns
-// events into Prometheus metrics; LogObserver logs them.
+// events into Prometheus metrics, package dlockotel into OpenTelemetry
+// spans and metrics; LogObserver logs them.
 type Observer interface {
 	Observe(Event)
+}
+
+// A ContextObserver is an Observer that is also given the context an
+// event belongs to. Backends call ObserveContext, rather than Observe, on
+// an Observer that implements it: for the events of a Lock or TryLock call
+// (EventAcquiring to EventAcquired or EventNotAcquired) with the call's
+// ctx, and for those of the lease it obtained (EventRenewed to
+// EventReleased or EventLost) with a context that has the values of that
+// ctx but not its cancellation. A tracing observer finds the caller's span
+// there; a logger, the values its handler logs. The rules of Observe apply.
+type ContextObserver interface {
+	Observer
+	ObserveContext(ctx context.Context, e Event)
 }
 
 // ObserverFunc adapts a function to the Observer interface.
@@ -147,9 +164,20 @@ func (m multiObserver) Observe(e Event) {
 	}
 }
 
+func (m multiObserver) ObserveContext(ctx context.Context, e Event) {
+	for _, o := range m {
+		if co, ok := o.(ContextObserver); ok {
+			co.ObserveContext(ctx, e)
+		} else {
+			o.Observe(e)
+		}
+	}
+}
+
 // LogObserver returns an Observer that logs every event to l: losses,
 // refused fences and reset ones at Warn, failed renewals and failed acquisitions with a hard error at Info,
-// and everything else at Debug. A nil l means slog.Default().
+// and everything else at Debug. A nil l means slog.Default(). It is a
+// ContextObserver: l's handler is given the context of each event.
 func LogObserver(l *slog.Logger) Observer {
 	if l == nil {
 		l = slog.Default()
@@ -159,7 +187,9 @@ func LogObserver(l *slog.Logger) Observer {
 
 type logObserver struct{ l *slog.Logger }
 
-func (o logObserver) Observe(e Event) {
+func (o logObserver) Observe(e Event) { o.ObserveContext(context.Background(), e) }
+
+func (o logObserver) ObserveContext(ctx context.Context, e Event) {
 	level := slog.LevelDebug
 	switch e.Kind {
 	case EventLost, EventFenceRefused, EventFenceReset:
@@ -171,7 +201,6 @@ func (o logObserver) Observe(e Event) {
 			level = slog.LevelInfo
 		}
 	}
-	ctx := context.Background()
 	if !o.l.Enabled(ctx, level) {
 		return
 	}

@@ -28,7 +28,7 @@ type locker struct {
 }
 
 func newLocker(c *Client, name string, k kind, n int, opts []Option) *locker {
-	return &locker{c: c, name: name, kind: k, n: n, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, k.String())}
+	return &locker{c: c, name: name, kind: k, n: n, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, "etcdlock", name, k.String())}
 }
 
 // A grant is one key of a lock and the etcd lease it lives on, from the

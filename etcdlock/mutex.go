@@ -38,7 +38,7 @@ func (m *Mutex) Name() string { return m.lk.name }
 // done first, the error matches both dlock.ErrNotObtained and ctx.Err(),
 // and the waiter's key is deleted.
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := m.lk.ev.Begin()
+	a := m.lk.ev.Begin(ctx)
 	return a.End(m.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lk.acquire(ctx, false, &a) }))
 }
 
@@ -47,6 +47,6 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 // matching dlock.ErrUnavailable if the cluster cannot be reached or does
 // not answer within its bound (see Faults in the package doc).
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := m.lk.ev.Begin()
+	a := m.lk.ev.Begin(ctx)
 	return a.End(m.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lk.acquire(ctx, true, &a) }))
 }

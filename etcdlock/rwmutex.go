@@ -44,11 +44,11 @@ type side struct{ lk *locker }
 func (s *side) Name() string { return s.lk.name }
 
 func (s *side) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := s.lk.ev.Begin()
+	a := s.lk.ev.Begin(ctx)
 	return a.End(s.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lk.acquire(ctx, false, &a) }))
 }
 
 func (s *side) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := s.lk.ev.Begin()
+	a := s.lk.ev.Begin(ctx)
 	return a.End(s.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lk.acquire(ctx, true, &a) }))
 }

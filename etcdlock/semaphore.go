@@ -36,13 +36,13 @@ func (sem *Semaphore) Permits() int { return sem.lk.n }
 
 // Lock takes one lease, waiting until one is free or ctx is done.
 func (sem *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := sem.lk.ev.Begin()
+	a := sem.lk.ev.Begin(ctx)
 	return a.End(sem.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return sem.lk.acquire(ctx, false, &a) }))
 }
 
 // TryLock takes one lease if one is free. It returns an error matching
 // dlock.ErrNotObtained otherwise.
 func (sem *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := sem.lk.ev.Begin()
+	a := sem.lk.ev.Begin(ctx)
 	return a.End(sem.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return sem.lk.acquire(ctx, true, &a) }))
 }

@@ -69,7 +69,7 @@ var _ dlock.Locker = (*FairMutex)(nil)
 func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 	k := keysFor(name)
 	m := &FairMutex{c: c, name: name, keys: k, queue: k.lock + ":queue", times: k.lock + ":timeouts",
-		prefix: k.lock + ":w:", cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, "FairMutex")}
+		prefix: k.lock + ":w:", cfg: newConfig(opts), ev: lease.NewEvents(c.obs, "redislock", name, "FairMutex")}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	m.wait = max(m.cfg.ttl, MinFairWaiterTimeout)
 	m.waitMs = strconv.FormatInt(ttlMillis(m.wait), 10)
@@ -109,7 +109,7 @@ func (m *FairMutex) check(ctx context.Context) error {
 // dlock.ErrNotObtained if another owner holds it or others are waiting, and
 // one matching dlock.ErrUnavailable as Mutex.TryLock does.
 func (m *FairMutex) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := m.ev.Begin()
+	a := m.ev.Begin(ctx)
 	return a.End(m.c.leases.Call(ctx, m.tryLock))
 }
 
@@ -136,7 +136,7 @@ func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // has left the queue. It waits through an unavailable server as
 // Mutex.Lock does.
 func (m *FairMutex) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := m.ev.Begin()
+	a := m.ev.Begin(ctx)
 	return a.End(m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lock(ctx, &a) }))
 }
 

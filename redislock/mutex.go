@@ -77,7 +77,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 
 func (c *Client) newMutex(name string, f *flavor, opts []Option) *Mutex {
 	m := &Mutex{c: c, name: name, keys: keysFor(name), cfg: newConfig(opts), f: f,
-		ev: lease.NewEvents(c.obs, name, f.kind), yieldUntil: c.yieldFor(name)}
+		ev: lease.NewEvents(c.obs, "redislock", name, f.kind), yieldUntil: c.yieldFor(name)}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	if err := checkName(name); err != nil {
 		m.err = err
@@ -95,7 +95,7 @@ func (m *Mutex) Name() string { return m.name }
 // AttemptTimeout, one matching dlock.ErrUnavailable if the server cannot
 // be reached or does not answer.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := m.ev.Begin()
+	a := m.ev.Begin(ctx)
 	return a.End(m.c.leases.Call(ctx, m.tryLock))
 }
 
@@ -123,7 +123,7 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // release will tell them. If ctx is done first, the error matches both
 // dlock.ErrNotObtained and ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := m.ev.Begin()
+	a := m.ev.Begin(ctx)
 	return a.End(m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.lock(ctx, &a) }))
 }
 

@@ -72,7 +72,7 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	k := keysFor(name)
 	rw := &RWMutex{c: c, name: name, base: k.lock, writer: k.lock + ":writer", readers: k.lock + ":readers",
 		intent: k.lock + ":wintent", fence: k.fence, channel: k.channel, cfg: newConfig(opts),
-		readEv: lease.NewEvents(c.obs, name, "RWMutex.read"), writeEv: lease.NewEvents(c.obs, name, "RWMutex.write")}
+		readEv: lease.NewEvents(c.obs, "redislock", name, "RWMutex.read"), writeEv: lease.NewEvents(c.obs, "redislock", name, "RWMutex.write")}
 	rw.ttl = strconv.FormatInt(ttlMillis(rw.cfg.ttl), 10)
 	// A waiting writer's intent outlives it by at most this much.
 	rw.intentTTL = min(rw.cfg.ttl, 2*time.Second)
@@ -107,7 +107,7 @@ func (rw *RWMutex) Writer() dlock.Locker { return rwSide{rw, false} }
 // lease released and an acquisition of the read side (EventAcquiring,
 // then EventAcquired or EventNotAcquired).
 func (rw *RWMutex) Downgrade(ctx context.Context, writeLease dlock.Lease) (dlock.Lease, error) {
-	a := rw.readEv.Begin()
+	a := rw.readEv.Begin(ctx)
 	return a.End(rw.downgrade(ctx, writeLease))
 }
 
@@ -176,7 +176,7 @@ func (s rwSide) events() *lease.Events {
 // reader, if a writer is waiting, and one matching dlock.ErrUnavailable as
 // Mutex.TryLock does.
 func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := s.events().Begin()
+	a := s.events().Begin(ctx)
 	return a.End(s.rw.c.leases.Call(ctx, s.tryLock))
 }
 
@@ -197,7 +197,7 @@ func (s rwSide) tryLock(ctx context.Context) (dlock.Lease, error) {
 // Lock waits for the lock as Mutex.Lock does. A waiting writer keeps new
 // readers out until it takes the lock or gives up.
 func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := s.events().Begin()
+	a := s.events().Begin(ctx)
 	return a.End(s.rw.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lock(ctx, &a) }))
 }
 

@@ -92,7 +92,7 @@ func (s *Semaphore) Name() string { return s.m.name }
 // dlock.ErrNotObtained if none is free, and one matching
 // dlock.ErrUnavailable as Mutex.TryLock does.
 func (s *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := s.m.ev.Begin()
+	a := s.m.ev.Begin(ctx)
 	return a.End(s.m.c.leases.Call(ctx, s.tryLock))
 }
 
@@ -117,7 +117,7 @@ func (s *Semaphore) tryLock(ctx context.Context) (dlock.Lease, error) {
 // is done first, the error matches both dlock.ErrNotObtained and
 // ctx.Err(). It waits through an unavailable server as Mutex.Lock does.
 func (s *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := s.m.ev.Begin()
+	a := s.m.ev.Begin(ctx)
 	return a.End(s.m.c.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.lock(ctx, &a) }))
 }
 

@@ -45,7 +45,7 @@ const epochKey = "dlock:epoch"
 // name or option is reported by Lock and TryLock.
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	k := rediskeys.For(name)
-	m := &Mutex{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, name, "Mutex"),
+	m := &Mutex{c: c, name: name, cfg: newConfig(opts), ev: lease.NewEvents(c.obs, "redlock", name, "Mutex"),
 		keys: keys{lock: k.Base, fence: k.Fence, channel: k.Channel, deposed: k.Base + deposedSuffix}}
 	m.slot = rediskeys.Slot(name)
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
@@ -72,7 +72,7 @@ func (m *Mutex) Name() string { return m.name }
 // node timeout, or twice it when a grant writes its fence back (see the
 // package doc). The error also carries the NodeErrors of nodes that failed.
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := m.ev.Begin()
+	a := m.ev.Begin(ctx)
 	// The attempt keeps ctx, not Begin's context, which ends with the
 	// call: the requests to the nodes slower than a majority go on after
 	// it. An attempt is bounded by the node timeout.
@@ -99,7 +99,7 @@ func (m *Mutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 // strategy gives up, while too many of them fail for a majority to vote,
 // the error also matches dlock.ErrUnavailable and says since when.
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := m.ev.Begin()
+	a := m.ev.Begin(ctx)
 	wctx, end := m.c.leases.Begin(ctx) // ends the wait when the Client closes
 	l, err := m.lock(ctx, wctx, &a)
 	return a.End(l, end(err))

@@ -46,7 +46,7 @@ type verdict struct {
 
 func newQueue(s *Client, dir string, k kind, permits int, opts []Option, decide func([]child, int) verdict, allowed ...kind) *queue {
 	q := &queue{s: s, dir: dir, kind: k, permits: permits, label: label(k, permits), allowed: allowed,
-		cfg: newConfig(opts), decide: decide, ev: lease.NewEvents(s.obs, dir, eventKinds[k])}
+		cfg: newConfig(opts), decide: decide, ev: lease.NewEvents(s.obs, "zklock", dir, eventKinds[k])}
 	if err := checkPath(dir); err != nil {
 		q.err = err
 	} else if err := q.cfg.check(); err != nil {

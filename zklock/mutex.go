@@ -43,7 +43,7 @@ var _ dlock.Locker = (*ReentrantMutex)(nil)
 // rules for paths as NewMutex.
 func (s *Client) NewReentrantMutex(path string, opts ...Option) *ReentrantMutex {
 	q := newQueue(s, path, kindLock, 0, opts, lowestHolds, kindLock)
-	q.ev = lease.NewEvents(s.obs, path, "ReentrantMutex")
+	q.ev = lease.NewEvents(s.obs, "zklock", path, "ReentrantMutex")
 	return &ReentrantMutex{Mutex{q: q, reentrant: true}}
 }
 
@@ -81,7 +81,7 @@ func (m *Mutex) Name() string { return m.q.dir }
 // done first, the error matches both dlock.ErrNotObtained and ctx.Err(),
 // and the waiter's node is deleted.
 func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := m.q.ev.Begin()
+	a := m.q.ev.Begin(ctx)
 	return a.End(m.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.acquire(ctx, true, &a) }))
 }
 
@@ -90,7 +90,7 @@ func (m *Mutex) Lock(ctx context.Context) (dlock.Lease, error) {
 // matching dlock.ErrUnavailable if the ensemble cannot be reached or does
 // not answer within its bound (see Faults in the package doc).
 func (m *Mutex) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := m.q.ev.Begin()
+	a := m.q.ev.Begin(ctx)
 	return a.End(m.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return m.acquire(ctx, false, &a) }))
 }
 

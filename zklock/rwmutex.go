@@ -70,14 +70,14 @@ func (s rwSide) Name() string { return s.rw.Name() }
 
 // Lock takes this side of the lock, waiting until it can or ctx is done.
 func (s rwSide) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := s.q.ev.Begin()
+	a := s.q.ev.Begin(ctx)
 	return a.End(s.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.acquire(ctx, true, &a) }))
 }
 
 // TryLock takes this side of the lock if it can at once. It returns an
 // error matching dlock.ErrNotObtained otherwise.
 func (s rwSide) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := s.q.ev.Begin()
+	a := s.q.ev.Begin(ctx)
 	return a.End(s.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return s.acquire(ctx, false, &a) }))
 }
 
@@ -115,7 +115,7 @@ func (s rwSide) acquire(ctx context.Context, wait bool, a *lease.Attempt) (dlock
 // observer sees the write lease end and an acquisition of the read side
 // (EventAcquiring, then EventAcquired or EventNotAcquired).
 func (rw *RWMutex) Downgrade(ctx context.Context, writeLease dlock.Lease) (dlock.Lease, error) {
-	a := rw.reader.ev.Begin()
+	a := rw.reader.ev.Begin(ctx)
 	return a.End(rw.downgrade(ctx, writeLease))
 }
 

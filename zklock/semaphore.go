@@ -58,14 +58,14 @@ func (sem *Semaphore) Permits() int { return sem.q.permits }
 
 // Lock takes one lease, waiting until one is free or ctx is done.
 func (sem *Semaphore) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := sem.q.ev.Begin()
+	a := sem.q.ev.Begin(ctx)
 	return a.End(sem.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return sem.acquire(ctx, true, &a) }))
 }
 
 // TryLock takes one lease if one is free. It returns an error matching
 // dlock.ErrNotObtained otherwise.
 func (sem *Semaphore) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := sem.q.ev.Begin()
+	a := sem.q.ev.Begin(ctx)
 	return a.End(sem.q.s.leases.Call(ctx, func(ctx context.Context) (dlock.Lease, error) { return sem.acquire(ctx, false, &a) }))
 }
 

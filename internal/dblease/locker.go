@@ -60,7 +60,7 @@ func (c *Client) NewLocker(name, kind string, session bool, cfg Config, err erro
 		held = &c.Sessions
 	}
 	return &Locker{
-		Name: name, Err: errors.Join(err, c.Cfg.Restart.CheckTTL(c.Pkg, cfg.TTL)), Events: lease.NewEvents(c.Obs, name, kind),
+		Name: name, Err: errors.Join(err, c.Cfg.Restart.CheckTTL(c.Pkg, cfg.TTL)), Events: lease.NewEvents(c.Obs, c.Pkg, name, kind),
 		Held: held, Retry: cfg.Retry, Usable: c.Usable, Wait: c.Wait, Attempt: attempt,
 		Timeout: AttemptTimeout(cfg.TTL), Faults: c.Faults, Cfg: cfg, c: c,
 	}
@@ -151,7 +151,7 @@ func (f Faults) Down(since time.Time, err error) error {
 // dlock.ErrUnavailable, within Timeout, if the database cannot be reached
 // or does not answer.
 func (l *Locker) TryLock(ctx context.Context) (dlock.Lease, error) {
-	a := l.Events.Begin()
+	a := l.Events.Begin(ctx)
 	return a.End(l.Held.Call(ctx, l.tryLock))
 }
 
@@ -177,7 +177,7 @@ func (l *Locker) tryLock(ctx context.Context) (dlock.Lease, error) {
 // unavailable. If the Client is closed, it matches dlock.ErrNotObtained
 // and ErrClosed.
 func (l *Locker) Lock(ctx context.Context) (dlock.Lease, error) {
-	a := l.Events.Begin()
+	a := l.Events.Begin(ctx)
 	return a.End(l.Held.Call(ctx, func(ctx context.Context) (dlock.Lease, error) {
 		if err := l.check(ctx); err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -10,23 +11,27 @@ import (
 )
 
 // Events is where the events of one lock go: the observer its client was
-// given, with the lock's name (as the caller gave it) and kind. Every lock
+// given, with the backend's package name and the lock's name (as the
+// caller gave it) and kind. Every lock
 // makes one with NewEvents and hands it to its leases through New.
 //
 // A nil *Events reports nothing: with no observer configured, every event
 // costs one nil check and no allocation.
 type Events struct {
-	obs        dlock.Observer
-	name, kind string
+	obs                 dlock.Observer
+	cobs                dlock.ContextObserver // obs, if it wants contexts
+	backend, name, kind string
 }
 
 // NewEvents returns the Events of the lock called name of the given kind
-// ("Mutex", "RWMutex.read", ...), or nil if obs is nil.
-func NewEvents(obs dlock.Observer, name, kind string) *Events {
+// ("Mutex", "RWMutex.read", ...) of the backend package backend
+// ("redislock"), or nil if obs is nil.
+func NewEvents(obs dlock.Observer, backend, name, kind string) *Events {
 	if obs == nil {
 		return nil
 	}
-	return &Events{obs: obs, name: name, kind: kind}
+	cobs, _ := obs.(dlock.ContextObserver)
+	return &Events{obs: obs, cobs: cobs, backend: backend, name: name, kind: kind}
 }
 
 // Observer returns the observer of a client given WithObserver(obs) and
@@ -40,10 +45,18 @@ func Observer(obs dlock.Observer, log *slog.Logger) dlock.Observer {
 	return dlock.Observers(obs, logged)
 }
 
-// emit fills in the lock's name and kind and passes e to the observer. The
-// caller must hold no mutex: an observer may call back into the lease.
-func (ev *Events) emit(e dlock.Event) {
-	e.Name, e.Lock = ev.name, ev.kind
+// emit fills in the backend and the lock's name and kind and passes e to
+// the observer, with ctx if it is a dlock.ContextObserver. The caller must
+// hold no mutex: an observer may call back into the lease.
+func (ev *Events) emit(ctx context.Context, e dlock.Event) {
+	e.Backend, e.Name, e.Lock = ev.backend, ev.name, ev.kind
+	if ev.cobs != nil {
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		ev.cobs.ObserveContext(ctx, e)
+		return
+	}
 	ev.obs.Observe(e)
 }
 
@@ -52,18 +65,20 @@ func (ev *Events) emit(e dlock.Event) {
 // when it ends. The zero Attempt reports nothing.
 type Attempt struct {
 	ev     *Events
+	ctx    context.Context
 	start  time.Time
 	waited bool
 }
 
 // Begin reports EventAcquiring and returns the Attempt that reports the
-// rest of the call.
-func (ev *Events) Begin() Attempt {
+// rest of the call; ctx is the call's, given to a dlock.ContextObserver
+// with each of its events.
+func (ev *Events) Begin(ctx context.Context) Attempt {
 	if ev == nil {
 		return Attempt{}
 	}
-	a := Attempt{ev: ev, start: time.Now()}
-	ev.emit(dlock.Event{Kind: dlock.EventAcquiring})
+	a := Attempt{ev: ev, ctx: ctx, start: time.Now()}
+	ev.emit(ctx, dlock.Event{Kind: dlock.EventAcquiring})
 	return a
 }
 
@@ -74,7 +89,7 @@ func (a *Attempt) Waiting() {
 		return
 	}
 	a.waited = true
-	a.ev.emit(dlock.Event{Kind: dlock.EventWaiting, Wait: time.Since(a.start)})
+	a.ev.emit(a.ctx, dlock.Event{Kind: dlock.EventWaiting, Wait: time.Since(a.start)})
 }
 
 // End reports how the call ended, and returns l and err unchanged so that
@@ -92,10 +107,10 @@ func (a *Attempt) End(l dlock.Lease, err error) (dlock.Lease, error) {
 		if e == nil {
 			e = dlock.ErrNotObtained
 		}
-		a.ev.emit(dlock.Event{Kind: dlock.EventNotAcquired, Wait: wait, Err: e, Waited: a.waited})
+		a.ev.emit(a.ctx, dlock.Event{Kind: dlock.EventNotAcquired, Wait: wait, Err: e, Waited: a.waited})
 		return l, err
 	}
-	a.ev.emit(dlock.Event{Kind: dlock.EventAcquired, Fence: l.Fence(), Wait: wait, Waited: a.waited})
+	a.ev.emit(a.ctx, dlock.Event{Kind: dlock.EventAcquired, Fence: l.Fence(), Wait: wait, Waited: a.waited})
 	if s, ok := l.(interface{ state() *State }); ok {
 		s.state().announce()
 	}

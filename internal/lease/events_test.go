@@ -62,8 +62,8 @@ func newTestLease(ev *Events, ttl time.Duration) testLease {
 
 func TestAttemptReportsAcquisition(t *testing.T) {
 	r := &recorder{}
-	ev := NewEvents(r, "orders", "Mutex")
-	a := ev.Begin()
+	ev := NewEvents(r, "test", "orders", "Mutex")
+	a := ev.Begin(t.Context())
 	a.Waiting()
 	a.Waiting() // at most once per call
 	time.Sleep(5 * time.Millisecond)
@@ -98,7 +98,7 @@ func TestAttemptReportsAcquisition(t *testing.T) {
 
 func TestAttemptReportsFailure(t *testing.T) {
 	r := &recorder{}
-	ev := NewEvents(r, "orders", "RWMutex.read")
+	ev := NewEvents(r, "test", "orders", "RWMutex.read")
 	hard := errors.New("hard")
 	for _, tc := range []struct {
 		l       dlock.Lease
@@ -109,7 +109,7 @@ func TestAttemptReportsFailure(t *testing.T) {
 		{nil, nil, dlock.ErrNotObtained},
 		{nil, hard, hard},
 	} {
-		a := ev.Begin()
+		a := ev.Begin(t.Context())
 		a.End(tc.l, tc.err)
 		e := r.last()
 		if e.Kind != dlock.EventNotAcquired || !errors.Is(e.Err, tc.wantErr) || e.Waited {
@@ -122,8 +122,8 @@ func TestAttemptReportsFailure(t *testing.T) {
 // end after EventAcquired; one never handed out reports nothing.
 func TestLeaseEventsWaitForAcquired(t *testing.T) {
 	r := &recorder{}
-	ev := NewEvents(r, "n", "Mutex")
-	a := ev.Begin()
+	ev := NewEvents(r, "test", "n", "Mutex")
+	a := ev.Begin(t.Context())
 	l := newTestLease(ev, time.Hour)
 	l.Extend(time.Now().Add(2 * time.Hour)) // before Acquired: not reported
 	l.End(dlock.Lost(dlock.ErrTakenOver))
@@ -137,7 +137,7 @@ func TestLeaseEventsWaitForAcquired(t *testing.T) {
 	}
 
 	r2 := &recorder{}
-	never := newTestLease(NewEvents(r2, "n", "Mutex"), time.Hour)
+	never := newTestLease(NewEvents(r2, "test", "n", "Mutex"), time.Hour)
 	never.End(dlock.Lost(errors.New("client closed during the grant")))
 	if len(r2.kinds()) != 0 {
 		t.Errorf("a lease never handed out reported %v", r2.kinds())
@@ -146,8 +146,8 @@ func TestLeaseEventsWaitForAcquired(t *testing.T) {
 
 func TestExpiryReportsLost(t *testing.T) {
 	r := &recorder{}
-	ev := NewEvents(r, "n", "Mutex")
-	a := ev.Begin()
+	ev := NewEvents(r, "test", "n", "Mutex")
+	a := ev.Begin(t.Context())
 	l := newTestLease(ev, 30*time.Millisecond)
 	r.probe = l.State
 	a.End(l, nil)
@@ -163,7 +163,7 @@ func TestExpiryReportsLost(t *testing.T) {
 
 // With no observer, the events cost a nil check: no allocation.
 func TestNoObserverAllocatesNothing(t *testing.T) {
-	ev := NewEvents(nil, "n", "Mutex")
+	ev := NewEvents(nil, "test", "n", "Mutex")
 	if ev != nil {
 		t.Fatal("NewEvents(nil, ...) is not nil")
 	}
@@ -172,7 +172,7 @@ func TestNoObserverAllocatesNothing(t *testing.T) {
 	l := testLease{s}
 	failed := errors.New("failed")
 	allocs := testing.AllocsPerRun(1000, func() {
-		a := ev.Begin()
+		a := ev.Begin(t.Context())
 		a.Waiting()
 		a.End(l, nil)
 		a.End(nil, failed)
@@ -190,13 +190,13 @@ func BenchmarkAttempt(b *testing.B) {
 		obs  dlock.Observer
 	}{{"none", nil}, {"func", dlock.ObserverFunc(func(dlock.Event) {})}} {
 		b.Run(tc.name, func(b *testing.B) {
-			ev := NewEvents(tc.obs, "n", "Mutex")
+			ev := NewEvents(tc.obs, "test", "n", "Mutex")
 			s := newStarted(context.Background(), ev, "k", "tok", 1, time.Now().Add(time.Hour), nil)
 			defer s.End(dlock.ErrReleased)
 			l := testLease{s}
 			b.ReportAllocs()
 			for b.Loop() {
-				a := ev.Begin()
+				a := ev.Begin(b.Context())
 				a.Waiting()
 				a.End(l, nil)
 			}
@@ -230,5 +230,63 @@ func TestObserverCombinesLogger(t *testing.T) {
 	r := &recorder{}
 	if Observer(r, nil) != dlock.Observer(r) {
 		t.Error("Observer(r, nil) is not r")
+	}
+}
+
+// ctxRecorder is a dlock.ContextObserver that keeps the value of ctxKey in
+// the context of each event.
+type ctxRecorder struct {
+	mu     sync.Mutex
+	values []any
+	events []dlock.Event
+}
+
+type ctxKey struct{}
+
+func (r *ctxRecorder) Observe(e dlock.Event) { r.ObserveContext(nil, e) }
+
+func (r *ctxRecorder) ObserveContext(ctx context.Context, e dlock.Event) {
+	var v any = "no context"
+	if ctx != nil {
+		v = ctx.Value(ctxKey{})
+	}
+	r.mu.Lock()
+	r.values = append(r.values, v)
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// A ContextObserver gets the call's context with the call's events, and
+// one with its values with the lease's; every event names the backend.
+// Through dlock.Observers too, beside an Observer that takes no context.
+func TestContextObserverGetsCallContext(t *testing.T) {
+	for _, wrap := range []func(*ctxRecorder) dlock.Observer{
+		func(r *ctxRecorder) dlock.Observer { return r },
+		func(r *ctxRecorder) dlock.Observer {
+			return dlock.Observers(r, dlock.ObserverFunc(func(dlock.Event) {}))
+		},
+	} {
+		r := &ctxRecorder{}
+		ev := NewEvents(wrap(r), "redislock", "orders", "Mutex")
+		ctx, cancel := context.WithCancel(context.WithValue(t.Context(), ctxKey{}, "call"))
+		a := ev.Begin(ctx)
+		a.Waiting()
+		l := testLease{newStarted(ctx, ev, "key", "tok", 7, time.Now().Add(time.Hour), nil)}
+		a.End(l, nil)
+		cancel() // the lease's events keep the values
+		l.Extend(time.Now().Add(2 * time.Hour))
+		l.Release(t.Context())
+		a = ev.Begin(context.WithValue(t.Context(), ctxKey{}, "second"))
+		a.End(nil, dlock.ErrNotObtained)
+
+		want := []any{"call", "call", "call", "call", "call", "second", "second"}
+		if !slices.Equal(r.values, want) {
+			t.Errorf("context values %v; want %v", r.values, want)
+		}
+		for _, e := range r.events {
+			if e.Backend != "redislock" || e.Name != "orders" || e.Lock != "Mutex" {
+				t.Errorf("%v event: backend %q name %q kind %q", e.Kind, e.Backend, e.Name, e.Lock)
+			}
+		}
 	}
 }

@@ -235,7 +235,7 @@ func (s *State) Extend(until time.Time) bool {
 	report := moved && s.shown
 	s.mu.Unlock()
 	if report {
-		s.ev.emit(dlock.Event{Kind: dlock.EventRenewed, Fence: s.fence})
+		s.ev.emit(s.parent, dlock.Event{Kind: dlock.EventRenewed, Fence: s.fence})
 	}
 	return true
 }
@@ -255,7 +255,7 @@ func (s *State) RenewFailed(err error) {
 	report := s.shown && s.err == nil && !s.releasing
 	s.mu.Unlock()
 	if report {
-		s.ev.emit(dlock.Event{Kind: dlock.EventRenewFailed, Fence: s.fence, Err: err})
+		s.ev.emit(s.parent, dlock.Event{Kind: dlock.EventRenewFailed, Fence: s.fence, Err: err})
 	}
 }
 
@@ -282,7 +282,7 @@ func (s *State) reportEnd(err error, held time.Duration) {
 	if err == dlock.ErrReleased {
 		kind, err = dlock.EventReleased, nil
 	}
-	s.ev.emit(dlock.Event{Kind: kind, Fence: s.fence, Held: held, Err: err})
+	s.ev.emit(s.parent, dlock.Event{Kind: kind, Fence: s.fence, Held: held, Err: err})
 }
 
 // End ends the lease with err (dlock.ErrReleased, or an error matching
