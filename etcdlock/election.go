@@ -45,7 +45,7 @@ func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 
 // campaign is Lock, with value in the key in place of the owner token.
 func (m *Mutex) campaign(ctx context.Context, value string) (dlock.Lease, error) {
-	a := m.lk.ev.Begin()
+	a := m.lk.ev.Begin(ctx)
 	return a.End(m.lk.c.reg.Call(ctx, func(ctx context.Context) (dlock.Lease, error) {
 		return m.lk.acquireWith(ctx, &call{value: &value}, &a)
 	}))
