@@ -50,11 +50,14 @@ func IsConnectionEnv(kv string) bool {
 
 // Flags are the backend flags that run, inspect, release and bench share.
 type Flags struct {
-	Redis    urlList
-	ZK       string
-	Postgres string
-	MySQL    string
-	Etcd     string
+	Redis urlList
+	// RedisCluster lists some nodes of a Redis Cluster; RedisSentinel the
+	// Sentinels that monitor the master called RedisMaster.
+	RedisCluster, RedisSentinel, RedisMaster string
+	ZK                                       string
+	Postgres                                 string
+	MySQL                                    string
+	Etcd                                     string
 	// Session asks PostgreSQL or MySQL for session mode (SessionMutex);
 	// only commands that take locks register it.
 	Session       bool
@@ -89,13 +92,17 @@ func (f *Flags) RegisterSession(fs *flag.FlagSet) {
 
 // A Spec is a checked choice of backend.
 type Spec struct {
-	Redis    []*redis.Options // one: a single instance; three or more: Redlock
-	ZK       []string         // ZooKeeper servers
-	ZKTLS    *tls.Config      // ZooKeeper over TLS (its secureClientPort); nil for plain TCP
-	Postgres *pgxpool.Config  // PostgreSQL
-	MySQL    *mysql.Config    // MySQL or MariaDB
-	Etcd     []string         // etcd endpoints
-	EtcdTLS  *tls.Config      // etcd over TLS; nil for plain TCP
+	Redis []*redis.Options // one: a single instance; three or more: Redlock
+	// RedisCluster is a Redis Cluster, RedisSentinel a master that
+	// Sentinels monitor; nil for none.
+	RedisCluster  *redis.ClusterOptions
+	RedisSentinel *redis.FailoverOptions
+	ZK            []string        // ZooKeeper servers
+	ZKTLS         *tls.Config     // ZooKeeper over TLS (its secureClientPort); nil for plain TCP
+	Postgres      *pgxpool.Config // PostgreSQL
+	MySQL         *mysql.Config   // MySQL or MariaDB
+	Etcd          []string        // etcd endpoints
+	EtcdTLS       *tls.Config     // etcd over TLS; nil for plain TCP
 	// EtcdUser and EtcdPassword authenticate to etcd; "" for none.
 	EtcdUser, EtcdPassword string
 	// ZKUser and ZKPassword authenticate to ZooKeeper with the digest
