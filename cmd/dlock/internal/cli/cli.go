@@ -28,6 +28,7 @@ Usage:
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
   dlock fence reset --fence N --yes [flags]     set a resource's newest fence, even lower (an operator's)
+  dlock schema postgres|mysql [--table NAME]    print the SQL of the tables dlock keeps in a database
   dlock bench [flags]                           measure lock throughput and latency on a deployment
   dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend
@@ -62,6 +63,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"chaos":      chaos.Main,
 	"demo":       demo.Main,
 	"fence":      fencecmd.Main,
+	"schema":     backend.SchemaMain,
 	"completion": completionMain,
 	"version":    versionMain,
 }

@@ -200,7 +200,7 @@ func mysqlRefused(err error) error {
 func mysqlDenied(err error) error {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) && (my.Number == 1142 || my.Number == 1044) {
-		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+		return cmdutil.Usagef("%s; 'dlock schema mysql' prints the SQL of dlock's tables, for an administrator to run", cmdutil.Reason(err))
 	}
 	return err
 }

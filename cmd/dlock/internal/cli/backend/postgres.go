@@ -193,7 +193,7 @@ func pgParameter(err error) error {
 func postgresDenied(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42501" {
-		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+		return cmdutil.Usagef("%s; 'dlock schema postgres' prints the SQL of dlock's tables, for an administrator to run", cmdutil.Reason(err))
 	}
 	return err
 }

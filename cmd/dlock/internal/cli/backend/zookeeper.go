@@ -24,6 +24,7 @@ import (
 const (
 	EnvZK         = "DLOCK_ZK"           // host:port[,host:port...]
 	EnvZKAuthFile = "DLOCK_ZK_AUTH_FILE" // a file whose first line is user:password
+	EnvZKAuth     = "DLOCK_ZK_AUTH"      // user:password itself
 )
 
 // ZooKeeper: --zk, zklock. A lock name is a path under ZKRoot, or an
@@ -31,10 +32,10 @@ const (
 var _ = register(&driver{
 	name: "zookeeper", title: "ZooKeeper", order: 3,
 	flag: "zk", example: "--zk host:port",
-	env: []string{EnvZK, EnvZKAuthFile},
+	env: []string{EnvZK, EnvZKAuthFile, EnvZKAuth}, passwordEnv: []string{EnvZKAuth},
 	flags: func(fs *flag.FlagSet, f *Flags) {
 		fs.StringVar(&f.ZK, "zk", "", "ZooKeeper connect string, host:port[,host:port...][/chroot]: with a chroot, every lock's path is below it (env "+EnvZK+")")
-		fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+")")
+		fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+", or "+EnvZKAuth+" holding user:password itself)")
 	},
 	given:   func(f *Flags) bool { return f.ZK != "" },
 	fromEnv: func(f *Flags, getenv func(string) string) { f.ZK = getenv(EnvZK) },
@@ -56,6 +57,13 @@ var _ = register(&driver{
 		if file := cmp.Or(f.ZKAuthFile, getenv(EnvZKAuthFile)); file != "" {
 			if spec.ZKUser, spec.ZKPassword, err = readZKAuth(file); err != nil {
 				return err
+			}
+		} else if v := getenv(EnvZKAuth); v != "" {
+			var ok bool
+			spec.ZKUser, spec.ZKPassword, ok = strings.Cut(v, ":")
+			cmdutil.NoteSecret(spec.ZKPassword)
+			if !ok || spec.ZKUser == "" || spec.ZKPassword == "" {
+				return cmdutil.Usagef("%s is not user:password", EnvZKAuth)
 			}
 		}
 		if f.TLS.given() { // any TLS flag: the servers are secure client ports
