@@ -194,10 +194,6 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 		sessions := func(d *driver) bool { return d.session }
 		return Spec{}, cmdutil.Usagef("--session is %s session mode; it needs %s", inWords(each(sessions, func(d *driver) string { return d.title + "'s" }), " and "), inWords(each(sessions, func(d *driver) string { return "--" + d.flag }), " or "))
 	}
-	if f.Table != "" && !d.table {
-		tables := func(d *driver) bool { return d.table }
-		return Spec{}, cmdutil.Usagef("--table applies to %s only (%s), not to %s", inWords(each(tables, func(d *driver) string { return d.title }), " and "), inWords(each(tables, func(d *driver) string { return "--" + d.flag }), " or "), d.title)
-	}
 	if f.RestartWindow < 0 {
 		return Spec{}, cmdutil.Usagef("--restart-window %v is negative", f.RestartWindow)
 	}
@@ -222,6 +218,10 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	}
 	if err := d.resolve(&g, getenv, filed, &spec); err != nil {
 		return Spec{}, err
+	}
+	if f.Table != "" && !driverOf(spec).table {
+		tables := func(d *driver) bool { return d.table }
+		return Spec{}, cmdutil.Usagef("--table applies to %s only (%s), not to %s", inWords(each(tables, func(d *driver) string { return d.title }), " and "), inWords(each(tables, func(d *driver) string { return "--" + d.flag }), " or "), driverOf(spec).title)
 	}
 	if f.RestartWindow != 0 && spec.Kind() != "redlock" {
 		return Spec{}, cmdutil.Usagef("--restart-window applies to Redlock only (three or more --redis URLs), not to %s", driverOf(spec).title)
