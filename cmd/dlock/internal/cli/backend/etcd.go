@@ -334,3 +334,11 @@ func (e *etcdConn) recordRun(ctx context.Context, name string, keep time.Duratio
 	}
 	return nil
 }
+
+func (e *etcdConn) clearRun(ctx context.Context, name string) (bool, error) {
+	resp, err := e.cli.Delete(ctx, EtcdRunsPrefix+name)
+	if err != nil {
+		return false, fmt.Errorf("removing the record of the last run, key %s: %w", EtcdRunsPrefix+name, err)
+	}
+	return resp.Deleted > 0, nil
+}

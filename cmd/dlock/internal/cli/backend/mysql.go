@@ -267,7 +267,11 @@ func (m *myConn) lastRun(ctx context.Context, name string) (time.Duration, bool,
 }
 
 func (m *myConn) recordRun(ctx context.Context, name string, keep time.Duration) error {
-	tx, err := m.db.BeginTx(ctx, nil)
+	_, err := m.db.ExecContext(ctx, myCreateRuns(m.runs)) // before the transaction: it commits
+	var tx *sql.Tx
+	if err == nil {
+		tx, err = m.db.BeginTx(ctx, nil)
+	}
 	if err == nil {
 		defer tx.Rollback()
 		if _, err = tx.ExecContext(ctx, `DELETE FROM `+m.runs+` WHERE expires_at <= `+myNow); err == nil {
@@ -282,4 +286,17 @@ func (m *myConn) recordRun(ctx context.Context, name string, keep time.Duration)
 		return fmt.Errorf("recording the run: %w", err)
 	}
 	return nil
+}
+
+func (m *myConn) clearRun(ctx context.Context, name string) (bool, error) {
+	res, err := m.db.ExecContext(ctx, `DELETE FROM `+m.runs+` WHERE name = ?`, name)
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && my.Number == 1146 { // no table: no record
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing the record of the last run: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
 }

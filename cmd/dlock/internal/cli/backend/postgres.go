@@ -274,6 +274,9 @@ func (p *pgConn) lastRun(ctx context.Context, name string) (time.Duration, bool,
 
 func (p *pgConn) recordRun(ctx context.Context, name string, keep time.Duration) error {
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, pgCreateRuns(p.runs)); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM `+p.runs+` WHERE expires_at <= now()`); err != nil {
 			return err
 		}
@@ -287,6 +290,18 @@ func (p *pgConn) recordRun(ctx context.Context, name string, keep time.Duration)
 		return fmt.Errorf("recording the run: %w", err)
 	}
 	return nil
+}
+
+func (p *pgConn) clearRun(ctx context.Context, name string) (bool, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM `+p.runs+` WHERE name = $1`, name)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // no table: no record
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing the record of the last run: %w", err)
+	}
+	return tag.RowsAffected() > 0, nil
 }
 
 // hasPassword reports whether a PostgreSQL URL or connection string

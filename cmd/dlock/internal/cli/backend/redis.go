@@ -543,6 +543,24 @@ func (s redisServers) recordRun(ctx context.Context, name string, keep time.Dura
 	return nil
 }
 
+// clearRun deletes the record on every server. With Redlock, a majority
+// must answer.
+func (s redisServers) clearRun(ctx context.Context, name string) (bool, error) {
+	var errs []error
+	found := false
+	for i, rdb := range s.rdbs {
+		n, err := rdb.Del(ctx, doneKey(name)).Result()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.addrs[i], err))
+		}
+		found = found || n > 0
+	}
+	if len(errs) > 0 && len(s.rdbs)-len(errs) <= len(s.rdbs)/2 {
+		return found, fmt.Errorf("removing the record of the last run: %w", joinErrs(errs))
+	}
+	return found, nil
+}
+
 // recordScript sets KEYS[1] to the server's time in milliseconds, expiring
 // in ARGV[1] milliseconds.
 var recordScript = redis.NewScript(`

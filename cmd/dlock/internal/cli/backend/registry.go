@@ -143,6 +143,8 @@ type (
 	runRecorder interface {
 		lastRun(ctx context.Context, name string) (ago time.Duration, found bool, err error)
 		recordRun(ctx context.Context, name string, keep time.Duration) error
+		// clearRun removes the record, and reports whether there was one.
+		clearRun(ctx context.Context, name string) (bool, error)
 	}
 	// A leaseTimer grants leases shorter than asked (ZooKeeper).
 	leaseTimer interface {

@@ -357,3 +357,15 @@ func (z *zkConn) recordRun(ctx context.Context, name string, keep time.Duration)
 	}
 	return nil
 }
+
+func (z *zkConn) clearRun(ctx context.Context, name string) (bool, error) {
+	p := z.chroot + ZKRunsRoot + ZKPath(name)
+	err := z.c.Conn().Delete(p, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing the record of the last run at %s: %w", p, err)
+	}
+	return true, nil
+}
