@@ -34,6 +34,7 @@ func TestIntegrationFlagsForOtherBackends(t *testing.T) {
 		{[]string{"run", "--mysql", "u@tcp(127.0.0.1:1)/db", "--table", "a.b.c"}, "--table \"a.b.c\""},
 		{[]string{"run", "--zk", "127.0.0.1:1/app/", "--zk-auth-file", "/nonexistent"}, "--zk-auth-file"},
 		{[]string{"run", "--zk", "127.0.0.1:1/app//x"}, "--zk chroot"},
+		{[]string{"run", "--zk", "alice@127.0.0.1:1/app"}, "credentials do not go in the address: give --zk-auth-file or DLOCK_ZK_AUTH"},
 	} {
 		args := append(append([]string{}, tc.args...), "name")
 		if tc.args[0] == "run" {

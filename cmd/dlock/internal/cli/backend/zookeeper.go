@@ -269,8 +269,8 @@ func parseZK(list string) (servers []string, chroot string, err error) {
 			return nil, "", cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...][/chroot]", cmdutil.RedactInput(list))
 		}
 		host, port, err := net.SplitHostPort(s)
-		if err != nil || host == "" {
-			return nil, "", cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file"))
+		if err != nil || host == "" || strings.Contains(host, "@") {
+			return nil, "", cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file or "+EnvZKAuth))
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			return nil, "", cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
