@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// Six runs started together with --once-per run COMMAND once; the others
-// skip it, exit 0 and say why. A run whose COMMAND failed is not recorded,
+// Six runs started together with --once-per run COMMAND once, on every
+// backend; the others skip it, exit 0 and say why. A run whose COMMAND failed is not recorded,
 // and the record expires after --once-per.
 func TestIntegrationOncePer(t *testing.T) {
 	t.Parallel()
@@ -20,6 +20,9 @@ func TestIntegrationOncePer(t *testing.T) {
 	}{
 		{"Redis", func(t testing.TB) deployment { return redisDeployment(t, 1) }},
 		{"PostgreSQL", func(t testing.TB) deployment { return pgDeployment(t, false) }},
+		{"MySQL", func(t testing.TB) deployment { return mysqlDeployment(t, false) }},
+		{"ZooKeeper", zkDeployment},
+		{"etcd", etcdDeployment},
 		{"Redlock", func(t testing.TB) deployment {
 			d := redisDeployment(t, 3)
 			d.runFlags = []string{"--ttl", "1s", "--restart-window", "1s"}

@@ -62,7 +62,7 @@ func TestUsageErrors(t *testing.T) {
 		{"postgres bad scheme", []string{"run", "--postgres", "mysql://u:hunter2@127.0.0.1:1/x", "x", "--", "true"}, `scheme "mysql"`},
 		{"postgres bad port", []string{"run", "--postgres", "postgres://u:hunter2@127.0.0.1:99999/x", "x", "--", "true"}, "--postgres"},
 		{"postgres kind", []string{"run", "--postgres", "postgres://127.0.0.1:1/x", "--kind", "read", "x", "--", "true"}, "only --kind mutex"},
-		{"once-per on ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", "--once-per", "1h", "x", "--", "true"}, "--once-per is available with Redis, Redlock and PostgreSQL"},
+		{"restart-window on ZooKeeper", []string{"run", "--zk", "127.0.0.1:1", "--restart-window", "1h", "x", "--", "true"}, "--restart-window applies to Redlock only"},
 		{"flag needs value", []string{"run", redis, "--ttl"}, "--ttl needs a value"},
 		{"flag after name without --", []string{"run", redis, "x", "--ttl", "5s", "true"}, "starts with a dash"},
 		{"brace in name", []string{"run", redis, "a{b}", "--", "true"}, "brace"},

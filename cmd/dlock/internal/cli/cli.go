@@ -28,6 +28,7 @@ Usage:
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
   dlock fence reset --fence N --yes [flags]     set a resource's newest fence, even lower (an operator's)
+  dlock schema postgres|mysql [--table NAME]    print the SQL of the tables dlock keeps in a database
   dlock bench [flags]                           measure lock throughput and latency on a deployment
   dlock chaos [flags]                           torture local servers with faults and check the locks held
   dlock demo [flags]                            start local servers and watch workers contend
@@ -35,15 +36,24 @@ Usage:
   dlock version                                 print the version and the commit it was built from
   dlock help [COMMAND]                          print this help, or a command's
 
-The lock service comes from --redis URL (once: one Redis; three or more
-times: Redlock over independent masters), --zk host:port[,host:port...],
---postgres URL or --mysql DSN (run's and bench's --session for session
-mode) or --etcd host:port[,host:port...], or from DLOCK_REDIS, DLOCK_ZK,
-DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD. --password-file FILE (or, for
-Redis, DLOCK_REDIS_PASSWORD) supplies the password of a URL or DSN without
-one: a password in a flag is on the command line, which every user reads.
---zk-auth-file FILE (user:password) authenticates to ZooKeeper, and
---etcd-user with --password-file (or DLOCK_ETCD_PASSWORD) to etcd.
+The lock service comes from one of:
+  --redis URL                      one Redis; three or more times: Redlock
+  --redis-cluster host:port,...    a Redis Cluster (some of its nodes)
+  --redis-sentinel host:port,... --redis-master NAME
+                                   the master NAME that the Sentinels monitor
+  --zk host:port,...[/chroot]      ZooKeeper; every path below the chroot
+  --postgres URL, --mysql DSN      (--session: session mode; --table NAME)
+  --etcd host:port,...
+or from DLOCK_REDIS, DLOCK_REDIS_CLUSTER, DLOCK_REDIS_SENTINEL (with
+DLOCK_REDIS_MASTER), DLOCK_ZK, DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD.
+--password-file FILE (or, for Redis, DLOCK_REDIS_PASSWORD) supplies the
+password of a URL or DSN without one, and of a Redis Cluster or Sentinel
+master: a password in a flag is on the command line, which every user
+reads. --zk-auth-file FILE (or DLOCK_ZK_AUTH=user:password) authenticates
+to ZooKeeper, and --etcd-user with --password-file (or DLOCK_ETCD_PASSWORD)
+to etcd. A flag for other backends (--restart-window: Redlock; --table,
+--session: PostgreSQL, MySQL) is refused, exit 64. 'dlock schema
+postgres|mysql' prints the SQL of dlock's tables.
 
 Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
 69 the lock service cannot be reached or failed; each command's others
@@ -62,6 +72,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"chaos":      chaos.Main,
 	"demo":       demo.Main,
 	"fence":      fencecmd.Main,
+	"schema":     backend.SchemaMain,
 	"completion": completionMain,
 	"version":    versionMain,
 }

@@ -52,7 +52,7 @@ func completionFlags() map[string]string {
 	return out
 }
 
-const completionCommands = "run elect inspect release fence bench chaos demo completion version help"
+const completionCommands = "run elect inspect release fence schema bench chaos demo completion version help"
 
 const bashCompletion = `# bash completion for dlock; load with: source <(dlock completion bash)
 _dlock() {

@@ -125,6 +125,7 @@ var _ = register(&driver{
 	},
 	connect: connectEtcd,
 	denied:  etcdDenied,
+	oncePer: true,
 })
 
 // etcdConn is a client of an etcd cluster.
@@ -290,4 +291,54 @@ func (f *Flags) etcdAuth(getenv func(string) string, filed string) (user, passwo
 		return "", "", cmdutil.Usagef("%s is set, but no --etcd-user (or %s) says whose password it is", EnvEtcdPassword, EnvEtcdUser)
 	}
 	return user, password, nil
+}
+
+// The record of a lock's last successful run ("dlock run --once-per") is
+// the key EtcdRunsPrefix+NAME, outside the lock's prefix NAME/, attached
+// to a lease of --once-per (rounded up to whole seconds), which etcd
+// ends on its own clock. How long ago the run finished is the lease's
+// granted TTL less what is left of it, to the second.
+
+// EtcdRunsPrefix is the prefix of the etcd keys of --once-per's records.
+const EtcdRunsPrefix = "dlock-runs/"
+
+func (e *etcdConn) lastRun(ctx context.Context, name string) (time.Duration, bool, error) {
+	resp, err := e.cli.Get(ctx, EtcdRunsPrefix+name)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the record of the last run, key %s: %w", EtcdRunsPrefix+name, err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+		return 0, false, nil
+	}
+	ttl, err := e.cli.TimeToLive(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the lease of the last run's record: %w", err)
+	}
+	if ttl.TTL <= 0 {
+		return 0, false, nil // expired: its key is going
+	}
+	return time.Duration(ttl.GrantedTTL-ttl.TTL) * time.Second, true, nil
+}
+
+func (e *etcdConn) recordRun(ctx context.Context, name string, keep time.Duration) error {
+	secs := int64((keep + time.Second - 1) / time.Second)
+	l, err := e.cli.Grant(ctx, secs)
+	if err == nil {
+		_, err = e.cli.Put(ctx, EtcdRunsPrefix+name, keep.String(), clientv3.WithLease(l.ID))
+		if err != nil {
+			e.cli.Revoke(context.WithoutCancel(ctx), l.ID)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("recording the run, key %s: %w", EtcdRunsPrefix+name, err)
+	}
+	return nil
+}
+
+func (e *etcdConn) clearRun(ctx context.Context, name string) (bool, error) {
+	resp, err := e.cli.Delete(ctx, EtcdRunsPrefix+name)
+	if err != nil {
+		return false, fmt.Errorf("removing the record of the last run, key %s: %w", EtcdRunsPrefix+name, err)
+	}
+	return resp.Deleted > 0, nil
 }

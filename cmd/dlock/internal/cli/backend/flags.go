@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/cmdutil"
+	"github.com/dlock-go/dlock/pglock"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -50,11 +51,14 @@ func IsConnectionEnv(kv string) bool {
 
 // Flags are the backend flags that run, inspect, release and bench share.
 type Flags struct {
-	Redis    urlList
-	ZK       string
-	Postgres string
-	MySQL    string
-	Etcd     string
+	Redis urlList
+	// RedisCluster lists some nodes of a Redis Cluster; RedisSentinel the
+	// Sentinels that monitor the master called RedisMaster.
+	RedisCluster, RedisSentinel, RedisMaster string
+	ZK                                       string
+	Postgres                                 string
+	MySQL                                    string
+	Etcd                                     string
 	// Session asks PostgreSQL or MySQL for session mode (SessionMutex);
 	// only commands that take locks register it.
 	Session       bool
@@ -68,6 +72,9 @@ type Flags struct {
 	ZKAuthFile string
 	// EtcdUser is the etcd user to authenticate as.
 	EtcdUser string
+	// Table is the table of PostgreSQL's or MySQL's locks; "" for the
+	// library's default.
+	Table string
 }
 
 // Register adds the backend flags to fs: each backend's own (--redis,
@@ -78,6 +85,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 			d.flags(fs, f)
 		}
 	}
+	fs.StringVar(&f.Table, "table", "", "PostgreSQL or MySQL: the table of the locks' rows, name or schema.name (default "+pglock.DefaultTable+"); every client of a lock must use the same; 'dlock schema' prints the SQL that creates it")
 	fs.StringVar(&f.PasswordFile, "password-file", "", "read the password of the lock service from this file's first line, for a --redis URL, --postgres URL or --mysql DSN that carries none, or of --etcd-user, so that it is not on the command line, which every user can read")
 	f.TLS.register(fs)
 }
@@ -89,19 +97,27 @@ func (f *Flags) RegisterSession(fs *flag.FlagSet) {
 
 // A Spec is a checked choice of backend.
 type Spec struct {
-	Redis    []*redis.Options // one: a single instance; three or more: Redlock
-	ZK       []string         // ZooKeeper servers
-	ZKTLS    *tls.Config      // ZooKeeper over TLS (its secureClientPort); nil for plain TCP
-	Postgres *pgxpool.Config  // PostgreSQL
-	MySQL    *mysql.Config    // MySQL or MariaDB
-	Etcd     []string         // etcd endpoints
-	EtcdTLS  *tls.Config      // etcd over TLS; nil for plain TCP
+	Redis []*redis.Options // one: a single instance; three or more: Redlock
+	// RedisCluster is a Redis Cluster, RedisSentinel a master that
+	// Sentinels monitor; nil for none.
+	RedisCluster  *redis.ClusterOptions
+	RedisSentinel *redis.FailoverOptions
+	ZK            []string        // ZooKeeper servers
+	ZKChroot      string          // the chroot of the ZooKeeper connect string, "/app"; "" for none
+	ZKTLS         *tls.Config     // ZooKeeper over TLS (its secureClientPort); nil for plain TCP
+	Postgres      *pgxpool.Config // PostgreSQL
+	MySQL         *mysql.Config   // MySQL or MariaDB
+	Etcd          []string        // etcd endpoints
+	EtcdTLS       *tls.Config     // etcd over TLS; nil for plain TCP
 	// EtcdUser and EtcdPassword authenticate to etcd; "" for none.
 	EtcdUser, EtcdPassword string
 	// ZKUser and ZKPassword authenticate to ZooKeeper with the digest
 	// scheme (zklock.WithDigestAuth); "" for none.
 	ZKUser, ZKPassword string
 	Session            bool // PostgreSQL or MySQL session mode
+	// Table is the table of PostgreSQL's or MySQL's locks; "" for the
+	// library's default.
+	Table string
 	// ReadOnly is for inspect and release: PostgreSQL's and MySQL's
 	// table is not created (a missing table holds no lock).
 	ReadOnly bool
@@ -181,7 +197,7 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	if f.RestartWindow < 0 {
 		return Spec{}, cmdutil.Usagef("--restart-window %v is negative", f.RestartWindow)
 	}
-	spec := Spec{RestartWindow: f.RestartWindow, Session: f.Session}
+	spec := Spec{RestartWindow: f.RestartWindow, Session: f.Session, Table: f.Table}
 	f.TLS.resolve(getenv)
 	g.TLS = f.TLS
 	// A flag given without its service first, then one that does not go
@@ -202,6 +218,13 @@ func (f *Flags) Resolve(getenv func(string) string) (Spec, error) {
 	}
 	if err := d.resolve(&g, getenv, filed, &spec); err != nil {
 		return Spec{}, err
+	}
+	if f.Table != "" && !driverOf(spec).table {
+		tables := func(d *driver) bool { return d.table }
+		return Spec{}, cmdutil.Usagef("--table applies to %s only (%s), not to %s", inWords(each(tables, func(d *driver) string { return d.title }), " and "), inWords(each(tables, func(d *driver) string { return "--" + d.flag }), " or "), driverOf(spec).title)
+	}
+	if f.RestartWindow != 0 && spec.Kind() != "redlock" {
+		return Spec{}, cmdutil.Usagef("--restart-window applies to Redlock only (three or more --redis URLs), not to %s", driverOf(spec).title)
 	}
 	return spec, nil
 }

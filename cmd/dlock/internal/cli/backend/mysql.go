@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -78,6 +79,9 @@ var _ = register(&driver{
 		if f.TLS.given() {
 			return cmdutil.Usagef("the TLS flags do not apply to --mysql; set TLS in the DSN (tls=true, or a registered configuration)")
 		}
+		if _, err := mysqllock.SchemaSQL(f.Table); err != nil {
+			return cmdutil.Usagef("--table %s: %s", cmdutil.Quote(f.Table), cmdutil.Reason(err))
+		}
 		cfg, err := parseMySQL(f.MySQL)
 		if err != nil {
 			return err
@@ -92,6 +96,7 @@ var _ = register(&driver{
 		return nil
 	},
 	session:   true,
+	table:     true,
 	claims:    func(s Spec) bool { return s.MySQL != nil },
 	describe:  func(s Spec) string { return describeMySQL(s.MySQL) },
 	checkName: checkMySQLName,
@@ -99,12 +104,13 @@ var _ = register(&driver{
 		return cmdutil.Usagef("--kind %s is not available with MySQL; it has only --kind mutex (with --session for session mode)", kind)
 	},
 	nodes: func(s Spec) []Node {
-		return []Node{{Addr: s.MySQL.Addr, Spec: Spec{MySQL: s.MySQL.Clone(), Session: s.Session}}}
+		return []Node{{Addr: s.MySQL.Addr, Spec: Spec{MySQL: s.MySQL.Clone(), Session: s.Session, Table: s.Table}}}
 	},
 	connect: connectMySQL,
 	refused: mysqlRefused,
 	denied:  mysqlDenied,
 	woken:   "waiters find it free when they next try",
+	oncePer: true,
 	waiters: waitersUncounted,
 })
 
@@ -113,6 +119,7 @@ type myConn struct {
 	c       *mysqllock.Client
 	db      *sql.DB
 	session bool
+	runs    string // the table of the records of --once-per, quoted
 }
 
 // connectMySQL opens a pool, checks that the database answers, and
@@ -136,7 +143,11 @@ func connectMySQL(ctx context.Context, spec Spec, obs dlock.Observer) (conn, err
 		}
 		return nil, mysqlRefused(err)
 	}
-	m := &myConn{c: mysqllock.New(db, mysqllock.WithObserver(obs)), db: db, session: spec.Session}
+	opts := []mysqllock.ClientOption{mysqllock.WithObserver(obs)}
+	if spec.Table != "" {
+		opts = append(opts, mysqllock.WithTable(spec.Table))
+	}
+	m := &myConn{c: mysqllock.New(db, opts...), db: db, session: spec.Session, runs: myRunsTable(spec.Table)}
 	if !spec.ReadOnly {
 		if err := m.c.Migrate(ctx); err != nil {
 			m.close()
@@ -189,7 +200,7 @@ func mysqlRefused(err error) error {
 func mysqlDenied(err error) error {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) && (my.Number == 1142 || my.Number == 1044) {
-		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+		return cmdutil.Usagef("%s; 'dlock schema mysql' prints the SQL of dlock's tables, for an administrator to run", cmdutil.Reason(err))
 	}
 	return err
 }
@@ -215,3 +226,77 @@ func QuietMySQLLogs() { mysql.SetLogger(quietMySQL{}) }
 type quietMySQL struct{}
 
 func (quietMySQL) Print(...any) {}
+
+// The records of --once-per are rows of the table of the locks' (--table,
+// or mysqllock.DefaultTable) with "_runs" appended, made by dlock when it
+// first needs it; times are microseconds since 1970 on the database's UTC
+// clock, as mysqllock's.
+
+// myNow is the database's clock in microseconds since 1970, UTC.
+const myNow = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))"
+
+// myRunsTable is the quoted name of the table of the records of --once-per
+// beside the locks' table, table ("" for mysqllock's default).
+func myRunsTable(table string) string {
+	return "`" + strings.Join(strings.Split(cmp.Or(table, mysqllock.DefaultTable)+"_runs", "."), "`.`") + "`"
+}
+
+// myCreateRuns is the SQL that creates the table of the records of
+// --once-per, runs (quoted).
+func myCreateRuns(runs string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + runs + ` (
+    name        VARBINARY(1024) NOT NULL PRIMARY KEY,
+    finished_at BIGINT          NOT NULL,
+    expires_at  BIGINT          NOT NULL
+) ENGINE=InnoDB`
+}
+
+func (m *myConn) lastRun(ctx context.Context, name string) (time.Duration, bool, error) {
+	if _, err := m.db.ExecContext(ctx, myCreateRuns(m.runs)); err != nil {
+		return 0, false, fmt.Errorf("creating %s: %w", m.runs, err)
+	}
+	var us int64
+	err := m.db.QueryRowContext(ctx, `SELECT `+myNow+` - finished_at FROM `+m.runs+` WHERE name = ? AND expires_at > `+myNow, name).Scan(&us)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the record of the last run: %w", err)
+	}
+	return time.Duration(us) * time.Microsecond, true, nil
+}
+
+func (m *myConn) recordRun(ctx context.Context, name string, keep time.Duration) error {
+	_, err := m.db.ExecContext(ctx, myCreateRuns(m.runs)) // before the transaction: it commits
+	var tx *sql.Tx
+	if err == nil {
+		tx, err = m.db.BeginTx(ctx, nil)
+	}
+	if err == nil {
+		defer tx.Rollback()
+		if _, err = tx.ExecContext(ctx, `DELETE FROM `+m.runs+` WHERE expires_at <= `+myNow); err == nil {
+			_, err = tx.ExecContext(ctx, `INSERT INTO `+m.runs+` (name, finished_at, expires_at) VALUES (?, `+myNow+`, `+myNow+` + ?)
+				ON DUPLICATE KEY UPDATE finished_at = VALUES(finished_at), expires_at = VALUES(expires_at)`, name, keep.Microseconds())
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("recording the run: %w", err)
+	}
+	return nil
+}
+
+func (m *myConn) clearRun(ctx context.Context, name string) (bool, error) {
+	res, err := m.db.ExecContext(ctx, `DELETE FROM `+m.runs+` WHERE name = ?`, name)
+	var my *mysql.MySQLError
+	if errors.As(err, &my) && my.Number == 1146 { // no table: no record
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing the record of the last run: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}

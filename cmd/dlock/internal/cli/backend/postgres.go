@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -56,6 +57,9 @@ var _ = register(&driver{
 	given:   func(f *Flags) bool { return f.Postgres != "" },
 	fromEnv: func(f *Flags, getenv func(string) string) { f.Postgres = getenv(EnvPostgres) },
 	resolve: func(f *Flags, _ func(string) string, filed string, spec *Spec) error {
+		if _, err := pglock.SchemaSQL(f.Table); err != nil {
+			return cmdutil.Usagef("--table %s: %s", cmdutil.Quote(f.Table), cmdutil.Reason(err))
+		}
 		cfg, err := parsePostgres(f.Postgres)
 		if err != nil {
 			return err
@@ -75,6 +79,7 @@ var _ = register(&driver{
 		return nil
 	},
 	session:   true,
+	table:     true,
 	claims:    func(s Spec) bool { return s.Postgres != nil },
 	describe:  func(s Spec) string { return describePostgres(s.Postgres) },
 	checkName: checkPGName,
@@ -83,7 +88,7 @@ var _ = register(&driver{
 	},
 	nodes: func(s Spec) []Node {
 		addr := fmt.Sprintf("%s:%d", s.Postgres.ConnConfig.Host, s.Postgres.ConnConfig.Port)
-		return []Node{{Addr: addr, Spec: Spec{Postgres: s.Postgres.Copy(), Session: s.Session}}}
+		return []Node{{Addr: addr, Spec: Spec{Postgres: s.Postgres.Copy(), Session: s.Session, Table: s.Table}}}
 	},
 	connect: connectPostgres,
 	refused: pgRefused,
@@ -100,6 +105,7 @@ type pgConn struct {
 	tls     string // what TLS the connection negotiated
 	where   string // Spec.Describe
 	session bool
+	runs    string // the table of the records of --once-per, quoted
 }
 
 // connectPostgres opens a pool, checks that the database answers, and
@@ -117,10 +123,14 @@ func connectPostgres(ctx context.Context, spec Spec, obs dlock.Observer) (conn, 
 		if pctx.Err() != nil {
 			return nil, fmt.Errorf("postgres %s does not answer within %v: %w", describePostgres(spec.Postgres), AnswerTimeout, err)
 		}
-		return nil, pgRefused(err)
+		return nil, pgRefused(pgParameter(err))
 	}
-	p := &pgConn{pool: pool, tls: negotiated(ctx, pool), where: spec.Describe(), session: spec.Session}
-	p.c = pglock.New(pool, pglock.WithObserver(obs))
+	p := &pgConn{pool: pool, tls: negotiated(ctx, pool), where: spec.Describe(), session: spec.Session, runs: pgRunsTable(spec.Table)}
+	opts := []pglock.ClientOption{pglock.WithObserver(obs)}
+	if spec.Table != "" {
+		opts = append(opts, pglock.WithTable(spec.Table))
+	}
+	p.c = pglock.New(pool, opts...)
 	if !spec.ReadOnly {
 		if err := p.c.Migrate(ctx); err != nil {
 			p.close()
@@ -166,12 +176,24 @@ func pgRefused(err error) error {
 	return err
 }
 
+// pgParameter turns the server's refusal of a run-time parameter of the
+// URL (?search_pat=..., which pgx sends the server as given) into a
+// UsageError, as mysqlRefused does a DSN's: a mistake in the URL, which
+// no retry fixes.
+func pgParameter(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42704" || pe.Code == "22023") && strings.Contains(pe.Message, "parameter") {
+		return cmdutil.Usagef("%s (SQLSTATE %s); check the parameters of --postgres or %s (pgx sends those it does not know to the server as settings)", pe.Message, pe.Code, EnvPostgres)
+	}
+	return err
+}
+
 // postgresDenied turns a privilege the role lacks (SQLSTATE 42501) into a
 // UsageError: the message names the grant, and no retry helps.
 func postgresDenied(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42501" {
-		return cmdutil.Usagef("%s", cmdutil.Reason(err))
+		return cmdutil.Usagef("%s; 'dlock schema postgres' prints the SQL of dlock's tables, for an administrator to run", cmdutil.Reason(err))
 	}
 	return err
 }
@@ -214,22 +236,32 @@ func negotiated(ctx context.Context, pool *pgxpool.Pool) string {
 	return tls.VersionName(tc.ConnectionState().Version) + ", " + verified
 }
 
-// RunsTable is the PostgreSQL table of the records of --once-per, made by
-// dlock when it first needs it.
-const RunsTable = pglock.DefaultTable + "_runs"
+// The records of --once-per are rows of the table of the locks' (--table,
+// or pglock.DefaultTable) with "_runs" appended, made by dlock when it
+// first needs it.
 
-const createRuns = `CREATE TABLE IF NOT EXISTS ` + RunsTable + ` (
+// pgRunsTable is the quoted name of the table of the records of --once-per
+// beside the locks' table, table ("" for pglock's default).
+func pgRunsTable(table string) string {
+	return pgx.Identifier(strings.Split(cmp.Or(table, pglock.DefaultTable)+"_runs", ".")).Sanitize()
+}
+
+// pgCreateRuns is the SQL that creates the table of the records of
+// --once-per, runs (quoted).
+func pgCreateRuns(runs string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + runs + ` (
 	name        text PRIMARY KEY,
 	finished_at timestamptz NOT NULL,
 	expires_at  timestamptz NOT NULL
 )`
+}
 
 func (p *pgConn) lastRun(ctx context.Context, name string) (time.Duration, bool, error) {
-	if _, err := p.pool.Exec(ctx, createRuns); err != nil {
-		return 0, false, fmt.Errorf("creating %s: %w", RunsTable, err)
+	if _, err := p.pool.Exec(ctx, pgCreateRuns(p.runs)); err != nil {
+		return 0, false, fmt.Errorf("creating %s: %w", p.runs, err)
 	}
 	var ms float64
-	err := p.pool.QueryRow(ctx, `SELECT extract(epoch FROM now() - finished_at) * 1000 FROM `+RunsTable+
+	err := p.pool.QueryRow(ctx, `SELECT extract(epoch FROM now() - finished_at) * 1000 FROM `+p.runs+
 		` WHERE name = $1 AND expires_at > now()`, name).Scan(&ms)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
@@ -242,10 +274,13 @@ func (p *pgConn) lastRun(ctx context.Context, name string) (time.Duration, bool,
 
 func (p *pgConn) recordRun(ctx context.Context, name string, keep time.Duration) error {
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM `+RunsTable+` WHERE expires_at <= now()`); err != nil {
+		if _, err := tx.Exec(ctx, pgCreateRuns(p.runs)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO `+RunsTable+` (name, finished_at, expires_at)
+		if _, err := tx.Exec(ctx, `DELETE FROM `+p.runs+` WHERE expires_at <= now()`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO `+p.runs+` (name, finished_at, expires_at)
 			VALUES ($1, now(), now() + $2 * interval '1 millisecond')
 			ON CONFLICT (name) DO UPDATE SET finished_at = excluded.finished_at, expires_at = excluded.expires_at`,
 			name, keep.Milliseconds())
@@ -255,6 +290,18 @@ func (p *pgConn) recordRun(ctx context.Context, name string, keep time.Duration)
 		return fmt.Errorf("recording the run: %w", err)
 	}
 	return nil
+}
+
+func (p *pgConn) clearRun(ctx context.Context, name string) (bool, error) {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM `+p.runs+` WHERE name = $1`, name)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // no table: no record
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing the record of the last run: %w", err)
+	}
+	return tag.RowsAffected() > 0, nil
 }
 
 // hasPassword reports whether a PostgreSQL URL or connection string

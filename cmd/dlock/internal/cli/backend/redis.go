@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	osuser "os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,33 +29,57 @@ import (
 // is not given.
 const (
 	EnvRedis         = "DLOCK_REDIS"          // Redis URLs, separated by commas or spaces
-	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none
+	EnvRedisPassword = "DLOCK_REDIS_PASSWORD" // the password of Redis URLs that carry none, and of --redis-cluster and --redis-sentinel
+	EnvRedisCluster  = "DLOCK_REDIS_CLUSTER"  // Redis Cluster nodes, host:port[,host:port...]
+	EnvRedisSentinel = "DLOCK_REDIS_SENTINEL" // Redis Sentinels, host:port[,host:port...]
+	EnvRedisMaster   = "DLOCK_REDIS_MASTER"   // the name of the master the Sentinels monitor
 )
 
-// Redis: one --redis URL, redislock. Redlock (redlock.go) is the same
-// servers' family: both keep the records of --once-per and the notes of
-// forced releases on every server (redisServers).
+// Redis: one --redis URL, a Redis Cluster (--redis-cluster) or a master
+// that Sentinels monitor (--redis-sentinel, --redis-master), redislock.
+// Redlock (redlock.go) is the same servers' family: both keep the records
+// of --once-per and the notes of forced releases on every server
+// (redisServers).
 var _ = register(&driver{
 	name: "redis", title: "Redis", order: 1,
 	flag: "redis", example: "--redis redis://host:port",
-	env: []string{EnvRedis, EnvRedisPassword}, passwordEnv: []string{EnvRedisPassword},
+	env: []string{EnvRedis, EnvRedisPassword, EnvRedisCluster, EnvRedisSentinel, EnvRedisMaster}, passwordEnv: []string{EnvRedisPassword},
 	flags: func(fs *flag.FlagSet, f *Flags) {
 		fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
+		fs.StringVar(&f.RedisCluster, "redis-cluster", "", "Redis Cluster: some of its nodes, host:port[,host:port...]; the password is --password-file's or "+EnvRedisPassword+"'s, TLS the TLS flags' (env "+EnvRedisCluster+")")
+		fs.StringVar(&f.RedisSentinel, "redis-sentinel", "", "Redis Sentinel: the Sentinels, host:port[,host:port...] (usually port 26379), with --redis-master; the master's password is --password-file's or "+EnvRedisPassword+"'s (env "+EnvRedisSentinel+")")
+		fs.StringVar(&f.RedisMaster, "redis-master", "", "with --redis-sentinel: the name of the master the Sentinels monitor, as in sentinel.conf (env "+EnvRedisMaster+")")
 	},
-	given: func(f *Flags) bool { return len(f.Redis) > 0 },
+	given: func(f *Flags) bool { return len(f.Redis) > 0 || f.RedisCluster != "" || f.RedisSentinel != "" },
 	fromEnv: func(f *Flags, getenv func(string) string) {
 		if v := getenv(EnvRedis); v != "" {
 			f.Redis = SplitURLs(v)
 		}
+		f.RedisCluster, f.RedisSentinel = getenv(EnvRedisCluster), getenv(EnvRedisSentinel)
+	},
+	checkFlags: func(f *Flags, _ func(string) string, named bool) error {
+		if f.RedisMaster != "" && f.RedisSentinel == "" {
+			return cmdutil.Usagef("--redis-master goes with --redis-sentinel (the Sentinels that monitor it)")
+		}
+		return nil
 	},
 	check: func(f *Flags) error {
+		given := 0
+		for _, g := range []bool{len(f.Redis) > 0, f.RedisCluster != "", f.RedisSentinel != ""} {
+			if g {
+				given++
+			}
+		}
+		if given > 1 {
+			return cmdutil.Usagef("--redis, --redis-cluster and --redis-sentinel (or %s, %s and %s) name different deployments; give one", EnvRedis, EnvRedisCluster, EnvRedisSentinel)
+		}
 		if len(f.Redis) == 2 {
 			return cmdutil.Usagef("two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)")
 		}
 		return nil
 	},
 	resolve:   resolveRedis,
-	claims:    func(s Spec) bool { return len(s.Redis) == 1 },
+	claims:    func(s Spec) bool { return len(s.Redis) == 1 || s.RedisCluster != nil || s.RedisSentinel != nil },
 	describe:  describeRedis,
 	checkName: checkRedisName,
 	nodes:     redisNodes,
@@ -62,12 +88,16 @@ var _ = register(&driver{
 	fenceNote: "latest granted to a name of this slot; the holder's is at most that",
 })
 
-// resolveRedis checks the Redis URLs of f, for a single Redis or Redlock.
+// resolveRedis checks the Redis URLs of f, for a single Redis or Redlock,
+// or the nodes of a Redis Cluster, or the Sentinels of a master.
 func resolveRedis(f *Flags, getenv func(string) string, filed string, spec *Spec) error {
 	seen := map[string]bool{}
 	password := getenv(EnvRedisPassword)
 	if filed != "" {
 		password = filed
+	}
+	if f.RedisCluster != "" || f.RedisSentinel != "" {
+		return resolveRedisHA(f, getenv, password, spec)
 	}
 	for _, u := range f.Redis {
 		o, err := parseRedis(u)
@@ -92,8 +122,72 @@ func resolveRedis(f *Flags, getenv func(string) string, filed string, spec *Spec
 	return nil
 }
 
-// describeRedis names the servers of spec: "a:6379,b:6379,c:6379".
+// resolveRedisHA fills in spec for a Redis Cluster or a master that
+// Sentinels monitor, with password, and TLS if the TLS flags are given.
+func resolveRedisHA(f *Flags, getenv func(string) string, password string, spec *Spec) error {
+	var tlsConfig *tls.Config
+	if f.TLS.given() {
+		var err error
+		if tlsConfig, err = f.TLS.config(nil); err != nil {
+			return err
+		}
+	}
+	if f.RedisCluster != "" {
+		addrs, err := parseAddrs("--redis-cluster", f.RedisCluster, "a Redis Cluster node's port, often 6379 or 7000")
+		if err != nil {
+			return err
+		}
+		spec.RedisCluster = &redis.ClusterOptions{Addrs: addrs, Password: password, TLSConfig: tlsConfig}
+		return nil
+	}
+	addrs, err := parseAddrs("--redis-sentinel", f.RedisSentinel, "a Sentinel's port is usually 26379")
+	if err != nil {
+		return err
+	}
+	master := cmp.Or(f.RedisMaster, getenv(EnvRedisMaster))
+	if master == "" {
+		return cmdutil.Usagef("--redis-sentinel needs --redis-master NAME (or %s), the name of the master the Sentinels monitor, as in sentinel.conf's 'sentinel monitor NAME ...'", EnvRedisMaster)
+	}
+	spec.RedisSentinel = &redis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, Password: password, TLSConfig: tlsConfig}
+	return nil
+}
+
+// parseAddrs checks a comma-separated list of host:port for flag; hint
+// says which port is usual.
+func parseAddrs(flag, list, hint string) ([]string, error) {
+	var addrs []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, cmdutil.Usagef("%s %q has an empty address; want host:port[,host:port...]", flag, cmdutil.RedactInput(list))
+		}
+		if strings.Contains(s, "://") || strings.Contains(s, "@") {
+			return nil, cmdutil.Usagef("%s address %q: give host:port, without a scheme or credentials (the password goes in --password-file or %s, TLS in the TLS flags)", flag, cmdutil.RedactInput(s), EnvRedisPassword)
+		}
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return nil, cmdutil.Usagef("%s address %q is not host:port (%s)", flag, cmdutil.RedactInput(s), hint)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, cmdutil.Usagef("%s address %q: port %q is not a number from 1 to 65535", flag, cmdutil.RedactInput(s), cmdutil.RedactInput(port))
+		}
+		if slices.Contains(addrs, s) {
+			return nil, cmdutil.Usagef("%s address %s is given twice", flag, s)
+		}
+		addrs = append(addrs, s)
+	}
+	return addrs, nil
+}
+
+// describeRedis names the servers of spec: "a:6379,b:6379,c:6379",
+// "cluster a:7000,b:7000", "sentinel a:26379,b:26379 master mymaster".
 func describeRedis(s Spec) string {
+	switch {
+	case s.RedisCluster != nil:
+		return "cluster " + strings.Join(s.RedisCluster.Addrs, ",")
+	case s.RedisSentinel != nil:
+		return "sentinel " + strings.Join(s.RedisSentinel.SentinelAddrs, ",") + " master " + s.RedisSentinel.MasterName
+	}
 	addrs := make([]string, len(s.Redis))
 	for i, o := range s.Redis {
 		addrs[i] = o.Addr
@@ -113,8 +207,12 @@ func checkRedisName(name string) error {
 	return nil
 }
 
-// redisNodes returns each server of spec as a Redis service of its own.
+// redisNodes returns each server of spec as a Redis service of its own;
+// a Redis Cluster or a Sentinel's master is one service.
 func redisNodes(s Spec) []Node {
+	if s.RedisCluster != nil || s.RedisSentinel != nil {
+		return []Node{{Addr: describeRedis(s), Spec: s}}
+	}
 	var out []Node
 	for _, o := range s.Redis {
 		c := *o
@@ -127,7 +225,7 @@ func redisNodes(s Spec) []Node {
 // order of the URLs.
 type redisServers struct {
 	addrs []string
-	rdbs  []*redis.Client
+	rdbs  []redis.UniversalClient
 }
 
 func (s redisServers) closeAll() {
@@ -143,14 +241,34 @@ func (s redisServers) closeAll() {
 func dialRedis(ctx context.Context, spec Spec) (redisServers, []redislock.Conn, []error, error) {
 	QuietRedisLogs()
 	var s redisServers
-	conns := make([]redislock.Conn, len(spec.Redis))
-	for i, o := range spec.Redis {
-		redisOptions(o)
-		rdb := redis.NewClient(o)
-		s.addrs, s.rdbs = append(s.addrs, o.Addr), append(s.rdbs, rdb)
-		conns[i] = goredisconn.New(rdb)
+	var conns []redislock.Conn
+	add := func(addr string, rdb redis.UniversalClient) {
+		s.addrs, s.rdbs = append(s.addrs, addr), append(s.rdbs, rdb)
+		conns = append(conns, goredisconn.New(rdb))
 	}
-	errs := pingAll(ctx, s.rdbs, len(s.rdbs)/2+1, NodeTimeout(spec.LongestTTL))
+	switch {
+	case spec.RedisCluster != nil:
+		o := *spec.RedisCluster
+		o.DisableIdentity, o.ContextTimeoutEnabled, o.ClientName, o.DialerRetries = true, true, ClientName(), 1
+		if o.DialTimeout <= 0 {
+			o.DialTimeout = defaultDialTimeout
+		}
+		o.Dialer = redisDialer(o.DialTimeout, o.TLSConfig)
+		add("cluster "+strings.Join(o.Addrs, ","), redis.NewClusterClient(&o))
+	case spec.RedisSentinel != nil:
+		o := *spec.RedisSentinel
+		o.DisableIdentity, o.ContextTimeoutEnabled, o.ClientName, o.DialerRetries = true, true, ClientName(), 1
+		if o.DialTimeout <= 0 {
+			o.DialTimeout = defaultDialTimeout
+		}
+		o.Dialer = redisDialer(o.DialTimeout, o.TLSConfig)
+		add("master "+o.MasterName, redis.NewFailoverClient(&o))
+	}
+	for _, o := range spec.Redis {
+		redisOptions(o)
+		add(o.Addr, redis.NewClient(o))
+	}
+	errs := pingAll(ctx, s.rdbs, s.addrs, len(s.rdbs)/2+1, NodeTimeout(spec.LongestTTL))
 	if err := refusedCredentials(errs); err != nil {
 		s.closeAll()
 		return redisServers{}, nil, nil, err
@@ -263,7 +381,7 @@ func redisDialer(timeout time.Duration, cfg *tls.Config) func(ctx context.Contex
 // has passed since: a master that is down must not hold up the command
 // beyond its node timeout. A server that has not answered by then is
 // reported as such.
-func pingAll(ctx context.Context, rdbs []*redis.Client, quorum int, grace time.Duration) []error {
+func pingAll(ctx context.Context, rdbs []redis.UniversalClient, addrs []string, quorum int, grace time.Duration) []error {
 	ctx, cancel := context.WithTimeout(ctx, AnswerTimeout)
 	defer cancel()
 	type pong struct {
@@ -293,12 +411,12 @@ wait:
 		}
 	}
 	var errs []error
-	for i, rdb := range rdbs {
+	for i := range rdbs {
 		switch {
 		case !answered[i]:
-			errs = append(errs, fmt.Errorf("redis %s: no answer within %v", rdb.Options().Addr, grace))
+			errs = append(errs, fmt.Errorf("redis %s: no answer within %v", addrs[i], grace))
 		case found[i] != nil:
-			errs = append(errs, fmt.Errorf("redis %s: %w", rdb.Options().Addr, found[i]))
+			errs = append(errs, fmt.Errorf("redis %s: %w", addrs[i], found[i]))
 		}
 	}
 	return errs
@@ -377,24 +495,35 @@ func (s redisServers) lastRun(ctx context.Context, name string) (ago time.Durati
 	return ago, found, nil
 }
 
-func lastRunOn(ctx context.Context, rdb *redis.Client, name string) (time.Duration, bool, error) {
-	v, err := rdb.Get(ctx, doneKey(name)).Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, false, nil
-	}
+func lastRunOn(ctx context.Context, rdb redis.UniversalClient, name string) (time.Duration, bool, error) {
+	// The record and the time of the server that keeps it (of a Redis
+	// Cluster, the master of its slot), in one script.
+	v, err := lastRunScript.Run(ctx, rdb, []string{doneKey(name)}).Slice()
 	if err != nil {
 		return 0, false, err
 	}
-	finished, err := strconv.ParseInt(v, 10, 64)
+	if len(v) != 2 {
+		return 0, false, fmt.Errorf("unexpected reply %v", v)
+	}
+	s, _ := v[0].(string)
+	now, _ := v[1].(int64)
+	if s == "" {
+		return 0, false, nil
+	}
+	finished, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return 0, false, nil // not dlock's: ignored, and overwritten by the next success
 	}
-	now, err := rdb.Time(ctx).Result()
-	if err != nil {
-		return 0, false, err
-	}
-	return now.Sub(time.UnixMilli(finished)), true, nil
+	return time.Duration(now-finished) * time.Millisecond, true, nil
 }
+
+// lastRunScript returns the value of KEYS[1] ("" for none) and the
+// server's time in milliseconds.
+var lastRunScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local t = redis.call('TIME')
+return {v or '', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
+`)
 
 // recordRun records that a run of name finished successfully now, for
 // keep. With Redlock, a majority of masters must take the record.
@@ -412,6 +541,24 @@ func (s redisServers) recordRun(ctx context.Context, name string, keep time.Dura
 		return fmt.Errorf("recording the run: %w", joinErrs(errs))
 	}
 	return nil
+}
+
+// clearRun deletes the record on every server. With Redlock, a majority
+// must answer.
+func (s redisServers) clearRun(ctx context.Context, name string) (bool, error) {
+	var errs []error
+	found := false
+	for i, rdb := range s.rdbs {
+		n, err := rdb.Del(ctx, doneKey(name)).Result()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.addrs[i], err))
+		}
+		found = found || n > 0
+	}
+	if len(errs) > 0 && len(s.rdbs)-len(errs) <= len(s.rdbs)/2 {
+		return found, fmt.Errorf("removing the record of the last run: %w", joinErrs(errs))
+	}
+	return found, nil
 }
 
 // recordScript sets KEYS[1] to the server's time in milliseconds, expiring

@@ -47,8 +47,9 @@ type driver struct {
 	// resolve fills in spec from f, which names the backend's service:
 	// filed is the password of --password-file, if given.
 	resolve func(f *Flags, getenv func(string) string, filed string, spec *Spec) error
-	// session: the backend has session mode (--session).
-	session bool
+	// session: the backend has session mode (--session); table: it keeps
+	// its locks in a table that --table names.
+	session, table bool
 
 	// claims reports whether spec names this backend. No two drivers
 	// claim one Spec.
@@ -142,6 +143,8 @@ type (
 	runRecorder interface {
 		lastRun(ctx context.Context, name string) (ago time.Duration, found bool, err error)
 		recordRun(ctx context.Context, name string, keep time.Duration) error
+		// clearRun removes the record, and reports whether there was one.
+		clearRun(ctx context.Context, name string) (bool, error)
 	}
 	// A leaseTimer grants leases shorter than asked (ZooKeeper).
 	leaseTimer interface {

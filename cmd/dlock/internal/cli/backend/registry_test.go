@@ -2,6 +2,7 @@ package backend
 
 import (
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -59,6 +60,10 @@ func TestMessagesListTheDrivers(t *testing.T) {
 		{Flags{}, "no lock service: give --redis redis://host:port, --zk host:port, --postgres postgres://host:port/db, --mysql user:password@tcp(host:port)/db or --etcd host:port (or set DLOCK_REDIS, DLOCK_ZK, DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD)"},
 		{Flags{ZK: "a:1", Etcd: "b:1"}, "more than one lock service was given (Redis, ZooKeeper, PostgreSQL, MySQL, etcd, by flags or DLOCK_REDIS/DLOCK_ZK/DLOCK_POSTGRES/DLOCK_MYSQL/DLOCK_ETCD); choose one"},
 		{Flags{ZK: "a:1", Session: true}, "--session is PostgreSQL's and MySQL's session mode; it needs --postgres or --mysql"},
+		{Flags{Redis: urlList{"redis://a:1"}, Table: "t"}, "--table applies to PostgreSQL and MySQL only (--postgres or --mysql), not to Redis"},
+		{Flags{Redis: urlList{"redis://a:1"}, RestartWindow: time.Second}, "--restart-window applies to Redlock only (three or more --redis URLs), not to Redis"},
+		{Flags{Etcd: "a:1", RestartWindow: time.Second}, "--restart-window applies to Redlock only (three or more --redis URLs), not to etcd"},
+		{Flags{RedisCluster: "a:1", RedisSentinel: "b:1"}, "--redis, --redis-cluster and --redis-sentinel (or DLOCK_REDIS, DLOCK_REDIS_CLUSTER and DLOCK_REDIS_SENTINEL) name different deployments; give one"},
 		{Flags{Redis: urlList{"redis://a:1", "redis://b:1"}}, "two Redis URLs: give one for a single Redis, or three or more independent masters for Redlock (a majority of two is both)"},
 	} {
 		_, err := tc.f.Resolve(none)
@@ -66,11 +71,12 @@ func TestMessagesListTheDrivers(t *testing.T) {
 			t.Errorf("%+v: %v\nwant %s", tc.f, err, tc.want)
 		}
 	}
-	err := CheckOncePer(Spec{ZK: []string{"a:1"}})
-	if want := "--once-per is available with Redis, Redlock and PostgreSQL, not yet with zookeeper"; err == nil || err.Error() != want {
-		t.Errorf("CheckOncePer: %v, want %s", err, want)
+	for _, d := range drivers {
+		if !d.oncePer {
+			t.Errorf("driver %s keeps no --once-per records; every backend must", d.name)
+		}
 	}
-	want := []string{EnvRedis, EnvRedisPassword, EnvZK, EnvZKAuthFile, EnvPostgres, EnvMySQL, EnvEtcd, EnvEtcdUser, EnvEtcdPassword, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+	want := []string{EnvRedis, EnvRedisPassword, EnvRedisCluster, EnvRedisSentinel, EnvRedisMaster, EnvZK, EnvZKAuthFile, EnvZKAuth, EnvPostgres, EnvMySQL, EnvEtcd, EnvEtcdUser, EnvEtcdPassword, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
 	if got := ConnectionEnv(); len(got) != len(want) {
 		t.Errorf("ConnectionEnv %q, want %q", got, want)
 	} else {

@@ -41,6 +41,18 @@ func (t *Target) RecordRun(ctx context.Context, name string, keep time.Duration)
 	return r.recordRun(ctx, name, keep)
 }
 
+// ClearRun removes the record of the last successful run of name, so that
+// the next dlock run --once-per runs COMMAND, and reports whether there was
+// one (an expired one may count). With Redlock, it removes it from every
+// master that answers, and fails if a majority does not.
+func (t *Target) ClearRun(ctx context.Context, name string) (bool, error) {
+	r, ok := t.c.(runRecorder)
+	if !ok {
+		return false, CheckOncePer(t.spec)
+	}
+	return r.clearRun(ctx, name)
+}
+
 // MaxTTL is the longest --ttl on every backend: the MaxTTL of every
 // backend package. A lease is renewed while COMMAND runs, so a longer TTL would only
 // keep the lock of a dlock that died from its successors for longer.

@@ -245,6 +245,12 @@ func tlsWithoutClientCert(spec Spec) bool {
 			return true
 		}
 	}
+	if o := spec.RedisCluster; o != nil && noCert(o.TLSConfig) {
+		return true
+	}
+	if o := spec.RedisSentinel; o != nil && noCert(o.TLSConfig) {
+		return true
+	}
 	if noCert(spec.ZKTLS) || noCert(spec.EtcdTLS) {
 		return true
 	}

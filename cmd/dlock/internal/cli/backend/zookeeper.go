@@ -24,6 +24,7 @@ import (
 const (
 	EnvZK         = "DLOCK_ZK"           // host:port[,host:port...]
 	EnvZKAuthFile = "DLOCK_ZK_AUTH_FILE" // a file whose first line is user:password
+	EnvZKAuth     = "DLOCK_ZK_AUTH"      // user:password itself
 )
 
 // ZooKeeper: --zk, zklock. A lock name is a path under ZKRoot, or an
@@ -31,10 +32,10 @@ const (
 var _ = register(&driver{
 	name: "zookeeper", title: "ZooKeeper", order: 3,
 	flag: "zk", example: "--zk host:port",
-	env: []string{EnvZK, EnvZKAuthFile},
+	env: []string{EnvZK, EnvZKAuthFile, EnvZKAuth}, passwordEnv: []string{EnvZKAuth},
 	flags: func(fs *flag.FlagSet, f *Flags) {
-		fs.StringVar(&f.ZK, "zk", "", "ZooKeeper servers, host:port[,host:port...] (env "+EnvZK+")")
-		fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+")")
+		fs.StringVar(&f.ZK, "zk", "", "ZooKeeper connect string, host:port[,host:port...][/chroot]: with a chroot, every lock's path is below it (env "+EnvZK+")")
+		fs.StringVar(&f.ZKAuthFile, "zk-auth-file", "", "ZooKeeper: authenticate with the digest scheme as the user:password on this file's first line, and make the lock's nodes that user's alone (env "+EnvZKAuthFile+", or "+EnvZKAuth+" holding user:password itself)")
 	},
 	given:   func(f *Flags) bool { return f.ZK != "" },
 	fromEnv: func(f *Flags, getenv func(string) string) { f.ZK = getenv(EnvZK) },
@@ -48,14 +49,21 @@ var _ = register(&driver{
 		return nil
 	},
 	resolve: func(f *Flags, getenv func(string) string, _ string, spec *Spec) error {
-		servers, err := parseZK(f.ZK)
+		servers, chroot, err := parseZK(f.ZK)
 		if err != nil {
 			return err
 		}
-		spec.ZK = servers
+		spec.ZK, spec.ZKChroot = servers, chroot
 		if file := cmp.Or(f.ZKAuthFile, getenv(EnvZKAuthFile)); file != "" {
 			if spec.ZKUser, spec.ZKPassword, err = readZKAuth(file); err != nil {
 				return err
+			}
+		} else if v := getenv(EnvZKAuth); v != "" {
+			var ok bool
+			spec.ZKUser, spec.ZKPassword, ok = strings.Cut(v, ":")
+			cmdutil.NoteSecret(spec.ZKPassword)
+			if !ok || spec.ZKUser == "" || spec.ZKPassword == "" {
+				return cmdutil.Usagef("%s is not user:password", EnvZKAuth)
 			}
 		}
 		if f.TLS.given() { // any TLS flag: the servers are secure client ports
@@ -66,17 +74,18 @@ var _ = register(&driver{
 		return nil
 	},
 	claims:    func(s Spec) bool { return len(s.ZK) > 0 },
-	describe:  func(s Spec) string { return strings.Join(s.ZK, ",") },
+	describe:  func(s Spec) string { return strings.Join(s.ZK, ",") + s.ZKChroot },
 	checkName: checkZKName,
 	nodes: func(s Spec) []Node {
 		var out []Node
 		for _, srv := range s.ZK {
-			out = append(out, Node{Addr: srv, Spec: Spec{ZK: []string{srv}}})
+			out = append(out, Node{Addr: srv, Spec: Spec{ZK: []string{srv}, ZKChroot: s.ZKChroot, ZKTLS: s.ZKTLS, ZKUser: s.ZKUser, ZKPassword: s.ZKPassword}})
 		}
 		return out
 	},
 	connect: connectZooKeeper,
 	denied:  zkDenied,
+	oncePer: true,
 })
 
 // zkDenied turns a refusal that no retry heals into a UsageError: a
@@ -94,8 +103,10 @@ func zkDenied(err error) error {
 
 // zkConn is a ZooKeeper session.
 type zkConn struct {
-	c    *zklock.Client
-	warn []string
+	c      *zklock.Client
+	warn   []string
+	chroot string // the connect string's chroot, "/app"; "" for none
+	authed bool   // the session has digest credentials
 }
 
 func connectZooKeeper(ctx context.Context, spec Spec, obs dlock.Observer) (conn, error) {
@@ -123,7 +134,7 @@ func connectZooKeeper(ctx context.Context, spec Spec, obs dlock.Observer) (conn,
 	if err != nil {
 		return nil, err
 	}
-	z := &zkConn{c: s}
+	z := &zkConn{c: s, chroot: spec.ZKChroot, authed: spec.ZKUser != ""}
 	if g := s.GrantedTimeout(); spec.LongestTTL > 0 && g > spec.LongestTTL {
 		// Below minSessionTimeout: the ensemble keeps a dead
 		// dlock's session, and its lock, for longer than --ttl.
@@ -133,8 +144,11 @@ func connectZooKeeper(ctx context.Context, spec Spec, obs dlock.Observer) (conn,
 	return z, nil
 }
 
+// path is the ZooKeeper path of the lock called name, below the chroot.
+func (z *zkConn) path(name string) string { return z.chroot + ZKPath(name) }
+
 func (z *zkConn) locker(name string, o LockOptions) (dlock.Locker, error) {
-	p, opts := ZKPath(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
+	p, opts := z.path(name), []zklock.Option{zklock.WithTTL(o.TTL), zklock.WithMaxHold(o.MaxHold)}
 	switch o.Kind {
 	case KindMutex, KindFair: // a ZooKeeper mutex is a FIFO queue: always fair
 		return z.c.NewMutex(p, opts...), nil
@@ -149,11 +163,11 @@ func (z *zkConn) locker(name string, o LockOptions) (dlock.Locker, error) {
 }
 
 func (z *zkConn) election(name string, ttl time.Duration) (dlock.Election, error) {
-	return z.c.NewElection(ZKPath(name), zklock.WithTTL(ttl)), nil
+	return z.c.NewElection(z.path(name), zklock.WithTTL(ttl)), nil
 }
 
 func (z *zkConn) admin(name string) (dlock.Admin, string, string) {
-	return z.c, ZKPath(name), ZKPath(name)
+	return z.c, z.path(name), z.path(name)
 }
 
 // leaseTime: a lease lasts at most a third of the session timeout (see
@@ -236,24 +250,34 @@ func ZKPath(name string) string {
 	return ZKRoot + "/" + name
 }
 
-// parseZK checks a comma-separated list of ZooKeeper servers.
-func parseZK(list string) ([]string, error) {
-	var servers []string
+// parseZK checks a ZooKeeper connect string, a comma-separated list of
+// servers with an optional chroot after the last, host:port,host:port/app,
+// as ZooKeeper's own clients take it; every path the command uses is then
+// below the chroot.
+func parseZK(list string) (servers []string, chroot string, err error) {
+	if i := strings.IndexByte(list, '/'); i >= 0 {
+		list, chroot = list[:i], strings.TrimSuffix(list[i:], "/")
+		if chroot != "" {
+			if reason := zkpath.Check(chroot); reason != "" {
+				return nil, "", cmdutil.Usagef("--zk chroot %q %s; want host:port[,host:port...][/path]", cmdutil.RedactInput(chroot), reason)
+			}
+		}
+	}
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...]", cmdutil.RedactInput(list))
+			return nil, "", cmdutil.Usagef("--zk %q has an empty server; want host:port[,host:port...][/chroot]", cmdutil.RedactInput(list))
 		}
 		host, port, err := net.SplitHostPort(s)
-		if err != nil || host == "" {
-			return nil, cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file"))
+		if err != nil || host == "" || strings.Contains(host, "@") {
+			return nil, "", cmdutil.Usagef("--zk server %q is not host:port (ZooKeeper's client port is usually 2181)%s", cmdutil.RedactInput(s), credentialsHint(s, "--zk-auth-file or "+EnvZKAuth))
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
+			return nil, "", cmdutil.Usagef("--zk server %q: port %q is not a number from 1 to 65535", cmdutil.RedactInput(s), cmdutil.RedactInput(port))
 		}
 		servers = append(servers, s)
 	}
-	return servers, nil
+	return servers, chroot, nil
 }
 
 // readZKAuth returns the user and password in the first line of the file
@@ -271,4 +295,77 @@ func readZKAuth(name string) (user, password string, err error) {
 		return "", "", cmdutil.Usagef("--zk-auth-file %s: the first line is not user:password", name)
 	}
 	return user, password, nil
+}
+
+// The record of a lock's last successful run ("dlock run --once-per") is
+// the node ZKRunsRoot+PATH, PATH the lock's path, holding --once-per in
+// milliseconds. Its mtime is when the run finished, on the ensemble's
+// clock; a write to ZKRunsRoot reads that clock now.
+
+// ZKRunsRoot is the node below which ZooKeeper keeps --once-per's records
+// (below the chroot, if any).
+const ZKRunsRoot = "/dlock-runs"
+
+func (z *zkConn) lastRun(ctx context.Context, name string) (time.Duration, bool, error) {
+	conn := z.c.Conn()
+	data, st, err := conn.Get(z.chroot + ZKRunsRoot + ZKPath(name))
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the record of the last run: %w", err)
+	}
+	keep, err := strconv.ParseInt(string(data), 10, 64)
+	if err != nil {
+		return 0, false, nil // not dlock's: ignored, and overwritten by the next success
+	}
+	now, err := conn.Set(z.chroot+ZKRunsRoot, nil, -1)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the ensemble's clock at %s: %w", z.chroot+ZKRunsRoot, err)
+	}
+	ago := time.Duration(now.Mtime-st.Mtime) * time.Millisecond
+	if ago >= time.Duration(keep)*time.Millisecond {
+		return 0, false, nil
+	}
+	return ago, true, nil
+}
+
+func (z *zkConn) recordRun(ctx context.Context, name string, keep time.Duration) error {
+	conn, p := z.c.Conn(), z.chroot+ZKRunsRoot+ZKPath(name)
+	data := []byte(strconv.FormatInt(keep.Milliseconds(), 10))
+	acl := zk.WorldACL(zk.PermAll)
+	if z.authed {
+		acl = zk.AuthACL(zk.PermAll)
+	}
+	_, err := conn.Set(p, data, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		// Make the parents, then the record; another run may make
+		// either at the same time.
+		for i := 1; i < len(p); i++ {
+			if p[i] == '/' {
+				if _, err := conn.Create(p[:i], nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+					return fmt.Errorf("recording the run: %w", err)
+				}
+			}
+		}
+		if _, err = conn.Create(p, data, 0, acl); errors.Is(err, zk.ErrNodeExists) {
+			_, err = conn.Set(p, data, -1)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("recording the run at %s: %w", p, err)
+	}
+	return nil
+}
+
+func (z *zkConn) clearRun(ctx context.Context, name string) (bool, error) {
+	p := z.chroot + ZKRunsRoot + ZKPath(name)
+	err := z.c.Conn().Delete(p, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing the record of the last run at %s: %w", p, err)
+	}
+	return true, nil
 }

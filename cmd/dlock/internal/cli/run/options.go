@@ -178,7 +178,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255, except dlock's own: 64 69 71 76 79 126 127)")
 	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
 	fs.Var(durationFlag{d: &o.MaxHold}, "max-hold", "the longest COMMAND may hold the lock; it is stopped so as to be gone by then, and dlock exits 79 (default 0: no cap; without --grace, the grace is at most a third of it)")
-	fs.Var(durationFlag{d: &o.OncePer}, "once-per", "run COMMAND at most once per this long: skip it, exiting 0, if the last run of NAME that exited 0 finished less than this long ago (Redis, Redlock, PostgreSQL)")
+	fs.Var(durationFlag{d: &o.OncePer}, "once-per", "run COMMAND at most once per this long: skip it, exiting 0, if the last run of NAME that exited 0 finished less than this long ago (every backend; the record is kept on the lock service)")
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
