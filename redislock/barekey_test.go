@@ -1,0 +1,231 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/internal/redisscript"
+	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+// WithBareKey is refused, by every call, by the kinds that cannot use the
+// layout, and bad keys are named; no server is needed.
+func TestBareKeyRefusals(t *testing.T) {
+	ctx := context.Background()
+	c := redislock.New(goredisconn.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})))
+	bare := redislock.WithBareKey()
+	kinds := []struct {
+		name string
+		l    dlock.Locker
+	}{
+		{"a FairMutex", c.NewFairMutex("k", bare)},
+		{"an RWMutex", c.NewRWMutex("k", bare).Reader()},
+		{"an RWMutex", c.NewRWMutex("k", bare).Writer()},
+		{"a Semaphore", c.NewSemaphore("k", 2, bare)},
+		{"a ReentrantMutex", c.NewReentrantMutex("k", bare)},
+	}
+	for _, k := range kinds {
+		for _, op := range []func(context.Context) (dlock.Lease, error){k.l.TryLock, k.l.Lock} {
+			l, err := op(ctx)
+			if l != nil || !errors.Is(err, redislock.ErrBareKeyUnsupported) || !strings.Contains(err.Error(), k.name+" cannot use the bare-key layout") {
+				t.Errorf("%s WithBareKey: got %v, %v; want an error matching ErrBareKeyUnsupported naming the kind", k.name, l, err)
+			}
+		}
+	}
+	if _, err := c.NewElection("k", bare).Campaign(ctx, "v"); !errors.Is(err, redislock.ErrBareKeyUnsupported) {
+		t.Errorf("NewElection WithBareKey: Campaign returned %v; want ErrBareKeyUnsupported", err)
+	}
+	for _, tt := range []struct{ key, want string }{
+		{"", "WithBareKey: empty key"},
+		{"dlock:{x}", `starts with "dlock:"`},
+		{"a\xffb", "not valid UTF-8"},
+		{strings.Repeat("k", 4097), "4097 bytes long"},
+	} {
+		for _, op := range []func(context.Context) (dlock.Lease, error){c.NewMutex(tt.key, bare).TryLock, c.NewMutex(tt.key, bare).Lock} {
+			if l, err := op(ctx); l != nil || err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("key %.20q: got %v, %v; want an error mentioning %q", tt.key, l, err, tt.want)
+			}
+		}
+	}
+	// Braces are a Cluster hash tag, not an error, in a bare key.
+	if _, err := c.NewMutex("{user}:7", bare, redislock.WithRetry(dlock.NoRetry())).TryLock(ctx); err == nil || strings.Contains(err.Error(), "brace") {
+		t.Errorf("key with a hash tag: %v; want only the unreachable server's error", err)
+	}
+}
+
+// The layout on the server: the key itself holds the lease's token alone
+// with the TTL, nothing is written to another owner's value, a key without
+// an expiry or of another type is not taken, and nothing is left behind
+// but the slot's fence counter. On a Cluster, the acquire (the key and its
+// slot's counter) runs on one node, for keys with and without a hash tag.
+func TestIntegrationBareKeyLayout(t *testing.T) {
+	t.Parallel()
+	for _, top := range []struct {
+		name string
+		d    func(testing.TB) *deployment
+	}{{"standalone", standalone}, {"cluster", cluster}} {
+		t.Run(top.name, func(t *testing.T) {
+			d := top.d(t)
+			for _, tr := range transports {
+				t.Run(tr.name, func(t *testing.T) { testBareKeyLayout(t, d, tr.open) })
+			}
+		})
+	}
+}
+
+func testBareKeyLayout(t *testing.T, d *deployment, open opener) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := d.admin(t)
+	c := newClient(t, d, open)
+	for _, key := range []string{"bare:" + t.Name(), "{bare}:" + t.Name()} {
+		m := c.NewMutex(key, redislock.WithBareKey(), redislock.WithTTL(2*time.Second))
+		l, err := m.TryLock(ctx)
+		if err != nil {
+			t.Fatalf("%s: TryLock: %v", key, err)
+		}
+		if v, err := admin.Get(ctx, key).Result(); err != nil || v != l.Token() {
+			t.Fatalf("%s holds %q (%v); want the token %q alone", key, v, err, l.Token())
+		}
+		if pttl, _ := admin.PTTL(ctx, key).Result(); pttl <= 0 || pttl > 2*time.Second {
+			t.Fatalf("%s: PTTL %v; want the TTL", key, pttl)
+		}
+		if n, _ := admin.Exists(ctx, "dlock:{"+key+"}").Result(); n != 0 && !strings.Contains(key, "{") {
+			t.Fatalf("dlock's own layout key exists beside the bare key")
+		}
+		// A second dlock owner waits; its failed attempts must not touch
+		// the holder's value.
+		other := newClient(t, d, open).NewMutex(key, redislock.WithBareKey())
+		if _, err := other.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("%s: second TryLock: %v; want ErrNotObtained", key, err)
+		}
+		if v, _ := admin.Get(ctx, key).Result(); v != l.Token() {
+			t.Fatalf("%s: a failed attempt changed the holder's value to %q", key, v)
+		}
+		if ok, _ := admin.SetNX(ctx, key, "foreign", time.Second).Result(); ok {
+			t.Fatalf("%s: SET NX by another library succeeded while dlock holds it", key)
+		}
+		fence := l.Fence()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := admin.Exists(ctx, key).Result(); n != 0 {
+			t.Fatalf("%s: key still there after Release", key)
+		}
+		// A foreign holder, with and without an expiry.
+		admin.Set(ctx, key, "foreign-token", 0)
+		if _, err := m.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("%s without expiry: TryLock: %v; want ErrNotObtained", key, err)
+		}
+		// Lock polls such a holder (no expiry is no reason to spin).
+		wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		calls := totalCommands(t, d)
+		_, err = m.Lock(wctx)
+		wcancel()
+		if !errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("%s: Lock: %v; want ErrNotObtained after the ctx", key, err)
+		}
+		if n := totalCommands(t, d) - calls; n > 60 {
+			t.Errorf("%s: Lock sent %d commands in 300ms on a key without expiry; want a poll, not a spin", key, n)
+		}
+		if v, _ := admin.Get(ctx, key).Result(); v != "foreign-token" {
+			t.Fatalf("%s: dlock changed a foreign holder's value to %q", key, v)
+		}
+		admin.Del(ctx, key)
+		admin.HSet(ctx, key, "f", "v")
+		if _, err := m.TryLock(ctx); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Fatalf("%s holding a hash: TryLock: %v; want WRONGTYPE", key, err)
+		}
+		admin.Del(ctx, key)
+		l2, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l2.Fence() <= fence {
+			t.Fatalf("%s: fence %d after %d", key, l2.Fence(), fence)
+		}
+		if err := l2.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if keys := dlockKeys(t, d); len(keys) > 0 {
+			for _, k := range keys {
+				if !strings.HasPrefix(k, "dlock:fence:{") {
+					t.Errorf("left behind: %q", k)
+				}
+			}
+		}
+	}
+}
+
+// totalCommands is the number of commands the servers of d have run.
+func totalCommands(t testing.TB, d *deployment) int {
+	n := 0
+	for _, s := range d.servers {
+		out, err := s.Do("INFO", "stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+				var k int
+				for _, r := range v {
+					k = k*10 + int(r-'0')
+				}
+				n += k
+			}
+		}
+	}
+	return n
+}
+
+// dlockKeys lists the keys under dlock: on every server of d.
+func dlockKeys(t testing.TB, d *deployment) []string {
+	var all []string
+	for _, s := range d.servers {
+		out, err := s.Do("KEYS", "dlock:*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range strings.Fields(out) {
+			all = append(all, k)
+		}
+	}
+	return all
+}
+
+// The bare acquire and release scripts, sent twice (a transport that
+// resends after a lost reply): the second acquire gets the lock with a
+// larger fence, not a refusal that would leave the key blocking everyone
+// until it expires; the second release does nothing.
+func TestIntegrationBareKeyScriptsSentTwice(t *testing.T) {
+	t.Parallel()
+	d := standalone(t)
+	admin := d.admin(t)
+	ctx := context.Background()
+	k := rediskeys.Bare("twice")
+	run := func(s *redisscript.Script, keys []string, args ...any) any {
+		v, err := admin.Eval(ctx, s.Src, keys, args...).Result()
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		return v
+	}
+	f1 := run(redisscript.BareAcquire, []string{k.Base, k.Fence}, "tok", "5000").(int64)
+	f2 := run(redisscript.BareAcquire, []string{k.Base, k.Fence}, "tok", "5000").(int64)
+	if f1 <= 0 || f2 <= f1 {
+		t.Fatalf("acquire sent twice: fences %d then %d; want both granted, the second larger", f1, f2)
+	}
+	if v := run(redisscript.BareAcquire, []string{k.Base, k.Fence}, "other", "5000").(int64); v >= 0 || v < -5000 {
+		t.Fatalf("another owner's acquire: %d; want minus the remaining TTL", v)
+	}
+	if r1, r2 := run(redisscript.BareRelease, []string{k.Base}, "tok", k.Channel), run(redisscript.BareRelease, []string{k.Base}, "tok", k.Channel); r1 != int64(1) || r2 != int64(0) {
+		t.Fatalf("release sent twice: %v then %v; want 1 then 0", r1, r2)
+	}
+}
