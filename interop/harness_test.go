@@ -263,6 +263,9 @@ func runTakeover(t *testing.T, p pair) {
 			if err := <-errc; err != nil {
 				t.Fatalf("the waiter's Lock: %v", err)
 			}
+			if at.Before(released.Add(-time.Millisecond)) { // the clocks of two processes: a little slack
+				t.Fatalf("the waiter got the lock %v before the holder's release returned", released.Sub(at))
+			}
 			delays = append(delays, at.Sub(released))
 			if _, err := waiter.unlock(ctx); err != nil {
 				t.Fatal(err)

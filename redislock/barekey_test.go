@@ -3,11 +3,14 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/dlock-go/dlock/dlocktest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/redislock"
@@ -74,7 +77,10 @@ func TestIntegrationBareKeyLayout(t *testing.T) {
 		t.Run(top.name, func(t *testing.T) {
 			d := top.d(t)
 			for _, tr := range transports {
-				t.Run(tr.name, func(t *testing.T) { testBareKeyLayout(t, d, tr.open) })
+				t.Run(tr.name, func(t *testing.T) {
+					testBareKeyLayout(t, d, tr.open)
+					testBareKeyTags(t, d, tr.open)
+				})
 			}
 		})
 	}
@@ -164,6 +170,24 @@ func testBareKeyLayout(t *testing.T, d *deployment, open opener) {
 	}
 }
 
+// Keys whose hash tag Redis Cluster reads in its own way: an empty {},
+// a second {...}, an unclosed {. On a Cluster, a fence counter in another
+// slot than the key would fail the acquire with CROSSSLOT.
+func testBareKeyTags(t *testing.T, d *deployment, open opener) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := newClient(t, d, open)
+	for _, key := range []string{"{}:tags", "a{b}c{d}", "{a}{b}", "tags{", "}{x}", "x{}{y}", "ünï{cødé}"} {
+		l, err := c.NewMutex(key, redislock.WithBareKey()).TryLock(ctx)
+		if err != nil {
+			t.Fatalf("%q: TryLock: %v", key, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("%q: Release: %v", key, err)
+		}
+	}
+}
+
 // totalCommands is the number of commands the servers of d have run.
 func totalCommands(t testing.TB, d *deployment) int {
 	n := 0
@@ -227,5 +251,117 @@ func TestIntegrationBareKeyScriptsSentTwice(t *testing.T) {
 	}
 	if r1, r2 := run(redisscript.BareRelease, []string{k.Base}, "tok", k.Channel), run(redisscript.BareRelease, []string{k.Base}, "tok", k.Channel); r1 != int64(1) || r2 != int64(0) {
 		t.Fatalf("release sent twice: %v then %v; want 1 then 0", r1, r2)
+	}
+}
+
+// A Mutex made WithBareKey passes the conformance suite (on one server:
+// the Cluster's part is the acquire's slot, which BareKeyLayout checks),
+// with an operator's GET, PTTL and DEL for Inspect and ForceUnlock, which
+// read dlock's own layout.
+func TestIntegrationBareKeyConformance(t *testing.T) {
+	t.Parallel()
+	for _, top := range []struct {
+		name string
+		d    func(testing.TB) *deployment
+	}{{"standalone", standalone}} {
+		t.Run(top.name, func(t *testing.T) {
+			if apart(t) {
+				return
+			}
+			d := top.d(t)
+			b := kindBackend(d, goRedis, func(c *redislock.Client, key string, opts ...redislock.Option) dlock.Locker {
+				return c.NewMutex(key, append(opts, redislock.WithBareKey())...)
+			})
+			b.Kinds = nil
+			// Client.Inspect and ForceUnlock read dlock's own layout: an
+			// operator reads a bare key with GET and PTTL, and frees it
+			// with DEL, as this does.
+			b.Admin = func(t testing.TB) dlock.Admin { return bareAdmin{d.admin(t)} }
+			b.Inspect = func(t testing.TB, key string) dlock.Info {
+				info, err := bareAdmin{d.admin(t)}.Inspect(context.Background(), key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return info
+			}
+			b.Sabotage = func(t testing.TB, key string) {
+				if err := d.admin(t).Del(context.Background(), key).Err(); err != nil {
+					t.Fatalf("DEL: %v", err)
+				}
+			}
+			b.Leftovers = func(t testing.TB, key string) []string {
+				ctx := context.Background()
+				var left []string
+				if n, err := d.admin(t).Exists(ctx, key).Result(); err != nil || n > 0 {
+					left = append(left, fmt.Sprintf("lock key (exists=%d, err=%v)", n, err))
+				}
+				ch := rediskeys.Bare(key).Channel
+				for _, s := range d.servers {
+					if out, err := s.Do("PUBSUB", "NUMSUB", ch); err != nil || out != ch+"\n0" {
+						left = append(left, fmt.Sprintf("subscription on %s: %q %v", s.Addr(), out, err))
+					}
+				}
+				return left
+			}
+			dlocktest.Run(t, b)
+		})
+	}
+}
+
+// bareAdmin is what an operator does with a bare key: GET and PTTL to see
+// its holder, DEL to free it.
+type bareAdmin struct{ rdb redis.UniversalClient }
+
+func (a bareAdmin) Inspect(ctx context.Context, name string) (dlock.Info, error) {
+	v, err := a.rdb.Get(ctx, name).Result()
+	if errors.Is(err, redis.Nil) {
+		return dlock.Info{Name: name, Kind: dlock.KindFree}, nil
+	}
+	if err != nil {
+		return dlock.Info{}, err
+	}
+	pttl, err := a.rdb.PTTL(ctx, name).Result()
+	if err != nil {
+		return dlock.Info{}, err
+	}
+	return dlock.Info{Name: name, Kind: dlock.KindMutex, TTL: max(pttl, 0),
+		Holders: []dlock.Holder{{Owner: v, Mode: dlock.ModeExclusive, Label: lease.Label(v)}}}, nil
+}
+
+func (a bareAdmin) ForceUnlock(ctx context.Context, name string) (bool, error) {
+	n, err := a.rdb.Del(ctx, name).Result()
+	return n > 0, err
+}
+
+func (bareAdmin) Close() error { return nil }
+
+// The migration from the bare key to dlock's own layout (docs/interop-redis.md):
+// a MultiLock of both on the same name excludes an instance on either one
+// alone, both ways.
+func TestIntegrationBareKeyMigrationMultiLock(t *testing.T) {
+	t.Parallel()
+	d := standalone(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := newClient(t, d, goRedis)
+	const key = "orders:42"
+	both := redislock.NewMultiLock(c.NewMutex(key, redislock.WithBareKey()), c.NewMutex(key))
+	for _, alone := range []*redislock.Mutex{c.NewMutex(key, redislock.WithBareKey()), c.NewMutex(key)} {
+		l, err := both.TryLock(ctx)
+		if err != nil {
+			t.Fatalf("MultiLock of the bare key and dlock's layout: %v", err)
+		}
+		if _, err := alone.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("%s alone while the MultiLock holds both: %v; want ErrNotObtained", alone.Name(), err)
+		}
+		l.Release(ctx)
+		la, err := alone.TryLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := both.TryLock(ctx); !errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("MultiLock while one layout is held alone: %v; want ErrNotObtained", err)
+		}
+		la.Release(ctx)
 	}
 }
