@@ -57,6 +57,13 @@ func TestBareKeyRefusals(t *testing.T) {
 			}
 		}
 	}
+	// Striped's mutexes are bare mutexes on name:i.
+	if got := c.NewStriped("{s}", 2, bare).For("id").Name(); got != "{s}:0" && got != "{s}:1" {
+		t.Errorf("a bare stripe is called %q", got)
+	}
+	if _, err := c.NewStriped("{s}", 2, bare, redislock.WithRetry(dlock.NoRetry())).For("id").TryLock(ctx); err == nil || strings.Contains(err.Error(), "brace") {
+		t.Errorf("bare stripe: %v; want only the unreachable server's error", err)
+	}
 	// Braces are a Cluster hash tag, not an error, in a bare key.
 	if _, err := c.NewMutex("{user}:7", bare, redislock.WithRetry(dlock.NoRetry())).TryLock(ctx); err == nil || strings.Contains(err.Error(), "brace") {
 		t.Errorf("key with a hash tag: %v; want only the unreachable server's error", err)
