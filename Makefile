@@ -8,7 +8,7 @@ BENCHTIME ?= 3s
 all: test
 
 deps:
-	@./scripts/ensure-deps redis zookeeper postgres mariadb etcd curator
+	@./scripts/ensure-deps redis zookeeper postgres mariadb etcd curator redispy node-redlock
 	@# etcd 3.6 for the etcdlock tests, built from its Go modules once per machine (about 2 minutes)
 	$(GO) test -count=1 -run '^TestIntegrationBuildEtcd$$' ./internal/servers
 
@@ -20,17 +20,20 @@ TESTFLAGS ?= -p 3 -parallel 4 -timeout 25m
 test: deps lint
 	$(GO) test -race -count=1 $(TESTFLAGS) ./...
 	cd bench && $(GO) test -count=1 ./...
+	cd interop && $(GO) test -race -count=1 ./...
 
 ## test-short: unit tests only, no servers
 test-short:
 	$(GO) test -short -count=1 ./...
 	cd bench && $(GO) test -short -count=1 ./...
+	cd interop && $(GO) test -short -count=1 ./...
 
 ## lint: gofmt, go vet and govulncheck, for the library and the bench module
 lint:
 	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd interop && $(GO) vet ./...
 	@./scripts/vulncheck
 
 

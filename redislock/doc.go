@@ -71,6 +71,18 @@
 // its own kind returns the same error if another kind takes the name
 // before it. Once the name is free, any kind may take it.
 //
+// # Other libraries' locks
+//
+// WithBareKey makes a Mutex (or Striped's mutexes) lock the named key
+// itself, in the layout of bsm/redislock, redsync, redis-py's Lock and
+// node-redlock (SET key token NX PX ttl, compare-and-delete,
+// compare-and-PEXPIRE), so that dlock and those libraries exclude each
+// other on the same key, dlock keeping its fence, watchdog, Until and
+// Done. Its waiters poll for the other libraries' releases, 8ms to 64ms
+// apart by default. The other kinds refuse it (ErrBareKeyUnsupported).
+// See docs/interop-redis.md, which has a guide to moving from those
+// libraries with a rolling deploy.
+//
 // # Leases, renewal and loss
 //
 // A lease is renewed by its Client's watchdog every TTL/3 until it is

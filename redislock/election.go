@@ -19,8 +19,14 @@ import (
 // off from Redis until its lock key expires: at most the drift allowance
 // (dlock.Drift) plus the latency of its last renewal after its Until.
 // NewElection never fails: a bad name or option is reported by every call.
+//
+// An election cannot use WithBareKey (its record sits beside dlock's key):
+// every call then returns an error matching ErrBareKeyUnsupported.
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
+	if m.cfg.bare {
+		m.err = m.cfg.noBareKey("election")
+	}
 	k := keysFor(name)
 	s := &electionStore{c: c, lock: k.lock, record: k.lock + ":leader", channel: k.lock + ":leader", ttl: m.ttl}
 	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.cfg.ttl, Republish: true, Err: m.err})

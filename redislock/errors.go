@@ -1,6 +1,8 @@
 package redislock
 
 import (
+	"errors"
+
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/redisscript"
 )
@@ -17,6 +19,11 @@ var ErrNotReentrant = dlock.ErrNotReentrant
 // is closed, or begins after, returns an error matching both ErrClosed and
 // dlock.ErrNotObtained.
 var ErrClosed = dlock.ErrClosed
+
+// ErrBareKeyUnsupported is matched by the error that every call of a lock
+// made WithBareKey returns when its kind cannot use the bare-key layout:
+// FairMutex, ReentrantMutex, RWMutex, Semaphore and NewElection's.
+var ErrBareKeyUnsupported = errors.New("redislock: this lock kind does not support WithBareKey")
 
 // describe turns a script failure into an error that names the problem.
 func describe(key string, s *redisscript.Script, err error) error {

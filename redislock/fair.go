@@ -73,7 +73,9 @@ func (c *Client) NewFairMutex(name string, opts ...Option) *FairMutex {
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
 	m.wait = max(m.cfg.ttl, MinFairWaiterTimeout)
 	m.waitMs = strconv.FormatInt(ttlMillis(m.wait), 10)
-	if err := checkName(name); err != nil {
+	if err := m.cfg.noBareKey("FairMutex"); err != nil {
+		m.err = err
+	} else if err := checkName(name); err != nil {
 		m.err = err
 	} else if err := m.cfg.check(); err != nil {
 		m.err = err

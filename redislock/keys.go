@@ -19,5 +19,13 @@ func keysFor(name string) keys {
 	return keys{lock: k.Base, fence: k.Fence, channel: k.Channel, waiting: k.Base + ":waiting", wake: k.Base + ":wake:"}
 }
 
+// bareKeysFor returns the keys of the lock on the bare key name (see
+// WithBareKey): no line of waiting clients, whose release would need
+// their key in name's slot and a mark on the holder's value.
+func bareKeysFor(name string) keys {
+	k := rediskeys.Bare(name)
+	return keys{lock: k.Base, fence: k.Fence, channel: k.Channel}
+}
+
 // checkName returns an error naming what is wrong with a lock name.
 func checkName(name string) error { return rediskeys.CheckName("redislock", name) }

@@ -11,6 +11,7 @@ import (
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
+	"github.com/dlock-go/dlock/internal/rediskeys"
 	"github.com/dlock-go/dlock/internal/redisscript"
 	"github.com/dlock-go/dlock/redisconn"
 )
@@ -64,7 +65,10 @@ type flavor struct {
 }
 
 var (
-	plain     = &flavor{kind: "Mutex", acquire: acquireScript, release: releaseScript, refresh: refreshScript, lined: true}
+	plain = &flavor{kind: "Mutex", acquire: acquireScript, release: releaseScript, refresh: refreshScript, lined: true}
+	// bare is a Mutex made WithBareKey: the lock key is the name itself,
+	// its value the token alone (no waiter's mark), and its waiters poll.
+	bare      = &flavor{kind: "Mutex", acquire: redisscript.BareAcquire, release: redisscript.BareRelease, refresh: refreshScript}
 	reentrant = &flavor{kind: "ReentrantMutex", acquire: redisscript.ReentrantAcquire, release: redisscript.ReentrantRelease,
 		refresh: redisscript.ReentrantRefresh, reentrant: true, lined: true}
 )
@@ -79,7 +83,16 @@ func (c *Client) newMutex(name string, f *flavor, opts []Option) *Mutex {
 	m := &Mutex{c: c, name: name, keys: keysFor(name), cfg: newConfig(opts), f: f,
 		ev: lease.NewEvents(c.obs, "redislock", name, f.kind), yieldUntil: c.yieldFor(name)}
 	m.ttl = strconv.FormatInt(ttlMillis(m.cfg.ttl), 10)
-	if err := checkName(name); err != nil {
+	check := checkName
+	if m.cfg.bare {
+		if f != plain {
+			m.err = m.cfg.noBareKey(f.kind)
+			return m
+		}
+		m.f, m.keys = bare, bareKeysFor(name)
+		check = func(name string) error { return rediskeys.CheckBareKey("redislock", name) }
+	}
+	if err := check(name); err != nil {
 		m.err = err
 	} else if err := m.cfg.check(); err != nil {
 		m.err = err

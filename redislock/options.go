@@ -3,6 +3,7 @@ package redislock
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -26,6 +27,11 @@ const (
 // exponential backoff and full jitter, between 8ms and 512ms, in case a
 // notice is missed.
 var DefaultRetry = dlock.ExponentialBackoff(8*time.Millisecond, 512*time.Millisecond)
+
+// bareRetry is the retry strategy of a Mutex made WithBareKey when
+// WithRetry is not given: the other libraries' releases send no notice,
+// so a waiter polls, between 8ms and 64ms apart.
+var bareRetry = dlock.ExponentialBackoff(8*time.Millisecond, 64*time.Millisecond)
 
 // A ClientOption configures a Client.
 type ClientOption func(*clientConfig)
@@ -75,6 +81,9 @@ type config struct {
 
 	replicas       int
 	replicaTimeout time.Duration
+
+	bare     bool // WithBareKey
+	retrySet bool // WithRetry was given
 }
 
 func newConfig(opts []Option) config {
@@ -84,7 +93,23 @@ func newConfig(opts []Option) config {
 			o(&c)
 		}
 	}
+	if c.bare && !c.retrySet {
+		c.retry = bareRetry
+	}
 	return c
+}
+
+// noBareKey returns the error of a lock kind that cannot use the bare-key
+// layout when WithBareKey was given, else nil.
+func (c config) noBareKey(kind string) error {
+	if !c.bare {
+		return nil
+	}
+	article := "a"
+	if strings.ContainsRune("AEIOUaeiou", rune(kind[0])) || strings.HasPrefix(kind, "RW") {
+		article = "an"
+	}
+	return fmt.Errorf("redislock: WithBareKey: %s %s cannot use the bare-key layout, which only a single-key exclusive lock has; use NewMutex (or NewStriped): %w", article, kind, ErrBareKeyUnsupported)
 }
 
 func (c config) check() error {
@@ -122,7 +147,34 @@ func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = 
 // WithRetry sets how Lock waits between attempts when a release notice does
 // not arrive; see DefaultRetry. dlock.NoRetry() makes Lock a single attempt,
 // and dlock.MaxAttempts bounds the attempts.
-func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }
+func WithRetry(s dlock.RetryStrategy) Option {
+	return func(c *config) { c.retry, c.retrySet = s, true }
+}
+
+// WithBareKey makes a Mutex lock the key named by the Mutex's name itself,
+// in the layout that bsm/redislock, redsync, redis-py's Lock and
+// node-redlock use: SET name token NX PX ttl, released by deleting it only
+// if it still holds the token, refreshed by extending it only then. A
+// Mutex made with it excludes those libraries' locks on the same key, in
+// both directions (see docs/interop-redis.md), and keeps dlock's fence,
+// watchdog, Until and Done. The key is the whole name, as the other
+// library spells it ("orders:42", "{user}:7"): dlock adds no prefix, and
+// reads a {hash tag} in it as Redis Cluster does. Fences come from the
+// counter of the key's Cluster slot under dlock:fence:, which the other
+// libraries neither read nor write.
+//
+// The other libraries' releases send no notice, so a waiting Lock polls:
+// by default between 8ms and 64ms apart (WithRetry replaces this), and a
+// dlock release still wakes dlock's waiters at once. Every party to the
+// key must use the layout: a Mutex with it and one without it on the same
+// name do not exclude each other. Only NewMutex and NewStriped (whose
+// stripes are mutexes on the keys name:0 ... name:n-1) support it; the
+// other kinds and NewElection report an error matching
+// ErrBareKeyUnsupported from every call. A name that is empty, not UTF-8,
+// longer than 4096 bytes or starts with "dlock:" is refused. Inspect and
+// ForceUnlock read dlock's own layout, not bare keys. The default is
+// dlock's layout, the key dlock:{name}.
+func WithBareKey() Option { return func(c *config) { c.bare = true } }
 
 // WithReplicas makes an acquire count only once at least n replicas have
 // acknowledged it: the acquire is followed, on the same connection, by

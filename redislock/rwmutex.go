@@ -77,7 +77,9 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	// A waiting writer's intent outlives it by at most this much.
 	rw.intentTTL = min(rw.cfg.ttl, 2*time.Second)
 	rw.intentPX = strconv.FormatInt(ttlMillis(rw.intentTTL), 10)
-	if err := checkName(name); err != nil {
+	if err := rw.cfg.noBareKey("RWMutex"); err != nil {
+		rw.err = err
+	} else if err := checkName(name); err != nil {
 		rw.err = err
 	} else if err := rw.cfg.check(); err != nil {
 		rw.err = err

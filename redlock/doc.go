@@ -145,6 +145,16 @@
 // on more nodes keeps a majority, and its next renewal takes the node
 // back.
 //
+// # Other libraries' locks
+//
+// WithBareKey makes a Mutex lock the named key itself on every node, in
+// the layout of redsync's Redlock and node-redlock over the same masters
+// (SET key token NX PX ttl, compare-and-delete, compare-and-PEXPIRE), so
+// that they and dlock exclude each other, dlock keeping its fence, restart
+// detection, watchdog, Until and Done. Its waiters poll for the other
+// libraries' releases, 8ms to 64ms apart by default. Elections refuse it
+// (ErrBareKeyUnsupported). See docs/interop-redis.md.
+//
 // # Limits
 //
 //   - A node that loses data while its server keeps running (FLUSHALL,

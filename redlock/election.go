@@ -30,6 +30,9 @@ import (
 // name or option is reported by every call.
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
+	if m.cfg.bare {
+		m.err = fmt.Errorf("redlock: WithBareKey: an election cannot use the bare-key layout (its record sits beside dlock's key); use it with NewMutex: %w", ErrBareKeyUnsupported)
+	}
 	s := &electionStore{c: c, name: name, lock: m.keys.lock, record: m.keys.lock + ":leader", channel: m.keys.lock + ":leader", ttl: m.ttl}
 	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.cfg.ttl, Republish: true, Err: m.err})
 }

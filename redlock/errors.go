@@ -21,6 +21,11 @@ func (e *NodeError) Error() string { return "redlock: node " + e.Node + ": " + e
 // Unwrap returns the node's error.
 func (e *NodeError) Unwrap() error { return e.Err }
 
+// ErrBareKeyUnsupported is matched by the error that every call of an
+// election made WithBareKey returns: only a Mutex can use the bare-key
+// layout.
+var ErrBareKeyUnsupported = errors.New("redlock: this lock kind does not support WithBareKey")
+
 // ErrClosed is dlock.ErrClosed: it is returned by every call on a closed
 // Client, and is the cause wrapped in dlock.ErrLost for leases still held
 // when it was closed. A Lock or TryLock that is under way when the Client

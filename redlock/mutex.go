@@ -54,6 +54,12 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 		m.window = strconv.FormatInt(ttlMillis(c.cfg.restartWindow), 10)
 	}
 	m.err = rediskeys.CheckName("redlock", name)
+	if m.cfg.bare {
+		b := rediskeys.Bare(name)
+		m.keys = keys{lock: b.Base, fence: b.Fence, channel: b.Channel, deposed: rediskeys.BarePrefix + name + deposedSuffix}
+		m.slot = rediskeys.ClusterSlot(name)
+		m.err = rediskeys.CheckBareKey("redlock", name)
+	}
 	if m.err == nil {
 		m.err = m.cfg.check(c.cfg)
 	}

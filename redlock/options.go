@@ -29,6 +29,11 @@ const (
 // that clients that collided do not collide again.
 var DefaultRetry = dlock.ExponentialBackoff(10*time.Millisecond, 500*time.Millisecond)
 
+// bareRetry is how a Mutex made WithBareKey waits when WithRetry is not
+// given: between 8ms and 64ms, so that it notices another library's
+// release soon.
+var bareRetry = dlock.ExponentialBackoff(8*time.Millisecond, 64*time.Millisecond)
+
 // A ClientOption configures a Client.
 type ClientOption func(*clientConfig)
 
@@ -117,6 +122,9 @@ type config struct {
 	renew   bool
 	retry   dlock.RetryStrategy
 	maxHold time.Duration
+
+	bare     bool // WithBareKey
+	retrySet bool // WithRetry was given
 }
 
 // WithTTL sets the lease time; the default is DefaultTTL (30s). It must
@@ -136,7 +144,28 @@ func WithoutRenewal() Option { return func(c *config) { c.renew = false } }
 func WithMaxHold(d time.Duration) Option { return func(c *config) { c.maxHold = d } }
 
 // WithRetry sets how Lock waits between attempts; see DefaultRetry.
-func WithRetry(s dlock.RetryStrategy) Option { return func(c *config) { c.retry = s } }
+func WithRetry(s dlock.RetryStrategy) Option {
+	return func(c *config) { c.retry, c.retrySet = s, true }
+}
+
+// WithBareKey makes a Mutex lock, on every node, the key named by the
+// Mutex's name itself, in the layout that redsync's Redlock (and
+// node-redlock) use over the same masters: SET name token NX PX ttl,
+// released by deleting it only if it still holds the token, extended by
+// extending it only then. A Mutex made with it and a redsync Mutex on the
+// same key and nodes exclude each other (see docs/interop-redis.md), and
+// the Mutex keeps dlock's fence (drawn from the counter of the key's slot
+// under dlock:fence:, beside the key), restart detection, watchdog, Until
+// and Done. dlock adds no prefix to the key. The other libraries' releases
+// send no notice: a waiting Lock polls, by default between 8ms and 64ms
+// apart (WithRetry replaces this). Every party to the key must use the
+// layout: a Mutex with it and one without it on the same name do not
+// exclude each other. NewElection refuses it with an error matching
+// ErrBareKeyUnsupported. A name that is empty, not UTF-8, longer than 4096
+// bytes or starts with "dlock:" is refused. Inspect and ForceUnlock read
+// dlock's own layout, not bare keys. The default is dlock's layout, the
+// key dlock:{name}.
+func WithBareKey() Option { return func(c *config) { c.bare = true } }
 
 func newConfig(opts []Option) config {
 	c := config{ttl: DefaultTTL, renew: true, retry: DefaultRetry}
@@ -144,6 +173,9 @@ func newConfig(opts []Option) config {
 		if o != nil {
 			o(&c)
 		}
+	}
+	if c.bare && !c.retrySet {
+		c.retry = bareRetry
 	}
 	return c
 }

@@ -151,6 +151,11 @@ var (
 	QuorumRetake     = load("quorum_retake.lua")
 	QuorumForce      = load("quorum_force.lua")
 	QuorumDepose     = load("quorum_depose.lua")
+
+	// The bare-key layout (rediskeys.Bare): its refresh is Refresh
+	// (redislock) or QuorumRefresh (redlock), which read a plain token.
+	BareAcquire = load("bare_acquire.lua")
+	BareRelease = load("bare_release.lua")
 )
 
 // A ReplyError is an error reply from the server, as opposed to a failure
