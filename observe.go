@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/vocab"
 )
 
 // An EventKind says what happened to a lock.
@@ -147,7 +149,12 @@ func (m multiObserver) Observe(e Event) {
 	}
 }
 
-// LogObserver returns an Observer that logs every event to l: losses,
+// LogObserver returns an Observer that logs every event to l, with the
+// attributes lock (Event.Name), kind, fence, previous, wait, held and err.
+// The kind is in the words of dlock run --kind and of dlockprom's kind
+// label: "mutex", "fair", "read", "write", "semaphore", "reentrant" (a
+// ReentrantMutex), "session" (a SessionMutex), and a fence guard's name in
+// lower case ("sql"). It logs losses,
 // refused fences and reset ones at Warn, failed renewals and failed acquisitions with a hard error at Info,
 // and everything else at Debug. A nil l means slog.Default().
 func LogObserver(l *slog.Logger) Observer {
@@ -175,7 +182,7 @@ func (o logObserver) Observe(e Event) {
 	if !o.l.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("lock", e.Name), slog.String("kind", e.Lock)}
+	attrs := []slog.Attr{slog.String("lock", e.Name), slog.String("kind", vocab.Kind(e.Lock))}
 	if e.Fence != 0 || e.Kind == EventFenceReset {
 		attrs = append(attrs, slog.Uint64("fence", e.Fence))
 	}
