@@ -115,6 +115,9 @@ type Options struct {
 	LeaveChildren bool
 	MetricsAddr   string
 	Verbose       bool
+	// MetricsPush, MetricsTextfile and LogFormat: see metrics_push.go
+	// and logformat.go.
+	MetricsPush, MetricsTextfile, LogFormat string
 
 	graceGiven bool // --grace was given
 }
@@ -182,6 +185,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
+	registerOps(fs, o)
 	return fs
 }
 

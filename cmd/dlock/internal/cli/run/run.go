@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -85,7 +84,12 @@ type runner struct {
 // say writes one line to stderr, prefixed with "dlock: ", with a long
 // lock name cut short wherever it appears (see cmdutil.Shorten).
 func (r *runner) say(format string, args ...any) {
-	fmt.Fprintln(r.io.Err, cmdutil.Shorten("dlock: "+fmt.Sprintf(format, args...), r.o.Name))
+	msg := cmdutil.Shorten("dlock: "+fmt.Sprintf(format, args...), r.o.Name)
+	if r.o.LogFormat == cmdutil.LogJSON {
+		r.logger().Info(msg)
+		return
+	}
+	fmt.Fprintln(r.io.Err, msg)
 }
 
 type acquired struct {
@@ -102,7 +106,7 @@ func (r *runner) run() int {
 
 	var observers []dlock.Observer
 	if r.o.Verbose {
-		log := slog.New(slog.NewTextHandler(r.io.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log := r.logger()
 		observers = append(observers, dlock.LogObserver(log))
 		r.spec.Log = log
 	}
@@ -114,6 +118,12 @@ func (r *runner) run() int {
 		}
 		defer m.close()
 		observers = append(observers, m.observer)
+	}
+	if j, err := newShortJob(r.o, r.say); err != nil {
+		return cmdutil.Fail(r.io, err, cmdutil.ExitUsage)
+	} else if j != nil {
+		defer j.finish() // after the release: the final values
+		observers = append(observers, j)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
