@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -118,4 +117,3 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-var _ = fmt.Sprint
