@@ -84,7 +84,8 @@ type Event struct {
 	// (without any key prefix), the label to group events by.
 	Name string
 	// Lock is the kind of lock, such as "Mutex", "FairMutex", "RWMutex.read"
-	// or "Semaphore".
+	// or "Semaphore". LogObserver's logs and package dlockprom's kind label
+	// show it in the words of dlock run --kind: "mutex", "fair", "read".
 	Lock string
 	// Fence is the lease's fence; zero before EventAcquired.
 	Fence uint64

@@ -17,7 +17,12 @@ func registerOps(fs *flag.FlagSet, o *Options) {
 	fs.Var(cmdutil.ChoiceFlag{S: &o.LogFormat, Values: cmdutil.LogFormats}, "log-format", "format of dlock's own stderr lines and of the -v log: "+strings.Join(cmdutil.LogFormats, " or ")+" (one JSON object a line)")
 }
 
-// logger returns the logger of -v, in --log-format.
+// logger returns the logger of -v and of dlock's own lines with
+// --log-format json: one for the whole run (run sets r.log first thing),
+// so that its lines never interleave.
 func (r *runner) logger() *slog.Logger {
+	if r.log != nil {
+		return r.log
+	}
 	return cmdutil.NewLogger(r.io.Err, r.o.LogFormat, slog.LevelDebug)
 }

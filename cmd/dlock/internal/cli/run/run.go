@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -75,6 +76,8 @@ type runner struct {
 	capAt     time.Time     // with --max-hold: when the hold ends, at the latest
 	target    *backend.Target
 
+	log *slog.Logger // the logger of -v and --log-format json; see logger
+
 	// stopped is set by supervise when the lease was lost, or COMMAND was
 	// stopped because it was about to be: "dlock elect --again" then
 	// campaigns again.
@@ -104,6 +107,7 @@ func (r *runner) run() int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
+	r.log = r.logger()
 	var observers []dlock.Observer
 	if r.o.Verbose {
 		log := r.logger()
