@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,18 @@ func TestIntegrationMetricsPush(t *testing.T) {
 	}
 	if body := pushed(t, gw); !hasSample(body, "dlock_acquisitions_total", name2, `job="nightly"`, "1") || !strings.Contains(body, `host="web1"`) {
 		t.Errorf("Pushgateway lacks the group job=nightly host=web1:\n%s", grepLines(body, "dlock_acquisitions_total"))
+	}
+
+	// A Pushgateway that is down: one line on stderr, without the
+	// password, and COMMAND's exit code.
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://ci:s3cret-pw@127.0.0.1:" + strconv.Itoa(port)
+	r = dlock(t, nil, runArgs(d, "--metrics-push", down, lockName(t), "--", "sh", "-c", "exit 3")...)
+	if r.code != 3 || strings.Count(r.stderr, "cannot update the metrics of --metrics-push") != 1 || strings.Contains(r.stderr, "s3cret-pw") {
+		t.Errorf("push to a Pushgateway that is down: exit %d, stderr %q; want 3 and one line without the password", r.code, r.stderr)
 	}
 
 	// The lease is lost while COMMAND ignores SIGTERM: the loss is pushed

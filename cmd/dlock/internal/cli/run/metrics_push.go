@@ -81,7 +81,8 @@ func newShortJob(o Options, say func(string, ...any)) (*shortJob, error) {
 // form, http://pushgateway:9091/metrics/job/JOB{/LABEL/VALUE}, used as it
 // is (a LABEL@base64 takes a VALUE in base64url, as the Pushgateway does).
 // The labels of the metrics themselves (lock, kind, result, cause) cannot
-// group. shown is raw without its user information.
+// group. shown is raw without its user information, which goes as basic
+// authentication.
 func pusherFor(raw, name string) (p *push.Pusher, shown string, err error) {
 	cmdutil.NoteSecrets(raw)
 	u, err := url.Parse(raw)
@@ -139,12 +140,18 @@ func pusherFor(raw, name string) (p *push.Pusher, shown string, err error) {
 		}
 	}
 	endpoint := *u
-	endpoint.Path, endpoint.RawPath = base, ""
+	endpoint.Path, endpoint.RawPath, endpoint.User = base, "", nil
+	// The password goes in a header, not in the URL the client's errors
+	// show.
 	p = push.New(endpoint.String(), job).Client(&http.Client{Timeout: PushTimeout})
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		p = p.BasicAuth(u.User.Username(), pass)
+	}
 	for _, g := range grouping {
 		p = p.Grouping(g[0], g[1])
 	}
-	return p, endpoint.Redacted(), nil
+	return p, endpoint.String(), nil
 }
 
 // validLabel reports whether s is a Prometheus label name.
