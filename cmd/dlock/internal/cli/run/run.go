@@ -69,14 +69,13 @@ type runner struct {
 	o    Options
 	io   cmdutil.IO
 	spec backend.Spec
+	log  *slog.Logger // the logger of -v and --log-format json; see logger
 
 	// Set once the lock is held:
 	leaseTime time.Duration // the lease time in force: --ttl, or less on ZooKeeper
 	grace     time.Duration // --grace, or less if the lease time is less than --ttl
 	capAt     time.Time     // with --max-hold: when the hold ends, at the latest
 	target    *backend.Target
-
-	log *slog.Logger // the logger of -v and --log-format json; see logger
 
 	// stopped is set by supervise when the lease was lost, or COMMAND was
 	// stopped because it was about to be: "dlock elect --again" then
@@ -114,6 +113,12 @@ func (r *runner) run() int {
 		observers = append(observers, dlock.LogObserver(log))
 		r.spec.Log = log
 	}
+	if j, err := newShortJob(r.o, r.say); err != nil {
+		return cmdutil.Fail(r.io, err, cmdutil.ExitUsage)
+	} else if j != nil {
+		defer j.finish() // after the release: the final values
+		observers = append(observers, j)
+	}
 	if r.o.MetricsAddr != "" {
 		m, err := serveMetrics(r.o.MetricsAddr)
 		if err != nil {
@@ -122,12 +127,6 @@ func (r *runner) run() int {
 		}
 		defer m.close()
 		observers = append(observers, m.observer)
-	}
-	if j, err := newShortJob(r.o, r.say); err != nil {
-		return cmdutil.Fail(r.io, err, cmdutil.ExitUsage)
-	} else if j != nil {
-		defer j.finish() // after the release: the final values
-		observers = append(observers, j)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
