@@ -150,12 +150,7 @@ func (m multiObserver) Observe(e Event) {
 	}
 }
 
-// LogObserver returns an Observer that logs every event to l, with the
-// attributes lock (Event.Name), kind, fence, previous, wait, held and err.
-// The kind is in the words of dlock run --kind and of dlockprom's kind
-// label: "mutex", "fair", "read", "write", "semaphore", "reentrant" (a
-// ReentrantMutex), "session" (a SessionMutex), and a fence guard's name in
-// lower case ("sql"). It logs losses,
+// LogObserver returns an Observer that logs every event to l: losses,
 // refused fences and reset ones at Warn, failed renewals and failed acquisitions with a hard error at Info,
 // and everything else at Debug. A nil l means slog.Default().
 func LogObserver(l *slog.Logger) Observer {
@@ -165,6 +160,11 @@ func LogObserver(l *slog.Logger) Observer {
 	return logObserver{l}
 }
 
+// A logObserver logs each event with the attributes lock (Event.Name),
+// kind, fence, previous, wait, held and err. The kind is in the words of
+// dlock run --kind and of dlockprom's kind label (package vocab): "mutex",
+// "fair", "read", "write", "semaphore", "reentrant" (a ReentrantMutex),
+// "session" (a SessionMutex), and a fence guard's name in lower case.
 type logObserver struct{ l *slog.Logger }
 
 func (o logObserver) Observe(e Event) {
