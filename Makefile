@@ -8,7 +8,7 @@ BENCHTIME ?= 3s
 all: test
 
 deps:
-	@./scripts/ensure-deps redis zookeeper postgres mariadb etcd curator redispy node-redlock
+	@./scripts/ensure-deps redis zookeeper postgres mariadb etcd curator redispy node-redlock prometheus pushgateway
 	@# etcd 3.6 for the etcdlock tests, built from its Go modules once per machine (about 2 minutes)
 	$(GO) test -count=1 -run '^TestIntegrationBuildEtcd$$' ./internal/servers
 

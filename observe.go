@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/vocab"
 )
 
 // An EventKind says what happened to a lock.
@@ -82,7 +84,8 @@ type Event struct {
 	// (without any key prefix), the label to group events by.
 	Name string
 	// Lock is the kind of lock, such as "Mutex", "FairMutex", "RWMutex.read"
-	// or "Semaphore".
+	// or "Semaphore". LogObserver's logs and package dlockprom's kind label
+	// show it in the words of dlock run --kind: "mutex", "fair", "read".
 	Lock string
 	// Backend is the package of the backend that reported the event, such
 	// as "redislock" or "pglock"; empty for the events of package fence.
@@ -185,6 +188,11 @@ func LogObserver(l *slog.Logger) Observer {
 	return logObserver{l}
 }
 
+// A logObserver logs each event with the attributes lock (Event.Name),
+// kind, fence, previous, wait, held and err. The kind is in the words of
+// dlock run --kind and of dlockprom's kind label (package vocab): "mutex",
+// "fair", "read", "write", "semaphore", "reentrant" (a ReentrantMutex),
+// "session" (a SessionMutex), and a fence guard's name in lower case.
 type logObserver struct{ l *slog.Logger }
 
 func (o logObserver) Observe(e Event) { o.ObserveContext(context.Background(), e) }
@@ -204,7 +212,7 @@ func (o logObserver) ObserveContext(ctx context.Context, e Event) {
 	if !o.l.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("lock", e.Name), slog.String("kind", e.Lock)}
+	attrs := []slog.Attr{slog.String("lock", e.Name), slog.String("kind", vocab.Kind(e.Lock))}
 	if e.Fence != 0 || e.Kind == EventFenceReset {
 		attrs = append(attrs, slog.Uint64("fence", e.Fence))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/vocab"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -138,7 +139,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // Observe records e; see dlock.Observer.
 func (c *Collector) Observe(e dlock.Event) {
 	lock := c.label(e.Name)
-	e.Lock = strings.ToValidUTF8(e.Lock, "\uFFFD")
+	e.Lock = strings.ToValidUTF8(vocab.Kind(e.Lock), "\uFFFD")
 	switch e.Kind {
 	case dlock.EventWaiting:
 		c.waiting.WithLabelValues(lock, e.Lock).Inc()

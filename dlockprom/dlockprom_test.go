@@ -74,7 +74,7 @@ func value(t *testing.T, c prometheus.Collector, name string, labels map[string]
 }
 
 func orders(extra ...string) map[string]string {
-	l := map[string]string{"lock": "orders", "kind": "Mutex"}
+	l := map[string]string{"lock": "orders", "kind": "mutex"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		l[extra[i]] = extra[i+1]
 	}

@@ -9,9 +9,13 @@
 // # Metrics
 //
 // Every metric has the labels lock, the lock's name as given to the
-// backend (a zklock lock's path), and kind, the kind of lock ("Mutex",
-// "ReentrantMutex", "FairMutex", "RWMutex.read", "RWMutex.write",
-// "Semaphore"):
+// backend (a zklock lock's path), and kind, the kind of lock in the words
+// of dlock run --kind and of dlock.LogObserver's logs: "mutex", "fair",
+// "read" (an RWMutex's reader), "write" (its writer), "semaphore", and
+// "reentrant" and "session" for a ReentrantMutex and a SessionMutex. (Earlier
+// versions put the Go names in the kind label, "Mutex", "FairMutex",
+// "RWMutex.read" and so on: queries and alerts that match on them need
+// the new words.)
 //
 //	dlock_acquisitions_total{result}  counter: Lock and TryLock calls that
 //	                                  ended: acquired, not_obtained (taken,

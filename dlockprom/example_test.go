@@ -39,7 +39,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer lease.Release(ctx)
-	// ... the work; dlock_holders{lock="nightly-report",kind="Mutex"} is 1.
+	// ... the work; dlock_holders{lock="nightly-report",kind="mutex"} is 1.
 }
 
 // What a Collector makes of the events of one acquisition that waited,
@@ -66,10 +66,10 @@ func ExampleCollector_Observe() {
 		}
 	}
 	// Output:
-	// dlock_acquisitions_total{kind="Mutex",lock="nightly-report",result="acquired"} 1
-	// dlock_holders{kind="Mutex",lock="nightly-report"} 1
-	// dlock_renewals_total{kind="Mutex",lock="nightly-report",result="ok"} 1
-	// dlock_waiting{kind="Mutex",lock="nightly-report"} 0
+	// dlock_acquisitions_total{kind="mutex",lock="nightly-report",result="acquired"} 1
+	// dlock_holders{kind="mutex",lock="nightly-report"} 1
+	// dlock_renewals_total{kind="mutex",lock="nightly-report",result="ok"} 1
+	// dlock_waiting{kind="mutex",lock="nightly-report"} 0
 }
 
 // Lock names that carry an id, mapped to a bounded set of label values.

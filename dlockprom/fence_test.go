@@ -18,7 +18,7 @@ func TestFencedWrites(t *testing.T) {
 		mem.Advance(ctx, "orders", f)
 	}
 	labels := func(result string) map[string]string {
-		return map[string]string{"lock": "orders", "kind": "Memory", "result": result}
+		return map[string]string{"lock": "orders", "kind": "memory", "result": result}
 	}
 	if got := value(t, c, "dlock_fenced_writes_total", labels("accepted")); got != 3 {
 		t.Errorf("accepted: %v; want 3", got)

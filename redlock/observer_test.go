@@ -31,7 +31,7 @@ func TestIntegrationWithLogger(t *testing.T) {
 		t.Errorf("observer got %s; want acquiring, acquired, released", dlocktest.Kinds(evs))
 	}
 	out := buf.String()
-	for _, want := range []string{"dlock: acquiring", "dlock: acquired", "dlock: released", "lock=observer-logger", "kind=Mutex"} {
+	for _, want := range []string{"dlock: acquiring", "dlock: acquired", "dlock: released", "lock=observer-logger", "kind=mutex"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}

@@ -72,8 +72,18 @@ with it still unavailable, naming its servers and since when. Without
 --wait, dlock tries once: 69 at once if the service is unavailable, 75 if
 another owner holds the lock.
 
-Exit codes: COMMAND's own; 64 bad usage: a flag, a URL, a password the
-server refuses, a NAME the backend cannot take, --permits other than the
+Metrics and logs: --metrics-addr serves Prometheus metrics while COMMAND
+runs; for a job that ends before any scrape, --metrics-push sends them to
+a Pushgateway and --metrics-textfile writes them (atomically) for
+node_exporter's textfile collector, when the lock is granted, when it is
+lost and at exit. --log-format json makes the -v log and the messages of
+a running dlock (not errors in its flags) JSON objects, one a line, with
+the fields time, level, msg, lock, kind (the --kind words), fence, wait
+and held (in seconds). See docs/observability-ops.md.
+
+Exit codes: COMMAND's own; 64 bad usage: a flag, a URL, a --metrics-push
+URL or --metrics-textfile PATH dlock cannot use, a password the server
+refuses, a NAME the backend cannot take, --permits other than the
 size of the semaphore in use, or a name held by another kind of lock
 (another --kind); 69 lock service unavailable (when --wait ends) or
 failed, and nothing else; 71 cannot listen on --metrics-addr, or cannot
@@ -115,6 +125,9 @@ type Options struct {
 	LeaveChildren bool
 	MetricsAddr   string
 	Verbose       bool
+	// MetricsPush, MetricsTextfile and LogFormat: see metrics_push.go
+	// and logformat.go.
+	MetricsPush, MetricsTextfile, LogFormat string
 
 	graceGiven bool // --grace was given
 }
@@ -182,6 +195,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
+	registerOps(fs, o)
 	return fs
 }
 

@@ -69,6 +69,7 @@ type runner struct {
 	o    Options
 	io   cmdutil.IO
 	spec backend.Spec
+	log  *slog.Logger // the logger of -v and --log-format json; see logger
 
 	// Set once the lock is held:
 	leaseTime time.Duration // the lease time in force: --ttl, or less on ZooKeeper
@@ -85,7 +86,12 @@ type runner struct {
 // say writes one line to stderr, prefixed with "dlock: ", with a long
 // lock name cut short wherever it appears (see cmdutil.Shorten).
 func (r *runner) say(format string, args ...any) {
-	fmt.Fprintln(r.io.Err, cmdutil.Shorten("dlock: "+fmt.Sprintf(format, args...), r.o.Name))
+	msg := cmdutil.Shorten("dlock: "+fmt.Sprintf(format, args...), r.o.Name)
+	if r.o.LogFormat == cmdutil.LogJSON {
+		r.logger().Info(msg)
+		return
+	}
+	fmt.Fprintln(r.io.Err, msg)
 }
 
 type acquired struct {
@@ -100,11 +106,18 @@ func (r *runner) run() int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
+	r.log = r.logger()
 	var observers []dlock.Observer
 	if r.o.Verbose {
-		log := slog.New(slog.NewTextHandler(r.io.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log := r.logger()
 		observers = append(observers, dlock.LogObserver(log))
 		r.spec.Log = log
+	}
+	if j, err := newShortJob(r.o, r.say); err != nil {
+		return cmdutil.Fail(r.io, err, cmdutil.ExitUsage)
+	} else if j != nil {
+		defer j.finish() // after the release: the final values
+		observers = append(observers, j)
 	}
 	if r.o.MetricsAddr != "" {
 		m, err := serveMetrics(r.o.MetricsAddr)
