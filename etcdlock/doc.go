@@ -167,12 +167,17 @@
 //     dlock's Leader reports the new value; Observe, which sends each term
 //     once, does not.
 //   - A value with the shape of an owner token (22 characters of A-Z, a-z,
-//     0-9, "-" and "_", alone or followed by "~") is what a Mutex's key
-//     holds, and what a candidate of the earlier layout (below) holds
-//     until it has won: dlock's Leader and Observe take it for no leader.
-//     Campaign with any other value. A concurrency.Mutex's holder, whose
-//     key holds "", is named as a leader with the value "", as
-//     concurrency.Election names it.
+//     0-9, "-" and "_", alone or followed by "~"; a shortuuid, or 16 bytes
+//     in URL-safe base64) is what a Mutex's key holds, and what a
+//     candidate of the earlier layout (below) holds until it has won:
+//     dlock's Leader and Observe take a key that holds one as it was first
+//     written (its etcd version is 1) for no leader. A dlock candidate
+//     that campaigns with such a value writes it again once it has won, so
+//     it is named from the moment its Campaign returns rather than a
+//     moment before; a concurrency candidate's is named once it has
+//     Proclaimed it. A concurrency.Mutex's holder, whose key holds "", is
+//     named as a leader with the value "", as concurrency.Election names
+//     it.
 //   - Leader and Observe name a candidate as soon as its key is the oldest,
 //     as concurrency.Election's do: a moment before its Campaign returns,
 //     and also a candidate that never leads, whose Campaign fails as it

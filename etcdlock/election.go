@@ -56,14 +56,21 @@ type electionStore struct {
 	name string
 }
 
-// Publish has nothing to write: the leader's key holds its value since it
-// was queued. It checks that the key still holds the lock.
-func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, _ election.Record) error {
+// Publish checks that the leader's key, which holds its value since it
+// was queued, still holds the lock. A value with the shape of an owner
+// token it writes again, so that the key's version tells it from a token
+// (see leaderValue). The check reads: etcd answers a transaction of
+// compares alone from the member's own state, which may be stale.
+func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.Record) error {
 	h, ok := l.(*Lease)
 	if !ok {
 		return election.ErrNotHolder
 	}
-	resp, err := s.c.cli.Txn(ctx).If(h.IsOwner()).Commit()
+	then := clientv3.OpGet(h.EtcdKey(), clientv3.WithCountOnly())
+	if lease.IsToken(r.Value) {
+		then = clientv3.OpPut(h.EtcdKey(), r.Value, clientv3.WithIgnoreLease())
+	}
+	resp, err := s.c.cli.Txn(ctx).If(h.IsOwner()).Then(then).Commit()
 	if err != nil {
 		return fmt.Errorf("etcdlock: publishing the leader of %q: %w", s.name, err)
 	}
@@ -117,16 +124,19 @@ func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
 }
 
 // leaderValue returns the campaign value the leader's key kv holds, and
-// false when kv holds none: its value has the shape of an owner token (a
-// Mutex's key, or a candidate of dlock's earlier election layout, which
-// put its token first and its record after it had won). The record of
-// such a leader, "term\ntoken\nvalue" with term its key's create
-// revision, gives its value.
+// false when kv holds none: its value has the shape of an owner token and
+// was never written again (kv.Version is 1). Such a key is a Mutex's, or a
+// candidate's of dlock's earlier election layout, which put its token
+// first and its record after it had won; or a candidate's that campaigns
+// with a token-shaped value and has not won yet: Publish writes such a
+// value again once it leads. The record of an earlier leader,
+// "term\ntoken\nvalue" with term its key's create revision, gives its
+// value.
 func leaderValue(kv *mvccpb.KeyValue) (string, bool) {
 	if r, ok := oldRecord(kv); ok {
 		return r.Value, true
 	}
-	if lease.IsToken(string(kv.Value)) {
+	if kv.Version <= 1 && lease.IsToken(string(kv.Value)) {
 		return "", false
 	}
 	return string(kv.Value), true
