@@ -187,6 +187,11 @@
 //     written its record.)
 //   - The two sides learn of a loss at different times, as for a Mutex
 //     (see How a Mutex works): fence what a leader does, with its term.
+//   - The keys of an election called name/sub are under name/ too: while
+//     one of them is the oldest there, concurrency.Election on name names
+//     name/sub's leader as its own; dlock's Leader on name returns an
+//     error matching ErrKindMismatch, as Campaign does, and Observe
+//     names nobody. Give elections names that are not below each other.
 //
 // Until this layout, dlock's leader kept its owner token in its key while
 // it waited and, once it led, a record "term\ntoken\nvalue" in place of

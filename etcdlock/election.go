@@ -82,7 +82,11 @@ func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.R
 
 // Read reads the oldest key under name/, as concurrency.Election.Leader
 // does: its value is the leader's, its create revision the term (see
-// leaderValue).
+// leaderValue). Unlike concurrency.Election's, it names no leader when
+// that key is not a candidate's, name/<lease ID in hex>: a key of another
+// kind of lock is no leader, and one of another name below this one
+// (name/sub/<lease ID>, an election called name/sub) gives an error
+// matching ErrKindMismatch, as it does a Campaign.
 func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error) {
 	if s.c.reg.Closed() {
 		return election.Record{}, false, ErrClosed
@@ -95,6 +99,14 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 		return election.Record{}, false, nil
 	}
 	kv := resp.Kvs[0]
+	switch k, _ := parseKey(s.name, string(kv.Key)); k {
+	case kindOther: // name/sub/<lease>, say: another election's candidate
+		return election.Record{}, false, fmt.Errorf("etcdlock: election %q: key %s is not one a candidate of it writes; %w",
+			s.name, kv.Key, ErrKindMismatch)
+	case kindMutex:
+	default: // another kind of lock holds the name
+		return election.Record{}, false, nil
+	}
 	value, ok := leaderValue(kv)
 	if !ok {
 		return election.Record{}, false, nil

@@ -76,3 +76,36 @@ func TestIntegrationElectionTokenShapedValue(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The leader of an election whose name is under another's (name/sub) is
+// not the leader of the election called name: its key is under name/, but
+// not one of name's candidates' keys. Leader says so, as Campaign does,
+// with an error matching ErrKindMismatch, and Observe names nobody.
+func TestIntegrationElectionNestedName(t *testing.T) {
+	e := sharedEtcd(t)
+	name := "compat/" + t.Name()
+	ctx := ctxFor(t, time.Minute)
+	c := connect(t, []string{e.Addr()})
+	outer := c.NewElection(name, etcdlock.WithTTL(interopTTL))
+	seen := outer.Observe(ctx)
+	for _, sub := range []string{"jobs", "5"} {
+		l, err := c.NewElection(name+"/"+sub, etcdlock.WithTTL(interopTTL)).Campaign(ctx, sub+"-leader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ld, err := outer.Leader(ctx); !errors.Is(err, etcdlock.ErrKindMismatch) {
+			t.Errorf("Leader of %q while %q leads = %+v, %v; want an error matching ErrKindMismatch", name, name+"/"+sub, ld, err)
+		}
+		if ld, err := etcdElection(t, e.Addr(), name).Leader(ctx); err == nil {
+			t.Logf("concurrency.Election %q names %q's leader: %q", name, name+"/"+sub, ld.Kvs[0].Value)
+		}
+		select {
+		case ld := <-seen:
+			t.Errorf("Observe of %q named %+v, the leader of %q", name, ld, name+"/"+sub)
+		case <-time.After(1500 * time.Millisecond): // the watch, or a poll (1s at most)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
