@@ -198,13 +198,14 @@
 // it. During a rolling deploy from that layout, both keep the same keys in
 // the same order, so there is never more than one leader, and a Campaign
 // of either waits for the other's. This layout's Leader and Observe read an
-// earlier leader's record (a record whose term is its key's create
-// revision) and take it for no leader before it has written one; Inspect
-// shows its token and label, as before. The earlier layout's Leader and
-// Observe do not read this one's keys: while a leader of this layout (or a
-// concurrency leader) leads, they report no leader if its value has no
-// line break, and otherwise an error, or a wrong value if it reads as a
-// record. Observers that must not miss a leader are upgraded before the
+// earlier leader's record (written over its token, with its key's create
+// revision as the term and an owner token on the second line; any other
+// value is a value, line breaks and all) and take it for no leader before
+// it has written one; Inspect shows its token and label, as before. The
+// earlier layout's Leader and Observe do not read this one's keys: while a
+// leader of this layout (or a concurrency leader) leads, they report no
+// leader if its value has no line break, and otherwise an error, or a
+// wrong value if it reads as a record. Observers that must not miss a leader are upgraded before the
 // candidates; otherwise old observers see no leader while new ones lead.
 //
 // # Nothing left behind

@@ -156,10 +156,12 @@ func leaderValue(kv *mvccpb.KeyValue) (string, bool) {
 
 // oldRecord returns the leader's record that a leader of dlock's earlier
 // election layout wrote in its key kv, if kv holds one (see Elections with
-// concurrency.Election in the package doc).
+// concurrency.Election in the package doc): written over its owner token
+// (so kv's version is above 1), the record holds that token, and the
+// key's create revision as the term.
 func oldRecord(kv *mvccpb.KeyValue) (election.Record, bool) {
 	r, err := election.Parse(string(kv.Value))
-	if err != nil || r.Term != uint64(kv.CreateRevision) {
+	if err != nil || r.Term != uint64(kv.CreateRevision) || kv.Version < 2 || !lease.IsToken(r.Token) {
 		return election.Record{}, false
 	}
 	return r, true

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +109,39 @@ func TestIntegrationElectionNestedName(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A value that happens to read as a leader's record of dlock's earlier
+// layout, "term\ntoken\nvalue" with term its key's create revision, is
+// the leader's value whole: an earlier layout's record has an owner token
+// on its second line, and was written after the key (its version is 2).
+func TestIntegrationElectionRecordShapedValue(t *testing.T) {
+	e := sharedEtcd(t)
+	cli := dial(t, e.Addr())
+	name := "compat/" + t.Name()
+	ctx := ctxFor(t, time.Minute)
+	de := connect(t, []string{e.Addr()}).NewElection(name, etcdlock.WithTTL(interopTTL))
+	for try := 0; ; try++ {
+		// The candidate's key is the next revision on this server (Grant
+		// writes none), unless another test writes in between.
+		resp, err := cli.Get(ctx, name+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := fmt.Sprintf("%d\nprimary\n10.0.0.7:8080", resp.Header.Revision+1)
+		l, err := de.Campaign(ctx, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(l.Fence()) != value[:strings.Index(value, "\n")] && try < 5 {
+			l.Release(ctx)
+			continue
+		}
+		if ld, err := de.Leader(ctx); err != nil || ld != (dlock.Leader{Value: value, Term: l.Fence()}) {
+			t.Errorf("Leader = %+v, %v; want %q at term %d", ld, err, value, l.Fence())
+		}
+		l.Release(ctx)
+		return
 	}
 }
