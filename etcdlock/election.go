@@ -167,13 +167,17 @@ func oldRecord(kv *mvccpb.KeyValue) (election.Record, bool) {
 	return r, true
 }
 
-// ownerOf returns the owner a key kv shows: its value (a lock's owner
-// token, a concurrency.Election's value, "" for a concurrency.Mutex), or
-// the token of the record a leader of dlock's earlier election layout
-// wrote there.
-func ownerOf(kv *mvccpb.KeyValue) string {
+// ownerOf returns the owner a key kv shows, and its label: its value (a
+// lock's owner token, a concurrency.Election's value, "" for a
+// concurrency.Mutex), or the token of the record a leader of dlock's
+// earlier election layout wrote there. A value written again (an
+// election's leader's, see Publish) has no label, whatever its shape.
+func ownerOf(kv *mvccpb.KeyValue) (owner, label string) {
 	if r, ok := oldRecord(kv); ok {
-		return r.Token
+		return r.Token, lease.Label(r.Token)
 	}
-	return string(kv.Value)
+	if kv.Version > 1 {
+		return string(kv.Value), ""
+	}
+	return string(kv.Value), lease.Label(string(kv.Value))
 }

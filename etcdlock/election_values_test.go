@@ -41,6 +41,10 @@ func TestIntegrationElectionTokenShapedValue(t *testing.T) {
 		if ld, err := obs.Leader(ctx); err != nil || ld != want {
 			t.Errorf("Leader = %+v, %v; want %+v", ld, err, want)
 		}
+		info, err := connect(t, []string{e.Addr()}).Inspect(ctx, name)
+		if err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != value || info.Holders[0].Label != "" {
+			t.Errorf("Inspect = %+v, %v; want the leader's value %q as Owner, with no Label", info, err, value)
+		}
 		select {
 		case ld := <-seen:
 			if ld != want {

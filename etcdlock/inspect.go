@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/lease"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -148,10 +147,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 		if value == nil { // gone since the listing
 			value = &mvccpb.KeyValue{Key: kv.Key, CreateRevision: kv.CreateRevision}
 		}
-		owner := cut(ownerOf(value))
+		owner, label := ownerOf(value)
 		info.Holders = append(info.Holders, dlock.Holder{
-			Owner: owner,
-			Label: lease.Label(owner),
+			Owner: cut(owner),
+			Label: cut(label),
 			Mode:  k.mode(),
 			Holds: 1,
 			Fence: uint64(kv.CreateRevision),
