@@ -1,16 +1,23 @@
 package etcdlock_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // shortID returns a 22-character URL-safe base64 ID, the shape of a
@@ -147,5 +154,54 @@ func TestIntegrationElectionRecordShapedValue(t *testing.T) {
 		}
 		l.Release(ctx)
 		return
+	}
+}
+
+// A Campaign whose first queueing transaction the server carries out but
+// whose reply is lost (the client hears Unavailable) puts one key, with its
+// value, and leads at that key's create revision: the retried transaction
+// finds the key the lost one made, and does not make another.
+func TestIntegrationElectionCampaignReplyLost(t *testing.T) {
+	e := sharedEtcd(t)
+	name := "compat/" + t.Name()
+	ctx := ctxFor(t, time.Minute)
+	var lost atomic.Int32
+	loseFirstTxn := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err == nil && method == "/etcdserverpb.KV/Txn" && lost.Add(1) == 1 {
+			return status.Error(codes.Unavailable, "the reply was lost (test)")
+		}
+		return err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithUnaryInterceptor(loseFirstTxn)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	c := etcdlock.New(cli)
+	defer c.Close()
+	for _, value := range []string{"plain", shortID(t)} {
+		lost.Store(0)
+		l, err := c.NewElection(name, etcdlock.WithTTL(interopTTL)).Campaign(ctx, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lost.Load() < 2 {
+			t.Fatalf("%d transactions; want the lost one and its retry", lost.Load())
+		}
+		resp, err := dial(t, e.Addr()).Get(ctx, name+"/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != value || uint64(resp.Kvs[0].CreateRevision) != l.Fence() {
+			t.Fatalf("keys under %s/: %v; want one, holding %q, created at the term %d", name, resp.Kvs, value, l.Fence())
+		}
+		if ld, err := connect(t, []string{e.Addr()}).NewElection(name).Leader(ctx); err != nil || ld != (dlock.Leader{Value: value, Term: l.Fence()}) {
+			t.Errorf("Leader = %+v, %v; want %q at term %d", ld, err, value, l.Fence())
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
