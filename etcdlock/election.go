@@ -60,7 +60,8 @@ type electionStore struct {
 // was queued, still holds the lock. A value with the shape of an owner
 // token it writes again, so that the key's version tells it from a token
 // (see leaderValue). The check reads: etcd answers a transaction of
-// compares alone from the member's own state, which may be stale.
+// compares alone from the member's own state, which may be stale. Its
+// request is made again, as a Lock's are, while the cluster fails.
 func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.Record) error {
 	h, ok := l.(*Lease)
 	if !ok {
@@ -70,7 +71,11 @@ func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.R
 	if lease.IsToken(r.Value) {
 		then = clientv3.OpPut(h.EtcdKey(), r.Value, clientv3.WithIgnoreLease())
 	}
-	resp, err := s.c.cli.Txn(ctx).If(h.IsOwner()).Then(then).Commit()
+	var resp *clientv3.TxnResponse
+	err := h.g.lk.retry(ctx, &call{}, func(actx context.Context) (err error) {
+		resp, err = s.c.cli.Txn(actx).If(h.IsOwner()).Then(then).Commit()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("etcdlock: publishing the leader of %q: %w", s.name, err)
 	}
