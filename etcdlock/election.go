@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/election"
@@ -31,7 +32,12 @@ import (
 // and half a second (etcd looks for expired leases every 500ms; 83ms was
 // measured at a TTL of 1s); and, when an etcd leader election happens
 // meanwhile, by up to one more TTL, as a new etcd leader extends every
-// lease to a full TTL. NewElection never fails: a bad name or option is
+// lease to a full TTL. Leader, and each read of an observer, makes its
+// request again through the next endpoint as a Lock does, and returns an
+// error matching dlock.ErrUnavailable when the cluster has not answered
+// within TryLock's bound (see Faults in the package doc), whatever its
+// ctx; an observer cut off from the cluster names the leader of the moment
+// once it can read again. NewElection never fails: a bad name or option is
 // reported by every call.
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
@@ -39,7 +45,7 @@ func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	if name == "" {
 		err = errors.New("etcdlock: empty lock name")
 	}
-	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name},
+	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name, lk: m.lk},
 		TTL: m.lk.cfg.ttl, Err: err, Acquire: m.campaign})
 }
 
@@ -54,6 +60,7 @@ func (m *Mutex) campaign(ctx context.Context, value string) (dlock.Lease, error)
 type electionStore struct {
 	c    *Client
 	name string
+	lk   *locker // the election's Mutex's
 }
 
 // Publish checks that the leader's key, which holds its value since it
@@ -96,8 +103,30 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if s.c.reg.Closed() {
 		return election.Record{}, false, ErrClosed
 	}
-	resp, err := s.c.cli.Get(ctx, prefix(s.name), clientv3.WithFirstCreate()...)
+	// Each request is an attempt, made again through the next endpoint
+	// (see retry): a member that stopped answering, or a connection whose
+	// requests were lost, holds a read up for one attempt, not for ever.
+	// A cluster that does not answer fails it after TryLock's bound.
+	rctx, cancel := context.WithTimeoutCause(ctx, tryTimeout(s.lk.cfg.ttl), errTryBound)
+	defer cancel()
+	cl := &call{}
+	start := time.Now()
+	var resp *clientv3.GetResponse
+	err := s.lk.retry(rctx, cl, func(actx context.Context) (err error) {
+		resp, err = s.c.cli.Get(actx, prefix(s.name), clientv3.WithFirstCreate()...)
+		return err
+	})
 	if err != nil {
+		if ended(ctx) != nil {
+			return election.Record{}, false, fmt.Errorf("etcdlock: reading the leader of %q: %w", s.name, context.Cause(ctx))
+		}
+		if ended(rctx) != nil || errors.Is(err, dlock.ErrUnavailable) {
+			o := cl.outage()
+			if !o.open() {
+				o = outage{since: start, last: noAnswer(time.Since(start))}
+			}
+			err = s.c.unavailable(o)
+		}
 		return election.Record{}, false, fmt.Errorf("etcdlock: reading the leader of %q: %w", s.name, err)
 	}
 	if len(resp.Kvs) == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/etcdlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -211,4 +212,52 @@ func TestIntegrationElectionCampaignReplyLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// An observer whose connection goes silent (its requests and their
+// replies lost) while the leadership changes learns the new leader once
+// the network heals, and its Leader, with no deadline of its own, fails
+// with an error matching ErrUnavailable meanwhile: each read is an attempt
+// of its own, made again, and a cluster that does not answer fails a read
+// after TryLock's bound.
+func TestIntegrationElectionObserverCutOff(t *testing.T) {
+	e := sharedEtcd(t)
+	name := "compat/" + t.Name()
+	ctx := ctxFor(t, time.Minute)
+	const ttl = 2 * time.Second // TryLock's bound: 2s
+	p := testenv.StartProxy(t, e.Addr())
+	obs := connect(t, []string{p.Addr()}).NewElection(name, etcdlock.WithTTL(ttl))
+	seen := obs.Observe(ctx)
+	c := connect(t, []string{e.Addr()})
+	l, err := c.NewElection(name, etcdlock.WithTTL(ttl)).Campaign(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitObserved(t, seen, "A", func(ld dlock.Leader) bool { return ld.Value == "A" })
+
+	p.Blackhole(true)
+	leader := make(chan error, 1)
+	start := time.Now()
+	go func() { _, err := obs.Leader(context.Background()); leader <- err }()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err = c.NewElection(name, etcdlock.WithTTL(ttl)).Campaign(ctx, "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	select {
+	case err := <-leader:
+		t.Logf("measured: Leader failed after %v: %v", time.Since(start), err)
+		if !errors.Is(err, dlock.ErrUnavailable) {
+			t.Errorf("Leader on a silent connection = %v; want an error matching ErrUnavailable", err)
+		}
+	case <-time.After(2 * ttl):
+		t.Errorf("Leader on a silent connection has not returned after %v", 2*ttl)
+	}
+	p.Blackhole(false)
+	healed := time.Now()
+	awaitObserved(t, seen, "B after the network healed", func(ld dlock.Leader) bool { return ld.Value == "B" })
+	t.Logf("measured: the observer named B %v after the network healed", time.Since(healed))
 }
