@@ -68,7 +68,8 @@ type electionStore struct {
 // token it writes again, so that the key's version tells it from a token
 // (see leaderValue). The check reads: etcd answers a transaction of
 // compares alone from the member's own state, which may be stale. Its
-// request is made again, as a Lock's are, while the cluster fails.
+// request is made again, as a Lock's are, while the cluster fails and the
+// lease lasts.
 func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.Record) error {
 	h, ok := l.(*Lease)
 	if !ok {
@@ -78,11 +79,18 @@ func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.R
 	if lease.IsToken(r.Value) {
 		then = clientv3.OpPut(h.EtcdKey(), r.Value, clientv3.WithIgnoreLease())
 	}
+	// The lease's end (its loss, or the Client's Close) ends the attempts.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(h.Context(), cancel)()
 	var resp *clientv3.TxnResponse
-	err := h.g.lk.retry(ctx, &call{}, func(actx context.Context) (err error) {
+	err := h.g.lk.retry(pctx, &call{}, func(actx context.Context) (err error) {
 		resp, err = s.c.cli.Txn(actx).If(h.IsOwner()).Then(then).Commit()
 		return err
 	})
+	if err != nil && ctx.Err() == nil && h.Err() != nil {
+		return election.ErrNotHolder
+	}
 	if err != nil {
 		return fmt.Errorf("etcdlock: publishing the leader of %q: %w", s.name, err)
 	}

@@ -261,3 +261,47 @@ func TestIntegrationElectionObserverCutOff(t *testing.T) {
 	awaitObserved(t, seen, "B after the network healed", func(ld dlock.Leader) bool { return ld.Value == "B" })
 	t.Logf("measured: the observer named B %v after the network healed", time.Since(healed))
 }
+
+// A Campaign that has won but cannot publish (the cluster stopped
+// answering its transactions) returns once the Client is closed, as a
+// Lock under way does, with an error matching ErrClosed.
+func TestIntegrationElectionCloseWhilePublishing(t *testing.T) {
+	e := sharedEtcd(t)
+	name := "compat/" + t.Name()
+	var txns atomic.Int32
+	publishing := make(chan struct{})
+	silent := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == "/etcdserverpb.KV/Txn" && txns.Add(1) >= 2 { // the queueing goes through, then nothing
+			if txns.Load() == 2 {
+				close(publishing)
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Addr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithUnaryInterceptor(silent)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	c := etcdlock.New(cli)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.NewElection(name, etcdlock.WithTTL(interopTTL)).Campaign(context.Background(), "v")
+		done <- err
+	}()
+	<-publishing
+	closed := time.Now()
+	c.Close()
+	select {
+	case err := <-done:
+		t.Logf("measured: Campaign returned %v after Close: %v", time.Since(closed), err)
+		if !errors.Is(err, etcdlock.ErrClosed) {
+			t.Errorf("Campaign after Close = %v; want an error matching ErrClosed", err)
+		}
+	case <-time.After(interopTTL):
+		t.Errorf("Campaign publishing on a silent cluster has not returned %v after Close", interopTTL)
+	}
+}
