@@ -160,18 +160,43 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 // its deletion reaches the observers' watch.
 func (s *electionStore) Withdraw(context.Context, election.Record) error { return nil }
 
-// Changes watches the keys under name/.
+// Changes watches the keys under name/, and watches again when the watch
+// ends: the member it was on lost its leader (a watch that requires one
+// is then cancelled), or the client closed it. It notices a change then,
+// as one may have been missed, and watches again after 10ms, doubling to
+// the observers' poll while watches keep ending.
 func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
 	out := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	notify := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range s.c.cli.Watch(ctx, prefix(s.name), clientv3.WithPrefix()) {
-			select {
-			case out <- struct{}{}:
-			default:
+		poll := election.Poll(s.lk.cfg.ttl)
+		wait := 10 * time.Millisecond
+		for {
+			start := time.Now()
+			for range s.c.cli.Watch(clientv3.WithRequireLeader(ctx), prefix(s.name), clientv3.WithPrefix()) {
+				notify()
 			}
+			if ctx.Err() != nil {
+				return
+			}
+			notify()
+			if time.Since(start) > poll {
+				wait = 10 * time.Millisecond
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, poll)
 		}
 	}()
 	return out, func() { cancel(); <-done }

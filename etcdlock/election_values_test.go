@@ -305,3 +305,54 @@ func TestIntegrationElectionCloseWhilePublishing(t *testing.T) {
 		t.Errorf("Campaign publishing on a silent cluster has not returned %v after Close", interopTTL)
 	}
 }
+
+// An observer whose member lost its leader for a while (its watch, which
+// requires one, is then cancelled) watches again: it names each later
+// leader at once, not at its next poll (a second apart at this TTL).
+func TestIntegrationElectionObserverWatchesAgain(t *testing.T) {
+	cl := testenv.StartEtcdCluster(t, 3)
+	m := cl.Members
+	name := "compat/" + t.Name()
+	ctx := ctxFor(t, time.Minute)
+	const ttl = 8 * time.Second // the observers' poll: 1s
+	obs := connect(t, []string{m[0].Addr()}).NewElection(name, etcdlock.WithTTL(ttl))
+	seen := obs.Observe(ctx)
+	c := connect(t, []string{m[0].Addr(), m[1].Addr(), m[2].Addr()})
+	// Each campaign comes a moment after the observer's read of the last
+	// leader: without a watch the observer names it about a poll later.
+	handover := func(v string) time.Duration {
+		l, err := c.NewElection(name, etcdlock.WithTTL(ttl)).Campaign(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release(ctx)
+		won := time.Now()
+		awaitObserved(t, seen, v, func(ld dlock.Leader) bool { return ld.Value == v })
+		return time.Since(won)
+	}
+	handover("before")
+	// Member 0 alone has no leader: its watches are cancelled.
+	for _, e := range m[1:] {
+		if err := e.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	for _, e := range m[1:] {
+		if err := e.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// It watches again a poll at most after its member has a leader.
+	time.Sleep(2 * time.Second)
+	var took []time.Duration
+	for i := range 4 {
+		took = append(took, handover(fmt.Sprint("after-", i)))
+	}
+	t.Logf("measured: leaders named %v after their Campaign returned", took)
+	for _, d := range took {
+		if d > 500*time.Millisecond {
+			t.Errorf("a leader was named %v after its Campaign returned; want at once (by the watch), not at the next poll", d)
+		}
+	}
+}
