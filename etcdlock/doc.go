@@ -167,12 +167,17 @@
 //     dlock's Leader reports the new value; Observe, which sends each term
 //     once, does not.
 //   - A value with the shape of an owner token (22 characters of A-Z, a-z,
-//     0-9, "-" and "_", alone or followed by "~") is what a Mutex's key
-//     holds, and what a candidate of the earlier layout (below) holds
-//     until it has won: dlock's Leader and Observe take it for no leader.
-//     Campaign with any other value. A concurrency.Mutex's holder, whose
-//     key holds "", is named as a leader with the value "", as
-//     concurrency.Election names it.
+//     0-9, "-" and "_", alone or followed by "~"; a shortuuid, or 16 bytes
+//     in URL-safe base64) is what a Mutex's key holds, and what a
+//     candidate of the earlier layout (below) holds until it has won:
+//     dlock's Leader and Observe take a key that holds one as it was first
+//     written (its etcd version is 1) for no leader. A dlock candidate
+//     that campaigns with such a value writes it again once it has won, so
+//     it is named from the moment its Campaign returns rather than a
+//     moment before; a concurrency candidate's is named once it has
+//     Proclaimed it. A concurrency.Mutex's holder, whose key holds "", is
+//     named as a leader with the value "", as concurrency.Election names
+//     it.
 //   - Leader and Observe name a candidate as soon as its key is the oldest,
 //     as concurrency.Election's do: a moment before its Campaign returns,
 //     and also a candidate that never leads, whose Campaign fails as it
@@ -182,19 +187,25 @@
 //     written its record.)
 //   - The two sides learn of a loss at different times, as for a Mutex
 //     (see How a Mutex works): fence what a leader does, with its term.
+//   - The keys of an election called name/sub are under name/ too: while
+//     one of them is the oldest there, concurrency.Election on name names
+//     name/sub's leader as its own; dlock's Leader on name returns an
+//     error matching ErrKindMismatch, as Campaign does, and Observe
+//     names nobody. Give elections names that are not below each other.
 //
 // Until this layout, dlock's leader kept its owner token in its key while
 // it waited and, once it led, a record "term\ntoken\nvalue" in place of
 // it. During a rolling deploy from that layout, both keep the same keys in
 // the same order, so there is never more than one leader, and a Campaign
 // of either waits for the other's. This layout's Leader and Observe read an
-// earlier leader's record (a record whose term is its key's create
-// revision) and take it for no leader before it has written one; Inspect
-// shows its token and label, as before. The earlier layout's Leader and
-// Observe do not read this one's keys: while a leader of this layout (or a
-// concurrency leader) leads, they report no leader if its value has no
-// line break, and otherwise an error, or a wrong value if it reads as a
-// record. Observers that must not miss a leader are upgraded before the
+// earlier leader's record (written over its token, with its key's create
+// revision as the term and an owner token on the second line; any other
+// value is a value, line breaks and all) and take it for no leader before
+// it has written one; Inspect shows its token and label, as before. The
+// earlier layout's Leader and Observe do not read this one's keys: while a
+// leader of this layout (or a concurrency leader) leads, they report no
+// leader if its value has no line break, and otherwise an error, or a
+// wrong value if it reads as a record. Observers that must not miss a leader are upgraded before the
 // candidates; otherwise old observers see no leader while new ones lead.
 //
 // # Nothing left behind

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/election"
@@ -31,7 +32,12 @@ import (
 // and half a second (etcd looks for expired leases every 500ms; 83ms was
 // measured at a TTL of 1s); and, when an etcd leader election happens
 // meanwhile, by up to one more TTL, as a new etcd leader extends every
-// lease to a full TTL. NewElection never fails: a bad name or option is
+// lease to a full TTL. Leader, and each read of an observer, makes its
+// request again through the next endpoint as a Lock does, and returns an
+// error matching dlock.ErrUnavailable when the cluster has not answered
+// within TryLock's bound (see Faults in the package doc), whatever its
+// ctx; an observer cut off from the cluster names the leader of the moment
+// once it can read again. NewElection never fails: a bad name or option is
 // reported by every call.
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
@@ -39,7 +45,7 @@ func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	if name == "" {
 		err = errors.New("etcdlock: empty lock name")
 	}
-	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name},
+	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name, lk: m.lk},
 		TTL: m.lk.cfg.ttl, Err: err, Acquire: m.campaign})
 }
 
@@ -54,16 +60,37 @@ func (m *Mutex) campaign(ctx context.Context, value string) (dlock.Lease, error)
 type electionStore struct {
 	c    *Client
 	name string
+	lk   *locker // the election's Mutex's
 }
 
-// Publish has nothing to write: the leader's key holds its value since it
-// was queued. It checks that the key still holds the lock.
-func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, _ election.Record) error {
+// Publish checks that the leader's key, which holds its value since it
+// was queued, still holds the lock. A value with the shape of an owner
+// token it writes again, so that the key's version tells it from a token
+// (see leaderValue). The check reads: etcd answers a transaction of
+// compares alone from the member's own state, which may be stale. Its
+// request is made again, as a Lock's are, while the cluster fails and the
+// lease lasts.
+func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, r election.Record) error {
 	h, ok := l.(*Lease)
 	if !ok {
 		return election.ErrNotHolder
 	}
-	resp, err := s.c.cli.Txn(ctx).If(h.IsOwner()).Commit()
+	then := clientv3.OpGet(h.EtcdKey(), clientv3.WithCountOnly())
+	if lease.IsToken(r.Value) {
+		then = clientv3.OpPut(h.EtcdKey(), r.Value, clientv3.WithIgnoreLease())
+	}
+	// The lease's end (its loss, or the Client's Close) ends the attempts.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(h.Context(), cancel)()
+	var resp *clientv3.TxnResponse
+	err := h.g.lk.retry(pctx, &call{}, func(actx context.Context) (err error) {
+		resp, err = s.c.cli.Txn(actx).If(h.IsOwner()).Then(then).Commit()
+		return err
+	})
+	if err != nil && ctx.Err() == nil && h.Err() != nil {
+		return election.ErrNotHolder
+	}
 	if err != nil {
 		return fmt.Errorf("etcdlock: publishing the leader of %q: %w", s.name, err)
 	}
@@ -75,19 +102,53 @@ func (s *electionStore) Publish(ctx context.Context, l dlock.Lease, _ election.R
 
 // Read reads the oldest key under name/, as concurrency.Election.Leader
 // does: its value is the leader's, its create revision the term (see
-// leaderValue).
+// leaderValue). Unlike concurrency.Election's, it names no leader when
+// that key is not a candidate's, name/<lease ID in hex>: a key of another
+// kind of lock is no leader, and one of another name below this one
+// (name/sub/<lease ID>, an election called name/sub) gives an error
+// matching ErrKindMismatch, as it does a Campaign.
 func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error) {
 	if s.c.reg.Closed() {
 		return election.Record{}, false, ErrClosed
 	}
-	resp, err := s.c.cli.Get(ctx, prefix(s.name), clientv3.WithFirstCreate()...)
+	// Each request is an attempt, made again through the next endpoint
+	// (see retry): a member that stopped answering, or a connection whose
+	// requests were lost, holds a read up for one attempt, not for ever.
+	// A cluster that does not answer fails it after TryLock's bound.
+	rctx, cancel := context.WithTimeoutCause(ctx, tryTimeout(s.lk.cfg.ttl), errTryBound)
+	defer cancel()
+	cl := &call{}
+	start := time.Now()
+	var resp *clientv3.GetResponse
+	err := s.lk.retry(rctx, cl, func(actx context.Context) (err error) {
+		resp, err = s.c.cli.Get(actx, prefix(s.name), clientv3.WithFirstCreate()...)
+		return err
+	})
 	if err != nil {
+		if ended(ctx) != nil {
+			return election.Record{}, false, fmt.Errorf("etcdlock: reading the leader of %q: %w", s.name, context.Cause(ctx))
+		}
+		if ended(rctx) != nil || errors.Is(err, dlock.ErrUnavailable) {
+			o := cl.outage()
+			if !o.open() {
+				o = outage{since: start, last: noAnswer(time.Since(start))}
+			}
+			err = s.c.unavailable(o)
+		}
 		return election.Record{}, false, fmt.Errorf("etcdlock: reading the leader of %q: %w", s.name, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return election.Record{}, false, nil
 	}
 	kv := resp.Kvs[0]
+	switch k, _ := parseKey(s.name, string(kv.Key)); k {
+	case kindOther: // name/sub/<lease>, say: another election's candidate
+		return election.Record{}, false, fmt.Errorf("etcdlock: election %q: key %s is not one a candidate of it writes; %w",
+			s.name, kv.Key, ErrKindMismatch)
+	case kindMutex:
+	default: // another kind of lock holds the name
+		return election.Record{}, false, nil
+	}
 	value, ok := leaderValue(kv)
 	if !ok {
 		return election.Record{}, false, nil
@@ -99,34 +160,62 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 // its deletion reaches the observers' watch.
 func (s *electionStore) Withdraw(context.Context, election.Record) error { return nil }
 
-// Changes watches the keys under name/.
+// Changes watches the keys under name/, and watches again when the watch
+// ends: the member it was on lost its leader (a watch that requires one
+// is then cancelled), or the client closed it. It notices a change then,
+// as one may have been missed, and watches again after 10ms, doubling to
+// the observers' poll while watches keep ending.
 func (s *electionStore) Changes(ctx context.Context) (<-chan struct{}, func()) {
 	out := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	notify := func() {
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for range s.c.cli.Watch(ctx, prefix(s.name), clientv3.WithPrefix()) {
-			select {
-			case out <- struct{}{}:
-			default:
+		poll := election.Poll(s.lk.cfg.ttl)
+		wait := 10 * time.Millisecond
+		for {
+			start := time.Now()
+			for range s.c.cli.Watch(clientv3.WithRequireLeader(ctx), prefix(s.name), clientv3.WithPrefix()) {
+				notify()
 			}
+			if ctx.Err() != nil {
+				return
+			}
+			notify()
+			if time.Since(start) > poll {
+				wait = 10 * time.Millisecond
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, poll)
 		}
 	}()
 	return out, func() { cancel(); <-done }
 }
 
 // leaderValue returns the campaign value the leader's key kv holds, and
-// false when kv holds none: its value has the shape of an owner token (a
-// Mutex's key, or a candidate of dlock's earlier election layout, which
-// put its token first and its record after it had won). The record of
-// such a leader, "term\ntoken\nvalue" with term its key's create
-// revision, gives its value.
+// false when kv holds none: its value has the shape of an owner token and
+// was never written again (kv.Version is 1). Such a key is a Mutex's, or a
+// candidate's of dlock's earlier election layout, which put its token
+// first and its record after it had won; or a candidate's that campaigns
+// with a token-shaped value and has not won yet: Publish writes such a
+// value again once it leads. The record of an earlier leader,
+// "term\ntoken\nvalue" with term its key's create revision, gives its
+// value.
 func leaderValue(kv *mvccpb.KeyValue) (string, bool) {
 	if r, ok := oldRecord(kv); ok {
 		return r.Value, true
 	}
-	if lease.IsToken(string(kv.Value)) {
+	if kv.Version <= 1 && lease.IsToken(string(kv.Value)) {
 		return "", false
 	}
 	return string(kv.Value), true
@@ -134,22 +223,28 @@ func leaderValue(kv *mvccpb.KeyValue) (string, bool) {
 
 // oldRecord returns the leader's record that a leader of dlock's earlier
 // election layout wrote in its key kv, if kv holds one (see Elections with
-// concurrency.Election in the package doc).
+// concurrency.Election in the package doc): written over its owner token
+// (so kv's version is above 1), the record holds that token, and the
+// key's create revision as the term.
 func oldRecord(kv *mvccpb.KeyValue) (election.Record, bool) {
 	r, err := election.Parse(string(kv.Value))
-	if err != nil || r.Term != uint64(kv.CreateRevision) {
+	if err != nil || r.Term != uint64(kv.CreateRevision) || kv.Version < 2 || !lease.IsToken(r.Token) {
 		return election.Record{}, false
 	}
 	return r, true
 }
 
-// ownerOf returns the owner a key kv shows: its value (a lock's owner
-// token, a concurrency.Election's value, "" for a concurrency.Mutex), or
-// the token of the record a leader of dlock's earlier election layout
-// wrote there.
-func ownerOf(kv *mvccpb.KeyValue) string {
+// ownerOf returns the owner a key kv shows, and its label: its value (a
+// lock's owner token, a concurrency.Election's value, "" for a
+// concurrency.Mutex), or the token of the record a leader of dlock's
+// earlier election layout wrote there. A value written again (an
+// election's leader's, see Publish) has no label, whatever its shape.
+func ownerOf(kv *mvccpb.KeyValue) (owner, label string) {
 	if r, ok := oldRecord(kv); ok {
-		return r.Token
+		return r.Token, lease.Label(r.Token)
 	}
-	return string(kv.Value)
+	if kv.Version > 1 {
+		return string(kv.Value), ""
+	}
+	return string(kv.Value), lease.Label(string(kv.Value))
 }

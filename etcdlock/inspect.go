@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/lease"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,15 +43,15 @@ func (c *Client) list(ctx context.Context, name string) (listing, error) {
 	return l, err
 }
 
-// values reads the values of l's holders as they were when l was listed,
+// values reads the keys (with their values) of l's holders as they were when l was listed,
 // in one request: the other keys' values, which may be large, are not
 // read. If that revision has been compacted since, it reads the current
 // values; a holder whose key has gone by then has none.
-func (c *Client) values(ctx context.Context, name string, l listing) (map[string][]byte, error) {
+func (c *Client) values(ctx context.Context, name string, l listing) (map[string]*mvccpb.KeyValue, error) {
 	if len(l.holders) == 0 {
 		return nil, nil
 	}
-	out := map[string][]byte{}
+	out := map[string]*mvccpb.KeyValue{}
 	rev := l.rev
 	// etcd takes at most 128 operations in one transaction (--max-txn-ops).
 	for holders := l.holders; len(holders) > 0; {
@@ -71,7 +70,7 @@ func (c *Client) values(ctx context.Context, name string, l listing) (map[string
 		}
 		for _, r := range resp.Responses {
 			for _, kv := range r.GetResponseRange().Kvs {
-				out[string(kv.Key)] = kv.Value
+				out[string(kv.Key)] = kv
 			}
 		}
 		holders = holders[n:]
@@ -144,10 +143,14 @@ func (c *Client) Inspect(ctx context.Context, name string) (dlock.Info, error) {
 	}
 	for _, kv := range l.holders {
 		k, _ := parseKey(name, string(kv.Key))
-		owner := cut(ownerOf(&mvccpb.KeyValue{Key: kv.Key, CreateRevision: kv.CreateRevision, Value: values[string(kv.Key)]}))
+		value := values[string(kv.Key)]
+		if value == nil { // gone since the listing
+			value = &mvccpb.KeyValue{Key: kv.Key, CreateRevision: kv.CreateRevision}
+		}
+		owner, label := ownerOf(value)
 		info.Holders = append(info.Holders, dlock.Holder{
-			Owner: owner,
-			Label: lease.Label(owner),
+			Owner: cut(owner),
+			Label: cut(label),
 			Mode:  k.mode(),
 			Holds: 1,
 			Fence: uint64(kv.CreateRevision),
