@@ -9,6 +9,7 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/lease"
+	"github.com/dlock-go/dlock/internal/vocab"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -39,7 +40,7 @@ var DefaultHoldBuckets = []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 6
 const (
 	AttrBackend = attribute.Key("dlock.backend")   // "redislock", "pglock", ...
 	AttrName    = attribute.Key("dlock.lock.name") // the lock's name, bounded
-	AttrKind    = attribute.Key("dlock.lock.kind") // "Mutex", "RWMutex.read", ...
+	AttrKind    = attribute.Key("dlock.lock.kind") // "mutex", "read", "write", ... as dlock run --kind says
 	AttrOutcome = attribute.Key("dlock.outcome")   // of a dlock.lock span
 	AttrFence   = attribute.Key("dlock.fence")     // a lease's fence
 	AttrWaited  = attribute.Key("dlock.waited")    // a Lock call found the lock taken
@@ -219,7 +220,7 @@ func (o *Observer) ObserveContext(ctx context.Context, e dlock.Event) {
 		ctx = context.Background()
 	}
 	name := o.name(e.Name)
-	e.Lock = strings.ToValidUTF8(e.Lock, "\uFFFD")
+	e.Lock = strings.ToValidUTF8(vocab.Kind(e.Lock), "\uFFFD")
 	attrs := []attribute.KeyValue{AttrName.String(name), AttrKind.String(e.Lock)}
 	if e.Backend != "" {
 		attrs = append(attrs, AttrBackend.String(e.Backend))

@@ -174,7 +174,7 @@ func (s *sdk) names(t testing.TB, name string) map[string]bool {
 }
 
 func orders(extra ...string) map[string]string {
-	l := map[string]string{"dlock.lock.name": "orders", "dlock.lock.kind": "Mutex"}
+	l := map[string]string{"dlock.lock.name": "orders", "dlock.lock.kind": "mutex"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		l[extra[i]] = extra[i+1]
 	}
@@ -230,7 +230,7 @@ func TestSpansOfAGrantAndRelease(t *testing.T) {
 		if sp.Parent.SpanID() != root.SpanContext().SpanID() {
 			t.Errorf("%s's parent is %v; want the caller's span", sp.Name, sp.Parent.SpanID())
 		}
-		for k, want := range map[attribute.Key]string{dlockotel.AttrBackend: "redislock", dlockotel.AttrName: "orders", dlockotel.AttrKind: "Mutex"} {
+		for k, want := range map[attribute.Key]string{dlockotel.AttrBackend: "redislock", dlockotel.AttrName: "orders", dlockotel.AttrKind: "mutex"} {
 			if v, _ := attr(sp.Attributes, k); v.Emit() != want {
 				t.Errorf("%s %s = %q; want %q", sp.Name, k, v.Emit(), want)
 			}

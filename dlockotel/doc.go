@@ -12,8 +12,8 @@
 // A Lock or TryLock call is a span called "dlock.lock", from the call's
 // start to its end, so that a contended Lock shows its wait. Its
 // attributes are dlock.backend ("redislock", "pglock", ...),
-// dlock.lock.name, dlock.lock.kind ("Mutex", "RWMutex.read", ...),
-// dlock.waited (the call found the lock taken), dlock.outcome (granted,
+// dlock.lock.name, dlock.lock.kind ("mutex", "read", "write", ...: the
+// words of dlock run --kind, as dlockprom's kind label), dlock.waited (the call found the lock taken), dlock.outcome (granted,
 // not_obtained, cancelled, unavailable or error; see Outcome) and, when
 // granted, dlock.fence. A call that failed with unavailable or error has
 // an error status.
