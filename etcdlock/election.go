@@ -2,7 +2,6 @@ package etcdlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -31,8 +30,8 @@ import (
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	err := m.lk.cfg.check()
-	if name == "" {
-		err = errors.New("etcdlock: empty lock name")
+	if nerr := checkName(name); nerr != nil {
+		err = nerr
 	}
 	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name},
 		TTL: m.lk.cfg.ttl, Err: err})
@@ -65,18 +64,26 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	if s.c.reg.Closed() {
 		return election.Record{}, false, ErrClosed
 	}
-	resp, err := s.c.cli.Get(ctx, prefix(s.name), clientv3.WithFirstCreate()...)
+	// The keys of the lock "name/b" are under name/ too: the oldest of the
+	// election's own shape is the leader's.
+	resp, err := s.c.cli.Get(ctx, prefix(s.name), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
 		return election.Record{}, false, fmt.Errorf("etcdlock: reading the leader of %q: %w", s.name, err)
 	}
-	if len(resp.Kvs) == 0 || !strings.Contains(string(resp.Kvs[0].Value), "\n") {
-		return election.Record{}, false, nil
+	for _, kv := range resp.Kvs {
+		if k, _ := parseKey(s.name, string(kv.Key)); k == kindOther {
+			continue
+		}
+		if !strings.Contains(string(kv.Value), "\n") {
+			return election.Record{}, false, nil
+		}
+		r, err := election.Parse(string(kv.Value))
+		if err != nil {
+			return election.Record{}, false, fmt.Errorf("etcdlock: election %q: key %s: %w", s.name, kv.Key, err)
+		}
+		return r, true, nil
 	}
-	r, err := election.Parse(string(resp.Kvs[0].Value))
-	if err != nil {
-		return election.Record{}, false, fmt.Errorf("etcdlock: election %q: key %s: %w", s.name, resp.Kvs[0].Key, err)
-	}
-	return r, true, nil
+	return election.Record{}, false, nil
 }
 
 // Withdraw has nothing to do: the record went with the leader's key, and
