@@ -187,7 +187,7 @@ func writeTable(out io.Writer, r backend.Report) {
 		row("fence", "%d (%s)", r.Fence, r.FenceNote())
 	}
 	if r.TTLms > 0 {
-		row("ttl", "%v left", r.TTL().Round(time.Millisecond))
+		row("ttl", "%v left", cmdutil.Human(r.TTL()))
 	}
 	if w, ok := r.WaitersNote(); ok {
 		row("waiters", "%s", w)

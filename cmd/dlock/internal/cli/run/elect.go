@@ -24,6 +24,7 @@ const ExitNoLeader = 3
 
 // ElectUsage is the help text of "dlock elect".
 const ElectUsage = `Usage: dlock elect [flags] NAME -- COMMAND [ARGS...]
+       dlock elect [flags] -- NAME -- COMMAND [ARGS...]  (NAME starting with -)
        dlock elect --leader [flags] NAME
 
 Campaigns in the election NAME and runs COMMAND only while this process
@@ -98,6 +99,9 @@ func ParseElect(args []string, getenv func(string) string) (ElectOptions, error)
 	if err != nil {
 		return o, err
 	}
+	if command != nil {
+		pos, command = nameAfterDashes(pos, command)
+	}
 	if command == nil && len(pos) > 1 && !o.Leader {
 		pos, command = pos[:1], pos[1:]
 	}
@@ -126,7 +130,7 @@ func ParseElect(args []string, getenv func(string) string) (ElectOptions, error)
 		return o, cmdutil.Usagef("dlock elect: --ttl %v is too short; use at least %v", o.TTL, MinTTL)
 	case o.Grace > MaxGrace(o.TTL):
 		return o, cmdutil.Usagef("dlock elect: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
-			o.Grace, o.TTL, MaxGrace(o.TTL).Round(time.Millisecond), 3*o.Grace)
+			cmdutil.Human(o.Grace), cmdutil.Human(o.TTL), cmdutil.Human(MaxGrace(o.TTL)), cmdutil.Human(3*o.Grace))
 	case !o.Leader && o.Command[0] == "":
 		return o, cmdutil.Usagef("dlock elect: COMMAND is empty")
 	case !o.Leader && o.Command[0][0] == '-':
