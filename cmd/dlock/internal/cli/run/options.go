@@ -260,12 +260,13 @@ func (o *Options) check() error {
 		if o.graceGiven {
 			shorter = "a shorter --grace or --ttl"
 		}
-		// The least cap that leaves COMMAND any time: above grace +
-		// ttl/20, or without --grace (a grace of a third of the cap at
-		// most), above 1.5·ttl/20; it does not depend on the cap given.
+		// The least cap that leaves COMMAND any time, which does not
+		// depend on the cap given: above grace + ttl/20; without
+		// --grace, whose default is then a third of the cap, above
+		// 1.5·ttl/20 (M > M/3 + ttl/20).
 		least := o.Grace + KillLead(o.TTL)
 		if !o.graceGiven {
-			least = min(least, KillLead(o.TTL)*3/2)
+			least = KillLead(o.TTL) * 3 / 2
 		}
 		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it gets SIGTERM --grace %v + ttl/20 before the cap; use --max-hold %v or more, or %s",
 			cmdutil.Human(o.MaxHold), cmdutil.Human(o.Grace), cmdutil.Human(above(least)), shorter)
