@@ -67,6 +67,11 @@ killer), everything of COMMAND's is killed at once, and the lock outlives
 it by --ttl (on ZooKeeper the session timeout: --ttl, within the
 ensemble's minSessionTimeout and maxSessionTimeout).
 
+While it waits, dlock shows who holds the lock, its time left, the
+waiters and the time waited: on a terminal a status line redrawn in
+place; otherwise a line when the wait starts and one every 30s
+(DLOCK_WAIT_REPORT_EVERY sets another interval).
+
 --wait D counts from dlock's start and covers the lock service too: a
 service that refuses connections, does not answer, restarts or fails over
 is waited for, at connect time as well, and dlock exits 69 only if D ends

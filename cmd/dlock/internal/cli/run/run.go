@@ -76,6 +76,9 @@ type runner struct {
 	capAt     time.Time     // with --max-hold: when the hold ends, at the latest
 	target    *backend.Target
 
+	// status reports on a wait for the lock, with --wait.
+	status *waitStatus
+
 	// stopped is set by supervise when the lease was lost, or COMMAND was
 	// stopped because it was about to be: "dlock elect --again" then
 	// campaigns again.
@@ -116,6 +119,10 @@ func (r *runner) run() int {
 		observers = append(observers, m.observer)
 	}
 
+	if r.o.Wait > 0 || r.o.WaitForever {
+		r.status = newWaitStatus(r)
+		observers = append(observers, r.status)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan acquired, 1)
@@ -225,7 +232,17 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 	}
 	label := holderLabel(start)
 	if r.o.Wait > 0 || r.o.WaitForever {
+		sctx, stop := context.WithCancel(ctx)
+		reported := make(chan struct{})
+		go func() {
+			defer close(reported)
+			if r.status != nil {
+				r.status.run(sctx, t, start)
+			}
+		}()
 		a.lease, a.err = l.Lock(dlock.WithLabel(wctx, label))
+		stop()
+		<-reported
 	} else {
 		a.lease, a.err = l.TryLock(dlock.WithLabel(ctx, label))
 	}
