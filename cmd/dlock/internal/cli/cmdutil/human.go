@@ -21,3 +21,32 @@ func Human(d time.Duration) string {
 	}
 	return d.Round(time.Second).String()
 }
+
+// unit is the precision Human shows d to.
+func unit(d time.Duration) time.Duration {
+	switch a := d.Abs(); {
+	case a < time.Millisecond:
+		return time.Microsecond
+	case a < time.Second:
+		return time.Millisecond
+	case a < 10*time.Second:
+		return 10 * time.Millisecond
+	case a < time.Minute:
+		return 100 * time.Millisecond
+	}
+	return time.Second
+}
+
+// Down returns d cut down to the precision Human shows it to: a limit
+// that must not be exceeded ("use --grace 3.33s or less").
+func Down(d time.Duration) time.Duration { return d.Truncate(unit(d)) }
+
+// Up returns d raised to the precision Human shows it to: a limit that
+// must be reached ("use --ttl 3.01s or more").
+func Up(d time.Duration) time.Duration {
+	u := unit(d)
+	if t := d.Truncate(u); t != d {
+		return t + u
+	}
+	return d
+}

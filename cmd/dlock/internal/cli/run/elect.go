@@ -141,7 +141,7 @@ func ParseElect(args []string, getenv func(string) string) (ElectOptions, error)
 		return o, cmdutil.Usagef("dlock elect: --ttl %v is too short; use at least %v", o.TTL, MinTTL)
 	case o.Grace > MaxGrace(o.TTL):
 		return o, cmdutil.Usagef("dlock elect: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
-			cmdutil.Human(o.Grace), cmdutil.Human(o.TTL), cmdutil.Human(MaxGrace(o.TTL)), cmdutil.Human(3*o.Grace))
+			o.Grace, o.TTL, cmdutil.Human(cmdutil.Down(MaxGrace(o.TTL))), cmdutil.Human(cmdutil.Up(3*o.Grace)))
 	case o.Leader || o.Observe:
 	case o.Command[0] == "":
 		return o, cmdutil.Usagef("dlock elect: COMMAND is empty")

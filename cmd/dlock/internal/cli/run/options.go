@@ -259,7 +259,7 @@ func (o *Options) check() error {
 		return cmdutil.Usagef("dlock run: --ttl %v is too short; use at least %v", o.TTL, MinTTL)
 	case o.Grace > MaxGrace(o.TTL):
 		return cmdutil.Usagef("dlock run: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
-			cmdutil.Human(o.Grace), cmdutil.Human(o.TTL), cmdutil.Human(MaxGrace(o.TTL)), cmdutil.Human(3*o.Grace))
+			o.Grace, o.TTL, cmdutil.Human(cmdutil.Down(MaxGrace(o.TTL))), cmdutil.Human(cmdutil.Up(3*o.Grace)))
 	case o.MaxHold > 0 && o.MaxHold <= o.Grace+KillLead(o.TTL):
 		shorter := "a shorter --ttl (ttl/20 is " + cmdutil.Human(KillLead(o.TTL)) + ")"
 		if o.graceGiven {
@@ -269,12 +269,13 @@ func (o *Options) check() error {
 		// depend on the cap given: above grace + ttl/20; without
 		// --grace, whose default is then a third of the cap, above
 		// 1.5·ttl/20 (M > M/3 + ttl/20).
-		least := o.Grace + KillLead(o.TTL)
+		least, shownGrace := o.Grace+KillLead(o.TTL), o.Grace.String() // as given
 		if !o.graceGiven {
+			shownGrace = cmdutil.Human(o.Grace) // a third of the cap: 333.333333ms
 			least = KillLead(o.TTL) * 3 / 2
 		}
 		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it gets SIGTERM --grace %v + ttl/20 before the cap; use --max-hold %v or more, or %s",
-			cmdutil.Human(o.MaxHold), cmdutil.Human(o.Grace), cmdutil.Human(above(least)), shorter)
+			o.MaxHold, shownGrace, cmdutil.Human(above(least)), shorter)
 	case o.OncePer > 0 && o.OncePer < time.Millisecond:
 		return cmdutil.Usagef("dlock run: --once-per %v is too short; use at least 1ms", o.OncePer)
 	case !slices.Contains(backend.Kinds, o.Kind):
