@@ -100,3 +100,32 @@ func TestIntegrationDashedNameAndHoldUntilSignal(t *testing.T) {
 		})
 	}
 }
+
+// A full semaphore says so, not "held by another owner (2 holders)"; on
+// every backend that has semaphores.
+func TestIntegrationFullSemaphoreSaysSo(t *testing.T) {
+	t.Parallel()
+	for _, b := range everyBackend() {
+		if b.name != "Redis" && b.name != "ZooKeeper" && b.name != "etcd" {
+			continue // Redlock, PostgreSQL and MySQL have no semaphore
+		}
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := b.d(t)
+			name := lockName(t)
+			sem := []string{"--kind", "semaphore", "--permits", "2"}
+			var holders []*proc
+			for range 2 {
+				holders = append(holders, holdInBackground(t, d, name, sem...))
+			}
+			r := dlock(t, nil, runArgs(d, append(sem, name, "--", "true")...)...)
+			if r.code != 75 || !strings.Contains(r.stderr, "is full: its 2 permits are taken") || strings.Contains(r.stderr, "another owner") {
+				t.Errorf("run on a full semaphore: exit %d, %q; want 75 saying it is full", r.code, r.stderr)
+			}
+			for _, h := range holders {
+				h.signal(t, syscall.SIGTERM)
+				h.wait(t, 20*time.Second)
+			}
+		})
+	}
+}

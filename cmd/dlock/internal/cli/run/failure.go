@@ -99,7 +99,10 @@ func readable(d time.Duration) time.Duration {
 func (r *runner) sayNotObtained(a acquired) {
 	why, holder := "is held by another owner", ""
 	if r.o.Kind == backend.KindSemaphore {
-		why = fmt.Sprintf("has all its %d permits taken", r.o.Permits)
+		why = fmt.Sprintf("is full: its %d permits are taken", r.o.Permits)
+		if r.o.Permits == 1 {
+			why = "is full: its one permit is taken"
+		}
 	}
 	if !plainConflict(a.err) {
 		why = "was not obtained: " + cmdutil.Reason(a.err)
