@@ -36,6 +36,14 @@
 // A holder that must not overlap reads a fence, or on etcd's side
 // IsOwner in its writes.
 //
+// The names "a" and "a/b" are two locks, as on every backend: the keys of
+// "a/b" lie under the prefix "a/" too, and the locks of "a" read past them
+// (a lock reads the key names under its prefix, values left out, and keeps
+// those of its own shapes). A concurrency.Mutex on "a" does not: it waits
+// for the keys of "a/b" as well. A name whose last segment is "read",
+// "write" or "permits-N" is still read by the lock of the name above it as
+// one of its RWMutex's or Semaphore's keys. Names must be valid UTF-8.
+//
 // # Leases
 //
 // Each grant has an etcd lease of its own, granted for WithTTL rounded up
