@@ -44,6 +44,7 @@ bench: deps
 ## demo: start a local redis-server and watch workers contend for one lock
 demo:
 	@./scripts/ensure-deps redis
+	@echo "make demo: compiling dlock (the first build compiles its dependencies and can take a few minutes)" >&2
 	$(GO) run ./cmd/dlock demo
 
 ## chaos: the long chaos run behind docs/SAFETY.md: every backend for CHAOSTIME, with a timeline

@@ -92,6 +92,10 @@ func (c campaigner) TryLock(ctx context.Context) (dlock.Lease, error) {
 //     granted once the entry goes. (A Semaphore of three permits or more
 //     tells this rule from a count of the keys ahead, which two permits
 //     and the entry fill already.)
+//   - Nested: a name and the name extended by "/" and a segment ("a" and
+//     "a/b") are two locks, of any kinds: while one holds, the other is
+//     free (Inspect reports it so) and its TryLock is granted, whichever
+//     is taken first.
 //   - Contention: a few clients of every kind lock and release at random;
 //     no two kinds ever hold at once, no kind holds beyond its number of
 //     holders, and every grant's fence is above that of every earlier
@@ -114,7 +118,54 @@ func RunKinds(t *testing.T, b Backend) {
 	s := &suite{b: b}
 	t.Run("Pairs", s.kindPairs)
 	t.Run("Queued", s.kindsQueued)
+	t.Run("Nested", s.kindsNested)
 	t.Run("Contention", s.kindContention)
+}
+
+// kindsNested runs kindNested for every kind with itself and with the
+// first kind (each on the name and on the extended name, in turn).
+func (s *suite) kindsNested(t *testing.T) {
+	first := s.b.Kinds[0]
+	for i, k := range s.b.Kinds {
+		t.Run(k.Name+"-and-"+k.Name, func(t *testing.T) { s.kindNested(t, k, k) })
+		if i > 0 {
+			t.Run(k.Name+"-and-"+first.Name, func(t *testing.T) { s.kindNested(t, k, first) })
+		}
+	}
+}
+
+// kindNested: a holds the name, and b takes the name extended by "/b";
+// then the other way round. See RunKinds.
+func (s *suite) kindNested(t *testing.T, a, b Kind) {
+	key := uniqueKey(t)
+	ctx := ctxFor(t, time.Minute)
+	o := Options{TTL: 10 * time.Second}
+	for _, names := range [][2]string{{key, key + "/b"}, {key + "/b", key}} {
+		first, second := names[0], names[1]
+		held, err := a.New(t, first, o).TryLock(ctx)
+		if err != nil {
+			t.Fatalf("TryLock %s of %q: %v", a.Name, first, err)
+		}
+		if info := s.b.Inspect(t, second); info.Kind != dlock.KindFree {
+			t.Errorf("Inspect %q while a %s holds %q = %+v; want it free: they are two locks", second, a.Name, first, info)
+		}
+		l, err := b.New(t, second, o).TryLock(ctx)
+		if err != nil {
+			t.Errorf("TryLock %s of %q while a %s holds %q: %v; want it granted: they are two locks", b.Name, second, a.Name, first, err)
+		} else {
+			if info := s.b.Inspect(t, first); info.Kind != a.Lock || len(info.Holders) != 1 {
+				t.Errorf("Inspect %q while a %s holds it and a %s holds %q = %+v; want its %s holding alone", first, a.Name, b.Name, second, info, a.Name)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("Release %q: %v", second, err)
+			}
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Errorf("Release %q: %v", first, err)
+		}
+		s.expectLeftNothing(t, first)
+		s.expectLeftNothing(t, second)
+	}
 }
 
 // kindPairs runs the sequence of kindPair for every ordered pair of kinds.

@@ -197,8 +197,8 @@ func (lk *locker) check(ctx context.Context) error {
 	if lk.c.reg.Closed() {
 		return ErrClosed
 	}
-	if lk.name == "" {
-		return errors.New("etcdlock: empty lock name")
+	if err := checkName(lk.name); err != nil {
+		return err
 	}
 	if err := lk.cfg.check(); err != nil {
 		return err
@@ -358,39 +358,32 @@ func (lk *locker) retry(ctx context.Context, cl *call, f func(context.Context) e
 // lease time's ninth, at least 100ms.
 func (lk *locker) attemptTimeout() time.Duration { return max(lk.cfg.ttl/9, 100*time.Millisecond) }
 
-// probe returns the reads that tell whether the key created at rev holds
-// the lock, and if not what to wait for; rev 0 means the key was created in
-// the same transaction, so that every other key is older. The first read
-// is always the oldest key, whose kind the caller checks.
+// probe returns the read that tells whether the key created at rev holds
+// the lock, and if not what to wait for: the keys under the name's prefix
+// created up to rev, oldest first, without their values; rev 0 means the
+// key was created in the same transaction, so that every other key is
+// older. The keys of another lock whose name extends this one ("name/b"
+// beside "name") are under the prefix too: keys reads past them.
 func (lk *locker) probe(rev int64) []clientv3.Op {
-	p := prefix(lk.name)
-	ops := []clientv3.Op{clientv3.OpGet(p, clientv3.WithFirstCreate()...)}
-	last := func(from, to string) clientv3.Op {
-		opts := []clientv3.OpOption{clientv3.WithRange(to), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithMaxCreateRev(rev-1))
-		}
-		return clientv3.OpGet(from, opts...)
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithMaxCreateRev(rev))
 	}
-	switch lk.kind {
-	case kindMutex, kindWrite:
-		if rev > 0 { // the key just ahead; at rev 0 the oldest decides
-			ops = append(ops, last(p, clientv3.GetPrefixRangeEnd(p)))
+	return []clientv3.Op{clientv3.OpGet(prefix(lk.name), opts...)}
+}
+
+// keys returns, oldest first, the keys of the lock among the answer of
+// probe: a key of another shape (that of the lock "name/b", or one no
+// lock writes) holds nothing here, and is left out.
+func (g *grant) keys(rs []*pb.ResponseOp) []*mvccpb.KeyValue {
+	var own []*mvccpb.KeyValue
+	for _, kv := range rs[0].GetResponseRange().Kvs {
+		if k, _ := parseKey(g.lk.name, string(kv.Key)); k != kindOther {
+			own = append(own, kv)
 		}
-	case kindRead: // the last key ahead that is not a reader's
-		r := notRead(lk.name)
-		ops = append(ops, last(r[0][0], r[0][1]), last(r[1][0], r[1][1]))
-	case kindPermit:
-		// The first n+1 keys, up to this one. A count would not do: etcd
-		// counts a range before it filters it by revision.
-		opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(int64(lk.n) + 1)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithMaxCreateRev(rev))
-		}
-		ops = append(ops, clientv3.OpGet(p, opts...))
 	}
-	return ops
+	return own
 }
 
 // A verdict is what a probe found: the key holds, or it waits for the
@@ -401,45 +394,34 @@ type verdict struct {
 	prefix bool
 }
 
-// judge reads the answers of probe (after the put, if first).
+// judge reads the answer of probe (after the put, if first).
 func (g *grant) judge(rs []*pb.ResponseOp) (verdict, error) {
 	lk := g.lk
-	oldest := rs[0].GetResponseRange().Kvs
-	if len(oldest) > 0 {
-		k, _ := parseKey(lk.name, string(oldest[0].Key))
-		if k == kindOther {
-			return verdict{}, fmt.Errorf("etcdlock: %q: key %s is not one an etcdlock lock or a concurrency.Mutex writes; %w",
-				lk.name, oldest[0].Key, ErrKindMismatch)
+	g.mu.Lock()
+	rev := g.rev
+	g.mu.Unlock()
+	var ahead []*mvccpb.KeyValue // the lock's keys created before this one
+	for _, kv := range g.keys(rs) {
+		if kv.CreateRevision < rev {
+			ahead = append(ahead, kv)
 		}
 	}
 	switch lk.kind {
-	case kindMutex, kindWrite:
-		if len(rs) == 1 { // the first probe: the oldest key holds
-			if len(oldest) == 0 || oldest[0].CreateRevision == g.rev {
-				return verdict{held: true}, nil
-			}
-			return verdict{}, nil // the caller probes again for the key just ahead
-		}
-		ahead := rs[1].GetResponseRange().Kvs
+	case kindMutex, kindWrite: // the key just ahead
 		if len(ahead) == 0 {
 			return verdict{held: true}, nil
 		}
-		return verdict{key: string(ahead[0].Key)}, nil
-	case kindRead:
-		var ahead *mvccpb.KeyValue
-		for _, r := range rs[1:] {
-			if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 && (ahead == nil || kvs[0].CreateRevision > ahead.CreateRevision) {
-				ahead = kvs[0]
+		return verdict{key: string(ahead[len(ahead)-1].Key)}, nil
+	case kindRead: // the last key ahead that is not a reader's
+		for i := len(ahead) - 1; i >= 0; i-- {
+			if k, _ := parseKey(lk.name, string(ahead[i].Key)); k != kindRead {
+				return verdict{key: string(ahead[i].Key)}, nil
 			}
 		}
-		if ahead == nil {
-			return verdict{held: true}, nil
-		}
-		return verdict{key: string(ahead.Key)}, nil
-	default: // kindPermit: it holds if it is among the first n keys, and every key ahead of it is a permit of its semaphore
-		first := rs[1].GetResponseRange().Kvs
-		held := len(first) <= lk.n
-		for _, kv := range first {
+		return verdict{held: true}, nil
+	default: // kindPermit: it holds if fewer than n keys are ahead of it, and each is a permit of its semaphore
+		held := len(ahead) < lk.n
+		for _, kv := range ahead {
 			if k, n := parseKey(lk.name, string(kv.Key)); k != kindPermit || n != lk.n {
 				held = false // another kind of lock, or another semaphore, goes first
 			}
@@ -456,11 +438,11 @@ func (g *grant) judge(rs []*pb.ResponseOp) (verdict, error) {
 // number of permits, or nil. Once queued, a permit treats such a key as
 // another kind of lock's (see judge): it waits for it if it is ahead.
 func (g *grant) otherSize(rs []*pb.ResponseOp) error {
-	oldest := rs[0].GetResponseRange().Kvs
-	if g.lk.kind != kindPermit || len(oldest) == 0 {
+	own := g.keys(rs)
+	if g.lk.kind != kindPermit || len(own) == 0 {
 		return nil
 	}
-	if k, n := parseKey(g.lk.name, string(oldest[0].Key)); k == kindPermit && n != g.lk.n {
+	if k, n := parseKey(g.lk.name, string(own[0].Key)); k == kindPermit && n != g.lk.n {
 		return fmt.Errorf("etcdlock: semaphore %q has %d permits; this one asks for %d", g.lk.name, n, g.lk.n)
 	}
 	return nil
@@ -470,9 +452,8 @@ func (g *grant) otherSize(rs []*pb.ResponseOp) error {
 // dlock.ErrNotObtained, and dlock.ErrKindMismatch when the holder is
 // another kind of lock.
 func (g *grant) busy(rs []*pb.ResponseOp) error {
-	oldest := rs[0].GetResponseRange().Kvs
-	if len(oldest) > 0 {
-		k, _ := parseKey(g.lk.name, string(oldest[0].Key))
+	if own := g.keys(rs); len(own) > 0 {
+		k, _ := parseKey(g.lk.name, string(own[0].Key))
 		if k.lockKind() != g.lk.kind.lockKind() {
 			return fmt.Errorf("%w: etcdlock: a %s cannot take %q: it is held by a %s, and one name serves one kind of lock at a time: %w",
 				dlock.ErrNotObtained, g.lk.kind, g.lk.name, k, ErrKindMismatch)

@@ -37,6 +37,14 @@
 // A holder that must not overlap reads a fence, or on etcd's side
 // IsOwner in its writes.
 //
+// The names "a" and "a/b" are two locks, as on every backend: the keys of
+// "a/b" lie under the prefix "a/" too, and the locks of "a" read past them
+// (a lock reads the key names under its prefix, values left out, and keeps
+// those of its own shapes). A concurrency.Mutex on "a" does not: it waits
+// for the keys of "a/b" as well. A name whose last segment is "read",
+// "write" or "permits-N" is still read by the lock of the name above it as
+// one of its RWMutex's or Semaphore's keys. Names must be valid UTF-8.
+//
 // # Leases
 //
 // Each grant has an etcd lease of its own, granted for WithTTL rounded up
@@ -189,9 +197,10 @@
 //     (see How a Mutex works): fence what a leader does, with its term.
 //   - The keys of an election called name/sub are under name/ too: while
 //     one of them is the oldest there, concurrency.Election on name names
-//     name/sub's leader as its own; dlock's Leader on name returns an
-//     error matching ErrKindMismatch, as Campaign does, and Observe
-//     names nobody. Give elections names that are not below each other.
+//     name/sub's leader as its own. dlock's elections read past them, as
+//     its locks do: name and name/sub are two elections. Give elections
+//     that concurrency.Election also joins names that are not below each
+//     other.
 //
 // Until this layout, dlock's leader kept its owner token in its key while
 // it waited and, once it led, a record "term\ntoken\nvalue" in place of

@@ -42,8 +42,8 @@ import (
 func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	m := c.NewMutex(name, opts...)
 	err := m.lk.cfg.check()
-	if name == "" {
-		err = errors.New("etcdlock: empty lock name")
+	if nerr := checkName(name); nerr != nil {
+		err = nerr
 	}
 	return election.New(election.Config{Name: name, Lock: m, Store: &electionStore{c: c, name: name, lk: m.lk},
 		TTL: m.lk.cfg.ttl, Err: err, Acquire: m.campaign})
@@ -115,13 +115,16 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	// (see retry): a member that stopped answering, or a connection whose
 	// requests were lost, holds a read up for one attempt, not for ever.
 	// A cluster that does not answer fails it after TryLock's bound.
+	// The keys of the lock "name/b" are under name/ too: the oldest of the
+	// election's own shape is the leader's.
 	rctx, cancel := context.WithTimeoutCause(ctx, tryTimeout(s.lk.cfg.ttl), errTryBound)
 	defer cancel()
 	cl := &call{}
 	start := time.Now()
 	var resp *clientv3.GetResponse
 	err := s.lk.retry(rctx, cl, func(actx context.Context) (err error) {
-		resp, err = s.c.cli.Get(actx, prefix(s.name), clientv3.WithFirstCreate()...)
+		resp, err = s.c.cli.Get(actx, prefix(s.name), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 		return err
 	})
 	if err != nil {
@@ -137,23 +140,21 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 		}
 		return election.Record{}, false, fmt.Errorf("etcdlock: reading the leader of %q: %w", s.name, err)
 	}
-	if len(resp.Kvs) == 0 {
-		return election.Record{}, false, nil
+	for _, kv := range resp.Kvs {
+		switch k, _ := parseKey(s.name, string(kv.Key)); k {
+		case kindOther: // name/sub/<lease>, say: a key of another lock or election
+			continue
+		case kindMutex:
+		default: // another kind of lock holds the name
+			return election.Record{}, false, nil
+		}
+		value, ok := leaderValue(kv)
+		if !ok {
+			return election.Record{}, false, nil
+		}
+		return election.Record{Term: uint64(kv.CreateRevision), Value: value}, true, nil
 	}
-	kv := resp.Kvs[0]
-	switch k, _ := parseKey(s.name, string(kv.Key)); k {
-	case kindOther: // name/sub/<lease>, say: another election's candidate
-		return election.Record{}, false, fmt.Errorf("etcdlock: election %q: key %s is not one a candidate of it writes; %w",
-			s.name, kv.Key, ErrKindMismatch)
-	case kindMutex:
-	default: // another kind of lock holds the name
-		return election.Record{}, false, nil
-	}
-	value, ok := leaderValue(kv)
-	if !ok {
-		return election.Record{}, false, nil
-	}
-	return election.Record{Term: uint64(kv.CreateRevision), Value: value}, true, nil
+	return election.Record{}, false, nil
 }
 
 // Withdraw has nothing to do: the value went with the leader's key, and

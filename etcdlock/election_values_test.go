@@ -93,8 +93,8 @@ func TestIntegrationElectionTokenShapedValue(t *testing.T) {
 
 // The leader of an election whose name is under another's (name/sub) is
 // not the leader of the election called name: its key is under name/, but
-// not one of name's candidates' keys. Leader says so, as Campaign does,
-// with an error matching ErrKindMismatch, and Observe names nobody.
+// not one of name's candidates' keys. The two are two elections, as a and
+// a/b are two locks: name has no leader, and Observe names nobody.
 func TestIntegrationElectionNestedName(t *testing.T) {
 	e := sharedEtcd(t)
 	name := "compat/" + t.Name()
@@ -107,8 +107,8 @@ func TestIntegrationElectionNestedName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ld, err := outer.Leader(ctx); !errors.Is(err, etcdlock.ErrKindMismatch) {
-			t.Errorf("Leader of %q while %q leads = %+v, %v; want an error matching ErrKindMismatch", name, name+"/"+sub, ld, err)
+		if ld, err := outer.Leader(ctx); !errors.Is(err, dlock.ErrNoLeader) {
+			t.Errorf("Leader of %q while %q leads = %+v, %v; want an error matching ErrNoLeader: they are two elections", name, name+"/"+sub, ld, err)
 		}
 		if ld, err := etcdElection(t, e.Addr(), name).Leader(ctx); err == nil {
 			t.Logf("concurrency.Election %q names %q's leader: %q", name, name+"/"+sub, ld.Kvs[0].Value)

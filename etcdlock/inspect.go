@@ -30,8 +30,8 @@ type listing struct {
 // in one request, and decides who holds it by the rules the locks
 // themselves use.
 func (c *Client) list(ctx context.Context, name string) (listing, error) {
-	if name == "" {
-		return listing{}, errors.New("etcdlock: empty lock name")
+	if err := checkName(name); err != nil {
+		return listing{}, err
 	}
 	resp, err := c.cli.Get(ctx, prefix(name), clientv3.WithPrefix(), clientv3.WithKeysOnly(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
@@ -79,15 +79,18 @@ func (c *Client) values(ctx context.Context, name string, l listing) (map[string
 }
 
 // classifyKeys decides who holds the lock called name whose keys, oldest
-// first, are kvs.
-func classifyKeys(name string, kvs []*mvccpb.KeyValue) (listing, error) {
+// first, are among kvs: the keys under its prefix of another shape (those
+// of the lock "name/b", or keys no lock writes) are left out, as the locks
+// leave them out (see grant.keys).
+func classifyKeys(name string, all []*mvccpb.KeyValue) (listing, error) {
+	var kvs []*mvccpb.KeyValue
+	for _, kv := range all {
+		if k, _ := parseKey(name, string(kv.Key)); k != kindOther {
+			kvs = append(kvs, kv)
+		}
+	}
 	if len(kvs) == 0 {
 		return listing{kind: dlock.KindFree}, nil
-	}
-	for _, kv := range kvs {
-		if k, _ := parseKey(name, string(kv.Key)); k == kindOther {
-			return listing{kind: dlock.KindUnknown, detail: fmt.Sprintf("key %s is not one an etcdlock lock or a concurrency.Mutex writes (%d keys under %s)", kv.Key, len(kvs), prefix(name))}, nil
-		}
 	}
 	first, n := parseKey(name, string(kvs[0].Key))
 	l := listing{kind: first.lockKind()}

@@ -1,9 +1,11 @@
 package etcdlock
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dlock-go/dlock"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -119,13 +121,16 @@ func (k kind) mode() string {
 	return dlock.ModeExclusive
 }
 
-// notRead returns the ranges of the lock's keys that are not readers' keys:
-// [prefix, prefix+"read/") and [prefix+"read0", end of prefix). A reader
-// waits for the last key of these created before its own.
-func notRead(name string) [2][2]string {
-	p := prefix(name)
-	return [2][2]string{
-		{p, p + "read/"},
-		{p + "read0", clientv3.GetPrefixRangeEnd(p)}, // '0' follows '/'
+// checkName returns an error naming what is wrong with a lock name, or
+// nil: as on every backend, a name is not empty and is valid UTF-8 (etcd
+// itself takes any bytes, which the dlock command could then neither
+// print nor pass back).
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("etcdlock: empty lock name")
+	case !utf8.ValidString(name):
+		return fmt.Errorf("etcdlock: lock name %q is not valid UTF-8", name)
 	}
+	return nil
 }

@@ -25,6 +25,13 @@
 // lost is found again rather than repeated, so no orphan node blocks the
 // queue. Missing parents are created as container nodes.
 //
+// The paths /a and /a/b are two locks, as every backend's names "a" and
+// "a/b" are: a lock leaves out the children of its path that no lock
+// node is named like (the path of another lock, or a node of the user's),
+// as Curator's recipes do. A path segment named like a lock node is
+// refused, and a Semaphore on /a counts the nodes under /a/locks and
+// /a/leases (Curator's layout) as its own.
+//
 // Because nodes are ephemeral, a client that crashes or is cut off loses
 // its lock when the ensemble expires its session; no TTL has to be guessed
 // for that.

@@ -253,7 +253,7 @@ func classify(names []string) (kids []child, k kind, why string) {
 		case !ok && overflowed(name):
 			return nil, 0, fmt.Sprintf("ZooKeeper's sequence counter has overflowed (node %q)", name)
 		case !ok:
-			return nil, 0, fmt.Sprintf("node %q was not made by a dlock lock", name)
+			continue // another lock's path, or a node of the user's: see parseChildren
 		}
 		kids = append(kids, c)
 	}

@@ -20,6 +20,15 @@ func checkPath(p string) error {
 		}
 		return fmt.Errorf("zklock: lock path %q %s", p, reason)
 	}
+	// The lock /a and the lock /a/b are two locks: the nodes of /a are its
+	// children named as parseChild reads them, and /a/b, a child of
+	// another name, is left out. A segment named like a lock's node would
+	// be read as one of its parent's holders.
+	for _, seg := range strings.Split(p[1:], "/") {
+		if _, ok := parseChild(seg); ok {
+			return fmt.Errorf("zklock: lock path %q has the segment %q, named as a lock's node is: the lock on the path above it would read it as a holder; rename the segment", p, seg)
+		}
+	}
 	return nil
 }
 
@@ -123,8 +132,11 @@ func overflowed(name string) bool {
 	return err == nil
 }
 
-// parseChildren parses and sorts by sequence the children of dir, and
-// returns an error naming the first one that no lock made.
+// parseChildren parses and sorts by sequence the children of dir. A child
+// that no lock made is left out: it is the path of another lock (dir/b,
+// the lock "a/b" beside the lock "a"), or a node of the user's, and holds
+// nothing, as Curator's lock recipes leave it out. A child whose sequence
+// has overflowed is an error naming it.
 func parseChildren(dir string, names []string) ([]child, error) {
 	kids := make([]child, 0, len(names))
 	for _, name := range names {
@@ -135,10 +147,9 @@ func parseChildren(dir string, names []string) ([]child, error) {
 		if !ok && overflowed(name) {
 			return nil, fmt.Errorf("zklock: ZooKeeper's sequence counter for %s has overflowed (node %q); delete the path while no lock is held to start it again", dir, name)
 		}
-		if !ok {
-			return nil, fmt.Errorf("zklock: %s holds the node %q, which is not a lock node; give the lock a path of its own", dir, name)
+		if ok {
+			kids = append(kids, c)
 		}
-		kids = append(kids, c)
 	}
 	slices.SortFunc(kids, func(a, b child) int { return cmp.Compare(a.seq, b.seq) })
 	return kids, nil

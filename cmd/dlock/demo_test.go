@@ -26,6 +26,10 @@ func TestIntegrationDemo(t *testing.T) {
 			t.Errorf("output does not match %q:\n%s", want, r.stdout)
 		}
 	}
+	// An error chain is for logs; the demo says what happened in words.
+	if m := regexp.MustCompile(`(?m)^.*dlock: .*dlock: .*$`).FindString(r.stdout); m != "" {
+		t.Errorf("output prints an error chain: %q", m)
+	}
 	for _, m := range regexp.MustCompile(`\(pid (\d+)`).FindAllStringSubmatch(r.stdout, -1) {
 		if processAlive(m[1]) {
 			t.Errorf("server pid %s still running after the demo exited", m[1])

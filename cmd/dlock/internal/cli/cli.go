@@ -22,9 +22,12 @@ const usage = `dlock: distributed locks on Redis, Redlock, ZooKeeper, PostgreSQL
 
 Usage:
   dlock run [flags] NAME -- COMMAND [ARGS...]   run COMMAND while holding the lock NAME
+  dlock run [flags] NAME                        hold the lock NAME until SIGINT or SIGTERM
   dlock elect [flags] NAME -- COMMAND [ARGS...] run COMMAND only while leading the election NAME
   dlock elect --leader [flags] NAME             print the current leader of the election NAME
+  dlock elect --observe [flags] NAME            print each new leader of NAME until a signal
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
+                                                (--json; --exit-status: 0 held, 3 free)
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
   dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
   dlock fence reset --fence N --yes [flags]     set a resource's newest fence, even lower (an operator's)
@@ -54,6 +57,9 @@ to ZooKeeper, and --etcd-user with --password-file (or DLOCK_ETCD_PASSWORD)
 to etcd. A flag for other backends (--restart-window: Redlock; --table,
 --session: PostgreSQL, MySQL) is refused, exit 64. 'dlock schema
 postgres|mysql' prints the SQL of dlock's tables.
+
+A NAME names one lock on every backend: "a" and "a/b" are two locks. A
+NAME that starts with a dash goes after "--": dlock run -- -x -- COMMAND.
 
 Exit codes: 64 bad usage (a flag, a URL, a NAME the backend cannot take);
 69 the lock service cannot be reached or failed; each command's others

@@ -224,7 +224,7 @@ func (b *board) rounds(ctx context.Context, w int, l dlock.Locker, rounds int, h
 		switch {
 		case err == nil:
 		case errors.Is(err, dlock.ErrNotHeld):
-			b.lost = append(b.lost, fmt.Errorf("worker %d, fence %d: %w", w, lease.Fence(), lease.Err()))
+			b.lost = append(b.lost, fmt.Errorf("worker %d's lease (fence %d) %s", w, lease.Fence(), lostWhy(lease.Err())))
 		case errors.Is(lease.Err(), dlock.ErrReleased):
 			b.releaseErr = append(b.releaseErr, err)
 		default:
@@ -234,4 +234,18 @@ func (b *board) rounds(ctx context.Context, w int, l dlock.Locker, rounds int, h
 		b.mu.Unlock()
 	}
 	return nil
+}
+
+// lostWhy says in words how a lease that Done ended was lost: the demo
+// shows what happened, not an error chain.
+func lostWhy(err error) string {
+	switch {
+	case errors.Is(err, dlock.ErrExpired):
+		return "expired"
+	case errors.Is(err, dlock.ErrTakenOver):
+		return "was taken over"
+	case errors.Is(err, dlock.ErrMaxHold):
+		return "reached its max hold"
+	}
+	return "was lost"
 }

@@ -142,7 +142,11 @@ func (d *demo) staleHolder(ctx context.Context, addr string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	d.out.printf("%s  A's Done() closes: %v. A that watches it stops here.\n", since(start, time.Now()), slow.Err())
+	why := "lost"
+	if errors.Is(slow.Err(), dlock.ErrExpired) {
+		why = "expired"
+	}
+	d.out.printf("%s  A's Done() closes: its lease %s (Err() matches dlock.ErrLost). A that watches it stops here.\n", since(start, time.Now()), why)
 	fast, err := fastLocks.NewMutex("ledger").Lock(ctx)
 	if err != nil {
 		return err
@@ -158,7 +162,7 @@ func (d *demo) staleHolder(ctx context.Context, addr string) error {
 	if !errors.Is(relErr, dlock.ErrNotHeld) {
 		return fmt.Errorf("stale release: got %v, want an error matching dlock.ErrNotHeld", relErr)
 	}
-	d.out.printf("%s  A's Release reports: %v\n", since(start, time.Now()), relErr)
+	d.out.printf("%s  A's Release fails with dlock.ErrNotHeld: A's lease had expired, and B holds the lock.\n", since(start, time.Now()))
 	d.staleRefused = fastWrite == nil && slowWrite != nil
 	d.out.printf("A lease can be lost at any moment. Done() tells the holder; the fence lets the resource\n")
 	d.out.printf("refuse a holder that could not stop in time.\n")

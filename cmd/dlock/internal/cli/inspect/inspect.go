@@ -33,17 +33,24 @@ lock free. Values that something else stored are shown cut to 256 bytes,
 and quoted with Go's escapes if they hold a control character; the table
 lists at most 100 holders.
 
-Exit codes: 0 shown; 64 bad usage, a NAME the backend cannot take, or a
-database account without the privileges it needs; 69 lock service
-unreachable or failed.
+With --once-per runs of NAME recorded (Redis, Redlock, PostgreSQL), it
+shows when the last successful one finished; "dlock release --force"
+leaves that record.
+
+Exit codes: 0 shown (with --exit-status: 0 held, 3 free, and so 3 for a
+lock of kind unknown, which no one is known to hold); 64 bad usage, a
+NAME the backend cannot take, or a database account without the
+privileges it needs; 69 lock service unreachable or failed.
 
 Flags:
 `
 
 type options struct {
-	backend backend.Flags
-	output  string
-	name    string
+	backend    backend.Flags
+	output     string
+	json       bool
+	exitStatus bool
+	name       string
 }
 
 func parse(args []string) (options, error) {
@@ -60,6 +67,8 @@ func flagSet(o *options) *flag.FlagSet {
 	fs := cmdutil.NewFlagSet("dlock inspect")
 	o.backend.Register(fs)
 	fs.StringVar(&o.output, "o", "table", "output format: table or json")
+	fs.BoolVar(&o.json, "json", false, "the same as -o json")
+	fs.BoolVar(&o.exitStatus, "exit-status", false, "exit 0 if the lock is held, 3 if it is free, for scripts")
 	return fs
 }
 
@@ -71,6 +80,9 @@ func finish(o *options, pos []string, cmd string) error {
 		return cmdutil.Usagef("%s: missing lock NAME", cmd)
 	case len(pos) > 1:
 		return cmdutil.Usagef("%s: %d arguments, want one lock NAME (got %q)", cmd, len(pos), pos)
+	}
+	if o.json {
+		o.output = "json"
 	}
 	o.name = pos[0]
 	return nil
@@ -124,17 +136,38 @@ func Main(args []string, streams cmdutil.IO) int {
 	if err != nil {
 		return cmdutil.Fail(streams, fmt.Errorf("dlock inspect: %w", backend.Denied(err)), cmdutil.ExitUnavailable)
 	}
+	out := report{Report: r}
+	if ago, found, err := t.LastRun(ctx, o.name); err == nil && found {
+		out.LastRunMs = ago.Milliseconds()
+	}
+	code := cmdutil.ExitOK
+	if o.exitStatus && !r.Held {
+		code = ExitFree
+	}
 	if o.output == "json" {
-		cutValues(&r)
+		cutValues(&out.Report)
 		enc := json.NewEncoder(streams.Out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := enc.Encode(out); err != nil {
 			return cmdutil.Fail(streams, err, cmdutil.ExitError)
 		}
-		return cmdutil.ExitOK
+		return code
 	}
-	writeTable(streams.Out, r)
-	return cmdutil.ExitOK
+	writeTable(streams.Out, out)
+	return code
+}
+
+// ExitFree is the exit code of "dlock inspect --exit-status" on a lock
+// that no one holds.
+const ExitFree = 3
+
+// report is what dlock inspect shows: the backend's report, and when the
+// last --once-per run of the name finished.
+type report struct {
+	backend.Report
+	// LastRunMs is how long ago, in milliseconds, the last successful
+	// --once-per run of the name finished; 0 if none is recorded.
+	LastRunMs int64 `json:"last_run_ago_ms,omitempty"`
 }
 
 // MaxHolderRows is how many holders the table lists (-o json lists every
@@ -143,7 +176,8 @@ const MaxHolderRows = 100
 
 // writeTable writes r for people: every value that something else
 // stored goes through cmdutil.Show.
-func writeTable(out io.Writer, r backend.Report) {
+func writeTable(out io.Writer, rep report) {
+	r := rep.Report
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s\t"+format+"\n", append([]any{k}, args...)...) }
 	row("lock", "%s", cmdutil.Show(r.Name))
@@ -187,7 +221,7 @@ func writeTable(out io.Writer, r backend.Report) {
 		row("fence", "%d (%s)", r.Fence, r.FenceNote())
 	}
 	if r.TTLms > 0 {
-		row("ttl", "%v left", r.TTL().Round(time.Millisecond))
+		row("ttl", "%v left", cmdutil.Human(r.TTL()))
 	}
 	if w, ok := r.WaitersNote(); ok {
 		row("waiters", "%s", w)
@@ -197,6 +231,9 @@ func writeTable(out io.Writer, r backend.Report) {
 	}
 	if r.Forced != "" {
 		row("forced", "%s", cmdutil.Show(r.Forced))
+	}
+	if rep.LastRunMs > 0 {
+		row("last run", "finished %s ago (--once-per)", cmdutil.Human(time.Duration(rep.LastRunMs)*time.Millisecond))
 	}
 	w.Flush()
 	if len(r.Nodes) > 0 {

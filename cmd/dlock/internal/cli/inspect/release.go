@@ -84,7 +84,7 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 		if err != nil {
 			return cmdutil.Fail(streams, fmt.Errorf("dlock release: %w", err), cmdutil.ExitUnavailable)
 		}
-		writeTable(streams.Out, r)
+		writeTable(streams.Out, report{Report: r})
 		if !r.Held {
 			fmt.Fprintf(streams.Out, "Lock %q is not held; nothing to release.\n", o.name)
 			return cmdutil.ExitOK

@@ -24,7 +24,9 @@ const ExitNoLeader = 3
 
 // ElectUsage is the help text of "dlock elect".
 const ElectUsage = `Usage: dlock elect [flags] NAME -- COMMAND [ARGS...]
+       dlock elect [flags] -- NAME -- COMMAND [ARGS...]  (NAME starting with -)
        dlock elect --leader [flags] NAME
+       dlock elect --observe [flags] NAME
 
 Campaigns in the election NAME and runs COMMAND only while this process
 leads it. The leader holds the mutex NAME (so "dlock inspect NAME" shows
@@ -44,7 +46,9 @@ unavailable, at the start too, as "dlock run --wait forever" does.
 With --leader, dlock prints the current leader, as its term, a space and
 its value, and exits 0, or exits 3 if there is none. The value is shown as
 "dlock inspect" shows stored values: cut to 256 bytes, and quoted with
-Go's escapes if it holds a control character.
+Go's escapes if it holds a control character. With --observe, dlock
+does not campaign: it prints the leader, then each new one, a line each,
+until SIGINT or SIGTERM (then exits 0); a vacancy prints nothing.
 
 Exit codes: COMMAND's own; 3 no leader (--leader); 64 bad usage: a flag,
 a URL, a NAME the backend cannot take; 69 lock service failed, or
@@ -66,6 +70,7 @@ type ElectOptions struct {
 	Value   string
 	Again   bool
 	Leader  bool // print the leader and exit
+	Observe bool // print each new leader until a signal
 	Verbose bool
 
 	graceGiven bool
@@ -82,6 +87,7 @@ func ElectFlagSet(o *ElectOptions) *flag.FlagSet {
 	fs.StringVar(&o.Value, "value", "", "the value this process leads with, which --leader prints (default HOSTNAME:PID)")
 	fs.BoolVar(&o.Again, "again", false, "after a lost leadership, campaign again and run COMMAND anew when leading, instead of exiting 76")
 	fs.BoolVar(&o.Leader, "leader", false, "print the current leader's term and value and exit (3 if there is none); no COMMAND")
+	fs.BoolVar(&o.Observe, "observe", false, "do not campaign: print the leader's term and value, and each new leader's, until SIGINT or SIGTERM; no COMMAND")
 	fs.BoolVar(&o.Verbose, "v", false, "log lock events (waits, grants, renewals, losses) to stderr")
 	return fs
 }
@@ -98,7 +104,10 @@ func ParseElect(args []string, getenv func(string) string) (ElectOptions, error)
 	if err != nil {
 		return o, err
 	}
-	if command == nil && len(pos) > 1 && !o.Leader {
+	if command != nil {
+		pos, command = nameAfterDashes(pos, command)
+	}
+	if command == nil && len(pos) > 1 && !o.Leader && !o.Observe {
 		pos, command = pos[:1], pos[1:]
 	}
 	switch {
@@ -106,11 +115,17 @@ func ParseElect(args []string, getenv func(string) string) (ElectOptions, error)
 		return o, cmdutil.Usagef("dlock elect: missing election NAME; usage: dlock elect [flags] NAME -- COMMAND [ARGS...]")
 	case len(pos) > 1:
 		return o, cmdutil.Usagef("dlock elect: %d arguments before --, want only NAME (got %q); put COMMAND after --", len(pos), pos)
+	case o.Leader && o.Observe:
+		return o, cmdutil.Usagef("dlock elect: --leader prints the leader once, --observe every change: choose one")
+	case o.Observe && command != nil:
+		return o, cmdutil.Usagef("dlock elect: --observe prints the leaders and takes no COMMAND")
+	case o.Observe && (o.Again || o.Value != ""):
+		return o, cmdutil.Usagef("dlock elect: --observe does not campaign: --again and --value are for a campaign")
 	case o.Leader && command != nil:
 		return o, cmdutil.Usagef("dlock elect: --leader prints the leader and takes no COMMAND")
 	case o.Leader && (o.Again || o.Value != ""):
 		return o, cmdutil.Usagef("dlock elect: --leader does not campaign: --again and --value are for a campaign")
-	case !o.Leader && len(command) == 0:
+	case !o.Leader && !o.Observe && len(command) == 0:
 		return o, cmdutil.Usagef("dlock elect: missing COMMAND; usage: dlock elect [flags] %s -- COMMAND [ARGS...]", cmdutil.Quote(pos[0]))
 	}
 	o.Name, o.Command = pos[0], command
@@ -126,10 +141,11 @@ func ParseElect(args []string, getenv func(string) string) (ElectOptions, error)
 		return o, cmdutil.Usagef("dlock elect: --ttl %v is too short; use at least %v", o.TTL, MinTTL)
 	case o.Grace > MaxGrace(o.TTL):
 		return o, cmdutil.Usagef("dlock elect: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
-			o.Grace, o.TTL, MaxGrace(o.TTL).Round(time.Millisecond), 3*o.Grace)
-	case !o.Leader && o.Command[0] == "":
+			o.Grace, o.TTL, cmdutil.Human(cmdutil.Down(MaxGrace(o.TTL))), cmdutil.Human(cmdutil.Up(3*o.Grace)))
+	case o.Leader || o.Observe:
+	case o.Command[0] == "":
 		return o, cmdutil.Usagef("dlock elect: COMMAND is empty")
-	case !o.Leader && o.Command[0][0] == '-':
+	case o.Command[0][0] == '-':
 		return o, cmdutil.Usagef("dlock elect: COMMAND %q starts with a dash; put flags before NAME, and COMMAND after --", o.Command[0])
 	}
 	return o, nil
@@ -214,6 +230,9 @@ func (r *runner) elect(o ElectOptions) int {
 	if o.Leader {
 		return r.printLeader(e)
 	}
+	if o.Observe {
+		return r.observe(e, sigs)
+	}
 	r.target = t
 	r.setGrace(t.LeaseTime(r.o.TTL))
 	for {
@@ -279,4 +298,36 @@ func (r *runner) printLeader(e dlock.Election) int {
 	}
 	fmt.Fprintf(r.io.Out, "%d %s\n", l.Term, cmdutil.Show(l.Value)) // as inspect shows a stored value
 	return cmdutil.ExitOK
+}
+
+// observe prints the election's leader, if any, and then each new one,
+// "TERM VALUE" a line, until a signal comes; it exits 0 then.
+func (r *runner) observe(e dlock.Election, sigs <-chan os.Signal) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last uint64
+	show := func(l dlock.Leader) {
+		if l.Term > last {
+			last = l.Term
+			fmt.Fprintf(r.io.Out, "%d %s\n", l.Term, cmdutil.Show(l.Value))
+		}
+	}
+	ch := e.Observe(ctx)
+	lctx, lcancel := context.WithTimeout(ctx, ConnectTimeout)
+	l, err := e.Leader(lctx)
+	lcancel()
+	if err == nil {
+		show(l)
+	}
+	for {
+		select {
+		case l, ok := <-ch:
+			if !ok {
+				return cmdutil.ExitOK
+			}
+			show(l)
+		case <-sigs:
+			return cmdutil.ExitOK
+		}
+	}
 }

@@ -98,6 +98,12 @@ func readable(d time.Duration) time.Duration {
 // owner, or what the service said, and how long dlock waited, if it did.
 func (r *runner) sayNotObtained(a acquired) {
 	why, holder := "is held by another owner", ""
+	if r.o.Kind == backend.KindSemaphore {
+		why = fmt.Sprintf("is full: its %d permits are taken", r.o.Permits)
+		if r.o.Permits == 1 {
+			why = "is full: its one permit is taken"
+		}
+	}
 	if !plainConflict(a.err) {
 		why = "was not obtained: " + cmdutil.Reason(a.err)
 	} else {
@@ -109,9 +115,9 @@ func (r *runner) sayNotObtained(a acquired) {
 	case r.o.Wait == 0 && !r.o.WaitForever:
 		r.say("lock %q %s; use --wait to wait for it", r.o.Name, why)
 	case holder != "":
-		r.say("lock %q %s (waited %v; %s)", r.o.Name, why, a.waited.Round(time.Millisecond), holder)
+		r.say("lock %q %s (waited %v; %s)", r.o.Name, why, cmdutil.Human(a.waited), holder)
 	default:
-		r.say("lock %q %s (waited %v)", r.o.Name, why, a.waited.Round(time.Millisecond))
+		r.say("lock %q %s (waited %v)", r.o.Name, why, cmdutil.Human(a.waited))
 	}
 }
 
@@ -140,7 +146,7 @@ func (r *runner) holderNote(t *backend.Target) string {
 		parts = append(parts, "holder "+cmdutil.Quote(h.Label))
 	}
 	if rep.TTLms > 0 {
-		parts = append(parts, fmt.Sprintf("%v left", rep.TTL().Round(time.Millisecond)))
+		parts = append(parts, fmt.Sprintf("%v left", cmdutil.Human(rep.TTL())))
 	}
 	if len(parts) == 0 {
 		return ""

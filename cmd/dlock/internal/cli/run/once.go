@@ -24,7 +24,7 @@ func (r *runner) skipRecentRun(lease dlock.Lease) (int, bool) {
 		return 0, false
 	}
 	r.release(lease)
-	r.say("skipping %q: the last successful run of %q finished %v ago, less than --once-per %v", r.o.Command[0], r.o.Name, ago.Round(time.Millisecond), r.o.OncePer)
+	r.say("skipping %q: the last successful run of %q finished %v ago, less than --once-per %v", r.o.Command[0], r.o.Name, cmdutil.Human(ago), r.o.OncePer)
 	return cmdutil.ExitOK, true
 }
 

@@ -40,14 +40,16 @@ func MaxGrace(ttl time.Duration) time.Duration { return ttl / 3 }
 func KillLead(ttl time.Duration) time.Duration { return ttl / 20 }
 
 // Usage is the help text of "dlock run".
-const Usage = `Usage: dlock run [flags] NAME -- COMMAND [ARGS...]
+const Usage = `Usage: dlock run [flags] NAME [-- COMMAND [ARGS...]]
+       dlock run [flags] -- NAME [-- COMMAND [ARGS...]]  (NAME starting with -)
 
 Runs COMMAND while holding the lock NAME, renewing it every ttl/3, and
 releases it when COMMAND and every process it started have exited: like
 flock(1), "sh -c 'worker & exit 0'" holds the lock until worker exits
 (--leave-children releases it when COMMAND itself exits). COMMAND gets
 DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE in its environment; its exit code
-is dlock's.
+is dlock's. Without COMMAND, dlock holds the lock until SIGINT or SIGTERM,
+then releases it and exits 0 (as "etcdctl lock NAME" does).
 
 Every process COMMAND starts stays supervised, daemons included. If the
 lock is lost, they all get SIGTERM, then SIGKILL after --grace, and dlock
@@ -64,6 +66,11 @@ recorded before releasing it). If dlock itself dies (kill -9, the OOM
 killer), everything of COMMAND's is killed at once, and the lock outlives
 it by --ttl (on ZooKeeper the session timeout: --ttl, within the
 ensemble's minSessionTimeout and maxSessionTimeout).
+
+While it waits, dlock shows who holds the lock, its time left, the
+waiters and the time waited: on a terminal a status line redrawn in
+place; otherwise a line when the wait starts and one every 30s
+(DLOCK_WAIT_REPORT_EVERY sets another interval).
 
 --wait D counts from dlock's start and covers the lock service too: a
 service that refuses connections, does not answer, restarts or fails over
@@ -89,7 +96,8 @@ size of the semaphore in use, or a name held by another kind of lock
 failed, and nothing else; 71 cannot listen on --metrics-addr, or cannot
 supervise COMMAND; 75 lock held by another (see --conflict-exit-code); 76
 lock lost, or COMMAND stopped because the lock could not be renewed; 79
-COMMAND stopped at --max-hold; 126 COMMAND not executable; 127 COMMAND not
+COMMAND stopped at --max-hold; without COMMAND, 0 once a signal released
+the lock, 76 lost, 79 at --max-hold; 126 COMMAND not executable; 127 COMMAND not
 found; 128+n COMMAND killed by signal n. COMMAND's own code passes through
 as it is: a COMMAND that exits 75 or 76 itself cannot be told from a
 conflict or a lost lock, so check stderr, or give --conflict-exit-code a
@@ -190,7 +198,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	fs.IntVar(&o.Permits, "permits", 0, "number of holders a --kind semaphore admits; must match the size of a semaphore in use")
 	fs.IntVar(&o.ConflictExit, "conflict-exit-code", o.ConflictExit, "exit code when the lock is held by another (1-255, except dlock's own: 64 69 71 76 79 126 127)")
 	fs.Var(durationFlag{d: &o.Grace}, "grace", "how long COMMAND has between SIGTERM and SIGKILL when it is stopped; at most ttl/3 (default 10s, or ttl/3 if less)")
-	fs.Var(durationFlag{d: &o.MaxHold}, "max-hold", "the longest COMMAND may hold the lock; it is stopped so as to be gone by then, and dlock exits 79 (default 0: no cap; without --grace, the grace is at most a third of it)")
+	fs.Var(durationFlag{d: &o.MaxHold}, "max-hold", "the longest COMMAND may hold the lock: it gets SIGTERM --grace + ttl/20 before this cap (without --grace, the grace is at most a third of it: --max-hold 3s gets SIGTERM after 3s - 1s - ttl/20), SIGKILL ttl/20 before, and dlock exits 79 (default 0: no cap)")
 	fs.Var(durationFlag{d: &o.OncePer}, "once-per", "run COMMAND at most once per this long: skip it, exiting 0, if the last run of NAME that exited 0 finished less than this long ago (every backend; the record is kept on the lock service)")
 	fs.BoolVar(&o.LeaveChildren, "leave-children", false, "release the lock when COMMAND's own process exits, and leave the processes it started running, no longer supervised (as flock -o)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (such as 127.0.0.1:9464) at /metrics while COMMAND runs")
@@ -215,6 +223,7 @@ func Parse(args []string, getenv func(string) string) (Options, error) {
 		if pos, err = cmdutil.Parse(fs, flagArgs); err != nil {
 			return o, err
 		}
+		pos, command = nameAfterDashes(pos, command)
 	} else {
 		if err := cmdutil.ParseFlags(fs, flagArgs); err != nil {
 			return o, err
@@ -229,11 +238,27 @@ func Parse(args []string, getenv func(string) string) (Options, error) {
 		return o, cmdutil.Usagef("dlock run: missing lock NAME; usage: dlock run [flags] NAME -- COMMAND [ARGS...]")
 	case len(pos) > 1:
 		return o, cmdutil.Usagef("dlock run: %d arguments before --, want only NAME (got %q); put COMMAND after --", len(pos), pos)
-	case len(command) == 0:
-		return o, cmdutil.Usagef("dlock run: missing COMMAND; usage: dlock run [flags] %s -- COMMAND [ARGS...]", cmdutil.Quote(pos[0]))
+	case command != nil && len(command) == 0:
+		return o, cmdutil.Usagef("dlock run: missing COMMAND after --; usage: dlock run [flags] %s [-- COMMAND [ARGS...]]", cmdutil.Quote(pos[0]))
 	}
 	o.Name, o.Command = pos[0], command
 	return o, o.check()
+}
+
+// nameAfterDashes reads "-- NAME [-- COMMAND...]" when no NAME came
+// before the first "--" (pos is empty): a NAME that starts with a dash
+// can only be given so. rest is what follows the first "--".
+func nameAfterDashes(pos, rest []string) (_, command []string) {
+	if len(pos) > 0 || len(rest) == 0 {
+		return pos, rest
+	}
+	if len(rest) == 1 {
+		return rest, nil
+	}
+	if rest[1] == "--" {
+		return rest[:1], rest[2:]
+	}
+	return pos, rest
 }
 
 func (o *Options) check() error {
@@ -248,14 +273,23 @@ func (o *Options) check() error {
 		return cmdutil.Usagef("dlock run: --ttl %v is too short; use at least %v", o.TTL, MinTTL)
 	case o.Grace > MaxGrace(o.TTL):
 		return cmdutil.Usagef("dlock run: --grace %v is more than a third of --ttl %v: COMMAND would be stopped whenever a renewal is slow; use --grace %v or less, or --ttl %v or more",
-			o.Grace, o.TTL, MaxGrace(o.TTL).Round(time.Millisecond), 3*o.Grace)
+			o.Grace, o.TTL, cmdutil.Human(cmdutil.Down(MaxGrace(o.TTL))), cmdutil.Human(cmdutil.Up(3*o.Grace)))
 	case o.MaxHold > 0 && o.MaxHold <= o.Grace+KillLead(o.TTL):
-		shorter := "a shorter --ttl (ttl/20 is " + KillLead(o.TTL).Round(time.Millisecond).String() + ")"
+		shorter := "a shorter --ttl (ttl/20 is " + cmdutil.Human(KillLead(o.TTL)) + ")"
 		if o.graceGiven {
 			shorter = "a shorter --grace or --ttl"
 		}
-		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it is stopped --grace %v + ttl/20 before the cap; use --max-hold %v or more, or %s",
-			o.MaxHold, o.Grace, (2 * (o.Grace + KillLead(o.TTL))).Round(time.Millisecond), shorter)
+		// The least cap that leaves COMMAND any time, which does not
+		// depend on the cap given: above grace + ttl/20; without
+		// --grace, whose default is then a third of the cap, above
+		// 1.5·ttl/20 (M > M/3 + ttl/20).
+		least, shownGrace := o.Grace+KillLead(o.TTL), o.Grace.String() // as given
+		if !o.graceGiven {
+			shownGrace = cmdutil.Human(o.Grace) // a third of the cap: 333.333333ms
+			least = KillLead(o.TTL) * 3 / 2
+		}
+		return cmdutil.Usagef("dlock run: --max-hold %v leaves COMMAND no time: it gets SIGTERM --grace %v + ttl/20 before the cap; use --max-hold %v or more, or %s",
+			o.MaxHold, shownGrace, cmdutil.Human(above(least)), shorter)
 	case o.OncePer > 0 && o.OncePer < time.Millisecond:
 		return cmdutil.Usagef("dlock run: --once-per %v is too short; use at least 1ms", o.OncePer)
 	case !slices.Contains(backend.Kinds, o.Kind):
@@ -269,10 +303,25 @@ func (o *Options) check() error {
 	case slices.Contains(ownExitCodes, o.ConflictExit):
 		return cmdutil.Usagef("dlock run: --conflict-exit-code %d is one of dlock's own exit codes (%s); pick another, such as 75 (the default) or 3",
 			o.ConflictExit, strings.Trim(fmt.Sprint(ownExitCodes), "[]"))
+	case len(o.Command) == 0 && o.OncePer > 0:
+		return cmdutil.Usagef("dlock run: --once-per needs a COMMAND: without one, dlock holds the lock until a signal, and records no run")
+	case len(o.Command) == 0 && o.LeaveChildren:
+		return cmdutil.Usagef("dlock run: --leave-children needs a COMMAND")
+	case len(o.Command) == 0:
 	case o.Command[0] == "":
 		return cmdutil.Usagef("dlock run: COMMAND is empty")
 	case strings.HasPrefix(o.Command[0], "-"):
 		return cmdutil.Usagef("dlock run: COMMAND %q starts with a dash; put flags before NAME, and COMMAND after --", o.Command[0])
 	}
 	return nil
+}
+
+// above returns the round duration a person would pick just above d: the
+// next whole 100ms from a second up, the next whole millisecond below.
+func above(d time.Duration) time.Duration {
+	unit := time.Millisecond
+	if d >= time.Second {
+		unit = 100 * time.Millisecond
+	}
+	return (d/unit + 1) * unit
 }

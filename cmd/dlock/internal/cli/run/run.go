@@ -77,6 +77,9 @@ type runner struct {
 	capAt     time.Time     // with --max-hold: when the hold ends, at the latest
 	target    *backend.Target
 
+	// status reports on a wait for the lock, with --wait.
+	status *waitStatus
+
 	// stopped is set by supervise when the lease was lost, or COMMAND was
 	// stopped because it was about to be: "dlock elect --again" then
 	// campaigns again.
@@ -129,6 +132,10 @@ func (r *runner) run() int {
 		observers = append(observers, m.observer)
 	}
 
+	if r.o.Wait > 0 || r.o.WaitForever {
+		r.status = newWaitStatus(r)
+		observers = append(observers, r.status)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan acquired, 1)
@@ -155,7 +162,7 @@ func (r *runner) run() int {
 		return r.failed(a)
 	}
 	if r.o.Verbose {
-		r.say("holding lock %q (fence %d) on %s after %v", r.o.Name, a.lease.Fence(), a.target.Describe(), a.waited.Round(time.Millisecond))
+		r.say("holding lock %q (fence %d) on %s after %v", r.o.Name, a.lease.Fence(), a.target.Describe(), cmdutil.Human(a.waited))
 	}
 	if r.o.MaxHold > 0 {
 		// The library counts from the grant, a little before now: its
@@ -169,7 +176,33 @@ func (r *runner) run() int {
 		}
 	}
 	r.setGrace(a.target.LeaseTime(r.o.TTL))
+	if len(r.o.Command) == 0 {
+		return r.hold(a.lease, sigs)
+	}
 	return r.supervise(a.lease, sigs)
+}
+
+// hold holds lease, with no COMMAND, until SIGINT, SIGTERM, SIGHUP or
+// SIGQUIT, then releases it and returns 0; or until it is lost (76) or
+// reaches --max-hold (79), as "etcdctl lock NAME" holds.
+func (r *runner) hold(lease dlock.Lease, sigs <-chan os.Signal) int {
+	r.say("holding lock %q (fence %d); SIGINT or SIGTERM releases it", r.o.Name, lease.Fence())
+	select {
+	case sig := <-sigs:
+		if err := r.release(lease); err != nil && errors.Is(err, dlock.ErrNotHeld) {
+			r.say("lock %q was lost before %s released it (%s)", r.o.Name, signame(sig), cmdutil.Reason(err))
+			return cmdutil.ExitLost
+		}
+		r.say("released lock %q on %s", r.o.Name, signame(sig))
+		return cmdutil.ExitOK
+	case <-lease.Done():
+		if err := lease.Err(); errors.Is(err, dlock.ErrMaxHold) {
+			r.say("lock %q reached --max-hold %v and was released", r.o.Name, r.o.MaxHold)
+			return cmdutil.ExitMaxHold
+		}
+		r.say("lost lock %q: %s", r.o.Name, cmdutil.Reason(lease.Err()))
+		return cmdutil.ExitLost
+	}
 }
 
 // setGrace sets the lease time in force and the grace that goes with it.
@@ -212,7 +245,17 @@ func (r *runner) acquire(ctx context.Context, obs dlock.Observer) (a acquired) {
 	}
 	label := holderLabel(start)
 	if r.o.Wait > 0 || r.o.WaitForever {
+		sctx, stop := context.WithCancel(ctx)
+		reported := make(chan struct{})
+		go func() {
+			defer close(reported)
+			if r.status != nil {
+				r.status.run(sctx, t, start)
+			}
+		}()
 		a.lease, a.err = l.Lock(dlock.WithLabel(wctx, label))
+		stop()
+		<-reported
 	} else {
 		a.lease, a.err = l.TryLock(dlock.WithLabel(ctx, label))
 	}

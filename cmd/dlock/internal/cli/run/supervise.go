@@ -50,7 +50,7 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 	defer renewBy.Stop()
 	stop := func(why string, grace time.Duration) {
 		stopping = true
-		r.say("%s; stopping %q (SIGTERM now, SIGKILL in %v)", why, r.o.Command[0], grace.Round(time.Millisecond))
+		r.say("%s; stopping %q (SIGTERM now, SIGKILL in %s)", why, r.o.Command[0], cmdutil.Human(grace))
 		sup.send(syscall.SIGTERM)
 		killAt = time.After(grace)
 	}
@@ -94,10 +94,10 @@ func (r *runner) supervise(lease dlock.Lease, sigs <-chan os.Signal) int {
 				break
 			}
 			left := time.Until(lease.Until())
-			why := fmt.Sprintf("lock %q was not renewed and ends in %v", r.o.Name, left.Round(time.Millisecond))
+			why := fmt.Sprintf("lock %q was not renewed and ends in %s", r.o.Name, cmdutil.Human(left))
 			if r.atCap(lease) {
 				capped = true
-				why = fmt.Sprintf("lock %q reaches --max-hold %v in %v", r.o.Name, r.o.MaxHold, left.Round(time.Millisecond))
+				why = fmt.Sprintf("lock %q reaches --max-hold %v in %s", r.o.Name, r.o.MaxHold, cmdutil.Human(left))
 			}
 			stop(why, max(0, left-KillLead(r.leaseTime)))
 		case <-killAt:
