@@ -1,0 +1,144 @@
+package redislock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/redislock"
+)
+
+// Attacks on WithBareKey: other writers of the bare key, the fence across
+// them and a restart, and WithBareKey beside dlock's own layout on the
+// same name. One server for all.
+func TestIntegrationBareKeyAttacks(t *testing.T) {
+	t.Parallel()
+	d := standalone(t)
+	admin := d.admin(t)
+	const ttl = 3 * time.Second
+	horizon := ttl/3 + time.Second // the next renewal, and slack for load
+
+	// A foreign write to the key dlock holds (an operator's DEL, another
+	// library's SET after the key was freed, a PEXPIRE that lets it
+	// expire): the lease ends at the next renewal, with ErrLost, and
+	// dlock's release never deletes the foreign value.
+	t.Run("ForeignWrites", func(t *testing.T) {
+		ctx := timeout(t, 30*time.Second)
+		c := newClient(t, d, goRedis)
+		for _, w := range []struct {
+			name string
+			do   func(key string) error
+		}{
+			{"DEL", func(key string) error { return admin.Del(ctx, key).Err() }},
+			{"SET", func(key string) error { return admin.Set(ctx, key, "foreign", time.Minute).Err() }},
+			{"PEXPIRE", func(key string) error { return admin.PExpire(ctx, key, time.Millisecond).Err() }},
+		} {
+			key := "attack:foreign:" + w.name
+			l, err := c.NewMutex(key, redislock.WithBareKey(), redislock.WithTTL(ttl)).TryLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.do(key); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			select {
+			case <-l.Done():
+			case <-time.After(horizon):
+				t.Fatalf("%s: Done still open %v after a foreign %s of the key", key, horizon, w.name)
+			}
+			if !errors.Is(l.Err(), dlock.ErrLost) {
+				t.Errorf("%s: Err %v after a foreign %s; want ErrLost", key, l.Err(), w.name)
+			}
+			t.Logf("%s: Done %v after the foreign %s", key, time.Since(start).Round(time.Millisecond), w.name)
+			l.Release(ctx)
+			if w.name == "SET" {
+				if v, _ := admin.Get(ctx, key).Result(); v != "foreign" {
+					t.Errorf("%s: the foreign value became %q after dlock's release", key, v)
+				}
+				admin.Del(ctx, key)
+			}
+		}
+	})
+
+	// Fences strictly increase across dlock holders of the key, with a
+	// foreign holder between them and across a restart of the server
+	// without persistence (the counter is gone then).
+	t.Run("FenceAcrossForeignAndRestart", func(t *testing.T) {
+		ctx := timeout(t, 30*time.Second)
+		c := newClient(t, d, goRedis)
+		key := "attack:fence"
+		m := c.NewMutex(key, redislock.WithBareKey(), redislock.WithTTL(ttl))
+		take := func() uint64 {
+			t.Helper()
+			l, err := m.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(ctx)
+			return l.Fence()
+		}
+		f1 := take()
+		if err := admin.Set(ctx, key, "foreign", 100*time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+		f2 := take() // waits for the foreign key to expire
+		if f2 <= f1 {
+			t.Fatalf("fence %d after a foreign holder, after %d; want larger", f2, f1)
+		}
+		if err := d.servers[0].Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := admin.Exists(ctx, rediskeys.Bare(key).Fence).Result(); n != 0 {
+			t.Fatalf("the counter survived a restart without persistence")
+		}
+		var f3 uint64
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			l, err := m.TryLock(ctx)
+			if err == nil {
+				f3 = l.Fence()
+				l.Release(ctx)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("TryLock after the restart: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if f3 <= f2 {
+			t.Fatalf("fence %d after a restart without persistence, after %d; want larger", f3, f2)
+		}
+	})
+
+	// A bare Mutex and dlock's own Mutex on the same name are different
+	// locks (different keys): holding one does not make the other
+	// "reentrant" under the holder's Context, which the migration
+	// (docs/interop-redis.md) needs when code takes one inside the other.
+	t.Run("OtherLayoutUnderHoldersContext", func(t *testing.T) {
+		ctx := timeout(t, 30*time.Second)
+		c := newClient(t, d, goRedis)
+		const key = "attack:nested"
+		for _, order := range [][2]*redislock.Mutex{
+			{c.NewMutex(key, redislock.WithBareKey()), c.NewMutex(key)},
+			{c.NewMutex(key), c.NewMutex(key, redislock.WithBareKey())},
+		} {
+			outer, err := order[0].Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inner, err := order[1].TryLock(outer.Context())
+			if err != nil {
+				t.Errorf("the other layout on %q under the holder's Context: %v; want it taken (another key)", key, err)
+			} else {
+				inner.Release(ctx)
+			}
+			// The same layout is still refused, as it would wait for itself.
+			if _, err := order[0].TryLock(outer.Context()); !errors.Is(err, redislock.ErrNotReentrant) {
+				t.Errorf("the same layout under the holder's Context: %v; want ErrNotReentrant", err)
+			}
+			outer.Release(ctx)
+		}
+	})
+}
