@@ -1,6 +1,7 @@
 package redislock_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -141,4 +142,41 @@ func TestIntegrationBareKeyAttacks(t *testing.T) {
 			outer.Release(ctx)
 		}
 	})
+}
+
+// Two MultiLocks over the bare key and dlock's layout of one name, given
+// in opposite orders (two services written apart, during the migration
+// docs/interop-redis.md describes): MultiLock takes its locks in the
+// order of their names so that MultiLocks sharing locks cannot deadlock,
+// and the two locks share a name. Both must get through.
+func TestIntegrationBareKeyMultiLockOrder(t *testing.T) {
+	t.Parallel()
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	const key = "orders:order"
+	c1, c2 := newClient(t, d, goRedis), newClient(t, d, goRedis)
+	ml1 := redislock.NewMultiLock(c1.NewMutex(key, redislock.WithBareKey()), c1.NewMutex(key))
+	ml2 := redislock.NewMultiLock(c2.NewMutex(key), c2.NewMutex(key, redislock.WithBareKey()))
+	for round := range 20 {
+		start := make(chan struct{})
+		errs := make(chan error, 2)
+		for _, ml := range []*redislock.MultiLock{ml1, ml2} {
+			go func() {
+				<-start
+				rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				defer cancel()
+				l, err := ml.Lock(rctx)
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				errs <- err
+			}()
+		}
+		close(start)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v (the two MultiLocks took the two locks in opposite orders: a deadlock)", round, err)
+			}
+		}
+	}
 }
