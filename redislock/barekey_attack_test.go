@@ -8,7 +8,10 @@ import (
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/rediskeys"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
+	"github.com/redis/go-redis/v9"
 )
 
 // Attacks on WithBareKey: other writers of the bare key, the fence across
@@ -178,5 +181,78 @@ func TestIntegrationBareKeyMultiLockOrder(t *testing.T) {
 				t.Fatalf("round %d: %v (the two MultiLocks took the two locks in opposite orders: a deadlock)", round, err)
 			}
 		}
+	}
+}
+
+// A bare key whose slot moves to another master while dlock holds it, and
+// while a dlock waiter waits for it: no foreign SET NX gets in during the
+// move, the holder's renewals follow the key, and the waiter is granted
+// once the slot has moved, with a fence above those drawn before (the
+// counter is in the key's slot and moves with it).
+func TestIntegrationBareKeyClusterSlotMigration(t *testing.T) {
+	t.Parallel()
+	c := testenv.StartCluster(t, 3)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	locks := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { locks.Close() })
+	ctx := timeout(t, time.Minute)
+	const key = "{mig}:bare"
+	slot := int(rediskeys.ClusterSlot(key))
+	m := locks.NewMutex(key, redislock.WithBareKey(), redislock.WithTTL(time.Second))
+	l, err := m.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := l.Fence()
+	from, err := c.Owner(slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := make(chan error, 1)
+	go func() { moved <- c.MigrateSlot(slot, (from+1)%3, 300*time.Millisecond) }()
+	foreign := 0
+	for done := false; !done; {
+		select {
+		case err := <-moved:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		case <-time.After(20 * time.Millisecond):
+			if ok, _ := rdb.SetNX(ctx, key, "foreign", time.Second).Result(); ok {
+				foreign++
+			}
+		}
+	}
+	if foreign > 0 || l.Err() != nil {
+		t.Fatalf("while the slot moved: %d foreign SET NX took the key; dlock's lease: %v", foreign, l.Err())
+	}
+	if v, _ := rdb.Get(ctx, key).Result(); v != l.Token() {
+		t.Fatalf("after the move the key holds %q; want dlock's token", v)
+	}
+	// Held across at least one renewal on the new master.
+	time.Sleep(700 * time.Millisecond)
+	if l.Err() != nil {
+		t.Fatalf("lease after the move: %v", l.Err())
+	}
+	// A waiter while the slot moves back.
+	go func() { moved <- c.MigrateSlot(slot, from, 300*time.Millisecond) }()
+	time.AfterFunc(200*time.Millisecond, func() { l.Release(ctx) })
+	l2, err := locks.NewMutex(key, redislock.WithBareKey()).Lock(timeout(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("Lock while the slot moved back: %v", err)
+	}
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+	if l2.Fence() <= before {
+		t.Errorf("fence %d after the moves, %d before; want it higher", l2.Fence(), before)
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, key).Result(); n != 0 {
+		t.Errorf("the key is left after the release")
 	}
 }
