@@ -256,3 +256,43 @@ func TestIntegrationBareKeyClusterSlotMigration(t *testing.T) {
 		t.Errorf("the key is left after the release")
 	}
 }
+
+// WithReplicas with WithBareKey: a grant that was acknowledged survives
+// a failover to the replica, where a foreign SET NX is refused; a grant no
+// replica acknowledged (the promoted replica has none) is given back: the
+// bare key is free again for another library at once.
+func TestIntegrationBareKeyReplicas(t *testing.T) {
+	t.Parallel()
+	master, replica, _ := replicated(t)
+	ctx := timeout(t, 30*time.Second)
+	const key = "orders:replicated"
+	opts := []redislock.Option{redislock.WithBareKey(), redislock.WithTTL(3 * time.Second), redislock.WithReplicas(1, 300*time.Millisecond)}
+	l, err := clientAt(t, master.Addr()).NewMutex(key, opts...).TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failover(t, master, replica)
+	admin := redis.NewClient(&redis.Options{Addr: replica.Addr()})
+	t.Cleanup(func() { admin.Close() })
+	if ok, err := admin.SetNX(ctx, key, "foreign", time.Minute).Result(); ok || err != nil {
+		t.Fatalf("foreign SET NX on the promoted replica: %v, %v; want refused", ok, err)
+	}
+	if l.Err() != nil {
+		t.Fatalf("lease after the failover: %v", l.Err())
+	}
+	other := key + ":unacknowledged"
+	if l, err := clientAt(t, replica.Addr()).NewMutex(other, opts...).TryLock(ctx); err == nil {
+		l.Release(ctx)
+		t.Fatal("TryLock on a master without replicas: granted; want refused")
+	} else if !errors.Is(err, dlock.ErrNotObtained) {
+		t.Fatalf("TryLock on a master without replicas: %v; want ErrNotObtained", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); admin.Exists(ctx, other).Val() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the unacknowledged grant's key %q is still there", other)
+		}
+	}
+	if ok, err := admin.SetNX(ctx, other, "foreign", time.Second).Result(); !ok || err != nil {
+		t.Fatalf("foreign SET NX after the unacknowledged grant: %v, %v; want it taken", ok, err)
+	}
+}
