@@ -82,14 +82,16 @@ func TestIntegrationRedlockRestartRedsync(t *testing.T) {
 
 	// redsync: the restarted node votes at once.
 	m := redsync.New(pools...).NewMutex(key, redsync.WithExpiry(lease), redsync.WithTries(1))
-	overlap := m.TryLockContext(ctx) == nil
+	before := valuesOn(rdbs...)(ctx, key)
+	rerr := m.TryLockContext(ctx)
+	overlap := rerr == nil
 	took := time.Now()
 	if overlap {
 		defer m.UnlockContext(ctx)
 	}
 	if since := took.Sub(granted); !overlap || since > lease/3 || l.Err() != nil {
 		// A slow machine: dlock's renewal came first. Nothing to show.
-		t.Logf("no overlap (redsync took it: %v, %v after the grant, dlock's lease: %v)", overlap, since, l.Err())
+		t.Logf("no overlap (redsync: %v, %v after the grant, with the nodes holding %q; dlock's lease: %v)", rerr, since, before, l.Err())
 		return
 	}
 	t.Logf("redsync took the key %v after dlock's grant, %v before dlock's Until: two holders",
