@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // A MultiLock takes several locks, all or nothing. The locks may live on
@@ -66,15 +67,15 @@ func NewMultiLock(locks ...dlock.Locker) *MultiLock {
 	return ml
 }
 
-// keyOf returns the key a Mutex of this package locks, which orders
-// locks of one name: a Mutex made WithBareKey and one in dlock's layout
-// share their name, and without it two MultiLocks given both in opposite
-// orders would take them in those orders, and deadlock.
+// keyOf returns the key a Mutex of this package or of redlock takes,
+// which orders locks of one name: a Mutex made WithBareKey and one in
+// dlock's layout share their name, and without it two MultiLocks given
+// both in opposite orders would take them in those orders, and deadlock.
 func keyOf(l dlock.Locker) string {
 	if m, ok := l.(*Mutex); ok {
 		return m.keys.lock
 	}
-	return ""
+	return lease.OrderOf(l)
 }
 
 // Lock takes every lock, in name order, waiting for each. If one cannot be
