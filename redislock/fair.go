@@ -101,7 +101,7 @@ func (m *FairMutex) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if m.c.heldKind(ctx, m.name) == "FairMutex" {
+	if m.c.heldKind(ctx, m.name, false) == "FairMutex" {
 		return ErrNotReentrant
 	}
 	return nil

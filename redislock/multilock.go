@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/lease"
 )
 
 // A MultiLock takes several locks, all or nothing. The locks may live on
 // different Clients, or be of any backend that names its locks. They are
-// always taken in the order of their names, so two MultiLocks that share
-// locks cannot deadlock each other.
+// always taken in the order of their names (and, for the one name of a
+// Mutex made WithBareKey and one in dlock's layout, of their keys), so two
+// MultiLocks that share locks cannot deadlock each other.
 //
 // A MultiLock reports no events of its own: each of its locks reports to
 // the observer of its own Client (see WithObserver), as if taken alone.
@@ -53,7 +55,9 @@ func NewMultiLock(locks ...dlock.Locker) *MultiLock {
 			return ml
 		}
 	}
-	slices.SortStableFunc(ml.locks, func(a, b dlock.Locker) int { return cmp.Compare(a.Name(), b.Name()) })
+	slices.SortStableFunc(ml.locks, func(a, b dlock.Locker) int {
+		return cmp.Or(cmp.Compare(a.Name(), b.Name()), cmp.Compare(keyOf(a), keyOf(b)))
+	})
 	for i := 1; i < len(ml.locks); i++ {
 		if ml.locks[i].Name() == ml.locks[i-1].Name() && ml.locks[i] == ml.locks[i-1] {
 			ml.err = fmt.Errorf("redislock: NewMultiLock: lock %q given twice", ml.locks[i].Name())
@@ -61,6 +65,17 @@ func NewMultiLock(locks ...dlock.Locker) *MultiLock {
 		}
 	}
 	return ml
+}
+
+// keyOf returns the key a Mutex of this package or of redlock takes,
+// which orders locks of one name: a Mutex made WithBareKey and one in
+// dlock's layout share their name, and without it two MultiLocks given
+// both in opposite orders would take them in those orders, and deadlock.
+func keyOf(l dlock.Locker) string {
+	if m, ok := l.(*Mutex); ok {
+		return m.keys.lock
+	}
+	return lease.OrderOf(l)
 }
 
 // Lock takes every lock, in name order, waiting for each. If one cannot be

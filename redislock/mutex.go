@@ -241,7 +241,7 @@ func (m *Mutex) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return dlock.NotObtained(err)
 	}
-	if !m.f.reentrant && m.c.heldKind(ctx, m.name) == m.f.kind {
+	if !m.f.reentrant && m.c.heldKind(ctx, m.name, m.cfg.bare) == m.f.kind {
 		return ErrNotReentrant
 	}
 	return nil
@@ -252,11 +252,13 @@ func (m *Mutex) check(ctx context.Context) error {
 // carries, if it holds name; otherwise "". A lock asked under the Context
 // of a lease of its own kind would wait for itself; under another kind's,
 // the server refuses it as it refuses another kind held by anyone
-// (dlock.ErrKindMismatch).
-func (c *Client) heldKind(ctx context.Context, name string) string {
+// (dlock.ErrKindMismatch). bare says whether the lock asked is made
+// WithBareKey: a Mutex on the bare key name and one in dlock's layout on
+// the same name lock different keys, and neither waits for the other.
+func (c *Client) heldKind(ctx context.Context, name string, bare bool) string {
 	switch l := c.leases.Held(ctx).(type) {
 	case *grant:
-		if l.Key() == name {
+		if l.Key() == name && l.m.cfg.bare == bare {
 			return l.m.f.kind
 		}
 	case *fairLease:

@@ -20,6 +20,7 @@ import (
 // not reentrant and not fair. It is safe for concurrent use; each Lock
 // returns an independent Lease.
 type Mutex struct {
+	order  // the key it takes, which orders it in a MultiLock
 	c      *Client
 	name   string
 	keys   keys
@@ -63,8 +64,12 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	if m.err == nil {
 		m.err = m.cfg.check(c.cfg)
 	}
+	m.order = lease.NewOrder(m.keys.lock)
 	return m
 }
+
+// order is lease.Order under a name that keeps Mutex's field unexported.
+type order = lease.Order
 
 // Name returns the lock's name, as given to NewMutex.
 func (m *Mutex) Name() string { return m.name }
