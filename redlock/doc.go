@@ -153,7 +153,10 @@
 // that they and dlock exclude each other, dlock keeping its fence, restart
 // detection, watchdog, Until and Done. Its waiters poll for the other
 // libraries' releases, 8ms to 64ms apart by default. Elections refuse it
-// (ErrBareKeyUnsupported). See docs/interop-redis.md.
+// (ErrBareKeyUnsupported). Restart detection keeps only dlock's clients
+// off a node that lost its data, not redsync's or node-redlock's: with
+// them on the same masters, every node must persist with appendfsync
+// always or stay down for a TTL after a crash. See docs/interop-redis.md.
 //
 // # Limits
 //
