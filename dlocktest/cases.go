@@ -572,7 +572,9 @@ func labelled(value string) (int, string) {
 func (s *suite) cancelledDuringAttempt(t *testing.T) {
 	key := uniqueKey(t)
 	l := s.b.NewLocker(t, key, Options{TTL: 30 * time.Second})
-	warm, err := l.TryLock(ctxFor(t, 5*time.Second)) // connections and scripts ready
+	// Lock, not TryLock: a Cluster may still be failing over after the
+	// case before (CLUSTERDOWN), which Lock waits through.
+	warm, err := l.Lock(ctxFor(t, 30*time.Second)) // connections and scripts ready
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,9 +73,9 @@ func (s *suite) tryLockUnavailable(t *testing.T) {
 			t.Parallel()
 			key := uniqueKey(t)
 			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
-			warm, err := l.TryLock(ctxFor(t, 10*time.Second)) // connections ready
+			warm, err := l.Lock(ctxFor(t, 30*time.Second)) // connections ready; Lock waits through a Cluster still failing over
 			if err != nil {
-				t.Fatalf("TryLock before the fault: %v", err)
+				t.Fatalf("Lock before the fault: %v", err)
 			}
 			if err := warm.Release(ctxFor(t, 10*time.Second)); err != nil {
 				t.Fatalf("Release before the fault: %v", err)
@@ -176,9 +176,9 @@ func (s *suite) releaseUnavailable(t *testing.T) {
 func (s *suite) lockUnavailableUntilContext(t *testing.T) {
 	key := uniqueKey(t)
 	l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL})
-	warm, err := l.TryLock(ctxFor(t, 10*time.Second))
+	warm, err := l.Lock(ctxFor(t, 30*time.Second)) // Lock waits through a Cluster still failing over
 	if err != nil {
-		t.Fatalf("TryLock before the fault: %v", err)
+		t.Fatalf("Lock before the fault: %v", err)
 	}
 	warm.Release(ctxFor(t, 10*time.Second))
 	fail(false)
