@@ -62,7 +62,8 @@ the lock is not renewed past D after it was granted: COMMAND gets the same
 early stop, so as to be gone by then, and dlock exits 79. With
 --once-per D, dlock skips COMMAND and exits 0 if the last run of NAME that
 exited 0 finished less than D ago (checked while holding the lock, and
-recorded before releasing it). If dlock itself dies (kill -9, the OOM
+recorded before releasing it; "dlock release --force NAME" removes the
+record). If dlock itself dies (kill -9, the OOM
 killer), everything of COMMAND's is killed at once, and the lock outlives
 it by --ttl (on ZooKeeper the session timeout: --ttl, within the
 ensemble's minSessionTimeout and maxSessionTimeout).
