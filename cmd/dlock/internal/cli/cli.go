@@ -1,5 +1,5 @@
 // Package cli implements the dlock command. Main dispatches to one package
-// per subcommand (run, elect, inspect, release, bench, demo); each parses its own
+// per subcommand (run, elect, inspect, release, list, bench, demo); each parses its own
 // flags, writes to injected streams and returns an exit code, so that tests
 // can drive it without a process.
 package cli
@@ -29,6 +29,8 @@ Usage:
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
                                                 (--json; --exit-status: 0 held, 3 free)
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
+                                                (and its --once-per record)
+  dlock list [flags] [PREFIX]                   list the held locks whose names start with PREFIX
   dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
   dlock fence reset --fence N --yes [flags]     set a resource's newest fence, even lower (an operator's)
   dlock schema postgres|mysql [--table NAME]    print the SQL of the tables dlock keeps in a database
@@ -74,6 +76,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"elect":      run.ElectMain,
 	"inspect":    inspect.Main,
 	"release":    inspect.ReleaseMain,
+	"list":       inspect.ListMain,
 	"bench":      bench.Main,
 	"chaos":      chaos.Main,
 	"demo":       demo.Main,
