@@ -25,6 +25,13 @@ func TestIntegrationList(t *testing.T) {
 		{"ZooKeeper", zkDeployment},
 		{"etcd", etcdDeployment},
 		{"Redlock", func(t testing.TB) deployment { return redlockDeployment(t, 2*time.Second, 2*time.Second) }},
+		{"ZooKeeperChroot", func(t testing.TB) deployment {
+			d := deployment{flags: []string{"--zk", sharedZooKeeper(t).Addr() + "/list-chroot"}}
+			d.held = func(t testing.TB, name string) bool {
+				return dlock(t, nil, append(append([]string{"inspect", "--exit-status"}, d.flags...), name)...).code == 0
+			}
+			return d
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
