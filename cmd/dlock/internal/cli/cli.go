@@ -40,6 +40,7 @@ Usage:
   dlock completion bash|zsh|fish                print a shell completion script
   dlock version                                 print the version and the commit it was built from
   dlock help [COMMAND]                          print this help, or a command's
+  dlock help run-flags | run-details            every flag of run; how run supervises, waits, exits
 
 The lock service comes from one of:
   --redis URL                      one Redis; three or more times: Redlock
@@ -86,6 +87,12 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"version":    versionMain,
 }
 
+// topics are the help topics that are not commands: "dlock help TOPIC".
+var topics = map[string]func(w io.Writer){
+	"run-flags":   run.PrintFlags,
+	"run-details": run.PrintDetails,
+}
+
 // Main runs the dlock command with args (without the program name) and
 // returns the process exit code.
 //
@@ -111,6 +118,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		return versionMain(nil, streams)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
+			if topic, ok := topics[args[1]]; ok {
+				topic(stdout)
+				return cmdutil.ExitOK
+			}
 			if cmd, ok := commands[args[1]]; ok {
 				return cmd([]string{"--help"}, streams)
 			}
