@@ -75,7 +75,7 @@ func TestIntegrationInterruptedWhileWaiting(t *testing.T) {
 // Help writes flags as the README does, each default once.
 func TestHelpWritesFlagsOnce(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"run", "inspect", "release", "bench"} {
+	for _, cmd := range []string{"run", "run-flags", "inspect", "release", "list", "bench"} {
 		r := dlock(t, nil, "help", cmd)
 		if r.code != 0 {
 			t.Fatalf("dlock help %s: exit %d", cmd, r.code)
@@ -89,8 +89,8 @@ func TestHelpWritesFlagsOnce(t *testing.T) {
 			}
 		}
 	}
-	r := dlock(t, nil, "help", "run")
+	r := dlock(t, nil, "help", "run-flags")
 	if !strings.Contains(r.stdout, "  --ttl duration\n") || !strings.Contains(r.stdout, "(default 30s)") {
-		t.Errorf("dlock help run lacks --ttl and its default:\n%s", r.stdout)
+		t.Errorf("dlock help run-flags lacks --ttl and its default:\n%s", r.stdout)
 	}
 }

@@ -71,3 +71,55 @@ func TestIntegrationOncePer(t *testing.T) {
 		})
 	}
 }
+
+// "dlock release --force NAME" removes the record of NAME's last
+// --once-per run, on every backend, and says so: the next run --once-per
+// runs COMMAND instead of skipping it.
+func TestIntegrationReleaseClearsOncePer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		d    func(testing.TB) deployment
+	}{
+		{"Redis", func(t testing.TB) deployment { return redisDeployment(t, 1) }},
+		{"PostgreSQL", func(t testing.TB) deployment { return pgDeployment(t, false) }},
+		{"MySQL", func(t testing.TB) deployment { return mysqlDeployment(t, false) }},
+		{"ZooKeeper", zkDeployment},
+		{"etcd", etcdDeployment},
+		{"Redlock", func(t testing.TB) deployment {
+			d := redisDeployment(t, 3)
+			d.runFlags = []string{"--ttl", "1s", "--restart-window", "1s"}
+			return d
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := tc.d(t)
+			name, file := lockName(t), filepath.Join(t.TempDir(), "runs")
+			env := []string{"FILE=" + file}
+			run := func() result {
+				return dlock(t, env, runArgs(d, "--wait", "1m", "--once-per", "1h", name, "--", "sh", "-c", `echo ran >> "$FILE"`)...)
+			}
+			runs := func() int { b, _ := os.ReadFile(file); return strings.Count(string(b), "ran") }
+			if r := run(); r.code != 0 || runs() != 1 {
+				t.Fatalf("first run: exit %d, %d runs, %s", r.code, runs(), r.stderr)
+			}
+			if r := run(); r.code != 0 || runs() != 1 || !strings.Contains(r.stderr, "skipping") {
+				t.Fatalf("second run: exit %d, %d runs, %q; want it skipped", r.code, runs(), r.stderr)
+			}
+			r := dlock(t, nil, append(append([]string{"release"}, d.flags...), "--force", "--yes", name)...)
+			if r.code != 0 || !strings.Contains(r.stdout, "Cleared the --once-per record of") {
+				t.Fatalf("release --force: exit %d, stdout %q, stderr %q; want 0 and the record cleared", r.code, r.stdout, r.stderr)
+			}
+			if r := run(); r.code != 0 || runs() != 2 {
+				t.Fatalf("run after release --force: exit %d, %d runs, %q; want COMMAND run", r.code, runs(), r.stderr)
+			}
+			if r := dlock(t, nil, append(append([]string{"release"}, d.flags...), "--force", "--yes", name)...); r.code != 0 || !strings.Contains(r.stdout, "Cleared") {
+				t.Fatalf("second release --force: exit %d, %q", r.code, r.stdout)
+			}
+			if r := dlock(t, nil, append(append([]string{"release"}, d.flags...), "--force", "--yes", name)...); r.code != 0 || strings.Contains(r.stdout, "Cleared") {
+				t.Fatalf("release --force with no record: exit %d, %q; want no record cleared", r.code, r.stdout)
+			}
+		})
+	}
+}

@@ -33,7 +33,7 @@ func redisHADeployment(t testing.TB, rdb redis.UniversalClient, flags ...string)
 
 // A Redis Cluster (--redis-cluster) and a master that Sentinels monitor
 // (--redis-sentinel, --redis-master) are reachable from the command, as
-// they are from redislock: the same conflicts, inspect, release and
+// they are from redislock: the same conflicts, inspect, release, list and
 // --once-per as a single Redis.
 func TestIntegrationRedisClusterAndSentinel(t *testing.T) {
 	t.Parallel()
@@ -64,6 +64,7 @@ func TestIntegrationRedisClusterAndSentinel(t *testing.T) {
 func redisHASuite(t *testing.T, d deployment) {
 	t.Run("ConflictAndInterrupt", func(t *testing.T) { conflictAndInterrupt(t, d) })
 	t.Run("InspectAndForceRelease", func(t *testing.T) { inspectAndForceRelease(t, d) })
+	t.Run("List", func(t *testing.T) { listHeldUnderPrefix(t, d) })
 	t.Run("OncePer", func(t *testing.T) {
 		name := lockName(t)
 		for i, want := range []string{"ran", "less than --once-per"} {

@@ -146,7 +146,38 @@ func TestHelpNamesOnlyOwnFlags(t *testing.T) {
 	if r := dlock(t, nil, "help"); strings.Contains(r.stdout, "(run and bench;") {
 		t.Errorf("dlock help says only run and bench take --postgres and --mysql:\n%s", r.stdout)
 	}
-	if r := dlock(t, nil, "help", "run"); !strings.Contains(r.stdout, "--session") {
-		t.Errorf("dlock help run does not name --session:\n%s", r.stdout)
+	if r := dlock(t, nil, "help", "run-flags"); !strings.Contains(r.stdout, "--session") {
+		t.Errorf("dlock help run-flags does not name --session:\n%s", r.stdout)
+	}
+}
+
+// "dlock help run" fits on one screen, at most 50 lines; "dlock help
+// run-flags" documents every flag of dlock run, each once, and "dlock help
+// run-details" the rest of what run does.
+func TestHelpRunFitsOneScreen(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help", "run"}, {"run", "--help"}} {
+		r := dlock(t, nil, args...)
+		if n := strings.Count(r.stdout, "\n"); r.code != 0 || n > 50 {
+			t.Errorf("dlock %v: exit %d, %d lines; want 0 and at most 50:\n%s", args, r.code, n, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "dlock help run-flags") || !strings.Contains(r.stdout, "dlock help run-details") {
+			t.Errorf("dlock %v does not point to run-flags and run-details:\n%s", args, r.stdout)
+		}
+	}
+	flags := dlock(t, nil, "help", "run-flags")
+	for _, f := range []string{"--ttl", "--wait", "--kind", "--permits", "--once-per", "--max-hold", "--grace", "--conflict-exit-code",
+		"--leave-children", "-v", "--metrics-addr", "--metrics-push", "--metrics-textfile", "--log-format", "--redis", "--redis-cluster",
+		"--redis-sentinel", "--redis-master", "--zk", "--zk-auth-file", "--postgres", "--mysql", "--etcd", "--etcd-user", "--session",
+		"--table", "--restart-window", "--password-file", "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name"} {
+		if n := strings.Count(flags.stdout, "\n  "+f+" ") + strings.Count(flags.stdout, "\n  "+f+"\n"); flags.code != 0 || n != 1 {
+			t.Errorf("dlock help run-flags lists %s %d times; want once", f, n)
+		}
+	}
+	details := dlock(t, nil, "help", "run-details")
+	for _, s := range []string{"--leave-children", "--max-hold", "--once-per", "--wait", "--metrics-push", "--log-format", "DLOCK_WAIT_REPORT_EVERY", "128+n"} {
+		if details.code != 0 || !strings.Contains(details.stdout, s) {
+			t.Errorf("dlock help run-details does not explain %s", s)
+		}
 	}
 }

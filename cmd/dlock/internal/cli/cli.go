@@ -1,5 +1,5 @@
 // Package cli implements the dlock command. Main dispatches to one package
-// per subcommand (run, elect, inspect, release, bench, demo); each parses its own
+// per subcommand (run, elect, inspect, release, list, bench, demo); each parses its own
 // flags, writes to injected streams and returns an exit code, so that tests
 // can drive it without a process.
 package cli
@@ -29,6 +29,8 @@ Usage:
   dlock inspect [flags] NAME                    show who holds NAME, its fence, TTL and waiters
                                                 (--json; --exit-status: 0 held, 3 free)
   dlock release --force [--yes] [flags] NAME    remove every holder of NAME and wake its waiters
+                                                (and its --once-per record)
+  dlock list [flags] [PREFIX]                   list the held locks whose names start with PREFIX
   dlock fence check|write [flags]               refuse a script's write with a stale fence ($DLOCK_FENCE)
   dlock fence reset --fence N --yes [flags]     set a resource's newest fence, even lower (an operator's)
   dlock schema postgres|mysql [--table NAME]    print the SQL of the tables dlock keeps in a database
@@ -38,6 +40,7 @@ Usage:
   dlock completion bash|zsh|fish                print a shell completion script
   dlock version                                 print the version and the commit it was built from
   dlock help [COMMAND]                          print this help, or a command's
+  dlock help run-flags | run-details            every flag of run; how run supervises, waits, exits
 
 The lock service comes from one of:
   --redis URL                      one Redis; three or more times: Redlock
@@ -74,6 +77,7 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"elect":      run.ElectMain,
 	"inspect":    inspect.Main,
 	"release":    inspect.ReleaseMain,
+	"list":       inspect.ListMain,
 	"bench":      bench.Main,
 	"chaos":      chaos.Main,
 	"demo":       demo.Main,
@@ -81,6 +85,12 @@ var commands = map[string]func(args []string, io cmdutil.IO) int{
 	"schema":     backend.SchemaMain,
 	"completion": completionMain,
 	"version":    versionMain,
+}
+
+// topics are the help topics that are not commands: "dlock help TOPIC".
+var topics = map[string]func(w io.Writer){
+	"run-flags":   run.PrintFlags,
+	"run-details": run.PrintDetails,
 }
 
 // Main runs the dlock command with args (without the program name) and
@@ -108,6 +118,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		return versionMain(nil, streams)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
+			if topic, ok := topics[args[1]]; ok {
+				topic(stdout)
+				return cmdutil.ExitOK
+			}
 			if cmd, ok := commands[args[1]]; ok {
 				return cmd([]string{"--help"}, streams)
 			}

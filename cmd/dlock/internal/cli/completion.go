@@ -29,6 +29,7 @@ func commandFlags() map[string]*flag.FlagSet {
 	return map[string]*flag.FlagSet{
 		"run": run.FlagSet(&ro), "elect": run.ElectFlagSet(&eo),
 		"inspect": inspect.FlagSet(), "release": inspect.ReleaseFlagSet(),
+		"list":  inspect.ListFlagSet(),
 		"fence": fencecmd.FlagSet(), "bench": bench.FlagSet(&bo),
 		"chaos": chaos.FlagSet(&co), "demo": demo.FlagSet(&do),
 	}
@@ -52,7 +53,7 @@ func completionFlags() map[string]string {
 	return out
 }
 
-const completionCommands = "run elect inspect release fence schema bench chaos demo completion version help"
+const completionCommands = "run elect inspect release list fence schema bench chaos demo completion version help"
 
 const bashCompletion = `# bash completion for dlock; load with: source <(dlock completion bash)
 _dlock() {
@@ -116,7 +117,7 @@ func completionMain(args []string, streams cmdutil.IO) int {
 	if len(args) != 1 {
 		return cmdutil.Fail(streams, cmdutil.Usagef("dlock completion: name one shell: bash, zsh or fish"), cmdutil.ExitUsage)
 	}
-	names := []string{"run", "elect", "inspect", "release", "fence", "bench", "chaos", "demo"}
+	names := []string{"run", "elect", "inspect", "release", "list", "fence", "bench", "chaos", "demo"}
 	completionFlags := completionFlags()
 	var cases strings.Builder
 	switch args[0] {

@@ -120,6 +120,7 @@ type myConn struct {
 	db      *sql.DB
 	session bool
 	runs    string // the table of the records of --once-per, quoted
+	table   string // mysqllock's table, quoted
 }
 
 // connectMySQL opens a pool, checks that the database answers, and
@@ -147,7 +148,7 @@ func connectMySQL(ctx context.Context, spec Spec, obs dlock.Observer) (conn, err
 	if spec.Table != "" {
 		opts = append(opts, mysqllock.WithTable(spec.Table))
 	}
-	m := &myConn{c: mysqllock.New(db, opts...), db: db, session: spec.Session, runs: myRunsTable(spec.Table)}
+	m := &myConn{c: mysqllock.New(db, opts...), db: db, session: spec.Session, runs: myRunsTable(spec.Table), table: myTable(spec.Table)}
 	if !spec.ReadOnly {
 		if err := m.c.Migrate(ctx); err != nil {
 			m.close()

@@ -106,6 +106,7 @@ type pgConn struct {
 	where   string // Spec.Describe
 	session bool
 	runs    string // the table of the records of --once-per, quoted
+	table   string // pglock's table, quoted
 }
 
 // connectPostgres opens a pool, checks that the database answers, and
@@ -125,7 +126,7 @@ func connectPostgres(ctx context.Context, spec Spec, obs dlock.Observer) (conn, 
 		}
 		return nil, pgRefused(pgParameter(err))
 	}
-	p := &pgConn{pool: pool, tls: negotiated(ctx, pool), where: spec.Describe(), session: spec.Session, runs: pgRunsTable(spec.Table)}
+	p := &pgConn{pool: pool, tls: negotiated(ctx, pool), where: spec.Describe(), session: spec.Session, runs: pgRunsTable(spec.Table), table: pgTable(spec.Table)}
 	opts := []pglock.ClientOption{pglock.WithObserver(obs)}
 	if spec.Table != "" {
 		opts = append(opts, pglock.WithTable(spec.Table))

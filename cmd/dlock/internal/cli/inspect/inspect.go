@@ -33,9 +33,9 @@ lock free. Values that something else stored are shown cut to 256 bytes,
 and quoted with Go's escapes if they hold a control character; the table
 lists at most 100 holders.
 
-With --once-per runs of NAME recorded (Redis, Redlock, PostgreSQL), it
+With --once-per runs of NAME recorded, it
 shows when the last successful one finished; "dlock release --force"
-leaves that record.
+removes that record.
 
 Exit codes: 0 shown (with --exit-status: 0 held, 3 free, and so 3 for a
 lock of kind unknown, which no one is known to hold); 64 bad usage, a

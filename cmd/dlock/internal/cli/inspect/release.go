@@ -16,7 +16,8 @@ import (
 const ReleaseUsage = `Usage: dlock release --force [--yes] [flags] NAME
 
 An operator's override: removes every holder of the lock NAME and wakes its
-waiters. The holders are not asked: each learns at its next renewal that
+waiters, and removes the record of its last "dlock run --once-per" run, so
+that the next such run runs COMMAND. The holders are not asked: each learns at its next renewal that
 its lease was taken over (a "dlock run" holder then stops its command and
 exits 76), but until then it may still be working. Use it for a holder that
 is gone or stuck, not to hurry a live one.
@@ -84,12 +85,24 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 		if err != nil {
 			return cmdutil.Fail(streams, fmt.Errorf("dlock release: %w", err), cmdutil.ExitUnavailable)
 		}
-		writeTable(streams.Out, report{Report: r})
-		if !r.Held {
-			fmt.Fprintf(streams.Out, "Lock %q is not held; nothing to release.\n", o.name)
+		out := report{Report: r}
+		ago, recorded, err := t.LastRun(ctx, o.name)
+		if err != nil {
+			return cmdutil.Fail(streams, fmt.Errorf("dlock release: %w", backend.Denied(err)), cmdutil.ExitUnavailable)
+		}
+		if recorded {
+			out.LastRunMs = max(ago.Milliseconds(), 1)
+		}
+		writeTable(streams.Out, out)
+		if !r.Held && !recorded {
+			fmt.Fprintf(streams.Out, "Lock %q is not held and has no --once-per record; nothing to release.\n", o.name)
 			return cmdutil.ExitOK
 		}
-		fmt.Fprintf(streams.Out, "Remove every holder of %q and wake its waiters? [y/N] ", o.name)
+		question := fmt.Sprintf("Remove every holder of %q and wake its waiters", o.name)
+		if recorded {
+			question += ", and remove its --once-per record"
+		}
+		fmt.Fprintf(streams.Out, "%s? [y/N] ", question)
 		cancel() // the question may take a while; the release gets its own deadline
 		answer, _ := bufio.NewReader(streams.In).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
@@ -115,9 +128,16 @@ func ReleaseMain(args []string, streams cmdutil.IO) int {
 	}
 	if n == 0 {
 		fmt.Fprintf(streams.Out, "Lock %q was not held; nothing released.\n", o.name)
-		return cmdutil.ExitOK
+	} else {
+		fmt.Fprintf(streams.Out, "Released lock %q on %s: %s.\n", o.name, t.Describe(), t.Removed(n))
 	}
-	fmt.Fprintf(streams.Out, "Released lock %q on %s: %s.\n", o.name, t.Describe(), t.Removed(n))
+	cleared, err := t.ClearRun(ctx, o.name)
+	if err != nil {
+		return cmdutil.Fail(streams, fmt.Errorf("dlock release: removing the --once-per record of %q: %w", o.name, backend.Denied(err)), cmdutil.ExitUnavailable)
+	}
+	if cleared {
+		fmt.Fprintf(streams.Out, "Cleared the --once-per record of %q: the next \"dlock run --once-per\" runs its COMMAND.\n", o.name)
+	}
 	return cmdutil.ExitOK
 }
 

@@ -3,6 +3,7 @@ package run
 import (
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,9 +40,51 @@ func MaxGrace(ttl time.Duration) time.Duration { return ttl / 3 }
 // effect before another owner can take the lock.
 func KillLead(ttl time.Duration) time.Duration { return ttl / 20 }
 
-// Usage is the help text of "dlock run".
+// Usage is the help text of "dlock run": one screen (at most 50 lines).
+// DetailsUsage and the full flag list (FlagsUsage) hold the rest.
 const Usage = `Usage: dlock run [flags] NAME [-- COMMAND [ARGS...]]
        dlock run [flags] -- NAME [-- COMMAND [ARGS...]]  (NAME starting with -)
+
+Runs COMMAND while holding the lock NAME, renewing it every ttl/3, and
+releases it when COMMAND and every process it started have exited.
+COMMAND gets DLOCK_NAME, DLOCK_TOKEN and DLOCK_FENCE in its environment;
+its exit code is dlock's. Without COMMAND, dlock holds the lock until
+SIGINT or SIGTERM, then releases it and exits 0. If the lock is lost, or
+cannot be renewed in time, every process of COMMAND's gets SIGTERM, then
+SIGKILL, so that it is gone before another owner can take the lock.
+
+The lock service: --redis URL (3 or more: Redlock), --redis-cluster,
+--redis-sentinel, --zk, --postgres, --mysql or --etcd, or DLOCK_* (see
+'dlock help').
+
+Common flags:
+  --ttl D                 lease time, renewed every ttl/3 (default 30s)
+  --wait D                wait this long for the lock and for the service;
+                          0 (the default) tries once; or forever
+  --kind K                mutex (default), fair, read, write, or semaphore
+                          with --permits N
+  --once-per D            skip COMMAND, exit 0, if its last successful run
+                          finished less than D ago
+  --max-hold D            hold at most D: COMMAND is stopped, exit 79
+  --grace D               SIGTERM to SIGKILL, when the lock is lost
+  --conflict-exit-code N  exit N, not 75, when another owner holds the lock
+  --leave-children        release when COMMAND exits, not its children
+  -v                      log lock events (waits, grants, losses) to stderr
+  --metrics-addr ADDR     serve Prometheus metrics while COMMAND runs
+
+Exit codes: COMMAND's own; 64 bad usage; 69 lock service unavailable
+(when --wait ends) or failed; 71 cannot supervise COMMAND or listen on
+--metrics-addr; 75 held by another owner; 76 lock lost, or not renewed
+in time; 79 stopped at --max-hold; 126 COMMAND not executable; 127 not
+found; 128+n killed by signal n.
+
+More: 'dlock help run-flags' lists every flag (TLS, --session, --table,
+metrics, logs, ...); 'dlock help run-details' explains supervision,
+--max-hold, --once-per, waiting, metrics and every exit code.
+`
+
+// DetailsUsage is the help text of "dlock help run-details".
+const DetailsUsage = `dlock run: the details (see 'dlock help run' for a summary)
 
 Runs COMMAND while holding the lock NAME, renewing it every ttl/3, and
 releases it when COMMAND and every process it started have exited: like
@@ -62,7 +105,8 @@ the lock is not renewed past D after it was granted: COMMAND gets the same
 early stop, so as to be gone by then, and dlock exits 79. With
 --once-per D, dlock skips COMMAND and exits 0 if the last run of NAME that
 exited 0 finished less than D ago (checked while holding the lock, and
-recorded before releasing it). If dlock itself dies (kill -9, the OOM
+recorded before releasing it; "dlock release --force NAME" removes the
+record). If dlock itself dies (kill -9, the OOM
 killer), everything of COMMAND's is killed at once, and the lock outlives
 it by --ttl (on ZooKeeper the session timeout: --ttl, within the
 ensemble's minSessionTimeout and maxSessionTimeout).
@@ -102,9 +146,21 @@ found; 128+n COMMAND killed by signal n. COMMAND's own code passes through
 as it is: a COMMAND that exits 75 or 76 itself cannot be told from a
 conflict or a lost lock, so check stderr, or give --conflict-exit-code a
 code COMMAND never uses (dlock's own codes are refused).
+`
+
+// FlagsUsage heads the help text of "dlock help run-flags", which lists
+// every flag of dlock run.
+const FlagsUsage = `dlock run: every flag (see 'dlock help run' for a summary)
 
 Flags:
 `
+
+// PrintFlags writes the help of "dlock help run-flags": every flag of
+// dlock run.
+func PrintFlags(w io.Writer) { cmdutil.PrintUsage(w, FlagsUsage, FlagSet(new(Options))) }
+
+// PrintDetails writes the help of "dlock help run-details".
+func PrintDetails(w io.Writer) { fmt.Fprint(w, DetailsUsage) }
 
 // ownExitCodes are the exit codes with which dlock run reports something
 // of its own, which --conflict-exit-code may not take: a conflict would

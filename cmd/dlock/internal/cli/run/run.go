@@ -35,7 +35,7 @@ const ReleaseTimeout = 10 * time.Second
 func Main(args []string, io cmdutil.IO) int {
 	o, err := Parse(args, io.Getenv)
 	if errors.Is(err, cmdutil.ErrHelp) {
-		cmdutil.PrintUsage(io.Out, Usage, FlagSet(new(Options)))
+		fmt.Fprint(io.Out, Usage)
 		return cmdutil.ExitOK
 	}
 	if err != nil {
