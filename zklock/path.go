@@ -25,7 +25,7 @@ func checkPath(p string) error {
 	// another name, is left out. A segment named like a lock's node would
 	// be read as one of its parent's holders.
 	for _, seg := range strings.Split(p[1:], "/") {
-		if _, ok := parseChild(seg); ok {
+		if _, ok := parseChild(seg); ok || curatorLatch(seg) {
 			return fmt.Errorf("zklock: lock path %q has the segment %q, named as a lock's node is: the lock on the path above it would read it as a holder; rename the segment", p, seg)
 		}
 	}
@@ -143,6 +143,9 @@ func parseChildren(dir string, names []string) ([]child, error) {
 		if name == curatorLocks || name == curatorLeases {
 			continue // a Semaphore's, of Curator's layout: see Semaphore
 		}
+		if curatorLatch(name) {
+			return nil, fmt.Errorf("zklock: %s holds the node %q, a Curator LeaderLatch's: a LeaderLatch and zklock cannot share a path (Curator's LeaderSelector can); give the lock a path of its own", dir, name)
+		}
 		c, ok := parseChild(name)
 		if !ok && overflowed(name) {
 			return nil, fmt.Errorf("zklock: ZooKeeper's sequence counter for %s has overflowed (node %q); delete the path while no lock is held to start it again", dir, name)
@@ -153,6 +156,25 @@ func parseChildren(dir string, names []string) ([]child, error) {
 	}
 	slices.SortFunc(kids, func(a, b child) int { return cmp.Compare(a.seq, b.seq) })
 	return kids, nil
+}
+
+// curatorLatch reports whether name is a node of Curator's LeaderLatch:
+// "latch-" and a sequence of 10 digits at its end (after a protection
+// prefix "_c_<uuid>-" when the latch made it with protection). Such a node
+// is not another lock's path but a candidate of an election zklock cannot
+// see (see Curator's LeaderLatch in the package doc), so a lock that finds
+// one says so rather than leave it out.
+func curatorLatch(name string) bool {
+	const prefix, digits = "latch-", 10
+	if len(name) < len(prefix)+digits || !strings.HasSuffix(name[:len(name)-digits], prefix) {
+		return false
+	}
+	for _, r := range name[len(name)-digits:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // fenceOf returns the fence of the node with sequence seq under a parent

@@ -89,3 +89,21 @@ func TestCheckPath(t *testing.T) {
 		}
 	}
 }
+
+func TestCuratorLatch(t *testing.T) {
+	for name, want := range map[string]bool{
+		"latch-0000000002": true,
+		"_c_3b1f6f0e-0c4d-4d55-9a57-6c1b0a3e2f10-latch-0000000002": true,
+		"latch-000000002":      false, // 9 digits
+		"latch-00000000x2":     false,
+		"report-1700000000":    false, // a timestamp, not a latch
+		"mylatch-0000000001":   true,  // Curator sorts it as a latch node
+		"_c_x-lock-0000000001": false,
+		"latch":                false,
+		"":                     false,
+	} {
+		if got := curatorLatch(name); got != want {
+			t.Errorf("curatorLatch(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
