@@ -145,7 +145,11 @@ func testBareKeyLayout(t *testing.T, d *deployment, open opener) {
 		if !errors.Is(err, dlock.ErrNotObtained) {
 			t.Fatalf("%s: Lock: %v; want ErrNotObtained after the ctx", key, err)
 		}
-		if n := totalCommands(t, d) - calls; n > 60 {
+		// A poll every 8-64ms is at most 38 attempts of a few commands
+		// each (those inside the script count), plus what the client
+		// sends on its own (a Cluster client's slot reloads, INFO here);
+		// a spin sends thousands. (A fresh clone's Cluster run counted 61.)
+		if n := totalCommands(t, d) - calls; n > 200 {
 			t.Errorf("%s: Lock sent %d commands in 300ms on a key without expiry; want a poll, not a spin", key, n)
 		}
 		if v, _ := admin.Get(ctx, key).Result(); v != "foreign-token" {
