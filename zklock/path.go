@@ -25,7 +25,7 @@ func checkPath(p string) error {
 	// another name, is left out. A segment named like a lock's node would
 	// be read as one of its parent's holders.
 	for _, seg := range strings.Split(p[1:], "/") {
-		if _, ok := parseChild(seg); ok {
+		if _, ok := parseChild(seg); ok || overflowed(seg) {
 			return fmt.Errorf("zklock: lock path %q has the segment %q, named as a lock's node is: the lock on the path above it would read it as a holder; rename the segment", p, seg)
 		}
 	}
@@ -121,15 +121,21 @@ func parseChild(name string) (child, bool) {
 	return c, true
 }
 
-// overflowed reports whether name ends with a negative sequence, as
-// ZooKeeper appends once a parent's counter passes 2^31-1.
+// overflowed reports whether name is a lock node's with a negative
+// sequence, as ZooKeeper appends once a parent's counter passes 2^31-1
+// ("%010d": "-000000001" to "-2147483648"). Only a name that is a lock
+// node's with its sequence so written counts: another child ("release--2024",
+// the path of the lock "a/release--2024" beside "a") holds nothing.
 func overflowed(name string) bool {
 	i := strings.LastIndex(name, "-")
-	if i < 1 || name[i-1] != '-' {
+	if i < 1 || len(name)-i < seqDigits || len(name)-i > seqDigits+1 {
 		return false
 	}
-	_, err := strconv.ParseInt(name[i:], 10, 32)
-	return err == nil
+	if n, err := strconv.ParseInt(name[i:], 10, 32); err != nil || n >= 0 {
+		return false
+	}
+	_, ok := parseChild(name[:i] + strings.Repeat("0", seqDigits))
+	return ok
 }
 
 // parseChildren parses and sorts by sequence the children of dir. A child
