@@ -25,7 +25,7 @@ func checkPath(p string) error {
 	// another name, is left out. A segment named like a lock's node would
 	// be read as one of its parent's holders.
 	for _, seg := range strings.Split(p[1:], "/") {
-		if _, ok := parseChild(seg); ok || overflowed(seg) {
+		if _, ok := parseChild(seg); ok || overflowed(seg) || latchNode(seg) {
 			return fmt.Errorf("zklock: lock path %q has the segment %q, named as a lock's node is: the lock on the path above it would read it as a holder; rename the segment", p, seg)
 		}
 	}
@@ -121,6 +121,19 @@ func parseChild(name string) (child, bool) {
 	return c, true
 }
 
+// latchNode reports whether name is a node of Curator's LeaderLatch
+// ("latch-" and a sequence): it holds the path for its latch, but sorts
+// apart from every lock node (see the package doc), so a lock meeting one
+// fails naming it rather than leaving it out as another lock's path.
+func latchNode(name string) bool {
+	if len(name) <= seqDigits {
+		return false
+	}
+	rest, digits := name[:len(name)-seqDigits], name[len(name)-seqDigits:]
+	_, err := strconv.ParseUint(digits, 10, 63)
+	return err == nil && !strings.ContainsAny(digits, "+-") && strings.HasSuffix(rest, "latch-")
+}
+
 // overflowed reports whether name is a lock node's with a negative
 // sequence, as ZooKeeper appends once a parent's counter passes 2^31-1
 // ("%010d": "-000000001" to "-2147483648"). Only a name that is a lock
@@ -152,6 +165,9 @@ func parseChildren(dir string, names []string) ([]child, error) {
 		c, ok := parseChild(name)
 		if !ok && overflowed(name) {
 			return nil, fmt.Errorf("zklock: ZooKeeper's sequence counter for %s has overflowed (node %q); delete the path while no lock is held to start it again", dir, name)
+		}
+		if !ok && latchNode(name) {
+			return nil, fmt.Errorf("zklock: %s holds the node %q, a Curator LeaderLatch's, which does not share zklock's layout; give the lock a path of its own", dir, name)
 		}
 		if ok {
 			kids = append(kids, c)

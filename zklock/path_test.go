@@ -90,7 +90,7 @@ func TestCheckPath(t *testing.T) {
 	}
 	// A segment named like a lock node, overflowed or not, would be read
 	// as a holder of the lock above it.
-	for _, bad := range []string{"/a/_c_ab-lock-0000000001/b", "/a/_c_ab-__READ__-000000005"} {
+	for _, bad := range []string{"/a/_c_ab-lock-0000000001/b", "/a/_c_ab-__READ__-000000005", "/a/_c_ab-latch-0000000001"} {
 		if err := checkPath(bad); err == nil || !strings.Contains(err.Error(), "named as a lock's node") {
 			t.Errorf("checkPath(%q) = %v; want a refusal naming the segment", bad, err)
 		}
