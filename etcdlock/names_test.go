@@ -49,14 +49,15 @@ func TestIntegrationNameNotUTF8(t *testing.T) {
 // own, and ForceUnlock("a"), with "a" free, deleted the holder's key of
 // "a/read", whose waiter then took it while the holder still held: two
 // holders of one lock. Such a name is refused, before anything is
-// written; a name with such a segment elsewhere ("a/read/b") is a lock
-// of its own.
+// written; any other ("a/b", "a/694d7c3b1f2e0a11", shaped like a Mutex's
+// key of "a", and "a/read/b") is a lock of its own, which ForceUnlock("a")
+// leaves alone.
 func TestIntegrationNameShapedLikeParentsKey(t *testing.T) {
 	c := connect(t, []string{sharedEtcd(t).Addr()})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	parent := "names-" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	for _, last := range []string{"read", "write", "permits-2", ""} {
+	for _, last := range []string{"read", "write", "permits-2", "", "b", "694d7c3b1f2e0a11"} {
 		name := parent + "/" + last
 		holder, err := c.NewMutex(name).TryLock(ctx)
 		if err != nil {
