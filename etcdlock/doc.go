@@ -42,8 +42,10 @@
 // (a lock reads the key names under its prefix, values left out, and keeps
 // those of its own shapes). A concurrency.Mutex on "a" does not: it waits
 // for the keys of "a/b" as well. A name whose last segment is "read",
-// "write" or "permits-N" is still read by the lock of the name above it as
-// one of its RWMutex's or Semaphore's keys. Names must be valid UTF-8.
+// "write", "permits-..." or empty ("a/read", "a/") is refused: its keys
+// would have the shape of keys of the lock of the name above it (an
+// RWMutex's, a Semaphore's, a Mutex's), which would read them as its own,
+// and whose ForceUnlock would delete them. Names must be valid UTF-8.
 //
 // # Leases
 //

@@ -132,5 +132,14 @@ func checkName(name string) error {
 	case !utf8.ValidString(name):
 		return fmt.Errorf("etcdlock: lock name %q is not valid UTF-8", name)
 	}
+	// The keys of the lock "a/read" (a Mutex's "a/read/<lease>") have the
+	// shape of a key of the lock "a" (an RWMutex reader's): the locks of
+	// "a" would read them as their own, and ForceUnlock("a") delete them.
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		switch last := name[i+1:]; {
+		case last == "", last == "read", last == "write", strings.HasPrefix(last, "permits-"):
+			return fmt.Errorf("etcdlock: lock name %q: its last segment %q is that of a key of the lock %q (an RWMutex's read or write, a Semaphore's permits-N, a Mutex's empty one): rename it", name, last, name[:i])
+		}
+	}
 	return nil
 }

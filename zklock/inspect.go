@@ -252,6 +252,8 @@ func classify(names []string) (kids []child, k kind, why string) {
 		switch {
 		case !ok && overflowed(name):
 			return nil, 0, fmt.Sprintf("ZooKeeper's sequence counter has overflowed (node %q)", name)
+		case !ok && latchNode(name):
+			return nil, 0, fmt.Sprintf("node %q is a Curator LeaderLatch's, which does not share zklock's layout", name)
 		case !ok:
 			continue // another lock's path, or a node of the user's: see parseChildren
 		}

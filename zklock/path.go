@@ -25,7 +25,7 @@ func checkPath(p string) error {
 	// another name, is left out. A segment named like a lock's node would
 	// be read as one of its parent's holders.
 	for _, seg := range strings.Split(p[1:], "/") {
-		if _, ok := parseChild(seg); ok || curatorLatch(seg) {
+		if _, ok := parseChild(seg); ok || overflowed(seg) || latchNode(seg) {
 			return fmt.Errorf("zklock: lock path %q has the segment %q, named as a lock's node is: the lock on the path above it would read it as a holder; rename the segment", p, seg)
 		}
 	}
@@ -121,15 +121,34 @@ func parseChild(name string) (child, bool) {
 	return c, true
 }
 
-// overflowed reports whether name ends with a negative sequence, as
-// ZooKeeper appends once a parent's counter passes 2^31-1.
-func overflowed(name string) bool {
-	i := strings.LastIndex(name, "-")
-	if i < 1 || name[i-1] != '-' {
+// latchNode reports whether name is a node of Curator's LeaderLatch
+// ("latch-" and a sequence): it holds the path for its latch, but sorts
+// apart from every lock node (see the package doc), so a lock meeting one
+// fails naming it rather than leaving it out as another lock's path.
+func latchNode(name string) bool {
+	if len(name) <= seqDigits {
 		return false
 	}
-	_, err := strconv.ParseInt(name[i:], 10, 32)
-	return err == nil
+	rest, digits := name[:len(name)-seqDigits], name[len(name)-seqDigits:]
+	_, err := strconv.ParseUint(digits, 10, 63)
+	return err == nil && !strings.ContainsAny(digits, "+-") && strings.HasSuffix(rest, "latch-")
+}
+
+// overflowed reports whether name is a lock node's with a negative
+// sequence, as ZooKeeper appends once a parent's counter passes 2^31-1
+// ("%010d": "-000000001" to "-2147483648"). Only a name that is a lock
+// node's with its sequence so written counts: another child ("release--2024",
+// the path of the lock "a/release--2024" beside "a") holds nothing.
+func overflowed(name string) bool {
+	i := strings.LastIndex(name, "-")
+	if i < 1 || len(name)-i < seqDigits || len(name)-i > seqDigits+1 {
+		return false
+	}
+	if n, err := strconv.ParseInt(name[i:], 10, 32); err != nil || n >= 0 {
+		return false
+	}
+	_, ok := parseChild(name[:i] + strings.Repeat("0", seqDigits))
+	return ok
 }
 
 // parseChildren parses and sorts by sequence the children of dir. A child
@@ -143,12 +162,12 @@ func parseChildren(dir string, names []string) ([]child, error) {
 		if name == curatorLocks || name == curatorLeases {
 			continue // a Semaphore's, of Curator's layout: see Semaphore
 		}
-		if curatorLatch(name) {
-			return nil, fmt.Errorf("zklock: %s holds the node %q, a Curator LeaderLatch's: a LeaderLatch and zklock cannot share a path (Curator's LeaderSelector can); give the lock a path of its own", dir, name)
-		}
 		c, ok := parseChild(name)
 		if !ok && overflowed(name) {
 			return nil, fmt.Errorf("zklock: ZooKeeper's sequence counter for %s has overflowed (node %q); delete the path while no lock is held to start it again", dir, name)
+		}
+		if !ok && latchNode(name) {
+			return nil, fmt.Errorf("zklock: %s holds the node %q, a Curator LeaderLatch's, which does not share zklock's layout; give the lock a path of its own", dir, name)
 		}
 		if ok {
 			kids = append(kids, c)
@@ -156,25 +175,6 @@ func parseChildren(dir string, names []string) ([]child, error) {
 	}
 	slices.SortFunc(kids, func(a, b child) int { return cmp.Compare(a.seq, b.seq) })
 	return kids, nil
-}
-
-// curatorLatch reports whether name is a node of Curator's LeaderLatch:
-// "latch-" and a sequence of 10 digits at its end (after a protection
-// prefix "_c_<uuid>-" when the latch made it with protection). Such a node
-// is not another lock's path but a candidate of an election zklock cannot
-// see (see Curator's LeaderLatch in the package doc), so a lock that finds
-// one says so rather than leave it out.
-func curatorLatch(name string) bool {
-	const prefix, digits = "latch-", 10
-	if len(name) < len(prefix)+digits || !strings.HasSuffix(name[:len(name)-digits], prefix) {
-		return false
-	}
-	for _, r := range name[len(name)-digits:] {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // fenceOf returns the fence of the node with sequence seq under a parent

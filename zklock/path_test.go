@@ -39,6 +39,13 @@ func TestParseChild(t *testing.T) {
 	if _, err := parseChildren("/x", []string{"lock-0000000001", "_c_ab-lock--2147483648"}); err == nil || !strings.Contains(err.Error(), "overflowed") {
 		t.Errorf("an overflowed sequence: %v", err)
 	}
+	if _, err := parseChildren("/x", []string{"_c_ab-__READ__-000000005"}); err == nil || !strings.Contains(err.Error(), "overflowed") {
+		t.Errorf("an overflowed reader's sequence: %v", err)
+	}
+	// Another lock's path ("/x/release--2024") is no lock node of /x's.
+	if kids, err := parseChildren("/x", []string{"release--2024", "x--5", "lock--5", "v--0000000001", "lock-0000000001"}); err != nil || len(kids) != 1 {
+		t.Errorf("children named like no overflowed node: %+v, %v; want the lock node alone", kids, err)
+	}
 	kids, err := parseChildren("/x", []string{"_c_b-lock-0000000010", "_c_a-lock-0000000002", "lock-0000000005"})
 	if err != nil || kids[0].seq != 2 || kids[1].seq != 5 || kids[2].seq != 10 {
 		t.Errorf("parseChildren sorts by sequence, not name: %+v, %v", kids, err)
@@ -76,9 +83,16 @@ func TestFenceOf(t *testing.T) {
 }
 
 func TestCheckPath(t *testing.T) {
-	for _, ok := range []string{"/a", "/locks/nightly-report", "/a/b.c/d..e", "/日本/ロック", "/locks/\uf900"} {
+	for _, ok := range []string{"/a", "/locks/nightly-report", "/a/b.c/d..e", "/日本/ロック", "/locks/\uf900", "/a/release--2024"} {
 		if err := checkPath(ok); err != nil {
 			t.Errorf("checkPath(%q) = %v", ok, err)
+		}
+	}
+	// A segment named like a lock node, overflowed or not, would be read
+	// as a holder of the lock above it.
+	for _, bad := range []string{"/a/_c_ab-lock-0000000001/b", "/a/_c_ab-__READ__-000000005", "/a/_c_ab-latch-0000000001"} {
+		if err := checkPath(bad); err == nil || !strings.Contains(err.Error(), "named as a lock's node") {
+			t.Errorf("checkPath(%q) = %v; want a refusal naming the segment", bad, err)
 		}
 	}
 	// Characters above U+FFFF are surrogate pairs in ZooKeeper's Java, which
@@ -90,7 +104,7 @@ func TestCheckPath(t *testing.T) {
 	}
 }
 
-func TestCuratorLatch(t *testing.T) {
+func TestLatchNode(t *testing.T) {
 	for name, want := range map[string]bool{
 		"latch-0000000002": true,
 		"_c_3b1f6f0e-0c4d-4d55-9a57-6c1b0a3e2f10-latch-0000000002": true,
@@ -102,8 +116,8 @@ func TestCuratorLatch(t *testing.T) {
 		"latch":                false,
 		"":                     false,
 	} {
-		if got := curatorLatch(name); got != want {
-			t.Errorf("curatorLatch(%q) = %v, want %v", name, got, want)
+		if got := latchNode(name); got != want {
+			t.Errorf("latchNode(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
