@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"log"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/dlock-go/dlock/etcdlock"
+	"github.com/dlock-go/dlock/internal/exampletest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -21,7 +17,7 @@ import (
 func TestIntegrationEtcdlockExample(t *testing.T) {
 	srv := testenv.StartEtcd(t)
 	t.Setenv("DLOCK_ETCD", srv.Addr())
-	wantLogged(t, runMain(t), "generating the report with fence ")
+	exampletest.WantLogged(t, exampletest.RunMain(t, main), "generating the report with fence ")
 
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Addr()}, DialTimeout: 5 * time.Second})
 	if err != nil {
@@ -37,28 +33,5 @@ func TestIntegrationEtcdlockExample(t *testing.T) {
 		t.Fatalf("TryLock after the example returned: %v; want the lock released", err)
 	}
 	defer held.Release(ctx)
-	wantLogged(t, runMain(t), "another process holds locks/nightly-report")
-}
-
-// runMain runs the example's main and returns what it logged, which also
-// goes to stderr, so that a log.Fatal that ends the test binary shows why.
-func runMain(t *testing.T) string {
-	t.Helper()
-	var buf bytes.Buffer
-	flags := log.Flags()
-	log.SetOutput(io.MultiWriter(&buf, os.Stderr))
-	log.SetFlags(0)
-	defer func() { log.SetOutput(os.Stderr); log.SetFlags(flags) }()
-	start := time.Now()
-	main()
-	t.Logf("main returned after %v", time.Since(start).Round(time.Millisecond))
-	return buf.String()
-}
-
-// wantLogged fails t unless out holds want.
-func wantLogged(t *testing.T, out, want string) {
-	t.Helper()
-	if !strings.Contains(out, want) {
-		t.Errorf("main logged %q; want a line with %q", out, want)
-	}
+	exampletest.WantLogged(t, exampletest.RunMain(t, main), "another process holds locks/nightly-report")
 }

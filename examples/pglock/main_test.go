@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"log"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/dlock-go/dlock/internal/exampletest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/pglock"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,7 +18,7 @@ import (
 func TestIntegrationPglockExample(t *testing.T) {
 	srv := testenv.StartPostgres(t)
 	t.Setenv("DLOCK_POSTGRES", srv.URL())
-	wantLogged(t, runMain(t), "generating the report with fence ")
+	exampletest.WantLogged(t, exampletest.RunMain(t, main), "generating the report with fence ")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -38,28 +34,5 @@ func TestIntegrationPglockExample(t *testing.T) {
 		t.Fatalf("TryLock after the example returned: %v; want the lock released", err)
 	}
 	defer held.Release(ctx)
-	wantLogged(t, runMain(t), "another process holds nightly-report")
-}
-
-// runMain runs the example's main and returns what it logged, which also
-// goes to stderr, so that a log.Fatal that ends the test binary shows why.
-func runMain(t *testing.T) string {
-	t.Helper()
-	var buf bytes.Buffer
-	flags := log.Flags()
-	log.SetOutput(io.MultiWriter(&buf, os.Stderr))
-	log.SetFlags(0)
-	defer func() { log.SetOutput(os.Stderr); log.SetFlags(flags) }()
-	start := time.Now()
-	main()
-	t.Logf("main returned after %v", time.Since(start).Round(time.Millisecond))
-	return buf.String()
-}
-
-// wantLogged fails t unless out holds want.
-func wantLogged(t *testing.T, out, want string) {
-	t.Helper()
-	if !strings.Contains(out, want) {
-		t.Errorf("main logged %q; want a line with %q", out, want)
-	}
+	exampletest.WantLogged(t, exampletest.RunMain(t, main), "another process holds nightly-report")
 }
