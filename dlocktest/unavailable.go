@@ -215,7 +215,11 @@ func (s *suite) lockWaitingWhenServersGo(t *testing.T) {
 			defer held.Release(ctxFor(t, 10*time.Second))
 			obs, waiting := waitingObserver()
 			l, fail := s.b.Unreachable(t, key, Options{TTL: FaultTTL, Observer: obs})
-			const wait = 4 * time.Second
+			// Long enough that the servers are gone for seconds before ctx
+			// ends, however late a loaded machine reports the wait: a
+			// waiter that polls (MySQL) must have tried them since. (At
+			// 4s, a loaded fresh clone's MySQL waiter saw no refusal.)
+			const wait = 6 * time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 			done := startLock(ctx, l)
