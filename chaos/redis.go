@@ -79,7 +79,7 @@ var _ = register(&service{
 		// a server that restarts sits out one TTL, and new servers vote
 		// one TTL after they start.
 		cfg := c.cfg
-		rl := redlock.New(conns, redlock.WithObserver(c), redlock.WithNodeTimeout(min(cfg.TTL/10, 200*time.Millisecond)),
+		rl := redlock.New(conns, redlock.WithObserver(c), redlock.WithNodeTimeout(nodeTimeout(cfg)),
 			redlock.WithRestartWindow(cfg.TTL))
 		return rl.NewMutex(cfg.Name, redlock.WithTTL(cfg.TTL)), func() { rl.Close(); closeAll() }, nil
 	},
@@ -97,6 +97,16 @@ var _ = register(&service{
 		return ""
 	},
 })
+
+// nodeTimeout is a Redlock client's node timeout in a run of cfg: a tenth
+// of the TTL, at most 200ms, so that a dead node costs little of it; with
+// TLS a tenth of the TTL, which must hold a handshake on a loaded host.
+func nodeTimeout(cfg clientConfig) time.Duration {
+	if cfg.TLS != nil {
+		return cfg.TTL / 10
+	}
+	return min(cfg.TTL/10, 200*time.Millisecond)
+}
 
 // lookRedis returns an error if redis-server is not installed.
 func lookRedis() error {
