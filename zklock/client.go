@@ -516,6 +516,13 @@ func ownedBy(name, guid string) bool {
 	return len(name) > len(p) && name[:len(p)] == p
 }
 
+// maxParentRestarts bounds how often ensureParents makes the chain again
+// after an ancestor went: a few round trips each. The reaper takes an
+// empty container once a minute at most; a client that deletes empty
+// parents in a loop (zklock's own ParentReapedWhileLocking test) won 11
+// times in a row once, on a loaded machine, against the earlier bound of 10.
+const maxParentRestarts = 100
+
 // ensureParents creates dir and its missing ancestors, as container nodes
 // where the ensemble has them (ZooKeeper 3.5.3 and later deletes an empty
 // container by itself), and as persistent nodes where it does not. It
@@ -543,7 +550,7 @@ chain:
 				made = made || err == nil && p == dir
 				break
 			}
-			if errors.Is(err, zk.ErrNoNode) && restarts < 10 {
+			if errors.Is(err, zk.ErrNoNode) && restarts < maxParentRestarts {
 				// An ancestor made or found a moment ago is gone: an empty
 				// container that ZooKeeper reaped, or another client's
 				// clean-up. Make the chain again from the top.
