@@ -13,14 +13,16 @@ deps:
 	$(GO) test -count=1 -run '^TestIntegrationBuildEtcd$$' ./internal/servers
 
 ## test: gofmt check, go vet, and every test (real servers) under -race.
-## -p 3 -parallel 4: packages and tests that run side by side mostly wait on servers and timers,
+## -p 4 -parallel 4: packages and tests that run side by side mostly wait on servers and timers,
 ## so twice as many as the CPUs keeps both cores busy; -timeout well above
 ## the slowest package, so a slow machine fails a test, not the whole run.
-TESTFLAGS ?= -p 3 -parallel 4 -timeout 25m
+## The bench and interop modules' tests run side by side, after.
+TESTFLAGS ?= -p 4 -parallel 4 -timeout 25m
 test: deps lint
 	$(GO) test -race -count=1 $(TESTFLAGS) ./...
-	cd bench && $(GO) test -count=1 ./...
-	cd interop && $(GO) test -race -count=1 ./...
+	cd bench && $(GO) test -count=1 ./... & bench=$$!; \
+	  (cd interop && $(GO) test -race -count=1 ./...); interop=$$?; \
+	  wait $$bench && exit $$interop
 
 ## test-short: unit tests only, no servers
 test-short:
