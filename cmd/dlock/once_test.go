@@ -14,21 +14,7 @@ import (
 // and the record expires after --once-per.
 func TestIntegrationOncePer(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		d    func(testing.TB) deployment
-	}{
-		{"Redis", func(t testing.TB) deployment { return redisDeployment(t, 1) }},
-		{"PostgreSQL", func(t testing.TB) deployment { return pgDeployment(t, false) }},
-		{"MySQL", func(t testing.TB) deployment { return mysqlDeployment(t, false) }},
-		{"ZooKeeper", zkDeployment},
-		{"etcd", etcdDeployment},
-		{"Redlock", func(t testing.TB) deployment {
-			d := redisDeployment(t, 3)
-			d.runFlags = []string{"--ttl", "1s", "--restart-window", "1s"}
-			return d
-		}},
-	} {
+	for _, tc := range recordBackends {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			d := tc.d(t)
@@ -77,21 +63,7 @@ func TestIntegrationOncePer(t *testing.T) {
 // runs COMMAND instead of skipping it.
 func TestIntegrationReleaseClearsOncePer(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name string
-		d    func(testing.TB) deployment
-	}{
-		{"Redis", func(t testing.TB) deployment { return redisDeployment(t, 1) }},
-		{"PostgreSQL", func(t testing.TB) deployment { return pgDeployment(t, false) }},
-		{"MySQL", func(t testing.TB) deployment { return mysqlDeployment(t, false) }},
-		{"ZooKeeper", zkDeployment},
-		{"etcd", etcdDeployment},
-		{"Redlock", func(t testing.TB) deployment {
-			d := redisDeployment(t, 3)
-			d.runFlags = []string{"--ttl", "1s", "--restart-window", "1s"}
-			return d
-		}},
-	} {
+	for _, tc := range recordBackends {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			d := tc.d(t)
@@ -122,4 +94,22 @@ func TestIntegrationReleaseClearsOncePer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordBackends are the six backends the --once-per tests run on, each
+// from a private server; Redlock's masters vote after a 1s window.
+var recordBackends = []struct {
+	name string
+	d    func(testing.TB) deployment
+}{
+	{"Redis", func(t testing.TB) deployment { return redisDeployment(t, 1) }},
+	{"PostgreSQL", func(t testing.TB) deployment { return pgDeployment(t, false) }},
+	{"MySQL", func(t testing.TB) deployment { return mysqlDeployment(t, false) }},
+	{"ZooKeeper", zkDeployment},
+	{"etcd", etcdDeployment},
+	{"Redlock", func(t testing.TB) deployment {
+		d := redisDeployment(t, 3)
+		d.runFlags = []string{"--ttl", "1s", "--restart-window", "1s"}
+		return d
+	}},
 }
