@@ -268,6 +268,8 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 	prefix := q.dir + "/" + protectedPrefix + guid + "-" + q.label
 	uncertain := false // a create lost its reply: a node may exist
 	madeDir := false   // this attempt created q.dir
+	parents := false   // ensureParents has made q.dir for this attempt
+	restarts := 0      // how often the parents were made again (see maxParentRestarts)
 	defer func() {
 		if err != nil && uncertain {
 			q.s.abandon(lostReply(), q.dir, guid)
@@ -304,12 +306,24 @@ func (q *queue) create(ctx context.Context, token string) (_ pending, err error)
 		switch {
 		case r.err == nil:
 			return pending{path: r.v.path, name: path.Base(r.v.path), guid: guid, session: r.v.session}, nil
-		case errors.Is(r.err, zk.ErrNoNode) && n <= 5:
-			// The path is missing, or its container was just reaped.
-			made, err := q.s.ensureParents(ctx, q.dir)
+		case errors.Is(r.err, zk.ErrNoNode):
+			// The path is missing, or a parent made for this create went
+			// before it: an empty container that ZooKeeper reaped, or
+			// another client's clean-up. Make the parents again.
+			if parents {
+				if restarts >= maxParentRestarts {
+					return pending{}, parentsGone("creating a lock node under", q.dir, restarts, r.err)
+				}
+				restarts++
+			}
+			made, err := q.s.ensureParents(ctx, q.dir, &restarts)
 			madeDir = madeDir || made
 			if err != nil {
 				return pending{}, err
+			}
+			parents = true
+			if f := q.s.afterParents; f != nil {
+				f(q.dir)
 			}
 			continue
 		case transient(r.err):

@@ -69,6 +69,12 @@ type Client struct {
 	bg background.Group // clean-ups of nodes that interrupted calls may have left
 
 	connErr connErrors // the last failure to connect or to talk to a server
+
+	// afterParents, set by tests only (export_test.go) before the Client's
+	// first lock, runs each time ensureParents has made the parents of dir
+	// for a lock node, just before the node's create: a test deletes them
+	// there, as the ensemble's reaper or another client's clean-up may.
+	afterParents func(dir string)
 }
 
 type ownerKey struct{ dir, owner string }
@@ -516,19 +522,29 @@ func ownedBy(name, guid string) bool {
 	return len(name) > len(p) && name[:len(p)] == p
 }
 
-// maxParentRestarts bounds how often ensureParents makes the chain again
-// after an ancestor went: a few round trips each. The reaper takes an
-// empty container once a minute at most; a client that deletes empty
-// parents in a loop (zklock's own ParentReapedWhileLocking test) won 11
-// times in a row once, on a loaded machine, against the earlier bound of 10.
+// maxParentRestarts bounds how often one create of a lock node makes
+// its parents again after one of them went between its creation and the
+// creation of its child (in ensureParents, or before the lock node's own
+// create): a few round trips each. The reaper takes an empty container
+// once a minute at most; a client that deletes empty parents in a loop
+// (zklock's own ParentReapedWhileLocking test) won 11 times in a row once,
+// on a loaded machine, against an earlier bound of 10.
 const maxParentRestarts = 100
+
+// parentsGone is the error of an attempt whose parents went again after
+// they were made restarts times: op on path failed with err.
+func parentsGone(op, path string, restarts int, err error) error {
+	return fmt.Errorf("zklock: %s %s: %w (the lock path's parents were deleted each time they were made, %d times in a row: "+
+		"ZooKeeper reaps empty container nodes, and another client may delete empty parents)", op, path, err, restarts)
+}
 
 // ensureParents creates dir and its missing ancestors, as container nodes
 // where the ensemble has them (ZooKeeper 3.5.3 and later deletes an empty
 // container by itself), and as persistent nodes where it does not. It
-// reports whether it created dir itself.
-func (s *Client) ensureParents(ctx context.Context, dir string) (made bool, _ error) {
-	restarts := 0
+// reports whether it created dir itself. An ancestor that goes before its
+// child is created makes it start again from the top, as long as
+// *restarts, which it increments, is below maxParentRestarts.
+func (s *Client) ensureParents(ctx context.Context, dir string, restarts *int) (made bool, _ error) {
 chain:
 	for i := 1; i <= len(dir); i++ {
 		if i < len(dir) && dir[i] != '/' {
@@ -550,11 +566,14 @@ chain:
 				made = made || err == nil && p == dir
 				break
 			}
-			if errors.Is(err, zk.ErrNoNode) && restarts < maxParentRestarts {
+			if errors.Is(err, zk.ErrNoNode) {
 				// An ancestor made or found a moment ago is gone: an empty
 				// container that ZooKeeper reaped, or another client's
 				// clean-up. Make the chain again from the top.
-				restarts++
+				if *restarts >= maxParentRestarts {
+					return made, parentsGone("creating the parent node "+p+" of", dir, *restarts, err)
+				}
+				*restarts++
 				i = 0
 				continue chain
 			}

@@ -23,7 +23,11 @@
 // child just ahead of it. So a release wakes exactly one waiter, and
 // waiters are served in the order they arrived. A create whose reply was
 // lost is found again rather than repeated, so no orphan node blocks the
-// queue. Missing parents are created as container nodes.
+// queue. Missing parents are created as container nodes. A parent that
+// goes before the node under it is created (the ensemble reaps an empty
+// container; another client may delete empty parents) is created again,
+// up to 100 times in one attempt; past that, Lock and TryLock return an
+// error naming the path.
 //
 // The paths /a and /a/b are two locks, as every backend's names "a" and
 // "a/b" are: a lock leaves out the children of its path that no lock
