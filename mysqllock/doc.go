@@ -282,7 +282,8 @@
 // GET_LOCK or between its tries, waits on just the same. It tries again
 // as its RetryStrategy says, and when its ctx ends first (or the strategy
 // gives up), its error matches dlock.ErrUnavailable as well as
-// dlock.ErrNotObtained and ctx.Err(): a *dlock.UnavailableError naming the
+// dlock.ErrNotObtained and ctx.Err(), even if the failure came only as
+// ctx ended: a *dlock.UnavailableError naming the
 // server ("mysql" and the @@hostname:@@port it last reported: the *sql.DB
 // does not say where it connects), since when its attempts have failed,
 // and the last failure. It fails at once only on what waiting does not

@@ -148,6 +148,7 @@ func shared(m *testenv.MariaDB, dsn string) dbleasetest.DB {
 			return tx.Commit
 		},
 		Kill: m.Kill, Restart: m.Restart,
+		WrapAttempts: mysqllock.WrapAttempts,
 	}
 }
 

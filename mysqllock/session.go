@@ -76,6 +76,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 	var fence uint64
 	var left time.Duration
 	var start time.Time
+	sent := false // the token: by take, whose statements may run unheard
 	switch {
 	case err != nil:
 	case !got.Valid && block > 0:
@@ -91,6 +92,7 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		return nil, dblease.Busy, nil
 	default:
 		start = time.Now() // after the wait for GET_LOCK
+		sent = true
 		fence, left, err = m.c.take(ctx, conn, name, token, dblease.Units(cfg.TTL, time.Microsecond), gate)
 		if err == nil && fence == 0 { // the row is held, or the server may not grant yet: let go of GET_LOCK
 			if _, err := conn.ExecContext(ctx, fill(m.c.sql.sessionDrop, m.lockName)); err != nil {
@@ -116,10 +118,12 @@ func (m *SessionMutex) attempt(ctx context.Context, block time.Duration) (dlock.
 		// The GET_LOCK lock may be the session's all the same, and the
 		// statements may have run, or may yet run, without their outcome
 		// reaching us. Closing the connection frees the GET_LOCK lock
-		// once the server has read what was sent; the row is freed in
-		// the background.
+		// once the server has read what was sent; the row, if the token
+		// was sent for it, is freed in the background. A GET_LOCK that
+		// failed, in its wait for the holder's release, say, sent none:
+		// there is no row to free, and nothing for Close to wait for.
 		discard(conn.Conn)
-		if !isServerError(err) {
+		if sent && !isServerError(err) {
 			m.c.core.Abandon(name, token, id)
 		}
 		return nil, 0, m.core.Failed(ctx, "acquiring", err)

@@ -104,3 +104,12 @@ func TestIntegrationReleaseUnreachable(t *testing.T) {
 	srv := sharedDB(t)
 	dbleasetest.ReleaseUnreachable(t, shared(srv, srv.DSN()))
 }
+
+// A Lock whose ctx ends as its first attempt to meet the database gone
+// (connections reset, new ones refused) fails says ErrUnavailable (see
+// dbleasetest.LockCutShortByFault); a session-mode waiter, cut off in
+// GET_LOCK, leaves nothing for Close to clean up.
+func TestIntegrationLockCutShortByFault(t *testing.T) {
+	srv := sharedDB(t)
+	dbleasetest.LockCutShortByFault(t, shared(srv, srv.DSN()), []bool{false, true})
+}

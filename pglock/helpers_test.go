@@ -145,6 +145,7 @@ func sharedWith(pg *testenv.Postgres, params string) dbleasetest.DB {
 			return func() error { return tx.Commit(ctx) }
 		},
 		Kill: pg.Kill, Restart: pg.Restart,
+		WrapAttempts: pglock.WrapAttempts,
 	}
 }
 

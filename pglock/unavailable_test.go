@@ -175,3 +175,10 @@ func TestIntegrationLockFailsAtOnce(t *testing.T) {
 func TestIntegrationReleaseUnreachable(t *testing.T) {
 	dbleasetest.ReleaseUnreachable(t, shared(sharedDB(t)))
 }
+
+// A Lock whose ctx ends as its first attempt to meet the database gone
+// (connections reset, new ones refused) fails says ErrUnavailable (see
+// dbleasetest.LockCutShortByFault).
+func TestIntegrationLockCutShortByFault(t *testing.T) {
+	dbleasetest.LockCutShortByFault(t, shared(sharedDB(t)), []bool{false, false})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/dlock-go/dlock"
@@ -69,12 +70,43 @@ func (c *Client) NewLocker(name, kind string, session bool, cfg Config, err erro
 // Failed returns the error of an attempt that failed with err while doing
 // what ("acquiring"): one matching dlock.ErrNotObtained and the context
 // error behind err, if ctx ended or err says so (see Cancelled);
-// otherwise err, as the Client's Dialect describes it.
+// otherwise err, as the Client's Dialect describes it. An err that is
+// the database's own failure to answer (see serverFault), which ctx's
+// end cannot have caused, is kept in the error, matching too: the
+// goroutine that got it may run after the end of ctx that it beat, and
+// Lock counts the database unavailable all the same.
 func (l *Locker) Failed(ctx context.Context, what string, err error) error {
-	if cause := Cancelled(ctx, err); cause != nil {
-		return dlock.NotObtained(cause)
+	cause := Cancelled(ctx, err)
+	switch {
+	case cause == nil:
+		return l.c.Describe(what, l.Name, err)
+	case l.unavailable(err) && serverFault(err):
+		return &cutShortError{cause: cause, fault: l.c.Describe(what, l.Name, err)}
 	}
-	return l.c.Describe(what, l.Name, err)
+	return dlock.NotObtained(cause)
+}
+
+// A cutShortError is the error of an attempt that the database failed,
+// refusing or resetting its connection, as its ctx ended (see Failed): it
+// matches dlock.ErrNotObtained, the context's error and the failure.
+type cutShortError struct{ cause, fault error }
+
+func (e *cutShortError) Error() string {
+	return fmt.Sprintf("%v: %v (%v)", dlock.ErrNotObtained, e.cause, e.fault)
+}
+
+func (e *cutShortError) Unwrap() []error { return []error{dlock.ErrNotObtained, e.cause, e.fault} }
+
+// serverFault reports whether err, an attempt's failure to reach the
+// database or to get its answer, is the database's own (a connection
+// refused, reset or closed by the server), not one that the end of the
+// attempt's context may have caused: a timeout, a cancellation, or a
+// connection closed on this side, which the drivers do to interrupt a
+// statement.
+func serverFault(err error) bool {
+	var ne net.Error
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		!errors.Is(err, net.ErrClosed) && !(errors.As(err, &ne) && ne.Timeout())
 }
 
 // tooSlow returns the error of an attempt whose grant, asked for at
@@ -129,6 +161,26 @@ func (l *Locker) unavailable(err error) bool {
 	var na *NoAnswerError
 	return err != nil && !errors.Is(err, dlock.ErrNotObtained) &&
 		(errors.As(err, &na) || l.Unavailable != nil && l.Unavailable(err))
+}
+
+// fault returns the failure of an attempt that failed with err, if it
+// found the database unavailable, or nil. Once ctx has ended, only the
+// database's own failure counts (see serverFault), which may have come
+// just before the end, and that of an attempt whose ctx ended as the
+// database failed it (see Failed); not a timeout, a cancellation or a
+// connection closed on this side, which the end of ctx may have caused.
+func (l *Locker) fault(ctx context.Context, err error) error {
+	var cs *cutShortError
+	var na *NoAnswerError
+	switch {
+	case errors.As(err, &cs):
+		return cs.fault
+	case !l.unavailable(err):
+		return nil
+	case ctx.Err() == nil || errors.As(err, &na) || serverFault(err):
+		return err
+	}
+	return nil
 }
 
 // down returns the error of a call whose attempts found the database
@@ -255,15 +307,21 @@ func (l *Locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 		start := time.Now()
 		got, left, err := l.attempt(ctx, block)
 		block = 0
-		switch {
+		switch fault := l.fault(ctx, err); {
 		case got != nil:
 			return got, nil
+		case fault != nil:
+			// Counted even if ctx has ended meanwhile: the database
+			// failed this attempt before, and may have failed no other
+			// since it went.
+			down.failed(start, fault)
+			if ctx.Err() != nil {
+				return nil, l.interrupted(ctx, err, down)
+			}
 		case ctx.Err() != nil:
 			return nil, l.interrupted(ctx, err, down)
 		case err == nil || errors.Is(err, dlock.ErrNotObtained):
 			down = outage{} // the database answered
-		case l.unavailable(err):
-			down.failed(start, err)
 		default:
 			return nil, err
 		}

@@ -3,6 +3,9 @@ package dblease
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -24,6 +27,7 @@ func testClient() *Client {
 		Faults: Faults{Pkg: "test"}, ErrClosed: errTestClosed, ErrSessionLost: errors.New("test: session lost"),
 		Release:       func(context.Context, string, string) (bool, error) { return true, nil },
 		IsServerError: func(error) bool { return true },
+		Describe:      func(what, name string, err error) error { return fmt.Errorf("test: %s %q: %w", what, name, err) },
 		MaxFence:      1<<53 - 1,
 	}, ClientConfig{}, nil)
 }
@@ -116,6 +120,61 @@ func TestLockWaitsThroughFaults(t *testing.T) {
 		t.Errorf("Lock on a hard error = %v after %d attempts; want that error after 1", err, tries)
 	}
 }
+
+// A Lock whose ctx ends as the attempt that first finds the database
+// gone fails (its failure in flight: the goroutine that got it runs after
+// the deadline it beat) says ErrUnavailable all the same, whether the end
+// comes before the attempt reads its failure (Failed) or after, before
+// Lock does; a failure that the end of ctx may have caused (a timeout, a
+// cancellation, a connection closed on this side) does not. Lock used to
+// look at ctx first, and said only ErrNotObtained and ctx.Err(): the
+// database was gone, and the caller was sent to look for a holder.
+func TestLockCutShortByFault(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		before      bool  // ctx ends before the attempt reads its failure
+		err         error // the attempt's failure
+		unavailable bool
+	}{
+		{"after", false, fault, true},
+		{"before", true, fault, true},
+		{"timeout", true, os.ErrDeadlineExceeded, false},
+		{"closed here", true, fmt.Errorf("read: %w", errClosedHere), false},
+		{"cancelled", true, context.Canceled, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testClient()
+			defer c.Close(nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tries := 0
+			var l *Locker
+			l = newTestLocker(c, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+				tries++
+				if tries == 1 {
+					return nil, 0, nil // held
+				}
+				if tc.before {
+					cancel()
+					return nil, 0, l.Failed(actx, "acquiring", tc.err)
+				}
+				err := l.Failed(actx, "acquiring", tc.err)
+				cancel()
+				return nil, 0, err
+			})
+			l.Unavailable = func(err error) bool {
+				return errors.Is(err, fault) || errors.Is(err, errClosedHere) || errors.Is(err, os.ErrDeadlineExceeded)
+			}
+			_, err := l.Lock(ctx)
+			if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.Canceled) || errors.Is(err, dlock.ErrUnavailable) != tc.unavailable {
+				t.Errorf("Lock whose ctx ended as its attempt failed with %v = %v; want ErrNotObtained, Canceled and, %v, ErrUnavailable", tc.err, err, tc.unavailable)
+			}
+		})
+	}
+}
+
+// errClosedHere is net.ErrClosed: a connection closed on this side.
+var errClosedHere = net.ErrClosed
 
 // An attempt that does not answer within its Timeout is given up: Lock
 // counts it as unavailable, and TryLock returns within the Timeout.

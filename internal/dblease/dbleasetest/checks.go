@@ -36,6 +36,9 @@ type DB struct {
 	// Kill kills the server with SIGKILL; Restart starts it again on its
 	// data. Only the checks that take a server of their own use them.
 	Kill, Restart func() error
+	// WrapAttempts has l, a lock of a Client's, not yet in use, make its
+	// attempts through wrap.
+	WrapAttempts func(l dlock.Locker, wrap func(dblease.AttemptFunc) dblease.AttemptFunc)
 }
 
 // A Client is one of a backend's Clients.
@@ -371,5 +374,96 @@ func ReleaseUnreachable(t *testing.T, db DB) {
 				}
 			})
 		}
+	}
+}
+
+// LockCutShortByFault: a Lock waiting behind a holder of its mode (in
+// session mode, the waiter waits on the server where it can), whose
+// connections the proxy it goes through resets, refusing new ones, and
+// whose ctx ends as the first attempt that met the fault returns its
+// failure (WrapAttempts cancels it there: the goroutine that got the
+// failure may run after the end of ctx that it beat), returns with
+// ErrNotObtained, ctx's error and ErrUnavailable: its database went, and
+// the caller must not be sent to look for a holder. Then Close returns
+// within CloseBound, and with no error in the modes that quiet marks,
+// whose attempt met the fault where it leaves nothing to clean up.
+func LockCutShortByFault(t *testing.T, db DB, quiet []bool) {
+	for mode, modeName := range db.Modes {
+		t.Run(modeName, func(t *testing.T) {
+			t.Parallel() // the modes' locks have names of their own
+			name := Unique("cut-short")
+			held, err := db.locker(t, mode, name, 0).Lock(Ctx(t, time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Release(Ctx(t, 10*time.Second))
+			proxy := testenv.StartProxy(t, db.Addr)
+			c := db.Client(t, proxy.Addr())
+			t.Cleanup(func() { proxy.Close() }) // before the Client's pool closes
+			l := c.Locker(mode, name, 0)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var attempts atomic.Int64
+			var armed atomic.Bool
+			failed := make(chan error, 1)
+			db.WrapAttempts(l, func(next dblease.AttemptFunc) dblease.AttemptFunc {
+				return func(actx context.Context, block time.Duration) (dlock.Lease, time.Duration, error) {
+					attempts.Add(1)
+					got, left, err := next(actx, block)
+					if err != nil && armed.Load() {
+						select {
+						case failed <- err:
+						default:
+						}
+						cancel()
+					}
+					return got, left, err
+				}
+			})
+			done := StartLock(ctx, l)
+			for give := time.Now().Add(30 * time.Second); attempts.Load() < 3; {
+				select {
+				case r := <-done:
+					t.Fatalf("Lock of a held lock returned (%v, %v) before the fault", r.Lease, r.Err)
+				case <-time.After(10 * time.Millisecond):
+				}
+				if time.Now().After(give) {
+					t.Fatalf("Lock of a held lock made %d attempts in 30s; want 3", attempts.Load())
+				}
+			}
+			armed.Store(true)
+			proxy.SetRefuse(true)
+			proxy.Reset()
+			var r LockResult
+			select {
+			case r = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Lock still waiting 30s after its connections were reset and new ones refused")
+			}
+			if r.Err == nil {
+				r.Lease.Release(Ctx(t, 10*time.Second))
+				t.Fatal("Lock of a held lock with its database gone succeeded")
+			}
+			var own error
+			select {
+			case own = <-failed:
+			default:
+				t.Fatalf("Lock returned %v with no attempt failed since the fault", r.Err)
+			}
+			t.Logf("the attempt failed with %v; Lock returned %v", own, r.Err)
+			if !errors.Is(r.Err, dlock.ErrNotObtained) || !errors.Is(r.Err, context.Canceled) || !errors.Is(r.Err, dlock.ErrUnavailable) {
+				t.Errorf("Lock whose ctx ended as its attempt met its database gone = %v; want ErrNotObtained, Canceled and ErrUnavailable", r.Err)
+			}
+			start := time.Now()
+			err = c.Close()
+			took := time.Since(start)
+			t.Logf("Close with the database gone took %v: %v", took.Round(time.Millisecond), err)
+			if took > CloseBound+slack {
+				t.Errorf("Close with the database gone took %v; want within %v", took, CloseBound)
+			}
+			if err != nil && quiet[mode] {
+				t.Errorf("Close after a wait that the fault cut short = %v; want nil: the attempt left nothing to clean up", err)
+			}
+		})
 	}
 }
