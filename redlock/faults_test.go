@@ -656,7 +656,11 @@ func TestIntegrationNodesThatCannotServe(t *testing.T) {
 			rdb.Close()
 			conns[i] = goredisconn.New(rdb)
 		}
-		c := redlock.New(conns)
+		// A node timeout of a second: a call on a closed client fails at
+		// once, but under -race on a loaded machine its goroutine ran
+		// after the default 50ms had passed ("no answer within 50ms"),
+		// which made the node count as unavailable.
+		c := redlock.New(conns, redlock.WithNodeTimeout(time.Second))
 		t.Cleanup(func() { c.Close() })
 		m := c.NewMutex("closed-clients")
 		for range 20 { // each starts a clean-up, which retries its nodes (it once raced with its fan-outs)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dlock-go/dlock/internal/testenv"
 )
 
 // "dlock elect" on every backend: COMMAND runs only on the leader, a
@@ -186,5 +188,35 @@ func electExitCode(t *testing.T, d deployment) {
 		if r := dlock(t, nil, electArgs(d, args...)...); r.code != 64 {
 			t.Errorf("dlock elect %q: exit %d, want 64; stderr: %s", args, r.code, r.stderr)
 		}
+	}
+}
+
+// "dlock elect --leader" only reads, as inspect does, so it waits for
+// Redlock's masters as long as inspect (a second), not the node timeout
+// that keeps a lease of --ttl valid (TTL/20: 200ms at 4s). Before, masters
+// that answered in 400ms made it fail, "reading the leader ... reached 0
+// of 3 nodes" (exit 69), as a loaded machine once did at 100ms.
+func TestIntegrationElectLeaderThroughSlowMasters(t *testing.T) {
+	t.Parallel()
+	servers := sharedRedlock(t)
+	d := redlockDeploymentOn(t, servers, 4*time.Second, 4*time.Second)
+	d.flags = nil // the masters, each through a proxy
+	var proxies []*testenv.Proxy
+	for _, s := range servers {
+		p := testenv.StartProxy(t, s.Addr())
+		proxies = append(proxies, p)
+		d.flags = append(d.flags, "--redis", "redis://"+p.Addr())
+	}
+	name, ready := lockName(t), filepath.Join(t.TempDir(), "ready")
+	leader := startDlock(t, []string{"READY=" + ready}, electArgs(d, "--value", "slow-masters", name, "--", "sh", "-c", `touch "$READY"; exec sleep 60`)...)
+	waitExists(t, ready, 20*time.Second)
+	for _, p := range proxies {
+		p.SetReplyLatency(400 * time.Millisecond)
+	}
+	start := time.Now()
+	code, _, value := leaderOutput(t, d, name)
+	t.Logf("measured: --leader through masters 400ms slow answered in %v", time.Since(start).Round(time.Millisecond))
+	if code != 0 || value != "slow-masters" {
+		t.Errorf("--leader through masters 400ms slow: exit %d, %q; want the leader's value\nleader: %s", code, value, leader.kill())
 	}
 }

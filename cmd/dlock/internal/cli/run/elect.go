@@ -175,7 +175,13 @@ func ElectMain(args []string, io cmdutil.IO) int {
 	if err != nil {
 		return cmdutil.Fail(io, fmt.Errorf("dlock elect: %w", err), cmdutil.ExitUsage)
 	}
-	spec.LongestTTL = o.TTL
+	if !o.Leader && !o.Observe {
+		// The connection keeps leases of this TTL valid (Redlock's node
+		// timeout is TTL/20). --leader and --observe only read, as
+		// inspect does: they get its longer node timeout, which a loaded
+		// master needs (a 100ms one failed "reached 0 of 3 nodes").
+		spec.LongestTTL = o.TTL
+	}
 	// A campaign waits as "dlock run --wait forever" does, for the
 	// leadership and for a lock service that is unavailable.
 	r := &runner{io: io, spec: spec, o: Options{Backend: o.Backend, Name: o.Name, Command: o.Command, TTL: o.TTL,
