@@ -75,7 +75,7 @@ func (s *suite) adminForceUnlock(t *testing.T) {
 	case <-time.After(ttl + Slack):
 		t.Fatalf("the waiter was not granted the lock %v after ForceUnlock", ttl+Slack)
 	}
-	doneAt := waitDone(t, held, time.Until(held.Until())+Slack, "ForceUnlock, by the lease's Until")
+	doneAt := WaitDoneByUntil(t, held, time.Until(held.Until())+5*time.Second, "ForceUnlock, by the lease's Until")
 	t.Logf("measured: holder's lease ended %v after ForceUnlock: %v", doneAt.Sub(forced).Round(time.Millisecond), held.Err())
 	if err := held.Err(); !errors.Is(err, dlock.ErrLost) {
 		t.Errorf("the forced-out holder's Err() = %v; want an error matching ErrLost", err)

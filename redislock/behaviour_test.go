@@ -236,7 +236,10 @@ func TestIntegrationNoScriptFallback(t *testing.T) {
 		t.Run(tr.name, func(t *testing.T) {
 			ctx := timeout(t, 30*time.Second)
 			c := newClient(t, d, tr.open)
-			ttl := 300 * time.Millisecond
+			// Renewals every TTL/3 each follow a flush. At 300ms, a
+			// make test beside another (load 59) let the leases expire
+			// between renewals, which is not this test's subject.
+			ttl := 1500 * time.Millisecond
 			a, err := c.NewMutex("noscript-a-"+tr.name, redislock.WithTTL(ttl)).Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -245,12 +248,16 @@ func TestIntegrationNoScriptFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			untilA, untilB := a.Until(), b.Until()
 			for range 3 {
 				d.servers[0].Do("SCRIPT", "FLUSH")
 				time.Sleep(ttl / 2)
 			}
 			if a.Err() != nil || b.Err() != nil {
 				t.Fatalf("renewal after SCRIPT FLUSH failed: %v, %v", a.Err(), b.Err())
+			}
+			if !a.Until().After(untilA) || !b.Until().After(untilB) {
+				t.Fatalf("no renewal in 1.5 TTLs of SCRIPT FLUSHes: Until %v -> %v, %v -> %v", untilA, a.Until(), untilB, b.Until())
 			}
 			d.servers[0].Do("SCRIPT", "FLUSH")
 			if err := a.Release(ctx); err != nil {
