@@ -113,3 +113,8 @@ func TestIntegrationLockCutShortByFault(t *testing.T) {
 	srv := sharedDB(t)
 	dbleasetest.LockCutShortByFault(t, shared(srv, srv.DSN()), []bool{false, true})
 }
+
+func TestIntegrationDeadlinesOnHealthy(t *testing.T) {
+	srv := sharedDB(t)
+	dbleasetest.DeadlinesOnHealthy(t, shared(srv, srv.DSN()), 200)
+}

@@ -182,3 +182,7 @@ func TestIntegrationReleaseUnreachable(t *testing.T) {
 func TestIntegrationLockCutShortByFault(t *testing.T) {
 	dbleasetest.LockCutShortByFault(t, shared(sharedDB(t)), []bool{false, false})
 }
+
+func TestIntegrationDeadlinesOnHealthy(t *testing.T) {
+	dbleasetest.DeadlinesOnHealthy(t, shared(sharedDB(t)), 200)
+}

@@ -1,0 +1,71 @@
+package dbleasetest
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/dlock-go/dlock"
+)
+
+// DeadlinesOnHealthy: Locks and TryLocks whose ctx deadlines (0 to 8ms)
+// land in the middle of their work, on a database that answers
+// throughout, never say ErrUnavailable: the end of ctx is not the
+// database's failure. Half take a free lock on a Client of their own, and
+// so dial the database as ctx ends (the dialer's timer, set for the same
+// deadline as ctx's, may run first); half wait behind a holder on a Client
+// whose connections are pooled, their statements interrupted.
+func DeadlinesOnHealthy(t *testing.T, db DB, rounds int) {
+	for mode, modeName := range db.Modes {
+		t.Run(modeName, func(t *testing.T) {
+			held := Unique("healthy-held")
+			h, err := db.locker(t, mode, held, 0).Lock(Ctx(t, time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Release(Ctx(t, 10*time.Second))
+			pooled := db.Client(t, db.Addr)
+			free := Unique("healthy-free")
+			counts := map[string]int{}
+			for i := range rounds {
+				d := time.Duration(rand.Int64N(int64(8 * time.Millisecond)))
+				c, name := pooled, held
+				if i%2 == 1 {
+					c, name = db.Client(t, db.Addr), free
+				}
+				l := c.Locker(mode, name, 0)
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				var got dlock.Lease
+				what := "Lock"
+				if i%4 >= 2 {
+					what = "TryLock"
+					got, err = l.TryLock(ctx)
+				} else {
+					got, err = l.Lock(ctx)
+				}
+				cancel()
+				switch {
+				case got != nil:
+					counts[what+" got"]++
+					if err := got.Release(Ctx(t, 10*time.Second)); err != nil {
+						t.Errorf("Release: %v", err)
+					}
+				case errors.Is(err, dlock.ErrUnavailable):
+					counts[what+" unavailable"]++
+					t.Errorf("%s of %s with a %v deadline on a healthy database = %v; want no ErrUnavailable", what, name, d, err)
+				case errors.Is(err, dlock.ErrNotObtained):
+					counts[what+" not obtained"]++
+				default:
+					counts[what+" other"]++
+					t.Errorf("%s of %s with a %v deadline = %v; want ErrNotObtained", what, name, d, err)
+				}
+				if i%2 == 1 {
+					c.Close()
+				}
+			}
+			t.Logf("%v", counts)
+		})
+	}
+}
