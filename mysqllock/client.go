@@ -49,7 +49,7 @@ func New(db *sql.DB, opts ...ClientOption) *Client {
 	}
 	c.core = dblease.New(dblease.Dialect{
 		Faults: dblease.Faults{Pkg: "mysqllock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
-			Interrupted: interrupted, Service: c.sessions.server},
+			Service: c.sessions.server},
 		ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
 		Release: c.release, Refresh: c.refresh, Look: c.look, Describe: c.describe,
 		IsServerError: isServerError, EndedByServer: endedByServer,

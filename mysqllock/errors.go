@@ -103,15 +103,6 @@ var unavailableNumbers = map[uint16]bool{
 	errReadOnly: true, errReadOnlyTx: true, 1836: true,
 }
 
-// interrupted reports whether err, an unavailable one, may be the driver's
-// for a statement that the end of its context interrupted as well as the
-// database's own failure: the driver closes the connection of such a
-// statement, and reports what fails on it then as an invalid connection,
-// or a bad one, as it does a connection the server reset.
-func interrupted(err error) bool {
-	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn)
-}
-
 // unavailable reports whether err says that the database could not be
 // reached or could not answer, in a way that heals: a connection refused,
 // reset, closed or silent (the driver's invalid connection, a bad
