@@ -116,5 +116,5 @@ func TestIntegrationLockCutShortByFault(t *testing.T) {
 
 func TestIntegrationDeadlinesOnHealthy(t *testing.T) {
 	srv := sharedDB(t)
-	dbleasetest.DeadlinesOnHealthy(t, shared(srv, srv.DSN()), 200)
+	dbleasetest.DeadlinesOnHealthy(t, shared(srv, srv.DSN()), 200, true, 8*time.Millisecond)
 }
