@@ -217,6 +217,30 @@ func TestLockDeadlinePassed(t *testing.T) {
 	}
 }
 
+// An attempt whose own Timeout passes as its statement times out (the
+// driver's timer, set for the attempt's deadline, may run before the
+// attempt context's) is one the database did not answer: TryLock says
+// ErrUnavailable, not that the lock is held.
+func TestAttemptTimeoutBeforeItsTimer(t *testing.T) {
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for i := range 50 {
+		c := testClient()
+		var l *Locker
+		l = newTestLocker(c, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+			d, _ := actx.Deadline()
+			time.Sleep(time.Until(d))
+			return nil, 0, l.Failed(actx, "connecting to take", timeout)
+		})
+		l.Timeout = time.Millisecond
+		l.Unavailable = func(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+		_, err := l.TryLock(context.Background())
+		c.Close(nil)
+		if !errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("try %d: TryLock whose attempt timed out = %v; want ErrUnavailable, not ErrNotObtained", i, err)
+		}
+	}
+}
+
 // passed is a context whose deadline has passed, and whose timer has not
 // run yet.
 type passed struct{ context.Context }
