@@ -186,6 +186,8 @@ func TestIntegrationLockCutShortByFault(t *testing.T) {
 	dbleasetest.LockCutShortByFault(t, shared(sharedDB(t)), []bool{false, false})
 }
 
+// Locks and TryLocks whose ctx deadlines land mid-attempt on a healthy
+// server do not say ErrUnavailable (see dbleasetest.DeadlinesOnHealthy).
 func TestIntegrationDeadlinesOnHealthy(t *testing.T) {
 	dbleasetest.DeadlinesOnHealthy(t, shared(sharedDB(t)), 200, false, 8*time.Millisecond)
 }
