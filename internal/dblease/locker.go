@@ -334,10 +334,13 @@ func (l *Locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 			// failed this attempt before, and may have failed no other
 			// since it went.
 			down.failed(start, fault)
-			if ctx.Err() != nil {
+			if ended(ctx) {
 				return nil, l.interrupted(ctx, err, down)
 			}
-		case ctx.Err() != nil:
+		case ended(ctx):
+			// Before the outage is forgotten: an attempt that its
+			// deadline ended, before ctx's timer ran, says ErrNotObtained,
+			// and the database did not answer it.
 			return nil, l.interrupted(ctx, err, down)
 		case err == nil || errors.Is(err, dlock.ErrNotObtained):
 			down = outage{} // the database answered
@@ -396,10 +399,13 @@ func (l *Locker) interrupted(ctx context.Context, last error, down outage) error
 // ctx.Err() otherwise.
 func (l *Locker) stopped(ctx context.Context) error {
 	err := ctx.Err()
+	if err == nil {
+		err = context.DeadlineExceeded // its deadline passed; its timer has yet to run (see ended)
+	}
 	if !l.Held.Closed() {
 		return err
 	}
-	if cause := context.Cause(ctx); cause != err {
+	if cause := context.Cause(ctx); cause != nil && cause != err {
 		return cause
 	}
 	return fmt.Errorf("%w (%w)", err, l.Usable())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,6 +240,56 @@ func TestAttemptTimeoutBeforeItsTimer(t *testing.T) {
 			t.Fatalf("try %d: TryLock whose attempt timed out = %v; want ErrUnavailable, not ErrNotObtained", i, err)
 		}
 	}
+}
+
+// A Lock whose attempts find the database gone, the last one timing out
+// as ctx's deadline passes, before ctx's timer runs, still says
+// ErrUnavailable: that attempt, which says ErrNotObtained, is not an
+// answer of the database that ends the outage. (The conformance suite's
+// LockWaitingWhenServersGo/Refused, mysqllock session mode, failed so
+// under a load of 30.)
+func TestLockOutageToItsDeadline(t *testing.T) {
+	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	c := testClient()
+	defer c.Close(nil)
+	inner, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &late{Context: inner}
+	tries := 0
+	var l *Locker
+	l = newTestLocker(c, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+		tries++
+		switch tries {
+		case 1:
+			return nil, 0, nil // held
+		case 2, 3:
+			return nil, 0, l.Failed(actx, "acquiring", fault)
+		case 4:
+			ctx.passed.Store(true) // the deadline passes; its timer has yet to run
+			return nil, 0, l.Failed(passed{actx}, "acquiring", timeout)
+		}
+		cancel() // the timer runs
+		return nil, 0, l.Failed(actx, "acquiring", context.Canceled)
+	})
+	l.Unavailable = func(err error) bool { return errors.Is(err, fault) || errors.Is(err, os.ErrDeadlineExceeded) }
+	_, err := l.Lock(ctx)
+	if !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("Lock whose attempts found the database gone until its deadline = %v (%d attempts); want ErrNotObtained and ErrUnavailable", err, tries)
+	}
+}
+
+// late is a context whose deadline, once passed is set, has passed, and
+// whose timer has not run.
+type late struct {
+	context.Context
+	passed atomic.Bool
+}
+
+func (c *late) Deadline() (time.Time, bool) {
+	if c.passed.Load() {
+		return time.Now().Add(-time.Millisecond), true
+	}
+	return time.Time{}, false
 }
 
 // passed is a context whose deadline has passed, and whose timer has not
