@@ -283,7 +283,9 @@
 // as its RetryStrategy says, and when its ctx ends first (or the strategy
 // gives up), its error matches dlock.ErrUnavailable as well as
 // dlock.ErrNotObtained and ctx.Err(), even if the failure came only as
-// ctx ended: a *dlock.UnavailableError naming the
+// ctx ended (but not for a failure that ctx's end may have caused: a
+// timeout of ctx's deadline, a bad connection that the driver closed to
+// interrupt a statement): a *dlock.UnavailableError naming the
 // server ("mysql" and the @@hostname:@@port it last reported: the *sql.DB
 // does not say where it connects), since when its attempts have failed,
 // and the last failure. It fails at once only on what waiting does not

@@ -113,3 +113,12 @@ func TestIntegrationLockCutShortByFault(t *testing.T) {
 	srv := sharedDB(t)
 	dbleasetest.LockCutShortByFault(t, shared(srv, srv.DSN()), []bool{false, true})
 }
+
+// Locks and TryLocks whose ctx deadlines land mid-attempt on a healthy
+// server do not say ErrUnavailable (see dbleasetest.DeadlinesOnHealthy):
+// 24 of 400 did, with a dial's i/o timeout or driver.ErrBadConn, before
+// dblease told the end of ctx from the database's failure.
+func TestIntegrationDeadlinesOnHealthy(t *testing.T) {
+	srv := sharedDB(t)
+	dbleasetest.DeadlinesOnHealthy(t, shared(srv, srv.DSN()), 200, true, 8*time.Millisecond)
+}

@@ -52,7 +52,7 @@ func New(pool *pgxpool.Pool, opts ...ClientOption) *Client {
 	service := serviceOf(pool)
 	c.core = dblease.New(dblease.Dialect{
 		Faults: dblease.Faults{Pkg: "pglock", Transient: transient, RowLocked: rowLocked, Unavailable: unavailable,
-			Service: func() string { return service }},
+			Interrupted: interrupted, Service: func() string { return service }},
 		ErrClosed: ErrClosed, ErrSessionLost: ErrSessionLost,
 		Release: c.release, Refresh: c.refresh, Look: c.look, Describe: c.describe,
 		IsServerError: isServerError, EndedByServer: endedByServer,

@@ -290,7 +290,10 @@
 // is lost waits on just the same. It tries again as its RetryStrategy
 // says, and when its ctx ends first (or the strategy gives up), its error
 // matches dlock.ErrUnavailable as well as dlock.ErrNotObtained and
-// ctx.Err(), even if the failure came only as ctx ended: a *dlock.UnavailableError naming the database ("postgres"
+// ctx.Err(), even if the failure came only as ctx ended (but not for a
+// failure that ctx's end may have caused: a timeout of ctx's deadline, a
+// connection pgx closed, a statement cancelled, 57014): a
+// *dlock.UnavailableError naming the database ("postgres"
 // and the pool's address), since when its attempts have failed, and the
 // last failure. It fails at once only on what waiting does not heal: a
 // refused login or permission (28000, 28P01, 42501), missing objects

@@ -89,6 +89,17 @@ func rowLocked(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == codeLockTimeout
 }
 
+// interrupted reports whether err, an unavailable one, may be pgx's for a
+// statement that the end of its context interrupted as well as the
+// database's own failure: a connection closed (pgx closes one whose
+// statement a context interrupted), or a statement cancelled (57014: the
+// cancel request of a pool built with CancelRequestContextWatcherHandler,
+// as well as statement_timeout).
+func interrupted(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.Is(err, pgconn.ErrConnClosed) || errors.As(err, &pgErr) && pgErr.Code == "57014"
+}
+
 // unavailable reports whether err says that the database could not be
 // reached or could not answer, in a way that heals: a connection refused,
 // reset, closed or silent; a server shutting down, starting up or in

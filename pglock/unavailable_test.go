@@ -14,6 +14,9 @@ import (
 	"github.com/dlock-go/dlock/internal/dblease/dbleasetest"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/pglock"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The tests of this file hold pglock to its behaviour under faults (see
@@ -181,4 +184,46 @@ func TestIntegrationReleaseUnreachable(t *testing.T) {
 // dbleasetest.LockCutShortByFault).
 func TestIntegrationLockCutShortByFault(t *testing.T) {
 	dbleasetest.LockCutShortByFault(t, shared(sharedDB(t)), []bool{false, false})
+}
+
+// Locks and TryLocks whose ctx deadlines land mid-attempt on a healthy
+// server do not say ErrUnavailable (see dbleasetest.DeadlinesOnHealthy).
+func TestIntegrationDeadlinesOnHealthy(t *testing.T) {
+	dbleasetest.DeadlinesOnHealthy(t, shared(sharedDB(t)), 200, false, 8*time.Millisecond)
+}
+
+// The same, on pools whose connections cancel an interrupted statement by
+// a cancel request (pgconn.CancelRequestContextWatcherHandler), which the
+// server answers with 57014, as it does a statement_timeout: before
+// pglock's Faults.Interrupted, 1-9 of 60 session-mode Locks and TryLocks
+// with a 0-3ms deadline said ErrUnavailable. In session mode only, whose
+// attempts the deadline interrupts on the server the most: pgx waits
+// 100ms after each cancel request.
+func TestIntegrationDeadlinesOnHealthyCancelRequest(t *testing.T) {
+	pg := sharedDB(t)
+	db := shared(pg)
+	db.Modes = modeNames[1:]
+	db.Client = func(t testing.TB, addr string) dbleasetest.Client {
+		cfg, err := pgxpool.ParseConfig(via(pg, addr, unique("cancelling")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+			return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: time.Second}
+		}
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		c := pglock.New(pool)
+		t.Cleanup(func() { c.Close() })
+		return dbleasetest.Client{
+			Locker: func(mode int, name string, ttl time.Duration) dlock.Locker {
+				return modes[1+mode].newLocker(c, name, withTTL(ttl)...)
+			},
+			Close: c.Close,
+		}
+	}
+	dbleasetest.DeadlinesOnHealthy(t, db, 60, false, 3*time.Millisecond)
 }

@@ -68,9 +68,10 @@ func (l *Locker) attempt(ctx context.Context, block time.Duration) (dlock.Lease,
 	})
 	switch {
 	case got != nil || err == nil:
-	case ctx.Err() == nil && actx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && !lease.IsShort(err):
-		// Cut short by the timeout, not by ctx; a grant given back for
-		// coming too late is an answer (see lease.Fresh).
+	case !ended(ctx) && ended(actx) && errors.Is(err, context.DeadlineExceeded) && !lease.IsShort(err):
+		// Cut short by the timeout, not by ctx (whose deadlines may have
+		// passed before their timers ran: see Cancelled); a grant given
+		// back for coming too late is an answer (see lease.Fresh).
 		return nil, 0, &NoAnswerError{Pkg: l.Pkg, Name: l.Name, After: block + l.Timeout}
 	case l.RowLocked != nil && l.RowLocked(err):
 		return nil, 0, dlock.NotObtained(fmt.Errorf("%s: %q is held: another transaction holds its row: %w", l.Pkg, l.Name, err))

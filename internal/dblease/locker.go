@@ -2,6 +2,7 @@ package dblease
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -79,12 +80,20 @@ func (l *Locker) Failed(ctx context.Context, what string, err error) error {
 	cause := Cancelled(ctx, err)
 	switch {
 	case cause == nil:
-		return l.c.Describe(what, l.Name, err)
-	case l.unavailable(err) && serverFault(err):
+		// ctx had not ended: the failure is not its doing, whenever Lock
+		// looks at it (see fault).
+		return &beforeEndError{l.c.Describe(what, l.Name, err)}
+	case l.unavailable(err) && l.serverFault(err):
 		return &cutShortError{cause: cause, fault: l.c.Describe(what, l.Name, err)}
 	}
 	return dlock.NotObtained(cause)
 }
+
+// A beforeEndError is the error of an attempt that failed before its
+// context ended (see Failed). It says no more than the error it wraps.
+type beforeEndError struct{ error }
+
+func (e *beforeEndError) Unwrap() error { return e.error }
 
 // A cutShortError is the error of an attempt that the database failed,
 // refusing or resetting its connection, as its ctx ended (see Failed): it
@@ -100,13 +109,14 @@ func (e *cutShortError) Unwrap() []error { return []error{dlock.ErrNotObtained, 
 // serverFault reports whether err, an attempt's failure to reach the
 // database or to get its answer, is the database's own (a connection
 // refused, reset or closed by the server), not one that the end of the
-// attempt's context may have caused: a timeout, a cancellation, or a
+// attempt's context may have caused: a timeout, a cancellation, a
 // connection closed on this side, which the drivers do to interrupt a
-// statement.
-func serverFault(err error) bool {
+// statement, or what the Faults' Interrupted says the driver returns then.
+func (l *Locker) serverFault(err error) bool {
 	var ne net.Error
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
-		!errors.Is(err, net.ErrClosed) && !(errors.As(err, &ne) && ne.Timeout())
+		!errors.Is(err, net.ErrClosed) && !(errors.As(err, &ne) && ne.Timeout()) &&
+		!errors.Is(err, driver.ErrBadConn) && (l.Interrupted == nil || !l.Interrupted(err))
 }
 
 // tooSlow returns the error of an attempt whose grant, asked for at
@@ -137,6 +147,14 @@ type Faults struct {
 	// database could not be reached, or could not answer, in a way that
 	// heals: Lock waits through it. Nil: none does.
 	Unavailable func(error) bool
+
+	// Interrupted reports whether err, an unavailable one, may be what the
+	// driver returns for a statement that the end of its context
+	// interrupted, closing its connection or cancelling it on the server,
+	// as well as for the database's own failure: once ctx has ended, Lock
+	// does not count it as the database's (see Locker.Failed).
+	// driver.ErrBadConn always is one. Nil: no other is.
+	Interrupted func(error) bool
 
 	// Service names the database, for dlock.UnavailableError.
 	Service func() string
@@ -172,12 +190,13 @@ func (l *Locker) unavailable(err error) bool {
 func (l *Locker) fault(ctx context.Context, err error) error {
 	var cs *cutShortError
 	var na *NoAnswerError
+	var be *beforeEndError
 	switch {
 	case errors.As(err, &cs):
 		return cs.fault
 	case !l.unavailable(err):
 		return nil
-	case ctx.Err() == nil || errors.As(err, &na) || serverFault(err):
+	case !ended(ctx) || errors.As(err, &na) || errors.As(err, &be) || l.serverFault(err):
 		return err
 	}
 	return nil
@@ -216,7 +235,7 @@ func (l *Locker) tryLock(ctx context.Context) (dlock.Lease, error) {
 	switch {
 	case got == nil && err == nil:
 		err = dlock.ErrNotObtained
-	case ctx.Err() == nil && l.unavailable(err):
+	case l.fault(ctx, err) != nil:
 		err = l.down(start, err)
 	}
 	return got, err
@@ -315,10 +334,13 @@ func (l *Locker) wait(ctx context.Context, a *lease.Attempt) (dlock.Lease, error
 			// failed this attempt before, and may have failed no other
 			// since it went.
 			down.failed(start, fault)
-			if ctx.Err() != nil {
+			if ended(ctx) {
 				return nil, l.interrupted(ctx, err, down)
 			}
-		case ctx.Err() != nil:
+		case ended(ctx):
+			// Before the outage is forgotten: an attempt that its
+			// deadline ended, before ctx's timer ran, says ErrNotObtained,
+			// and the database did not answer it.
 			return nil, l.interrupted(ctx, err, down)
 		case err == nil || errors.Is(err, dlock.ErrNotObtained):
 			down = outage{} // the database answered
@@ -377,13 +399,25 @@ func (l *Locker) interrupted(ctx context.Context, last error, down outage) error
 // ctx.Err() otherwise.
 func (l *Locker) stopped(ctx context.Context) error {
 	err := ctx.Err()
+	if err == nil {
+		err = context.DeadlineExceeded // its deadline passed; its timer has yet to run (see ended)
+	}
 	if !l.Held.Closed() {
 		return err
 	}
-	if cause := context.Cause(ctx); cause != err {
+	if cause := context.Cause(ctx); cause != nil && cause != err {
 		return cause
 	}
 	return fmt.Errorf("%w (%w)", err, l.Usable())
+}
+
+// ended reports whether ctx has ended, or its deadline has passed.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // Cancelled returns the context error behind a failed call, or nil: ctx's
@@ -391,6 +425,12 @@ func (l *Locker) stopped(ctx context.Context) error {
 func Cancelled(ctx context.Context, err error) error {
 	if e := ctx.Err(); e != nil {
 		return e
+	}
+	if ended(ctx) {
+		// Its deadline has passed, and the timer that ends it has yet to
+		// run: what a statement under it met may be its doing (the
+		// dialer's own timer, with the same deadline, may have run).
+		return context.DeadlineExceeded
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):

@@ -2,10 +2,12 @@ package dblease
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,6 +143,13 @@ func TestLockCutShortByFault(t *testing.T) {
 		{"timeout", true, os.ErrDeadlineExceeded, false},
 		{"closed here", true, fmt.Errorf("read: %w", errClosedHere), false},
 		{"cancelled", true, context.Canceled, false},
+		// What a driver returns for a statement it interrupted, closing
+		// its connection, as for a connection the server reset: counted
+		// only if it came before the end.
+		{"bad conn", true, fmt.Errorf("read: %w", driver.ErrBadConn), false},
+		{"bad conn after", false, fmt.Errorf("read: %w", driver.ErrBadConn), true},
+		{"interrupted", true, errInterrupted, false},
+		{"interrupted after", false, errInterrupted, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testClient()
@@ -163,8 +172,10 @@ func TestLockCutShortByFault(t *testing.T) {
 				return nil, 0, err
 			})
 			l.Unavailable = func(err error) bool {
-				return errors.Is(err, fault) || errors.Is(err, errClosedHere) || errors.Is(err, os.ErrDeadlineExceeded)
+				return errors.Is(err, fault) || errors.Is(err, errClosedHere) || errors.Is(err, os.ErrDeadlineExceeded) ||
+					errors.Is(err, driver.ErrBadConn) || errors.Is(err, errInterrupted)
 			}
+			l.Interrupted = func(err error) bool { return errors.Is(err, errInterrupted) }
 			_, err := l.Lock(ctx)
 			if !errors.Is(err, dlock.ErrNotObtained) || !errors.Is(err, context.Canceled) || errors.Is(err, dlock.ErrUnavailable) != tc.unavailable {
 				t.Errorf("Lock whose ctx ended as its attempt failed with %v = %v; want ErrNotObtained, Canceled and, %v, ErrUnavailable", tc.err, err, tc.unavailable)
@@ -172,6 +183,120 @@ func TestLockCutShortByFault(t *testing.T) {
 		})
 	}
 }
+
+// errInterrupted is an error that the Faults' Interrupted names.
+var errInterrupted = errors.New("test: invalid connection")
+
+// A Lock whose ctx's deadline has passed, before the timer that ends ctx
+// has run, and whose attempt meets a timeout then (a dial's: the dialer
+// sets a timer of its own for the same deadline, which may run first) does
+// not say ErrUnavailable: the database did not fail. It used to, when ctx
+// ended before Lock looked again (mysqllock, dialing with a deadline of
+// 0-8ms: 24 of 400 Locks and TryLocks on a healthy server).
+func TestLockDeadlinePassed(t *testing.T) {
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for _, try := range []bool{false, true} {
+		c := testClient()
+		ctx, cancel := context.WithCancel(context.Background())
+		var l *Locker
+		l = newTestLocker(c, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+			err := l.Failed(passed{actx}, "connecting to take", timeout)
+			cancel() // the timer runs
+			return nil, 0, err
+		})
+		l.Unavailable = func(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+		var err error
+		if try {
+			_, err = l.TryLock(ctx)
+		} else {
+			_, err = l.Lock(ctx)
+		}
+		if errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, dlock.ErrNotObtained) {
+			t.Errorf("Lock (TryLock: %v) whose attempt timed out as its deadline passed = %v; want ErrNotObtained, not ErrUnavailable", try, err)
+		}
+		c.Close(nil)
+	}
+}
+
+// An attempt whose own Timeout passes as its statement times out (the
+// driver's timer, set for the attempt's deadline, may run before the
+// attempt context's) is one the database did not answer: TryLock says
+// ErrUnavailable, not that the lock is held.
+func TestAttemptTimeoutBeforeItsTimer(t *testing.T) {
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	for i := range 50 {
+		c := testClient()
+		var l *Locker
+		l = newTestLocker(c, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+			d, _ := actx.Deadline()
+			time.Sleep(time.Until(d))
+			return nil, 0, l.Failed(actx, "connecting to take", timeout)
+		})
+		l.Timeout = time.Millisecond
+		l.Unavailable = func(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+		_, err := l.TryLock(context.Background())
+		c.Close(nil)
+		if !errors.Is(err, dlock.ErrUnavailable) || errors.Is(err, dlock.ErrNotObtained) {
+			t.Fatalf("try %d: TryLock whose attempt timed out = %v; want ErrUnavailable, not ErrNotObtained", i, err)
+		}
+	}
+}
+
+// A Lock whose attempts find the database gone, the last one timing out
+// as ctx's deadline passes, before ctx's timer runs, still says
+// ErrUnavailable: that attempt, which says ErrNotObtained, is not an
+// answer of the database that ends the outage. (The conformance suite's
+// LockWaitingWhenServersGo/Refused, mysqllock session mode, failed so
+// under a load of 30.)
+func TestLockOutageToItsDeadline(t *testing.T) {
+	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	c := testClient()
+	defer c.Close(nil)
+	inner, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx := &late{Context: inner}
+	tries := 0
+	var l *Locker
+	l = newTestLocker(c, func(actx context.Context, _ time.Duration) (dlock.Lease, time.Duration, error) {
+		tries++
+		switch tries {
+		case 1:
+			return nil, 0, nil // held
+		case 2, 3:
+			return nil, 0, l.Failed(actx, "acquiring", fault)
+		case 4:
+			ctx.passed.Store(true) // the deadline passes; its timer has yet to run
+			return nil, 0, l.Failed(passed{actx}, "acquiring", timeout)
+		}
+		cancel() // the timer runs
+		return nil, 0, l.Failed(actx, "acquiring", context.Canceled)
+	})
+	l.Unavailable = func(err error) bool { return errors.Is(err, fault) || errors.Is(err, os.ErrDeadlineExceeded) }
+	_, err := l.Lock(ctx)
+	if !errors.Is(err, dlock.ErrUnavailable) || !errors.Is(err, dlock.ErrNotObtained) {
+		t.Errorf("Lock whose attempts found the database gone until its deadline = %v (%d attempts); want ErrNotObtained and ErrUnavailable", err, tries)
+	}
+}
+
+// late is a context whose deadline, once passed is set, has passed, and
+// whose timer has not run.
+type late struct {
+	context.Context
+	passed atomic.Bool
+}
+
+func (c *late) Deadline() (time.Time, bool) {
+	if c.passed.Load() {
+		return time.Now().Add(-time.Millisecond), true
+	}
+	return time.Time{}, false
+}
+
+// passed is a context whose deadline has passed, and whose timer has not
+// run yet.
+type passed struct{ context.Context }
+
+func (passed) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
 
 // errClosedHere is net.ErrClosed: a connection closed on this side.
 var errClosedHere = net.ErrClosed
