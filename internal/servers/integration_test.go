@@ -435,8 +435,11 @@ func TestIntegrationProxySubMillisecondLatency(t *testing.T) {
 	base := best()
 	p.SetLatency(500 * time.Microsecond)
 	added := best() - base
-	if added < time.Millisecond || added > 1500*time.Microsecond {
-		t.Fatalf("0.5ms each way added %v to the best PING (%v without), want 1ms to 1.5ms", added, base)
+	// The lower bound allows for a best PING without the delay that load
+	// lengthened (146µs, when 998µs were added): what it checks is that
+	// both halves of the delay are there, which 0.9ms still tells.
+	if added < 900*time.Microsecond || added > 1500*time.Microsecond {
+		t.Fatalf("0.5ms each way added %v to the best PING (%v without), want 0.9ms to 1.5ms", added, base)
 	}
 	t.Logf("0.5ms each way added %v to the best PING (%v without)", added, base)
 }
