@@ -150,17 +150,25 @@ func (r *recorder) expect(t testing.TB, evs []dlock.Event, want ...dlock.EventKi
 // anyRenewals for none or more: a lease held for a moment may be renewed
 // meanwhile, as often as its backend renews (a ZooKeeper lease every
 // third of a third of the session timeout, whatever its TTL).
+// anyRenewFailed is none or more EventRenewFailed: a fixed lease that
+// runs out may see its session's renewal fail first (ZooKeeper's, on a
+// starved machine, load 59), though never a renewal.
 const (
-	renewals    dlock.EventKind = 255
-	anyRenewals dlock.EventKind = 254
+	renewals       dlock.EventKind = 255
+	anyRenewals    dlock.EventKind = 254
+	anyRenewFailed dlock.EventKind = 253
 )
 
 func matches(evs []dlock.Event, want []dlock.EventKind) bool {
 	i := 0
 	for _, k := range want {
-		if k == renewals || k == anyRenewals {
+		if k == renewals || k == anyRenewals || k == anyRenewFailed {
+			kind := dlock.EventRenewed
+			if k == anyRenewFailed {
+				kind = dlock.EventRenewFailed
+			}
 			n := 0
-			for i < len(evs) && evs[i].Kind == dlock.EventRenewed {
+			for i < len(evs) && evs[i].Kind == kind {
 				i, n = i+1, n+1
 			}
 			if n == 0 && k == renewals {
@@ -185,6 +193,8 @@ func pattern(want []dlock.EventKind) string {
 			ks[i] = "renewed+"
 		case anyRenewals:
 			ks[i] = "renewed*"
+		case anyRenewFailed:
+			ks[i] = "renew-failed*"
 		}
 	}
 	return "[" + strings.Join(ks, " ") + "]"
@@ -333,8 +343,10 @@ func (s *observerSuite) cancelledWait(t *testing.T) {
 	}
 	evs := r.expect(t, r.events(), acquiring, waiting, notAcquired)
 	e := evs[2]
-	if !e.Waited || !errors.Is(e.Err, dlock.ErrNotObtained) || !errors.Is(e.Err, context.DeadlineExceeded) || e.Wait < observerHold {
-		t.Errorf("not-acquired event %+v; want Waited, Err matching ErrNotObtained and DeadlineExceeded, Wait >= %v", e, observerHold)
+	// Wait runs from the backend's start, a little after the context's
+	// (zklock said 299.995ms at a load of 59): Slack is that allowance.
+	if !e.Waited || !errors.Is(e.Err, dlock.ErrNotObtained) || !errors.Is(e.Err, context.DeadlineExceeded) || e.Wait < observerHold-Slack {
+		t.Errorf("not-acquired event %+v; want Waited, Err matching ErrNotObtained and DeadlineExceeded, Wait >= %v", e, observerHold-Slack)
 	}
 }
 
@@ -389,13 +401,13 @@ func (s *observerSuite) expiry(t *testing.T) {
 	// makes the attempt take a good part of the TTL): it was held at least
 	// from now to then.
 	atLeast := time.Until(lease.Until())
-	waitDone(t, lease, ttl+Slack, "the TTL")
-	evs := r.expect(t, settle(r, lost), acquiring, acquired, lost)
-	checkEnded(t, evs[2], lease, atLeast, dlock.ErrLost, dlock.ErrExpired)
+	WaitDoneByUntil(t, lease, ttl+5*time.Second, "the TTL")
+	evs := r.expect(t, settle(r, lost), acquiring, acquired, anyRenewFailed, lost)
+	checkEnded(t, evs[len(evs)-1], lease, atLeast, dlock.ErrLost, dlock.ErrExpired)
 	if err := lease.Release(ctx); !errors.Is(err, dlock.ErrNotHeld) {
 		t.Errorf("Release after expiry = %v; want ErrNotHeld", err)
 	}
-	r.expect(t, r.events(), acquiring, acquired, lost) // a refused Release reports nothing
+	r.expect(t, r.events(), acquiring, acquired, anyRenewFailed, lost) // a refused Release reports nothing
 }
 
 // loss: a lock removed behind the holder's back ends its lease with Lost,

@@ -375,7 +375,16 @@ func TestIntegrationGoRedisDoesNotResendBatches(t *testing.T) {
 	if failed.Load() != n {
 		t.Errorf("%d of %d TryLocks failed; want all, their replies came after the read timeout", failed.Load(), n)
 	}
-	if runs := commandCalls(t, d, "time") - before; runs != n {
-		t.Errorf("%d acquire calls ran %d times on the server; want once each", n, runs)
+	// A call whose batch go-redis had not written when its connection
+	// was closed for the timeout never reaches the server (a make test
+	// beside another, load 59: 1 of 8 ran); that says nothing of sending
+	// again. More runs than calls would: one ran twice.
+	runs := commandCalls(t, d, "time") - before
+	t.Logf("measured: %d acquire calls ran %d times on the server", n, runs)
+	switch {
+	case runs > n:
+		t.Errorf("%d acquire calls ran %d times on the server; want once each at most", n, runs)
+	case runs < n/2:
+		t.Errorf("%d of %d acquire calls reached the server: the test could not check its subject", runs, n)
 	}
 }
