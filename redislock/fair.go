@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
@@ -161,23 +162,25 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	defer w.close(true)
 	var idle pause.Timer
 	defer idle.Stop()
+	late := false // the last attempt's call may still reach the server
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
-			m.leave(ctx, token, down.last != nil)
+			m.leave(ctx, token, down.last != nil, late)
 			return nil, err
 		}
 		l, wait, err := m.attempt(ctx, token, true)
 		if l != nil {
 			return l, nil
 		}
+		late = err != nil && mayHaveRun(err)
 		if final(err) {
-			m.leave(ctx, token, down.last != nil)
+			m.leave(ctx, token, down.last != nil, late)
 			return nil, err
 		}
 		down.note(err)
 		backoff, ok := m.cfg.retry.Backoff(n)
 		if !ok {
-			m.leave(ctx, token, down.last != nil)
+			m.leave(ctx, token, down.last != nil, late)
 			return nil, gaveUp(err)
 		}
 		if wait <= 0 { // the attempt failed, and said no wait
@@ -186,7 +189,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		// Retrying renews the place in the queue: never let it lapse.
 		wait = min(max(wait, time.Millisecond), backoff, m.wait/3)
 		if !idle.Wait(ctx, w.c, wait) {
-			m.leave(ctx, token, down.last != nil)
+			m.leave(ctx, token, down.last != nil, late)
 			return nil, down.interrupted(m.c, ctx.Err(), err)
 		}
 	}
@@ -202,11 +205,56 @@ func asFair(l *fairLease, err error) (dlock.Lease, error) {
 // leave takes token out of the queue, waking the next waiter if the lock
 // is free: at once, or in the background while the server fails (see
 // Client.tidy). If the server cannot be reached, the entry is dropped when
-// its deadline passes.
-func (m *FairMutex) leave(ctx context.Context, token string, failing bool) {
+// its deadline passes. When late is set, the waiter's last attempt, which
+// renews its place, was cut short and may reach the server after the
+// leave (a loaded server reads another connection first): a clean-up
+// looks again, as a lock's does (see background.LateChecks), and until
+// Close's time once Close has begun, so that no place outlives the Lock.
+func (m *FairMutex) leave(ctx context.Context, token string, failing, late bool) {
+	call := redisscript.FairLeaveCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Waiter: token, Wake: m.prefix}.Call()
 	m.c.tidy(ctx, failing, func(ctx context.Context) {
-		m.c.eval(ctx, redisscript.FairLeaveCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Waiter: token, Wake: m.prefix}.Call())
+		m.c.eval(ctx, call)
 	})
+	if late {
+		m.c.cleanups.Clean(func(ctx context.Context) background.Outcome {
+			m.leaveAgain(ctx, call)
+			return background.Cleaned
+		})
+	}
+}
+
+// leaveAgain runs leave, a waiter's fair_leave call, again after each of
+// background.LateChecks, until one finds the waiter's place and removes
+// it; once Close has begun, once more just before Close's time instead.
+func (m *FairMutex) leaveAgain(ctx context.Context, leave redisconn.Call) {
+	removed := func() bool {
+		ctx, cancel := m.c.closeBound(ctx)
+		defer cancel()
+		v, err := m.c.eval(ctx, leave)
+		return err == nil && v != int64(0)
+	}
+	for _, wait := range background.LateChecks {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-m.c.closed:
+			t.Stop()
+			last := time.NewTimer(time.Until(m.c.closeBy) - 100*time.Millisecond)
+			defer last.Stop()
+			select {
+			case <-ctx.Done():
+			case <-last.C:
+				removed()
+			}
+			return
+		case <-t.C:
+		}
+		if removed() {
+			return
+		}
+	}
 }
 
 // attempt runs the acquire script once for waiter, joining or renewing
