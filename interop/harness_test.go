@@ -262,6 +262,7 @@ func runTakeover(t *testing.T, p pair) {
 				errc <- err
 			}()
 			time.Sleep(150 * time.Millisecond) // the waiter is waiting by now
+			sent := time.Now()
 			released, err := holder.unlock(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -270,10 +271,13 @@ func runTakeover(t *testing.T, p pair) {
 			if err := <-errc; err != nil {
 				t.Fatalf("the waiter's Lock: %v", err)
 			}
-			if at.Before(released.Add(-time.Millisecond)) { // the clocks of two processes: a little slack
-				t.Fatalf("the waiter got the lock %v before the holder's release returned", released.Sub(at))
+			// The waiter may be granted before the holder's process has
+			// told of its release's return (2.2ms before, a loaded fresh
+			// clone with redis-py), never before the release was asked for.
+			if at.Before(sent) {
+				t.Fatalf("the waiter got the lock %v before the holder's release was asked for", sent.Sub(at))
 			}
-			delays = append(delays, at.Sub(released))
+			delays = append(delays, max(at.Sub(released), 0))
 			if _, err := waiter.unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
