@@ -3,6 +3,8 @@ package main_test
 import (
 	"context"
 	"database/sql"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -190,9 +192,13 @@ func TestIntegrationZooKeeperChroot(t *testing.T) {
 		t.Errorf("--once-per's record %s/dlock-runs/dlock/%s: exists %v, %v", chroot, name, ok, err)
 	}
 
-	env := []string{"DLOCK_ZK_AUTH=alice:secret-pw"}
-	if r := dlock(t, env, runArgs(d, "-v", name+"-auth", "--", "sh", "-c", "echo ${DLOCK_ZK_AUTH:-unset}")...); r.code != 0 || strings.Contains(r.stdout+r.stderr, "secret-pw") || !strings.Contains(r.stdout, "unset") {
-		t.Errorf("run with DLOCK_ZK_AUTH: exit %d, %q, %q; want 0, the variable kept from COMMAND, no password", r.code, r.stdout, r.stderr)
+	// The ACL is read while the lock is held: once it is free, ZooKeeper's
+	// container manager may delete the empty lock node at any moment.
+	ready := filepath.Join(t.TempDir(), "ready")
+	env := []string{"DLOCK_ZK_AUTH=alice:secret-pw", "READY=" + ready}
+	authHolder := startDlock(t, env, runArgs(d, "-v", name+"-auth", "--", "sh", "-c", `echo ${DLOCK_ZK_AUTH:-unset}; touch "$READY"; exec sleep 60`)...)
+	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {
+		t.Fatalf("holder with DLOCK_ZK_AUTH did not start; stderr: %s", authHolder.kill())
 	}
 	alice, _, err := zk.Connect([]string{srv.Addr()}, 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
@@ -208,6 +214,10 @@ func TestIntegrationZooKeeperChroot(t *testing.T) {
 	acl, _, err := alice.GetACL(chroot + "/dlock/" + name + "-auth")
 	if err != nil || len(acl) == 0 || acl[0].Scheme != "digest" || !strings.HasPrefix(acl[0].ID, "alice:") {
 		t.Errorf("ACL of the lock made with DLOCK_ZK_AUTH: %+v, %v; want alice's digest", acl, err)
+	}
+	authHolder.signal(t, syscall.SIGINT)
+	if r := authHolder.wait(t, 10*time.Second); r.code != 128+int(syscall.SIGINT) || strings.Contains(r.stdout+r.stderr, "secret-pw") || !strings.Contains(r.stdout, "unset") {
+		t.Errorf("run with DLOCK_ZK_AUTH, stopped by SIGINT: exit %d, %q, %q; want %d, the variable kept from COMMAND, no password", r.code, r.stdout, r.stderr, 128+int(syscall.SIGINT))
 	}
 	if r := dlock(t, []string{"DLOCK_ZK_AUTH=alice"}, runArgs(d, name, "--", "true")...); r.code != 64 || !strings.Contains(r.stderr, "DLOCK_ZK_AUTH") {
 		t.Errorf("DLOCK_ZK_AUTH without a password: exit %d, %q; want 64 naming it", r.code, r.stderr)
