@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -409,6 +410,27 @@ func TestIntegrationProxyReset(t *testing.T) {
 	}
 	if _, err := dialRESP(t, p.Addr()).ping(2 * time.Second); err != nil {
 		t.Fatalf("PING after target restart: %v", err)
+	}
+}
+
+// A connection accepted before SetRefuse(true) and Reset, whose link to
+// the target was not yet registered when Reset ran, is reset too: it once
+// went on forwarding, and a test's "every server refuses" let a client
+// through. Not parallel: it sets the package's beforeLink hook.
+func TestIntegrationProxyResetWhileLinking(t *testing.T) {
+	r := startRedis(t, RedisConfig{})
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	beforeLink = func() { once.Do(func() { close(entered); <-proceed }) }
+	p := startProxy(t, r.Addr())
+	t.Cleanup(func() { p.Close(); beforeLink = nil })
+	rc := dialRESP(t, p.Addr())
+	<-entered
+	p.SetRefuse(true)
+	p.Reset()
+	close(proceed)
+	if _, err := rc.ping(2 * time.Second); err == nil || isTimeout(err) {
+		t.Fatalf("PING on a connection that was linking when Reset ran: %v; want a reset or EOF", err)
 	}
 }
 

@@ -23,6 +23,7 @@ type Proxy struct {
 	replies   atomic.Int64 // time.Duration: see SetReplyLatency
 	blackhole atomic.Bool
 	refuse    atomic.Bool
+	resets    atomic.Int64 // Resets so far: see serve
 	cut       sync.Map     // client IP -> true: traffic of its connections is dropped
 	requests  atomic.Int64 // see Requests
 
@@ -61,6 +62,10 @@ func setLingerZero(c net.Conn) {
 		tc.SetLinger(0)
 	}
 }
+
+// beforeLink, when set by a test, runs in serve between the dial of the
+// target and the link's registration.
+var beforeLink func()
 
 // chunk is data read from one side, due to be written to the other.
 type chunk struct {
@@ -179,6 +184,7 @@ func (p *Proxy) SetRefuse(on bool) { p.refuse.Store(on) }
 // that clients and the target see a connection reset. New connections
 // work as before.
 func (p *Proxy) Reset() {
+	p.resets.Add(1)
 	for _, l := range p.snapshot() {
 		l.teardown(true)
 	}
@@ -227,21 +233,29 @@ func (p *Proxy) accept() {
 			time.Sleep(10 * time.Millisecond) // e.g. too many open files
 			continue
 		}
+		// Read before refuse: SetRefuse(true) then Reset either refuses
+		// this connection or resets it (see serve).
+		resets := p.resets.Load()
 		if p.refuse.Load() {
 			setLingerZero(c)
 			c.Close()
 			continue
 		}
 		p.wg.Add(1)
-		go p.serve(c)
+		go p.serve(c, resets)
 	}
 }
 
 // serve connects client to the target and forwards data both ways until
-// both directions are finished or the link is torn down.
-func (p *Proxy) serve(client net.Conn) {
+// both directions are finished or the link is torn down. resets is the
+// count of Resets when client was accepted: a Reset that came while serve
+// dialled the target, before the link was in p.links, tears it down too.
+func (p *Proxy) serve(client net.Conn, resets int64) {
 	defer p.wg.Done()
 	server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+	if beforeLink != nil {
+		beforeLink()
+	}
 	if err != nil {
 		setLingerZero(client)
 		client.Close()
@@ -258,6 +272,9 @@ func (p *Proxy) serve(client net.Conn) {
 	}
 	p.links[l] = struct{}{}
 	p.mu.Unlock()
+	if p.resets.Load() != resets {
+		l.teardown(true)
+	}
 
 	var wg sync.WaitGroup
 	wg.Add(2)
