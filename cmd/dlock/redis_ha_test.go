@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlock-go/dlock/cmd/dlock/internal/cli/backend"
 	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
@@ -59,6 +60,32 @@ func TestIntegrationRedisClusterAndSentinel(t *testing.T) {
 			t.Errorf("a master the Sentinels do not monitor: exit %d, %q; want 69 naming it", r.code, r.stderr)
 		}
 	})
+}
+
+// Sentinels with a password of their own (requirepass in sentinel.conf)
+// are reached with DLOCK_REDIS_SENTINEL_PASSWORD; without it, or with a
+// wrong one, the command says which variable to set (exit 64), and the
+// password is neither echoed nor passed to COMMAND.
+func TestIntegrationRedisSentinelPassword(t *testing.T) {
+	t.Parallel()
+	master := testenv.StartRedis(t, testenv.RedisConfig{})
+	sentinel := testenv.StartSentinelConfig(t, testenv.SentinelConfig{MasterName: "locks", MasterAddr: master.Addr(), SentinelPassword: "sentinel-pw"})
+	name := lockName(t)
+	args := []string{"run", "-v", "--redis-sentinel", sentinel.Addr(), "--redis-master", "locks", name, "--", "sh", "-c", "echo ${DLOCK_REDIS_SENTINEL_PASSWORD:-unset}"}
+	for _, tc := range []struct {
+		env  []string
+		code int
+		want string
+	}{
+		{nil, 64, backend.EnvRedisSentinelPassword},
+		{[]string{backend.EnvRedisSentinelPassword + "=wrong-pw"}, 64, backend.EnvRedisSentinelPassword},
+		{[]string{backend.EnvRedisSentinelPassword + "=sentinel-pw"}, 0, "unset"},
+	} {
+		r := dlock(t, tc.env, args...)
+		if r.code != tc.code || !strings.Contains(r.stdout+r.stderr, tc.want) || strings.Contains(r.stdout+r.stderr, "sentinel-pw") || strings.Contains(r.stdout+r.stderr, "wrong-pw") {
+			t.Errorf("Sentinels with a password, env %q: exit %d, stdout %q, stderr %q; want %d, %q, no password", tc.env, r.code, r.stdout, r.stderr, tc.code, tc.want)
+		}
+	}
 }
 
 func redisHASuite(t *testing.T, d deployment) {

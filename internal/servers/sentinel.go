@@ -19,6 +19,9 @@ type SentinelConfig struct {
 	MasterAddr string
 	// Password is the master's password, if it has one.
 	Password string
+	// SentinelPassword, if set, is the Sentinel's own password
+	// (requirepass): its clients must authenticate with it.
+	SentinelPassword string
 	// Quorum is how many Sentinels must agree that the master is down;
 	// the default is 1.
 	Quorum int
@@ -71,5 +74,9 @@ func LaunchSentinelConfig(cfg SentinelConfig) (*Redis, error) {
 	if cfg.Password != "" {
 		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", cfg.MasterName, cfg.Password)
 	}
-	return LaunchRedis(RedisConfig{sentinel: conf})
+	var args []string
+	if cfg.SentinelPassword != "" {
+		args = []string{"--requirepass", cfg.SentinelPassword}
+	}
+	return LaunchRedis(RedisConfig{sentinel: conf, Args: args})
 }

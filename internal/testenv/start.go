@@ -266,6 +266,13 @@ func StartSentinel(t testing.TB, master *Redis, masterName string) *Redis {
 	return startForTest(t, "needs redis-sentinel", lookRedis, func() (*Redis, error) { return LaunchSentinel(master, masterName) })
 }
 
+// StartSentinelConfig is LaunchSentinelConfig for tests: it fails t on
+// error and closes the Sentinel when the test ends.
+func StartSentinelConfig(t testing.TB, cfg SentinelConfig) *Redis {
+	t.Helper()
+	return startForTest(t, "needs redis-sentinel", lookRedis, func() (*Redis, error) { return LaunchSentinelConfig(cfg) })
+}
+
 // requireZooKeeper skips the test if ZooKeeper is not installed, or fails
 // it when the CI environment variable is "true" or "1".
 func requireZooKeeper(t testing.TB) {

@@ -54,8 +54,8 @@ or from DLOCK_REDIS, DLOCK_REDIS_CLUSTER, DLOCK_REDIS_SENTINEL (with
 DLOCK_REDIS_MASTER), DLOCK_ZK, DLOCK_POSTGRES, DLOCK_MYSQL or DLOCK_ETCD.
 --password-file FILE (or, for Redis, DLOCK_REDIS_PASSWORD) supplies the
 password of a URL or DSN without one, and of a Redis Cluster or Sentinel
-master: a password in a flag is on the command line, which every user
-reads. --zk-auth-file FILE (or DLOCK_ZK_AUTH=user:password) authenticates
+master (Sentinels' own: DLOCK_REDIS_SENTINEL_PASSWORD): a password in a
+flag is on the command line, which every user reads. --zk-auth-file FILE (or DLOCK_ZK_AUTH=user:password) authenticates
 to ZooKeeper, and --etcd-user with --password-file (or DLOCK_ETCD_PASSWORD)
 to etcd. A flag for other backends (--restart-window: Redlock; --table,
 --session: PostgreSQL, MySQL) is refused, exit 64. 'dlock schema

@@ -33,6 +33,9 @@ const (
 	EnvRedisCluster  = "DLOCK_REDIS_CLUSTER"  // Redis Cluster nodes, host:port[,host:port...]
 	EnvRedisSentinel = "DLOCK_REDIS_SENTINEL" // Redis Sentinels, host:port[,host:port...]
 	EnvRedisMaster   = "DLOCK_REDIS_MASTER"   // the name of the master the Sentinels monitor
+	// EnvRedisSentinelPassword is the Sentinels' own password (their
+	// requirepass), when they have one; the master's is EnvRedisPassword's.
+	EnvRedisSentinelPassword = "DLOCK_REDIS_SENTINEL_PASSWORD"
 )
 
 // Redis: one --redis URL, a Redis Cluster (--redis-cluster) or a master
@@ -43,11 +46,12 @@ const (
 var _ = register(&driver{
 	name: "redis", title: "Redis", order: 1,
 	flag: "redis", example: "--redis redis://host:port",
-	env: []string{EnvRedis, EnvRedisPassword, EnvRedisCluster, EnvRedisSentinel, EnvRedisMaster}, passwordEnv: []string{EnvRedisPassword},
+	env:         []string{EnvRedis, EnvRedisPassword, EnvRedisCluster, EnvRedisSentinel, EnvRedisMaster, EnvRedisSentinelPassword},
+	passwordEnv: []string{EnvRedisPassword, EnvRedisSentinelPassword},
 	flags: func(fs *flag.FlagSet, f *Flags) {
 		fs.Var(&f.Redis, "redis", "Redis URL, redis://[user:password@]host:port[/db] or rediss:// for TLS; give it 3 or more times for Redlock (env "+EnvRedis+")")
 		fs.StringVar(&f.RedisCluster, "redis-cluster", "", "Redis Cluster: some of its nodes, host:port[,host:port...]; the password is --password-file's or "+EnvRedisPassword+"'s, TLS the TLS flags' (env "+EnvRedisCluster+")")
-		fs.StringVar(&f.RedisSentinel, "redis-sentinel", "", "Redis Sentinel: the Sentinels, host:port[,host:port...] (usually port 26379), with --redis-master; the master's password is --password-file's or "+EnvRedisPassword+"'s (env "+EnvRedisSentinel+")")
+		fs.StringVar(&f.RedisSentinel, "redis-sentinel", "", "Redis Sentinel: the Sentinels, host:port[,host:port...] (usually port 26379), with --redis-master; the master's password is --password-file's or "+EnvRedisPassword+"'s, the Sentinels' own, if they have one, "+EnvRedisSentinelPassword+"'s (env "+EnvRedisSentinel+")")
 		fs.StringVar(&f.RedisMaster, "redis-master", "", "with --redis-sentinel: the name of the master the Sentinels monitor, as in sentinel.conf (env "+EnvRedisMaster+")")
 	},
 	given: func(f *Flags) bool { return len(f.Redis) > 0 || f.RedisCluster != "" || f.RedisSentinel != "" },
@@ -148,7 +152,10 @@ func resolveRedisHA(f *Flags, getenv func(string) string, password string, spec 
 	if master == "" {
 		return cmdutil.Usagef("--redis-sentinel needs --redis-master NAME (or %s), the name of the master the Sentinels monitor, as in sentinel.conf's 'sentinel monitor NAME ...'", EnvRedisMaster)
 	}
-	spec.RedisSentinel = &redis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, Password: password, TLSConfig: tlsConfig}
+	sentinelPassword := getenv(EnvRedisSentinelPassword)
+	cmdutil.NoteSecret(sentinelPassword)
+	spec.RedisSentinel = &redis.FailoverOptions{MasterName: master, SentinelAddrs: addrs, Password: password,
+		SentinelPassword: sentinelPassword, TLSConfig: tlsConfig}
 	return nil
 }
 
@@ -443,7 +450,12 @@ func eachNode(ctx context.Context, n int, timeout time.Duration, f func(ctx cont
 func refusedCredentials(errs []error) error {
 	for _, err := range errs {
 		msg := strings.TrimSuffix(err.Error(), ".")
+		sentinels := strings.Contains(msg, "all sentinels") // go-redis's words for the Sentinels' own failures
 		switch {
+		case sentinels && strings.Contains(msg, "NOAUTH"):
+			return cmdutil.Usagef("%s: the Sentinels want a password of their own; give it in %s", msg, EnvRedisSentinelPassword)
+		case sentinels && (strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "invalid password")):
+			return cmdutil.Usagef("%s: the Sentinels refused the password; check %s", msg, EnvRedisSentinelPassword)
 		case strings.Contains(msg, "NOAUTH"):
 			return cmdutil.Usagef("%s: the server wants a password; give it in --password-file, in %s or in the URL (redis://:PASSWORD@host:port)", msg, EnvRedisPassword)
 		case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "invalid password"):

@@ -76,7 +76,7 @@ func TestMessagesListTheDrivers(t *testing.T) {
 			t.Errorf("driver %s keeps no --once-per records; every backend must", d.name)
 		}
 	}
-	want := []string{EnvRedis, EnvRedisPassword, EnvRedisCluster, EnvRedisSentinel, EnvRedisMaster, EnvZK, EnvZKAuthFile, EnvZKAuth, EnvPostgres, EnvMySQL, EnvEtcd, EnvEtcdUser, EnvEtcdPassword, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
+	want := []string{EnvRedis, EnvRedisPassword, EnvRedisCluster, EnvRedisSentinel, EnvRedisMaster, EnvRedisSentinelPassword, EnvZK, EnvZKAuthFile, EnvZKAuth, EnvPostgres, EnvMySQL, EnvEtcd, EnvEtcdUser, EnvEtcdPassword, EnvTLSCA, EnvTLSCert, EnvTLSKey, EnvTLSServerName}
 	if got := ConnectionEnv(); len(got) != len(want) {
 		t.Errorf("ConnectionEnv %q, want %q", got, want)
 	} else {
