@@ -829,11 +829,7 @@ func TestIntegrationCuratorSemaphoreMutexNodeDeleted(t *testing.T) {
 // layout on path, as Curator's Lease holds one, and returns its node.
 func standInLease(t *testing.T, adm *zk.Conn, path string) string {
 	t.Helper()
-	for _, p := range []string{"/dlock-test", path, path + "/leases"} {
-		if _, err := adm.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
+	makePath(t, adm, path+"/leases", zk.WorldACL(zk.PermAll))
 	node, err := adm.Create(path+"/leases/_c_00000000-0000-0000-0000-000000000000-lease-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
 	if err != nil {
 		t.Fatal(err)
