@@ -2,7 +2,6 @@ package zklock_test
 
 import (
 	"errors"
-	"path"
 	"strings"
 	"testing"
 	"time"
@@ -13,17 +12,10 @@ import (
 )
 
 // create makes path with acl through c, and its missing parents, open to
-// all.
+// all (see makePath).
 func create(t *testing.T, c *zk.Conn, p string, acl []zk.ACL) {
 	t.Helper()
-	if dir := path.Dir(p); dir != "/" {
-		if _, err := c.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
-	if _, err := c.Create(p, nil, 0, acl); err != nil {
-		t.Fatal(err)
-	}
+	makePath(t, c, p, acl)
 }
 
 // A stranger without credentials who created a lock's path before its

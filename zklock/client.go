@@ -157,12 +157,17 @@ auth:
 
 // noSession is New's error when ctx is done before the ensemble granted
 // a session. It wraps ctx.Err() and the last error met while connecting,
-// such as a failed TLS handshake.
+// such as a failed TLS handshake, and names a TLS handshake still under
+// way (a server slow to answer it, or silent).
 func (s *Client) noSession(ctx context.Context, state zk.State) error {
-	if last := s.connErr.get(); last != nil {
-		return fmt.Errorf("zklock: no session with %v: %w (state %v; last error: %w)", s.servers, ctx.Err(), state, last)
+	why := fmt.Sprintf("state %v", state)
+	if shaking := s.connErr.underWay(); shaking != "" {
+		why += "; " + shaking
 	}
-	return fmt.Errorf("zklock: no session with %v: %w (state %v)", s.servers, ctx.Err(), state)
+	if last := s.connErr.get(); last != nil {
+		return fmt.Errorf("zklock: no session with %v: %w (%s; last error: %w)", s.servers, ctx.Err(), why, last)
+	}
+	return fmt.Errorf("zklock: no session with %v: %w (%s)", s.servers, ctx.Err(), why)
 }
 
 // checkServers returns an error naming the first bad server address.

@@ -777,29 +777,38 @@ func deadlineOf(ctx context.Context) time.Time { d, _ := ctx.Deadline(); return 
 
 // A zklock Semaphore.Lock waiting for a lease while holding Curator's
 // mutex on path/locks gives the wait up (and queues again) when its mutex
-// node is deleted: a Curator taker then takes the mutex and waits too,
-// with its lease node beside zklock's, and once the holder leaves the two
-// waiters, over the one permit together, would wait for each other until
-// one gave up.
+// node is deleted: a Curator taker queued for the mutex then takes it and
+// waits too, with its lease node beside zklock's, and once the holder
+// leaves the two waiters, over the one permit together, would wait for
+// each other until one gave up.
 func TestIntegrationCuratorSemaphoreMutexNodeDeleted(t *testing.T) {
 	zc, cur, path, adm := curatorPair(t)
 	ctx := ctxFor(t, time.Minute)
 	holder := standInLease(t, adm, path)
 	w := lockLater(ctx, zc.NewSemaphore(path, 1))
-	var gate []string
-	for deadline := time.Now().Add(10 * time.Second); len(gate) == 0; time.Sleep(20 * time.Millisecond) {
-		if gate = children(t, adm, path+"/locks"); time.Now().After(deadline) {
-			t.Fatal("the waiting zklock Lock never took Curator's mutex")
+	locks := func(n int, what string) []string {
+		t.Helper()
+		var gate []string
+		for deadline := time.Now().Add(10 * time.Second); len(gate) < n; time.Sleep(20 * time.Millisecond) {
+			if gate = children(t, adm, path+"/locks"); time.Now().After(deadline) {
+				t.Fatalf("%s: Curator's mutex %s/locks has %v", what, path, gate)
+			}
 		}
+		return gate
 	}
-	if err := adm.Delete(path+"/locks/"+gate[0], -1); err != nil {
+	gate := locks(1, "the waiting zklock Lock never took Curator's mutex")[0]
+	// The Curator taker queues for the mutex before zklock's node goes:
+	// queued after it, as zklock queues again once it has seen its node
+	// gone, it would wait for the mutex behind zklock, which would take
+	// the lease first (two make tests side by side saw that when zklock
+	// was the quicker). 20s: zklock notices its node gone at its next
+	// confirmation, a third of a second on a quiet machine.
+	c := cur.newLock("sem", path, "1")
+	cw := cur.send("lease", c, "20000")
+	locks(2, "the Curator lease never queued for Curator's mutex")
+	if err := adm.Delete(path+"/locks/"+gate, -1); err != nil {
 		t.Fatal(err)
 	}
-	c := cur.newLock("sem", path, "1")
-	// 20s: the zklock waiter notices its mutex node gone and queues again
-	// by a watch, at once on a quiet machine; 8s was not enough once with
-	// two make tests side by side.
-	cw := cur.send("lease", c, "20000")
 	waitsFor(t, cw, 300*time.Millisecond, "Curator lease while zklock's lease holds")
 	if err := adm.Delete(holder, -1); err != nil {
 		t.Fatal(err)
@@ -820,11 +829,7 @@ func TestIntegrationCuratorSemaphoreMutexNodeDeleted(t *testing.T) {
 // layout on path, as Curator's Lease holds one, and returns its node.
 func standInLease(t *testing.T, adm *zk.Conn, path string) string {
 	t.Helper()
-	for _, p := range []string{"/dlock-test", path, path + "/leases"} {
-		if _, err := adm.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
+	makePath(t, adm, path+"/leases", zk.WorldACL(zk.PermAll))
 	node, err := adm.Create(path+"/leases/_c_00000000-0000-0000-0000-000000000000-lease-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
 	if err != nil {
 		t.Fatal(err)

@@ -13,12 +13,40 @@ import (
 )
 
 // connErrors remembers the last error met while connecting to a server or
-// talking to it, so that New, when ctx is done before any server grants
-// a session, can say why rather than only that time ran out:
-// go-zookeeper tries the servers in turn for ever and reports no error.
+// talking to it, and the TLS handshake under way, so that New, when ctx is
+// done before any server grants a session, can say why rather than only
+// that time ran out: go-zookeeper tries the servers in turn for ever and
+// reports no error.
 type connErrors struct {
 	mu   sync.Mutex
 	last error
+	// shaking is the server whose TLS handshake is under way, since
+	// shakeBegan; "" for none.
+	shaking    string
+	shakeBegan time.Time
+}
+
+// handshaking records the start of a TLS handshake with addr, and
+// returns the function that records its end.
+func (e *connErrors) handshaking(addr string) (done func()) {
+	e.mu.Lock()
+	e.shaking, e.shakeBegan = addr, time.Now()
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		e.shaking = ""
+		e.mu.Unlock()
+	}
+}
+
+// underWay describes the TLS handshake under way, or returns "".
+func (e *connErrors) underWay() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.shaking == "" {
+		return ""
+	}
+	return fmt.Sprintf("TLS handshake with %s under way for %v", e.shaking, time.Since(e.shakeBegan).Round(time.Millisecond))
 }
 
 func (e *connErrors) set(err error) {
@@ -75,6 +103,7 @@ func (s *Client) handshake(ctx context.Context, c net.Conn, addr string) (net.Co
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
+	defer s.connErr.handshaking(addr)()
 	tc := tls.Client(c, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()

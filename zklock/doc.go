@@ -195,8 +195,9 @@
 // speaks TLS with each server's secure client port (secureClientPort,
 // with the Netty connection factory); a failed handshake, such as an
 // untrusted certificate or a refused client certificate, makes New's
-// error when ctx is done. WithDigestAuth makes the nodes the Client
-// creates its user's alone.
+// error when ctx is done, which also names a handshake still under way
+// then (a server slow to answer, or silent). WithDigestAuth makes the
+// nodes the Client creates its user's alone.
 //
 // ZooKeeper gives the right to delete a node by its parent's ACL, not
 // the node's own: whoever may delete the children of a lock's path may

@@ -267,9 +267,7 @@ func TestIntegrationLostCreateLeavesNoOrphan(t *testing.T) {
 	adm := admin(t, []string{sharedZK(t).Addr()})
 	s := connect(t, []string{proxy.Addr()}, zklock.WithSessionTimeout(10*time.Second))
 	id := s.ID()
-	for _, p := range []string{"/dlock-test", path} { // so that the create is the first request
-		adm.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
-	}
+	makePath(t, adm, path, zk.WorldACL(zk.PermAll)) // so that the create is the first request
 	proxy.SetLatency(300 * time.Millisecond)
 	lctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()

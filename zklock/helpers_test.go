@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -39,6 +40,41 @@ func admin(t testing.TB, servers []string) *zk.Conn {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// makePath creates p through c with acl, and its missing ancestors as
+// persistent nodes open to all; p may exist already. An ancestor that goes
+// before its child is made is made again: the shared /dlock-test may be a
+// container node (zklock makes it one), which ZooKeeper reaps, within a
+// second in tests, whenever no test has a path under it.
+func makePath(t testing.TB, c *zk.Conn, p string, acl []zk.ACL) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := createChain(c, p, acl)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, zk.ErrNoNode) || attempt == 10 {
+			t.Fatalf("creating %s: %v", p, err)
+		}
+	}
+}
+
+// createChain is one attempt of makePath.
+func createChain(c *zk.Conn, p string, acl []zk.ACL) error {
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		a := zk.WorldACL(zk.PermAll)
+		if i == len(p) {
+			a = acl
+		}
+		if _, err := c.Create(p[:i], nil, 0, a); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
 }
 
 // children lists path's children through c, retrying while the client

@@ -129,8 +129,9 @@ func WithDigestAuth(user, password string) ClientOption {
 // tls.Dial; cfg.RootCAs is the CA to trust (nil: the system's), and
 // cfg.Certificates the client certificate for a server that asks for one.
 // New fails, once ctx is done, with the last handshake error if no server
-// completes one. The default is plain TCP, on which the session,
-// the locks' data and WithDigestAuth's credentials travel in clear.
+// completes one, and names a handshake still under way then. The default
+// is plain TCP, on which the session, the locks' data and WithDigestAuth's
+// credentials travel in clear.
 func WithTLS(cfg *tls.Config) ClientOption {
 	return func(c *clientConfig) {
 		if cfg == nil {

@@ -93,11 +93,7 @@ func TestIntegrationFailedAttemptLeavesNoPath(t *testing.T) {
 	servers := []string{sharedZK(t).Addr()}
 	adm := admin(t, servers)
 	root := uniquePath(t)
-	for _, p := range []string{"/dlock-test", root} {
-		if _, err := adm.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			t.Fatal(err)
-		}
-	}
+	makePath(t, adm, root, zk.WorldACL(zk.PermAll))
 	t.Cleanup(func() { adm.Delete(root, -1) })
 	// Nodes this Client creates let nobody create children under them.
 	s, err := zklock.New(ctxFor(t, 20*time.Second), servers, zklock.WithSessionTimeout(testSessionTimeout),

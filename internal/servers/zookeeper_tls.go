@@ -1,7 +1,10 @@
 package servers
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -118,10 +121,56 @@ func (z *ZooKeeper) TLSAddr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(z.tlsPort))
 }
 
-// waitTLSPortLocked waits until the secure client port accepts
-// connections. z.mu must be held.
+// zkTLSProbeTimeout bounds one TLS handshake of waitTLSPortLocked: the
+// JVM's first handshake after a start loads and compiles its TLS code,
+// which took 11 to 18 seconds on a loaded 2-core machine (later ones,
+// under a second).
+const zkTLSProbeTimeout = 30 * time.Second
+
+// waitTLSPortLocked waits until the secure client port completes a TLS
+// handshake with the client certificate and answers ruok, so that a
+// client's first handshake does not pay for the JVM's warm-up. z.mu must
+// be held.
 func (z *ZooKeeper) waitTLSPortLocked() error {
-	return z.waitLocked(zkStartTimeout, 50*time.Millisecond, "open its secure client port "+z.TLSAddr(), func() error {
-		return dial(z.TLSAddr())
+	cfg, err := z.tls.clientConfig()
+	if err != nil {
+		return err
+	}
+	return z.waitLocked(zkStartTimeout, 50*time.Millisecond, "complete a TLS handshake on its secure client port "+z.TLSAddr(), func() error {
+		c, err := net.DialTimeout("tcp", z.TLSAddr(), zkProbeTimeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(zkTLSProbeTimeout))
+		// Under TLS 1.3 the server checks the client certificate after
+		// the client's handshake: an answer to ruok says it has.
+		tc := tls.Client(c, cfg)
+		if _, err := tc.Write([]byte("ruok")); err != nil {
+			return err
+		}
+		reply, err := io.ReadAll(tc)
+		if string(reply) != "imok" {
+			return fmt.Errorf("ruok over TLS: %q, %v", reply, err)
+		}
+		return nil
 	})
+}
+
+// clientConfig returns a client's TLS configuration for the server on
+// 127.0.0.1: trusting the CA of c.certs, with its client certificate.
+func (c *zkTLS) clientConfig() (*tls.Config, error) {
+	ca, err := os.ReadFile(c.certs.CA)
+	if err != nil {
+		return nil, fmt.Errorf("servers: zookeeper TLS probe: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("servers: zookeeper TLS probe: no certificate in %s", c.certs.CA)
+	}
+	cert, err := tls.LoadX509KeyPair(c.certs.ClientCert, c.certs.ClientKey)
+	if err != nil {
+		return nil, fmt.Errorf("servers: zookeeper TLS probe: %w", err)
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: "127.0.0.1"}, nil
 }
