@@ -208,8 +208,10 @@ func TestIntegrationElectLeaderThroughSlowMasters(t *testing.T) {
 		d.flags = append(d.flags, "--redis", "redis://"+p.Addr())
 	}
 	name, ready := lockName(t), filepath.Join(t.TempDir(), "ready")
-	leader := startDlock(t, []string{"READY=" + ready}, electArgs(d, "--value", "slow-masters", name, "--", "sh", "-c", `touch "$READY"; exec sleep 60`)...)
-	waitExists(t, ready, 20*time.Second)
+	leader := startDlock(t, []string{"READY=" + ready}, electArgs(d, "-v", "--value", "slow-masters", name, "--", "sh", "-c", `touch "$READY"; exec sleep 60`)...)
+	if !eventually(20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil }) {
+		t.Fatalf("the leader did not start its command within 20s; its stderr:\n%s", leader.kill())
+	}
 	for _, p := range proxies {
 		p.SetReplyLatency(400 * time.Millisecond)
 	}
