@@ -19,9 +19,12 @@ import (
 // writing it again (every TTL/3); publishing counts only on a majority.
 // Leader reports the record that a majority of nodes holds next to a lock
 // key of the same owner, and ErrNoLeader otherwise: a leader cut off from
-// the nodes is named until its keys expire, at most the drift allowance
-// (dlock.Drift) plus the latency of its last renewal after its Until. Each
-// change is published
+// the nodes is named until its keys expire, a TTL after the nodes ran the
+// last renewal that reached them. After the leader's Until, that is the
+// drift allowance (dlock.Drift) plus the latency of its last renewal; when
+// the cut came while a renewal was on its way, and the renewal reached the
+// nodes but their answers were lost, up to a renewal period (TTL/3) and
+// that renewal's latency more. Each change is published
 // on every node, on the channel dlock:{name}:leader; an observer subscribes
 // on every node (a pub/sub connection each) and reads the nodes again at
 // least every min(TTL/4, 1s). Campaigns wait as Lock does, polling with the
