@@ -164,3 +164,78 @@ func (l *landings) horizon(t testing.TB, lease dlock.Lease, ttl time.Duration, q
 		h.Round(time.Millisecond), dlock.Drift(ttl), (h - dlock.Drift(ttl)).Round(time.Millisecond))
 	return h
 }
+
+// Leader, and an observer's reads, wait for the nodes up to the TTL, not
+// the node timeout (see NewElection): a read spends no validity. Before,
+// nodes slower than the node timeout made Leader fail ("reading the
+// leader ... reached 0 of 3 nodes", as a loaded machine's did at 250ms)
+// while a majority held the leader. It still decides as soon as a majority
+// agrees: one silent node does not hold it up.
+func TestIntegrationElectionLeaderThroughSlowNodes(t *testing.T) {
+	t.Parallel() // mostly waits, on servers of its own
+	const ttl, nodeTimeout = 4 * time.Second, 100 * time.Millisecond
+	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
+	age(t, servers)
+	addrs := addrsOf(servers)
+	proxies := make([]*testenv.Proxy, len(addrs))
+	via := make([]string, len(addrs))
+	for i, a := range addrs {
+		proxies[i] = testenv.StartProxy(t, a)
+		via[i] = proxies[i].Addr()
+		t.Cleanup(func() { proxies[i].Blackhole(false); proxies[i].Reset() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "slow-nodes"
+	// A node timeout of a second for the leader, which the proxies do not
+	// slow down; the reader's is 100ms, and its go-redis read timeout
+	// longer than the TTL, so that only Leader's own wait ends a call to
+	// a silent node.
+	leader := newClient(t, addrs, goRedis, redlock.WithNodeTimeout(time.Second)).NewElection(name, redlock.WithTTL(ttl))
+	patient := func(t testing.TB, addr string) redisconn.Conn { return goRedisTimeout(t, addr, 2*ttl) }
+	reader := newClient(t, via, patient, redlock.WithNodeTimeout(nodeTimeout)).NewElection(name, redlock.WithTTL(ttl))
+	l, err := leader.Campaign(ctx, "leader")
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	read := func(what string) (dlock.Leader, time.Duration, error) {
+		start := time.Now()
+		got, err := reader.Leader(ctx)
+		took := time.Since(start)
+		t.Logf("measured: Leader with %s: %+v, %v in %v", what, got, err, took.Round(time.Millisecond))
+		return got, took, err
+	}
+	want := dlock.Leader{Value: "leader", Term: l.Fence()}
+	if got, _, err := read("every node quick"); err != nil || got != want {
+		t.Fatalf("Leader = %+v, %v; want %+v", got, err, want)
+	}
+
+	const slow = 3 * nodeTimeout // still well within the TTL
+	for _, p := range proxies {
+		p.SetReplyLatency(slow)
+	}
+	if got, took, err := read(fmt.Sprintf("every node answering %v late, node timeout %v", slow, nodeTimeout)); err != nil || got != want {
+		t.Fatalf("Leader = %+v, %v after %v; want %+v: the nodes answered within the TTL", got, err, took, want)
+	}
+
+	// One node silent: the other two agree, and Leader does not wait for
+	// the silent one (the TTL).
+	for _, p := range proxies {
+		p.SetReplyLatency(0)
+	}
+	proxies[0].Blackhole(true)
+	if got, took, err := read("one node of 3 silent"); err != nil || got != want {
+		t.Fatalf("Leader = %+v, %v after %v; want %+v", got, err, took, want)
+	} else if took >= ttl/2 {
+		t.Fatalf("Leader took %v with one node of 3 silent; want the two others' answer, well within the TTL %v", took, ttl)
+	}
+
+	// A majority silent: Leader fails, once the TTL has passed, naming
+	// no leader.
+	proxies[1].Blackhole(true)
+	if got, took, err := read("two nodes of 3 silent"); err == nil || errors.Is(err, dlock.ErrNoLeader) {
+		t.Fatalf("Leader = %+v, %v after %v; want an error that is not ErrNoLeader", got, err, took)
+	} else if took > ttl+2*time.Second {
+		t.Fatalf("Leader with two nodes of 3 silent returned after %v; want the TTL %v", took, ttl)
+	}
+}
