@@ -58,9 +58,10 @@ type Election interface {
 	// its claim back: Leader names it until the servers expire the claim
 	// by their own clocks, which can be later than the leader's Until,
 	// when its Done closed. How much later is each backend's leader
-	// horizon, stated in its NewElection documentation: about the drift
-	// allowance (Drift) on Redis, Redlock, PostgreSQL and MySQL, half a
-	// second on etcd, and most of the session timeout on ZooKeeper. Act
+	// horizon, stated in its NewElection documentation: the drift
+	// allowance (Drift) and the latency of the leader's last renewal on
+	// Redis, Redlock, PostgreSQL and MySQL, half a second more on etcd,
+	// and most of the session timeout on ZooKeeper. Act
 	// on a leader only with its term as a fence, as for any lease.
 	Leader(ctx context.Context) (Leader, error)
 

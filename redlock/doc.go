@@ -54,7 +54,8 @@
 // its call, which may still run, is cleaned up as one that timed out. So
 // one node that is down, silent or refusing costs a grant nothing when a
 // majority answers (one round trip to it), and Inspect and ForceUnlock the
-// node timeout at most. An attempt fails as unavailable when so many nodes
+// node timeout at most. (An election's reads of its leader wait up to the
+// TTL: see Client.NewElection.) An attempt fails as unavailable when so many nodes
 // could not be reached, did not answer, answered that they cannot serve
 // the call for now (LOADING, BUSY, ...; see the redislock package), sit
 // out their restart window, or refuse for good (below), that no majority

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dlock-go/dlock"
 	"github.com/dlock-go/dlock/internal/election"
@@ -19,8 +20,15 @@ import (
 // writing it again (every TTL/3); publishing counts only on a majority.
 // Leader reports the record that a majority of nodes holds next to a lock
 // key of the same owner, and ErrNoLeader otherwise: a leader cut off from
-// the nodes is named until its keys expire, at most the drift allowance
-// (dlock.Drift) plus the latency of its last renewal after its Until. Each
+// the nodes is named until its keys expire, a TTL after the nodes ran the
+// last renewal that reached them. After the leader's Until, that is the
+// drift allowance (dlock.Drift) plus the latency of its last renewal; when
+// the cut came while a renewal was on its way, and the renewal reached the
+// nodes but their answers were lost, up to a renewal period (TTL/3) and
+// that renewal's latency more. Leader, and each read of an observer, waits
+// for the nodes up to the TTL (or until its ctx ends), not the node
+// timeout, since a read spends no lease's validity; it decides as soon as a
+// majority agrees, so that a silent minority does not hold it up. Each
 // change is published
 // on every node, on the channel dlock:{name}:leader; an observer subscribes
 // on every node (a pub/sub connection each) and reads the nodes again at
@@ -33,14 +41,15 @@ func (c *Client) NewElection(name string, opts ...Option) dlock.Election {
 	if m.cfg.bare {
 		m.err = fmt.Errorf("redlock: WithBareKey: an election cannot use the bare-key layout (its record sits beside dlock's key); use it with NewMutex: %w", ErrBareKeyUnsupported)
 	}
-	s := &electionStore{c: c, name: name, lock: m.keys.lock, record: m.keys.lock + ":leader", channel: m.keys.lock + ":leader", ttl: m.ttl}
+	s := &electionStore{c: c, name: name, lock: m.keys.lock, record: m.keys.lock + ":leader", channel: m.keys.lock + ":leader", ttl: m.ttl, wait: m.cfg.ttl}
 	return election.New(election.Config{Name: name, Lock: m, Store: s, TTL: m.cfg.ttl, Republish: true, Err: m.err})
 }
 
 type electionStore struct {
 	c                           *Client
 	name, lock, record, channel string
-	ttl                         string // in milliseconds
+	ttl                         string        // in milliseconds
+	wait                        time.Duration // how long a read waits for the nodes: the TTL
 }
 
 // Publish writes r on every node on which the lock key is r's owner's,
@@ -74,44 +83,52 @@ func (s *electionStore) Publish(ctx context.Context, _ dlock.Lease, r election.R
 }
 
 // Read returns the record that a majority of nodes holds next to a lock
-// key of its owner.
+// key of its owner. It waits for the nodes up to the TTL, not the node
+// timeout: the node timeout bounds what spends a lease's validity, and a
+// read spends none, while its answers are still true when they come late
+// (a loaded machine's nodes did not answer a new client's read in 250ms).
+// It decides as soon as a majority agrees, or no longer can, so that nodes
+// that are down or silent hold it up only when a majority is.
 func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error) {
 	if err := s.c.usable(); err != nil {
 		return election.Record{}, false, err
 	}
-	replies := s.c.fanOut(ctx, redisscript.ElectReadCall{Lock: s.lock, Record: s.record}.Call())
-	answered := 0
+	n, quorum := len(s.c.nodes), s.c.quorum
+	replies, f := s.c.fanOutFor(ctx, redisscript.ElectReadCall{Lock: s.lock, Record: s.record}.Call(), nil, max(s.wait, s.c.cfg.nodeTimeout))
+	defer f.cancel() // the nodes left once it is decided
+	answered, most := 0, 0
 	votes := map[string]int{}
 	var errs []error
-	for range s.c.nodes {
+	for got := 1; got <= n; got++ {
 		rep := <-replies
 		name := s.c.nodes[rep.node].name
-		if rep.res.Err != nil {
+		switch pair, _ := rep.res.Val.([]any); {
+		case rep.res.Err != nil:
 			errs = append(errs, &NodeError{Node: name, Err: rep.res.Err})
-			continue
-		}
-		pair, _ := rep.res.Val.([]any)
-		if len(pair) != 2 {
+		case len(pair) != 2:
 			errs = append(errs, &NodeError{Node: name, Err: fmt.Errorf("elect_read: unexpected reply %v", rep.res.Val)})
-			continue
+		default:
+			answered++
+			lock, _ := pair[0].(string)
+			rec, _ := pair[1].(string)
+			if r, err := election.Parse(rec); err == nil && (lock == r.Token || lock == r.Token+redisscript.WaiterMark) {
+				votes[rec]++
+				if votes[rec] >= quorum {
+					return r, true, nil
+				}
+				most = max(most, votes[rec])
+			}
 		}
-		answered++
-		lock, _ := pair[0].(string)
-		rec, _ := pair[1].(string)
-		if r, err := election.Parse(rec); err == nil && (lock == r.Token || lock == r.Token+redisscript.WaiterMark) {
-			votes[rec]++
+		left := n - got
+		switch {
+		case answered+left < quorum:
+			return election.Record{}, false, errQuorum("reading the leader", s.name, answered, quorum, n, errs)
+		case answered >= quorum && most+left < quorum:
+			return election.Record{}, false, nil
 		}
 	}
-	for rec, n := range votes {
-		if n >= s.c.quorum {
-			r, _ := election.Parse(rec)
-			return r, true, nil
-		}
-	}
-	if answered < s.c.quorum {
-		return election.Record{}, false, errQuorum("reading the leader", s.name, answered, s.c.quorum, len(s.c.nodes), errs)
-	}
-	return election.Record{}, false, nil
+	// Not reached: after the last reply, one of the cases above holds.
+	return election.Record{}, false, errQuorum("reading the leader", s.name, answered, quorum, n, errs)
 }
 
 // Withdraw deletes r on every node that has it, and tells observers.
