@@ -152,6 +152,13 @@ func (c *Client) eval(ctx context.Context, call redisconn.Call) (any, error) {
 // abandon runs, in the background, the release call of what an
 // interrupted request may have taken (see cleanUp).
 func (c *Client) abandon(release redisconn.Call) {
+	c.abandonWith(func() redisconn.Call { return release })
+}
+
+// abandonWith is abandon with a release call that release returns at each
+// look: one that depends on what has happened since the request was
+// interrupted (see FairMutex.attempt).
+func (c *Client) abandonWith(release func() redisconn.Call) {
 	if c.closing() {
 		// Close gives what it could not reach up: the key expires
 		// within its TTL.
@@ -187,7 +194,7 @@ func (c *Client) tidy(ctx context.Context, failing bool, f func(ctx context.Cont
 // server.
 var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 
-// cleanUp runs release, the release call of what an interrupted request
+// cleanUp runs release(), the release call of what an interrupted request
 // may have taken, until it deletes something: again with backoff while
 // the server cannot be reached or turns it away (see turnedAway), however
 // long, and a few more times
@@ -195,12 +202,12 @@ var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // since a request still buffered on a paused server runs when it resumes,
 // however late. Once Close has begun, it looks once more, within Close's
 // time, and stops: a key left expires within its TTL.
-func (c *Client) cleanUp(ctx context.Context, release redisconn.Call) {
+func (c *Client) cleanUp(ctx context.Context, release func() redisconn.Call) {
 	checks := 0
 	for n := 1; ; n++ {
 		closing := c.closing()
 		lctx, cancel := c.closeBound(ctx)
-		v, err := c.eval(lctx, release)
+		v, err := c.eval(lctx, release())
 		cancel()
 		var wait time.Duration
 		switch {
