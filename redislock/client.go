@@ -190,6 +190,44 @@ func (c *Client) tidy(ctx context.Context, failing bool, f func(ctx context.Cont
 	c.cleanups.Go(run) // once the Client is closed, what f removes expires
 }
 
+// lookAgain runs take, a call that takes back what a Lock left on the
+// server (a place in a queue, a writer's intent), in the background after
+// each of background.LateChecks, as a lock's clean-up looks: a call of
+// the Lock that got no answer may still reach the server and put it back.
+// Every look is taken, since each such call may land at its own time.
+// Once Close has begun, it looks once more just before Close's time, and
+// stops.
+func (c *Client) lookAgain(take redisconn.Call) {
+	c.cleanups.Clean(func(ctx context.Context) background.Outcome {
+		look := func() {
+			ctx, cancel := c.closeBound(ctx)
+			defer cancel()
+			c.eval(ctx, take)
+		}
+		for _, wait := range background.LateChecks {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return background.Cleaned
+			case <-c.closed:
+				t.Stop()
+				last := time.NewTimer(time.Until(c.closeBy) - 100*time.Millisecond)
+				defer last.Stop()
+				select {
+				case <-ctx.Done():
+				case <-last.C:
+					look()
+				}
+				return background.Cleaned
+			case <-t.C:
+			}
+			look()
+		}
+		return background.Cleaned
+	})
+}
+
 // cleanupRetry spaces out the looks of a clean-up that cannot reach the
 // server.
 var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
@@ -181,7 +180,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		if l != nil {
 			if late {
 				gone.Store(true)
-				m.lookAgain(m.leaveCall(token))
+				m.c.lookAgain(m.leaveCall(token))
 			}
 			return l, nil
 		}
@@ -227,7 +226,7 @@ func (m *FairMutex) leaveCall(waiter string) redisconn.Call {
 // renews its place, was cut short and may reach the server after the
 // leave (a loaded server reads another connection first): leave sets
 // gone, so that the attempt's clean-up no longer puts the waiter back in
-// line, and looks again (see lookAgain), so that no place outlives the
+// line, and looks again (see Client.lookAgain), so that no place outlives the
 // Lock.
 func (m *FairMutex) leave(ctx context.Context, token string, failing, late bool, gone *atomic.Bool) {
 	gone.Store(true)
@@ -236,48 +235,7 @@ func (m *FairMutex) leave(ctx context.Context, token string, failing, late bool,
 		m.c.eval(ctx, call)
 	})
 	if late {
-		m.lookAgain(call)
-	}
-}
-
-// lookAgain runs leave, a waiter's fair_leave call, in the background
-// after each of background.LateChecks, as a lock's clean-up looks (each
-// late call of the waiter may put its place back, so every look is
-// taken); once Close has begun, once more just before Close's time
-// instead.
-func (m *FairMutex) lookAgain(leave redisconn.Call) {
-	m.c.cleanups.Clean(func(ctx context.Context) background.Outcome {
-		m.leaveAgain(ctx, leave)
-		return background.Cleaned
-	})
-}
-
-// leaveAgain takes the looks of lookAgain.
-func (m *FairMutex) leaveAgain(ctx context.Context, leave redisconn.Call) {
-	look := func() {
-		ctx, cancel := m.c.closeBound(ctx)
-		defer cancel()
-		m.c.eval(ctx, leave)
-	}
-	for _, wait := range background.LateChecks {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-m.c.closed:
-			t.Stop()
-			last := time.NewTimer(time.Until(m.c.closeBy) - 100*time.Millisecond)
-			defer last.Stop()
-			select {
-			case <-ctx.Done():
-			case <-last.C:
-				look()
-			}
-			return
-		case <-t.C:
-		}
-		look()
+		m.c.lookAgain(call)
 	}
 }
 
