@@ -190,13 +190,19 @@ func (c *Client) tidy(ctx context.Context, failing bool, f func(ctx context.Cont
 	c.cleanups.Go(run) // once the Client is closed, what f removes expires
 }
 
+// closeLooks spaces out the looks of lookAgain once Close has begun.
+const closeLooks = 200 * time.Millisecond
+
 // lookAgain runs take, a call that takes back what a Lock left on the
 // server (a place in a queue, a writer's intent), in the background after
 // each of background.LateChecks, as a lock's clean-up looks: a call of
 // the Lock that got no answer may still reach the server and put it back.
 // Every look is taken, since each such call may land at its own time.
-// Once Close has begun, it looks once more just before Close's time, and
-// stops.
+// Once Close has begun, it looks every closeLooks until just before
+// Close's time, and stops: a single look just before that time did not
+// run at all on a loaded machine (its timer fired too late to leave the
+// call any of Close's time), and a call that landed within Close's time
+// kept its place.
 func (c *Client) lookAgain(take redisconn.Call) {
 	c.cleanups.Clean(func(ctx context.Context) background.Outcome {
 		look := func() {
@@ -212,14 +218,21 @@ func (c *Client) lookAgain(take redisconn.Call) {
 				return background.Cleaned
 			case <-c.closed:
 				t.Stop()
-				last := time.NewTimer(time.Until(c.closeBy) - 100*time.Millisecond)
-				defer last.Stop()
-				select {
-				case <-ctx.Done():
-				case <-last.C:
+				for {
+					last := time.Until(c.closeBy) - 100*time.Millisecond
+					wait := min(closeLooks, last)
+					t := time.NewTimer(max(wait, 0))
+					select {
+					case <-ctx.Done():
+						t.Stop()
+						return background.Cleaned
+					case <-t.C:
+					}
 					look()
+					if wait >= last {
+						return background.Cleaned
+					}
 				}
-				return background.Cleaned
 			case <-t.C:
 			}
 			look()
