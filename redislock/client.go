@@ -81,7 +81,7 @@ const closeWait = time.Second
 // waits for the server at most one second in all (closeWait): a lease
 // whose release has not reached the server by then ends with an error
 // matching dlock.ErrLost, its key expires within its TTL, and Close
-// reports the failure. Each clean-up gets one last look after Close
+// reports the failure. Each clean-up looks again after Close
 // begins, within that second, and no more: a key that a request still on
 // its way to the server may set expires within its TTL. A server that
 // cannot be reached, or does not answer, so costs Close one second at
