@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/dlock-go/dlock"
+	"github.com/dlock-go/dlock/internal/testenv"
 	"github.com/dlock-go/dlock/redisconn"
 	"github.com/dlock-go/dlock/redislock"
+	"github.com/dlock-go/dlock/redislock/goredisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -148,4 +150,73 @@ func TestIntegrationRWIntentLandingLate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same through the fault proxy, with go-redis as the README builds it:
+// the writer's first call is delayed 1.5s on the way, past its
+// AttemptTimeout (1s), and reaches the server after a later attempt,
+// undelayed, has granted the lock; the intent the late call announces is
+// withdrawn before it expires. Before, it stayed its full 2s.
+func TestIntegrationRWIntentLandingLateThroughProxy(t *testing.T) {
+	t.Parallel()
+	d := standalone(t)
+	ctx := timeout(t, time.Minute)
+	p := testenv.StartProxy(t, d.servers[0].Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	wc := redislock.New(goredisconn.New(rdb))
+	t.Cleanup(func() { wc.Close() })
+	name := "rw-intent-late-proxy"
+	opts := []redislock.Option{redislock.WithTTL(30 * time.Second)}
+	// Load the scripts: a call answered NOSCRIPT late would not run.
+	if l, err := wc.NewRWMutex("warm-"+name, opts...).Writer().Lock(ctx); err != nil {
+		t.Fatal(err)
+	} else {
+		l.Release(ctx)
+	}
+	before := p.Requests()
+	p.SetLatency(1500 * time.Millisecond)
+	done := make(chan error, 1)
+	var l dlock.Lease
+	go func() {
+		var err error
+		l, err = wc.NewRWMutex(name, opts...).Writer().Lock(ctx)
+		done <- err
+	}()
+	for p.Requests() == before { // the first call is on its way, delayed
+		time.Sleep(time.Millisecond)
+	}
+	p.SetLatency(0)
+	if err := <-done; err != nil {
+		t.Fatalf("the writer's Lock = %v", err)
+	}
+	defer l.Release(ctx)
+	admin := d.admin(t)
+	key := lockKey(name) + ":wintent"
+	expiry := -1.0 // the intent's expiry, server ms, once seen
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
+		now, err := admin.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := float64(now.UnixMilli())
+		intents, err := admin.ZRangeWithScores(ctx, key, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case len(intents) > 0:
+			expiry = intents[0].Score
+		case expiry < 0: // not landed yet, or withdrawn before a look saw it
+		case ms >= expiry:
+			t.Fatalf("the intent the late call announced stayed until it expired (gone %.0fms after its expiry)", ms-expiry)
+		default:
+			t.Logf("measured: the intent went %.0fms before its expiry", expiry-ms)
+			return
+		}
+	}
+	if expiry >= 0 {
+		t.Fatal("the intent the late call announced was still there 5s later")
+	}
+	t.Log("measured: no intent seen in 5s (withdrawn before a look saw it)")
 }
