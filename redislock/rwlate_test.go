@@ -57,16 +57,18 @@ func (c intentHeldConn) Eval(ctx context.Context, calls []redisconn.Call, result
 
 // A waiting writer's call whose reply was lost, followed by calls that
 // were answered, reaches the server after the writer's Lock has returned
-// (its context ended while a reader held; or a later attempt took the
-// lock): the intent it announces again is withdrawn, rather than keep new
-// readers out until it expires (min(TTL, 2s)). The test reads the intent
+// (its context ended while a reader held, or its Client closed; or a
+// later attempt took the lock): the intent it announces again is
+// withdrawn, rather than keep new readers out until it expires
+// (min(TTL, 2s)); during Close, the call lands within Close's second. The
+// test reads the intent
 // on the server and sees it go before its expiry, in server time. Before,
 // the Lock withdrew its intent once, when it gave up, and not at all when
 // granted: the intent stayed until it expired.
 func TestIntegrationRWIntentLandingLate(t *testing.T) {
 	t.Parallel()
 	d := standalone(t)
-	for _, how := range []string{"cancelled", "after-own-grant"} {
+	for _, how := range []string{"cancelled", "closed", "after-own-grant"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			ctx := timeout(t, time.Minute)
@@ -84,7 +86,7 @@ func TestIntegrationRWIntentLandingLate(t *testing.T) {
 			opts := []redislock.Option{redislock.WithTTL(30 * time.Second)}
 			// The intent lives min(TTL, 2s): the TTL, 30s, keeps a
 			// reader's share or the writer's hold for the whole test.
-			if how == "cancelled" {
+			if how != "after-own-grant" {
 				reader, err := other.NewRWMutex(name, opts...).Reader().Lock(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -104,7 +106,8 @@ func TestIntegrationRWIntentLandingLate(t *testing.T) {
 				done <- result{l, err}
 			}()
 			var r result
-			if how == "cancelled" {
+			switch how {
+			case "cancelled":
 				for passed.Load() == 0 { // a later call, answered, renewed the intent
 					time.Sleep(time.Millisecond)
 				}
@@ -112,7 +115,20 @@ func TestIntegrationRWIntentLandingLate(t *testing.T) {
 				if r = <-done; !errors.Is(r.err, dlock.ErrNotObtained) {
 					t.Fatalf("the writer's Lock = %v; want ErrNotObtained", r.err)
 				}
-			} else {
+			case "closed":
+				// The late call lands within Close's second (closeWait).
+				for passed.Load() == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				timer := time.AfterFunc(150*time.Millisecond, landOnce)
+				defer timer.Stop()
+				if err := wc.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+				if r = <-done; !errors.Is(r.err, dlock.ErrNotObtained) {
+					t.Fatalf("the writer's Lock = %v; want ErrNotObtained", r.err)
+				}
+			default:
 				if r = <-done; r.err != nil {
 					t.Fatalf("the writer's Lock = %v", r.err)
 				}
