@@ -81,7 +81,7 @@ const closeWait = time.Second
 // waits for the server at most one second in all (closeWait): a lease
 // whose release has not reached the server by then ends with an error
 // matching dlock.ErrLost, its key expires within its TTL, and Close
-// reports the failure. Each clean-up gets one last look after Close
+// reports the failure. Each clean-up looks again after Close
 // begins, within that second, and no more: a key that a request still on
 // its way to the server may set expires within its TTL. A server that
 // cannot be reached, or does not answer, so costs Close one second at
@@ -152,6 +152,13 @@ func (c *Client) eval(ctx context.Context, call redisconn.Call) (any, error) {
 // abandon runs, in the background, the release call of what an
 // interrupted request may have taken (see cleanUp).
 func (c *Client) abandon(release redisconn.Call) {
+	c.abandonWith(func() redisconn.Call { return release })
+}
+
+// abandonWith is abandon with a release call that release returns at each
+// look: one that depends on what has happened since the request was
+// interrupted (see FairMutex.attempt).
+func (c *Client) abandonWith(release func() redisconn.Call) {
 	if c.closing() {
 		// Close gives what it could not reach up: the key expires
 		// within its TTL.
@@ -183,11 +190,62 @@ func (c *Client) tidy(ctx context.Context, failing bool, f func(ctx context.Cont
 	c.cleanups.Go(run) // once the Client is closed, what f removes expires
 }
 
+// closeLooks spaces out the looks of lookAgain once Close has begun.
+const closeLooks = 200 * time.Millisecond
+
+// lookAgain runs take, a call that takes back what a Lock left on the
+// server (a place in a queue, a writer's intent), in the background after
+// each of background.LateChecks, as a lock's clean-up looks: a call of
+// the Lock that got no answer may still reach the server and put it back.
+// Every look is taken, since each such call may land at its own time.
+// Once Close has begun, it looks every closeLooks until just before
+// Close's time, and stops: a single look just before that time did not
+// run at all on a loaded machine (its timer fired too late to leave the
+// call any of Close's time), and a call that landed within Close's time
+// kept its place.
+func (c *Client) lookAgain(take redisconn.Call) {
+	c.cleanups.Clean(func(ctx context.Context) background.Outcome {
+		look := func() {
+			ctx, cancel := c.closeBound(ctx)
+			defer cancel()
+			c.eval(ctx, take)
+		}
+		for _, wait := range background.LateChecks {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return background.Cleaned
+			case <-c.closed:
+				t.Stop()
+				for {
+					last := time.Until(c.closeBy) - 100*time.Millisecond
+					wait := min(closeLooks, last)
+					t := time.NewTimer(max(wait, 0))
+					select {
+					case <-ctx.Done():
+						t.Stop()
+						return background.Cleaned
+					case <-t.C:
+					}
+					look()
+					if wait >= last {
+						return background.Cleaned
+					}
+				}
+			case <-t.C:
+			}
+			look()
+		}
+		return background.Cleaned
+	})
+}
+
 // cleanupRetry spaces out the looks of a clean-up that cannot reach the
 // server.
 var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 
-// cleanUp runs release, the release call of what an interrupted request
+// cleanUp runs release(), the release call of what an interrupted request
 // may have taken, until it deletes something: again with backoff while
 // the server cannot be reached or turns it away (see turnedAway), however
 // long, and a few more times
@@ -195,12 +253,12 @@ var cleanupRetry = dlock.ExponentialBackoff(10*time.Millisecond, time.Second)
 // since a request still buffered on a paused server runs when it resumes,
 // however late. Once Close has begun, it looks once more, within Close's
 // time, and stops: a key left expires within its TTL.
-func (c *Client) cleanUp(ctx context.Context, release redisconn.Call) {
+func (c *Client) cleanUp(ctx context.Context, release func() redisconn.Call) {
 	checks := 0
 	for n := 1; ; n++ {
 		closing := c.closing()
 		lctx, cancel := c.closeBound(ctx)
-		v, err := c.eval(lctx, release)
+		v, err := c.eval(lctx, release())
 		cancel()
 		var wait time.Duration
 		switch {

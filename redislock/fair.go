@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/dlock-go/dlock"
-	"github.com/dlock-go/dlock/internal/background"
 	"github.com/dlock-go/dlock/internal/lease"
 	"github.com/dlock-go/dlock/internal/pause"
 	"github.com/dlock-go/dlock/internal/redisscript"
@@ -120,7 +120,7 @@ func (m *FairMutex) tryLock(ctx context.Context) (dlock.Lease, error) {
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
-	l, _, err := m.attempt(ctx, fairToken(ctx), false)
+	l, _, err := m.attempt(ctx, fairToken(ctx), nil)
 	switch {
 	case l != nil:
 		return l, nil
@@ -149,7 +149,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	}
 	token := fairToken(ctx) // the waiter's place in the queue; each attempt has its own
 	var down outage
-	l, _, err := m.attempt(ctx, token, false)
+	l, _, err := m.attempt(ctx, token, nil)
 	if l != nil || final(err) {
 		return asFair(l, err)
 	}
@@ -162,25 +162,37 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 	defer w.close(true)
 	var idle pause.Timer
 	defer idle.Stop()
-	late := false // the last attempt's call may still reach the server
+	// An attempt that got no answer may reach the server after the Lock
+	// has returned, however many answered attempts came after it: its
+	// call renews the place, or takes the lock and has its clean-up give
+	// the grant back and put the waiter back in line (while the Lock
+	// goes on). So once such an attempt was made, the Lock looks for the
+	// place again after it returns, granted or not, and gone tells the
+	// clean-ups that the waiter has left the line.
+	late := false
+	gone := new(atomic.Bool)
 	for n := 1; ; n++ {
 		if err := m.c.usable(); err != nil {
-			m.leave(ctx, token, down.last != nil, late)
+			m.leave(ctx, token, down.last != nil, late, gone)
 			return nil, err
 		}
-		l, wait, err := m.attempt(ctx, token, true)
+		l, wait, err := m.attempt(ctx, token, gone)
 		if l != nil {
+			if late {
+				gone.Store(true)
+				m.c.lookAgain(m.leaveCall(token))
+			}
 			return l, nil
 		}
-		late = err != nil && mayHaveRun(err)
+		late = late || err != nil && mayHaveRun(err)
 		if final(err) {
-			m.leave(ctx, token, down.last != nil, late)
+			m.leave(ctx, token, down.last != nil, late, gone)
 			return nil, err
 		}
 		down.note(err)
 		backoff, ok := m.cfg.retry.Backoff(n)
 		if !ok {
-			m.leave(ctx, token, down.last != nil, late)
+			m.leave(ctx, token, down.last != nil, late, gone)
 			return nil, gaveUp(err)
 		}
 		if wait <= 0 { // the attempt failed, and said no wait
@@ -189,7 +201,7 @@ func (m *FairMutex) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, er
 		// Retrying renews the place in the queue: never let it lapse.
 		wait = min(max(wait, time.Millisecond), backoff, m.wait/3)
 		if !idle.Wait(ctx, w.c, wait) {
-			m.leave(ctx, token, down.last != nil, late)
+			m.leave(ctx, token, down.last != nil, late, gone)
 			return nil, down.interrupted(m.c, ctx.Err(), err)
 		}
 	}
@@ -202,68 +214,40 @@ func asFair(l *fairLease, err error) (dlock.Lease, error) {
 	return l, err
 }
 
+// leaveCall is the fair_leave call that takes waiter out of the queue.
+func (m *FairMutex) leaveCall(waiter string) redisconn.Call {
+	return redisscript.FairLeaveCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Waiter: waiter, Wake: m.prefix}.Call()
+}
+
 // leave takes token out of the queue, waking the next waiter if the lock
 // is free: at once, or in the background while the server fails (see
 // Client.tidy). If the server cannot be reached, the entry is dropped when
-// its deadline passes. When late is set, the waiter's last attempt, which
+// its deadline passes. When late is set, an attempt of the waiter, which
 // renews its place, was cut short and may reach the server after the
-// leave (a loaded server reads another connection first): a clean-up
-// looks again, as a lock's does (see background.LateChecks), and until
-// Close's time once Close has begun, so that no place outlives the Lock.
-func (m *FairMutex) leave(ctx context.Context, token string, failing, late bool) {
-	call := redisscript.FairLeaveCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Waiter: token, Wake: m.prefix}.Call()
+// leave (a loaded server reads another connection first): leave sets
+// gone, so that the attempt's clean-up no longer puts the waiter back in
+// line, and looks again (see Client.lookAgain), so that no place outlives the
+// Lock.
+func (m *FairMutex) leave(ctx context.Context, token string, failing, late bool, gone *atomic.Bool) {
+	gone.Store(true)
+	call := m.leaveCall(token)
 	m.c.tidy(ctx, failing, func(ctx context.Context) {
 		m.c.eval(ctx, call)
 	})
 	if late {
-		m.c.cleanups.Clean(func(ctx context.Context) background.Outcome {
-			m.leaveAgain(ctx, call)
-			return background.Cleaned
-		})
-	}
-}
-
-// leaveAgain runs leave, a waiter's fair_leave call, again after each of
-// background.LateChecks, until one finds the waiter's place and removes
-// it; once Close has begun, once more just before Close's time instead.
-func (m *FairMutex) leaveAgain(ctx context.Context, leave redisconn.Call) {
-	removed := func() bool {
-		ctx, cancel := m.c.closeBound(ctx)
-		defer cancel()
-		v, err := m.c.eval(ctx, leave)
-		return err == nil && v != int64(0)
-	}
-	for _, wait := range background.LateChecks {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-m.c.closed:
-			t.Stop()
-			last := time.NewTimer(time.Until(m.c.closeBy) - 100*time.Millisecond)
-			defer last.Stop()
-			select {
-			case <-ctx.Done():
-			case <-last.C:
-				removed()
-			}
-			return
-		case <-t.C:
-		}
-		if removed() {
-			return
-		}
+		m.c.lookAgain(call)
 	}
 }
 
 // attempt runs the acquire script once for waiter, joining or renewing
-// its place in the queue if enqueue is set. The lock is taken with a token
+// its place in the queue if gone is not nil (a Lock's waiter; gone is set
+// once the Lock has returned). The lock is then taken with a token
 // of the attempt's own, so that giving back what an attempt whose reply was
 // lost may have taken never touches the grant of a later attempt of the
 // same waiter. It returns a lease; or nil and how long to wait before the
 // next attempt; or an error.
-func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*fairLease, time.Duration, error) {
+func (m *FairMutex) attempt(ctx context.Context, waiter string, gone *atomic.Bool) (*fairLease, time.Duration, error) {
+	enqueue := gone != nil
 	token := waiter
 	if enqueue {
 		token = fairToken(ctx)
@@ -277,14 +261,20 @@ func (m *FairMutex) attempt(ctx context.Context, waiter string, enqueue bool) (*
 		if mayHaveRun(err) {
 			// The script may have run: give the lock back if this attempt
 			// took it. A waiter keeps its place, at the head if this was
-			// its turn: its Lock goes on, and leaves the queue when it
-			// ends.
-			call := releaseCall(m.keys, token, releaseScript)
-			if enqueue {
-				call = redisscript.FairReleaseCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times,
-					Token: token, Wake: m.prefix, Timeout: m.waitMs, Waiter: waiter}.Call()
+			// its turn, while its Lock goes on, and leaves the queue when
+			// it ends; the request may land after that, and then the
+			// grant goes to the next in line.
+			if !enqueue {
+				m.c.abandon(releaseCall(m.keys, token, releaseScript))
+			} else {
+				m.c.abandonWith(func() redisconn.Call {
+					r := redisscript.FairReleaseCall{Lock: m.keys.lock, Queue: m.queue, Deadlines: m.times, Token: token, Wake: m.prefix}
+					if !gone.Load() {
+						r.Timeout, r.Waiter = m.waitMs, waiter
+					}
+					return r.Call()
+				})
 			}
-			m.c.abandon(call)
 		}
 		return nil, 0, m.c.failed(ctx, own, start, m.keys.lock, redisscript.FairAcquire, err)
 	}

@@ -210,10 +210,18 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 	rw := s.rw
 	intent := dlock.NewToken() // a waiting writer's identity in the intents
 	announced := false         // a writer's intent may be on the server
+	// late: a writer's attempt got no answer. Its call may reach the
+	// server after the Lock has returned, however many answered attempts
+	// came after it, and announce the intent again: the Lock then looks
+	// for it again, granted or not.
+	late := false
 	var down outage
 	defer func() {
 		if announced {
 			rw.withdraw(ctx, intent, down.last != nil)
+		}
+		if late {
+			rw.c.lookAgain(rw.withdrawCall(intent))
 		}
 	}()
 	var w *waiter
@@ -232,6 +240,7 @@ func (s rwSide) lock(ctx context.Context, a *lease.Attempt) (dlock.Lease, error)
 		l, wait, err := s.attemptAs(ctx, intent)
 		if !s.read {
 			announced = l == nil
+			late = late || err != nil && mayHaveRun(err)
 		}
 		if l != nil || final(err) {
 			won = l != nil
@@ -287,10 +296,16 @@ func (s rwSide) check(ctx context.Context) error {
 // withdraw takes a writer's intent back after Lock gave up: at once, or in
 // the background while the server fails (see Client.tidy).
 func (rw *RWMutex) withdraw(ctx context.Context, intent string, failing bool) {
+	call := rw.withdrawCall(intent)
 	rw.c.tidy(ctx, failing, func(ctx context.Context) {
 		// A failure leaves an intent that expires within intentTTL.
-		rw.c.eval(ctx, redisscript.RWWithdrawCall{Intents: rw.intent, Intent: intent, Channel: rw.channel}.Call())
+		rw.c.eval(ctx, call)
 	})
+}
+
+// withdrawCall is the rw_withdraw call that takes a writer's intent back.
+func (rw *RWMutex) withdrawCall(intent string) redisconn.Call {
+	return redisscript.RWWithdrawCall{Intents: rw.intent, Intent: intent, Channel: rw.channel}.Call()
 }
 
 // attemptAs runs the acquire script once, with a fresh token. It returns
