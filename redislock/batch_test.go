@@ -114,21 +114,23 @@ func cycles(ctx context.Context, c *redislock.Client, admin redis.UniversalClien
 // slowCalls fails t if calls of cycles (a TryLock and a Release each) ran
 // out of AttemptTimeout while the process was never starved of the CPU
 // (late, the most its timers ran late: see lateness), or if more than a
-// twentieth of them did. A make test beside another starves the process
-// for more than a second at times, and every call then in flight times
-// out: 3 to 38 of 3840 to 5120 calls, in 4 runs of 6 of the Cluster test
-// at load 45 to 50 on two cores (a first TryLock while the client dialled,
-// a Release mid-run). That says nothing of the batching. A batcher that
-// never sent every third queued call had 9% of the calls time out (and
-// one that stopped sending would time out every call to its server).
+// tenth of them did. A make test beside another starves the process for
+// more than a second at times, and every call then in flight times out:
+// up to 163 of 5120 calls (timers 1.25s late) beside CPU hogs at load 25
+// to 50 on two cores, and the Cluster test failed 4 runs in 6 before it
+// counted them (a first TryLock while the client dialled, a Release
+// mid-run). That says nothing of the batching. A batcher that never sent
+// every third queued call had 6% to 8% of the calls time out with timers
+// under 100ms late; one that stopped sending would time out every call to
+// its server from then on (a third of them on three masters).
 func slowCalls(t *testing.T, slow int, late time.Duration, goroutines, n int) {
 	t.Helper()
 	calls := 2 * goroutines * n
 	if slow > 0 {
 		t.Logf("%d of %d calls ran out of AttemptTimeout; the process's timers ran up to %v late", slow, calls, late.Round(time.Millisecond))
 	}
-	if slow > 0 && late < 200*time.Millisecond || slow > calls/20 {
-		t.Errorf("%d of %d calls ran out of AttemptTimeout, the process's timers %v late at most; want none unless starved, and a twentieth at most", slow, calls, late.Round(time.Millisecond))
+	if slow > 0 && late < 200*time.Millisecond || slow > calls/10 {
+		t.Errorf("%d of %d calls ran out of AttemptTimeout, the process's timers %v late at most; want none unless starved, and a tenth at most", slow, calls, late.Round(time.Millisecond))
 	}
 }
 
@@ -254,7 +256,8 @@ func TestIntegrationGoRedisCancelMidBatch(t *testing.T) {
 	type outcome struct {
 		name   string
 		cancel bool
-		early  bool // its context had ended before TryLock was called
+		after  time.Duration // when its context was cancelled, from its start
+		early  bool          // its context had ended before TryLock was called
 		lease  dlock.Lease
 		err    error
 		took   time.Duration // from the cancellation, if any, else from the call
@@ -278,7 +281,7 @@ func TestIntegrationGoRedisCancelMidBatch(t *testing.T) {
 		if at := cancelled.Load(); at != 0 {
 			took = time.Since(time.Unix(0, at))
 		}
-		outcomes <- outcome{name, cancelAfter > 0, early, l, err, took}
+		outcomes <- outcome{name, cancelAfter > 0, cancelAfter, early, l, err, took}
 	}
 	late := lateness()
 	wg.Add(1)
@@ -304,12 +307,15 @@ func TestIntegrationGoRedisCancelMidBatch(t *testing.T) {
 		case o.cancel && o.err == nil:
 			// The reply came before the cancellation took effect.
 			o.lease.Release(ctx)
-		case o.cancel && o.early:
-			// A loaded machine ran the goroutine after its timer: the
-			// call never began, and nothing was taken.
-			if !errors.Is(o.err, context.Canceled) || !errors.Is(o.err, dlock.ErrNotObtained) {
+		case o.cancel && (o.early || starved >= o.after && !errors.Is(o.err, dlock.ErrUnavailable)) && errors.Is(o.err, dlock.ErrNotObtained):
+			// A loaded machine ran the goroutine after its timer, before
+			// TryLock or within it before it sent anything (the process
+			// stalled for as long as the timer's delay): TryLock found
+			// its context ended and took nothing.
+			if !errors.Is(o.err, context.Canceled) {
 				t.Errorf("%s, called with its context ended: %v; want ErrNotObtained and context.Canceled", o.name, o.err)
 			}
+			t.Logf("%s: %v (its context ended before TryLock could send: the process's timers ran up to %v late)", o.name, o.err, starved.Round(time.Millisecond))
 		case o.cancel:
 			// Whether the lock is held is unknown: since issue 32, TryLock
 			// cut short says so (ErrUnavailable), never ErrNotObtained.
