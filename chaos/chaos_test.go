@@ -258,17 +258,44 @@ var chaosSlots = make(chan struct{}, 2)
 // last fault ended: a run cut off while the service recovered says
 // nothing of the recovery (zk3/kill-empty-all, with its 50 grants done
 // before its one fault, ended as the ensemble came back, with "no grant
-// after the ensemble restarted empty").
+// after the ensemble restarted empty"). That grant is one made after the
+// fault ended, as the checks count it (Progress.GrantedSinceFault), not
+// one reported since: counting reports, a report that came late, of a
+// grant made before the fault, ended runs that had no grant after their
+// last fault.
 func untilEnough(nominal time.Duration, faults int, cancel func()) func(Progress) {
-	seen, grantsThen := 0, 0 // faults seen begun, and the grants when the last was last seen
+	seen := 0 // faults seen begun
 	return func(p Progress) {
 		if p.Faults != seen || p.Fault != "" {
-			seen, grantsThen = p.Faults, p.Grants
+			seen = p.Faults
 			return
 		}
-		recovered := p.Faults == 0 || p.Grants > grantsThen
+		recovered := p.Faults == 0 || p.GrantedSinceFault
 		if recovered && p.Grants >= 50 && (p.Faults > faults || p.Faults == faults && p.Elapsed >= nominal) {
 			cancel()
+		}
+	}
+}
+
+// untilEnough ends a run on a grant made after the last fault ended, not
+// on a report that comes after it: a client paused by client-pause (or
+// starved) reports a grant made before the pause only once it runs again.
+func TestUntilEnoughWaitsForAGrantAfterTheFault(t *testing.T) {
+	cancelled := false
+	progress := untilEnough(10*time.Second, 4, func() { cancelled = true })
+	for _, step := range []struct {
+		p    Progress
+		want bool
+	}{
+		{Progress{Elapsed: 11 * time.Second, Grants: 60, Faults: 4, Fault: FaultClientPause}, false},
+		// The paused client's report of the grant it had just made when
+		// it was stopped, written once it was let go.
+		{Progress{Elapsed: 12 * time.Second, Grants: 61, Faults: 4}, false},
+		{Progress{Elapsed: 12500 * time.Millisecond, Grants: 62, Faults: 4, GrantedSinceFault: true}, true},
+	} {
+		progress(step.p)
+		if cancelled != step.want {
+			t.Fatalf("after %+v: run ended %v; want %v", step.p, cancelled, step.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -152,6 +153,11 @@ type Progress struct {
 	Grants, Failures  int
 	Faults            int
 	Fault             string // the fault in force, if any
+	// GrantedSinceFault reports whether a grant has been made since the
+	// last fault ended, by the time the client took it, not when its
+	// report came: a client's report of a grant made before the fault
+	// may come after it (a client paused before it wrote one, or slow to).
+	GrantedSinceFault bool
 }
 
 // A Result is the outcome of a Run.
@@ -240,6 +246,8 @@ type run struct {
 	faults   int
 	fault    string
 	stopping bool
+	granted  Mono // the latest grant, by the client's clock
+	healed   Mono // when the last fault ended; in the future while one is in force
 }
 
 // observe follows the clients' events to know who holds the lock.
@@ -251,6 +259,7 @@ func (r *run) observe(e Event) {
 	case OpGrant:
 		r.holding[c], r.last = e.Fence, c
 		r.grants++
+		r.granted = max(r.granted, e.At)
 	case OpFail:
 		r.failures++
 	case OpDone, OpRelease:
@@ -299,12 +308,14 @@ func (r *run) injectFaults(ctx context.Context, in *injector) {
 		r.mu.Lock()
 		r.faults++
 		r.fault = kind
+		r.healed = math.MaxInt64
 		r.mu.Unlock()
 		if err := in.inject(ctx, kind); err != nil {
 			r.h.Add(Event{Op: OpLog, Value: err.Error()})
 		}
 		r.mu.Lock()
 		r.fault = ""
+		r.healed = Now()
 		r.mu.Unlock()
 	}
 }
@@ -317,7 +328,7 @@ func (r *run) report(ctx context.Context) {
 	for {
 		r.mu.Lock()
 		p := Progress{Elapsed: time.Since(start), Duration: r.o.Duration, Grants: r.grants,
-			Failures: r.failures, Faults: r.faults, Fault: r.fault}
+			Failures: r.failures, Faults: r.faults, Fault: r.fault, GrantedSinceFault: r.faults > 0 && r.granted > r.healed}
 		r.mu.Unlock()
 		r.o.Progress(p)
 		select {
