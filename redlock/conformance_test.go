@@ -157,7 +157,7 @@ const nodeTimeout = 250 * time.Millisecond
 // shortest TTL (300ms), and a fifth leaves a renewal (due every TTL/3)
 // time to finish before Until.
 func nodeTimeoutFor(ttl time.Duration) time.Duration {
-	return min(max(ttl/5, nodeTimeout), time.Second)
+	return min(max(ttl/3, nodeTimeout), time.Second)
 }
 
 func TestIntegrationObserver(t *testing.T) {
