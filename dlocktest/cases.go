@@ -783,7 +783,7 @@ func (s *suite) releaseDuringRenewal(t *testing.T) {
 //
 // freeBy runs in a goroutine of its own: it reports with t.Errorf and
 // t.Logf, never t.Fatal.
-func freeBy(ctx context.Context, t *testing.T, l dlock.Locker, ttl time.Duration, deadline time.Time,
+func freeBy(ctx context.Context, t reporter, l dlock.Locker, ttl time.Duration, deadline time.Time,
 	token string, inspect func(context.Context) (dlock.Info, error)) {
 	giveUp := deadline.Add(10 * time.Second)
 	tryCtx := dlock.WithLabel(ctx, freeByLabel)
@@ -851,6 +851,12 @@ func freeBy(ctx context.Context, t *testing.T, l dlock.Locker, ttl time.Duration
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A reporter is what freeBy reports to: a *testing.T.
+type reporter interface {
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
 }
 
 // freeByLabel is the label (dlock.WithLabel) of freeBy's TryLocks, which
