@@ -2,6 +2,8 @@ package dlocktest
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -656,8 +658,8 @@ func (s *suite) fencesAcrossRestart(t *testing.T) {
 // A loaded machine can keep a release from getting an answer in time.
 // Such a Release returns an error matching dlock.ErrUnavailable (see
 // dlock.Lease): it is counted as no answer, its lease must still have
-// ended as released, and the name must be free by the lease's Until (see
-// freeBy). Any other error fails, and so do more than half the releases
+// ended as released, and the name must be free of it by the lease's Until
+// (see freeBy). Any other error fails, and so do more than half the releases
 // without an answer, or expired before it: the test could not check its
 // subject.
 func (s *suite) releaseDuringRenewal(t *testing.T) {
@@ -671,8 +673,20 @@ func (s *suite) releaseDuringRenewal(t *testing.T) {
 	// fail the test (t.Fatal), which must not leave goroutines behind that
 	// report after the test has ended.
 	lockers := make([]dlock.Locker, holders)
+	// Who holds a lock found held after a release without an answer (see
+	// freeBy), from the backend's Admin, made here for the same reason.
+	inspect := make([]func(context.Context) (dlock.Info, error), holders)
+	var adm dlock.Admin
+	if s.b.Admin != nil {
+		adm = s.b.Admin(t)
+	}
 	for h := range lockers {
-		lockers[h] = s.b.NewLocker(t, fmt.Sprintf("%s-%d", uniqueKey(t), h), Options{TTL: ttl})
+		key := fmt.Sprintf("%s-%d", uniqueKey(t), h)
+		lockers[h] = s.b.NewLocker(t, key, Options{TTL: ttl})
+		if adm != nil {
+			name := s.adminName(key)
+			inspect[h] = func(ctx context.Context) (dlock.Info, error) { return adm.Inspect(ctx, name) }
+		}
 	}
 	for h, l := range lockers {
 		wg.Add(1)
@@ -715,7 +729,7 @@ func (s *suite) releaseDuringRenewal(t *testing.T) {
 					// to a renewal period (TTL/3, a renewal's longest
 					// attempt) after the Release call, later than the Until
 					// the holder knew.
-					freeBy(ctx, t, l, ttl, later(lease.Until(), called.Add(ttl+ttl/3)).Add(dlock.Drift(ttl)+Slack))
+					freeBy(ctx, t, l, ttl, later(lease.Until(), called.Add(ttl+ttl/3)).Add(dlock.Drift(ttl)+Slack), lease.Token(), inspect[h])
 					continue
 				case err != nil:
 					t.Errorf("Release: %v", err)
@@ -747,27 +761,36 @@ func (s *suite) releaseDuringRenewal(t *testing.T) {
 // makes, of lease time ttl, is free on the servers by deadline: the
 // lease's TTL ran out, or the backend's retry in the background freed it.
 // It tries l.TryLock until one is granted; one that finds the lock held
-// fails the test only if it was sent after deadline, so a late answer on
-// a loaded machine does not count against the lock, and answered within
-// ttl/2: a later answer may be a grant given back for being too short
-// (see dlock.Locker), which also matches ErrNotObtained. TryLocks that get
-// no answer are tried again, for ten seconds past deadline at most.
+// counts only if it was sent after deadline, so a late answer on a loaded
+// machine does not count against the lock, and answered within ttl/2: a
+// later answer may be a grant given back for being too short (see
+// dlock.Locker), which also matches ErrNotObtained. TryLocks that get no
+// answer are tried again, for ten seconds past deadline at most.
 //
-// freeBy's own TryLocks that were not granted may have taken the lock on
-// some servers (all of them, for one that got no answer or a grant given
-// back; a minority, for a Redlock attempt that found the rest held) and
-// left it there: their give-back runs in the background, and at worst
-// their keys live a TTL from their arrival, which was before the answer.
-// So a TryLock that finds the lock held counts against the released
-// lease only if no own attempt was answered in the TTL (plus drift and
-// slack) before it was sent; otherwise freeBy waits that long and looks
-// again.
-func freeBy(ctx context.Context, t *testing.T, l dlock.Locker, ttl time.Duration, deadline time.Time) {
+// A lock found held past deadline is not necessarily the released
+// lease's: freeBy's own TryLocks that were not granted may have taken it
+// on some servers (all of them, for one that got no answer or a grant
+// given back; a minority, for a Redlock attempt that found the rest held)
+// and left it there, for a TTL from their arrival, which on a stalled
+// server can be seconds after they were sent. So freeBy asks inspect who
+// holds it: the released lease's token, past deadline, fails the test;
+// any other holder (freeBy's own TryLocks carry the label freeByLabel)
+// is waited out, for the TTL (plus drift and slack) after freeBy's last
+// attempt, and the lock looked at again. Without inspect (a Backend
+// without Admin), a lock held past deadline fails the test unless one of
+// freeBy's attempts was answered in the TTL (plus drift and slack) before
+// the TryLock that found it held was sent.
+//
+// freeBy runs in a goroutine of its own: it reports with t.Errorf and
+// t.Logf, never t.Fatal.
+func freeBy(ctx context.Context, t reporter, l dlock.Locker, ttl time.Duration, deadline time.Time,
+	token string, inspect func(context.Context) (dlock.Info, error)) {
 	giveUp := deadline.Add(10 * time.Second)
+	tryCtx := dlock.WithLabel(ctx, freeByLabel)
 	var ownGone time.Time // when the keys of freeBy's attempts so far are gone at the latest
 	for ctx.Err() == nil {
 		sent := time.Now()
-		lease, err := l.TryLock(ctx)
+		lease, err := l.TryLock(tryCtx)
 		if err == nil {
 			if err := lease.Release(ctx); err != nil && !errors.Is(err, dlock.ErrUnavailable) && !errors.Is(err, dlock.ErrExpired) {
 				t.Errorf("Release after the lock came free: %v", err)
@@ -787,22 +810,81 @@ func freeBy(ctx context.Context, t *testing.T, l dlock.Locker, ttl time.Duration
 				return // the servers do not answer: nothing to judge
 			}
 		case errors.Is(err, dlock.ErrNotObtained):
-			if sent.After(deadline) && sent.After(mine) {
-				t.Errorf("lock still held %v past the Until (plus drift and slack) of a lease whose Release got no answer", sent.Sub(deadline).Round(time.Millisecond))
+			if !sent.After(deadline) {
+				break
+			}
+			past := sent.Sub(deadline).Round(time.Millisecond)
+			if inspect == nil {
+				if sent.After(mine) {
+					t.Errorf("lock still held %v past the Until (plus drift and slack) of a lease whose Release got no answer", past)
+					return
+				}
+			} else {
+				asked := time.Now()
+				switch info, err := inspect(ctx); {
+				case err != nil:
+					// Nothing to judge by: look again.
+				case holds(info, token):
+					t.Errorf("lock still held %v past the Until (plus drift and slack) of a lease whose Release got no answer, by that lease: Inspect %v later found %s",
+						past, asked.Sub(sent).Round(time.Millisecond), describe(info))
+					return
+				default:
+					why := "within the TTL of an attempt of freeBy's own"
+					if sent.After(mine) {
+						why = "no attempt of freeBy's own answered in the TTL before"
+					}
+					t.Logf("lock held %v past the Until (plus drift and slack) of a lease whose Release got no answer (%s), not by that lease: Inspect %v later found %s",
+						past, why, asked.Sub(sent).Round(time.Millisecond), describe(info))
+				}
+			}
+			if sent.After(giveUp) {
+				t.Logf("lock held by others than the released lease until %v past its Until (plus drift and slack)", past)
 				return
 			}
-			if sent.After(deadline) {
-				// Perhaps freeBy's own attempts hold it: look again,
-				// once, when they are gone.
-				time.Sleep(time.Until(ownGone))
-				continue
-			}
+			// Perhaps freeBy's own attempts hold it: look again when they
+			// are gone.
+			time.Sleep(time.Until(ownGone))
+			continue
 		default:
 			t.Errorf("TryLock after a Release that got no answer: %v", err)
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A reporter is what freeBy reports to: a *testing.T.
+type reporter interface {
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+// freeByLabel is the label (dlock.WithLabel) of freeBy's TryLocks, which
+// an Inspect that finds one of them holding the lock shows.
+const freeByLabel = "dlocktest freeBy"
+
+// holds reports whether info shows the lease of token holding the lock,
+// or its key on some of a quorum backend's servers (in Info.Detail).
+func holds(info dlock.Info, token string) bool {
+	sum := sha1.Sum([]byte(token))
+	for _, h := range info.Holders {
+		if h.Owner == token || h.Owner == hex.EncodeToString(sum[:]) {
+			return true
+		}
+	}
+	return strings.Contains(info.Detail, token)
+}
+
+// describe sums up info for a test's message.
+func describe(info dlock.Info) string {
+	s := fmt.Sprintf("%s, TTL %v", info.Kind, info.TTL)
+	for _, h := range info.Holders {
+		s += fmt.Sprintf(", held by %q", h.Owner)
+	}
+	if info.Detail != "" {
+		s += ": " + info.Detail
+	}
+	return s
 }
 
 // maxHold: a renewed lease made with a maximum hold ends by the cap, says

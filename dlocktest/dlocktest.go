@@ -136,7 +136,9 @@ type Backend struct {
 	// Admin returns the backend's Client, as a dlock.Admin, on
 	// connections of its own, and closes it when t ends. The suite calls
 	// its Inspect and ForceUnlock with the name LockName gives. A Backend
-	// without it fails the case AdminForceUnlock.
+	// without it fails the case AdminForceUnlock. The case
+	// ReleaseDuringRenewal asks its Inspect who holds a lock found held
+	// after a Release that got no answer: the released lease, or another.
 	Admin func(t testing.TB) dlock.Admin
 
 	// LockName returns the name that the events of the lock NewLocker
