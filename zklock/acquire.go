@@ -579,7 +579,11 @@ func (s *Client) register(n *node, h *Lease) error {
 	s.nodes[n] = struct{}{}
 	s.owners[ownerKey{n.q.dir, n.token}] = n
 	s.mu.Unlock()
-	s.renew.Add(&n.entry, n.period())
+	// The first confirmation is due a period after the request that
+	// granted the lease was sent (its Until counts from that), not a
+	// period from now: the grant's answer may have come late.
+	first := time.Until(h.Until()) - (n.span() - n.period())
+	s.renew.AddFirst(&n.entry, n.period(), max(first, 0))
 	if h.Err() != nil { // ended already: make sure it is forgotten
 		s.forget(n)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -82,7 +83,7 @@ func (s *Client) dialer(l *link) func(network, addr string, timeout time.Duratio
 		if !l.adopt(c) {
 			return nil, errLinkClosed
 		}
-		return &watchedConn{Conn: c, addr: addr, errs: &s.connErr}, nil
+		return &watchedConn{Conn: c, addr: addr, errs: &s.connErr, answerBound: s.cfg.timeout * 2 / 3}, nil
 	}
 }
 
@@ -120,10 +121,36 @@ func (s *Client) handshake(ctx context.Context, c net.Conn, addr string) (net.Co
 // A watchedConn remembers its read and write errors. With TLS 1.3 a
 // server that rejects the client's certificate says so only after the
 // client's handshake has completed, in an alert met by the first read.
+//
+// It also bounds the wait for the answer to the session's connect
+// request by answerBound, the bound go-zookeeper puts on every later
+// read (two thirds of the session timeout). go-zookeeper itself waits ten
+// times as long (20s for a 3s session, 67s for the default 10s): a
+// ZooKeeper server that accepts a connection while it starts and never
+// answers it (measured at load 40: a restarted server, serving again
+// 4.5s later, left a connection accepted before then unanswered) kept a
+// Client from its servers, and a Lock waiting through the restart, for
+// 16.8s after the server was back.
 type watchedConn struct {
 	net.Conn
-	addr string
-	errs *connErrors
+	addr        string
+	errs        *connErrors
+	answerBound time.Duration
+	answered    atomic.Bool // the connect request's answer was read
+}
+
+// SetReadDeadline bounds the first read, that of the connect request's
+// answer, by answerBound; go-zookeeper clears the deadline once it has
+// read it.
+func (c *watchedConn) SetReadDeadline(t time.Time) error {
+	if t.IsZero() {
+		c.answered.Store(true)
+	} else if !c.answered.Load() && c.answerBound > 0 {
+		if bound := time.Now().Add(c.answerBound); t.After(bound) {
+			t = bound
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *watchedConn) Read(p []byte) (int, error) {

@@ -151,7 +151,10 @@
 // connections or does not answer, an election, a session that moves to
 // another server or is renewed, and one that expired (it queues again in
 // the new session). It makes its requests again once the Client has
-// reconnected, and when ctx ends first, its error matches
+// reconnected; a connection whose connect request the server does not
+// answer within two thirds of the session timeout (a server that accepts
+// connections while it starts, say) is dropped and dialled again. When
+// ctx ends first, its error matches
 // dlock.ErrUnavailable as well as dlock.ErrNotObtained and ctx.Err(): a
 // *dlock.UnavailableError naming the servers, since when the requests
 // have failed, and the last failure. What waiting does not heal fails at

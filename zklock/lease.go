@@ -326,7 +326,13 @@ func (s *Client) renewBatch(ctx context.Context, batch []*renewal.Entry) []time.
 			// Until if no confirmation gets through.
 			next[i] = now.Add(n.period() / 4)
 		default:
-			next[i] = now.Add(n.period())
+			// The next confirmation is due a period after this one was
+			// sent, whose start its Until counts from, not after its
+			// answer: counted from the answer, a slow round trip
+			// (a loaded machine, a busy server) was paid twice out of the
+			// span's two periods of margin, and a lease whose round trips
+			// took 300ms each lapsed with a 900ms span.
+			next[i] = start.Add(n.period())
 		}
 	}
 	return next
