@@ -31,8 +31,9 @@ var ErrUnavailable = errors.New("chaos: servers unavailable")
 type Options struct {
 	// Backend is one of Backends. It has no default.
 	Backend string
-	// Duration is how long the clients contend, faults included; the
-	// default is DefaultDuration.
+	// Duration is how long the clients contend, faults included, from
+	// their first grant (or from 30s after they started, if none came);
+	// the default is DefaultDuration.
 	Duration time.Duration
 	// Clients is the number of client processes, 2 to MaxClients; the
 	// default is DefaultClients.
@@ -212,6 +213,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	h.Add(Event{Op: OpStart, Value: fmt.Sprintf("%s%s, %d clients, seed %d", o.Backend, tlsNote, o.Clients, o.Seed)})
 
+	// Duration counts from the first grant: on a loaded machine the
+	// client processes can take seconds to start and connect (a pair of
+	// make test runs saw a Redlock run of 8s end with no grant at all).
+	// A run in which no grant comes within firstGrantWait begins then,
+	// and says so in its verdict's count of grants.
+	r.awaitFirstGrant(ctx, firstGrantWait)
 	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 	in := &injector{d: d, hist: h, rng: rand.New(rand.NewPCG(o.Seed, 0)), ttl: o.TTL, session: o.sessionTimeout(),
@@ -281,6 +288,26 @@ func (r *run) holder() int {
 		return c
 	}
 	return -1
+}
+
+// firstGrantWait is how long Run waits for the clients' first grant
+// before it starts counting the run's Duration anyway.
+const firstGrantWait = 30 * time.Second
+
+// awaitFirstGrant waits until a client has been granted the lock, ctx is
+// done, or limit has passed.
+func (r *run) awaitFirstGrant(ctx context.Context, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for ctx.Err() == nil {
+		r.mu.Lock()
+		granted := r.grants > 0
+		r.mu.Unlock()
+		if granted {
+			return
+		}
+		sleep(ctx, 20*time.Millisecond)
+	}
 }
 
 // injectFaults waits for the first grant, then injects faults with a gap

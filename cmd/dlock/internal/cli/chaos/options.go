@@ -200,7 +200,7 @@ func FlagSet(o *Options) *flag.FlagSet {
 	o.SessionTimeout, o.Schedule, o.Format = chaos.DefaultSessionTimeout, "cycle", FormatTable
 	fs.Var(backendsFlag{&o.Backends, &o.AllBackends}, "backend", "backends to torture, comma-separated, or all: "+strings.Join(chaos.Backends, ", ")+" (default all)")
 	fs.Var(faultsFlag{&o.Faults}, "faults", "faults to inject, comma-separated, all or none (default all)")
-	fs.Var(cmdutil.DurationFlag{D: &o.Duration, Min: time.Second}, "duration", "how long each backend runs, faults included (default 30s)")
+	fs.Var(cmdutil.DurationFlag{D: &o.Duration, Min: time.Second}, "duration", "how long each backend runs, faults included, from its clients' first grant (default 30s)")
 	fs.Var(cmdutil.IntFlag{N: &o.Clients, Min: 2, Max: chaos.MaxClients}, "clients", fmt.Sprintf("client processes contending for the lock (default %d)", chaos.DefaultClients))
 	fs.Var(cmdutil.DurationFlag{D: &o.TTL, Min: chaos.MinTTL}, "ttl", "lease time of the lock, renewed while held (default 1s)")
 	fs.Var(cmdutil.DurationFlag{D: &o.Work, Min: time.Millisecond}, "work", "time each client spends in its critical section, at most a quarter of --ttl (default 20ms)")
