@@ -28,7 +28,11 @@ import (
 // that renewal's latency more. Leader, and each read of an observer, waits
 // for the nodes up to the TTL (or until its ctx ends), not the node
 // timeout, since a read spends no lease's validity; it decides as soon as a
-// majority agrees, so that a silent minority does not hold it up. Each
+// majority agrees, so that a silent minority does not hold it up, and,
+// once a majority has answered without agreeing, waits for the others as
+// long again as that took (at least the node timeout). It returns
+// ErrNoLeader only when the nodes that did not answer could not give a
+// leader a majority; otherwise an error. Each
 // change is published
 // on every node, on the channel dlock:{name}:leader; an observer subscribes
 // on every node (a pub/sub connection each) and reads the nodes again at
@@ -88,7 +92,13 @@ func (s *electionStore) Publish(ctx context.Context, _ dlock.Lease, r election.R
 // read spends none, while its answers are still true when they come late
 // (a loaded machine's nodes did not answer a new client's read in 250ms).
 // It decides as soon as a majority agrees, or no longer can, so that nodes
-// that are down or silent hold it up only when a majority is.
+// that are down or silent hold it up only when a majority is. Once a
+// majority has answered without agreeing, the others have as long again as
+// that took (at least the node timeout) to tip it: one silent node and two
+// that disagree (a hand-over under way, a node restarted empty) held an
+// observer's reads up for the TTL. It names no leader only when the nodes
+// that did not answer could not make a majority for any record; otherwise
+// it fails, since they may hold the leader.
 func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error) {
 	if err := s.c.usable(); err != nil {
 		return election.Record{}, false, err
@@ -96,11 +106,26 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 	n, quorum := len(s.c.nodes), s.c.quorum
 	replies, f := s.c.fanOutFor(ctx, redisscript.ElectReadCall{Lock: s.lock, Record: s.record}.Call(), nil, max(s.wait, s.c.cfg.nodeTimeout))
 	defer f.cancel() // the nodes left once it is decided
+	start := time.Now()
+	var late <-chan time.Time // set once a majority has answered
 	answered, most := 0, 0
 	votes := map[string]int{}
 	var errs []error
+	undecided := func(why string) error {
+		err := fmt.Errorf("redlock: reading the leader of %q: %d of %d nodes answered, no record has a majority of %d among them, and the %d that did not answer %s could make one",
+			s.name, answered, n, quorum, n-answered, why)
+		if len(errs) == 0 {
+			return err
+		}
+		return fmt.Errorf("%w: %w", err, errors.Join(errs...))
+	}
 	for got := 1; got <= n; got++ {
-		rep := <-replies
+		var rep reply
+		select {
+		case rep = <-replies:
+		case <-late:
+			return election.Record{}, false, undecided(fmt.Sprintf("within %v", time.Since(start).Round(time.Millisecond)))
+		}
 		name := s.c.nodes[rep.node].name
 		switch pair, _ := rep.res.Val.([]any); {
 		case rep.res.Err != nil:
@@ -119,16 +144,23 @@ func (s *electionStore) Read(ctx context.Context) (election.Record, bool, error)
 				most = max(most, votes[rec])
 			}
 		}
-		left := n - got
 		switch {
-		case answered+left < quorum:
+		case answered+n-got < quorum:
 			return election.Record{}, false, errQuorum("reading the leader", s.name, answered, quorum, n, errs)
-		case answered >= quorum && most+left < quorum:
+		case most+n-answered < quorum:
+			// Not even every node yet to answer, or that failed, could
+			// give a record a majority: there is no leader.
 			return election.Record{}, false, nil
 		}
+		if late == nil && answered >= quorum {
+			t := time.NewTimer(max(s.c.cfg.nodeTimeout, time.Since(start)))
+			defer t.Stop()
+			late = t.C
+		}
 	}
-	// Not reached: after the last reply, one of the cases above holds.
-	return election.Record{}, false, errQuorum("reading the leader", s.name, answered, quorum, n, errs)
+	// Every node has answered or failed, and those that failed could have
+	// given a record a majority.
+	return election.Record{}, false, undecided("(they failed)")
 }
 
 // Withdraw deletes r on every node that has it, and tells observers.
