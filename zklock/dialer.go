@@ -83,7 +83,21 @@ func (s *Client) dialer(l *link) func(network, addr string, timeout time.Duratio
 		if !l.adopt(c) {
 			return nil, errLinkClosed
 		}
-		return &watchedConn{Conn: c, addr: addr, errs: &s.connErr, answerBound: s.cfg.timeout * 2 / 3}, nil
+		w := &watchedConn{Conn: c, addr: addr, errs: &s.connErr, answerBound: s.cfg.timeout * 2 / 3}
+		select {
+		case <-l.ready:
+			// A session's own reconnect to its only server: cutting a
+			// late answer gains nothing (there is no other server to
+			// try, and go-zookeeper pauses a second before it dials the
+			// same one again) and loses a session the answer would have
+			// kept. The Client gives the session up a session timeout
+			// after it lost its connection anyway, and closes this one.
+			if len(s.servers) == 1 {
+				w.answerBound = 0
+			}
+		default:
+		}
+		return w, nil
 	}
 }
 
@@ -130,7 +144,8 @@ func (s *Client) handshake(ctx context.Context, c net.Conn, addr string) (net.Co
 // answers it (measured at load 40: a restarted server, serving again
 // 4.5s later, left a connection accepted before then unanswered) kept a
 // Client from its servers, and a Lock waiting through the restart, for
-// 16.8s after the server was back.
+// 16.8s after the server was back. A session's reconnect to the only
+// server a Client has is not bounded (see dialer).
 type watchedConn struct {
 	net.Conn
 	addr        string

@@ -153,7 +153,10 @@
 // the new session). It makes its requests again once the Client has
 // reconnected; a connection whose connect request the server does not
 // answer within two thirds of the session timeout (a server that accepts
-// connections while it starts, say) is dropped and dialled again. When
+// connections while it starts, say) is dropped and dialled again, unless
+// it takes back the session of a Client with a single server (there is no
+// other server to try: the Client waits for the answer until it gives the
+// session up, a session timeout after the connection was lost). When
 // ctx ends first, its error matches
 // dlock.ErrUnavailable as well as dlock.ErrNotObtained and ctx.Err(): a
 // *dlock.UnavailableError naming the servers, since when the requests
