@@ -316,15 +316,7 @@ func (r *run) injectFaults(ctx context.Context, in *injector) {
 	if len(r.o.Faults) == 0 {
 		return
 	}
-	for ctx.Err() == nil {
-		r.mu.Lock()
-		warm := r.grants > 0
-		r.mu.Unlock()
-		if warm {
-			break
-		}
-		sleep(ctx, 20*time.Millisecond)
-	}
+	r.awaitFirstGrant(ctx, r.o.Duration)
 	s := &schedule{faults: r.o.Faults, random: r.o.Random, rng: in.rng}
 	for {
 		sleep(ctx, r.o.Gap)
