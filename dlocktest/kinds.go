@@ -49,8 +49,11 @@ const AnyNumber = -1
 func (k Kind) exclusive() bool { return k.Holders == 1 }
 
 // CampaignWait is how long a TryLock of a Campaigner campaigns: an
-// Election has no TryLock of its own.
-var CampaignWait = 300 * time.Millisecond
+// Election has no TryLock of its own. A second, since at 300ms an
+// uncontended campaign on a loaded machine (redislock, pglock, under a
+// pair of make test runs) did not lead in time; a backend that can tell
+// when a campaign queues ends TryLock then (see zklock's tests).
+var CampaignWait = time.Second
 
 // Campaigner returns e as a Locker, so that RunKinds can check an Election
 // against the other kinds of lock on its name: Lock campaigns, with the

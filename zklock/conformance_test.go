@@ -71,7 +71,7 @@ const campaignBound = 10 * time.Second
 // lock's EventWaiting, which stopQueued turns into the end of the
 // campaign), with an error matching dlock.ErrNotObtained; or when it
 // leads, or is refused for another kind of lock. dlocktest.Campaigner's
-// own TryLock campaigns for dlocktest.CampaignWait (300ms), which must
+// own TryLock campaigns for dlocktest.CampaignWait (1s), which must
 // hold the 3 to 7 requests of a campaign that leads: on a loaded 2-core
 // machine, RunKinds' Nested case saw it end before the campaign led.
 // With campaigner, a campaign queued behind the other name's holder (two

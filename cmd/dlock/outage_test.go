@@ -350,9 +350,12 @@ func ttlBelowMinSessionTimeout(t *testing.T, o outage) {
 	// takes no --ttl into account).
 	r := dlock(t, nil, append(append([]string{"run"}, o.flags...), "--ttl", "200ms", lockName(t), "--", "true")...)
 	// A session of 400ms may also end before the answer on a loaded
-	// machine ("zk: connection closed"): exit 69 or 76, after the warning.
-	if r.code != 0 && r.code != 69 && r.code != 76 {
-		t.Errorf("run: exit %d, want 0, or 69 or 76 if the session ended; stderr: %s", r.code, r.stderr)
+	// machine ("zk: connection closed"): exit 69 or 76, after the warning;
+	// and a lease of a third of 200ms may come back too short to use,
+	// which is given back: exit 75, saying so.
+	short := r.code == 75 && strings.Contains(r.stderr, "was granted with only")
+	if r.code != 0 && r.code != 69 && r.code != 76 && !short {
+		t.Errorf("run: exit %d, want 0, or 69 or 76 if the session ended, or 75 for a grant too short; stderr: %s", r.code, r.stderr)
 	}
 	want := regexp.MustCompile(`^dlock: WARNING: --ttl 200ms is below the ZooKeeper ensemble's minSessionTimeout: it granted a session timeout of 400ms, so a dlock that dies holds the lock for up to 400ms; use --ttl 400ms or more`)
 	if !want.MatchString(r.stderr) {
