@@ -13,22 +13,34 @@ import (
 	"github.com/dlock-go/dlock/redislock"
 )
 
-// heldBackConn holds back, once armed, the first fair_acquire call that
-// joins or renews a waiter's place: the call returns when its context
-// ends (the attempt's AttemptTimeout), as one whose reply was lost does,
-// and reaches the server only when land is closed. The calls after it go
-// through; passed counts those that joined or renewed a place.
+// heldBackConn holds back, once armed, the first call that match picks
+// (by default a fair_acquire that joins or renews a waiter's place): the
+// call returns when its context ends (the attempt's AttemptTimeout), as
+// one whose reply was lost does, and reaches the server only when land is
+// closed; onHold, if set, sees it first. The calls match picks after it
+// go through; passed counts those answered.
 type heldBackConn struct {
 	redislock.Conn
 	armed, held *atomic.Bool
 	passed      *atomic.Int32
 	land        chan struct{}
 	landed      *sync.WaitGroup
+	match       func(redisconn.Call) bool
+	onHold      func(redisconn.Call)
+}
+
+// joinsFairLine reports whether c is a fair_acquire that joins or renews
+// a waiter's place.
+func joinsFairLine(c redisconn.Call) bool {
+	return c.Script.Name == "fair_acquire" && len(c.Args) > 3 && c.Args[3] == "1"
 }
 
 func (c heldBackConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
-	join := len(calls) == 1 && calls[0].Script.Name == "fair_acquire" && len(calls[0].Args) > 3 && calls[0].Args[3] == "1"
-	if !join || !c.armed.Load() {
+	match := c.match
+	if match == nil {
+		match = joinsFairLine
+	}
+	if len(calls) != 1 || !match(calls[0]) || !c.armed.Load() {
 		c.Conn.Eval(ctx, calls, results)
 		return
 	}
@@ -38,6 +50,9 @@ func (c heldBackConn) Eval(ctx context.Context, calls []redisconn.Call, results 
 			c.passed.Add(1)
 		}
 		return
+	}
+	if c.onHold != nil {
+		c.onHold(calls[0])
 	}
 	c.held.Store(true)
 	c.landed.Add(1)

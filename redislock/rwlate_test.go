@@ -16,43 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// intentHeldConn holds back, once armed, the first call of a waiting
-// writer (one that announces an intent): the call returns when its
-// context ends (the attempt's AttemptTimeout), as one whose reply was lost
-// does, and reaches the server only when land is closed. The calls after
-// it go through; passed counts those answered.
-type intentHeldConn struct {
-	redislock.Conn
-	armed, held *atomic.Bool
-	passed      *atomic.Int32
-	intent      *atomic.Value // the writer's intent id
-	land        chan struct{}
-	landed      *sync.WaitGroup
-}
-
-func (c intentHeldConn) Eval(ctx context.Context, calls []redisconn.Call, results []redisconn.Result) {
-	write := len(calls) == 1 && calls[0].Script.Name == "rw_write_acquire" && len(calls[0].Args) > 3 && calls[0].Args[2] != "0"
-	if !write || !c.armed.Load() {
-		c.Conn.Eval(ctx, calls, results)
-		return
-	}
-	if c.held.Load() {
-		c.Conn.Eval(ctx, calls, results)
-		if results[0].Err == nil {
-			c.passed.Add(1)
-		}
-		return
-	}
-	c.intent.Store(calls[0].Args[3])
-	c.held.Store(true)
-	c.landed.Add(1)
-	go func() {
-		defer c.landed.Done()
-		<-c.land
-		c.Conn.Eval(context.Background(), calls, make([]redisconn.Result, 1))
-	}()
-	<-ctx.Done()
-	results[0].Err = ctx.Err()
+// announcesIntent reports whether c is the call of a waiting writer, one
+// that announces an intent.
+func announcesIntent(c redisconn.Call) bool {
+	return c.Script.Name == "rw_write_acquire" && len(c.Args) > 3 && c.Args[2] != "0"
 }
 
 // A waiting writer's call whose reply was lost, followed by calls that
@@ -80,7 +47,8 @@ func TestIntegrationRWIntentLandingLate(t *testing.T) {
 			land := make(chan struct{})
 			landOnce := sync.OnceFunc(func() { close(land) })
 			t.Cleanup(landOnce)
-			wc := redislock.New(intentHeldConn{Conn: goRedis(t, d), armed: &armed, held: &held, passed: &passed, intent: &intent, land: land, landed: &landed})
+			wc := redislock.New(heldBackConn{Conn: goRedis(t, d), armed: &armed, held: &held, passed: &passed, land: land, landed: &landed,
+				match: announcesIntent, onHold: func(c redisconn.Call) { intent.Store(c.Args[3]) }})
 			t.Cleanup(func() { wc.Close() })
 			other := newClient(t, d, goRedis)
 			opts := []redislock.Option{redislock.WithTTL(30 * time.Second)}
