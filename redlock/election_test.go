@@ -177,13 +177,7 @@ func TestIntegrationElectionLeaderThroughSlowNodes(t *testing.T) {
 	servers := testenv.StartRedisN(t, 3, testenv.RedisConfig{})
 	age(t, servers)
 	addrs := addrsOf(servers)
-	proxies := make([]*testenv.Proxy, len(addrs))
-	via := make([]string, len(addrs))
-	for i, a := range addrs {
-		proxies[i] = testenv.StartProxy(t, a)
-		via[i] = proxies[i].Addr()
-		t.Cleanup(func() { proxies[i].Blackhole(false); proxies[i].Reset() })
-	}
+	proxies, via := proxiesFor(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := "slow-nodes"

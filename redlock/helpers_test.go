@@ -215,3 +215,17 @@ func gone(t testing.TB, servers []*testenv.Redis, name string) {
 		}
 	}
 }
+
+// proxiesFor starts a fault proxy in front of each of addrs, and returns
+// them with their addresses. At the test's end each is healed (no
+// blackhole, no refusal) and its connections reset, before it closes.
+func proxiesFor(t testing.TB, addrs []string) ([]*testenv.Proxy, []string) {
+	proxies := make([]*testenv.Proxy, len(addrs))
+	via := make([]string, len(addrs))
+	for i, a := range addrs {
+		proxies[i] = testenv.StartProxy(t, a)
+		via[i] = proxies[i].Addr()
+		t.Cleanup(func() { proxies[i].Blackhole(false); proxies[i].SetRefuse(false); proxies[i].Reset() })
+	}
+	return proxies, via
+}
